@@ -1,0 +1,130 @@
+//! The command line: which part of Duet runs, with which settings.
+
+use clap::{Args, Parser, Subcommand};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "duet",
+    version,
+    about = "Pair programming in the terminal: a shared room with an AI agent and a sandbox"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Host rooms for a team over HTTP and WebSocket
+    Serve(ServeArgs),
+    /// Run a command in a room's sandbox; exits with its exit code
+    /// (124 when it timed out, 130 when interrupted)
+    Exec(ExecArgs),
+    /// Clean a room up: clear its history and destroy its sandbox
+    Cleanup(ClientArgs),
+    /// Internal: builds one room's sandbox (started by the server)
+    #[command(hide = true)]
+    SandboxInit,
+}
+
+/// Where a client finds its room; flags beat the environment.
+#[derive(Debug, Clone, Args)]
+pub struct ClientArgs {
+    /// Backend URL, e.g. http://127.0.0.1:8787
+    #[arg(long, env = "DUET_SERVER")]
+    pub server: Option<String>,
+    /// Room id (1–63 of A-Z a-z 0-9 _ -)
+    #[arg(long, env = "DUET_ROOM")]
+    pub room: Option<String>,
+    /// Bearer token, when the backend has one
+    #[arg(long, env = "DUET_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Your name in the room
+    #[arg(long, env = "DUET_NAME")]
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ExecArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// Wall-clock timeout in milliseconds (capped by the server)
+    #[arg(long)]
+    pub timeout_ms: Option<u64>,
+    /// Working directory for this command only
+    #[arg(long)]
+    pub cwd: Option<String>,
+    /// The command and its arguments, after `--`
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    pub cmd: Vec<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on; anything but loopback needs --token
+    #[arg(long, default_value = "127.0.0.1:8787", env = "DUET_LISTEN")]
+    pub listen: SocketAddr,
+    /// Where rooms, messages and workspaces are kept
+    /// (default: $XDG_DATA_HOME/duet)
+    #[arg(long, env = "DUET_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Require this bearer token on every request but /health
+    #[arg(long, env = "DUET_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Default wall-clock timeout of a command, in milliseconds
+    #[arg(long, default_value_t = 60_000)]
+    pub exec_timeout_ms: u64,
+    /// Largest timeout a request may ask for, in milliseconds
+    #[arg(long, default_value_t = 600_000)]
+    pub max_exec_timeout_ms: u64,
+    /// Output captured per stream of a command, in bytes
+    #[arg(long, default_value_t = 1024 * 1024)]
+    pub output_cap: usize,
+    /// Stop a room's sandbox after this many idle seconds (its files stay)
+    #[arg(long, default_value_t = 600)]
+    pub sandbox_idle_secs: u64,
+}
+
+/// Parses the command line and runs what it names.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Some(Command::SandboxInit) => crate::sandbox::helper_main(),
+        Some(command) => run_async(command),
+        None => {
+            eprintln!("duet: the terminal client is not built yet; run `duet serve`");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run_async(command: Command) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("duet: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async move {
+        match command {
+            Command::Serve(args) => crate::server::serve(args).await.map(|_| ExitCode::SUCCESS),
+            Command::Exec(args) => crate::client::commands::exec(args).await,
+            Command::Cleanup(args) => crate::client::commands::cleanup(args).await,
+            Command::SandboxInit => Ok(ExitCode::FAILURE),
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("duet: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

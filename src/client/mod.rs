@@ -1,0 +1,3 @@
+//! The client side of the protocol: HTTP calls and the room socket.
+
+pub mod commands;

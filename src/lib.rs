@@ -1,0 +1,8 @@
+//! Duet: pair programming in the terminal. One crate, one binary: the
+//! terminal client and the backend that speaks shared/PROTOCOL.md.
+
+pub mod cli;
+pub mod client;
+pub mod protocol;
+pub mod sandbox;
+pub mod server;

@@ -1,0 +1,475 @@
+//! Wire types and frames of shared/PROTOCOL.md: the one place where the
+//! client and the backend agree on names and shapes.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Messages kept in a room's state.
+pub const STATE_MESSAGES: usize = 100;
+/// Commands kept in a room's state.
+pub const STATE_EXECS: usize = 20;
+/// Bytes kept per stream of a stored output (`Run`, `ExecRecord`).
+pub const STORED_OUTPUT_CAP: usize = 16 * 1024;
+/// Largest JSON body accepted.
+pub const MAX_BODY: usize = 1024 * 1024;
+/// Largest file upload accepted.
+pub const MAX_FILE_BODY: usize = 64 * 1024 * 1024;
+/// Longest chat message, in characters.
+pub const MAX_TEXT_CHARS: usize = 8_000;
+/// Default and largest page of `/messages`.
+pub const PAGE_DEFAULT: usize = 50;
+pub const PAGE_MAX: usize = 100;
+/// The agent's name on the socket (`cf_agent_identity`).
+pub const AGENT_NAME: &str = "duet-agent";
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Agent,
+    System,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Agent => "agent",
+            Role::System => "system",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        match s {
+            "user" => Some(Role::User),
+            "agent" => Some(Role::Agent),
+            "system" => Some(Role::System),
+            _ => None,
+        }
+    }
+}
+
+/// A chat message of a room.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DuetMessage {
+    pub id: String,
+    pub role: Role,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<String>,
+    pub text: String,
+    pub ts: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs: Option<Vec<Run>>,
+}
+
+/// One command an agent reply ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Run {
+    pub cmd: String,
+    pub stdout: String,
+    pub stderr: String,
+    pub exit_code: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub truncated: bool,
+}
+
+/// The answer of `POST /sandbox/exec`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecResult {
+    pub success: bool,
+    pub exit_code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub command: String,
+    pub duration: u64,
+    pub timestamp: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub truncated: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub timed_out: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub interrupted: bool,
+}
+
+/// Where a command came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExecSource {
+    User,
+    Agent,
+}
+
+impl ExecSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExecSource::User => "user",
+            ExecSource::Agent => "agent",
+        }
+    }
+}
+
+/// A command run in the room, as kept in its state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecRecord {
+    pub exec_id: String,
+    pub cmd: String,
+    pub by: String,
+    pub source: ExecSource,
+    pub stdout: String,
+    pub stderr: String,
+    pub exit_code: Option<i32>,
+    pub duration: u64,
+    pub ts: i64,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub truncated: bool,
+}
+
+/// What a client receives on connect and after every change of messages.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RoomState {
+    pub messages: Vec<DuetMessage>,
+    pub execs: Vec<ExecRecord>,
+}
+
+/// One connection in the presence list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PresenceUser {
+    pub id: String,
+    pub name: String,
+    pub since: i64,
+}
+
+/// Phases of `duet_ai`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AiPhase {
+    Start,
+    Delta,
+    End,
+    Error,
+}
+
+/// Frames the server sends on the socket.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum ServerFrame {
+    #[serde(rename = "cf_agent_identity")]
+    Identity { name: String, agent: String },
+    #[serde(rename = "cf_agent_state")]
+    State { state: RoomState },
+    #[serde(rename = "cf_agent_state_error")]
+    StateError { error: String },
+    #[serde(rename = "duet_presence")]
+    Presence { users: Vec<PresenceUser> },
+    #[serde(rename = "duet_typing")]
+    Typing { id: String, name: String },
+    #[serde(rename = "duet_ai")]
+    Ai {
+        phase: AiPhase,
+        #[serde(rename = "turnId")]
+        turn_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    #[serde(rename = "duet_exec")]
+    Exec(ExecFrame),
+    #[serde(rename = "duet_cleanup")]
+    Cleanup { by: String },
+    #[serde(rename = "rpc")]
+    Rpc(RpcAnswer),
+    #[serde(rename = "duet_error")]
+    Error { error: String },
+}
+
+/// `duet_exec`, by phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "phase", rename_all = "lowercase")]
+pub enum ExecFrame {
+    #[serde(rename_all = "camelCase")]
+    Start {
+        exec_id: String,
+        cmd: String,
+        by: String,
+        source: ExecSource,
+    },
+    #[serde(rename_all = "camelCase")]
+    Stdout { exec_id: String, data: String },
+    #[serde(rename_all = "camelCase")]
+    Stderr { exec_id: String, data: String },
+    #[serde(rename_all = "camelCase")]
+    Complete {
+        exec_id: String,
+        exit_code: Option<i32>,
+        duration: u64,
+        #[serde(default, skip_serializing_if = "is_false")]
+        timed_out: bool,
+        #[serde(default, skip_serializing_if = "is_false")]
+        truncated: bool,
+        #[serde(default, skip_serializing_if = "is_false")]
+        interrupted: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+}
+
+/// The answer to a client's `rpc` frame.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RpcAnswer {
+    pub id: Value,
+    pub success: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    pub done: bool,
+}
+
+/// Frames a client sends on the socket.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum ClientFrame {
+    #[serde(rename = "duet_typing")]
+    Typing {},
+    #[serde(rename = "rpc")]
+    Rpc {
+        id: Value,
+        method: String,
+        #[serde(default)]
+        args: Vec<Value>,
+    },
+}
+
+/// Per-field validation messages: the `details` of a 400.
+pub type Details = BTreeMap<String, Vec<String>>;
+
+/// The body of every error answer: `{"error", "details"?}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub error: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Details>,
+}
+
+/// Body of `POST /message`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageRequest {
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<String>,
+}
+
+/// Answer of `POST /message`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageResponse {
+    pub reply: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub messages: Vec<DuetMessage>,
+}
+
+/// Body of `POST /sandbox/exec`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecRequest {
+    pub cmd: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<String>,
+}
+
+/// Answer of `POST /sandbox/exec`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecResponse {
+    pub result: ExecResult,
+    pub sandbox_name: String,
+}
+
+/// Answer of `GET /messages`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessagesPage {
+    pub messages: Vec<DuetMessage>,
+    pub has_more: bool,
+}
+
+/// Answer of `POST /cleanup` (200, or 207 with `errors`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CleanupResponse {
+    pub cleaned: bool,
+    pub room_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errors: Option<Vec<String>>,
+}
+
+/// Whether `id` is a valid room id: 1–63 of `A-Za-z0-9_-`, first and last
+/// alphanumeric.
+pub fn valid_room_id(id: &str) -> bool {
+    let bytes = id.as_bytes();
+    let (Some(first), Some(last)) = (bytes.first(), bytes.last()) else {
+        return false;
+    };
+    bytes.len() <= 63
+        && first.is_ascii_alphanumeric()
+        && last.is_ascii_alphanumeric()
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-')
+}
+
+/// Why a person's name is not acceptable, if it is not: 1–32 printable
+/// characters.
+pub fn name_problem(name: &str) -> Option<&'static str> {
+    let count = name.chars().count();
+    if count == 0 {
+        Some("must not be empty")
+    } else if count > 32 {
+        Some("must be at most 32 characters")
+    } else if name.chars().any(char::is_control) {
+        Some("must be printable characters")
+    } else {
+        None
+    }
+}
+
+/// The sandbox name of a room.
+pub fn sandbox_name(room: &str) -> String {
+    format!("sandbox-{room}")
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// ISO 8601 (UTC, milliseconds) for a `ts`.
+pub fn iso_timestamp(ts_ms: i64) -> String {
+    let nanos = i128::from(ts_ms) * 1_000_000;
+    let format = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
+        .ok()
+        .and_then(|t| t.format(&format).ok())
+        .unwrap_or_default()
+}
+
+/// Cut `text` to at most `cap` bytes on a character boundary; says whether
+/// anything was cut.
+pub fn cap_text(text: &str, cap: usize) -> (String, bool) {
+    if text.len() <= cap {
+        return (text.to_string(), false);
+    }
+    let mut end = cap;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    (text[..end].to_string(), true)
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn room_ids_follow_the_names_rule() {
+        for ok in ["a", "room-1", "A_b-9", &"x".repeat(63)] {
+            assert!(valid_room_id(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "-a",
+            "a-",
+            "_a",
+            "a b",
+            "a/b",
+            "é",
+            &"x".repeat(64),
+            "a.b",
+        ] {
+            assert!(!valid_room_id(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn names_are_one_to_32_printable_characters() {
+        assert!(name_problem("ada").is_none());
+        assert!(name_problem(&"é".repeat(32)).is_none());
+        assert!(name_problem("").is_some());
+        assert!(name_problem(&"a".repeat(33)).is_some());
+        assert!(name_problem("a\nb").is_some());
+    }
+
+    #[test]
+    fn frames_have_the_wire_shape() {
+        let frame = ServerFrame::Exec(ExecFrame::Complete {
+            exec_id: "e1".into(),
+            exit_code: Some(0),
+            duration: 3,
+            timed_out: false,
+            truncated: true,
+            interrupted: false,
+            error: None,
+        });
+        let json = serde_json::to_value(&frame).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"type":"duet_exec","phase":"complete","execId":"e1",
+                "exitCode":0,"duration":3,"truncated":true})
+        );
+        let typing: ClientFrame = serde_json::from_str(r#"{"type":"duet_typing"}"#).unwrap();
+        assert_eq!(typing, ClientFrame::Typing {});
+        let ai = ServerFrame::Ai {
+            phase: AiPhase::Delta,
+            turn_id: "t1".into(),
+            text: Some("hi".into()),
+            error: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&ai).unwrap(),
+            r#"{"type":"duet_ai","phase":"delta","turnId":"t1","text":"hi"}"#
+        );
+    }
+
+    #[test]
+    fn timestamps_are_iso_8601() {
+        assert_eq!(iso_timestamp(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso_timestamp(1_700_000_000_123), "2023-11-14T22:13:20.123Z");
+    }
+
+    #[test]
+    fn capping_keeps_characters_whole() {
+        assert_eq!(cap_text("héllo", 2), ("h".to_string(), true));
+        assert_eq!(cap_text("abc", 3), ("abc".to_string(), false));
+    }
+}
