@@ -1,6 +1,7 @@
 //! Duet: pair programming in the terminal. One crate, one binary: the
 //! terminal client and the backend that speaks shared/PROTOCOL.md.
 
+pub mod ai;
 pub mod cli;
 pub mod client;
 pub mod protocol;

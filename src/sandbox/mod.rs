@@ -158,3 +158,18 @@ impl RoomSandbox {
 pub fn helper_main() -> std::process::ExitCode {
     std::process::ExitCode::FAILURE
 }
+
+/// The host directory of a room's workspace: `opaque` is a random name kept
+/// with the room, so that host paths (visible in the sandbox's mount table)
+/// say nothing of the room.
+pub fn workspace_dir(data_dir: &std::path::Path, opaque: &str) -> PathBuf {
+    data_dir.join("workspaces").join(opaque)
+}
+
+/// The host uid of a room's sandbox when the server runs as root: each room
+/// has its own (`slot` is a number kept with the room, unique per server).
+pub fn room_uid(slot: u32) -> Option<u32> {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    root.then(|| 200_000 + slot)
+}
