@@ -86,6 +86,30 @@ pub struct ServeArgs {
     /// Stop a room's sandbox after this many idle seconds (its files stay)
     #[arg(long, default_value_t = 600)]
     pub sandbox_idle_secs: u64,
+    /// Base URL of an OpenAI-compatible chat API (default: Ollama on loopback)
+    #[arg(long, env = "DUET_AI_URL")]
+    pub ai_url: Option<String>,
+    /// Model name
+    #[arg(long, env = "DUET_AI_MODEL")]
+    pub ai_model: Option<String>,
+    /// API key of the model's service
+    #[arg(long, env = "DUET_AI_KEY", hide_env_values = true)]
+    pub ai_key: Option<String>,
+    /// Rounds of commands the agent may run in one turn
+    #[arg(long, default_value_t = 1)]
+    pub agent_steps: u32,
+}
+
+impl ServeArgs {
+    /// The agent's settings.
+    pub fn ai_config(&self) -> crate::ai::AiConfig {
+        crate::ai::AiConfig {
+            url: self.ai_url.clone(),
+            model: self.ai_model.clone(),
+            key: self.ai_key.clone(),
+            steps: self.agent_steps.max(1),
+        }
+    }
 }
 
 /// Parses the command line and runs what it names.
