@@ -126,16 +126,18 @@ impl RoomSandbox {
         }
     }
 
-    /// Runs a command after those queued before it, streaming output to
-    /// `on_output` as it comes.
-    pub async fn exec(
+    /// Queues a command behind those queued before it (the job is queued
+    /// when `exec` is called, not when the future is first polled) and
+    /// returns a future of its outcome. Output streams to `on_output` as it
+    /// comes.
+    pub fn exec(
         &self,
         exec_id: String,
         spec: ExecSpec,
         on_output: Box<dyn FnMut(Chunk) + Send>,
-    ) -> Result<ExecOutcome, SandboxError> {
+    ) -> impl std::future::Future<Output = Result<ExecOutcome, SandboxError>> + Send + 'static {
         let _ = (exec_id, spec, on_output, &self.place, &self.limits);
-        Err(SandboxError::Start("not built yet".into()))
+        async { Err(SandboxError::Start("not built yet".into())) }
     }
 
     /// Stops the running command (`exec_id`, or whichever runs): SIGINT,
