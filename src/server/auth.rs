@@ -10,7 +10,11 @@ use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 
 /// Middleware answering 401 to requests without the server's token.
-pub(crate) async fn require_token(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+pub(crate) async fn require_token(
+    State(app): State<Arc<App>>,
+    req: Request,
+    next: Next,
+) -> Response {
     match app.token.as_deref() {
         Some(token) if req.uri().path() != "/health" && !authorized(&req, token) => {
             ApiError::unauthorized().into_response()
@@ -30,7 +34,8 @@ fn authorized(req: &Request, token: &str) -> bool {
         return true;
     }
     let path = req.uri().path();
-    let socket = path.starts_with("/agents/") || (path.starts_with("/api/rooms/") && path.ends_with("/ws"));
+    let socket =
+        path.starts_with("/agents/") || (path.starts_with("/api/rooms/") && path.ends_with("/ws"));
     socket
         && req.uri().query().is_some_and(|q| {
             url::form_urlencoded::parse(q.as_bytes()).any(|(k, v)| k == "token" && same(&v, token))
@@ -39,7 +44,11 @@ fn authorized(req: &Request, token: &str) -> bool {
 
 /// Compares secrets in time independent of where they differ.
 fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
 }
 
 #[cfg(test)]
@@ -56,11 +65,29 @@ mod tests {
 
     #[test]
     fn tokens_come_by_header_or_on_sockets_by_query() {
-        assert!(authorized(&req("/api/rooms/a/cleanup", Some("Bearer s3")), "s3"));
-        assert!(!authorized(&req("/api/rooms/a/cleanup", Some("Bearer s4")), "s3"));
-        assert!(!authorized(&req("/api/rooms/a/cleanup?token=s3", None), "s3"));
-        assert!(authorized(&req("/api/rooms/a/ws?user=x&token=s3", None), "s3"));
-        assert!(authorized(&req("/agents/duet-agent/a?token=s3", None), "s3"));
-        assert!(!authorized(&req("/agents/duet-agent/a?token=s", None), "s3"));
+        assert!(authorized(
+            &req("/api/rooms/a/cleanup", Some("Bearer s3")),
+            "s3"
+        ));
+        assert!(!authorized(
+            &req("/api/rooms/a/cleanup", Some("Bearer s4")),
+            "s3"
+        ));
+        assert!(!authorized(
+            &req("/api/rooms/a/cleanup?token=s3", None),
+            "s3"
+        ));
+        assert!(authorized(
+            &req("/api/rooms/a/ws?user=x&token=s3", None),
+            "s3"
+        ));
+        assert!(authorized(
+            &req("/agents/duet-agent/a?token=s3", None),
+            "s3"
+        ));
+        assert!(!authorized(
+            &req("/agents/duet-agent/a?token=s", None),
+            "s3"
+        ));
     }
 }

@@ -105,7 +105,8 @@ impl<S: Send + Sync> FromRequest<S> for JsonObject {
         let mut stream = req.into_body().into_data_stream();
         let mut bytes = Vec::new();
         while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| ApiError::field("body", format!("could not be read: {e}")))?;
+            let chunk =
+                chunk.map_err(|e| ApiError::field("body", format!("could not be read: {e}")))?;
             if bytes.len() + chunk.len() > MAX_BODY {
                 return Err(ApiError::too_large());
             }

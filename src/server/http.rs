@@ -29,7 +29,12 @@ pub(crate) async fn health() -> &'static str {
 }
 
 /// Validates and performs operation `method` on `room`.
-async fn run_op(app: Arc<App>, room: String, method: &str, body: Result<JsonObject, ApiError>) -> Response {
+async fn run_op(
+    app: Arc<App>,
+    room: String,
+    method: &str,
+    body: Result<JsonObject, ApiError>,
+) -> Response {
     let details = room_details(&room);
     let obj = match body {
         Ok(JsonObject(obj)) => obj,
@@ -46,7 +51,7 @@ async fn run_op(app: Arc<App>, room: String, method: &str, body: Result<JsonObje
         Err(e) => Err(e),
     };
     match result {
-        Ok(reply) => (reply.status, Json(reply.body)).into_response(),
+        Ok(reply) => reply.into_response(),
         Err(e) => e.into_response(),
     }
 }
@@ -97,12 +102,18 @@ pub(crate) async fn cleanup(
 }
 
 /// The `before` and `limit` of `/messages`, or the problems with them.
-fn page_query(query: Option<&str>, mut details: Details) -> Result<(Option<String>, usize), ApiError> {
+fn page_query(
+    query: Option<&str>,
+    mut details: Details,
+) -> Result<(Option<String>, usize), ApiError> {
     let (mut before, mut limit) = (None, PAGE_DEFAULT);
     for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         match key.as_ref() {
             "before" => {
-                if !value.is_empty() && value.len() <= 20 && value.bytes().all(|b| b.is_ascii_digit()) {
+                if !value.is_empty()
+                    && value.len() <= 20
+                    && value.bytes().all(|b| b.is_ascii_digit())
+                {
                     before = Some(value.into_owned());
                 } else {
                     add_detail(&mut details, "before", "must be a message id");
@@ -110,7 +121,11 @@ fn page_query(query: Option<&str>, mut details: Details) -> Result<(Option<Strin
             }
             "limit" => match value.parse::<usize>() {
                 Ok(n) if (1..=PAGE_MAX).contains(&n) => limit = n,
-                _ => add_detail(&mut details, "limit", "must be a whole number from 1 to 100"),
+                _ => add_detail(
+                    &mut details,
+                    "limit",
+                    "must be a whole number from 1 to 100",
+                ),
             },
             _ => {}
         }
@@ -134,7 +149,9 @@ pub(crate) async fn messages(
     };
     match app.registry.shared.store.page(room, before, limit).await {
         Ok((messages, has_more)) => Json(MessagesPage { messages, has_more }).into_response(),
-        Err(e) => ApiError::internal(format!("the messages could not be read: {e}")).into_response(),
+        Err(e) => {
+            ApiError::internal(format!("the messages could not be read: {e}")).into_response()
+        }
     }
 }
 

@@ -32,26 +32,32 @@ pub struct RunningServer {
 /// The default data directory: `$XDG_DATA_HOME/duet`, else
 /// `$HOME/.local/share/duet`.
 fn default_data_dir() -> Option<PathBuf> {
-    let nonempty = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let nonempty = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
     nonempty("XDG_DATA_HOME")
         .map(|d| d.join("duet"))
         .or_else(|| nonempty("HOME").map(|h| h.join(".local/share/duet")))
 }
 
 /// Raises the soft open-files limit to the hard one: every connection and
-/// sandbox holds descriptors.
-fn raise_open_files() -> Option<u64> {
+/// sandbox holds descriptors. Answers the limit in force (0: unknown).
+fn raise_open_files() -> u64 {
     #[cfg(target_os = "linux")]
     {
         use nix::sys::resource::{Resource, getrlimit, setrlimit};
-        let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).ok()?;
+        let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+            return 0;
+        };
         if soft < hard && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_err() {
-            return Some(soft);
+            return soft;
         }
-        Some(hard.max(soft))
+        hard.max(soft)
     }
     #[cfg(not(target_os = "linux"))]
-    None
+    0
 }
 
 /// The sandbox limits of `args`.
@@ -99,7 +105,7 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
         idle_stop_secs = limits.idle_stop.as_secs(),
         memory_bytes = limits.memory_bytes,
         processes = limits.processes,
-        open_files = ?open_files,
+        open_files,
         token = token.is_some(),
         "limits in force"
     );
@@ -118,7 +124,10 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
     let router = router::build(app);
     let signal = shutdown.clone().cancelled_owned();
     let stopped = tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, router).with_graceful_shutdown(signal).await {
+        if let Err(e) = axum::serve(listener, router)
+            .with_graceful_shutdown(signal)
+            .await
+        {
             tracing::error!("the server failed: {e}");
         }
     });
@@ -152,6 +161,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
     let running = start(args).await?;
     {

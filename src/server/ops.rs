@@ -28,11 +28,12 @@ pub(crate) enum Op {
     Cleanup { user: Option<String> },
 }
 
-/// A successful answer: its status (200 or 207) and body.
+/// A successful answer: its status (200 or 207) and body, serialized in
+/// the field order of its type.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Reply {
     pub(crate) status: StatusCode,
-    pub(crate) body: Value,
+    pub(crate) body: String,
 }
 
 impl Reply {
@@ -40,8 +41,15 @@ impl Reply {
     pub(crate) fn ok(body: impl serde::Serialize) -> Self {
         Reply {
             status: StatusCode::OK,
-            body: serde_json::to_value(body).unwrap_or(Value::Null),
+            body: serde_json::to_string(&body).unwrap_or_else(|_| "null".into()),
         }
+    }
+}
+
+impl axum::response::IntoResponse for Reply {
+    fn into_response(self) -> axum::response::Response {
+        let json = [(axum::http::header::CONTENT_TYPE, "application/json")];
+        (self.status, json, self.body).into_response()
     }
 }
 
@@ -177,7 +185,10 @@ fn exec(f: &mut Fields<'_>, user: Option<String>) -> Option<Op> {
         Some(v) => match v.as_u64() {
             Some(n) if n > 0 => Some(n),
             _ => {
-                f.problem("timeoutMs", "must be a positive whole number of milliseconds");
+                f.problem(
+                    "timeoutMs",
+                    "must be a positive whole number of milliseconds",
+                );
                 None
             }
         },
@@ -192,7 +203,10 @@ fn exec(f: &mut Fields<'_>, user: Option<String>) -> Option<Op> {
         Some(Value::Object(map)) => {
             for (key, value) in map {
                 if !env_key_ok(key) {
-                    f.problem("env", &format!("{key:?} is not a variable name ([A-Za-z_][A-Za-z0-9_]*)"));
+                    f.problem(
+                        "env",
+                        &format!("{key:?} is not a variable name ([A-Za-z_][A-Za-z0-9_]*)"),
+                    );
                 }
                 match value.as_str() {
                     Some(s) if !s.contains('\0') => {
@@ -241,18 +255,35 @@ mod tests {
         let d = details("message", json!({"text":"x".repeat(8001)}));
         assert_eq!(d["text"], ["must be at most 8000 characters"]);
         assert_eq!(details("message", json!({}))["text"], ["is required"]);
-        assert_eq!(details("message", json!({"text":"  \n"}))["text"], ["must not be empty"]);
+        assert_eq!(
+            details("message", json!({"text":"  \n"}))["text"],
+            ["must not be empty"]
+        );
         assert!(details("exec", json!({"cmd":"a\u{0}b"})).contains_key("cmd"));
     }
 
     #[test]
     fn good_bodies_parse() {
-        let obj = json!({"text":"é".repeat(8000), "userId": null}).as_object().unwrap().clone();
-        let op = parse("message", &obj, Details::new(), Some("ada")).unwrap().unwrap();
+        let obj = json!({"text":"é".repeat(8000), "userId": null})
+            .as_object()
+            .unwrap()
+            .clone();
+        let op = parse("message", &obj, Details::new(), Some("ada"))
+            .unwrap()
+            .unwrap();
         assert!(matches!(op, Op::Message { user: Some(u), .. } if u == "ada"));
-        let obj = json!({"cmd":"ls","env":{"A_1":"x"},"timeoutMs":5}).as_object().unwrap().clone();
+        let obj = json!({"cmd":"ls","env":{"A_1":"x"},"timeoutMs":5})
+            .as_object()
+            .unwrap()
+            .clone();
         let op = parse("exec", &obj, Details::new(), None).unwrap().unwrap();
-        assert!(matches!(op, Op::Exec { timeout_ms: Some(5), .. }));
+        assert!(matches!(
+            op,
+            Op::Exec {
+                timeout_ms: Some(5),
+                ..
+            }
+        ));
         assert!(parse("nope", &obj, Details::new(), None).is_none());
     }
 }

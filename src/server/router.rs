@@ -28,6 +28,9 @@ pub(crate) fn build(app: Arc<App>) -> Router {
         .route("/agents/duet-agent/{room}", get(ws::socket))
         .fallback(http::not_found)
         .method_not_allowed_fallback(http::method_not_allowed)
-        .layer(axum::middleware::from_fn_with_state(app.clone(), auth::require_token))
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            auth::require_token,
+        ))
         .with_state(app)
 }

@@ -107,7 +107,11 @@ impl Store {
     }
 
     /// Loads a room, creating it (with a new opaque name and slot) when absent.
-    pub(crate) async fn load_room(&self, room: String, opaque: String) -> Result<RoomRow, StoreError> {
+    pub(crate) async fn load_room(
+        &self,
+        room: String,
+        opaque: String,
+    ) -> Result<RoomRow, StoreError> {
         self.call(move |conn| {
             let tx = conn.transaction()?;
             tx.execute(
@@ -183,7 +187,11 @@ impl Store {
     }
 
     /// Records the room's next command number (so no id is used twice).
-    pub(crate) async fn set_next_exec(&self, room: String, next_exec: u64) -> Result<(), StoreError> {
+    pub(crate) async fn set_next_exec(
+        &self,
+        room: String,
+        next_exec: u64,
+    ) -> Result<(), StoreError> {
         self.call(move |conn| {
             conn.execute(
                 "UPDATE rooms SET next_exec = ?2 WHERE id = ?1",
@@ -195,7 +203,11 @@ impl Store {
     }
 
     /// Stores a command's record, keeping only the room's most recent ones.
-    pub(crate) async fn insert_exec(&self, room: String, rec: ExecRecord) -> Result<(), StoreError> {
+    pub(crate) async fn insert_exec(
+        &self,
+        room: String,
+        rec: ExecRecord,
+    ) -> Result<(), StoreError> {
         self.call(move |conn| {
             let tx = conn.transaction()?;
             tx.execute(
@@ -259,9 +271,11 @@ impl Store {
     pub(crate) async fn has_room(&self, room: String) -> Result<bool, StoreError> {
         use rusqlite::OptionalExtension;
         self.call(move |conn| {
-            conn.query_row("SELECT 1 FROM rooms WHERE id = ?1", params![room], |_| Ok(()))
-                .optional()
-                .map(|r| r.is_some())
+            conn.query_row("SELECT 1 FROM rooms WHERE id = ?1", params![room], |_| {
+                Ok(())
+            })
+            .optional()
+            .map(|r| r.is_some())
         })
         .await
     }
@@ -278,7 +292,9 @@ fn select_messages(
         Some(_) => format!(
             "SELECT {MESSAGE_COLUMNS} FROM messages WHERE room = ?1 AND id < ?3 ORDER BY id DESC LIMIT ?2"
         ),
-        None => format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE room = ?1 ORDER BY id DESC LIMIT ?2"),
+        None => format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE room = ?1 ORDER BY id DESC LIMIT ?2"
+        ),
     };
     let mut stmt = conn.prepare_cached(&sql)?;
     let rows = match before {
@@ -341,7 +357,11 @@ mod tests {
     fn message(n: u64, runs: Option<Vec<Run>>) -> DuetMessage {
         DuetMessage {
             id: format!("{n:012}"),
-            role: if runs.is_some() { Role::Agent } else { Role::User },
+            role: if runs.is_some() {
+                Role::Agent
+            } else {
+                Role::User
+            },
             user_id: runs.is_none().then(|| "ada".to_string()),
             text: format!("m{n}"),
             ts: 1_700_000_000_000 + n as i64,
@@ -369,13 +389,22 @@ mod tests {
         };
         for n in 1..=5 {
             let runs = (n == 3).then(|| vec![run.clone()]);
-            store.insert_message("r".into(), message(n, runs), n + 1).await.unwrap();
+            store
+                .insert_message("r".into(), message(n, runs), n + 1)
+                .await
+                .unwrap();
         }
         let row = store.load_room("r".into(), String::new()).await.unwrap();
         assert_eq!(row.next_message, 6);
         assert_eq!(row.messages[2], message(3, Some(vec![run])));
-        let (page, more) = store.page("r".into(), Some(format!("{:012}", 4)), 2).await.unwrap();
-        assert_eq!(page.iter().map(|m| m.text.as_str()).collect::<Vec<_>>(), ["m2", "m3"]);
+        let (page, more) = store
+            .page("r".into(), Some(format!("{:012}", 4)), 2)
+            .await
+            .unwrap();
+        assert_eq!(
+            page.iter().map(|m| m.text.as_str()).collect::<Vec<_>>(),
+            ["m2", "m3"]
+        );
         assert!(more);
         let (page, more) = store.page("r".into(), None, 10).await.unwrap();
         assert_eq!((page.len(), more), (5, false));

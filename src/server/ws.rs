@@ -53,7 +53,10 @@ fn peer(query: Option<&str>, details: &mut crate::protocol::Details) -> Peer {
                 None => peer.user = Some(value.into_owned()),
             },
             "_pk" => {
-                if value.is_empty() || value.chars().count() > 64 || value.chars().any(char::is_control) {
+                if value.is_empty()
+                    || value.chars().count() > 64
+                    || value.chars().any(char::is_control)
+                {
                     add_detail(details, "_pk", "must be 1-64 printable characters");
                 } else {
                     peer.id = value.into_owned();
@@ -118,11 +121,16 @@ struct Connection {
 
 /// Sends `msg` unless it takes too long; `false` means drop the connection.
 async fn send(socket: &mut WebSocket, msg: Message) -> bool {
-    matches!(tokio::time::timeout(SEND_LIMIT, socket.send(msg)).await, Ok(Ok(())))
+    matches!(
+        tokio::time::timeout(SEND_LIMIT, socket.send(msg)).await,
+        Ok(Ok(()))
+    )
 }
 
 fn error_frame(error: impl Into<String>) -> Utf8Bytes {
-    frame_text(&ServerFrame::Error { error: error.into() })
+    frame_text(&ServerFrame::Error {
+        error: error.into(),
+    })
 }
 
 impl Connection {
@@ -162,7 +170,8 @@ impl Connection {
         shutdown: &CancellationToken,
     ) {
         let (answers, mut answered) = mpsc::channel::<Utf8Bytes>(64);
-        let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + PING_EVERY, PING_EVERY);
+        let mut ping =
+            tokio::time::interval_at(tokio::time::Instant::now() + PING_EVERY, PING_EVERY);
         let mut last_seen = Instant::now();
         loop {
             let out = tokio::select! {
@@ -249,18 +258,15 @@ impl Connection {
         let answers = answers.clone();
         tokio::spawn(async move {
             let answer = match handle.perform(op).await {
-                Ok(reply) => RpcAnswer {
-                    id,
-                    success: true,
-                    result: Some(reply.body),
-                    error: None,
-                    status: None,
-                    details: None,
-                    done: true,
-                },
-                Err(e) => failure(e).with_id(id),
+                // The body keeps its field order: spliced in, not re-parsed.
+                Ok(reply) => Utf8Bytes::from(format!(
+                    r#"{{"type":"rpc","id":{},"success":true,"result":{},"done":true}}"#,
+                    serde_json::to_string(&id).unwrap_or_else(|_| "null".into()),
+                    reply.body
+                )),
+                Err(e) => frame_text(&ServerFrame::Rpc(failure(e).with_id(id))),
             };
-            let _ = answers.send(frame_text(&ServerFrame::Rpc(answer))).await;
+            let _ = answers.send(answer).await;
         });
         None
     }
@@ -299,7 +305,12 @@ fn rpc_op(value: &Value, user: Option<&str>) -> Result<ops::Op, Failure> {
         Some(Value::Array(args)) => match args.first() {
             None | Some(Value::Null) => &empty,
             Some(Value::Object(obj)) => obj,
-            Some(_) => return Err(failure(ApiError::field("args", "args[0] must be an object"))),
+            Some(_) => {
+                return Err(failure(ApiError::field(
+                    "args",
+                    "args[0] must be an object",
+                )));
+            }
         },
         Some(_) => return Err(failure(ApiError::field("args", "must be an array"))),
     };
@@ -307,7 +318,10 @@ fn rpc_op(value: &Value, user: Option<&str>) -> Result<ops::Op, Failure> {
         Some(Ok(op)) => Ok(op),
         Some(Err(e)) => Err(failure(e)),
         None => {
-            let mut f = failure(ApiError::field("method", format!("unknown method {method:?}")));
+            let mut f = failure(ApiError::field(
+                "method",
+                format!("unknown method {method:?}"),
+            ));
             f.0.error = Some(format!("unknown method {method:?}"));
             f.0.details = None;
             f.0.status = None;
@@ -325,8 +339,14 @@ mod tests {
     fn rpc_frames_name_their_problems() {
         let ok = rpc_op(&json!({"method":"exec","args":[{"cmd":"ls"}]}), Some("ada"));
         assert!(matches!(ok, Ok(ops::Op::Exec { user: Some(u), .. }) if u == "ada"));
-        assert!(matches!(rpc_op(&json!({"method":"cleanup"}), None), Ok(ops::Op::Cleanup { .. })));
-        let bad = rpc_op(&json!({"method":"exec","args":[{}]}), None).err().unwrap().0;
+        assert!(matches!(
+            rpc_op(&json!({"method":"cleanup"}), None),
+            Ok(ops::Op::Cleanup { .. })
+        ));
+        let bad = rpc_op(&json!({"method":"exec","args":[{}]}), None)
+            .err()
+            .unwrap()
+            .0;
         assert_eq!(bad.status, Some(400));
         assert!(bad.details.unwrap().get("cmd").is_some());
         let unknown = rpc_op(&json!({"method":"dance"}), None).err().unwrap().0;

@@ -2,13 +2,13 @@
 //! awaited in a spawned task, their output streamed straight to the room,
 //! their end reported back to the actor, which records and answers them.
 
+use super::super::errors::ApiError;
 use super::{Command, OpResult, Reply, RoomActor, send_frame};
 use crate::protocol::{
     ExecFrame, ExecRecord, ExecResponse, ExecResult, ExecSource, Run, STATE_EXECS,
     STORED_OUTPUT_CAP, ServerFrame, cap_text, iso_timestamp, now_ms, sandbox_name,
 };
 use crate::sandbox::{Chunk, ExecOutcome, ExecSpec, SandboxError};
-use super::super::errors::ApiError;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -58,10 +58,21 @@ impl RoomActor {
 
     /// Queues a command in the sandbox, announces it and streams its output;
     /// returns its id.
-    pub(super) async fn launch(&mut self, cmd: String, spec: ExecSpec, by: String, then: Then) -> String {
+    pub(super) async fn launch(
+        &mut self,
+        cmd: String,
+        spec: ExecSpec,
+        by: String,
+        then: Then,
+    ) -> String {
         let n = self.next_exec;
         self.next_exec = n + 1;
-        if let Err(e) = self.shared.store.set_next_exec(self.id.clone(), n + 1).await {
+        if let Err(e) = self
+            .shared
+            .store
+            .set_next_exec(self.id.clone(), n + 1)
+            .await
+        {
             tracing::warn!(room = %self.id, "storing the command counter failed: {e}");
         }
         let exec_id = format!("x{n:011}");
@@ -186,7 +197,12 @@ impl RoomActor {
             truncated: outcome.truncated || cut_out || cut_err,
         };
         if generation == self.generation {
-            if let Err(e) = self.shared.store.insert_exec(self.id.clone(), record.clone()).await {
+            if let Err(e) = self
+                .shared
+                .store
+                .insert_exec(self.id.clone(), record.clone())
+                .await
+            {
                 tracing::error!(room = %self.id, "storing a command failed: {e}");
             }
             self.execs.push_back(record.clone());
@@ -198,7 +214,9 @@ impl RoomActor {
         match then {
             Then::Http(reply) => {
                 let result = ExecResult {
-                    success: outcome.exit_code == Some(0) && !outcome.timed_out && !outcome.interrupted,
+                    success: outcome.exit_code == Some(0)
+                        && !outcome.timed_out
+                        && !outcome.interrupted,
                     exit_code: outcome.exit_code,
                     stdout: outcome.stdout,
                     stderr: outcome.stderr,

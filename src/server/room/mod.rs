@@ -98,7 +98,10 @@ impl RoomHandle {
     /// Adds a connection to the room; `None` when the room stopped.
     pub(crate) async fn join(&self, conn: u64, user: PresenceUser) -> Option<Joined> {
         let (reply, answer) = oneshot::channel();
-        self.inbox.send(Command::Join { conn, user, reply }).await.ok()?;
+        self.inbox
+            .send(Command::Join { conn, user, reply })
+            .await
+            .ok()?;
         answer.await.ok()
     }
 
@@ -119,7 +122,11 @@ pub(crate) fn frame_text(frame: &impl Serialize) -> Utf8Bytes {
 }
 
 /// Sends a frame to every connection of a room (but `skip`).
-pub(crate) fn send_frame(frames: &broadcast::Sender<Outgoing>, frame: &impl Serialize, skip: Option<u64>) {
+pub(crate) fn send_frame(
+    frames: &broadcast::Sender<Outgoing>,
+    frame: &impl Serialize,
+    skip: Option<u64>,
+) {
     let _ = frames.send(Outgoing {
         text: frame_text(frame),
         skip,
@@ -249,14 +256,19 @@ impl RoomActor {
                 let sandbox = self.sandbox.clone();
                 tokio::spawn(async move {
                     let interrupted = sandbox.interrupt(exec_id, false).await;
-                    let _ = reply.send(Ok(Reply::ok(serde_json::json!({ "interrupted": interrupted }))));
+                    let _ = reply.send(Ok(Reply::ok(
+                        serde_json::json!({ "interrupted": interrupted }),
+                    )));
                 });
             }
             Op::Cancel { turn_id } => {
                 let cancelled = self.cancel(turn_id.as_deref());
                 let _ = reply.send(Ok(Reply::ok(serde_json::json!({ "cancelled": cancelled }))));
             }
-            Op::Cleanup { user } => self.cleanup(user.unwrap_or_else(|| "anonymous".into()), reply).await,
+            Op::Cleanup { user } => {
+                self.cleanup(user.unwrap_or_else(|| "anonymous".into()), reply)
+                    .await
+            }
         }
     }
 
@@ -346,8 +358,16 @@ impl RoomActor {
         Ok(message)
     }
 
-    async fn message(&mut self, text: String, user: Option<String>, reply: oneshot::Sender<OpResult>) {
-        match self.store_message(Role::User, user.clone(), text, None).await {
+    async fn message(
+        &mut self,
+        text: String,
+        user: Option<String>,
+        reply: oneshot::Sender<OpResult>,
+    ) {
+        match self
+            .store_message(Role::User, user.clone(), text, None)
+            .await
+        {
             Ok(message) => {
                 self.turns.push_back(PendingTurn {
                     user,

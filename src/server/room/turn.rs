@@ -108,7 +108,12 @@ impl RoomActor {
         let (id, token) = (turn_id.clone(), cancel.clone());
         tokio::spawn(async move {
             let result = agent.run_turn(host, history, id.clone(), token).await;
-            let _ = inbox.send(Command::TurnDone { turn_id: id, result }).await;
+            let _ = inbox
+                .send(Command::TurnDone {
+                    turn_id: id,
+                    result,
+                })
+                .await;
         });
         self.current = Some(CurrentTurn {
             id: turn_id,
@@ -120,7 +125,12 @@ impl RoomActor {
     }
 
     /// Runs a command for the current turn, like an exec by "agent".
-    pub(super) async fn agent_run(&mut self, turn_id: String, cmd: String, reply: oneshot::Sender<Run>) {
+    pub(super) async fn agent_run(
+        &mut self,
+        turn_id: String,
+        cmd: String,
+        reply: oneshot::Sender<Run>,
+    ) {
         let live = self
             .current
             .as_ref()
@@ -137,14 +147,20 @@ impl RoomActor {
             return;
         }
         let spec = self.spec(cmd.clone(), None, None, BTreeMap::new());
-        let exec_id = self.launch(cmd, spec, "agent".into(), Then::Agent(reply)).await;
+        let exec_id = self
+            .launch(cmd, spec, "agent".into(), Then::Agent(reply))
+            .await;
         if let Some(current) = &mut self.current {
             current.running = Some(exec_id);
         }
     }
 
     /// Stores the turn's result, answers its message and starts the next turn.
-    pub(super) async fn turn_done(&mut self, turn_id: String, result: Result<AgentReply, TurnError>) {
+    pub(super) async fn turn_done(
+        &mut self,
+        turn_id: String,
+        result: Result<AgentReply, TurnError>,
+    ) {
         if self.current.as_ref().is_none_or(|c| c.id != turn_id) {
             return;
         }
@@ -153,12 +169,17 @@ impl RoomActor {
         };
         let reply = current.pending.reply;
         if current.discarded {
-            let _ = reply.send(Ok(no_reply(CLEANED, self.messages.iter().cloned().collect())));
+            let _ = reply.send(Ok(no_reply(
+                CLEANED,
+                self.messages.iter().cloned().collect(),
+            )));
         } else {
             let answer = match result {
                 Ok(agent) => {
                     let runs = (!agent.runs.is_empty()).then_some(agent.runs);
-                    let stored = self.store_message(Role::Agent, None, agent.text.clone(), runs).await;
+                    let stored = self
+                        .store_message(Role::Agent, None, agent.text.clone(), runs)
+                        .await;
                     stored.map(|_| {
                         Reply::ok(MessageResponse {
                             reply: Some(agent.text),
