@@ -56,8 +56,8 @@ async fn commands_share_a_persistent_shell() {
     assert!(dir.path().join("workspaces/persist/sub/f.txt").exists());
     let out = run(&sb, "read line; echo \"[$line] $?\"").await;
     assert_eq!(out.stdout, "[] 1\n", "stdin is /dev/null");
+    sb.destroy().await.unwrap();
 }
-
 #[tokio::test]
 async fn output_streams_while_the_command_runs() {
     let dir = tempfile::tempdir().unwrap();
@@ -81,8 +81,8 @@ async fn output_streams_while_the_command_runs() {
     let chunks = seen.lock().unwrap().clone();
     assert_eq!(chunks.first(), Some(&Chunk::Stdout("one\n".into())));
     assert!(chunks.contains(&Chunk::Stderr("two\n".into())));
+    sb.destroy().await.unwrap();
 }
-
 #[tokio::test]
 async fn a_timeout_kills_the_whole_tree_and_the_shell_survives() {
     let dir = tempfile::tempdir().unwrap();
@@ -98,8 +98,8 @@ async fn a_timeout_kills_the_whole_tree_and_the_shell_survives() {
     assert_eq!(out.stdout, "started\n");
     let out = run(&sb, "pwd; echo $KEEP; ps -e -o comm= | grep -c sleep").await;
     assert_eq!(out.stdout, "/tmp\n1\n0\n");
+    sb.destroy().await.unwrap();
 }
-
 #[tokio::test]
 async fn a_busy_or_stopped_shell_is_replaced() {
     let dir = tempfile::tempdir().unwrap();
@@ -113,8 +113,8 @@ async fn a_busy_or_stopped_shell_is_replaced() {
     let out = run(&sb, "exit 7").await;
     assert_eq!(out.exit_code, Some(7));
     assert_eq!(run(&sb, "pwd").await.stdout, "/workspace\n");
+    sb.destroy().await.unwrap();
 }
-
 #[tokio::test]
 async fn endless_output_is_capped_and_killed() {
     let dir = tempfile::tempdir().unwrap();
@@ -129,8 +129,8 @@ async fn endless_output_is_capped_and_killed() {
     let out = run(&sb, "head -c 100000 /dev/zero | tr '\\0' x").await;
     assert!(out.truncated, "a line with no newline is capped too");
     assert_eq!(run(&sb, "echo ok").await.stdout, "ok\n");
+    sb.destroy().await.unwrap();
 }
-
 #[tokio::test]
 async fn the_sandbox_is_isolated() {
     let dir = tempfile::tempdir().unwrap();
@@ -165,8 +165,8 @@ async fn the_sandbox_is_isolated() {
         "{}",
         out.stdout
     );
+    sb.destroy().await.unwrap();
 }
-
 #[tokio::test]
 async fn interrupt_stops_the_command_not_the_shell() {
     let dir = tempfile::tempdir().unwrap();
@@ -186,8 +186,8 @@ async fn interrupt_stops_the_command_not_the_shell() {
     assert!(out.interrupted);
     assert_eq!(out.exit_code, Some(130));
     assert_eq!(run(&sb, "pwd").await.stdout, "/tmp\n");
+    sb.destroy().await.unwrap();
 }
-
 #[tokio::test]
 async fn destroy_deletes_the_workspace_and_background_processes() {
     let dir = tempfile::tempdir().unwrap();
@@ -202,4 +202,46 @@ async fn destroy_deletes_the_workspace_and_background_processes() {
     assert!(!dir.path().join("workspaces/gone").exists());
     let out = run(&sb, "ls -A; ps -e -o comm= | grep -c sleep").await;
     assert_eq!(out.stdout, "0\n");
+    sb.destroy().await.unwrap();
+}
+
+#[tokio::test]
+async fn bombs_are_held_by_the_room_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = Limits {
+        processes: 64,
+        memory_bytes: 128 * 1024 * 1024,
+        disk_bytes: 64 * 1024 * 1024,
+        ..Limits::default()
+    };
+    let sb = sandbox(dir.path(), "bombs", limits);
+    let out = run_with(
+        &sb,
+        "bomb() { bomb | bomb & }; bomb; sleep 2; ps -e | wc -l",
+        Duration::from_secs(8),
+    )
+    .await;
+    eprintln!("fork bomb: {out:?}");
+    let out = run_with(
+        &sb,
+        "python3 -c 'x = bytearray(512 * 1024 * 1024); print(len(x))' 2>&1; echo status $?",
+        Duration::from_secs(20),
+    )
+    .await;
+    eprintln!("memory bomb: {out:?}");
+    assert!(!out.stdout.contains("536870912"), "{}", out.stdout);
+    let out = run_with(
+        &sb,
+        "dd if=/dev/zero of=big bs=1M count=200 2>&1; echo status $?",
+        Duration::from_secs(20),
+    )
+    .await;
+    eprintln!("disk: {out:?}");
+    assert!(
+        out.stdout.contains("No space left") || out.stdout.contains("File too large"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(run(&sb, "rm -f big; echo fine").await.stdout, "fine\n");
+    sb.destroy().await.unwrap();
 }

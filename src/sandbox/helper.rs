@@ -38,6 +38,7 @@ fn run() -> io::Result<u8> {
     let root = nix::unistd::geteuid().is_root();
     let (workspace, rootdir, uid) = match (root, setup.uid) {
         (true, Some(uid)) => {
+            super::cgroups::join(&setup.cgroups)?;
             let (ws, rootdir) = stage_as_root(&setup.workspace, uid)?;
             drop_privileges(uid)?;
             (ws, rootdir, Some(uid))

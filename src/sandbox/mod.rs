@@ -6,6 +6,10 @@
 //! again on the next command. The workspace persists until `destroy`.
 
 #[cfg(target_os = "linux")]
+pub mod cgroups;
+#[cfg(target_os = "linux")]
+pub mod disk;
+#[cfg(target_os = "linux")]
 mod helper;
 pub mod shell;
 #[cfg(target_os = "linux")]
@@ -43,6 +47,9 @@ pub struct Limits {
     pub open_files: u64,
     /// Size of the sandbox's `/tmp`, in bytes.
     pub tmp_bytes: u64,
+    /// Size of a room's workspace, in bytes (a quota where the host allows
+    /// one, otherwise the largest file).
+    pub disk_bytes: u64,
 }
 
 impl Default for Limits {
@@ -58,7 +65,59 @@ impl Default for Limits {
             file_size: 1024 * 1024 * 1024,
             open_files: 1024,
             tmp_bytes: 256 * 1024 * 1024,
+            disk_bytes: 1024 * 1024 * 1024,
         }
+    }
+}
+
+/// How this host enforces the limits, found once.
+#[cfg(target_os = "linux")]
+#[derive(Debug, Clone, Copy)]
+pub struct Enforcement {
+    pub cgroups: cgroups::Flavor,
+    pub quota: disk::Quota,
+}
+
+/// What this host lets us enforce (cgroups and quotas need root).
+#[cfg(target_os = "linux")]
+pub fn enforcement() -> Enforcement {
+    static FOUND: std::sync::OnceLock<Enforcement> = std::sync::OnceLock::new();
+    *FOUND.get_or_init(|| {
+        let root = nix::unistd::geteuid().is_root();
+        Enforcement {
+            cgroups: if root {
+                cgroups::Flavor::detect()
+            } else {
+                cgroups::Flavor::None
+            },
+            quota: disk::Quota::detect(),
+        }
+    })
+}
+
+impl Limits {
+    /// One line for the log at start: the limits and how they are enforced.
+    pub fn describe(&self) -> String {
+        #[cfg(target_os = "linux")]
+        let how = {
+            let e = enforcement();
+            format!("{}; {}", e.cgroups.describe(), e.quota.describe())
+        };
+        #[cfg(not(target_os = "linux"))]
+        let how = "no sandbox on this system".to_string();
+        format!(
+            "memory {} MiB, {} processes, timeout {} s (max {} s), CPU {} s per process, \
+             output {} KiB per stream, disk {} MiB, {} open files, /tmp {} MiB; {how}",
+            self.memory_bytes >> 20,
+            self.processes,
+            self.default_timeout.as_secs(),
+            self.max_timeout.as_secs(),
+            self.cpu_seconds,
+            self.output_cap >> 10,
+            self.disk_bytes >> 20,
+            self.open_files,
+            self.tmp_bytes >> 20,
+        )
     }
 }
 
