@@ -245,3 +245,52 @@ async fn bombs_are_held_by_the_room_limits() {
     assert_eq!(run(&sb, "rm -f big; echo fine").await.stdout, "fine\n");
     sb.destroy().await.unwrap();
 }
+
+#[tokio::test]
+async fn escapes_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = sandbox(dir.path(), "escape", Limits::default());
+    let out = run(&sb, "unshare -Ur id 2>&1; echo $?").await;
+    assert!(
+        out.stdout.contains("Operation not permitted"),
+        "{}",
+        out.stdout
+    );
+    let out = run(
+        &sb,
+        "mkdir -p /tmp/m; mount -t tmpfs none /tmp/m 2>&1; echo $?",
+    )
+    .await;
+    assert!(
+        out.stdout.ends_with("32\n") || out.stdout.contains("permission denied"),
+        "{}",
+        out.stdout
+    );
+    let out = run(
+        &sb,
+        "dmesg 2>&1 | head -1; hostname x 2>&1; echo 1 > /proc/sys/kernel/hostname 2>&1; echo done",
+    )
+    .await;
+    assert!(!out.stdout.contains("] "), "no kernel log: {}", out.stdout);
+    assert!(out.stdout.contains("done"));
+    let out = run(&sb, "python3 -c 'import ctypes,os; r=ctypes.CDLL(None).syscall(425,1,0); print(r, ctypes.get_errno())' 2>&1 || true").await;
+    assert!(
+        !out.stdout.starts_with('3') && !out.stdout.starts_with('4'),
+        "io_uring_setup must fail: {}",
+        out.stdout
+    );
+    let out = run(&sb, "ln /usr/bin/su su 2>&1; echo $?").await;
+    assert!(
+        !out.stdout.ends_with("0\n"),
+        "hard link across file systems: {}",
+        out.stdout
+    );
+    let out = run(&sb, "grep -E 'CapEff|NoNewPrivs' /proc/self/status").await;
+    assert!(
+        out.stdout.contains("0000000000000000") && out.stdout.contains("NoNewPrivs:\t1"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(run(&sb, "echo still here").await.stdout, "still here\n");
+    sb.destroy().await.unwrap();
+}

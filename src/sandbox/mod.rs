@@ -11,6 +11,8 @@ pub mod cgroups;
 pub mod disk;
 #[cfg(target_os = "linux")]
 mod helper;
+#[cfg(target_os = "linux")]
+mod seccomp;
 pub mod shell;
 #[cfg(target_os = "linux")]
 mod supervisor;
