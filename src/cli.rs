@@ -86,6 +86,28 @@ pub struct ServeArgs {
     /// Stop a room's sandbox after this many idle seconds (its files stay)
     #[arg(long, default_value_t = 600)]
     pub sandbox_idle_secs: u64,
+    /// Memory of a room, in MiB (a cgroup limit where the host allows one)
+    #[arg(long, default_value_t = 512)]
+    pub memory_mb: u64,
+    /// Processes of a room
+    #[arg(long, default_value_t = 256)]
+    pub processes: u64,
+    /// CPU seconds a process of a room may use
+    #[arg(long, default_value_t = 600)]
+    pub cpu_secs: u64,
+    /// Disk of a room's workspace, in MiB (a quota as root, else the largest file)
+    #[arg(long, default_value_t = 1024)]
+    pub disk_mb: u64,
+    /// Open files per process of a room
+    #[arg(long, default_value_t = 1024)]
+    pub open_files: u64,
+    /// Size of a room's /tmp, in MiB
+    #[arg(long, default_value_t = 256)]
+    pub tmp_mb: u64,
+    /// Network of the sandboxes: `none` (only their own loopback) or `nat`
+    /// (outside hosts through pasta, never the host's loopback services)
+    #[arg(long, value_enum, default_value_t = crate::sandbox::Network::None)]
+    pub sandbox_network: crate::sandbox::Network,
     /// Base URL of an OpenAI-compatible chat API (default: Ollama on loopback)
     #[arg(long, env = "DUET_AI_URL")]
     pub ai_url: Option<String>,
@@ -101,6 +123,25 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
+    /// The sandbox limits these flags ask for.
+    pub fn limits(&self) -> crate::sandbox::Limits {
+        use std::time::Duration;
+        crate::sandbox::Limits {
+            default_timeout: Duration::from_millis(self.exec_timeout_ms),
+            max_timeout: Duration::from_millis(self.max_exec_timeout_ms.max(self.exec_timeout_ms)),
+            output_cap: self.output_cap,
+            idle_stop: Duration::from_secs(self.sandbox_idle_secs),
+            memory_bytes: self.memory_mb << 20,
+            processes: self.processes,
+            cpu_seconds: self.cpu_secs,
+            file_size: self.disk_mb << 20,
+            open_files: self.open_files,
+            tmp_bytes: self.tmp_mb << 20,
+            disk_bytes: self.disk_mb << 20,
+            network: self.sandbox_network,
+        }
+    }
+
     /// The agent's settings.
     pub fn ai_config(&self) -> crate::ai::AiConfig {
         crate::ai::AiConfig {

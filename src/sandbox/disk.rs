@@ -20,7 +20,7 @@ pub enum Quota {
 impl Quota {
     pub fn detect() -> Quota {
         let root = nix::unistd::geteuid().is_root();
-        if root && which("mkfs.ext4").is_some() && which("mount").is_some() {
+        if root && super::program_exists("mkfs.ext4") && super::program_exists("mount") {
             Quota::Image
         } else {
             Quota::PerFile
@@ -35,13 +35,6 @@ impl Quota {
             }
         }
     }
-}
-
-fn which(program: &str) -> Option<PathBuf> {
-    ["/usr/sbin", "/usr/bin", "/sbin", "/bin"]
-        .iter()
-        .map(|dir| Path::new(dir).join(program))
-        .find(|p| p.exists())
 }
 
 fn image_of(workspace: &Path) -> PathBuf {

@@ -229,6 +229,7 @@ async fn start(place: &SandboxPlace, limits: &Limits) -> Result<Process, Sandbox
         open_files: limits.open_files,
         memory_bytes: limits.memory_bytes,
         tmp_bytes: limits.tmp_bytes,
+        network: limits.network,
         cgroups,
     };
     let mut line = serde_json::to_vec(&setup).map_err(|e| fail(&e))?;
