@@ -229,10 +229,11 @@ struct Header {
 /// Finds the next block header whose separator starts at or after `from`
 /// (or, when `from` is 0, a header at the very start of the text).
 fn next_header(text: &str, from: usize) -> Option<Header> {
-    if from == 0 && (text.starts_with(OUTPUT_HEAD) || text.starts_with(ERROR_HEAD)) {
-        if let Some(header) = header_at(text, 0, 0) {
-            return Some(header);
-        }
+    if from == 0
+        && (text.starts_with(OUTPUT_HEAD) || text.starts_with(ERROR_HEAD))
+        && let Some(header) = header_at(text, 0, 0)
+    {
+        return Some(header);
     }
     let mut at = from;
     loop {
