@@ -25,6 +25,9 @@ pub enum Command {
     Exec(ExecArgs),
     /// Clean a room up: clear its history and destroy its sandbox
     Cleanup(ClientArgs),
+    /// Ask the room's agent; prints the reply as it streams, then the
+    /// outputs of its commands; exits non-zero if the turn failed
+    Ask(AskArgs),
     /// Internal: builds one room's sandbox (started by the server)
     #[command(hide = true)]
     SandboxInit,
@@ -60,6 +63,15 @@ pub struct ExecArgs {
     /// The command and its arguments, after `--`
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     pub cmd: Vec<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct AskArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// The question
+    #[arg(required = true, trailing_var_arg = true)]
+    pub question: Vec<String>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -120,6 +132,9 @@ pub struct ServeArgs {
     /// Rounds of commands the agent may run in one turn
     #[arg(long, default_value_t = 1)]
     pub agent_steps: u32,
+    /// Seconds one answer of the model may take
+    #[arg(long, default_value_t = 120, env = "DUET_AI_TIMEOUT_SECS")]
+    pub ai_timeout_secs: u64,
 }
 
 impl ServeArgs {
@@ -149,6 +164,8 @@ impl ServeArgs {
             model: self.ai_model.clone(),
             key: self.ai_key.clone(),
             steps: self.agent_steps.max(1),
+            timeout: std::time::Duration::from_secs(self.ai_timeout_secs),
+            ..Default::default()
         }
     }
 }
@@ -182,6 +199,7 @@ fn run_async(command: Command) -> ExitCode {
             Command::Serve(args) => crate::server::serve(args).await.map(|_| ExitCode::SUCCESS),
             Command::Exec(args) => crate::client::commands::exec(args).await,
             Command::Cleanup(args) => crate::client::commands::cleanup(args).await,
+            Command::Ask(args) => crate::ai::ask::ask(args).await,
             Command::SandboxInit => Ok(ExitCode::FAILURE),
         }
     });
