@@ -4,6 +4,7 @@
 pub mod ai;
 pub mod cli;
 pub mod client;
+pub mod config;
 pub mod protocol;
 pub mod sandbox;
 pub mod server;
