@@ -8,3 +8,4 @@ pub mod config;
 pub mod protocol;
 pub mod sandbox;
 pub mod server;
+pub mod tui;
