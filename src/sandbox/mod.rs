@@ -5,6 +5,15 @@
 //! in the order they were queued, stops it after an idle period and starts it
 //! again on the next command. The workspace persists until `destroy`.
 
+#[cfg(target_os = "linux")]
+mod helper;
+pub mod shell;
+#[cfg(target_os = "linux")]
+mod supervisor;
+pub mod wire;
+#[cfg(target_os = "linux")]
+mod worker;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -32,6 +41,8 @@ pub struct Limits {
     pub file_size: u64,
     /// Open files per process.
     pub open_files: u64,
+    /// Size of the sandbox's `/tmp`, in bytes.
+    pub tmp_bytes: u64,
 }
 
 impl Default for Limits {
@@ -46,6 +57,7 @@ impl Default for Limits {
             cpu_seconds: 600,
             file_size: 1024 * 1024 * 1024,
             open_files: 1024,
+            tmp_bytes: 256 * 1024 * 1024,
         }
     }
 }
@@ -110,20 +122,25 @@ pub struct SandboxPlace {
     pub uid: Option<u32>,
 }
 
-/// Handle to a room's sandbox worker. Cheap to clone.
+/// Handle to a room's sandbox worker. Cheap to clone; the worker ends
+/// when the last handle is dropped.
 #[derive(Clone)]
 pub struct RoomSandbox {
-    place: Arc<SandboxPlace>,
-    limits: Arc<Limits>,
+    jobs: tokio::sync::mpsc::UnboundedSender<Job>,
+    control: tokio::sync::mpsc::UnboundedSender<Control>,
 }
 
+#[cfg(target_os = "linux")]
+use worker::{Control, Job};
+
 impl RoomSandbox {
-    /// A handle for the room; the sandbox itself starts on the first command.
+    /// A handle for the room; the sandbox itself starts on the first
+    /// command. Must be called inside a Tokio runtime.
     pub fn new(place: SandboxPlace, limits: Arc<Limits>) -> Self {
-        RoomSandbox {
-            place: Arc::new(place),
-            limits,
-        }
+        let (jobs, jobs_rx) = tokio::sync::mpsc::unbounded_channel();
+        let (control, control_rx) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(worker::run(Arc::new(place), limits, jobs_rx, control_rx));
+        RoomSandbox { jobs, control }
     }
 
     /// Queues a command behind those queued before it (the job is queued
@@ -136,29 +153,92 @@ impl RoomSandbox {
         spec: ExecSpec,
         on_output: Box<dyn FnMut(Chunk) + Send>,
     ) -> impl std::future::Future<Output = Result<ExecOutcome, SandboxError>> + Send + 'static {
-        let _ = (exec_id, spec, on_output, &self.place, &self.limits);
-        async { Err(SandboxError::Start("not built yet".into())) }
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let queued = self.jobs.send(Job {
+            exec_id,
+            spec,
+            on_output,
+            reply,
+        });
+        async move {
+            queued.map_err(|_| SandboxError::Destroyed)?;
+            answer.await.map_err(|_| SandboxError::Destroyed)?
+        }
     }
 
     /// Stops the running command (`exec_id`, or whichever runs): SIGINT,
     /// then SIGKILL 2 s later; with `hard`, SIGKILL at once. Answers whether
     /// a command was running.
     pub async fn interrupt(&self, exec_id: Option<String>, hard: bool) -> bool {
-        let _ = (exec_id, hard);
-        false
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let sent = self.control.send(Control::Interrupt {
+            exec_id,
+            hard,
+            reply,
+        });
+        sent.is_ok() && answer.await.unwrap_or(false)
     }
 
     /// Kills every process of the room and deletes its workspace. Queued
     /// commands fail with `SandboxError::Destroyed`. The handle stays usable:
     /// the next command starts a fresh sandbox on an empty workspace.
     pub async fn destroy(&self) -> Result<(), String> {
-        Ok(())
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.control
+            .send(Control::Destroy { reply })
+            .map_err(|_| "the sandbox worker is gone".to_string())?;
+        answer
+            .await
+            .map_err(|_| "the sandbox worker is gone".to_string())?
     }
 }
 
-/// Entry of the hidden `duet sandbox-init` helper process.
-pub fn helper_main() -> std::process::ExitCode {
-    std::process::ExitCode::FAILURE
+/// The binary to start as `duet sandbox-init`: this one, unless
+/// `DUET_HELPER_EXE` names another (tests of the library use the built
+/// `duet` binary).
+fn helper_exe() -> std::io::Result<PathBuf> {
+    match std::env::var_os("DUET_HELPER_EXE") {
+        Some(path) => Ok(PathBuf::from(path)),
+        None => std::env::current_exe(),
+    }
+}
+
+/// Deletes a workspace and the container root beside it, never following
+/// a symlink out of them; directories a command made unreadable are
+/// opened up first.
+fn remove_workspace(workspace: &std::path::Path) -> Result<(), String> {
+    let mut errors = Vec::new();
+    let mut root_dir = workspace.as_os_str().to_os_string();
+    root_dir.push(".root");
+    for dir in [workspace.to_path_buf(), PathBuf::from(root_dir)] {
+        if !dir.exists() {
+            continue;
+        }
+        if std::fs::remove_dir_all(&dir).is_err() {
+            open_up(&dir);
+            if let Err(e) = std::fs::remove_dir_all(&dir) {
+                errors.push(format!("cannot delete {}: {e}", dir.display()));
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("; "))
+    }
+}
+
+/// Gives the owner rwx on every directory below `dir` (not following links).
+fn open_up(dir: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                open_up(&entry.path());
+            }
+        }
+    }
 }
 
 /// The host directory of a room's workspace: `opaque` is a random name kept
@@ -174,4 +254,17 @@ pub fn room_uid(slot: u32) -> Option<u32> {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     root.then(|| 200_000 + slot)
+}
+
+/// Entry of the hidden `duet sandbox-init` helper process.
+#[cfg(target_os = "linux")]
+pub fn helper_main() -> std::process::ExitCode {
+    helper::main()
+}
+
+/// Entry of the hidden `duet sandbox-init` helper process.
+#[cfg(not(target_os = "linux"))]
+pub fn helper_main() -> std::process::ExitCode {
+    eprintln!("duet: sandboxes need Linux");
+    std::process::ExitCode::FAILURE
 }
