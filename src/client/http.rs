@@ -314,13 +314,18 @@ impl HttpClient {
 }
 
 fn transport(url: &str, err: &reqwest::Error) -> HttpError {
-    let mut message = err.to_string();
+    // reqwest's own text repeats the URL; its causes say what happened.
+    let mut causes = Vec::new();
     let mut source = std::error::Error::source(err);
     while let Some(inner) = source {
-        message.push_str(": ");
-        message.push_str(&inner.to_string());
+        causes.push(inner.to_string());
         source = inner.source();
     }
+    let message = if causes.is_empty() {
+        err.to_string()
+    } else {
+        causes.join(": ")
+    };
     HttpError::Transport {
         url: url.to_string(),
         message,

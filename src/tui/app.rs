@@ -131,6 +131,8 @@ pub struct App {
     pub typing: Vec<Typist>,
     pub toasts: Vec<Toast>,
     pub modals: Vec<Modal>,
+    /// Lines the help overlay is scrolled down.
+    pub help_scroll: u16,
     pub focus: Pane,
     pub chat_scroll: Scroll,
     pub output_scroll: Scroll,
@@ -163,6 +165,7 @@ impl App {
             typing: Vec::new(),
             toasts: Vec::new(),
             modals: Vec::new(),
+            help_scroll: 0,
             focus: Pane::Chat,
             chat_scroll: Scroll::default(),
             output_scroll: Scroll::default(),

@@ -45,12 +45,22 @@ impl App {
             key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL);
         match modal {
             Modal::Help => {
+                match key.code {
+                    KeyCode::Up => self.help_scroll = self.help_scroll.saturating_sub(1),
+                    KeyCode::Down => self.help_scroll = self.help_scroll.saturating_add(1).min(200),
+                    KeyCode::PageUp => self.help_scroll = self.help_scroll.saturating_sub(10),
+                    KeyCode::PageDown => {
+                        self.help_scroll = self.help_scroll.saturating_add(10).min(200)
+                    }
+                    _ => {}
+                }
                 if matches!(
                     key.code,
                     KeyCode::Esc | KeyCode::Enter | KeyCode::F(1) | KeyCode::Char('q' | '?')
                 ) || ctrl_c
                 {
                     self.modals.pop();
+                    self.help_scroll = 0;
                 }
             }
             Modal::ConfirmCleanup => match key.code {

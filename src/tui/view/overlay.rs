@@ -59,45 +59,73 @@ pub fn draw_toasts(frame: &mut Frame, app: &App, area: Rect) {
     }
 }
 
-/// The help overlay, generated from the keymap and the slash commands.
-pub fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
+/// The help's lines, generated from the keymap and the slash commands.
+pub fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
     let theme = app.theme;
     let key_w = BINDINGS
         .iter()
-        .map(|b| width(&keymap::keys_label(b)))
-        .chain(SLASH_COMMANDS.iter().map(|(c, _)| width(c)))
+        .filter(|b| !b.edit)
+        .map(|b| width_of(&keymap::keys_label(b)))
+        .chain(SLASH_COMMANDS.iter().map(|(c, _)| width_of(c)))
         .max()
-        .unwrap_or(10)
-        .min(24);
+        .unwrap_or(10);
+    let row = |key: String, what: &str| {
+        let pad = key_w.saturating_sub(width_of(&key));
+        Line::from(vec![
+            Span::styled(format!("{key}{}  ", " ".repeat(pad)), theme.command()),
+            Span::raw(what.to_string()),
+        ])
+    };
     let mut lines = vec![Line::styled("Commands", theme.agent())];
     for (cmd, what) in SLASH_COMMANDS {
-        lines.push(Line::from(vec![
-            Span::styled(format!("{cmd:<key_w$}  "), theme.command()),
-            Span::raw(*what),
-        ]));
+        lines.push(row(cmd.to_string(), what));
     }
     lines.push(Line::default());
     lines.push(Line::styled("Keys", theme.agent()));
-    for binding in BINDINGS {
-        lines.push(Line::from(vec![
-            Span::styled(
-                format!("{:<key_w$}  ", keymap::keys_label(binding)),
-                theme.command(),
-            ),
-            Span::raw(binding.help),
-        ]));
+    for binding in BINDINGS.iter().filter(|b| !b.edit) {
+        lines.push(row(keymap::keys_label(binding), binding.help));
     }
     lines.push(Line::default());
-    lines.push(Line::styled("Esc, q or ? closes this help", theme.dim()));
-    let rect = centered(area, 96, lines.len() as u16 + 2);
+    lines.push(Line::styled("Editing the input", theme.agent()));
+    let edits: Vec<String> = BINDINGS
+        .iter()
+        .filter(|b| b.edit)
+        .map(|b| format!("{}: {}", keymap::keys_label(b), b.help))
+        .collect();
+    for piece in wrap(
+        &edits.join(" · "),
+        usize::from(width.saturating_sub(2)).max(1),
+    ) {
+        lines.push(Line::raw(piece));
+    }
+    lines.push(Line::default());
+    lines.push(Line::styled(
+        "Up/Down/PgUp/PgDn scroll · Esc, q or ? close",
+        theme.dim(),
+    ));
+    lines
+}
+
+fn width_of(s: &str) -> usize {
+    width(s)
+}
+
+/// The help overlay, scrolled by `app.help_scroll`.
+pub fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
+    let outer_w = area.width.min(100);
+    let lines = help_lines(app, outer_w.saturating_sub(2));
+    let rect = centered(area, outer_w, lines.len() as u16 + 2);
+    let max_scroll = (lines.len() as u16).saturating_sub(rect.height.saturating_sub(2));
+    let scroll = app.help_scroll.min(max_scroll);
     frame.render_widget(Clear, rect);
     frame.render_widget(
         Paragraph::new(lines)
             .wrap(ratatui::widgets::Wrap { trim: false })
+            .scroll((scroll, 0))
             .block(
                 Block::default()
                     .borders(Borders::ALL)
-                    .border_style(theme.focused())
+                    .border_style(app.theme.focused())
                     .title(" Help "),
             ),
         rect,
