@@ -328,11 +328,12 @@ pub fn label(key: &Key) -> String {
     out
 }
 
-/// The keys of a row, as the help shows them: `Alt+Enter, Ctrl+J`.
+/// The keys of a row, as the help shows them (the first two): `Alt+Enter, Ctrl+J`.
 pub fn keys_label(binding: &Binding) -> String {
     binding
         .keys
         .iter()
+        .take(2)
         .map(label)
         .collect::<Vec<_>>()
         .join(", ")

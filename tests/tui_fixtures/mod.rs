@@ -173,8 +173,15 @@ pub fn render(app: &mut App, w: u16, h: u16) -> String {
     let mut out = String::new();
     for y in 0..h {
         let mut line = String::new();
+        let mut skip = 0;
         for x in 0..w {
-            line.push_str(buffer[(x, y)].symbol());
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            let symbol = buffer[(x, y)].symbol();
+            skip = duet::tui::text::width(symbol).saturating_sub(1);
+            line.push_str(symbol);
         }
         out.push_str(line.trim_end());
         out.push('\n');

@@ -141,17 +141,18 @@ pub fn draw_confirm(frame: &mut Frame, app: &App, area: Rect) {
             Span::styled(app.session.room.clone(), theme.command()),
             Span::raw("?"),
         ]),
-        Line::raw("The chat is cleared for everyone and the sandbox"),
-        Line::raw("is destroyed with all its files."),
-        Line::default(),
         Line::from(vec![
             Span::styled("y", theme.error()),
             Span::raw(" clean up   "),
             Span::styled("n", theme.ok()),
             Span::raw(" / Esc keep"),
         ]),
+        Line::default(),
+        Line::raw(
+            "The chat is cleared for everyone and the sandbox is destroyed with all its files.",
+        ),
     ];
-    let rect = centered(area, 54, lines.len() as u16 + 2);
+    let rect = centered(area, 54, lines.len() as u16 + 3);
     frame.render_widget(Clear, rect);
     frame.render_widget(
         Paragraph::new(lines)

@@ -38,12 +38,12 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
             theme.status().add_modifier(ratatui::style::Modifier::BOLD),
         ),
         (conn, theme.status().patch(conn_style)),
-        (format!(" · {people} here"), theme.status()),
-        (format!(" · {}", app.session.server), theme.status()),
         (
             format!(" · join: {}", app.session.join_hint),
             theme.status(),
         ),
+        (format!(" · {people} here"), theme.status()),
+        (format!(" · {}", app.session.server), theme.status()),
     ];
     let total = usize::from(area.width);
     let mut used = 0;
