@@ -2,6 +2,7 @@
 //! terminal client and the backend that speaks shared/PROTOCOL.md.
 
 pub mod ai;
+pub mod blocks;
 pub mod cli;
 pub mod client;
 pub mod config;

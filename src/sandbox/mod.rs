@@ -6,7 +6,13 @@
 //! again on the next command. The workspace persists until `destroy`.
 
 #[cfg(target_os = "linux")]
+pub mod cgroups;
+#[cfg(target_os = "linux")]
+pub mod disk;
+#[cfg(target_os = "linux")]
 mod helper;
+#[cfg(target_os = "linux")]
+mod seccomp;
 pub mod shell;
 #[cfg(target_os = "linux")]
 mod supervisor;
@@ -43,6 +49,90 @@ pub struct Limits {
     pub open_files: u64,
     /// Size of the sandbox's `/tmp`, in bytes.
     pub tmp_bytes: u64,
+    /// Size of a room's workspace, in bytes (a quota where the host allows
+    /// one, otherwise the largest file).
+    pub disk_bytes: u64,
+    /// What the sandbox's network reaches.
+    pub network: Network,
+}
+
+/// What a sandbox's network reaches.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Network {
+    /// Only the sandbox's own loopback.
+    #[default]
+    None,
+    /// Outside hosts through user-mode NAT (pasta); never the host's
+    /// loopback services.
+    Nat,
+}
+
+impl Limits {
+    /// Fails, saying what to install, when the settings cannot work on this
+    /// host (checked when the server starts, not at a room's first command).
+    pub fn check(&self) -> Result<(), String> {
+        if self.network == Network::Nat && !program_exists("pasta") {
+            return Err("--sandbox-network nat needs pasta, which is not installed: \
+                 install the Debian package `passt` (apt-get install passt), or use --sandbox-network none"
+                .into());
+        }
+        #[cfg(target_os = "linux")]
+        if self.network == Network::Nat && !tun_open_to_sandboxes() {
+            return Err(
+                "--sandbox-network nat needs /dev/net/tun usable by the sandboxes' users \
+                 (pasta opens it as the room's uid), but it is not: make it mode 0666 as Debian's \
+                 udev does (chmod 0666 /dev/net/tun), or use --sandbox-network none"
+                    .into(),
+            );
+        }
+        #[cfg(not(target_os = "linux"))]
+        return Err("sandboxes need Linux: this backend runs on another system".into());
+        #[cfg(target_os = "linux")]
+        Ok(())
+    }
+}
+
+/// Whether an unprivileged sandbox user may open `/dev/net/tun`.
+#[cfg(target_os = "linux")]
+fn tun_open_to_sandboxes() -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(meta) = std::fs::metadata("/dev/net/tun") else {
+        return false;
+    };
+    if nix::unistd::geteuid().is_root() {
+        meta.permissions().mode() & 0o006 == 0o006
+    } else {
+        nix::unistd::access(
+            "/dev/net/tun",
+            nix::unistd::AccessFlags::R_OK | nix::unistd::AccessFlags::W_OK,
+        )
+        .is_ok()
+    }
+}
+
+/// Whether `program` is on the usual system paths.
+pub(crate) fn program_exists(program: &str) -> bool {
+    [
+        "/usr/local/sbin",
+        "/usr/local/bin",
+        "/usr/sbin",
+        "/usr/bin",
+        "/sbin",
+        "/bin",
+    ]
+    .iter()
+    .any(|dir| std::path::Path::new(dir).join(program).exists())
 }
 
 impl Default for Limits {
@@ -58,7 +148,61 @@ impl Default for Limits {
             file_size: 1024 * 1024 * 1024,
             open_files: 1024,
             tmp_bytes: 256 * 1024 * 1024,
+            disk_bytes: 1024 * 1024 * 1024,
+            network: Network::None,
         }
+    }
+}
+
+/// How this host enforces the limits, found once.
+#[cfg(target_os = "linux")]
+#[derive(Debug, Clone, Copy)]
+pub struct Enforcement {
+    pub cgroups: cgroups::Flavor,
+    pub quota: disk::Quota,
+}
+
+/// What this host lets us enforce (cgroups and quotas need root).
+#[cfg(target_os = "linux")]
+pub fn enforcement() -> Enforcement {
+    static FOUND: std::sync::OnceLock<Enforcement> = std::sync::OnceLock::new();
+    *FOUND.get_or_init(|| {
+        let root = nix::unistd::geteuid().is_root();
+        Enforcement {
+            cgroups: if root {
+                cgroups::Flavor::detect()
+            } else {
+                cgroups::Flavor::None
+            },
+            quota: disk::Quota::detect(),
+        }
+    })
+}
+
+impl Limits {
+    /// One line for the log at start: the limits and how they are enforced.
+    pub fn describe(&self) -> String {
+        #[cfg(target_os = "linux")]
+        let how = {
+            let e = enforcement();
+            format!("{}; {}", e.cgroups.describe(), e.quota.describe())
+        };
+        #[cfg(not(target_os = "linux"))]
+        let how = "no sandbox on this system".to_string();
+        format!(
+            "memory {} MiB, {} processes, timeout {} s (max {} s), CPU {} s per process, \
+             output {} KiB per stream, disk {} MiB, {} open files, /tmp {} MiB, network {:?}; {how}",
+            self.memory_bytes >> 20,
+            self.processes,
+            self.default_timeout.as_secs(),
+            self.max_timeout.as_secs(),
+            self.cpu_seconds,
+            self.output_cap >> 10,
+            self.disk_bytes >> 20,
+            self.open_files,
+            self.tmp_bytes >> 20,
+            self.network,
+        )
     }
 }
 

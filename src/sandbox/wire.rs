@@ -25,6 +25,12 @@ pub struct Setup {
     pub memory_bytes: u64,
     /// Size of the sandbox's `/tmp`, in bytes.
     pub tmp_bytes: u64,
+    /// What the network reaches.
+    #[serde(default)]
+    pub network: super::Network,
+    /// Cgroup folders to join before dropping privileges (root only).
+    #[serde(default)]
+    pub cgroups: Vec<PathBuf>,
 }
 
 /// A request to the supervisor.

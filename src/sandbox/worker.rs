@@ -73,11 +73,11 @@ pub(super) async fn run(
             },
             _ = idle, if process.is_some() => {
                 tracing::info!(room = %place.room, "sandbox idle: stopping it (its files stay)");
-                stop(&mut process).await;
+                stop(&place, &mut process).await;
             }
         }
     }
-    stop(&mut process).await;
+    stop(&place, &mut process).await;
 }
 
 async fn run_job(
@@ -110,7 +110,7 @@ async fn run_job(
         output_cap: limits.output_cap,
     };
     if send(&mut proc_.stdin, &request).await.is_err() {
-        stop(process).await;
+        stop(place, process).await;
         let _ = job
             .reply
             .send(Err(SandboxError::Start("the sandbox stopped".into())));
@@ -166,7 +166,7 @@ async fn run_job(
         emit(&mut outcome, &mut job.on_output, stream, rest);
     }
     if let Err(message) = ended {
-        stop(process).await;
+        stop(place, process).await;
         outcome.exit_code = None;
         outcome.error = Some(message);
     }
@@ -202,6 +202,7 @@ async fn send(stdin: &mut ChildStdin, request: &Request) -> std::io::Result<()> 
 /// Starts the helper and waits until its shell is ready.
 async fn start(place: &SandboxPlace, limits: &Limits) -> Result<Process, SandboxError> {
     let fail = |e: &dyn std::fmt::Display| SandboxError::Start(e.to_string());
+    let cgroups = prepare(place, limits).await.map_err(|e| fail(&e))?;
     let exe = super::helper_exe().map_err(|e| fail(&e))?;
     let mut child = Command::new(exe)
         .arg("sandbox-init")
@@ -228,6 +229,8 @@ async fn start(place: &SandboxPlace, limits: &Limits) -> Result<Process, Sandbox
         open_files: limits.open_files,
         memory_bytes: limits.memory_bytes,
         tmp_bytes: limits.tmp_bytes,
+        network: limits.network,
+        cgroups,
     };
     let mut line = serde_json::to_vec(&setup).map_err(|e| fail(&e))?;
     line.push(b'\n');
@@ -310,10 +313,56 @@ async fn read_frame(
     Ok(Some((header[0], payload)))
 }
 
-/// Kills the sandbox (its PID namespace takes every process with it).
-async fn stop(process: &mut Option<Process>) {
+/// The room's name on the host: its workspace folder's opaque name.
+fn opaque(place: &SandboxPlace) -> String {
+    place
+        .workspace
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| place.room.clone())
+}
+
+/// Readies the workspace (and its quota) and the room's cgroups; returns
+/// the cgroup folders the helper joins.
+async fn prepare(
+    place: &SandboxPlace,
+    limits: &Limits,
+) -> std::io::Result<Vec<std::path::PathBuf>> {
+    let enforcement = super::enforcement();
+    let workspace = place.workspace.clone();
+    let (uid, disk, processes, memory) = (
+        place.uid,
+        limits.disk_bytes,
+        limits.processes,
+        limits.memory_bytes,
+    );
+    let name = opaque(place);
+    let room = place.room.clone();
+    tokio::task::spawn_blocking(move || {
+        super::disk::prepare(enforcement.quota, &workspace, disk, uid)?;
+        if uid.is_none() {
+            return Ok(Vec::new());
+        }
+        match super::cgroups::create(enforcement.cgroups, &name, processes, memory) {
+            Ok(dirs) => Ok(dirs),
+            Err(e) => {
+                tracing::warn!(room = %room, "no cgroups for this room ({e}): rlimits only");
+                Ok(Vec::new())
+            }
+        }
+    })
+    .await
+    .map_err(std::io::Error::other)?
+}
+
+/// Kills the sandbox (its PID namespace takes every process with it) and
+/// removes the room's cgroups.
+async fn stop(place: &SandboxPlace, process: &mut Option<Process>) {
     if let Some(mut p) = process.take() {
         let _ = p.child.kill().await;
+        let flavor = super::enforcement().cgroups;
+        let name = opaque(place);
+        let _ = tokio::task::spawn_blocking(move || super::cgroups::remove(flavor, &name)).await;
     }
 }
 
@@ -322,14 +371,18 @@ async fn destroy(
     process: &mut Option<Process>,
     jobs: &mut mpsc::UnboundedReceiver<Job>,
 ) -> Result<(), String> {
-    stop(process).await;
+    stop(place, process).await;
     while let Ok(job) = jobs.try_recv() {
         let _ = job.reply.send(Err(SandboxError::Destroyed));
     }
     let workspace = place.workspace.clone();
-    tokio::task::spawn_blocking(move || super::remove_workspace(&workspace))
-        .await
-        .map_err(|e| e.to_string())?
+    tokio::task::spawn_blocking(move || {
+        super::disk::release(&workspace)
+            .map_err(|e| format!("cannot unmount the workspace: {e}"))?;
+        super::remove_workspace(&workspace)
+    })
+    .await
+    .map_err(|e| e.to_string())?
 }
 
 /// Decodes UTF-8 arriving in pieces: a character split between reads is
