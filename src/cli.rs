@@ -14,6 +14,14 @@ use std::process::ExitCode;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Where `duet` (no subcommand) joins: flags, then environment, then
+    /// `duet.toml` in the XDG config directory.
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// Data directory of the embedded backend started (or joined) when no
+    /// --server is given (default: $XDG_DATA_HOME/duet)
+    #[arg(long, env = "DUET_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -176,10 +184,7 @@ pub fn main() -> ExitCode {
     match cli.command {
         Some(Command::SandboxInit) => crate::sandbox::helper_main(),
         Some(command) => run_async(command),
-        None => {
-            eprintln!("duet: the terminal client is not built yet; run `duet serve`");
-            ExitCode::from(2)
-        }
+        None => crate::tui::start::main(cli.client, cli.data_dir),
     }
 }
 
