@@ -14,6 +14,14 @@ use std::process::ExitCode;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Where `duet` (no subcommand) joins: flags, then environment, then
+    /// `duet.toml` in the XDG config directory.
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// Data directory of the embedded backend started (or joined) when no
+    /// --server is given (default: $XDG_DATA_HOME/duet)
+    #[arg(long, env = "DUET_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -25,6 +33,9 @@ pub enum Command {
     Exec(ExecArgs),
     /// Clean a room up: clear its history and destroy its sandbox
     Cleanup(ClientArgs),
+    /// Ask the room's agent; prints the reply as it streams, then the
+    /// outputs of its commands; exits non-zero if the turn failed
+    Ask(AskArgs),
     /// Internal: builds one room's sandbox (started by the server)
     #[command(hide = true)]
     SandboxInit,
@@ -63,6 +74,15 @@ pub struct ExecArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+pub struct AskArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// The question
+    #[arg(required = true, trailing_var_arg = true)]
+    pub question: Vec<String>,
+}
+
+#[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     /// Address to listen on; anything but loopback needs --token
     #[arg(long, default_value = "127.0.0.1:8787", env = "DUET_LISTEN")]
@@ -86,6 +106,28 @@ pub struct ServeArgs {
     /// Stop a room's sandbox after this many idle seconds (its files stay)
     #[arg(long, default_value_t = 600)]
     pub sandbox_idle_secs: u64,
+    /// Memory of a room, in MiB (a cgroup limit where the host allows one)
+    #[arg(long, default_value_t = 512)]
+    pub memory_mb: u64,
+    /// Processes of a room
+    #[arg(long, default_value_t = 256)]
+    pub processes: u64,
+    /// CPU seconds a process of a room may use
+    #[arg(long, default_value_t = 600)]
+    pub cpu_secs: u64,
+    /// Disk of a room's workspace, in MiB (a quota as root, else the largest file)
+    #[arg(long, default_value_t = 1024)]
+    pub disk_mb: u64,
+    /// Open files per process of a room
+    #[arg(long, default_value_t = 1024)]
+    pub open_files: u64,
+    /// Size of a room's /tmp, in MiB
+    #[arg(long, default_value_t = 256)]
+    pub tmp_mb: u64,
+    /// Network of the sandboxes: `none` (only their own loopback) or `nat`
+    /// (outside hosts through pasta, never the host's loopback services)
+    #[arg(long, value_enum, default_value_t = crate::sandbox::Network::None)]
+    pub sandbox_network: crate::sandbox::Network,
     /// Base URL of an OpenAI-compatible chat API (default: Ollama on loopback)
     #[arg(long, env = "DUET_AI_URL")]
     pub ai_url: Option<String>,
@@ -98,9 +140,31 @@ pub struct ServeArgs {
     /// Rounds of commands the agent may run in one turn
     #[arg(long, default_value_t = 1)]
     pub agent_steps: u32,
+    /// Seconds one answer of the model may take
+    #[arg(long, default_value_t = 120, env = "DUET_AI_TIMEOUT_SECS")]
+    pub ai_timeout_secs: u64,
 }
 
 impl ServeArgs {
+    /// The sandbox limits these flags ask for.
+    pub fn limits(&self) -> crate::sandbox::Limits {
+        use std::time::Duration;
+        crate::sandbox::Limits {
+            default_timeout: Duration::from_millis(self.exec_timeout_ms),
+            max_timeout: Duration::from_millis(self.max_exec_timeout_ms.max(self.exec_timeout_ms)),
+            output_cap: self.output_cap,
+            idle_stop: Duration::from_secs(self.sandbox_idle_secs),
+            memory_bytes: self.memory_mb << 20,
+            processes: self.processes,
+            cpu_seconds: self.cpu_secs,
+            file_size: self.disk_mb << 20,
+            open_files: self.open_files,
+            tmp_bytes: self.tmp_mb << 20,
+            disk_bytes: self.disk_mb << 20,
+            network: self.sandbox_network,
+        }
+    }
+
     /// The agent's settings.
     pub fn ai_config(&self) -> crate::ai::AiConfig {
         crate::ai::AiConfig {
@@ -108,6 +172,8 @@ impl ServeArgs {
             model: self.ai_model.clone(),
             key: self.ai_key.clone(),
             steps: self.agent_steps.max(1),
+            timeout: std::time::Duration::from_secs(self.ai_timeout_secs),
+            ..Default::default()
         }
     }
 }
@@ -118,10 +184,7 @@ pub fn main() -> ExitCode {
     match cli.command {
         Some(Command::SandboxInit) => crate::sandbox::helper_main(),
         Some(command) => run_async(command),
-        None => {
-            eprintln!("duet: the terminal client is not built yet; run `duet serve`");
-            ExitCode::from(2)
-        }
+        None => crate::tui::start::main(cli.client, cli.data_dir),
     }
 }
 
@@ -141,6 +204,7 @@ fn run_async(command: Command) -> ExitCode {
             Command::Serve(args) => crate::server::serve(args).await.map(|_| ExitCode::SUCCESS),
             Command::Exec(args) => crate::client::commands::exec(args).await,
             Command::Cleanup(args) => crate::client::commands::cleanup(args).await,
+            Command::Ask(args) => crate::ai::ask::ask(args).await,
             Command::SandboxInit => Ok(ExitCode::FAILURE),
         }
     });

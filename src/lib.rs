@@ -2,8 +2,11 @@
 //! terminal client and the backend that speaks shared/PROTOCOL.md.
 
 pub mod ai;
+pub mod blocks;
 pub mod cli;
 pub mod client;
+pub mod config;
 pub mod protocol;
 pub mod sandbox;
 pub mod server;
+pub mod tui;

@@ -98,6 +98,10 @@ pub struct ExecResult {
     pub timed_out: bool,
     #[serde(default, skip_serializing_if = "is_false")]
     pub interrupted: bool,
+    /// Beyond PROTOCOL.md: what went wrong around the command, e.g. its
+    /// shell had to be restarted (working directory and exports reset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Where a command came from.

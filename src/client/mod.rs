@@ -1,3 +1,6 @@
 //! The client side of the protocol: HTTP calls and the room socket.
 
 pub mod commands;
+pub mod http;
+pub mod local;
+pub mod socket;

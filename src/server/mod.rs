@@ -2,6 +2,7 @@
 
 mod auth;
 mod errors;
+mod files;
 mod http;
 mod ops;
 mod registry;
@@ -16,7 +17,6 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// A backend running in this process.
@@ -60,17 +60,6 @@ fn raise_open_files() -> u64 {
     0
 }
 
-/// The sandbox limits of `args`.
-fn limits(args: &ServeArgs) -> crate::sandbox::Limits {
-    crate::sandbox::Limits {
-        default_timeout: Duration::from_millis(args.exec_timeout_ms),
-        max_timeout: Duration::from_millis(args.max_exec_timeout_ms.max(args.exec_timeout_ms)),
-        output_cap: args.output_cap,
-        idle_stop: Duration::from_secs(args.sandbox_idle_secs),
-        ..Default::default()
-    }
-}
-
 /// Starts the backend on `args.listen` and returns once it listens.
 pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
     let token = args.token.clone().filter(|t| !t.is_empty());
@@ -81,6 +70,8 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
             args.listen
         );
     }
+    let limits = args.limits();
+    limits.check().map_err(anyhow::Error::msg)?;
     let open_files = raise_open_files();
     let data_dir = match args.data_dir.clone().or_else(default_data_dir) {
         Some(dir) => dir,
@@ -96,20 +87,16 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let addr = listener.local_addr()?;
-    let limits = Arc::new(limits(&args));
+    let limits = Arc::new(limits);
     tracing::info!(
         data_dir = %data_dir.display(),
-        default_timeout_ms = limits.default_timeout.as_millis() as u64,
-        max_timeout_ms = limits.max_timeout.as_millis() as u64,
-        output_cap = limits.output_cap,
-        idle_stop_secs = limits.idle_stop.as_secs(),
-        memory_bytes = limits.memory_bytes,
-        processes = limits.processes,
         open_files,
         token = token.is_some(),
-        "limits in force"
+        "limits in force: {}",
+        limits.describe()
     );
     let shutdown = CancellationToken::new();
+    let workspaces = data_dir.clone();
     let shared = Arc::new(registry::Shared {
         store,
         agent: crate::ai::Agent::new(args.ai_config()),
@@ -130,6 +117,8 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
         {
             tracing::error!("the server failed: {e}");
         }
+        // Quota images are mounted again on the next start.
+        let _ = tokio::task::spawn_blocking(move || crate::sandbox::release_all(&workspaces)).await;
     });
     Ok(RunningServer {
         addr,

@@ -227,6 +227,7 @@ impl RoomActor {
                     truncated: outcome.truncated,
                     timed_out: outcome.timed_out,
                     interrupted: outcome.interrupted,
+                    error: outcome.error,
                 };
                 let _ = reply.send(Ok(Reply::ok(ExecResponse {
                     result,

@@ -1,0 +1,157 @@
+//! What the model is told: the system prompt, the room's recent messages
+//! and, between rounds, the outputs of the commands it ran.
+
+use super::provider::{ChatMessage, ChatRole};
+use crate::blocks::{self, Block};
+use crate::protocol::{DuetMessage, Role, Run};
+
+/// The system prompt (assets/system_prompt.md).
+pub(crate) const SYSTEM_PROMPT: &str = include_str!("../../assets/system_prompt.md");
+/// Messages of the room's history the model sees.
+pub(crate) const CONTEXT_MESSAGES: usize = 10;
+/// Characters of one command's output given back to the model.
+const RESULT_CHARS: usize = 4_000;
+
+/// The conversation for the first round: the system prompt and the last
+/// messages of the room (people as `user` with their names, the agent as
+/// `assistant`; `system` notes are the room's, not the model's, and are left
+/// out).
+pub(crate) fn conversation(history: &[DuetMessage]) -> Vec<ChatMessage> {
+    let mut out = vec![ChatMessage::new(ChatRole::System, SYSTEM_PROMPT.trim())];
+    let start = history.len().saturating_sub(CONTEXT_MESSAGES);
+    for message in &history[start..] {
+        match message.role {
+            Role::User => {
+                let text = match &message.user_id {
+                    Some(name) => format!("{name}: {}", message.text),
+                    None => message.text.clone(),
+                };
+                out.push(ChatMessage::new(ChatRole::User, text));
+            }
+            Role::Agent => out.extend(agent_turn(message)),
+            Role::System => {}
+        }
+    }
+    out
+}
+
+/// An earlier agent reply as the model wrote it (commands back in `<run>`
+/// tags), then its commands' outputs as a note.
+fn agent_turn(message: &DuetMessage) -> Vec<ChatMessage> {
+    let mut said = Vec::new();
+    let mut results = Vec::new();
+    for block in blocks::parse(&message.text, message.runs.as_deref()) {
+        match block {
+            Block::Prose(text) => said.push(text.trim().to_string()),
+            Block::Output { cmd, output } => {
+                said.push(format!("<run>{cmd}</run>"));
+                results.push(format!("Output ({cmd}):\n{}", cut(&output)));
+            }
+            Block::Error { cmd, message } => {
+                said.push(format!("<run>{cmd}</run>"));
+                results.push(format!("Error ({cmd}):\n{message}"));
+            }
+        }
+    }
+    let mut out = vec![ChatMessage::new(ChatRole::Assistant, said.join("\n"))];
+    if !results.is_empty() {
+        out.push(ChatMessage::new(
+            ChatRole::User,
+            format!(
+                "[outputs of the commands above]\n\n{}",
+                results.join("\n\n")
+            ),
+        ));
+    }
+    out
+}
+
+/// What the model is told after a round: each command's exit code and
+/// output, and that it may go on.
+pub(crate) fn results_note(runs: &[Run]) -> String {
+    let mut note = String::from("The commands ran. Their results:");
+    for run in runs {
+        note.push_str("\n\n");
+        if blocks::is_error_run(run) {
+            let message = run.error.as_deref().unwrap_or_default();
+            note.push_str(&format!("Error ({}):\n{message}", run.cmd));
+            continue;
+        }
+        let code = run
+            .exit_code
+            .map_or_else(|| "none".to_string(), |c| c.to_string());
+        note.push_str(&format!("Output ({}) [exit code {code}]:\n", run.cmd));
+        let mut output = String::new();
+        if !run.stdout.is_empty() {
+            output.push_str(&run.stdout);
+        }
+        if !run.stderr.is_empty() {
+            if !output.is_empty() && !output.ends_with('\n') {
+                output.push('\n');
+            }
+            output.push_str("[stderr]\n");
+            output.push_str(&run.stderr);
+        }
+        if output.is_empty() {
+            output.push_str(blocks::NO_OUTPUT);
+        }
+        note.push_str(&cut(&output));
+    }
+    note.push_str("\n\nContinue: run more commands in <run> tags if needed, or give your answer.");
+    note
+}
+
+/// At most `RESULT_CHARS` characters of an output, saying when cut.
+fn cut(output: &str) -> String {
+    match output.char_indices().nth(RESULT_CHARS) {
+        Some((end, _)) => format!("{}\n[… output cut]", &output[..end]),
+        None => output.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(role: Role, user: Option<&str>, text: &str, runs: Option<Vec<Run>>) -> DuetMessage {
+        DuetMessage {
+            id: "m".into(),
+            role,
+            user_id: user.map(str::to_string),
+            text: text.into(),
+            ts: 0,
+            runs,
+        }
+    }
+
+    #[test]
+    fn the_model_sees_the_last_ten_messages_with_names() {
+        let mut history: Vec<DuetMessage> = (0..12)
+            .map(|i| message(Role::User, Some("ada"), &format!("m{i}"), None))
+            .collect();
+        history.push(message(Role::System, None, "cancelled", None));
+        let chat = conversation(&history);
+        assert_eq!(chat[0].role, ChatRole::System);
+        assert_eq!(chat.len(), 1 + 9);
+        assert_eq!(chat[1].content, "ada: m3");
+        assert_eq!(chat[9].content, "ada: m11");
+    }
+
+    #[test]
+    fn earlier_replies_come_back_as_tags_and_outputs() {
+        let run = Run {
+            cmd: "ls".into(),
+            stdout: "a\n".into(),
+            stderr: String::new(),
+            exit_code: Some(0),
+            error: None,
+            truncated: false,
+        };
+        let text = blocks::render_reply("Listing.", std::slice::from_ref(&run));
+        let chat = conversation(&[message(Role::Agent, None, &text, Some(vec![run]))]);
+        assert_eq!(chat[1].role, ChatRole::Assistant);
+        assert_eq!(chat[1].content, "Listing.\n<run>ls</run>");
+        assert_eq!(chat[2].role, ChatRole::User);
+        assert!(chat[2].content.ends_with("Output (ls):\na\n"));
+    }
+}

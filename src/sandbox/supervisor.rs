@@ -1,0 +1,599 @@
+//! PID 1 of a sandbox: keeps the room's bash session, feeds it commands,
+//! relays their output, enforces timeouts, interrupts and output caps, and
+//! restarts the shell when it dies or wedges. Single-threaded and
+//! poll-driven: it runs in a process forked from the helper.
+
+use super::shell;
+use super::wire::{self, Done, Request};
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Time a command gets after SIGINT before SIGKILL.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
+/// Time the shell gets to report after its command was killed; then the
+/// shell itself is replaced (a builtin loop, or a stopped shell).
+const SHELL_GRACE: Duration = Duration::from_millis(500);
+
+const SHELL_RESET: &str =
+    "the shell was restarted: working directory and exported variables were reset";
+
+/// Entry point (the closure hakoniwa runs as PID 1).
+pub fn run() -> i32 {
+    // SAFETY: ignoring SIGPIPE only changes how a write to a closed pipe is
+    // reported (EPIPE instead of death); children get the default back.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    bring_up_loopback();
+    if let Err(e) = super::seccomp::load() {
+        eprintln!("duet sandbox: no seccomp filter on this host: {e}");
+    }
+    let mut sup = match Supervisor::new() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("duet sandbox: cannot start the shell: {e}");
+            return 1;
+        }
+    };
+    match sup.serve() {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("duet sandbox: {e}");
+            1
+        }
+    }
+}
+
+/// The bash session.
+struct Shell {
+    child: Child,
+    stdin: ChildStdin,
+    ctl: ChildStdout,
+    ctl_buf: Vec<u8>,
+    session: String,
+}
+
+/// The command being run.
+struct Running {
+    nonce: String,
+    fifos: [String; 2],
+    /// Read ends of the stdout and stderr FIFOs; `None` after an error.
+    pipes: [Option<File>; 2],
+    /// Our own write ends, held so that the read ends never see a hang-up
+    /// while the command runs (before bash opens them, or after a command
+    /// closes its stdout).
+    keep_open: Vec<File>,
+    shell_pid: i32,
+    sent: [usize; 2],
+    cap: usize,
+    pending_input: Vec<u8>,
+    snapshot: HashSet<i32>,
+    deadline: Instant,
+    hard_kill_at: Option<Instant>,
+    give_up_at: Option<Instant>,
+    done: Done,
+}
+
+struct Supervisor {
+    shell: Shell,
+    current: Option<Running>,
+    /// Read ends of earlier commands' FIFOs, drained and discarded while
+    /// background jobs still hold them.
+    orphans: Vec<File>,
+    requests: Vec<u8>,
+    out: io::Stdout,
+}
+
+impl Supervisor {
+    fn new() -> io::Result<Self> {
+        let shell = start_shell()?;
+        let mut out = io::stdout();
+        wire::write_frame(&mut out, wire::READY, shell.session.as_bytes())?;
+        Ok(Supervisor {
+            shell,
+            current: None,
+            orphans: Vec::new(),
+            requests: Vec::new(),
+            out,
+        })
+    }
+
+    fn serve(&mut self) -> io::Result<()> {
+        set_nonblocking(0)?;
+        loop {
+            let mut fds: Vec<libc::pollfd> = vec![pollfd(0, libc::POLLIN)];
+            fds.push(pollfd(self.shell.ctl.as_raw_fd(), libc::POLLIN));
+            if let Some(run) = &self.current {
+                for pipe in run.pipes.iter().flatten() {
+                    fds.push(pollfd(pipe.as_raw_fd(), libc::POLLIN));
+                }
+                if !run.pending_input.is_empty() {
+                    fds.push(pollfd(self.shell.stdin.as_raw_fd(), libc::POLLOUT));
+                }
+            }
+            for orphan in &self.orphans {
+                fds.push(pollfd(orphan.as_raw_fd(), libc::POLLIN));
+            }
+            let timeout = if self.current.is_some() { 20 } else { 1000 };
+            // SAFETY: fds is a valid array of pollfd for its length.
+            let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
+            if n < 0 {
+                let err = io::Error::last_os_error();
+                if err.kind() != io::ErrorKind::Interrupted {
+                    return Err(err);
+                }
+            }
+            if !self.read_requests()? {
+                return Ok(()); // the server is gone
+            }
+            self.pump()?;
+            self.reap();
+        }
+    }
+
+    /// Reads request lines from the server; false when it hung up.
+    fn read_requests(&mut self) -> io::Result<bool> {
+        let mut buf = [0u8; 64 * 1024];
+        loop {
+            // SAFETY: reading into a local buffer from fd 0.
+            let n = unsafe { libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
+            if n == 0 {
+                return Ok(false);
+            }
+            if n < 0 {
+                let err = io::Error::last_os_error();
+                return match err.kind() {
+                    io::ErrorKind::WouldBlock => Ok(true),
+                    io::ErrorKind::Interrupted => continue,
+                    _ => Err(err),
+                };
+            }
+            self.requests.extend_from_slice(&buf[..n as usize]);
+            while let Some(pos) = self.requests.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.requests.drain(..=pos).collect();
+                match serde_json::from_slice::<Request>(&line) {
+                    Ok(req) => self.handle(req)?,
+                    Err(e) => eprintln!("duet sandbox: bad request: {e}"),
+                }
+            }
+        }
+    }
+
+    fn handle(&mut self, req: Request) -> io::Result<()> {
+        match req {
+            Request::Run {
+                cmd,
+                cwd,
+                env,
+                timeout_ms,
+                output_cap,
+            } => {
+                if self.current.is_some() {
+                    let done = Done {
+                        error: Some("another command is running".into()),
+                        ..Done::default()
+                    };
+                    return self.send_done(&done);
+                }
+                match self.start(&cmd, cwd.as_deref(), &env, timeout_ms, output_cap) {
+                    Ok(run) => self.current = Some(run),
+                    Err(e) => {
+                        let done = Done {
+                            error: Some(format!("cannot start the command: {e}")),
+                            ..Done::default()
+                        };
+                        self.send_done(&done)?;
+                    }
+                }
+            }
+            Request::Interrupt { hard } => {
+                if let Some(run) = &mut self.current {
+                    run.done.interrupted = true;
+                    let now = Instant::now();
+                    if hard {
+                        kill_command(&run.snapshot, self.shell.child.id() as i32, libc::SIGKILL);
+                        run.give_up_at.get_or_insert(now + SHELL_GRACE);
+                    } else {
+                        kill_command(&run.snapshot, self.shell.child.id() as i32, libc::SIGINT);
+                        run.hard_kill_at.get_or_insert(now + INTERRUPT_GRACE);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn start(
+        &mut self,
+        cmd: &str,
+        cwd: Option<&str>,
+        env: &std::collections::BTreeMap<String, String>,
+        timeout_ms: u64,
+        cap: usize,
+    ) -> io::Result<Running> {
+        let nonce = random_hex(16);
+        std::fs::create_dir_all(shell::FIFO_DIR)?;
+        let fifos = [
+            format!("{}/{nonce}.out", shell::FIFO_DIR),
+            format!("{}/{nonce}.err", shell::FIFO_DIR),
+        ];
+        let mut pipes = [None, None];
+        let mut keep_open = Vec::new();
+        for (slot, path) in pipes.iter_mut().zip(&fifos) {
+            let _ = std::fs::remove_file(path);
+            nix::unistd::mkfifo(
+                path.as_str(),
+                nix::sys::stat::Mode::from_bits_truncate(0o600),
+            )
+            .map_err(io::Error::from)?;
+            let open = |write: bool| {
+                std::fs::OpenOptions::new()
+                    .read(!write)
+                    .write(write)
+                    .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+                    .open(path)
+            };
+            *slot = Some(open(false)?);
+            keep_open.push(open(true)?);
+        }
+        let script = shell::script(&nonce, cmd, cwd, env, &fifos[0], &fifos[1]);
+        self.shell.ctl_buf.clear();
+        Ok(Running {
+            nonce,
+            fifos,
+            pipes,
+            keep_open,
+            shell_pid: self.shell.child.id() as i32,
+            sent: [0, 0],
+            cap,
+            pending_input: script.into_bytes(),
+            snapshot: list_processes().keys().copied().collect(),
+            deadline: Instant::now() + Duration::from_millis(timeout_ms),
+            hard_kill_at: None,
+            give_up_at: None,
+            done: Done::default(),
+        })
+    }
+
+    /// Moves bytes: command input to the shell, output to the server, and
+    /// watches the clock.
+    fn pump(&mut self) -> io::Result<()> {
+        self.drain_orphans();
+        let shell_pid = self.shell.child.id() as i32;
+        let Some(run) = &mut self.current else {
+            // Between commands the shell prints nothing; if it died, replace it.
+            if read_available(&mut self.shell.ctl, &mut self.shell.ctl_buf)? {
+                self.replace_shell()?;
+            }
+            return Ok(());
+        };
+        if !run.pending_input.is_empty() {
+            match self.shell.stdin.write(&run.pending_input) {
+                Ok(n) => {
+                    run.pending_input.drain(..n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => run.pending_input.clear(), // the shell is gone: seen below
+            }
+        }
+        for stream in 0..2 {
+            relay(run, stream, &mut self.out)?;
+        }
+        let shell_gone = read_available(&mut self.shell.ctl, &mut self.shell.ctl_buf)?;
+        if let Some(code) = shell::find_sentinel(&self.shell.ctl_buf, &run.nonce) {
+            run.done.exit_code = Some(code);
+            return self.finish(false);
+        }
+        if shell_gone {
+            run.done.exit_code = wait_briefly(&mut self.shell.child);
+            return self.finish(true);
+        }
+        let now = Instant::now();
+        if now >= run.deadline && !run.done.timed_out {
+            run.done.timed_out = true;
+            kill_command(&run.snapshot, shell_pid, libc::SIGKILL);
+            run.give_up_at.get_or_insert(now + SHELL_GRACE);
+        }
+        if run.hard_kill_at.is_some_and(|t| now >= t) {
+            run.hard_kill_at = None;
+            kill_command(&run.snapshot, shell_pid, libc::SIGKILL);
+            run.give_up_at.get_or_insert(now + SHELL_GRACE);
+        }
+        if run.give_up_at.is_some_and(|t| now >= t) {
+            // The shell itself is busy (a builtin loop) or stopped.
+            let _ = self.shell.child.kill();
+            let _ = self.shell.child.wait();
+            run.done.exit_code = None;
+            return self.finish(true);
+        }
+        Ok(())
+    }
+
+    /// Ends the current command: drains its output, reports, and replaces
+    /// the shell when it died.
+    fn finish(&mut self, shell_died: bool) -> io::Result<()> {
+        let Some(mut run) = self.current.take() else {
+            return Ok(());
+        };
+        for stream in 0..2 {
+            relay(&mut run, stream, &mut self.out)?;
+        }
+        run.keep_open.clear();
+        for path in &run.fifos {
+            let _ = std::fs::remove_file(path);
+        }
+        self.orphans.extend(run.pipes.into_iter().flatten());
+        if shell_died {
+            run.done.error = Some(SHELL_RESET.to_string());
+            self.replace_shell()?;
+        }
+        self.send_done(&run.done)
+    }
+
+    fn replace_shell(&mut self) -> io::Result<()> {
+        let _ = self.shell.child.kill();
+        let _ = self.shell.child.wait();
+        self.shell = start_shell()?;
+        Ok(())
+    }
+
+    fn send_done(&mut self, done: &Done) -> io::Result<()> {
+        let mut payload = serde_json::to_value(done).map_err(io::Error::other)?;
+        payload["session"] = self.shell.session.clone().into();
+        let bytes = serde_json::to_vec(&payload).map_err(io::Error::other)?;
+        wire::write_frame(&mut self.out, wire::DONE, &bytes)
+    }
+
+    fn drain_orphans(&mut self) {
+        let mut buf = [0u8; 16 * 1024];
+        self.orphans.retain_mut(|f| {
+            loop {
+                match f.read(&mut buf) {
+                    Ok(0) => break false,
+                    Ok(_) => continue,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break true,
+                    Err(_) => break false,
+                }
+            }
+        });
+    }
+
+    /// Reaps every exited child (PID 1 inherits orphans), except the shell,
+    /// whose status its `Child` collects.
+    fn reap(&mut self) {
+        let shell_pid = self.shell.child.id() as i32;
+        let procs = list_processes();
+        for (pid, info) in procs {
+            if info.zombie && pid != shell_pid && info.ppid == 1 {
+                // SAFETY: waiting for a specific exited child of ours.
+                unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
+            }
+        }
+    }
+}
+
+/// Sends what the command wrote on `stream` to the server, up to the cap;
+/// past it the command is cut and killed.
+fn relay(run: &mut Running, stream: usize, out: &mut io::Stdout) -> io::Result<()> {
+    let kind = if stream == 0 {
+        wire::STDOUT
+    } else {
+        wire::STDERR
+    };
+    let mut buf = [0u8; 64 * 1024];
+    while let Some(pipe) = run.pipes[stream].as_mut() {
+        match pipe.read(&mut buf) {
+            Ok(0) => break, // no writer right now; maybe later (the shell opens it)
+            Ok(n) => {
+                let room = run.cap.saturating_sub(run.sent[stream]);
+                let keep = n.min(room);
+                if keep > 0 {
+                    wire::write_frame(out, kind, &buf[..keep])?;
+                    run.sent[stream] += keep;
+                }
+                if keep < n && !run.done.truncated {
+                    run.done.truncated = true;
+                    run.give_up_at.get_or_insert(Instant::now() + SHELL_GRACE);
+                    kill_all_new(run);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => {
+                run.pipes[stream] = None;
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn kill_all_new(run: &Running) {
+    kill_command(&run.snapshot, run.shell_pid, libc::SIGKILL);
+}
+
+/// The exit code of a shell that closed its stdout: it is exiting, but a
+/// shell that only closed the pipe is killed rather than waited for.
+fn wait_briefly(child: &mut Child) -> Option<i32> {
+    for _ in 0..40 {
+        if let Ok(Some(status)) = child.try_wait() {
+            return status.code();
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+/// Process facts read from `/proc/PID/stat`.
+struct ProcInfo {
+    ppid: i32,
+    zombie: bool,
+}
+
+fn list_processes() -> HashMap<i32, ProcInfo> {
+    let mut procs = HashMap::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return procs;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // The command name may hold spaces and parentheses: fields start
+        // after the last ')'.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next().unwrap_or("");
+        let ppid = fields.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+        procs.insert(
+            pid,
+            ProcInfo {
+                ppid,
+                zombie: state == "Z",
+            },
+        );
+    }
+    procs
+}
+
+/// Signals every process the current command started: those that did not
+/// exist when it began, unless they descend from a process that did (a
+/// server started by an earlier command keeps its workers). Repeated for
+/// SIGKILL so that forks in flight are caught too.
+fn kill_command(snapshot: &HashSet<i32>, shell_pid: i32, sig: i32) {
+    let rounds = if sig == libc::SIGKILL { 4 } else { 1 };
+    for round in 0..rounds {
+        let procs = list_processes();
+        let mut hit = 0;
+        for (&pid, info) in &procs {
+            if pid == 1 || pid == shell_pid || snapshot.contains(&pid) || info.zombie {
+                continue;
+            }
+            let mut parent = info.ppid;
+            let mut owned_by_old = false;
+            let mut hops = 0;
+            while parent > 1 && parent != shell_pid && hops < 4096 {
+                if snapshot.contains(&parent) {
+                    owned_by_old = true;
+                    break;
+                }
+                parent = procs.get(&parent).map(|p| p.ppid).unwrap_or(0);
+                hops += 1;
+            }
+            if !owned_by_old {
+                // SAFETY: sending a signal to a process of this namespace.
+                unsafe { libc::kill(pid, sig) };
+                hit += 1;
+            }
+        }
+        if hit == 0 {
+            break;
+        }
+        if round + 1 < rounds {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+fn start_shell() -> io::Result<Shell> {
+    let program = shell::SHELLS
+        .iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no shell in /usr/bin or /bin"))?;
+    let mut child = Command::new(program)
+        .args(["--noprofile", "--norc"])
+        .env_clear()
+        .envs(shell::SHELL_ENV)
+        .current_dir("/workspace")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    let (Some(stdin), Some(ctl)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(io::Error::other("the shell has no pipes"));
+    };
+    set_nonblocking(stdin.as_raw_fd())?;
+    set_nonblocking(ctl.as_raw_fd())?;
+    Ok(Shell {
+        child,
+        stdin,
+        ctl,
+        ctl_buf: Vec::new(),
+        session: random_hex(12),
+    })
+}
+
+/// Reads what is available; true when the other end hung up.
+fn read_available(f: &mut impl Read, into: &mut Vec<u8>) -> io::Result<bool> {
+    let mut buf = [0u8; 4096];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => return Ok(true),
+            Ok(n) => into.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => return Ok(true),
+        }
+    }
+}
+
+fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    }
+}
+
+fn set_nonblocking(fd: RawFd) -> io::Result<()> {
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+fn random_hex(bytes: usize) -> String {
+    use rand::RngCore;
+    let mut buf = vec![0u8; bytes];
+    rand::rng().fill_bytes(&mut buf);
+    buf.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Brings up `lo` in the sandbox's network namespace, so that servers a
+/// command starts are reachable from the next one. Nothing else is there.
+fn bring_up_loopback() {
+    // SAFETY: a plain socket and two interface ioctls on a zeroed ifreq.
+    unsafe {
+        let sock = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if sock < 0 {
+            return;
+        }
+        let sock = File::from_raw_fd(sock);
+        let mut req: libc::ifreq = std::mem::zeroed();
+        for (dst, src) in req.ifr_name.iter_mut().zip(b"lo\0") {
+            *dst = *src as libc::c_char;
+        }
+        if libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req) == 0 {
+            req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+            libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &req);
+        }
+    }
+}

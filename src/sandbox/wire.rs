@@ -1,0 +1,123 @@
+//! What the server and a sandbox's supervisor say to each other over the
+//! helper's stdin and stdout.
+//!
+//! Server → supervisor: one JSON object per line (`Setup` first, then
+//! `Request`s). Supervisor → server: binary frames `[kind u8][len u32 LE]
+//! [payload]`, so command output needs no escaping.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::{self, Read, Write};
+use std::path::PathBuf;
+
+/// Everything the helper needs to build the sandbox (the first line).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Setup {
+    pub room: String,
+    pub workspace: PathBuf,
+    /// Host uid (and gid) to run as; only honoured when the helper is root.
+    pub uid: Option<u32>,
+    pub processes: u64,
+    pub cpu_seconds: u64,
+    pub file_size: u64,
+    pub open_files: u64,
+    pub memory_bytes: u64,
+    /// Size of the sandbox's `/tmp`, in bytes.
+    pub tmp_bytes: u64,
+    /// What the network reaches.
+    #[serde(default)]
+    pub network: super::Network,
+    /// Cgroup folders to join before dropping privileges (root only).
+    #[serde(default)]
+    pub cgroups: Vec<PathBuf>,
+}
+
+/// A request to the supervisor.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "camelCase")]
+pub enum Request {
+    /// Run a command in the persistent shell.
+    #[serde(rename_all = "camelCase")]
+    Run {
+        cmd: String,
+        cwd: Option<String>,
+        env: BTreeMap<String, String>,
+        timeout_ms: u64,
+        output_cap: usize,
+    },
+    /// Stop the running command: SIGINT then SIGKILL 2 s later, or SIGKILL
+    /// at once when `hard`.
+    Interrupt { hard: bool },
+}
+
+/// How a command ended, as the supervisor saw it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Done {
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    pub interrupted: bool,
+    pub truncated: bool,
+    pub error: Option<String>,
+}
+
+/// Frame kinds from the supervisor.
+pub const READY: u8 = 1;
+pub const STDOUT: u8 = 2;
+pub const STDERR: u8 = 3;
+pub const DONE: u8 = 4;
+
+/// Largest frame payload either side accepts.
+pub const MAX_FRAME: usize = 4 * 1024 * 1024;
+
+/// Writes one frame.
+pub fn write_frame(out: &mut impl Write, kind: u8, payload: &[u8]) -> io::Result<()> {
+    let len = u32::try_from(payload.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "frame too large"))?;
+    let mut header = [0u8; 5];
+    header[0] = kind;
+    header[1..].copy_from_slice(&len.to_le_bytes());
+    out.write_all(&header)?;
+    out.write_all(payload)?;
+    out.flush()
+}
+
+/// Reads one frame (blocking); `None` at a clean end of stream.
+pub fn read_frame(input: &mut impl Read) -> io::Result<Option<(u8, Vec<u8>)>> {
+    let mut header = [0u8; 5];
+    match input.read_exact(&mut header) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let len = u32::from_le_bytes([header[1], header[2], header[3], header[4]]) as usize;
+    if len > MAX_FRAME {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "frame too large",
+        ));
+    }
+    let mut payload = vec![0u8; len];
+    input.read_exact(&mut payload)?;
+    Ok(Some((header[0], payload)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip() {
+        let mut buf = Vec::new();
+        write_frame(&mut buf, STDOUT, b"hello\0\xff").unwrap();
+        write_frame(&mut buf, DONE, b"{}").unwrap();
+        let mut r = &buf[..];
+        assert_eq!(
+            read_frame(&mut r).unwrap(),
+            Some((STDOUT, b"hello\0\xff".to_vec()))
+        );
+        assert_eq!(read_frame(&mut r).unwrap(), Some((DONE, b"{}".to_vec())));
+        assert_eq!(read_frame(&mut r).unwrap(), None);
+    }
+}

@@ -1,0 +1,454 @@
+//! The server side of a room's sandbox: a task that owns the helper
+//! process, starts it on first use, runs queued commands one at a time,
+//! serves interrupts and destruction while a command runs, and stops the
+//! sandbox when it has been idle.
+
+use super::wire::{self, Done, Request, Setup};
+use super::{Chunk, ExecOutcome, ExecSpec, Limits, SandboxError, SandboxPlace};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::{mpsc, oneshot};
+
+/// A queued command.
+pub(super) struct Job {
+    pub exec_id: String,
+    pub spec: ExecSpec,
+    pub on_output: Box<dyn FnMut(Chunk) + Send>,
+    pub reply: oneshot::Sender<Result<ExecOutcome, SandboxError>>,
+}
+
+/// Requests served even while a command runs.
+pub(super) enum Control {
+    Interrupt {
+        exec_id: Option<String>,
+        hard: bool,
+        reply: oneshot::Sender<bool>,
+    },
+    Destroy {
+        reply: oneshot::Sender<Result<(), String>>,
+    },
+}
+
+/// What the supervisor said.
+enum Event {
+    Output(u8, Vec<u8>),
+    Done(Done, String),
+}
+
+/// A running sandbox.
+struct Process {
+    child: Child,
+    stdin: ChildStdin,
+    events: mpsc::Receiver<Event>,
+}
+
+/// Time a sandbox gets to report that it is ready.
+const START_TIMEOUT: Duration = Duration::from_secs(15);
+/// Slack beyond a command's timeout before the sandbox counts as wedged.
+const WEDGE_SLACK: Duration = Duration::from_secs(10);
+
+pub(super) async fn run(
+    place: Arc<SandboxPlace>,
+    limits: Arc<Limits>,
+    mut jobs: mpsc::UnboundedReceiver<Job>,
+    mut control: mpsc::UnboundedReceiver<Control>,
+) {
+    let mut process: Option<Process> = None;
+    loop {
+        let idle = tokio::time::sleep(limits.idle_stop);
+        tokio::select! {
+            job = jobs.recv() => {
+                let Some(job) = job else { break };
+                run_job(&place, &limits, &mut process, job, &mut control, &mut jobs).await;
+            }
+            ctl = control.recv() => match ctl {
+                None => break,
+                Some(Control::Interrupt { reply, .. }) => { let _ = reply.send(false); }
+                Some(Control::Destroy { reply }) => {
+                    let result = destroy(&place, &mut process, &mut jobs).await;
+                    let _ = reply.send(result);
+                }
+            },
+            _ = idle, if process.is_some() => {
+                tracing::info!(room = %place.room, "sandbox idle: stopping it (its files stay)");
+                stop(&place, &mut process).await;
+            }
+        }
+    }
+    stop(&place, &mut process).await;
+}
+
+async fn run_job(
+    place: &SandboxPlace,
+    limits: &Limits,
+    process: &mut Option<Process>,
+    mut job: Job,
+    control: &mut mpsc::UnboundedReceiver<Control>,
+    jobs: &mut mpsc::UnboundedReceiver<Job>,
+) {
+    let started = Instant::now();
+    if process.is_none() {
+        match start(place, limits).await {
+            Ok(p) => *process = Some(p),
+            Err(e) => {
+                tracing::warn!(room = %place.room, "sandbox failed to start: {e}");
+                let _ = job.reply.send(Err(e));
+                return;
+            }
+        }
+    }
+    let Some(proc_) = process.as_mut() else {
+        return;
+    };
+    let request = Request::Run {
+        cmd: job.spec.cmd.clone(),
+        cwd: job.spec.cwd.clone(),
+        env: job.spec.env.clone(),
+        timeout_ms: job.spec.timeout.as_millis() as u64,
+        output_cap: limits.output_cap,
+    };
+    if send(&mut proc_.stdin, &request).await.is_err() {
+        stop(place, process).await;
+        let _ = job
+            .reply
+            .send(Err(SandboxError::Start("the sandbox stopped".into())));
+        return;
+    }
+    let mut outcome = ExecOutcome::default();
+    let mut decoders = [Utf8Stream::default(), Utf8Stream::default()];
+    let wedged = tokio::time::sleep(job.spec.timeout + WEDGE_SLACK);
+    tokio::pin!(wedged);
+    let ended = loop {
+        tokio::select! {
+            event = proc_.events.recv() => match event {
+                Some(Event::Output(kind, bytes)) => {
+                    let stream = usize::from(kind == wire::STDERR);
+                    let text = decoders[stream].push(&bytes);
+                    emit(&mut outcome, &mut job.on_output, stream, text);
+                }
+                Some(Event::Done(done, session)) => {
+                    outcome.exit_code = done.exit_code;
+                    outcome.timed_out = done.timed_out;
+                    outcome.interrupted = done.interrupted;
+                    outcome.truncated = done.truncated;
+                    outcome.error = done.error;
+                    outcome.session_id = session;
+                    break Ok(());
+                }
+                None => break Err("the sandbox stopped unexpectedly; it starts again with the next command".to_string()),
+            },
+            ctl = control.recv() => match ctl {
+                Some(Control::Interrupt { exec_id, hard, reply }) => {
+                    let ours = exec_id.as_deref().is_none_or(|id| id == job.exec_id);
+                    if ours {
+                        let _ = send(&mut proc_.stdin, &Request::Interrupt { hard }).await;
+                    }
+                    let _ = reply.send(ours);
+                }
+                Some(Control::Destroy { reply }) => {
+                    let result = destroy(place, process, jobs).await;
+                    let _ = reply.send(result);
+                    let _ = job.reply.send(Err(SandboxError::Destroyed));
+                    return;
+                }
+                None => break Err("the room closed".to_string()),
+            },
+            _ = &mut wedged => {
+                outcome.timed_out = true;
+                break Err("the sandbox stopped answering and was restarted".to_string());
+            }
+        }
+    };
+    for (stream, decoder) in decoders.iter_mut().enumerate() {
+        let rest = decoder.finish();
+        emit(&mut outcome, &mut job.on_output, stream, rest);
+    }
+    if let Err(message) = ended {
+        stop(place, process).await;
+        outcome.exit_code = None;
+        outcome.error = Some(message);
+    }
+    outcome.duration = started.elapsed();
+    let _ = job.reply.send(Ok(outcome));
+}
+
+fn emit(
+    outcome: &mut ExecOutcome,
+    on_output: &mut Box<dyn FnMut(Chunk) + Send>,
+    stream: usize,
+    text: String,
+) {
+    if text.is_empty() {
+        return;
+    }
+    if stream == 0 {
+        outcome.stdout.push_str(&text);
+        on_output(Chunk::Stdout(text));
+    } else {
+        outcome.stderr.push_str(&text);
+        on_output(Chunk::Stderr(text));
+    }
+}
+
+async fn send(stdin: &mut ChildStdin, request: &Request) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(request).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    stdin.write_all(&line).await?;
+    stdin.flush().await
+}
+
+/// Starts the helper and waits until its shell is ready.
+async fn start(place: &SandboxPlace, limits: &Limits) -> Result<Process, SandboxError> {
+    let fail = |e: &dyn std::fmt::Display| SandboxError::Start(e.to_string());
+    let cgroups = prepare(place, limits).await.map_err(|e| fail(&e))?;
+    let exe = super::helper_exe().map_err(|e| fail(&e))?;
+    let mut child = Command::new(exe)
+        .arg("sandbox-init")
+        .env_clear()
+        .current_dir("/")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| fail(&e))?;
+    let (Some(mut stdin), Some(mut stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err(fail(&"the helper has no pipes"));
+    };
+    let setup = Setup {
+        room: place.room.clone(),
+        workspace: place.workspace.clone(),
+        uid: place.uid,
+        processes: limits.processes,
+        cpu_seconds: limits.cpu_seconds,
+        file_size: limits.file_size,
+        open_files: limits.open_files,
+        memory_bytes: limits.memory_bytes,
+        tmp_bytes: limits.tmp_bytes,
+        network: limits.network,
+        cgroups,
+    };
+    let mut line = serde_json::to_vec(&setup).map_err(|e| fail(&e))?;
+    line.push(b'\n');
+    stdin.write_all(&line).await.map_err(|e| fail(&e))?;
+
+    let room = place.room.clone();
+    let log = tokio::spawn(async move {
+        let mut lines = BufReader::new(stderr).lines();
+        let mut last = String::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            tracing::warn!(room = %room, "sandbox: {line}");
+            last = line;
+        }
+        last
+    });
+    let ready = tokio::time::timeout(START_TIMEOUT, read_frame(&mut stdout)).await;
+    match ready {
+        Ok(Ok(Some((wire::READY, _)))) => {}
+        other => {
+            let _ = child.kill().await;
+            let said = log.await.unwrap_or_default();
+            let why = match other {
+                Err(_) => "it did not answer in time".to_string(),
+                Ok(Err(e)) => e.to_string(),
+                _ if !said.is_empty() => said,
+                _ => "the helper exited".to_string(),
+            };
+            return Err(SandboxError::Start(why));
+        }
+    }
+    let (tx, events) = mpsc::channel(64);
+    tokio::spawn(read_events(stdout, tx));
+    tracing::debug!(room = %place.room, "sandbox started");
+    Ok(Process {
+        child,
+        stdin,
+        events,
+    })
+}
+
+async fn read_events(mut stdout: tokio::process::ChildStdout, tx: mpsc::Sender<Event>) {
+    while let Ok(Some((kind, payload))) = read_frame(&mut stdout).await {
+        let event = match kind {
+            wire::STDOUT | wire::STDERR => Event::Output(kind, payload),
+            wire::DONE => {
+                let value: serde_json::Value = serde_json::from_slice(&payload).unwrap_or_default();
+                let session = value["session"].as_str().unwrap_or_default().to_string();
+                let done = serde_json::from_value(value).unwrap_or_else(|e| Done {
+                    error: Some(format!("unreadable result from the sandbox: {e}")),
+                    ..Done::default()
+                });
+                Event::Done(done, session)
+            }
+            _ => continue,
+        };
+        if tx.send(event).await.is_err() {
+            break;
+        }
+    }
+}
+
+async fn read_frame(
+    input: &mut (impl tokio::io::AsyncRead + Unpin),
+) -> std::io::Result<Option<(u8, Vec<u8>)>> {
+    let mut header = [0u8; 5];
+    match input.read_exact(&mut header).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let len = u32::from_le_bytes([header[1], header[2], header[3], header[4]]) as usize;
+    if len > wire::MAX_FRAME {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "frame too large",
+        ));
+    }
+    let mut payload = vec![0u8; len];
+    input.read_exact(&mut payload).await?;
+    Ok(Some((header[0], payload)))
+}
+
+/// The room's name on the host: its workspace folder's opaque name.
+fn opaque(place: &SandboxPlace) -> String {
+    place
+        .workspace
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| place.room.clone())
+}
+
+/// Readies the workspace (and its quota) and the room's cgroups; returns
+/// the cgroup folders the helper joins.
+async fn prepare(
+    place: &SandboxPlace,
+    limits: &Limits,
+) -> std::io::Result<Vec<std::path::PathBuf>> {
+    let enforcement = super::enforcement();
+    let workspace = place.workspace.clone();
+    let (uid, disk, processes, memory) = (
+        place.uid,
+        limits.disk_bytes,
+        limits.processes,
+        limits.memory_bytes,
+    );
+    let name = opaque(place);
+    let room = place.room.clone();
+    tokio::task::spawn_blocking(move || {
+        super::disk::prepare(enforcement.quota, &workspace, disk, uid)?;
+        if uid.is_none() {
+            return Ok(Vec::new());
+        }
+        match super::cgroups::create(enforcement.cgroups, &name, processes, memory) {
+            Ok(dirs) => Ok(dirs),
+            Err(e) => {
+                tracing::warn!(room = %room, "no cgroups for this room ({e}): rlimits only");
+                Ok(Vec::new())
+            }
+        }
+    })
+    .await
+    .map_err(std::io::Error::other)?
+}
+
+/// Kills the sandbox (its PID namespace takes every process with it) and
+/// removes the room's cgroups.
+async fn stop(place: &SandboxPlace, process: &mut Option<Process>) {
+    if let Some(mut p) = process.take() {
+        let _ = p.child.kill().await;
+        let flavor = super::enforcement().cgroups;
+        let name = opaque(place);
+        let _ = tokio::task::spawn_blocking(move || super::cgroups::remove(flavor, &name)).await;
+    }
+}
+
+async fn destroy(
+    place: &SandboxPlace,
+    process: &mut Option<Process>,
+    jobs: &mut mpsc::UnboundedReceiver<Job>,
+) -> Result<(), String> {
+    stop(place, process).await;
+    while let Ok(job) = jobs.try_recv() {
+        let _ = job.reply.send(Err(SandboxError::Destroyed));
+    }
+    let workspace = place.workspace.clone();
+    tokio::task::spawn_blocking(move || {
+        super::disk::release(&workspace)
+            .map_err(|e| format!("cannot unmount the workspace: {e}"))?;
+        super::remove_workspace(&workspace)
+    })
+    .await
+    .map_err(|e| e.to_string())?
+}
+
+/// Decodes UTF-8 arriving in pieces: a character split between reads is
+/// held until it is whole; invalid bytes become U+FFFD.
+#[derive(Default)]
+pub(super) struct Utf8Stream {
+    pending: Vec<u8>,
+}
+
+impl Utf8Stream {
+    pub fn push(&mut self, bytes: &[u8]) -> String {
+        self.pending.extend_from_slice(bytes);
+        let mut out = String::new();
+        loop {
+            match std::str::from_utf8(&self.pending) {
+                Ok(s) => {
+                    out.push_str(s);
+                    self.pending.clear();
+                    return out;
+                }
+                Err(e) => {
+                    let valid = e.valid_up_to();
+                    out.push_str(&String::from_utf8_lossy(&self.pending[..valid]));
+                    match e.error_len() {
+                        Some(bad) => {
+                            out.push('\u{fffd}');
+                            self.pending.drain(..valid + bad);
+                        }
+                        None => {
+                            self.pending.drain(..valid);
+                            return out;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    pub fn finish(&mut self) -> String {
+        let rest = String::from_utf8_lossy(&self.pending).into_owned();
+        self.pending.clear();
+        rest
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Utf8Stream;
+
+    #[test]
+    fn split_characters_are_joined() {
+        let mut s = Utf8Stream::default();
+        let bytes = "héllo 世界".as_bytes();
+        let mut out = String::new();
+        for b in bytes {
+            out.push_str(&s.push(&[*b]));
+        }
+        out.push_str(&s.finish());
+        assert_eq!(out, "héllo 世界");
+    }
+
+    #[test]
+    fn invalid_bytes_are_replaced() {
+        let mut s = Utf8Stream::default();
+        assert_eq!(s.push(b"a\xffb"), "a\u{fffd}b");
+        assert_eq!(s.push(b"\xe4\xb8"), "");
+        assert_eq!(s.finish(), "\u{fffd}");
+    }
+}

@@ -1,0 +1,403 @@
+//! The real sandbox, driven through its library handle (the server's path
+//! to it), with the real `duet sandbox-init` helper.
+
+use duet::sandbox::{Chunk, ExecOutcome, ExecSpec, Limits, RoomSandbox, SandboxPlace};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+fn sandbox(dir: &std::path::Path, room: &str, limits: Limits) -> RoomSandbox {
+    // SAFETY: set before any sandbox starts; every test sets the same value.
+    unsafe { std::env::set_var("DUET_HELPER_EXE", env!("CARGO_BIN_EXE_duet")) };
+    let workspace = duet::sandbox::workspace_dir(dir, room);
+    RoomSandbox::new(
+        SandboxPlace {
+            room: room.to_string(),
+            workspace,
+            uid: duet::sandbox::room_uid(dir, room.len() as u32 + 7),
+        },
+        Arc::new(limits),
+    )
+}
+
+async fn run(sb: &RoomSandbox, cmd: &str) -> ExecOutcome {
+    run_with(sb, cmd, Duration::from_secs(30)).await
+}
+
+async fn run_with(sb: &RoomSandbox, cmd: &str, timeout: Duration) -> ExecOutcome {
+    let spec = ExecSpec {
+        cmd: cmd.to_string(),
+        timeout,
+        ..ExecSpec::default()
+    };
+    sb.exec("x1".into(), spec, Box::new(|_| {}))
+        .await
+        .expect("the sandbox runs commands")
+}
+
+#[tokio::test]
+async fn commands_share_a_persistent_shell() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = sandbox(dir.path(), "persist", Limits::default());
+    let out = run(
+        &sb,
+        "echo hello; echo oops >&2; exit_code() { return 3; }; exit_code",
+    )
+    .await;
+    assert_eq!(out.stdout, "hello\n");
+    assert_eq!(out.stderr, "oops\n");
+    assert_eq!(out.exit_code, Some(3));
+    run(
+        &sb,
+        "mkdir -p sub && cd sub && export GREETING=hi && echo data > f.txt",
+    )
+    .await;
+    let out = run(&sb, "pwd; echo $GREETING; cat f.txt").await;
+    assert_eq!(out.stdout, "/workspace/sub\nhi\ndata\n");
+    assert!(dir.path().join("workspaces/persist/sub/f.txt").exists());
+    let out = run(&sb, "read line; echo \"[$line] $?\"").await;
+    assert_eq!(out.stdout, "[] 1\n", "stdin is /dev/null");
+    sb.destroy().await.unwrap();
+}
+#[tokio::test]
+async fn output_streams_while_the_command_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = sandbox(dir.path(), "stream", Limits::default());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let spec = ExecSpec {
+        cmd: "echo one; sleep 0.3; echo two >&2; printf three".into(),
+        timeout: Duration::from_secs(10),
+        ..ExecSpec::default()
+    };
+    let out = sb
+        .exec(
+            "x".into(),
+            spec,
+            Box::new(move |c| sink.lock().unwrap().push(c)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.stdout, "one\nthree");
+    let chunks = seen.lock().unwrap().clone();
+    assert_eq!(chunks.first(), Some(&Chunk::Stdout("one\n".into())));
+    assert!(chunks.contains(&Chunk::Stderr("two\n".into())));
+    sb.destroy().await.unwrap();
+}
+#[tokio::test]
+async fn a_timeout_kills_the_whole_tree_and_the_shell_survives() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = sandbox(dir.path(), "timeout", Limits::default());
+    run(&sb, "cd /tmp && export KEEP=1").await;
+    let out = run_with(
+        &sb,
+        "echo started; sleep 1000 & sleep 1000",
+        Duration::from_millis(500),
+    )
+    .await;
+    assert!(out.timed_out);
+    assert_eq!(out.stdout, "started\n");
+    let out = run(&sb, "pwd; echo $KEEP; ps -e -o comm= | grep -c sleep").await;
+    assert_eq!(out.stdout, "/tmp\n1\n0\n");
+    sb.destroy().await.unwrap();
+}
+#[tokio::test]
+async fn a_busy_or_stopped_shell_is_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = sandbox(dir.path(), "wedge", Limits::default());
+    let out = run_with(&sb, "while :; do :; done", Duration::from_millis(300)).await;
+    assert!(out.timed_out);
+    assert!(out.error.unwrap_or_default().contains("restarted"));
+    let out = run_with(&sb, "kill -STOP $$", Duration::from_millis(300)).await;
+    assert!(out.timed_out);
+    assert_eq!(run(&sb, "echo alive").await.stdout, "alive\n");
+    let out = run(&sb, "exit 7").await;
+    assert_eq!(out.exit_code, Some(7));
+    assert_eq!(run(&sb, "pwd").await.stdout, "/workspace\n");
+    sb.destroy().await.unwrap();
+}
+#[tokio::test]
+async fn endless_output_is_capped_and_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = Limits {
+        output_cap: 64 * 1024,
+        ..Limits::default()
+    };
+    let sb = sandbox(dir.path(), "flood", limits);
+    let out = run(&sb, "yes").await;
+    assert!(out.truncated);
+    assert_eq!(out.stdout.len(), 64 * 1024);
+    let out = run(&sb, "head -c 100000 /dev/zero | tr '\\0' x").await;
+    assert!(out.truncated, "a line with no newline is capped too");
+    assert_eq!(run(&sb, "echo ok").await.stdout, "ok\n");
+    sb.destroy().await.unwrap();
+}
+#[tokio::test]
+async fn the_sandbox_is_isolated() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("secret.txt"), "host secret").unwrap();
+    let sb = sandbox(dir.path(), "iso", Limits::default());
+    let out = run(&sb, "ls /; ls /root /home 2>&1; cat /etc/shadow 2>&1").await;
+    assert!(!out.stdout.contains("secret"), "{}", out.stdout);
+    assert!(out.stdout.contains("No such file"), "{}", out.stdout);
+    let out = run(&sb, "touch /usr/x 2>&1; touch /etc/x 2>&1; touch /x 2>&1").await;
+    assert_eq!(
+        out.stdout.matches("Read-only file system").count(),
+        3,
+        "{}",
+        out.stdout
+    );
+    let out = run(&sb, "cat /proc/1/environ | tr '\\0' '\\n'; env").await;
+    assert!(!out.stdout.contains("CARGO"), "{}", out.stdout);
+    let out = run(&sb, "ls /proc/self/fd").await;
+    assert_eq!(
+        out.stdout, "0\n1\n2\n3\n",
+        "only 0-2 (and ls's own directory)"
+    );
+    let out = run(
+        &sb,
+        "exec 3<>/dev/tcp/127.0.0.1/22 && echo connected || echo refused",
+    )
+    .await;
+    assert!(out.stdout.contains("refused"), "{}", out.stdout);
+    let out = run(&sb, "ps -e -o pid= | wc -l").await;
+    assert!(
+        out.stdout.trim().parse::<u32>().unwrap() < 6,
+        "{}",
+        out.stdout
+    );
+    sb.destroy().await.unwrap();
+}
+#[tokio::test]
+async fn interrupt_stops_the_command_not_the_shell() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = sandbox(dir.path(), "intr", Limits::default());
+    run(&sb, "cd /tmp").await;
+    let spec = ExecSpec {
+        cmd: "sleep 30".into(),
+        timeout: Duration::from_secs(60),
+        ..ExecSpec::default()
+    };
+    let pending = sb.exec("x9".into(), spec, Box::new(|_| {}));
+    let task = tokio::spawn(pending);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!sb.interrupt(Some("other".into()), false).await);
+    assert!(sb.interrupt(Some("x9".into()), false).await);
+    let out = task.await.unwrap().unwrap();
+    assert!(out.interrupted);
+    assert_eq!(out.exit_code, Some(130));
+    assert_eq!(run(&sb, "pwd").await.stdout, "/tmp\n");
+    sb.destroy().await.unwrap();
+}
+#[tokio::test]
+async fn destroy_deletes_the_workspace_and_background_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = sandbox(dir.path(), "gone", Limits::default());
+    run(
+        &sb,
+        "echo x > keep.txt; (setsid sleep 1000 &) ; nohup sleep 1000 >/dev/null 2>&1 &",
+    )
+    .await;
+    assert!(dir.path().join("workspaces/gone/keep.txt").exists());
+    sb.destroy().await.unwrap();
+    assert!(!dir.path().join("workspaces/gone").exists());
+    let out = run(&sb, "ls -A; ps -e -o comm= | grep -c sleep").await;
+    assert_eq!(out.stdout, "0\n");
+    sb.destroy().await.unwrap();
+}
+
+#[tokio::test]
+async fn bombs_are_held_by_the_room_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = Limits {
+        processes: 64,
+        memory_bytes: 128 * 1024 * 1024,
+        disk_bytes: 64 * 1024 * 1024,
+        ..Limits::default()
+    };
+    let sb = sandbox(dir.path(), "bombs", limits);
+    let out = run_with(
+        &sb,
+        "bomb() { bomb | bomb & }; bomb; sleep 2; ps -e | wc -l",
+        Duration::from_secs(8),
+    )
+    .await;
+    eprintln!("fork bomb: {out:?}");
+    let out = run_with(
+        &sb,
+        "x=$(head -c 400000000 /dev/zero | tr '\\0' x); echo ${#x}; echo status $?",
+        Duration::from_secs(20),
+    )
+    .await;
+    eprintln!("memory bomb: {out:?}");
+    assert!(!out.stdout.contains("400000000"), "{}", out.stdout);
+    let out = run_with(
+        &sb,
+        "dd if=/dev/zero of=big bs=1M count=200 2>&1; echo status $?",
+        Duration::from_secs(20),
+    )
+    .await;
+    eprintln!("disk: {out:?}");
+    assert!(
+        out.stdout.contains("No space left") || out.stdout.contains("File too large"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(run(&sb, "rm -f big; echo fine").await.stdout, "fine\n");
+    sb.destroy().await.unwrap();
+}
+
+#[tokio::test]
+async fn escapes_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = sandbox(dir.path(), "escape", Limits::default());
+    let out = run(&sb, "unshare -Ur id 2>&1; echo $?").await;
+    assert!(
+        out.stdout.contains("Operation not permitted"),
+        "{}",
+        out.stdout
+    );
+    let out = run(
+        &sb,
+        "mkdir -p /tmp/m; mount -t tmpfs none /tmp/m 2>&1; echo $?",
+    )
+    .await;
+    assert!(
+        out.stdout.ends_with("32\n") || out.stdout.contains("permission denied"),
+        "{}",
+        out.stdout
+    );
+    let out = run(
+        &sb,
+        "dmesg 2>&1 | head -1; hostname x 2>&1; echo 1 > /proc/sys/kernel/hostname 2>&1; echo done",
+    )
+    .await;
+    assert!(!out.stdout.contains("] "), "no kernel log: {}", out.stdout);
+    assert!(out.stdout.contains("done"));
+    let out = run(&sb, "python3 -c 'import ctypes,os; r=ctypes.CDLL(None).syscall(425,1,0); print(r, ctypes.get_errno())' 2>&1 || true").await;
+    assert!(
+        !out.stdout.starts_with('3') && !out.stdout.starts_with('4'),
+        "io_uring_setup must fail: {}",
+        out.stdout
+    );
+    let out = run(&sb, "ln /usr/bin/su su 2>&1; echo $?").await;
+    assert!(
+        !out.stdout.ends_with("0\n"),
+        "hard link across file systems: {}",
+        out.stdout
+    );
+    let out = run(&sb, "grep -E 'CapEff|NoNewPrivs' /proc/self/status").await;
+    assert!(
+        out.stdout.contains("0000000000000000") && out.stdout.contains("NoNewPrivs:\t1"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(run(&sb, "echo still here").await.stdout, "still here\n");
+    sb.destroy().await.unwrap();
+}
+
+/// A host of the test's own, in a network namespace it makes, standing in
+/// for the internet: answers every connection with one line.
+struct OutsideHost {
+    netns: String,
+    veth: String,
+    addr: String,
+}
+
+impl OutsideHost {
+    fn start(tag: u8) -> OutsideHost {
+        let netns = format!("duet-test-{}-{tag}", std::process::id());
+        let veth = format!("dt{}h{tag}", std::process::id() % 100000);
+        let peer = format!("dt{}p{tag}", std::process::id() % 100000);
+        let addr = format!("198.18.{tag}.2");
+        let ip = |args: &str| {
+            let ok = std::process::Command::new("ip")
+                .args(args.split_whitespace())
+                .status()
+                .unwrap();
+            assert!(ok.success(), "ip {args}");
+        };
+        ip(&format!("netns add {netns}"));
+        ip(&format!("link add {veth} type veth peer name {peer}"));
+        ip(&format!("link set {peer} netns {netns}"));
+        ip(&format!("addr add 198.18.{tag}.1/24 dev {veth}"));
+        ip(&format!("link set {veth} up"));
+        ip(&format!("-n {netns} addr add {addr}/24 dev {peer}"));
+        ip(&format!("-n {netns} link set {peer} up"));
+        ip(&format!("-n {netns} link set lo up"));
+        let path = format!("/run/netns/{netns}");
+        let bind = format!("{addr}:8080");
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let ns = std::fs::File::open(path).unwrap();
+            nix::sched::setns(ns, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+            let listener = std::net::TcpListener::bind(bind).unwrap();
+            ready_tx.send(()).unwrap();
+            for mut conn in listener.incoming().flatten() {
+                use std::io::Write;
+                let _ = conn.write_all(b"hello from outside\n");
+            }
+        });
+        ready_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        OutsideHost { netns, veth, addr }
+    }
+}
+
+impl Drop for OutsideHost {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("ip")
+            .args(["link", "del", &self.veth])
+            .status();
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "del", &self.netns])
+            .status();
+    }
+}
+
+#[tokio::test]
+async fn network_is_none_by_default_and_nat_reaches_outside_but_not_host_loopback() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: making a test network namespace needs root");
+        return;
+    }
+    let outside = OutsideHost::start(7);
+    let host_service = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = host_service.local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let probe = format!(
+        "for target in {}/8080 127.0.0.1/{port} localhost/{port}; do \
+           if timeout 5 bash -c \"exec 3<>/dev/tcp/$target && head -1 <&3\" 2>/dev/null; then echo \"$target open\"; \
+           else echo \"$target closed\"; fi; done",
+        outside.addr
+    );
+
+    let sb = sandbox(dir.path(), "net-none", Limits::default());
+    let out = run(&sb, &probe).await;
+    assert_eq!(
+        out.stdout,
+        format!(
+            "{}/8080 closed\n127.0.0.1/{port} closed\nlocalhost/{port} closed\n",
+            outside.addr
+        )
+    );
+    sb.destroy().await.unwrap();
+
+    let limits = Limits {
+        network: duet::sandbox::Network::Nat,
+        ..Limits::default()
+    };
+    limits
+        .check()
+        .expect("pasta is installed (scripts/test installs passt)");
+    let sb = sandbox(dir.path(), "net-nat", limits);
+    let out = run(&sb, &probe).await;
+    assert_eq!(
+        out.stdout,
+        format!(
+            "hello from outside\n{}/8080 open\n127.0.0.1/{port} closed\nlocalhost/{port} closed\n",
+            outside.addr
+        ),
+        "{}",
+        out.stderr
+    );
+    sb.destroy().await.unwrap();
+}
