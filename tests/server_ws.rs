@@ -30,17 +30,16 @@ fn pair(id: &str, name: &str) -> (String, String) {
 #[tokio::test]
 async fn connecting_sends_identity_state_then_presence() {
     let (server, _dir) = Server::fresh().await;
-    server
-        .post("/api/rooms/w1/message", json!({"text":"earlier"}))
-        .await;
-    for path in [
-        "/api/rooms/w1/ws?user=ada&_pk=p1",
-        "/agents/duet-agent/w1?user=ada&_pk=p1",
-    ] {
-        let mut ws = Ws::connect(&format!("ws://{}{path}", server.addr)).await;
+    for (room, path) in [("w1", "/api/rooms/w1/ws"), ("w1b", "/agents/duet-agent/w1b")] {
+        let (status, _) = server
+            .post(&format!("/api/rooms/{room}/message"), json!({"text":"earlier"}))
+            .await;
+        assert_eq!(status, 200);
+        let url = format!("ws://{}{path}?user=ada&_pk=p1", server.addr);
+        let mut ws = Ws::connect(&url).await;
         assert_eq!(
             ws.next().await,
-            json!({"type":"cf_agent_identity","name":"w1","agent":"duet-agent"})
+            json!({"type":"cf_agent_identity","name":room,"agent":"duet-agent"})
         );
         let state = ws.next().await;
         assert_eq!(state["type"], "cf_agent_state");
