@@ -12,11 +12,19 @@ async fn the_state_survives_a_restart_byte_for_byte() {
     let server = Server::start(dir.path(), &[]).await;
     for n in 0..3 {
         let (status, _) = server
-            .post("/api/rooms/keep/message", json!({"text": format!("note {n} ✓"), "userId": "ada"}))
+            .post(
+                "/api/rooms/keep/message",
+                json!({"text": format!("note {n} ✓"), "userId": "ada"}),
+            )
             .await;
         assert_eq!(status, 200);
     }
-    server.post("/api/rooms/keep/sandbox/exec", json!({"cmd":"echo persisted"})).await;
+    server
+        .post(
+            "/api/rooms/keep/sandbox/exec",
+            json!({"cmd":"echo persisted"}),
+        )
+        .await;
     let mut ws = server.ws("keep", "user=ada").await;
     ws.next().await;
     let before = ws.next_text().await;
@@ -33,6 +41,8 @@ async fn the_state_survives_a_restart_byte_for_byte() {
     assert_eq!(page_after, page_before);
     assert_eq!(page_after["messages"].as_array().unwrap().len(), 6);
     // Ids go on from where they were.
-    let (_, body) = server.post("/api/rooms/keep/message", json!({"text":"later"})).await;
+    let (_, body) = server
+        .post("/api/rooms/keep/message", json!({"text":"later"}))
+        .await;
     assert_eq!(body["messages"][6]["id"], "000000000007");
 }

@@ -30,9 +30,15 @@ fn pair(id: &str, name: &str) -> (String, String) {
 #[tokio::test]
 async fn connecting_sends_identity_state_then_presence() {
     let (server, _dir) = Server::fresh().await;
-    for (room, path) in [("w1", "/api/rooms/w1/ws"), ("w1b", "/agents/duet-agent/w1b")] {
+    for (room, path) in [
+        ("w1", "/api/rooms/w1/ws"),
+        ("w1b", "/agents/duet-agent/w1b"),
+    ] {
         let (status, _) = server
-            .post(&format!("/api/rooms/{room}/message"), json!({"text":"earlier"}))
+            .post(
+                &format!("/api/rooms/{room}/message"),
+                json!({"text":"earlier"}),
+            )
             .await;
         assert_eq!(status, 200);
         let url = format!("ws://{}{path}?user=ada&_pk=p1", server.addr);
