@@ -25,14 +25,32 @@ fn main() -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let dir = tempfile::tempdir()?;
     let mut server = Command::new(env!("CARGO_BIN_EXE_duet"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--processes", "64", "--memory-mb", "128", "--data-dir"])
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--processes",
+            "64",
+            "--memory-mb",
+            "128",
+            "--data-dir",
+        ])
         .arg(dir.path())
         .env("DUET_LOG", "error")
         .stdout(Stdio::piped())
         .spawn()?;
     let mut line = String::new();
-    BufReader::new(server.stdout.take().ok_or_else(|| anyhow::anyhow!("no stdout"))?).read_line(&mut line)?;
-    let base = line.trim().trim_start_matches("duet: listening on ").to_string();
+    BufReader::new(
+        server
+            .stdout
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("no stdout"))?,
+    )
+    .read_line(&mut line)?;
+    let base = line
+        .trim()
+        .trim_start_matches("duet: listening on ")
+        .to_string();
     let runtime = tokio::runtime::Runtime::new()?;
     let result = runtime.block_on(async {
         let http = reqwest::Client::new();
@@ -40,7 +58,11 @@ fn main() -> anyhow::Result<()> {
             let mut samples = Vec::with_capacity(SAMPLES);
             for _ in 0..SAMPLES {
                 let start = Instant::now();
-                http.get(format!("{base}/health")).send().await?.text().await?;
+                http.get(format!("{base}/health"))
+                    .send()
+                    .await?
+                    .text()
+                    .await?;
                 samples.push(start.elapsed());
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
@@ -49,7 +71,10 @@ fn main() -> anyhow::Result<()> {
         let idle = health(http.clone(), base.clone()).await?;
         let bombs = [
             ("fork", "b() { b | b & }; b; sleep 8"),
-            ("memory", "while :; do bash -c 'x=$(head -c 300000000 /dev/zero | tr \"\\0\" x)'; done"),
+            (
+                "memory",
+                "while :; do bash -c 'x=$(head -c 300000000 /dev/zero | tr \"\\0\" x)'; done",
+            ),
         ];
         let mut running = Vec::new();
         for (room, cmd) in bombs {
