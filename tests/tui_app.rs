@@ -268,7 +268,7 @@ fn the_agent_reply_streams_then_becomes_the_stored_message() {
 }
 
 #[test]
-fn an_agent_error_is_shown_and_the_live_reply_goes() {
+fn an_agent_error_ends_the_live_reply() {
     let mut app = app();
     app.update(ai(AiPhase::Start, "t1", None));
     app.update(frame(ServerFrame::Ai {

@@ -387,8 +387,10 @@ impl App {
                         AiPhase::Error => chat.turn = None,
                     }
                 });
-                if let Some(error) = error.filter(|_| phase == AiPhase::Error) {
-                    self.toast(format!("agent: {error}"), true);
+                // An ended turn's reason is stored as a system message and
+                // shows in the chat; it is logged here for the record.
+                if let Some(error) = error {
+                    tracing::debug!(%error, "agent turn ended with an error");
                 }
                 true
             }

@@ -2,8 +2,8 @@
 //! pages, never duplicated), the agent's reply while it streams, and each
 //! item rendered for a width, cached, so a frame renders only what shows.
 
+use crate::blocks::{self, Block};
 use crate::protocol::{DuetMessage, Role};
-use crate::tui::blocks_shim::{self as blocks, Block};
 use crate::tui::termtext;
 use crate::tui::text::{truncate, wrap};
 use crate::tui::theme::Theme;
