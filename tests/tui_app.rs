@@ -277,7 +277,10 @@ fn an_agent_error_ends_the_live_reply() {
         text: None,
         error: Some("model unreachable".into()),
     }));
-    assert!(app.chat.turn.is_none(), "the stored system message says why");
+    assert!(
+        app.chat.turn.is_none(),
+        "the stored system message says why"
+    );
 }
 
 #[test]
