@@ -45,7 +45,7 @@ fn main() -> anyhow::Result<()> {
             SandboxPlace {
                 room: "bench".into(),
                 workspace: duet::sandbox::workspace_dir(dir.path(), "bench"),
-                uid: duet::sandbox::room_uid(1),
+                uid: duet::sandbox::room_uid(dir.path(), 1),
             },
             Arc::new(Limits::default()),
         );

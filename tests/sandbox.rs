@@ -13,7 +13,7 @@ fn sandbox(dir: &std::path::Path, room: &str, limits: Limits) -> RoomSandbox {
         SandboxPlace {
             room: room.to_string(),
             workspace,
-            uid: duet::sandbox::room_uid(room.len() as u32 + 7),
+            uid: duet::sandbox::room_uid(dir, room.len() as u32 + 7),
         },
         Arc::new(limits),
     )

@@ -79,6 +79,13 @@ pub fn prepare(quota: Quota, workspace: &Path, bytes: u64, uid: Option<u32>) -> 
             let _ = std::fs::remove_dir(workspace.join("lost+found"));
         }
     }
+    if let Some(uid) = uid {
+        let (user, group) = (
+            nix::unistd::Uid::from_raw(uid),
+            nix::unistd::Gid::from_raw(uid),
+        );
+        nix::unistd::chown(workspace, Some(user), Some(group)).map_err(io::Error::from)?;
+    }
     Ok(())
 }
 

@@ -10,6 +10,8 @@ pub mod cgroups;
 #[cfg(target_os = "linux")]
 pub mod disk;
 #[cfg(target_os = "linux")]
+pub mod files;
+#[cfg(target_os = "linux")]
 mod helper;
 #[cfg(target_os = "linux")]
 mod seccomp;
@@ -272,6 +274,8 @@ pub struct SandboxPlace {
 pub struct RoomSandbox {
     jobs: tokio::sync::mpsc::UnboundedSender<Job>,
     control: tokio::sync::mpsc::UnboundedSender<Control>,
+    place: Arc<SandboxPlace>,
+    limits: Arc<Limits>,
 }
 
 #[cfg(target_os = "linux")]
@@ -283,8 +287,51 @@ impl RoomSandbox {
     pub fn new(place: SandboxPlace, limits: Arc<Limits>) -> Self {
         let (jobs, jobs_rx) = tokio::sync::mpsc::unbounded_channel();
         let (control, control_rx) = tokio::sync::mpsc::unbounded_channel();
-        tokio::spawn(worker::run(Arc::new(place), limits, jobs_rx, control_rx));
-        RoomSandbox { jobs, control }
+        let place = Arc::new(place);
+        tokio::spawn(worker::run(
+            place.clone(),
+            limits.clone(),
+            jobs_rx,
+            control_rx,
+        ));
+        RoomSandbox {
+            jobs,
+            control,
+            place,
+            limits,
+        }
+    }
+
+    /// Reads a file of the workspace (`path` relative to `/workspace`).
+    #[cfg(target_os = "linux")]
+    pub async fn read_file(&self, path: String) -> Result<Vec<u8>, files::FileError> {
+        let (place, limits) = (self.place.clone(), self.limits.clone());
+        tokio::task::spawn_blocking(move || {
+            if !place.workspace.exists() {
+                return Err(files::FileError::NotFound);
+            }
+            ready_workspace(&place, &limits)?;
+            files::read(&place.workspace, &path)
+        })
+        .await
+        .map_err(|e| files::FileError::Io(e.to_string()))?
+    }
+
+    /// Writes a file of the workspace, creating its parent folders;
+    /// answers its size.
+    #[cfg(target_os = "linux")]
+    pub async fn write_file(
+        &self,
+        path: String,
+        bytes: bytes::Bytes,
+    ) -> Result<u64, files::FileError> {
+        let (place, limits) = (self.place.clone(), self.limits.clone());
+        tokio::task::spawn_blocking(move || {
+            ready_workspace(&place, &limits)?;
+            files::write(&place.workspace, &path, &bytes, place.uid)
+        })
+        .await
+        .map_err(|e| files::FileError::Io(e.to_string()))?
     }
 
     /// Queues a command behind those queued before it (the job is queued
@@ -335,6 +382,18 @@ impl RoomSandbox {
             .await
             .map_err(|_| "the sandbox worker is gone".to_string())?
     }
+}
+
+/// The workspace exists, with its quota mounted where there is one.
+#[cfg(target_os = "linux")]
+fn ready_workspace(place: &SandboxPlace, limits: &Limits) -> Result<(), files::FileError> {
+    disk::prepare(
+        enforcement().quota,
+        &place.workspace,
+        limits.disk_bytes,
+        place.uid,
+    )
+    .map_err(|e| files::FileError::Io(format!("the workspace is not available: {e}")))
 }
 
 /// The binary to start as `duet sandbox-init`: this one, unless
@@ -392,12 +451,43 @@ pub fn workspace_dir(data_dir: &std::path::Path, opaque: &str) -> PathBuf {
     data_dir.join("workspaces").join(opaque)
 }
 
+/// Unmounts every workspace image of `data_dir` (the server stops; the
+/// images stay and are mounted again when their rooms next run).
+pub fn release_all(data_dir: &std::path::Path) {
+    #[cfg(target_os = "linux")]
+    {
+        let root = workspace_dir(data_dir, "");
+        let root = std::fs::canonicalize(&root).unwrap_or(root);
+        let Ok(mounts) = std::fs::read_to_string("/proc/self/mounts") else {
+            return;
+        };
+        for target in mounts.lines().filter_map(|l| l.split_whitespace().nth(1)) {
+            if std::path::Path::new(target).starts_with(&root) {
+                let _ = nix::mount::umount2(target, nix::mount::MntFlags::MNT_DETACH);
+            }
+        }
+    }
+}
+
 /// The host uid of a room's sandbox when the server runs as root: each room
-/// has its own (`slot` is a number kept with the room, unique per server).
-pub fn room_uid(slot: u32) -> Option<u32> {
+/// has its own. `slot` is a number kept with the room, unique per server;
+/// the data directory picks one of 60,000 ranges of 65,536 uids, so that
+/// two servers on one machine (an embedded one beside `duet serve`) do not
+/// share uids.
+pub fn room_uid(data_dir: &std::path::Path, slot: u32) -> Option<u32> {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
-    root.then(|| 200_000 + slot)
+    let dir = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
+    // FNV-1a: stable across builds and runs, unlike the std hasher.
+    let hash = dir
+        .as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
+        });
+    let range = (hash % 60_000) as u32;
+    root.then(|| 200_000 + range * 65_536 + (slot % 65_536))
 }
 
 /// Entry of the hidden `duet sandbox-init` helper process.

@@ -2,6 +2,7 @@
 
 mod auth;
 mod errors;
+mod files;
 mod http;
 mod ops;
 mod registry;
@@ -95,6 +96,7 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
         limits.describe()
     );
     let shutdown = CancellationToken::new();
+    let workspaces = data_dir.clone();
     let shared = Arc::new(registry::Shared {
         store,
         agent: crate::ai::Agent::new(args.ai_config()),
@@ -115,6 +117,8 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
         {
             tracing::error!("the server failed: {e}");
         }
+        // Quota images are mounted again on the next start.
+        let _ = tokio::task::spawn_blocking(move || crate::sandbox::release_all(&workspaces)).await;
     });
     Ok(RunningServer {
         addr,

@@ -1,8 +1,8 @@
-//! The routes of PROTOCOL.md (Files aside), the token check in front of
+//! The routes of PROTOCOL.md, the token check in front of
 //! them, and the 404/405 answers.
 
 use super::registry::Registry;
-use super::{auth, http, ws};
+use super::{auth, files, http, ws};
 use axum::Router;
 use axum::routing::{get, post};
 use std::sync::Arc;
@@ -24,6 +24,10 @@ pub(crate) fn build(app: Arc<App>) -> Router {
         .route("/api/rooms/{room}/cancel", post(http::cancel))
         .route("/api/rooms/{room}/cleanup", post(http::cleanup))
         .route("/api/rooms/{room}/messages", get(http::messages))
+        .route(
+            "/api/rooms/{room}/files/{*path}",
+            get(files::get_file).put(files::put_file),
+        )
         .route("/api/rooms/{room}/ws", get(ws::socket))
         .route("/agents/duet-agent/{room}", get(ws::socket))
         .fallback(http::not_found)

@@ -213,3 +213,20 @@ impl Ws {
         let _ = self.inner.close(None).await;
     }
 }
+
+impl Drop for Server {
+    /// A test that ends without `stop` still lets the server stop
+    /// gracefully (it unmounts its rooms' disk images), then kills it.
+    fn drop(&mut self) {
+        let Some(pid) = self.child.id() else { return };
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}

@@ -83,6 +83,8 @@ pub(crate) struct RoomHandle {
     inbox: mpsc::Sender<Command>,
     /// The room's broadcast, for frames that need no state (typing).
     pub(crate) frames: broadcast::Sender<Outgoing>,
+    /// The room's sandbox, for file transfers (which need no room state).
+    pub(crate) sandbox: RoomSandbox,
 }
 
 impl RoomHandle {
@@ -176,10 +178,11 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
     let place = SandboxPlace {
         room: id.clone(),
         workspace: crate::sandbox::workspace_dir(&shared.data_dir, &row.opaque),
-        uid: crate::sandbox::room_uid(row.slot),
+        uid: crate::sandbox::room_uid(&shared.data_dir, row.slot),
     };
+    let sandbox = RoomSandbox::new(place, shared.limits.clone());
     let actor = RoomActor {
-        sandbox: RoomSandbox::new(place, shared.limits.clone()),
+        sandbox: sandbox.clone(),
         id,
         shared,
         inbox: inbox.clone(),
@@ -195,7 +198,11 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
         state_cache: None,
     };
     tokio::spawn(actor.run(rx));
-    RoomHandle { inbox, frames }
+    RoomHandle {
+        inbox,
+        frames,
+        sandbox,
+    }
 }
 
 impl RoomActor {
