@@ -224,4 +224,21 @@ async fn a_second_duet_joins_the_embedded_backend_and_so_does_exec() {
     let log = std::fs::read_to_string(dir.path().join("shared/duet.log")).unwrap();
     assert!(log.contains("embedded backend started"), "{log}");
     assert!(!tmux.screen("first").contains("INFO"));
+
+    // The first duet leaves, taking its backend along: the second takes
+    // over with the same data directory, and the room goes on.
+    tmux.keys("first", &["C-c"]);
+    tmux.keys("first", &["C-c"]);
+    tmux.wait("first", "a clean exit", |s| s.contains("EXITED 0"))
+        .await;
+    tmux.wait("second", "the backend taken over", |s| {
+        s.contains("backend moved") && s.contains("1 here") && s.contains("● connected")
+    })
+    .await;
+    tmux.type_text("second", "!echo still-here");
+    tmux.keys("second", &["Enter"]);
+    tmux.wait("second", "a command on the new backend", |s| {
+        s.contains("bob $ echo still-here") && s.contains("echo via-port-file")
+    })
+    .await;
 }

@@ -97,6 +97,8 @@ pub enum Msg {
         what: &'static str,
         result: Result<bool, String>,
     },
+    /// The embedded backend moved (its owner quit; another took over).
+    ServerMoved(String),
     /// A timer fired (toasts, typing, spinner).
     Tick,
 }
@@ -303,6 +305,11 @@ impl App {
                     Ok(false) => self.toast(format!("nothing to {what}"), false),
                     Err(err) => self.toast(format!("{what} failed: {err}"), true),
                 }
+                true
+            }
+            Msg::ServerMoved(url) => {
+                self.toast(format!("the room's backend moved to {url}"), false);
+                self.session.server = url;
                 true
             }
             Msg::Tick => self.on_tick(),
