@@ -125,9 +125,9 @@ pub fn server_url(settings: &ClientSettings) -> anyhow::Result<String> {
     }
     crate::client::local::running_backend(&settings.data_dir).with_context(|| {
         format!(
-            "no backend: none is running for {} and no server was given.\n\
-             Start one with `duet` (the terminal client starts one) or `duet serve`, \
-             or pass --server URL (or set DUET_SERVER)",
+            "no backend: no `duet` runs an embedded backend for {} and no server was given.\n\
+             Start `duet` (a second terminal then finds its backend), or run `duet serve` \
+             and pass --server http://127.0.0.1:8787 (or set DUET_SERVER)",
             settings.data_dir.display()
         )
     })

@@ -123,6 +123,11 @@ impl HttpClient {
         })
     }
 
+    /// The same client for another backend (the embedded one moved).
+    pub fn with_base(&self, base: &str) -> Result<HttpClient, HttpError> {
+        HttpClient::new(base, &self.room, self.token.clone(), &self.name)
+    }
+
     /// The backend's base URL.
     pub fn base(&self) -> &str {
         &self.base
