@@ -87,9 +87,7 @@ pub fn default_data_dir() -> PathBuf {
 
 fn xdg_dir(var: &str, home_rel: &str) -> Option<PathBuf> {
     let set = |v: Option<std::ffi::OsString>| v.filter(|s| !s.is_empty()).map(PathBuf::from);
-    set(std::env::var_os(var))
-        .filter(|p| p.is_absolute())
-        .or_else(|| set(std::env::var_os("HOME")).map(|h| h.join(home_rel)))
+    set(std::env::var_os(var)).or_else(|| set(std::env::var_os("HOME")).map(|h| h.join(home_rel)))
 }
 
 /// The default name: `$USER`, else `guest`.

@@ -192,3 +192,24 @@ fn no_panic_at_any_size_down_to_20_by_5() {
         }
     }
 }
+
+#[test]
+fn a_command_the_sandbox_could_not_run_says_why() {
+    let mut app = app();
+    app.update(exec_start("e1", "exit 4", "ada"));
+    app.update(frame(ServerFrame::Exec(ExecFrame::Complete {
+        exec_id: "e1".into(),
+        exit_code: None,
+        duration: 20,
+        timed_out: false,
+        truncated: false,
+        interrupted: false,
+        error: Some("the shell was restarted".into()),
+    })));
+    let screen = render(&mut app, 120, 40);
+    assert!(screen.contains("✗ error · 20ms"), "{screen}");
+    assert!(
+        screen.contains("error: the shell was restarted"),
+        "{screen}"
+    );
+}

@@ -112,7 +112,7 @@ fn shell_quote(arg: &str) -> String {
     }
 }
 
-fn data_dir_from_env() -> Option<std::path::PathBuf> {
+pub(crate) fn data_dir_from_env() -> Option<std::path::PathBuf> {
     std::env::var_os("DUET_DATA_DIR")
         .filter(|v| !v.is_empty())
         .map(Into::into)
@@ -125,15 +125,15 @@ pub fn server_url(settings: &ClientSettings) -> anyhow::Result<String> {
     }
     crate::client::local::running_backend(&settings.data_dir).with_context(|| {
         format!(
-            "no backend: none is running for {} and no server was given.\n\
-             Start one with `duet` (the terminal client starts one) or `duet serve`, \
-             or pass --server URL (or set DUET_SERVER)",
+            "no backend: no `duet` runs an embedded backend for {} and no server was given.\n\
+             Start `duet` (a second terminal then finds its backend), or run `duet serve` \
+             and pass --server http://127.0.0.1:8787 (or set DUET_SERVER)",
             settings.data_dir.display()
         )
     })
 }
 
-fn client_for(settings: &ClientSettings) -> anyhow::Result<HttpClient> {
+pub(crate) fn client_for(settings: &ClientSettings) -> anyhow::Result<HttpClient> {
     let server = server_url(settings)?;
     let room = settings
         .room

@@ -66,6 +66,8 @@ pub enum SocketCommand {
     },
     /// Reconnect now under another name (`/name`).
     Rejoin { name: String },
+    /// Reconnect now to another backend (the embedded one moved).
+    Retarget { base: String },
     /// Close and stop.
     Close,
 }
@@ -128,6 +130,7 @@ pub fn backoff(attempt: u32, jitter: f64) -> Duration {
 enum Ended {
     Dropped(String),
     Rejoin(String),
+    Retarget(String),
     Close,
 }
 
@@ -152,6 +155,10 @@ async fn actor(
                         params.name = name;
                         continue;
                     }
+                    Ended::Retarget(base) => {
+                        params.base = base;
+                        continue;
+                    }
                     Ended::Dropped(reason) => reason,
                 }
             }
@@ -163,6 +170,10 @@ async fn actor(
                         None | Some(SocketCommand::Close) => return,
                         Some(SocketCommand::Rejoin { name }) => {
                             params.name = name;
+                            break;
+                        }
+                        Some(SocketCommand::Retarget { base }) => {
+                            params.base = base;
                             break;
                         }
                         Some(_) => {}
@@ -195,6 +206,7 @@ async fn actor(
                 command = commands.recv() => match command {
                     None | Some(SocketCommand::Close) => return,
                     Some(SocketCommand::Rejoin { name }) => { params.name = name; break; }
+                    Some(SocketCommand::Retarget { base }) => { params.base = base; break; }
                     Some(_) => {}
                 },
             }
@@ -302,6 +314,10 @@ async fn connection(
                     Some(SocketCommand::Rejoin { name }) => {
                         let _ = sink.send(Message::Close(None)).await;
                         return Ended::Rejoin(name);
+                    }
+                    Some(SocketCommand::Retarget { base }) => {
+                        let _ = sink.send(Message::Close(None)).await;
+                        return Ended::Retarget(base);
                     }
                     Some(SocketCommand::Typing) => ClientFrame::Typing {},
                     Some(SocketCommand::Rpc { id, method, args }) => ClientFrame::Rpc {

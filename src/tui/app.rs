@@ -97,6 +97,8 @@ pub enum Msg {
         what: &'static str,
         result: Result<bool, String>,
     },
+    /// The embedded backend moved (its owner quit; another took over).
+    ServerMoved(String),
     /// A timer fired (toasts, typing, spinner).
     Tick,
 }
@@ -305,6 +307,11 @@ impl App {
                 }
                 true
             }
+            Msg::ServerMoved(url) => {
+                self.toast(format!("the room's backend moved to {url}"), false);
+                self.session.server = url;
+                true
+            }
             Msg::Tick => self.on_tick(),
         };
         self.dirty |= visible;
@@ -387,8 +394,10 @@ impl App {
                         AiPhase::Error => chat.turn = None,
                     }
                 });
-                if let Some(error) = error.filter(|_| phase == AiPhase::Error) {
-                    self.toast(format!("agent: {error}"), true);
+                // An ended turn's reason is stored as a system message and
+                // shows in the chat; it is logged here for the record.
+                if let Some(error) = error {
+                    tracing::debug!(%error, "agent turn ended with an error");
                 }
                 true
             }

@@ -2,8 +2,8 @@
 //! pages, never duplicated), the agent's reply while it streams, and each
 //! item rendered for a width, cached, so a frame renders only what shows.
 
+use crate::blocks::{self, Block};
 use crate::protocol::{DuetMessage, Role};
-use crate::tui::blocks_shim::{self as blocks, Block};
 use crate::tui::termtext;
 use crate::tui::text::{truncate, wrap};
 use crate::tui::theme::Theme;
@@ -277,7 +277,10 @@ fn render_turn(turn: &LiveTurn, width: u16, ctx: &RenderCtx) -> Vec<Line<'static
     if turn.text.trim().is_empty() {
         out.push(Line::styled("  thinking…", theme.dim()));
     } else {
-        render_prose(&turn.text, width, ctx, Default::default(), &mut out);
+        // Commands the model asks for show as commands while it streams;
+        // the stored reply has them as blocks.
+        let text = turn.text.replace("<run>", "`$ ").replace("</run>", "`");
+        render_prose(&text, width, ctx, Default::default(), &mut out);
     }
     out.push(Line::default());
     out

@@ -34,9 +34,17 @@ pub struct ExecRun {
 }
 
 impl ExecRun {
-    /// Lines it takes in the pane: header, output, fold marker.
+    /// Lines it takes in the pane: header, output, fold marker, and the
+    /// error when the sandbox could not run it whole.
     pub fn height(&self) -> usize {
-        1 + self.output.line_count() + usize::from(self.output.folded() > 0)
+        1 + self.output.line_count()
+            + usize::from(self.output.folded() > 0)
+            + usize::from(self.error().is_some())
+    }
+
+    /// Why the sandbox could not run it, if it could not.
+    pub fn error(&self) -> Option<&str> {
+        self.done.as_ref().and_then(|d| d.error.as_deref())
     }
 
     fn from_record(record: &ExecRecord) -> ExecRun {
@@ -169,6 +177,15 @@ impl ExecLog {
             }
             if let Some(pos) = self.runs.iter().position(|r| r.exec_id == record.exec_id) {
                 anchor = pos;
+                // Records are of finished commands: one still shown as
+                // running ended while this client was away.
+                if self.runs[pos].done.is_none() {
+                    let finished = ExecRun::from_record(record);
+                    let run = &mut self.runs[pos];
+                    run.done = finished.done;
+                    run.output = finished.output;
+                    changed = true;
+                }
                 continue;
             }
             self.runs.insert(anchor, ExecRun::from_record(record));
@@ -259,5 +276,26 @@ mod tests {
         let ids: Vec<_> = log.runs().iter().map(|r| r.exec_id.as_str()).collect();
         assert_eq!(ids, ["e0", "e1"]);
         assert_eq!(log.runs()[1].output.plain_lines(), vec!["hi"]);
+    }
+
+    #[test]
+    fn a_run_whose_end_was_missed_ends_with_its_record() {
+        let mut log = ExecLog::default();
+        log.apply_frame(&start("e1"), 0);
+        let record = ExecRecord {
+            exec_id: "e1".into(),
+            cmd: "echo hi".into(),
+            by: "ada".into(),
+            source: ExecSource::User,
+            stdout: "hi\n".into(),
+            stderr: String::new(),
+            exit_code: Some(0),
+            duration: 5,
+            ts: 0,
+            truncated: false,
+        };
+        assert!(log.apply_records(&[record]));
+        assert!(log.running().is_none());
+        assert_eq!(log.runs()[0].output.plain_lines(), vec!["hi"]);
     }
 }

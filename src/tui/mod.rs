@@ -1,7 +1,7 @@
 //! The terminal client: a full-screen ratatui UI in a room (shared/TUI.md).
 
 pub mod app;
-pub mod blocks_shim;
+pub mod backend;
 pub mod chat;
 pub mod composer;
 pub mod execs;

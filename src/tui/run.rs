@@ -4,7 +4,7 @@
 //! guard that restores the terminal exactly once, whatever happens.
 
 use crate::client::http::HttpClient;
-use crate::client::socket::{self, SocketCommand, SocketParams};
+use crate::client::socket::{self, ConnState, SocketCommand, SocketEvent, SocketParams};
 use crate::protocol::ExecRequest;
 use crate::tui::app::{App, Effect, Msg};
 use crossterm::event::{
@@ -109,7 +109,12 @@ fn set_mouse(on: bool) {
 }
 
 /// Runs the UI until the person quits.
-pub async fn run(mut app: App, mut http: HttpClient, params: SocketParams) -> anyhow::Result<()> {
+pub async fn run(
+    mut app: App,
+    mut http: HttpClient,
+    params: SocketParams,
+    mut watch: Option<crate::tui::backend::Watch>,
+) -> anyhow::Result<()> {
     let guard = TerminalGuard::enter()?;
     let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
     terminal.clear()?;
@@ -157,7 +162,22 @@ pub async fn run(mut app: App, mut http: HttpClient, params: SocketParams) -> an
                 Some(Err(err)) => break Err(err.into()),
                 None => break Ok(()),
             },
-            Some(event) = socket_rx.recv() => Msg::Socket(event),
+            Some(event) = socket_rx.recv() => {
+                if let (Some(watch), SocketEvent::State(ConnState::Reconnecting { .. })) = (&watch, &event) {
+                    watch.poke.notify_one();
+                }
+                Msg::Socket(event)
+            }
+            Some(url) = moved(&mut watch) => {
+                match http.with_base(&url) {
+                    Ok(client) => {
+                        http = client;
+                        socket.send(SocketCommand::Retarget { base: url.clone() });
+                    }
+                    Err(err) => app.toast(format!("the backend moved, but: {err}"), true),
+                }
+                Msg::ServerMoved(url)
+            }
             Some(msg) = done_rx.recv() => msg,
             _ = sleep_until(deadline), if deadline.is_some() => {
                 if wake.is_some_and(|w| w <= Instant::now()) { Msg::Tick } else { continue }
@@ -196,6 +216,14 @@ pub async fn run(mut app: App, mut http: HttpClient, params: SocketParams) -> an
     drop(terminal);
     drop(guard);
     result
+}
+
+/// The next URL the backend watcher reports (never, without a watcher).
+async fn moved(watch: &mut Option<crate::tui::backend::Watch>) -> Option<String> {
+    match watch {
+        Some(watch) => watch.moved.recv().await,
+        None => std::future::pending().await,
+    }
 }
 
 async fn sleep_until(deadline: Option<Instant>) {

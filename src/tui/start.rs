@@ -2,26 +2,16 @@
 //! backend (the embedded one of the data directory unless `--server` names
 //! another), and open the UI in the room.
 
-use crate::cli::{ClientArgs, ServeArgs};
+use crate::cli::ClientArgs;
 use crate::client::http::HttpClient;
-use crate::client::local::{self, BackendLock};
+use crate::client::local;
 use crate::client::socket::SocketParams;
 use crate::config::{self, ClientSettings};
 use crate::tui::app::{App, Session};
+use crate::tui::backend;
 use crate::tui::theme::Theme;
-use anyhow::Context;
-use clap::Parser;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
-
-/// The embedded backend's settings, parsed by clap like `duet serve`'s so
-/// that its defaults and environment variables apply unchanged.
-#[derive(Debug, Parser)]
-struct EmbeddedServe {
-    #[command(flatten)]
-    serve: ServeArgs,
-}
 
 /// Runs the terminal client; the process's exit code.
 pub fn main(args: ClientArgs, data_dir: Option<PathBuf>) -> ExitCode {
@@ -116,7 +106,19 @@ async fn start(settings: ClientSettings, tz: time::UtcOffset) -> anyhow::Result<
     if let Some(problem) = crate::protocol::name_problem(&settings.name) {
         anyhow::bail!("name {:?}: it {problem} (pass --name NAME)", settings.name);
     }
-    let (server, embedded) = backend(&settings).await?;
+    let (server, owned) = match &settings.server {
+        Some(server) => (server.clone(), None),
+        None => backend::embedded(&settings.data_dir).await?,
+    };
+    // A client that joined another duet's backend takes over if it goes.
+    let stop_watch = tokio_util::sync::CancellationToken::new();
+    let watch = (settings.server.is_none() && owned.is_none()).then(|| {
+        backend::watch(
+            settings.data_dir.clone(),
+            server.clone(),
+            stop_watch.clone(),
+        )
+    });
     let http = HttpClient::new(&server, &room, settings.token.clone(), &settings.name)?;
     let connection_id = format!("c{}", random_room());
     let session = Session {
@@ -134,58 +136,17 @@ async fn start(settings: ClientSettings, tz: time::UtcOffset) -> anyhow::Result<
         connection_id,
     };
     let app = App::new(session, Theme::from_env(), tz, crate::protocol::now_ms());
-    let result = crate::tui::run::run(app, http, params).await;
-    if let Some((running, lock)) = embedded {
-        running.shutdown.cancel();
-        let _ = tokio::time::timeout(Duration::from_secs(5), running.stopped).await;
-        drop(lock);
+    let (watch, watch_task) = match watch {
+        Some((watch, task)) => (Some(watch), Some(task)),
+        None => (None, None),
+    };
+    let result = crate::tui::run::run(app, http, params, watch).await;
+    stop_watch.cancel();
+    if let Some(task) = watch_task {
+        let _ = task.await;
+    }
+    if let Some(owned) = owned {
+        owned.stop().await;
     }
     result
-}
-
-/// The backend to join: the one named, the embedded one another `duet`
-/// runs for this data directory, or a new embedded one (with its lock).
-async fn backend(
-    settings: &ClientSettings,
-) -> anyhow::Result<(String, Option<(crate::server::RunningServer, BackendLock)>)> {
-    if let Some(server) = &settings.server {
-        return Ok((server.clone(), None));
-    }
-    let dir = &settings.data_dir;
-    let lock = BackendLock::try_acquire(dir)
-        .with_context(|| format!("cannot use the data directory {}", dir.display()))?;
-    let Some(lock) = lock else {
-        // Another duet holds the lock: join its backend once it published
-        // where it listens.
-        for _ in 0..50 {
-            if let Some(url) = local::running_backend(dir) {
-                tracing::info!(%url, "joining the embedded backend of another duet");
-                return Ok((url, None));
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        anyhow::bail!(
-            "another duet holds {} but published no port in {}; is it still starting?",
-            local::lock_path(dir).display(),
-            local::port_path(dir).display()
-        );
-    };
-    let data_dir = dir.to_string_lossy().to_string();
-    let args = EmbeddedServe::try_parse_from([
-        "duet-serve",
-        "--listen",
-        "127.0.0.1:0",
-        "--data-dir",
-        &data_dir,
-    ])
-    .context("embedded backend settings")?
-    .serve;
-    let running = crate::server::start(args)
-        .await
-        .context("cannot start the embedded backend")?;
-    let url = format!("http://{}", running.addr);
-    lock.publish(&url)
-        .with_context(|| format!("cannot write {}", local::port_path(dir).display()))?;
-    tracing::info!(%url, "embedded backend started");
-    Ok((url, Some((running, lock))))
 }

@@ -116,7 +116,10 @@ fn run_line(app: &App, run: &ExecRun, index: usize, width: u16) -> Line<'static>
     }
     match run.output.tail().nth(i) {
         Some(line) => output_line(app, &line),
-        None => Line::default(),
+        None => match run.error() {
+            Some(error) => Line::styled(format!("error: {error}"), app.theme.error()),
+            None => Line::default(),
+        },
     }
 }
 
@@ -185,8 +188,8 @@ fn badge(app: &App, run: &ExecRun) -> (String, ratatui::style::Style) {
         );
     };
     let took = duration(done.duration_ms);
-    if let Some(error) = &done.error {
-        return (format!("✗ {}", truncate(error, 30)), theme.error());
+    if done.error.is_some() {
+        return (format!("✗ error · {took}"), theme.error());
     }
     if done.timed_out {
         return (format!("⏱ timed out · {took}"), theme.warn());

@@ -42,7 +42,7 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
             format!(" · join: {}", app.session.join_hint),
             theme.status(),
         ),
-        (format!(" · {people} here"), theme.status()),
+        (here(app, people), theme.status()),
         (format!(" · {}", app.session.server), theme.status()),
     ];
     let total = usize::from(area.width);
@@ -66,6 +66,17 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         theme.status(),
     ));
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// `· 2 here`, with the names when there is no presence column.
+fn here(app: &App, people: usize) -> String {
+    if app.size.0 >= crate::tui::view::layout::WIDE || people == 0 {
+        return format!(" · {people} here");
+    }
+    let mut names: Vec<&str> = app.presence.iter().map(|u| u.name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    format!(" · {people} here: {}", names.join(", "))
 }
 
 /// Draws the presence column (wide layout).
