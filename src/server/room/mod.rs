@@ -425,13 +425,13 @@ impl RoomActor {
             tracing::error!(room = %self.id, "clearing the history failed: {e}");
             errors.push(format!("history: {e}"));
         }
-        self.broadcast_state();
         // Awaited here so that no command queued after the cleanup is
         // caught by it; destroying kills and deletes, it runs nothing.
         if let Err(e) = self.sandbox.destroy().await {
             tracing::error!(room = %self.id, "destroying the sandbox failed: {e}");
             errors.push(format!("sandbox: {e}"));
         }
+        self.broadcast_state();
         let status = if errors.is_empty() {
             StatusCode::OK
         } else {
