@@ -238,3 +238,22 @@ async fn a_client_that_does_not_read_is_dropped_and_stalls_nobody() {
     assert_eq!(left["users"].as_array().unwrap().len(), 1);
     assert!(stuck.ends().await);
 }
+
+#[tokio::test]
+async fn the_server_stops_at_once_while_a_command_runs() {
+    let (server, _dir) = Server::fresh().await;
+    let mut ada = server.joined("x8", "user=ada").await;
+    let req = http()
+        .post(server.url("/api/rooms/x8/sandbox/exec"))
+        .json(&json!({"cmd":"sleep 600"}));
+    let running = tokio::spawn(req.send());
+    ada.until(|f| f["type"] == "duet_exec" && f["phase"] == "start")
+        .await;
+    // Stops within the wait of `stop`, long before the command would end;
+    // the waiting request is answered (500, the room stopped) or cut.
+    server.stop().await;
+    if let Ok(res) = running.await.unwrap() {
+        assert_eq!(res.status(), 500);
+    }
+    assert!(ada.ends().await);
+}

@@ -172,6 +172,7 @@ impl Connection {
         let (answers, mut answered) = mpsc::channel::<Utf8Bytes>(64);
         let mut ping =
             tokio::time::interval_at(tokio::time::Instant::now() + PING_EVERY, PING_EVERY);
+        ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut last_seen = Instant::now();
         loop {
             let out = tokio::select! {
@@ -191,7 +192,7 @@ impl Connection {
                 }
                 frame = frames.recv() => match frame {
                     Ok(f) if f.skip == Some(self.number) => None,
-                    Ok(f) => Some(Message::Text(f.text)),
+                    Ok(f) => Some(Message::Text(f.text.clone())),
                     Err(broadcast::error::RecvError::Lagged(n)) => {
                         tracing::info!(room = %self.room, "dropping a client {n} frames behind");
                         return;

@@ -114,8 +114,13 @@ impl RoomActor {
             result: Err(SandboxError::Destroyed),
             then,
         };
+        let shutdown = self.shared.shutdown.clone();
         tokio::spawn(async move {
-            let result = outcome.await;
+            let result = tokio::select! {
+                result = outcome => result,
+                // The server stops: whoever waits is answered that the room stopped.
+                () = shutdown.cancelled() => return,
+            };
             let _ = inbox
                 .send(Command::ExecDone(Box::new(ExecDone { result, ..done })))
                 .await;

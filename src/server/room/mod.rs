@@ -34,11 +34,19 @@ const BROADCAST_CAPACITY: usize = 1024;
 const INBOX_CAPACITY: usize = 256;
 
 /// A frame for the room's connections, serialized once.
-#[derive(Debug, Clone)]
-pub(crate) struct Outgoing {
+#[derive(Debug)]
+pub(crate) struct OutFrame {
     pub(crate) text: Utf8Bytes,
     /// The connection that must not receive it (its own typing).
     pub(crate) skip: Option<u64>,
+}
+
+/// What the room's broadcast carries: shared, so each of its slots is small.
+pub(crate) type Outgoing = Arc<OutFrame>;
+
+/// A frame for everyone but `skip`.
+pub(crate) fn outgoing(text: Utf8Bytes, skip: Option<u64>) -> Outgoing {
+    Arc::new(OutFrame { text, skip })
 }
 
 /// What a joining connection receives: its first frames and its feed.
@@ -130,10 +138,7 @@ pub(crate) fn send_frame(
     frame: &impl Serialize,
     skip: Option<u64>,
 ) {
-    let _ = frames.send(Outgoing {
-        text: frame_text(frame),
-        skip,
-    });
+    let _ = frames.send(outgoing(frame_text(frame), skip));
 }
 
 /// `cf_agent_state`, serialized from borrowed state (same bytes as
@@ -296,7 +301,7 @@ impl RoomActor {
 
     fn broadcast_state(&mut self) {
         let text = self.state_text();
-        let _ = self.frames.send(Outgoing { text, skip: None });
+        let _ = self.frames.send(outgoing(text, None));
     }
 
     /// Stores a message, keeps it in the state and broadcasts the state.

@@ -2,7 +2,7 @@
 //! everyone on join and leave. A joining connection subscribes to the
 //! room's frames at the moment its state snapshot is taken.
 
-use super::{Joined, Outgoing, RoomActor, frame_text};
+use super::{Joined, RoomActor, frame_text, outgoing};
 use crate::protocol::{PresenceUser, ServerFrame};
 use tokio::sync::oneshot;
 
@@ -18,10 +18,7 @@ impl RoomActor {
     pub(super) fn join(&mut self, conn: u64, user: PresenceUser, reply: oneshot::Sender<Joined>) {
         self.presence.push((conn, user));
         let presence = frame_text(&self.presence_frame());
-        let _ = self.frames.send(Outgoing {
-            text: presence.clone(),
-            skip: None,
-        });
+        let _ = self.frames.send(outgoing(presence.clone(), None));
         // Subscribed after the presence broadcast (sent to it as its third
         // frame instead) and with the state snapshot: nothing is missed or doubled.
         let joined = Joined {
