@@ -14,6 +14,14 @@ use std::process::ExitCode;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Where `duet` (no subcommand) joins: flags, then environment, then
+    /// `duet.toml` in the XDG config directory.
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// Data directory of the embedded backend started (or joined) when no
+    /// --server is given (default: $XDG_DATA_HOME/duet)
+    #[arg(long, env = "DUET_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -25,6 +33,9 @@ pub enum Command {
     Exec(ExecArgs),
     /// Clean a room up: clear its history and destroy its sandbox
     Cleanup(ClientArgs),
+    /// Copy a file into or out of the room's workspace:
+    /// `duet cp LOCAL :PATH` or `duet cp :PATH LOCAL` (`-` is stdin/stdout)
+    Cp(CpArgs),
     /// Ask the room's agent; prints the reply as it streams, then the
     /// outputs of its commands; exits non-zero if the turn failed
     Ask(AskArgs),
@@ -75,6 +86,16 @@ pub struct AskArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+pub struct CpArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// Where from: a local file, `-`, or `:PATH` in the workspace
+    pub from: String,
+    /// Where to: a local file or folder, `-`, or `:PATH` in the workspace
+    pub to: String,
+}
+
+#[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     /// Address to listen on; anything but loopback needs --token
     #[arg(long, default_value = "127.0.0.1:8787", env = "DUET_LISTEN")]
@@ -98,6 +119,28 @@ pub struct ServeArgs {
     /// Stop a room's sandbox after this many idle seconds (its files stay)
     #[arg(long, default_value_t = 600)]
     pub sandbox_idle_secs: u64,
+    /// Memory of a room, in MiB (a cgroup limit where the host allows one)
+    #[arg(long, default_value_t = 512)]
+    pub memory_mb: u64,
+    /// Processes of a room
+    #[arg(long, default_value_t = 256)]
+    pub processes: u64,
+    /// CPU seconds a process of a room may use
+    #[arg(long, default_value_t = 600)]
+    pub cpu_secs: u64,
+    /// Disk of a room's workspace, in MiB (a quota as root, else the largest file)
+    #[arg(long, default_value_t = 1024)]
+    pub disk_mb: u64,
+    /// Open files per process of a room
+    #[arg(long, default_value_t = 1024)]
+    pub open_files: u64,
+    /// Size of a room's /tmp, in MiB
+    #[arg(long, default_value_t = 256)]
+    pub tmp_mb: u64,
+    /// Network of the sandboxes: `none` (only their own loopback) or `nat`
+    /// (outside hosts through pasta, never the host's loopback services)
+    #[arg(long, value_enum, default_value_t = crate::sandbox::Network::None)]
+    pub sandbox_network: crate::sandbox::Network,
     /// Base URL of an OpenAI-compatible chat API (default: Ollama on loopback)
     #[arg(long, env = "DUET_AI_URL")]
     pub ai_url: Option<String>,
@@ -116,6 +159,25 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
+    /// The sandbox limits these flags ask for.
+    pub fn limits(&self) -> crate::sandbox::Limits {
+        use std::time::Duration;
+        crate::sandbox::Limits {
+            default_timeout: Duration::from_millis(self.exec_timeout_ms),
+            max_timeout: Duration::from_millis(self.max_exec_timeout_ms.max(self.exec_timeout_ms)),
+            output_cap: self.output_cap,
+            idle_stop: Duration::from_secs(self.sandbox_idle_secs),
+            memory_bytes: self.memory_mb << 20,
+            processes: self.processes,
+            cpu_seconds: self.cpu_secs,
+            file_size: self.disk_mb << 20,
+            open_files: self.open_files,
+            tmp_bytes: self.tmp_mb << 20,
+            disk_bytes: self.disk_mb << 20,
+            network: self.sandbox_network,
+        }
+    }
+
     /// The agent's settings.
     pub fn ai_config(&self) -> crate::ai::AiConfig {
         crate::ai::AiConfig {
@@ -135,10 +197,7 @@ pub fn main() -> ExitCode {
     match cli.command {
         Some(Command::SandboxInit) => crate::sandbox::helper_main(),
         Some(command) => run_async(command),
-        None => {
-            eprintln!("duet: the terminal client is not built yet; run `duet serve`");
-            ExitCode::from(2)
-        }
+        None => crate::tui::start::main(cli.client, cli.data_dir),
     }
 }
 
@@ -158,6 +217,7 @@ fn run_async(command: Command) -> ExitCode {
             Command::Serve(args) => crate::server::serve(args).await.map(|_| ExitCode::SUCCESS),
             Command::Exec(args) => crate::client::commands::exec(args).await,
             Command::Cleanup(args) => crate::client::commands::cleanup(args).await,
+            Command::Cp(args) => crate::client::cp::cp(args).await,
             Command::Ask(args) => crate::ai::ask::ask(args).await,
             Command::SandboxInit => Ok(ExitCode::FAILURE),
         }

@@ -5,6 +5,8 @@ pub mod ai;
 pub mod blocks;
 pub mod cli;
 pub mod client;
+pub mod config;
 pub mod protocol;
 pub mod sandbox;
 pub mod server;
+pub mod tui;

@@ -98,6 +98,10 @@ pub struct ExecResult {
     pub timed_out: bool,
     #[serde(default, skip_serializing_if = "is_false")]
     pub interrupted: bool,
+    /// Beyond PROTOCOL.md: what went wrong around the command, e.g. its
+    /// shell had to be restarted (working directory and exports reset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Where a command came from.
@@ -313,6 +317,13 @@ pub struct ExecResponse {
 pub struct MessagesPage {
     pub messages: Vec<DuetMessage>,
     pub has_more: bool,
+}
+
+/// Answer of `PUT /files/{path}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileResponse {
+    pub path: String,
+    pub size: u64,
 }
 
 /// Answer of `POST /cleanup` (200, or 207 with `errors`).

@@ -13,7 +13,7 @@ fn sandbox(dir: &std::path::Path, room: &str, limits: Limits) -> RoomSandbox {
         SandboxPlace {
             room: room.to_string(),
             workspace,
-            uid: duet::sandbox::room_uid(room.len() as u32 + 7),
+            uid: duet::sandbox::room_uid(dir, room.len() as u32 + 7),
         },
         Arc::new(limits),
     )
@@ -56,8 +56,8 @@ async fn commands_share_a_persistent_shell() {
     assert!(dir.path().join("workspaces/persist/sub/f.txt").exists());
     let out = run(&sb, "read line; echo \"[$line] $?\"").await;
     assert_eq!(out.stdout, "[] 1\n", "stdin is /dev/null");
+    sb.destroy().await.unwrap();
 }
-
 #[tokio::test]
 async fn output_streams_while_the_command_runs() {
     let dir = tempfile::tempdir().unwrap();
@@ -81,8 +81,8 @@ async fn output_streams_while_the_command_runs() {
     let chunks = seen.lock().unwrap().clone();
     assert_eq!(chunks.first(), Some(&Chunk::Stdout("one\n".into())));
     assert!(chunks.contains(&Chunk::Stderr("two\n".into())));
+    sb.destroy().await.unwrap();
 }
-
 #[tokio::test]
 async fn a_timeout_kills_the_whole_tree_and_the_shell_survives() {
     let dir = tempfile::tempdir().unwrap();
@@ -98,8 +98,8 @@ async fn a_timeout_kills_the_whole_tree_and_the_shell_survives() {
     assert_eq!(out.stdout, "started\n");
     let out = run(&sb, "pwd; echo $KEEP; ps -e -o comm= | grep -c sleep").await;
     assert_eq!(out.stdout, "/tmp\n1\n0\n");
+    sb.destroy().await.unwrap();
 }
-
 #[tokio::test]
 async fn a_busy_or_stopped_shell_is_replaced() {
     let dir = tempfile::tempdir().unwrap();
@@ -113,8 +113,8 @@ async fn a_busy_or_stopped_shell_is_replaced() {
     let out = run(&sb, "exit 7").await;
     assert_eq!(out.exit_code, Some(7));
     assert_eq!(run(&sb, "pwd").await.stdout, "/workspace\n");
+    sb.destroy().await.unwrap();
 }
-
 #[tokio::test]
 async fn endless_output_is_capped_and_killed() {
     let dir = tempfile::tempdir().unwrap();
@@ -129,8 +129,8 @@ async fn endless_output_is_capped_and_killed() {
     let out = run(&sb, "head -c 100000 /dev/zero | tr '\\0' x").await;
     assert!(out.truncated, "a line with no newline is capped too");
     assert_eq!(run(&sb, "echo ok").await.stdout, "ok\n");
+    sb.destroy().await.unwrap();
 }
-
 #[tokio::test]
 async fn the_sandbox_is_isolated() {
     let dir = tempfile::tempdir().unwrap();
@@ -165,8 +165,8 @@ async fn the_sandbox_is_isolated() {
         "{}",
         out.stdout
     );
+    sb.destroy().await.unwrap();
 }
-
 #[tokio::test]
 async fn interrupt_stops_the_command_not_the_shell() {
     let dir = tempfile::tempdir().unwrap();
@@ -186,8 +186,8 @@ async fn interrupt_stops_the_command_not_the_shell() {
     assert!(out.interrupted);
     assert_eq!(out.exit_code, Some(130));
     assert_eq!(run(&sb, "pwd").await.stdout, "/tmp\n");
+    sb.destroy().await.unwrap();
 }
-
 #[tokio::test]
 async fn destroy_deletes_the_workspace_and_background_processes() {
     let dir = tempfile::tempdir().unwrap();
@@ -202,4 +202,218 @@ async fn destroy_deletes_the_workspace_and_background_processes() {
     assert!(!dir.path().join("workspaces/gone").exists());
     let out = run(&sb, "ls -A; ps -e -o comm= | grep -c sleep").await;
     assert_eq!(out.stdout, "0\n");
+    sb.destroy().await.unwrap();
+}
+
+#[tokio::test]
+async fn bombs_are_held_by_the_room_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = Limits {
+        processes: 64,
+        memory_bytes: 128 * 1024 * 1024,
+        disk_bytes: 64 * 1024 * 1024,
+        ..Limits::default()
+    };
+    let sb = sandbox(dir.path(), "bombs", limits);
+    let out = run_with(
+        &sb,
+        "bomb() { bomb | bomb & }; bomb; sleep 2; ps -e | wc -l",
+        Duration::from_secs(8),
+    )
+    .await;
+    eprintln!("fork bomb: {out:?}");
+    let out = run_with(
+        &sb,
+        "x=$(head -c 400000000 /dev/zero | tr '\\0' x); echo ${#x}; echo status $?",
+        Duration::from_secs(20),
+    )
+    .await;
+    eprintln!("memory bomb: {out:?}");
+    assert!(!out.stdout.contains("400000000"), "{}", out.stdout);
+    let out = run_with(
+        &sb,
+        "dd if=/dev/zero of=big bs=1M count=200 2>&1; echo status $?",
+        Duration::from_secs(20),
+    )
+    .await;
+    eprintln!("disk: {out:?}");
+    assert!(
+        out.stdout.contains("No space left") || out.stdout.contains("File too large"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(run(&sb, "rm -f big; echo fine").await.stdout, "fine\n");
+    sb.destroy().await.unwrap();
+}
+
+#[tokio::test]
+async fn escapes_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = sandbox(dir.path(), "escape", Limits::default());
+    let out = run(&sb, "unshare -Ur id 2>&1; echo $?").await;
+    assert!(
+        out.stdout.contains("Operation not permitted"),
+        "{}",
+        out.stdout
+    );
+    let out = run(
+        &sb,
+        "mkdir -p /tmp/m; mount -t tmpfs none /tmp/m 2>&1; echo $?",
+    )
+    .await;
+    assert!(
+        out.stdout.ends_with("32\n") || out.stdout.contains("permission denied"),
+        "{}",
+        out.stdout
+    );
+    let out = run(
+        &sb,
+        "dmesg 2>&1 | head -1; hostname x 2>&1; echo 1 > /proc/sys/kernel/hostname 2>&1; echo done",
+    )
+    .await;
+    assert!(!out.stdout.contains("] "), "no kernel log: {}", out.stdout);
+    assert!(out.stdout.contains("done"));
+    let out = run(&sb, "python3 -c 'import ctypes,os; r=ctypes.CDLL(None).syscall(425,1,0); print(r, ctypes.get_errno())' 2>&1 || true").await;
+    assert!(
+        !out.stdout.starts_with('3') && !out.stdout.starts_with('4'),
+        "io_uring_setup must fail: {}",
+        out.stdout
+    );
+    let out = run(&sb, "ln /usr/bin/su su 2>&1; echo $?").await;
+    assert!(
+        !out.stdout.ends_with("0\n"),
+        "hard link across file systems: {}",
+        out.stdout
+    );
+    let out = run(&sb, "grep -E 'CapEff|NoNewPrivs' /proc/self/status").await;
+    assert!(
+        out.stdout.contains("0000000000000000") && out.stdout.contains("NoNewPrivs:\t1"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(run(&sb, "echo still here").await.stdout, "still here\n");
+    sb.destroy().await.unwrap();
+}
+
+/// A host of the test's own, in a network namespace it makes, standing in
+/// for the internet: answers every connection with one line.
+struct OutsideHost {
+    netns: String,
+    veth: String,
+    addr: String,
+}
+
+impl OutsideHost {
+    fn start(tag: u8) -> OutsideHost {
+        let netns = format!("duet-test-{}-{tag}", std::process::id());
+        let veth = format!("dt{}h{tag}", std::process::id() % 100000);
+        let peer = format!("dt{}p{tag}", std::process::id() % 100000);
+        let addr = format!("198.18.{tag}.2");
+        let ip = |args: &str| {
+            let ok = std::process::Command::new("ip")
+                .args(args.split_whitespace())
+                .status()
+                .unwrap();
+            assert!(ok.success(), "ip {args}");
+        };
+        ip(&format!("netns add {netns}"));
+        ip(&format!("link add {veth} type veth peer name {peer}"));
+        ip(&format!("link set {peer} netns {netns}"));
+        ip(&format!("addr add 198.18.{tag}.1/24 dev {veth}"));
+        ip(&format!("link set {veth} up"));
+        ip(&format!("-n {netns} addr add {addr}/24 dev {peer}"));
+        ip(&format!("-n {netns} link set {peer} up"));
+        ip(&format!("-n {netns} link set lo up"));
+        let path = format!("/run/netns/{netns}");
+        let bind = format!("{addr}:8080");
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let ns = std::fs::File::open(path).unwrap();
+            nix::sched::setns(ns, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+            let listener = std::net::TcpListener::bind(bind).unwrap();
+            ready_tx.send(()).unwrap();
+            for mut conn in listener.incoming().flatten() {
+                use std::io::Write;
+                let _ = conn.write_all(b"hello from outside\n");
+            }
+        });
+        ready_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        OutsideHost { netns, veth, addr }
+    }
+}
+
+impl Drop for OutsideHost {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("ip")
+            .args(["link", "del", &self.veth])
+            .status();
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "del", &self.netns])
+            .status();
+    }
+}
+
+#[tokio::test]
+async fn network_is_none_by_default_and_nat_reaches_outside_but_not_host_loopback() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: making a test network namespace needs root");
+        return;
+    }
+    let outside = OutsideHost::start(7);
+    let host_service = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = host_service.local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let probe = format!(
+        "for target in {}/8080 127.0.0.1/{port} localhost/{port}; do \
+           if timeout 5 bash -c \"exec 3<>/dev/tcp/$target && head -1 <&3\" 2>/dev/null; then echo \"$target open\"; \
+           else echo \"$target closed\"; fi; done",
+        outside.addr
+    );
+
+    let sb = sandbox(dir.path(), "net-none", Limits::default());
+    let out = run(&sb, &probe).await;
+    assert_eq!(
+        out.stdout,
+        format!(
+            "{}/8080 closed\n127.0.0.1/{port} closed\nlocalhost/{port} closed\n",
+            outside.addr
+        )
+    );
+    sb.destroy().await.unwrap();
+
+    let limits = Limits {
+        network: duet::sandbox::Network::Nat,
+        ..Limits::default()
+    };
+    limits
+        .check()
+        .expect("pasta is installed (scripts/test installs passt)");
+    let sb = sandbox(dir.path(), "net-nat", limits);
+    let out = run(&sb, &probe).await;
+    assert_eq!(
+        out.stdout,
+        format!(
+            "hello from outside\n{}/8080 open\n127.0.0.1/{port} closed\nlocalhost/{port} closed\n",
+            outside.addr
+        ),
+        "{}",
+        out.stderr
+    );
+    sb.destroy().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_idle_sandbox_stops_and_its_files_stay() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = Limits {
+        idle_stop: Duration::from_millis(400),
+        ..Limits::default()
+    };
+    let sb = sandbox(dir.path(), "idle", limits);
+    let first = run(&sb, "echo kept > f; sleep 1000 &").await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let second = run(&sb, "cat f; ps -e -o comm= | grep -c sleep").await;
+    assert_eq!(second.stdout, "kept\n0\n");
+    assert_ne!(first.session_id, second.session_id, "a new sandbox");
+    sb.destroy().await.unwrap();
 }

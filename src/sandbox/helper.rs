@@ -38,6 +38,7 @@ fn run() -> io::Result<u8> {
     let root = nix::unistd::geteuid().is_root();
     let (workspace, rootdir, uid) = match (root, setup.uid) {
         (true, Some(uid)) => {
+            super::cgroups::join(&setup.cgroups)?;
             let (ws, rootdir) = stage_as_root(&setup.workspace, uid)?;
             drop_privileges(uid)?;
             (ws, rootdir, Some(uid))
@@ -211,6 +212,18 @@ fn build_container(
         .setrlimit(Rlimit::Fsize, setup.file_size, setup.file_size)
         .setrlimit(Rlimit::Cpu, setup.cpu_seconds, setup.cpu_seconds)
         .setrlimit(Rlimit::Core, 0, 0);
+    if setup.network == super::Network::Nat {
+        // pasta copies the host's addresses and routes; hakoniwa adds
+        // --no-map-gw and -T/-U none, so the host's loopback stays out of reach.
+        c.network(hakoniwa::Pasta::default());
+    }
+    if setup.cgroups.is_empty() {
+        // Without a memory cgroup, an address-space cap per process is the
+        // fallback; 4x the room's memory leaves room for runtimes that
+        // reserve more than they use.
+        let cap = setup.memory_bytes.saturating_mul(4);
+        c.setrlimit(Rlimit::As, cap, cap);
+    }
     if own_uid {
         // RLIMIT_NPROC counts per uid: only meaningful when the room has
         // a uid of its own.

@@ -6,7 +6,15 @@
 //! again on the next command. The workspace persists until `destroy`.
 
 #[cfg(target_os = "linux")]
+pub mod cgroups;
+#[cfg(target_os = "linux")]
+pub mod disk;
+#[cfg(target_os = "linux")]
+pub mod files;
+#[cfg(target_os = "linux")]
 mod helper;
+#[cfg(target_os = "linux")]
+mod seccomp;
 pub mod shell;
 #[cfg(target_os = "linux")]
 mod supervisor;
@@ -43,6 +51,90 @@ pub struct Limits {
     pub open_files: u64,
     /// Size of the sandbox's `/tmp`, in bytes.
     pub tmp_bytes: u64,
+    /// Size of a room's workspace, in bytes (a quota where the host allows
+    /// one, otherwise the largest file).
+    pub disk_bytes: u64,
+    /// What the sandbox's network reaches.
+    pub network: Network,
+}
+
+/// What a sandbox's network reaches.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Network {
+    /// Only the sandbox's own loopback.
+    #[default]
+    None,
+    /// Outside hosts through user-mode NAT (pasta); never the host's
+    /// loopback services.
+    Nat,
+}
+
+impl Limits {
+    /// Fails, saying what to install, when the settings cannot work on this
+    /// host (checked when the server starts, not at a room's first command).
+    pub fn check(&self) -> Result<(), String> {
+        if self.network == Network::Nat && !program_exists("pasta") {
+            return Err("--sandbox-network nat needs pasta, which is not installed: \
+                 install the Debian package `passt` (apt-get install passt), or use --sandbox-network none"
+                .into());
+        }
+        #[cfg(target_os = "linux")]
+        if self.network == Network::Nat && !tun_open_to_sandboxes() {
+            return Err(
+                "--sandbox-network nat needs /dev/net/tun usable by the sandboxes' users \
+                 (pasta opens it as the room's uid), but it is not: make it mode 0666 as Debian's \
+                 udev does (chmod 0666 /dev/net/tun), or use --sandbox-network none"
+                    .into(),
+            );
+        }
+        #[cfg(not(target_os = "linux"))]
+        return Err("sandboxes need Linux: this backend runs on another system".into());
+        #[cfg(target_os = "linux")]
+        Ok(())
+    }
+}
+
+/// Whether an unprivileged sandbox user may open `/dev/net/tun`.
+#[cfg(target_os = "linux")]
+fn tun_open_to_sandboxes() -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(meta) = std::fs::metadata("/dev/net/tun") else {
+        return false;
+    };
+    if nix::unistd::geteuid().is_root() {
+        meta.permissions().mode() & 0o006 == 0o006
+    } else {
+        nix::unistd::access(
+            "/dev/net/tun",
+            nix::unistd::AccessFlags::R_OK | nix::unistd::AccessFlags::W_OK,
+        )
+        .is_ok()
+    }
+}
+
+/// Whether `program` is on the usual system paths.
+pub(crate) fn program_exists(program: &str) -> bool {
+    [
+        "/usr/local/sbin",
+        "/usr/local/bin",
+        "/usr/sbin",
+        "/usr/bin",
+        "/sbin",
+        "/bin",
+    ]
+    .iter()
+    .any(|dir| std::path::Path::new(dir).join(program).exists())
 }
 
 impl Default for Limits {
@@ -58,7 +150,61 @@ impl Default for Limits {
             file_size: 1024 * 1024 * 1024,
             open_files: 1024,
             tmp_bytes: 256 * 1024 * 1024,
+            disk_bytes: 1024 * 1024 * 1024,
+            network: Network::None,
         }
+    }
+}
+
+/// How this host enforces the limits, found once.
+#[cfg(target_os = "linux")]
+#[derive(Debug, Clone, Copy)]
+pub struct Enforcement {
+    pub cgroups: cgroups::Flavor,
+    pub quota: disk::Quota,
+}
+
+/// What this host lets us enforce (cgroups and quotas need root).
+#[cfg(target_os = "linux")]
+pub fn enforcement() -> Enforcement {
+    static FOUND: std::sync::OnceLock<Enforcement> = std::sync::OnceLock::new();
+    *FOUND.get_or_init(|| {
+        let root = nix::unistd::geteuid().is_root();
+        Enforcement {
+            cgroups: if root {
+                cgroups::Flavor::detect()
+            } else {
+                cgroups::Flavor::None
+            },
+            quota: disk::Quota::detect(),
+        }
+    })
+}
+
+impl Limits {
+    /// One line for the log at start: the limits and how they are enforced.
+    pub fn describe(&self) -> String {
+        #[cfg(target_os = "linux")]
+        let how = {
+            let e = enforcement();
+            format!("{}; {}", e.cgroups.describe(), e.quota.describe())
+        };
+        #[cfg(not(target_os = "linux"))]
+        let how = "no sandbox on this system".to_string();
+        format!(
+            "memory {} MiB, {} processes, timeout {} s (max {} s), CPU {} s per process, \
+             output {} KiB per stream, disk {} MiB, {} open files, /tmp {} MiB, network {:?}; {how}",
+            self.memory_bytes >> 20,
+            self.processes,
+            self.default_timeout.as_secs(),
+            self.max_timeout.as_secs(),
+            self.cpu_seconds,
+            self.output_cap >> 10,
+            self.disk_bytes >> 20,
+            self.open_files,
+            self.tmp_bytes >> 20,
+            self.network,
+        )
     }
 }
 
@@ -128,6 +274,8 @@ pub struct SandboxPlace {
 pub struct RoomSandbox {
     jobs: tokio::sync::mpsc::UnboundedSender<Job>,
     control: tokio::sync::mpsc::UnboundedSender<Control>,
+    place: Arc<SandboxPlace>,
+    limits: Arc<Limits>,
 }
 
 #[cfg(target_os = "linux")]
@@ -139,8 +287,51 @@ impl RoomSandbox {
     pub fn new(place: SandboxPlace, limits: Arc<Limits>) -> Self {
         let (jobs, jobs_rx) = tokio::sync::mpsc::unbounded_channel();
         let (control, control_rx) = tokio::sync::mpsc::unbounded_channel();
-        tokio::spawn(worker::run(Arc::new(place), limits, jobs_rx, control_rx));
-        RoomSandbox { jobs, control }
+        let place = Arc::new(place);
+        tokio::spawn(worker::run(
+            place.clone(),
+            limits.clone(),
+            jobs_rx,
+            control_rx,
+        ));
+        RoomSandbox {
+            jobs,
+            control,
+            place,
+            limits,
+        }
+    }
+
+    /// Reads a file of the workspace (`path` relative to `/workspace`).
+    #[cfg(target_os = "linux")]
+    pub async fn read_file(&self, path: String) -> Result<Vec<u8>, files::FileError> {
+        let (place, limits) = (self.place.clone(), self.limits.clone());
+        tokio::task::spawn_blocking(move || {
+            if !place.workspace.exists() {
+                return Err(files::FileError::NotFound);
+            }
+            ready_workspace(&place, &limits)?;
+            files::read(&place.workspace, &path)
+        })
+        .await
+        .map_err(|e| files::FileError::Io(e.to_string()))?
+    }
+
+    /// Writes a file of the workspace, creating its parent folders;
+    /// answers its size.
+    #[cfg(target_os = "linux")]
+    pub async fn write_file(
+        &self,
+        path: String,
+        bytes: bytes::Bytes,
+    ) -> Result<u64, files::FileError> {
+        let (place, limits) = (self.place.clone(), self.limits.clone());
+        tokio::task::spawn_blocking(move || {
+            ready_workspace(&place, &limits)?;
+            files::write(&place.workspace, &path, &bytes, place.uid)
+        })
+        .await
+        .map_err(|e| files::FileError::Io(e.to_string()))?
     }
 
     /// Queues a command behind those queued before it (the job is queued
@@ -191,6 +382,18 @@ impl RoomSandbox {
             .await
             .map_err(|_| "the sandbox worker is gone".to_string())?
     }
+}
+
+/// The workspace exists, with its quota mounted where there is one.
+#[cfg(target_os = "linux")]
+fn ready_workspace(place: &SandboxPlace, limits: &Limits) -> Result<(), files::FileError> {
+    disk::prepare(
+        enforcement().quota,
+        &place.workspace,
+        limits.disk_bytes,
+        place.uid,
+    )
+    .map_err(|e| files::FileError::Io(format!("the workspace is not available: {e}")))
 }
 
 /// The binary to start as `duet sandbox-init`: this one, unless
@@ -248,12 +451,43 @@ pub fn workspace_dir(data_dir: &std::path::Path, opaque: &str) -> PathBuf {
     data_dir.join("workspaces").join(opaque)
 }
 
+/// Unmounts every workspace image of `data_dir` (the server stops; the
+/// images stay and are mounted again when their rooms next run).
+pub fn release_all(data_dir: &std::path::Path) {
+    #[cfg(target_os = "linux")]
+    {
+        let root = workspace_dir(data_dir, "");
+        let root = std::fs::canonicalize(&root).unwrap_or(root);
+        let Ok(mounts) = std::fs::read_to_string("/proc/self/mounts") else {
+            return;
+        };
+        for target in mounts.lines().filter_map(|l| l.split_whitespace().nth(1)) {
+            if std::path::Path::new(target).starts_with(&root) {
+                let _ = nix::mount::umount2(target, nix::mount::MntFlags::MNT_DETACH);
+            }
+        }
+    }
+}
+
 /// The host uid of a room's sandbox when the server runs as root: each room
-/// has its own (`slot` is a number kept with the room, unique per server).
-pub fn room_uid(slot: u32) -> Option<u32> {
+/// has its own. `slot` is a number kept with the room, unique per server;
+/// the data directory picks one of 60,000 ranges of 65,536 uids, so that
+/// two servers on one machine (an embedded one beside `duet serve`) do not
+/// share uids.
+pub fn room_uid(data_dir: &std::path::Path, slot: u32) -> Option<u32> {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
-    root.then(|| 200_000 + slot)
+    let dir = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
+    // FNV-1a: stable across builds and runs, unlike the std hasher.
+    let hash = dir
+        .as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
+        });
+    let range = (hash % 60_000) as u32;
+    root.then(|| 200_000 + range * 65_536 + (slot % 65_536))
 }
 
 /// Entry of the hidden `duet sandbox-init` helper process.

@@ -28,6 +28,9 @@ pub fn run() -> i32 {
     // reported (EPIPE instead of death); children get the default back.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     bring_up_loopback();
+    if let Err(e) = super::seccomp::load() {
+        eprintln!("duet sandbox: no seccomp filter on this host: {e}");
+    }
     let mut sup = match Supervisor::new() {
         Ok(s) => s,
         Err(e) => {

@@ -7,7 +7,7 @@ use super::wire::{self, Done, Request, Setup};
 use super::{Chunk, ExecOutcome, ExecSpec, Limits, SandboxError, SandboxPlace};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot};
 
@@ -73,11 +73,11 @@ pub(super) async fn run(
             },
             _ = idle, if process.is_some() => {
                 tracing::info!(room = %place.room, "sandbox idle: stopping it (its files stay)");
-                stop(&mut process).await;
+                stop(&place, &mut process).await;
             }
         }
     }
-    stop(&mut process).await;
+    stop(&place, &mut process).await;
 }
 
 async fn run_job(
@@ -110,7 +110,7 @@ async fn run_job(
         output_cap: limits.output_cap,
     };
     if send(&mut proc_.stdin, &request).await.is_err() {
-        stop(process).await;
+        stop(place, process).await;
         let _ = job
             .reply
             .send(Err(SandboxError::Start("the sandbox stopped".into())));
@@ -166,7 +166,7 @@ async fn run_job(
         emit(&mut outcome, &mut job.on_output, stream, rest);
     }
     if let Err(message) = ended {
-        stop(process).await;
+        stop(place, process).await;
         outcome.exit_code = None;
         outcome.error = Some(message);
     }
@@ -202,6 +202,7 @@ async fn send(stdin: &mut ChildStdin, request: &Request) -> std::io::Result<()> 
 /// Starts the helper and waits until its shell is ready.
 async fn start(place: &SandboxPlace, limits: &Limits) -> Result<Process, SandboxError> {
     let fail = |e: &dyn std::fmt::Display| SandboxError::Start(e.to_string());
+    let cgroups = prepare(place, limits).await.map_err(|e| fail(&e))?;
     let exe = super::helper_exe().map_err(|e| fail(&e))?;
     let mut child = Command::new(exe)
         .arg("sandbox-init")
@@ -228,6 +229,8 @@ async fn start(place: &SandboxPlace, limits: &Limits) -> Result<Process, Sandbox
         open_files: limits.open_files,
         memory_bytes: limits.memory_bytes,
         tmp_bytes: limits.tmp_bytes,
+        network: limits.network,
+        cgroups,
     };
     let mut line = serde_json::to_vec(&setup).map_err(|e| fail(&e))?;
     line.push(b'\n');
@@ -243,7 +246,7 @@ async fn start(place: &SandboxPlace, limits: &Limits) -> Result<Process, Sandbox
         }
         last
     });
-    let ready = tokio::time::timeout(START_TIMEOUT, read_frame(&mut stdout)).await;
+    let ready = tokio::time::timeout(START_TIMEOUT, wire::read_frame(&mut stdout)).await;
     match ready {
         Ok(Ok(Some((wire::READY, _)))) => {}
         other => {
@@ -269,7 +272,7 @@ async fn start(place: &SandboxPlace, limits: &Limits) -> Result<Process, Sandbox
 }
 
 async fn read_events(mut stdout: tokio::process::ChildStdout, tx: mpsc::Sender<Event>) {
-    while let Ok(Some((kind, payload))) = read_frame(&mut stdout).await {
+    while let Ok(Some((kind, payload))) = wire::read_frame(&mut stdout).await {
         let event = match kind {
             wire::STDOUT | wire::STDERR => Event::Output(kind, payload),
             wire::DONE => {
@@ -289,31 +292,56 @@ async fn read_events(mut stdout: tokio::process::ChildStdout, tx: mpsc::Sender<E
     }
 }
 
-async fn read_frame(
-    input: &mut (impl tokio::io::AsyncRead + Unpin),
-) -> std::io::Result<Option<(u8, Vec<u8>)>> {
-    let mut header = [0u8; 5];
-    match input.read_exact(&mut header).await {
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(e) => return Err(e),
-    }
-    let len = u32::from_le_bytes([header[1], header[2], header[3], header[4]]) as usize;
-    if len > wire::MAX_FRAME {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "frame too large",
-        ));
-    }
-    let mut payload = vec![0u8; len];
-    input.read_exact(&mut payload).await?;
-    Ok(Some((header[0], payload)))
+/// The room's name on the host: its workspace folder's opaque name.
+fn opaque(place: &SandboxPlace) -> String {
+    place
+        .workspace
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| place.room.clone())
 }
 
-/// Kills the sandbox (its PID namespace takes every process with it).
-async fn stop(process: &mut Option<Process>) {
+/// Readies the workspace (and its quota) and the room's cgroups; returns
+/// the cgroup folders the helper joins.
+async fn prepare(
+    place: &SandboxPlace,
+    limits: &Limits,
+) -> std::io::Result<Vec<std::path::PathBuf>> {
+    let enforcement = super::enforcement();
+    let workspace = place.workspace.clone();
+    let (uid, disk, processes, memory) = (
+        place.uid,
+        limits.disk_bytes,
+        limits.processes,
+        limits.memory_bytes,
+    );
+    let name = opaque(place);
+    let room = place.room.clone();
+    tokio::task::spawn_blocking(move || {
+        super::disk::prepare(enforcement.quota, &workspace, disk, uid)?;
+        if uid.is_none() {
+            return Ok(Vec::new());
+        }
+        match super::cgroups::create(enforcement.cgroups, &name, processes, memory) {
+            Ok(dirs) => Ok(dirs),
+            Err(e) => {
+                tracing::warn!(room = %room, "no cgroups for this room ({e}): rlimits only");
+                Ok(Vec::new())
+            }
+        }
+    })
+    .await
+    .map_err(std::io::Error::other)?
+}
+
+/// Kills the sandbox (its PID namespace takes every process with it) and
+/// removes the room's cgroups.
+async fn stop(place: &SandboxPlace, process: &mut Option<Process>) {
     if let Some(mut p) = process.take() {
         let _ = p.child.kill().await;
+        let flavor = super::enforcement().cgroups;
+        let name = opaque(place);
+        let _ = tokio::task::spawn_blocking(move || super::cgroups::remove(flavor, &name)).await;
     }
 }
 
@@ -322,14 +350,18 @@ async fn destroy(
     process: &mut Option<Process>,
     jobs: &mut mpsc::UnboundedReceiver<Job>,
 ) -> Result<(), String> {
-    stop(process).await;
+    stop(place, process).await;
     while let Ok(job) = jobs.try_recv() {
         let _ = job.reply.send(Err(SandboxError::Destroyed));
     }
     let workspace = place.workspace.clone();
-    tokio::task::spawn_blocking(move || super::remove_workspace(&workspace))
-        .await
-        .map_err(|e| e.to_string())?
+    tokio::task::spawn_blocking(move || {
+        super::disk::release(&workspace)
+            .map_err(|e| format!("cannot unmount the workspace: {e}"))?;
+        super::remove_workspace(&workspace)
+    })
+    .await
+    .map_err(|e| e.to_string())?
 }
 
 /// Decodes UTF-8 arriving in pieces: a character split between reads is

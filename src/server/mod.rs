@@ -1,7 +1,23 @@
 //! The backend: `duet serve` and the embedded server of the terminal client.
 
+mod auth;
+mod errors;
+mod files;
+mod http;
+mod ops;
+mod registry;
+mod room;
+mod router;
+mod store;
+mod ws;
+
 use crate::cli::ServeArgs;
+use anyhow::Context;
+use std::io::Write;
 use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 /// A backend running in this process.
 pub struct RunningServer {
@@ -13,15 +29,138 @@ pub struct RunningServer {
     pub shutdown: tokio_util::sync::CancellationToken,
 }
 
+/// The default data directory: `$XDG_DATA_HOME/duet`, else
+/// `$HOME/.local/share/duet`.
+fn default_data_dir() -> Option<PathBuf> {
+    let nonempty = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    nonempty("XDG_DATA_HOME")
+        .map(|d| d.join("duet"))
+        .or_else(|| nonempty("HOME").map(|h| h.join(".local/share/duet")))
+}
+
+/// Raises the soft open-files limit to the hard one: every connection and
+/// sandbox holds descriptors. Answers the limit in force (0: unknown).
+fn raise_open_files() -> u64 {
+    #[cfg(target_os = "linux")]
+    {
+        use nix::sys::resource::{Resource, getrlimit, setrlimit};
+        let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+            return 0;
+        };
+        if soft < hard && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_err() {
+            return soft;
+        }
+        hard.max(soft)
+    }
+    #[cfg(not(target_os = "linux"))]
+    0
+}
+
 /// Starts the backend on `args.listen` and returns once it listens.
 pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
-    let _ = args;
-    anyhow::bail!("the backend is not built yet")
+    let token = args.token.clone().filter(|t| !t.is_empty());
+    if !args.listen.ip().is_loopback() && token.is_none() {
+        anyhow::bail!(
+            "refusing to listen on {} without a token: anyone on the network could run commands. \
+             Set one with --token TOKEN or the DUET_TOKEN environment variable",
+            args.listen
+        );
+    }
+    let limits = args.limits();
+    limits.check().map_err(anyhow::Error::msg)?;
+    let open_files = raise_open_files();
+    let data_dir = match args.data_dir.clone().or_else(default_data_dir) {
+        Some(dir) => dir,
+        None => anyhow::bail!("no data directory: pass --data-dir DIR or set HOME"),
+    };
+    tokio::fs::create_dir_all(&data_dir)
+        .await
+        .with_context(|| format!("cannot create the data directory {}", data_dir.display()))?;
+    let store = store::Store::open(data_dir.join("duet.db"))
+        .await
+        .with_context(|| format!("cannot open the database in {}", data_dir.display()))?;
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let addr = listener.local_addr()?;
+    let limits = Arc::new(limits);
+    tracing::info!(
+        data_dir = %data_dir.display(),
+        open_files,
+        token = token.is_some(),
+        "limits in force: {}",
+        limits.describe()
+    );
+    let shutdown = CancellationToken::new();
+    let workspaces = data_dir.clone();
+    let shared = Arc::new(registry::Shared {
+        store,
+        agent: crate::ai::Agent::new(args.ai_config()),
+        limits,
+        data_dir,
+        shutdown: shutdown.clone(),
+    });
+    let app = Arc::new(router::App {
+        registry: registry::Registry::new(shared),
+        token,
+    });
+    let router = router::build(app);
+    let signal = shutdown.clone().cancelled_owned();
+    let stopped = tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, router)
+            .with_graceful_shutdown(signal)
+            .await
+        {
+            tracing::error!("the server failed: {e}");
+        }
+        // Quota images are mounted again on the next start.
+        let _ = tokio::task::spawn_blocking(move || crate::sandbox::release_all(&workspaces)).await;
+    });
+    Ok(RunningServer {
+        addr,
+        stopped,
+        shutdown,
+    })
+}
+
+/// Resolves on Ctrl+C or SIGTERM.
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
 }
 
 /// Runs the backend until Ctrl+C or SIGTERM.
 pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("DUET_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
     let running = start(args).await?;
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "duet: listening on http://{}", running.addr)?;
+        out.flush()?;
+    }
+    stop_signal().await;
+    tracing::info!("stopping");
+    running.shutdown.cancel();
     running.stopped.await?;
     Ok(())
 }

@@ -1,0 +1,198 @@
+//! Figures of the terminal client (issue 4): the time to draw one frame
+//! with 10 and with 10,000 messages of history (ratatui's TestBackend),
+//! the resident memory with 10,000 messages, and, when tmux is installed,
+//! the CPU time of an idle client over 30 s (the real binary joined to a
+//! real `duet serve`).
+//!
+//! Run: `cargo bench --bench tui` (set `DUET_BENCH_IDLE=0` to skip the
+//! 30-second idle measurement).
+//!
+//! Measuring idle CPU by hand: start `duet` in a terminal, then
+//! `pid=$(pgrep -n -x duet); a=$(awk '{print $14+$15}' /proc/$pid/stat);
+//! sleep 30; b=$(awk '{print $14+$15}' /proc/$pid/stat);
+//! echo "$(( (b-a) * 1000 / $(getconf CLK_TCK) )) ms of CPU in 30 s"`.
+
+use duet::protocol::{DuetMessage, Role, RoomState, ServerFrame};
+use duet::tui::app::{App, Msg, Session};
+use duet::tui::theme::Theme;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn session() -> Session {
+    Session {
+        server: "http://127.0.0.1:8787".into(),
+        room: "bench".into(),
+        name: "ada".into(),
+        connection_id: "c1".into(),
+        join_hint: "duet --room bench".into(),
+    }
+}
+
+fn history(n: usize) -> Vec<DuetMessage> {
+    (0..n)
+        .map(|i| DuetMessage {
+            id: (i + 1).to_string(),
+            role: if i % 3 == 2 { Role::Agent } else { Role::User },
+            user_id: Some(format!("person{}", i % 5)),
+            text: format!(
+                "message {i}: some words to wrap across the pane, enough of them to take two lines at 60 columns\n```\ncode line {i}\n```"
+            ),
+            ts: 1_767_348_000_000 + i as i64 * 1000,
+            runs: None,
+        })
+        .collect()
+}
+
+fn app_with(n: usize) -> App {
+    let mut app = App::new(session(), Theme { color: true }, time::UtcOffset::UTC, 0);
+    app.update(Msg::Resize(120, 40));
+    app.update(Msg::Socket(duet::client::socket::SocketEvent::Frame(
+        Box::new(ServerFrame::State {
+            state: RoomState {
+                messages: history(n),
+                execs: vec![],
+            },
+        }),
+    )));
+    app
+}
+
+/// Median and p99 of `runs` draws (after one warm-up draw).
+fn time_frames(app: &App, runs: usize) -> (Duration, Duration, Duration) {
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("test backend");
+    let cold = Instant::now();
+    terminal
+        .draw(|f| duet::tui::view::draw(f, app))
+        .expect("draw");
+    let cold = cold.elapsed();
+    let mut times: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let start = Instant::now();
+            terminal
+                .draw(|f| duet::tui::view::draw(f, app))
+                .expect("draw");
+            start.elapsed()
+        })
+        .collect();
+    times.sort();
+    (cold, times[runs / 2], times[runs * 99 / 100])
+}
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1).map(str::to_string))
+        })
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn main() {
+    // `cargo bench` passes --bench; any other argument is a filter we ignore.
+    let before = rss_kib();
+    let small = app_with(10);
+    let (cold, median, p99) = time_frames(&small, 500);
+    println!("frame, 10 messages:     first {cold:?}, median {median:?}, p99 {p99:?}");
+    let large = app_with(10_000);
+    let after_build = rss_kib();
+    let (cold, median, p99) = time_frames(&large, 500);
+    println!("frame, 10,000 messages: first {cold:?}, median {median:?}, p99 {p99:?}");
+    println!(
+        "resident memory: {} KiB before, {} KiB with 10,000 messages (+{} KiB), {} KiB after drawing",
+        before,
+        after_build,
+        after_build.saturating_sub(before),
+        rss_kib()
+    );
+    drop((small, large));
+    if std::env::var("DUET_BENCH_IDLE").as_deref() != Ok("0") {
+        match idle_cpu() {
+            Ok(ms) => println!("idle client: {ms} ms of CPU time in 30 s"),
+            Err(why) => println!("idle client: not measured ({why})"),
+        }
+    }
+}
+
+/// CPU time of a real client, connected to a real backend, idle for 30 s.
+fn idle_cpu() -> Result<u64, String> {
+    let bin = env!("CARGO_BIN_EXE_duet");
+    if Command::new("tmux").arg("-V").output().is_err() {
+        return Err("tmux is not installed".into());
+    }
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+        listener.local_addr().map_err(|e| e.to_string())?.port()
+    };
+    let mut server = Command::new(bin)
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--data-dir",
+        ])
+        .arg(dir.path().join("server"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let socket = dir.path().join("tmux.sock");
+    let tmux = |args: &[&str]| {
+        Command::new("tmux")
+            .arg("-S")
+            .arg(&socket)
+            .args(args)
+            .output()
+    };
+    let client = format!(
+        "DUET_DATA_DIR={} {bin} --server http://127.0.0.1:{port} --room idle --name bench",
+        dir.path().join("client").display()
+    );
+    let result = (|| {
+        std::thread::sleep(Duration::from_secs(1));
+        tmux(&[
+            "new-session",
+            "-d",
+            "-s",
+            "idle",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            &client,
+        ])
+        .map_err(|e| e.to_string())?;
+        std::thread::sleep(Duration::from_secs(3));
+        let pid =
+            tmux(&["display", "-p", "-t", "idle", "#{pane_pid}"]).map_err(|e| e.to_string())?;
+        let pid = String::from_utf8_lossy(&pid.stdout).trim().to_string();
+        let cpu = || -> Result<u64, String> {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map_err(|e| format!("client not running: {e}"))?;
+            let fields: Vec<&str> = stat
+                .rsplit_once(')')
+                .map(|(_, rest)| rest.split_whitespace().collect())
+                .unwrap_or_default();
+            let ticks: u64 = fields
+                .get(11..13)
+                .ok_or("bad /proc stat")?
+                .iter()
+                .filter_map(|v| v.parse::<u64>().ok())
+                .sum();
+            Ok(ticks * 10)
+        };
+        let a = cpu()?;
+        std::thread::sleep(Duration::from_secs(30));
+        let b = cpu()?;
+        Ok(b - a)
+    })();
+    let _ = tmux(&["kill-server"]);
+    let _ = server.kill();
+    let _ = server.wait();
+    result
+}

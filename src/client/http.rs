@@ -1,0 +1,417 @@
+//! Every HTTP call of shared/PROTOCOL.md, from the client's side: one
+//! `HttpClient` per room, a bearer token where the backend has one, 503 and
+//! 429 retried after `Retry-After`, every other error kept whole.
+
+use crate::protocol::{
+    CleanupResponse, Details, ErrorBody, ExecRequest, ExecResponse, FileResponse, MessageRequest,
+    MessageResponse, MessagesPage,
+};
+use reqwest::{Method, StatusCode};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::fmt;
+use std::time::Duration;
+
+/// How often a 503 or 429 is retried before it is shown.
+const MAX_RETRIES: u32 = 5;
+/// The longest `Retry-After` honoured; longer ones are shortened to this.
+const MAX_RETRY_WAIT: Duration = Duration::from_secs(30);
+
+/// Why a call failed, with everything the person needs to see.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    /// The backend answered with an error status.
+    #[error("{0}")]
+    Status(StatusError),
+    /// The backend could not be reached or the connection broke.
+    #[error("cannot reach {url}: {message}")]
+    Transport { url: String, message: String },
+    /// The backend answered 2xx with a body that is not what PROTOCOL.md says.
+    #[error("unexpected answer from {url}: {message}")]
+    Decode { url: String, message: String },
+    /// The settings cannot make a valid request (bad server URL, room id).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// An error answer: the status and the server's body, `details` included.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatusError {
+    pub status: u16,
+    /// The `error` field, or the whole text when the body is not JSON.
+    pub error: String,
+    pub details: Option<Details>,
+}
+
+impl fmt::Display for StatusError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let reason = StatusCode::from_u16(self.status)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            .unwrap_or("");
+        write!(f, "{} {}", self.status, reason)?;
+        if !self.error.is_empty() {
+            write!(f, ": {}", self.error)?;
+        }
+        for (field, messages) in self.details.iter().flatten() {
+            write!(f, "; {field}: {}", messages.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+impl StatusError {
+    /// Reads an error answer's body: JSON `{error, details}` or plain text.
+    pub fn from_body(status: u16, body: &str) -> StatusError {
+        match serde_json::from_str::<ErrorBody>(body) {
+            Ok(parsed) => StatusError {
+                status,
+                error: parsed.error,
+                details: parsed.details,
+            },
+            Err(_) => StatusError {
+                status,
+                error: body.trim().to_string(),
+                details: None,
+            },
+        }
+    }
+}
+
+/// A client of one room of one backend.
+#[derive(Debug, Clone)]
+pub struct HttpClient {
+    client: reqwest::Client,
+    base: String,
+    room: String,
+    token: Option<String>,
+    name: String,
+}
+
+impl HttpClient {
+    /// A client for `room` on the backend at `base` (e.g. `http://h:8787`).
+    pub fn new(
+        base: &str,
+        room: &str,
+        token: Option<String>,
+        name: &str,
+    ) -> Result<HttpClient, HttpError> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let base = base.trim_end_matches('/').to_string();
+        let parsed = url::Url::parse(&base)
+            .map_err(|err| HttpError::Invalid(format!("server URL {base:?}: {err}")))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(HttpError::Invalid(format!(
+                "server URL {base:?}: use http:// or https://"
+            )));
+        }
+        if !crate::protocol::valid_room_id(room) {
+            return Err(HttpError::Invalid(format!(
+                "room {room:?}: 1–63 of A-Z a-z 0-9 _ -, first and last alphanumeric"
+            )));
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|err| HttpError::Invalid(format!("cannot build an HTTP client: {err}")))?;
+        Ok(HttpClient {
+            client,
+            base,
+            room: room.to_string(),
+            token,
+            name: name.to_string(),
+        })
+    }
+
+    /// The same client for another backend (the embedded one moved).
+    pub fn with_base(&self, base: &str) -> Result<HttpClient, HttpError> {
+        HttpClient::new(base, &self.room, self.token.clone(), &self.name)
+    }
+
+    /// The backend's base URL.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// The room this client talks to.
+    pub fn room(&self) -> &str {
+        &self.room
+    }
+
+    /// Changes the name sent as `userId` (after `/name`).
+    pub fn set_name(&mut self, name: &str) {
+        self.name = name.to_string();
+    }
+
+    fn room_url(&self, tail: &str) -> String {
+        format!("{}/api/rooms/{}/{tail}", self.base, self.room)
+    }
+
+    /// `GET /health`: whether the backend answers `ok`.
+    pub async fn health(&self) -> Result<(), HttpError> {
+        let url = format!("{}/health", self.base);
+        let text = self.send_text(Method::GET, &url, None).await?;
+        if text.trim() == "ok" {
+            Ok(())
+        } else {
+            Err(HttpError::Decode {
+                url,
+                message: format!("health answered {text:?}"),
+            })
+        }
+    }
+
+    /// `POST /message`: answers when the agent's turn ended.
+    pub async fn message(&self, text: &str) -> Result<MessageResponse, HttpError> {
+        let body = MessageRequest {
+            text: text.to_string(),
+            user_id: Some(self.name.clone()),
+        };
+        self.post("message", &body).await
+    }
+
+    /// `POST /sandbox/exec`.
+    pub async fn exec(&self, mut request: ExecRequest) -> Result<ExecResponse, HttpError> {
+        request.user_id.get_or_insert_with(|| self.name.clone());
+        self.post("sandbox/exec", &request).await
+    }
+
+    /// `POST /sandbox/interrupt`: the given command, else the current one.
+    pub async fn interrupt(&self, exec_id: Option<&str>) -> Result<bool, HttpError> {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Body<'a> {
+            #[serde(skip_serializing_if = "Option::is_none")]
+            exec_id: Option<&'a str>,
+            user_id: &'a str,
+        }
+        #[derive(serde::Deserialize)]
+        struct Answer {
+            interrupted: bool,
+        }
+        let body = Body {
+            exec_id,
+            user_id: &self.name,
+        };
+        let answer: Answer = self.post("sandbox/interrupt", &body).await?;
+        Ok(answer.interrupted)
+    }
+
+    /// `POST /cancel`: ends the agent's current turn.
+    pub async fn cancel(&self, turn_id: Option<&str>) -> Result<bool, HttpError> {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Body<'a> {
+            #[serde(skip_serializing_if = "Option::is_none")]
+            turn_id: Option<&'a str>,
+            user_id: &'a str,
+        }
+        #[derive(serde::Deserialize)]
+        struct Answer {
+            cancelled: bool,
+        }
+        let body = Body {
+            turn_id,
+            user_id: &self.name,
+        };
+        let answer: Answer = self.post("cancel", &body).await?;
+        Ok(answer.cancelled)
+    }
+
+    /// `POST /cleanup`: 200, or 207 with `errors` (still a success here).
+    pub async fn cleanup(&self) -> Result<CleanupResponse, HttpError> {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Body<'a> {
+            user_id: &'a str,
+        }
+        self.post(
+            "cleanup",
+            &Body {
+                user_id: &self.name,
+            },
+        )
+        .await
+    }
+
+    /// `GET /messages`: a page strictly older than `before`.
+    pub async fn messages(
+        &self,
+        before: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<MessagesPage, HttpError> {
+        let mut url = url::Url::parse(&self.room_url("messages"))
+            .map_err(|err| HttpError::Invalid(err.to_string()))?;
+        {
+            let mut query = url.query_pairs_mut();
+            if let Some(before) = before {
+                query.append_pair("before", before);
+            }
+            if let Some(limit) = limit {
+                query.append_pair("limit", &limit.to_string());
+            }
+        }
+        let text = self.send_text(Method::GET, url.as_str(), None).await?;
+        decode(url.as_str(), &text)
+    }
+
+    async fn post<B: Serialize, T: DeserializeOwned>(
+        &self,
+        tail: &str,
+        body: &B,
+    ) -> Result<T, HttpError> {
+        let url = self.room_url(tail);
+        let json = serde_json::to_vec(body).map_err(|err| HttpError::Invalid(err.to_string()))?;
+        let text = self.send_text(Method::POST, &url, Some(json)).await?;
+        decode(&url, &text)
+    }
+
+    /// `GET /files/{path}`: the bytes of a file of the workspace.
+    pub async fn get_file(&self, path: &str) -> Result<bytes::Bytes, HttpError> {
+        let url = self.file_url(path)?;
+        self.send(Method::GET, &url, None).await
+    }
+
+    /// `PUT /files/{path}`: writes a file of the workspace (parents made).
+    pub async fn put_file(&self, path: &str, bytes: Vec<u8>) -> Result<FileResponse, HttpError> {
+        let url = self.file_url(path)?;
+        let answer = self
+            .send(Method::PUT, &url, Some(("application/octet-stream", bytes)))
+            .await?;
+        decode(&url, &String::from_utf8_lossy(&answer))
+    }
+
+    /// The URL of a workspace file, each segment of `path` escaped.
+    fn file_url(&self, path: &str) -> Result<String, HttpError> {
+        // A URL resolves `..` itself: refuse it here, as the server would.
+        if path.split('/').any(|s| s == "..") {
+            return Err(HttpError::Invalid(format!(
+                "{path}: must stay inside /workspace (no ..)"
+            )));
+        }
+        let mut url = url::Url::parse(&self.room_url("files"))
+            .map_err(|err| HttpError::Invalid(err.to_string()))?;
+        url.path_segments_mut()
+            .map_err(|_| {
+                HttpError::Invalid(format!("server URL {:?} cannot have a path", self.base))
+            })?
+            .extend(path.split('/').filter(|s| !s.is_empty()));
+        Ok(url.to_string())
+    }
+
+    /// Sends one JSON request; answers the body of a 2xx as text.
+    async fn send_text(
+        &self,
+        method: Method,
+        url: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<String, HttpError> {
+        let bytes = self
+            .send(method, url, body.map(|b| ("application/json", b)))
+            .await?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// Sends one request, retrying 503 and 429 after `Retry-After`; answers
+    /// the body of a 2xx, or the error whole.
+    async fn send(
+        &self,
+        method: Method,
+        url: &str,
+        body: Option<(&'static str, Vec<u8>)>,
+    ) -> Result<bytes::Bytes, HttpError> {
+        let mut attempt = 0;
+        loop {
+            let mut request = self.client.request(method.clone(), url);
+            if let Some(token) = &self.token {
+                request = request.bearer_auth(token);
+            }
+            if let Some((content_type, body)) = &body {
+                request = request
+                    .header(reqwest::header::CONTENT_TYPE, *content_type)
+                    .body(body.clone());
+            }
+            let response = request.send().await.map_err(|err| transport(url, &err))?;
+            let status = response.status();
+            let retry_after = response
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok());
+            let bytes = response.bytes().await.map_err(|err| transport(url, &err))?;
+            if status.is_success() {
+                return Ok(bytes);
+            }
+            let retryable = matches!(
+                status,
+                StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS
+            );
+            if retryable && attempt < MAX_RETRIES {
+                attempt += 1;
+                let wait = retry_after
+                    .map(Duration::from_secs)
+                    .unwrap_or(Duration::from_secs(1))
+                    .min(MAX_RETRY_WAIT);
+                tracing::debug!(%url, %status, ?wait, "retrying");
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+            return Err(HttpError::Status(StatusError::from_body(
+                status.as_u16(),
+                &String::from_utf8_lossy(&bytes),
+            )));
+        }
+    }
+}
+
+fn transport(url: &str, err: &reqwest::Error) -> HttpError {
+    // reqwest's own text repeats the URL; its causes say what happened.
+    let mut causes = Vec::new();
+    let mut source = std::error::Error::source(err);
+    while let Some(inner) = source {
+        causes.push(inner.to_string());
+        source = inner.source();
+    }
+    let message = if causes.is_empty() {
+        err.to_string()
+    } else {
+        causes.join(": ")
+    };
+    HttpError::Transport {
+        url: url.to_string(),
+        message,
+    }
+}
+
+fn decode<T: DeserializeOwned>(url: &str, text: &str) -> Result<T, HttpError> {
+    serde_json::from_str(text).map_err(|err| HttpError::Decode {
+        url: url.to_string(),
+        message: err.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_bodies_are_shown_whole() {
+        let err = StatusError::from_body(
+            400,
+            r#"{"error":"invalid request","details":{"cmd":["must not be empty"]}}"#,
+        );
+        assert_eq!(
+            err.to_string(),
+            "400 Bad Request: invalid request; cmd: must not be empty"
+        );
+        let err = StatusError::from_body(404, "Not Found\n");
+        assert_eq!(err.to_string(), "404 Not Found: Not Found");
+    }
+
+    #[test]
+    fn bad_settings_are_refused_before_any_request() {
+        assert!(HttpClient::new("ftp://x", "r", None, "a").is_err());
+        assert!(HttpClient::new("http://x", "bad room", None, "a").is_err());
+        assert!(HttpClient::new("http://x:1/", "r-1", None, "a").is_ok());
+    }
+}

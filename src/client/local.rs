@@ -1,0 +1,123 @@
+//! The embedded backend of a data directory: a lock held by the process
+//! that runs it and a port file saying where it listens, so that a second
+//! `duet` (or `duet exec`) on the same machine joins it instead of starting
+//! another.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The lock file held for as long as the embedded backend runs.
+pub fn lock_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("duet.lock")
+}
+
+/// The file naming the embedded backend's URL.
+pub fn port_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("duet.port")
+}
+
+/// The log file of the embedded backend and the client.
+pub fn log_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("duet.log")
+}
+
+/// Held by the process whose backend serves the data directory; released
+/// when dropped (or when the process dies).
+#[derive(Debug)]
+pub struct BackendLock {
+    _file: File,
+    port_file: PathBuf,
+}
+
+impl BackendLock {
+    /// Takes the lock of `data_dir`, creating the directory; `None` when
+    /// another process holds it.
+    pub fn try_acquire(data_dir: &Path) -> std::io::Result<Option<BackendLock>> {
+        std::fs::create_dir_all(data_dir)?;
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(lock_path(data_dir))?;
+        if !try_lock(&file)? {
+            return Ok(None);
+        }
+        Ok(Some(BackendLock {
+            _file: file,
+            port_file: port_path(data_dir),
+        }))
+    }
+
+    /// Writes the port file (atomically: a reader never sees half of it).
+    pub fn publish(&self, url: &str) -> std::io::Result<()> {
+        let tmp = self.port_file.with_extension("port.tmp");
+        let mut file = File::create(&tmp)?;
+        writeln!(file, "{url}")?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, &self.port_file)
+    }
+}
+
+impl Drop for BackendLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.port_file);
+    }
+}
+
+/// The URL of the backend running for `data_dir`, if one runs: the lock is
+/// held by someone and the port file names a URL.
+pub fn running_backend(data_dir: &Path) -> Option<String> {
+    let file = File::options().write(true).open(lock_path(data_dir)).ok()?;
+    if try_lock(&file).ok()? {
+        // Nobody holds it: whatever the port file says is stale.
+        return None;
+    }
+    let text = std::fs::read_to_string(port_path(data_dir)).ok()?;
+    let url = text.trim();
+    (!url.is_empty()).then(|| url.to_string())
+}
+
+#[cfg(unix)]
+fn try_lock(file: &File) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor we own; no memory is shared.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let err = std::io::Error::last_os_error();
+    if err.kind() == std::io::ErrorKind::WouldBlock {
+        Ok(false)
+    } else {
+        Err(err)
+    }
+}
+
+#[cfg(not(unix))]
+fn try_lock(_file: &File) -> std::io::Result<bool> {
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_process_finds_the_backend_through_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(running_backend(dir.path()), None);
+        let lock = BackendLock::try_acquire(dir.path()).unwrap().unwrap();
+        lock.publish("http://127.0.0.1:4242").unwrap();
+        // flock locks belong to open file descriptions: a second open in
+        // this process conflicts just as another process would.
+        assert!(BackendLock::try_acquire(dir.path()).unwrap().is_none());
+        assert_eq!(
+            running_backend(dir.path()).as_deref(),
+            Some("http://127.0.0.1:4242")
+        );
+        drop(lock);
+        assert_eq!(running_backend(dir.path()), None);
+        assert!(BackendLock::try_acquire(dir.path()).unwrap().is_some());
+    }
+}

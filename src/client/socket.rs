@@ -1,0 +1,365 @@
+//! The room socket as an actor task: connects, reconnects with jittered
+//! exponential backoff, measures the round trip with ping/pong, and reports
+//! to the UI as messages. The UI never awaits the network.
+
+use crate::protocol::{ClientFrame, ServerFrame};
+use futures_util::{SinkExt, StreamExt};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::{self, Message};
+
+/// How often the client pings to measure the round trip and detect a dead link.
+const PING_EVERY: Duration = Duration::from_secs(5);
+/// A link with no answer to pings for this long is dropped and reconnected.
+const DEAD_AFTER: Duration = Duration::from_secs(20);
+/// Longest wait between two connection attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// A connection attempt that takes longer is abandoned.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where and as whom the socket connects.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SocketParams {
+    /// Backend base URL (`http://…` or `https://…`).
+    pub base: String,
+    pub room: String,
+    pub name: String,
+    pub token: Option<String>,
+    /// This connection's id (`_pk`).
+    pub connection_id: String,
+}
+
+/// The connection's state, as the status bar shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConnState {
+    Connecting,
+    /// Connected; the last measured round trip, once one was measured.
+    Connected {
+        rtt_ms: Option<u64>,
+    },
+    /// Waiting before the next attempt; why the last one failed.
+    Reconnecting {
+        in_secs: u64,
+        reason: String,
+    },
+    /// Not trying any more (refused by the backend, or closed).
+    Offline(String),
+}
+
+/// What the actor tells the UI.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SocketEvent {
+    State(ConnState),
+    Frame(Box<ServerFrame>),
+}
+
+/// What the UI asks of the actor.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SocketCommand {
+    /// Send `duet_typing`.
+    Typing,
+    /// Send an `rpc` frame.
+    Rpc {
+        id: String,
+        method: String,
+        args: Vec<serde_json::Value>,
+    },
+    /// Reconnect now under another name (`/name`).
+    Rejoin { name: String },
+    /// Reconnect now to another backend (the embedded one moved).
+    Retarget { base: String },
+    /// Close and stop.
+    Close,
+}
+
+/// The UI's handle on the actor.
+#[derive(Debug, Clone)]
+pub struct SocketHandle {
+    commands: mpsc::UnboundedSender<SocketCommand>,
+}
+
+impl SocketHandle {
+    /// Queues a command; a stopped actor ignores it.
+    pub fn send(&self, command: SocketCommand) {
+        let _ = self.commands.send(command);
+    }
+}
+
+/// Starts the actor; its events arrive on `events`.
+pub fn spawn(
+    params: SocketParams,
+    events: mpsc::UnboundedSender<SocketEvent>,
+) -> (SocketHandle, tokio::task::JoinHandle<()>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let task = tokio::spawn(actor(params, events, rx));
+    (SocketHandle { commands: tx }, task)
+}
+
+/// The socket URL of PROTOCOL.md for `params`.
+pub fn socket_url(params: &SocketParams) -> Result<url::Url, String> {
+    let mut url = url::Url::parse(&params.base).map_err(|e| format!("{}: {e}", params.base))?;
+    let scheme = match url.scheme() {
+        "http" | "ws" => "ws",
+        "https" | "wss" => "wss",
+        other => return Err(format!("unsupported scheme {other}")),
+    };
+    url.set_scheme(scheme)
+        .map_err(|_| format!("cannot use {} as a socket URL", params.base))?;
+    url.set_path(&format!("/api/rooms/{}/ws", params.room));
+    {
+        let mut q = url.query_pairs_mut();
+        q.clear();
+        q.append_pair("user", &params.name);
+        q.append_pair("_pk", &params.connection_id);
+        if let Some(token) = &params.token {
+            q.append_pair("token", token);
+        }
+    }
+    Ok(url)
+}
+
+/// The wait before attempt `attempt` (1-based): exponential from 500 ms,
+/// capped, with the upper half jittered so clients do not reconnect in step.
+pub fn backoff(attempt: u32, jitter: f64) -> Duration {
+    let base = Duration::from_millis(500).saturating_mul(1u32 << attempt.min(10).saturating_sub(1));
+    let capped = base.min(MAX_BACKOFF);
+    capped.mul_f64(0.5 + 0.5 * jitter.clamp(0.0, 1.0))
+}
+
+/// How one connection ended.
+enum Ended {
+    Dropped(String),
+    Rejoin(String),
+    Retarget(String),
+    Close,
+}
+
+async fn actor(
+    mut params: SocketParams,
+    events: mpsc::UnboundedSender<SocketEvent>,
+    mut commands: mpsc::UnboundedReceiver<SocketCommand>,
+) {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let report = |state: ConnState| events.send(SocketEvent::State(state)).is_ok();
+    let mut attempt: u32 = 0;
+    loop {
+        if !report(ConnState::Connecting) {
+            return;
+        }
+        let reason = match connect(&params).await {
+            Ok(ws) => {
+                attempt = 0;
+                match connection(ws, &events, &mut commands).await {
+                    Ended::Close => return,
+                    Ended::Rejoin(name) => {
+                        params.name = name;
+                        continue;
+                    }
+                    Ended::Retarget(base) => {
+                        params.base = base;
+                        continue;
+                    }
+                    Ended::Dropped(reason) => reason,
+                }
+            }
+            Err(ConnectError::Refused(reason)) => {
+                report(ConnState::Offline(reason));
+                // Refused for good (bad token, bad room): wait for the person.
+                loop {
+                    match commands.recv().await {
+                        None | Some(SocketCommand::Close) => return,
+                        Some(SocketCommand::Rejoin { name }) => {
+                            params.name = name;
+                            break;
+                        }
+                        Some(SocketCommand::Retarget { base }) => {
+                            params.base = base;
+                            break;
+                        }
+                        Some(_) => {}
+                    }
+                }
+                continue;
+            }
+            Err(ConnectError::Failed(reason)) => reason,
+        };
+        attempt = attempt.saturating_add(1);
+        let wait = backoff(attempt, rand::random::<f64>());
+        let deadline = tokio::time::Instant::now() + wait;
+        tracing::info!(?wait, %reason, "socket reconnecting");
+        // Count down whole seconds, listening for commands meanwhile.
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            let secs = left.as_secs() + u64::from(left.subsec_nanos() > 0);
+            if !report(ConnState::Reconnecting {
+                in_secs: secs,
+                reason: reason.clone(),
+            }) {
+                return;
+            }
+            let tick = left.min(left - Duration::from_secs(secs.saturating_sub(1)));
+            tokio::select! {
+                _ = tokio::time::sleep(tick) => {}
+                command = commands.recv() => match command {
+                    None | Some(SocketCommand::Close) => return,
+                    Some(SocketCommand::Rejoin { name }) => { params.name = name; break; }
+                    Some(SocketCommand::Retarget { base }) => { params.base = base; break; }
+                    Some(_) => {}
+                },
+            }
+        }
+    }
+}
+
+enum ConnectError {
+    /// The backend refused the socket (4xx): retrying will not help.
+    Refused(String),
+    Failed(String),
+}
+
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn connect(params: &SocketParams) -> Result<Ws, ConnectError> {
+    let url = socket_url(params).map_err(ConnectError::Refused)?;
+    let attempt = tokio_tungstenite::connect_async(url.as_str());
+    match tokio::time::timeout(CONNECT_TIMEOUT, attempt).await {
+        Err(_) => Err(ConnectError::Failed("connection timed out".into())),
+        Ok(Ok((ws, _response))) => Ok(ws),
+        Ok(Err(tungstenite::Error::Http(response))) => {
+            let status = response.status();
+            let body = response
+                .body()
+                .as_ref()
+                .map(|b| String::from_utf8_lossy(b).trim().to_string())
+                .unwrap_or_default();
+            let shown = crate::client::http::StatusError::from_body(status.as_u16(), &body);
+            if status.is_client_error() && status.as_u16() != 429 {
+                Err(ConnectError::Refused(shown.to_string()))
+            } else {
+                Err(ConnectError::Failed(shown.to_string()))
+            }
+        }
+        Ok(Err(err)) => Err(ConnectError::Failed(err.to_string())),
+    }
+}
+
+async fn connection(
+    ws: Ws,
+    events: &mpsc::UnboundedSender<SocketEvent>,
+    commands: &mut mpsc::UnboundedReceiver<SocketCommand>,
+) -> Ended {
+    let (mut sink, mut stream) = ws.split();
+    let mut ping = tokio::time::interval(PING_EVERY);
+    let mut sent_at: Option<(u64, Instant)> = None;
+    let mut seq: u64 = 0;
+    let mut last_heard = Instant::now();
+    let _ = events.send(SocketEvent::State(ConnState::Connected { rtt_ms: None }));
+    loop {
+        tokio::select! {
+            message = stream.next() => {
+                let message = match message {
+                    None => return Ended::Dropped("the backend closed the connection".into()),
+                    Some(Err(err)) => return Ended::Dropped(err.to_string()),
+                    Some(Ok(m)) => m,
+                };
+                last_heard = Instant::now();
+                match message {
+                    Message::Text(text) => {
+                        match serde_json::from_str::<ServerFrame>(text.as_str()) {
+                            Ok(frame) => {
+                                if events.send(SocketEvent::Frame(Box::new(frame))).is_err() {
+                                    return Ended::Close;
+                                }
+                            }
+                            // Frames of types we do not know are ignored (PROTOCOL.md).
+                            Err(err) => tracing::debug!(%err, "ignored frame"),
+                        }
+                    }
+                    Message::Pong(payload) => {
+                        if let Some((id, at)) = sent_at
+                            && payload.as_ref() == id.to_be_bytes()
+                        {
+                            let rtt = at.elapsed().as_millis() as u64;
+                            sent_at = None;
+                            let _ = events.send(SocketEvent::State(ConnState::Connected { rtt_ms: Some(rtt) }));
+                        }
+                    }
+                    Message::Close(frame) => {
+                        let why = frame.map(|f| f.reason.to_string()).filter(|r| !r.is_empty());
+                        return Ended::Dropped(why.unwrap_or_else(|| "the backend closed the connection".into()));
+                    }
+                    _ => {}
+                }
+            }
+            _ = ping.tick() => {
+                if last_heard.elapsed() > DEAD_AFTER {
+                    return Ended::Dropped("no answer from the backend".into());
+                }
+                seq += 1;
+                sent_at = Some((seq, Instant::now()));
+                if let Err(err) = sink.send(Message::Ping(seq.to_be_bytes().to_vec().into())).await {
+                    return Ended::Dropped(err.to_string());
+                }
+            }
+            command = commands.recv() => {
+                let frame = match command {
+                    None | Some(SocketCommand::Close) => {
+                        let _ = sink.send(Message::Close(None)).await;
+                        return Ended::Close;
+                    }
+                    Some(SocketCommand::Rejoin { name }) => {
+                        let _ = sink.send(Message::Close(None)).await;
+                        return Ended::Rejoin(name);
+                    }
+                    Some(SocketCommand::Retarget { base }) => {
+                        let _ = sink.send(Message::Close(None)).await;
+                        return Ended::Retarget(base);
+                    }
+                    Some(SocketCommand::Typing) => ClientFrame::Typing {},
+                    Some(SocketCommand::Rpc { id, method, args }) => ClientFrame::Rpc {
+                        id: serde_json::Value::String(id),
+                        method,
+                        args,
+                    },
+                };
+                let Ok(text) = serde_json::to_string(&frame) else { continue };
+                if let Err(err) = sink.send(Message::text(text)).await {
+                    return Ended::Dropped(err.to_string());
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_socket_url_follows_the_protocol() {
+        let params = SocketParams {
+            base: "https://duet.example/".into(),
+            room: "r-1".into(),
+            name: "ada lovelace".into(),
+            token: Some("t&1".into()),
+            connection_id: "c1".into(),
+        };
+        assert_eq!(
+            socket_url(&params).unwrap().as_str(),
+            "wss://duet.example/api/rooms/r-1/ws?user=ada+lovelace&_pk=c1&token=t%261"
+        );
+    }
+
+    #[test]
+    fn backoff_grows_jittered_and_capped() {
+        assert_eq!(backoff(1, 1.0), Duration::from_millis(500));
+        assert_eq!(backoff(1, 0.0), Duration::from_millis(250));
+        assert_eq!(backoff(3, 1.0), Duration::from_secs(2));
+        assert_eq!(backoff(30, 1.0), MAX_BACKOFF);
+        assert!(backoff(30, 0.0) >= MAX_BACKOFF / 2);
+    }
+}

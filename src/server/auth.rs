@@ -1,0 +1,93 @@
+//! The bearer token: every path but `/health` needs it when the server has
+//! one; a socket may pass it as `?token=` instead.
+
+use super::errors::ApiError;
+use super::router::App;
+use axum::extract::{Request, State};
+use axum::http::header::AUTHORIZATION;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use std::sync::Arc;
+
+/// Middleware answering 401 to requests without the server's token.
+pub(crate) async fn require_token(
+    State(app): State<Arc<App>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    match app.token.as_deref() {
+        Some(token) if req.uri().path() != "/health" && !authorized(&req, token) => {
+            ApiError::unauthorized().into_response()
+        }
+        _ => next.run(req).await,
+    }
+}
+
+/// Whether the request carries `token`.
+fn authorized(req: &Request, token: &str) -> bool {
+    let header = req
+        .headers()
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if header.is_some_and(|given| same(given.trim(), token)) {
+        return true;
+    }
+    let path = req.uri().path();
+    let socket =
+        path.starts_with("/agents/") || (path.starts_with("/api/rooms/") && path.ends_with("/ws"));
+    socket
+        && req.uri().query().is_some_and(|q| {
+            url::form_urlencoded::parse(q.as_bytes()).any(|(k, v)| k == "token" && same(&v, token))
+        })
+}
+
+/// Compares secrets in time independent of where they differ.
+fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(uri: &str, header: Option<&str>) -> Request {
+        let mut b = Request::builder().uri(uri);
+        if let Some(h) = header {
+            b = b.header(AUTHORIZATION, h);
+        }
+        b.body(axum::body::Body::empty()).unwrap()
+    }
+
+    #[test]
+    fn tokens_come_by_header_or_on_sockets_by_query() {
+        assert!(authorized(
+            &req("/api/rooms/a/cleanup", Some("Bearer s3")),
+            "s3"
+        ));
+        assert!(!authorized(
+            &req("/api/rooms/a/cleanup", Some("Bearer s4")),
+            "s3"
+        ));
+        assert!(!authorized(
+            &req("/api/rooms/a/cleanup?token=s3", None),
+            "s3"
+        ));
+        assert!(authorized(
+            &req("/api/rooms/a/ws?user=x&token=s3", None),
+            "s3"
+        ));
+        assert!(authorized(
+            &req("/agents/duet-agent/a?token=s3", None),
+            "s3"
+        ));
+        assert!(!authorized(
+            &req("/agents/duet-agent/a?token=s", None),
+            "s3"
+        ));
+    }
+}

@@ -1,0 +1,145 @@
+//! Error answers of PROTOCOL.md (400 with per-field `details`, 401, 405,
+//! 413, 500) and the JSON body extractor that produces the body errors.
+
+use crate::protocol::{Details, ErrorBody, MAX_BODY};
+use axum::Json;
+use axum::extract::{FromRequest, Request};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use serde_json::{Map, Value};
+
+/// An error answer: a status and the `{"error", "details"?}` body.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ApiError {
+    pub(crate) status: StatusCode,
+    pub(crate) body: ErrorBody,
+}
+
+impl ApiError {
+    /// 400 with the given per-field details.
+    pub(crate) fn invalid(details: Details) -> Self {
+        ApiError {
+            status: StatusCode::BAD_REQUEST,
+            body: ErrorBody {
+                error: "invalid request".into(),
+                details: Some(details),
+            },
+        }
+    }
+
+    /// 400 naming one field.
+    pub(crate) fn field(field: &str, message: impl Into<String>) -> Self {
+        let mut details = Details::new();
+        details.insert(field.into(), vec![message.into()]);
+        Self::invalid(details)
+    }
+
+    fn plain(status: StatusCode, error: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            body: ErrorBody {
+                error: error.into(),
+                details: None,
+            },
+        }
+    }
+
+    /// 500 saying what failed.
+    pub(crate) fn internal(error: impl Into<String>) -> Self {
+        Self::plain(StatusCode::INTERNAL_SERVER_ERROR, error)
+    }
+
+    /// 401: no token, or the wrong one.
+    pub(crate) fn unauthorized() -> Self {
+        Self::plain(StatusCode::UNAUTHORIZED, "unauthorized")
+    }
+
+    /// 413: a body over `MAX_BODY`.
+    pub(crate) fn too_large() -> Self {
+        Self::plain(StatusCode::PAYLOAD_TOO_LARGE, "body too large")
+    }
+
+    /// 405: the path exists, the method does not.
+    pub(crate) fn method_not_allowed() -> Self {
+        Self::plain(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
+    }
+
+    /// The room is stopping (the server shuts down).
+    pub(crate) fn room_gone() -> Self {
+        Self::internal("the room stopped before answering")
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(self.body)).into_response()
+    }
+}
+
+/// Adds `message` to `field` in `details`.
+pub(crate) fn add_detail(details: &mut Details, field: &str, message: impl Into<String>) {
+    details
+        .entry(field.to_string())
+        .or_default()
+        .push(message.into());
+}
+
+/// A request body that is a JSON object (an empty body counts as `{}`), read
+/// with the 1 MiB limit. Every failure is a PROTOCOL.md error body.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct JsonObject(pub(crate) Map<String, Value>);
+
+impl<S: Send + Sync> FromRequest<S> for JsonObject {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, _state: &S) -> Result<Self, Self::Rejection> {
+        let declared = req
+            .headers()
+            .get(axum::http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > MAX_BODY as u64) {
+            return Err(ApiError::too_large());
+        }
+        let mut stream = req.into_body().into_data_stream();
+        let mut bytes = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            let chunk =
+                chunk.map_err(|e| ApiError::field("body", format!("could not be read: {e}")))?;
+            if bytes.len() + chunk.len() > MAX_BODY {
+                return Err(ApiError::too_large());
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        parse_object(&bytes).map(JsonObject)
+    }
+}
+
+/// Parses a body into a JSON object; empty (or white space) means `{}`.
+pub(crate) fn parse_object(bytes: &[u8]) -> Result<Map<String, Value>, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Map::new());
+    }
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(ApiError::field("body", "must be a JSON object")),
+        Err(e) => Err(ApiError::field("body", format!("is not valid JSON: {e}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bodies_must_be_json_objects() {
+        assert_eq!(parse_object(b"").unwrap(), Map::new());
+        assert_eq!(parse_object(b" {\"a\":1} ").unwrap().len(), 1);
+        for bad in [&b"[1]"[..], b"nope", b"\"s\"", b"{"] {
+            let err = parse_object(bad).unwrap_err();
+            assert_eq!(err.status, StatusCode::BAD_REQUEST);
+            assert!(err.body.details.unwrap().contains_key("body"));
+        }
+    }
+}

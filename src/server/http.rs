@@ -1,0 +1,185 @@
+//! The HTTP endpoints of PROTOCOL.md: each checks the room id and its body
+//! before anything is touched, then asks the room's actor.
+
+use super::errors::{ApiError, JsonObject, add_detail};
+use super::ops;
+use super::router::App;
+use crate::protocol::{Details, MessagesPage, PAGE_DEFAULT, PAGE_MAX, valid_room_id};
+use axum::Json;
+use axum::extract::{Path, RawQuery, State};
+use axum::response::{IntoResponse, Response};
+use std::sync::Arc;
+
+/// The message of a bad room id.
+pub(crate) const ROOM_RULE: &str =
+    "must be 1-63 characters of A-Z a-z 0-9 _ -, the first and last a letter or digit";
+
+/// Problems of a room id, as `details`.
+pub(crate) fn room_details(room: &str) -> Details {
+    let mut details = Details::new();
+    if !valid_room_id(room) {
+        add_detail(&mut details, "room", ROOM_RULE);
+    }
+    details
+}
+
+/// `GET /health`
+pub(crate) async fn health() -> &'static str {
+    "ok"
+}
+
+/// Validates and performs operation `method` on `room`.
+async fn run_op(
+    app: Arc<App>,
+    room: String,
+    method: &str,
+    body: Result<JsonObject, ApiError>,
+) -> Response {
+    let details = room_details(&room);
+    let obj = match body {
+        Ok(JsonObject(obj)) => obj,
+        Err(e) if details.is_empty() => return e.into_response(),
+        Err(_) => return ApiError::invalid(details).into_response(),
+    };
+    let op = match ops::parse(method, &obj, details, None) {
+        Some(Ok(op)) => op,
+        Some(Err(e)) => return e.into_response(),
+        None => return ApiError::internal(format!("no operation {method}")).into_response(),
+    };
+    let result = match app.registry.room(&room).await {
+        Ok(handle) => handle.perform(op).await,
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(reply) => reply.into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `POST /api/rooms/{room}/message`
+pub(crate) async fn message(
+    State(app): State<Arc<App>>,
+    Path(room): Path<String>,
+    body: Result<JsonObject, ApiError>,
+) -> Response {
+    run_op(app, room, "message", body).await
+}
+
+/// `POST /api/rooms/{room}/sandbox/exec`
+pub(crate) async fn exec(
+    State(app): State<Arc<App>>,
+    Path(room): Path<String>,
+    body: Result<JsonObject, ApiError>,
+) -> Response {
+    run_op(app, room, "exec", body).await
+}
+
+/// `POST /api/rooms/{room}/sandbox/interrupt`
+pub(crate) async fn interrupt(
+    State(app): State<Arc<App>>,
+    Path(room): Path<String>,
+    body: Result<JsonObject, ApiError>,
+) -> Response {
+    run_op(app, room, "interrupt", body).await
+}
+
+/// `POST /api/rooms/{room}/cancel`
+pub(crate) async fn cancel(
+    State(app): State<Arc<App>>,
+    Path(room): Path<String>,
+    body: Result<JsonObject, ApiError>,
+) -> Response {
+    run_op(app, room, "cancel", body).await
+}
+
+/// `POST /api/rooms/{room}/cleanup`
+pub(crate) async fn cleanup(
+    State(app): State<Arc<App>>,
+    Path(room): Path<String>,
+    body: Result<JsonObject, ApiError>,
+) -> Response {
+    run_op(app, room, "cleanup", body).await
+}
+
+/// The `before` and `limit` of `/messages`, or the problems with them.
+fn page_query(
+    query: Option<&str>,
+    mut details: Details,
+) -> Result<(Option<String>, usize), ApiError> {
+    let (mut before, mut limit) = (None, PAGE_DEFAULT);
+    for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        match key.as_ref() {
+            "before" => {
+                if !value.is_empty()
+                    && value.len() <= 20
+                    && value.bytes().all(|b| b.is_ascii_digit())
+                {
+                    before = Some(value.into_owned());
+                } else {
+                    add_detail(&mut details, "before", "must be a message id");
+                }
+            }
+            "limit" => match value.parse::<usize>() {
+                Ok(n) if (1..=PAGE_MAX).contains(&n) => limit = n,
+                _ => add_detail(
+                    &mut details,
+                    "limit",
+                    "must be a whole number from 1 to 100",
+                ),
+            },
+            _ => {}
+        }
+    }
+    if details.is_empty() {
+        Ok((before, limit))
+    } else {
+        Err(ApiError::invalid(details))
+    }
+}
+
+/// `GET /api/rooms/{room}/messages?before&limit`
+pub(crate) async fn messages(
+    State(app): State<Arc<App>>,
+    Path(room): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Response {
+    let (before, limit) = match page_query(query.as_deref(), room_details(&room)) {
+        Ok(q) => q,
+        Err(e) => return e.into_response(),
+    };
+    match app.registry.shared.store.page(room, before, limit).await {
+        Ok((messages, has_more)) => Json(MessagesPage { messages, has_more }).into_response(),
+        Err(e) => {
+            ApiError::internal(format!("the messages could not be read: {e}")).into_response()
+        }
+    }
+}
+
+/// Unknown paths: 404 in plain text.
+pub(crate) async fn not_found() -> Response {
+    (axum::http::StatusCode::NOT_FOUND, "not found").into_response()
+}
+
+/// Known paths with another method: 405 as JSON.
+pub(crate) async fn method_not_allowed() -> Response {
+    ApiError::method_not_allowed().into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_queries_are_checked() {
+        assert_eq!(page_query(None, Details::new()).unwrap(), (None, 50));
+        assert_eq!(
+            page_query(Some("before=000000000007&limit=100"), Details::new()).unwrap(),
+            (Some("000000000007".into()), 100)
+        );
+        let err = page_query(Some("limit=101&before=x"), Details::new()).unwrap_err();
+        let details = err.body.details.unwrap();
+        assert!(details.contains_key("limit") && details.contains_key("before"));
+        assert!(page_query(Some("limit=abc"), Details::new()).is_err());
+        assert!(page_query(Some("limit=0"), Details::new()).is_err());
+    }
+}

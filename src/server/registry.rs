@@ -1,0 +1,68 @@
+//! The rooms of a server: room id → the handle of its actor, created on
+//! first use from what the store holds.
+
+use super::errors::ApiError;
+use super::room::{self, RoomHandle};
+use super::store::Store;
+use crate::ai::Agent;
+use crate::sandbox::Limits;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
+
+/// What every room of a server shares.
+pub(crate) struct Shared {
+    pub(crate) store: Store,
+    pub(crate) agent: Agent,
+    pub(crate) limits: Arc<Limits>,
+    pub(crate) data_dir: PathBuf,
+    /// Cancelled when the server stops: actors and sockets end.
+    pub(crate) shutdown: CancellationToken,
+}
+
+/// The live rooms.
+pub(crate) struct Registry {
+    pub(crate) shared: Arc<Shared>,
+    rooms: Mutex<HashMap<String, RoomHandle>>,
+}
+
+impl Registry {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        Registry {
+            shared,
+            rooms: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn live(&self, id: &str) -> Option<RoomHandle> {
+        self.rooms.lock().ok()?.get(id).cloned()
+    }
+
+    /// The room's handle, starting its actor on first use. `id` must be a
+    /// valid room id.
+    pub(crate) async fn room(&self, id: &str) -> Result<RoomHandle, ApiError> {
+        if let Some(handle) = self.live(id) {
+            return Ok(handle);
+        }
+        let opaque = format!("{:016x}", rand::random::<u64>());
+        let row = self
+            .shared
+            .store
+            .load_room(id.to_string(), opaque)
+            .await
+            .map_err(|e| {
+                tracing::error!(room = id, "loading the room failed: {e}");
+                ApiError::internal(format!("the room could not be loaded: {e}"))
+            })?;
+        let mut rooms = self
+            .rooms
+            .lock()
+            .map_err(|_| ApiError::internal("the room registry is unusable"))?;
+        // Another request may have started it while the row loaded.
+        let handle = rooms
+            .entry(id.to_string())
+            .or_insert_with(|| room::spawn(self.shared.clone(), id.to_string(), row));
+        Ok(handle.clone())
+    }
+}

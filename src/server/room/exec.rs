@@ -1,0 +1,250 @@
+//! Commands in the room's sandbox: queued by the actor in arrival order,
+//! awaited in a spawned task, their output streamed straight to the room,
+//! their end reported back to the actor, which records and answers them.
+
+use super::super::errors::ApiError;
+use super::{Command, OpResult, Reply, RoomActor, send_frame};
+use crate::protocol::{
+    ExecFrame, ExecRecord, ExecResponse, ExecResult, ExecSource, Run, STATE_EXECS,
+    STORED_OUTPUT_CAP, ServerFrame, cap_text, iso_timestamp, now_ms, sandbox_name,
+};
+use crate::sandbox::{Chunk, ExecOutcome, ExecSpec, SandboxError};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// Who waits for a command's end.
+pub(super) enum Then {
+    /// An HTTP or rpc `exec`: answered with `{result, sandboxName}`.
+    Http(oneshot::Sender<OpResult>),
+    /// The agent's turn: answered with a `Run`.
+    Agent(oneshot::Sender<Run>),
+}
+
+/// A command that ended, as reported to the actor.
+pub(crate) struct ExecDone {
+    exec_id: String,
+    cmd: String,
+    by: String,
+    source: ExecSource,
+    ts: i64,
+    started: Instant,
+    generation: u64,
+    result: Result<ExecOutcome, SandboxError>,
+    then: Then,
+}
+
+impl RoomActor {
+    /// The spec of a command with the server's timeouts applied.
+    pub(super) fn spec(
+        &self,
+        cmd: String,
+        timeout_ms: Option<u64>,
+        cwd: Option<String>,
+        env: BTreeMap<String, String>,
+    ) -> ExecSpec {
+        let limits = &self.shared.limits;
+        let timeout = timeout_ms
+            .map(Duration::from_millis)
+            .unwrap_or(limits.default_timeout)
+            .min(limits.max_timeout);
+        ExecSpec {
+            cmd,
+            cwd,
+            env,
+            timeout,
+        }
+    }
+
+    /// Queues a command in the sandbox, announces it and streams its output;
+    /// returns its id.
+    pub(super) async fn launch(
+        &mut self,
+        cmd: String,
+        spec: ExecSpec,
+        by: String,
+        then: Then,
+    ) -> String {
+        let n = self.next_exec;
+        self.next_exec = n + 1;
+        if let Err(e) = self
+            .shared
+            .store
+            .set_next_exec(self.id.clone(), n + 1)
+            .await
+        {
+            tracing::warn!(room = %self.id, "storing the command counter failed: {e}");
+        }
+        let exec_id = format!("x{n:011}");
+        let source = match then {
+            Then::Http(_) => ExecSource::User,
+            Then::Agent(_) => ExecSource::Agent,
+        };
+        self.broadcast(&ServerFrame::Exec(ExecFrame::Start {
+            exec_id: exec_id.clone(),
+            cmd: cmd.clone(),
+            by: by.clone(),
+            source,
+        }));
+        let frames = self.frames.clone();
+        let id = exec_id.clone();
+        let on_output = Box::new(move |chunk: Chunk| {
+            let frame = match chunk {
+                Chunk::Stdout(data) => ExecFrame::Stdout {
+                    exec_id: id.clone(),
+                    data,
+                },
+                Chunk::Stderr(data) => ExecFrame::Stderr {
+                    exec_id: id.clone(),
+                    data,
+                },
+            };
+            send_frame(&frames, &ServerFrame::Exec(frame), None);
+        });
+        let outcome = self.sandbox.exec(exec_id.clone(), spec, on_output);
+        let inbox = self.inbox.clone();
+        let done = ExecDone {
+            exec_id: exec_id.clone(),
+            cmd,
+            by,
+            source,
+            ts: now_ms(),
+            started: Instant::now(),
+            generation: self.generation,
+            result: Err(SandboxError::Destroyed),
+            then,
+        };
+        tokio::spawn(async move {
+            let result = outcome.await;
+            let _ = inbox
+                .send(Command::ExecDone(Box::new(ExecDone { result, ..done })))
+                .await;
+        });
+        exec_id
+    }
+
+    /// Announces a command's end, records it and answers whoever waits.
+    pub(super) async fn exec_done(&mut self, done: ExecDone) {
+        let ExecDone {
+            exec_id,
+            cmd,
+            by,
+            source,
+            ts,
+            started,
+            generation,
+            result,
+            then,
+        } = done;
+        if let Some(current) = &mut self.current
+            && current.running.as_deref() == Some(exec_id.as_str())
+        {
+            current.running = None;
+        }
+        let outcome = match result {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                let error = e.to_string();
+                self.broadcast(&ServerFrame::Exec(ExecFrame::Complete {
+                    exec_id: exec_id.clone(),
+                    exit_code: None,
+                    duration: started.elapsed().as_millis() as u64,
+                    timed_out: false,
+                    truncated: false,
+                    interrupted: false,
+                    error: Some(error.clone()),
+                }));
+                match then {
+                    Then::Http(reply) => {
+                        let _ = reply.send(Err(ApiError::internal(error)));
+                    }
+                    Then::Agent(reply) => {
+                        let _ = reply.send(Run {
+                            cmd,
+                            stdout: String::new(),
+                            stderr: String::new(),
+                            exit_code: None,
+                            error: Some(error),
+                            truncated: false,
+                        });
+                    }
+                }
+                return;
+            }
+        };
+        let duration = outcome.duration.as_millis() as u64;
+        self.broadcast(&ServerFrame::Exec(ExecFrame::Complete {
+            exec_id: exec_id.clone(),
+            exit_code: outcome.exit_code,
+            duration,
+            timed_out: outcome.timed_out,
+            truncated: outcome.truncated,
+            interrupted: outcome.interrupted,
+            error: outcome.error.clone(),
+        }));
+        let (stdout, cut_out) = cap_text(&outcome.stdout, STORED_OUTPUT_CAP);
+        let (stderr, cut_err) = cap_text(&outcome.stderr, STORED_OUTPUT_CAP);
+        let record = ExecRecord {
+            exec_id,
+            cmd: cmd.clone(),
+            by,
+            source,
+            stdout,
+            stderr,
+            exit_code: outcome.exit_code,
+            duration,
+            ts,
+            truncated: outcome.truncated || cut_out || cut_err,
+        };
+        if generation == self.generation {
+            if let Err(e) = self
+                .shared
+                .store
+                .insert_exec(self.id.clone(), record.clone())
+                .await
+            {
+                tracing::error!(room = %self.id, "storing a command failed: {e}");
+            }
+            self.execs.push_back(record.clone());
+            while self.execs.len() > STATE_EXECS {
+                self.execs.pop_front();
+            }
+            self.state_cache = None;
+        }
+        match then {
+            Then::Http(reply) => {
+                let result = ExecResult {
+                    success: outcome.exit_code == Some(0)
+                        && !outcome.timed_out
+                        && !outcome.interrupted,
+                    exit_code: outcome.exit_code,
+                    stdout: outcome.stdout,
+                    stderr: outcome.stderr,
+                    command: cmd,
+                    duration,
+                    timestamp: iso_timestamp(ts),
+                    session_id: Some(outcome.session_id).filter(|s| !s.is_empty()),
+                    truncated: outcome.truncated,
+                    timed_out: outcome.timed_out,
+                    interrupted: outcome.interrupted,
+                    error: outcome.error,
+                };
+                let _ = reply.send(Ok(Reply::ok(ExecResponse {
+                    result,
+                    sandbox_name: sandbox_name(&self.id),
+                })));
+            }
+            Then::Agent(reply) => {
+                let error = outcome.error.filter(|_| outcome.exit_code.is_none());
+                let _ = reply.send(Run {
+                    cmd,
+                    stdout: record.stdout,
+                    stderr: record.stderr,
+                    exit_code: outcome.exit_code,
+                    error,
+                    truncated: record.truncated,
+                });
+            }
+        }
+    }
+}

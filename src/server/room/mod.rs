@@ -1,0 +1,482 @@
+//! One actor task per room. It owns the room's state (recent messages and
+//! commands, presence, the turn queue) and its sandbox handle, and
+//! broadcasts frames, serialized once, to the room's connections. It never
+//! awaits a command or a model call: those run in spawned tasks that report
+//! back to its inbox.
+
+mod exec;
+mod turn;
+
+use super::errors::ApiError;
+use super::ops::{Op, OpResult, Reply};
+use super::registry::Shared;
+use super::store::RoomRow;
+use crate::ai::{AgentReply, TurnError};
+use crate::protocol::{
+    CleanupResponse, DuetMessage, ExecRecord, PresenceUser, Role, STATE_MESSAGES, ServerFrame,
+    now_ms,
+};
+use crate::sandbox::{RoomSandbox, SandboxPlace};
+use axum::extract::ws::Utf8Bytes;
+use axum::http::StatusCode;
+use serde::Serialize;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+pub(crate) use exec::ExecDone;
+use turn::{CurrentTurn, PendingTurn};
+
+/// Frames buffered per connection before a slow one is dropped.
+const BROADCAST_CAPACITY: usize = 1024;
+/// Requests queued at a room before senders wait.
+const INBOX_CAPACITY: usize = 256;
+
+/// A frame for the room's connections, serialized once.
+#[derive(Debug, Clone)]
+pub(crate) struct Outgoing {
+    pub(crate) text: Utf8Bytes,
+    /// The connection that must not receive it (its own typing).
+    pub(crate) skip: Option<u64>,
+}
+
+/// What a joining connection receives: its first frames and its feed.
+pub(crate) struct Joined {
+    pub(crate) state: Utf8Bytes,
+    pub(crate) presence: Utf8Bytes,
+    pub(crate) frames: broadcast::Receiver<Outgoing>,
+}
+
+/// Requests to a room's actor.
+pub(crate) enum Command {
+    /// An HTTP or rpc operation.
+    Op {
+        op: Op,
+        reply: oneshot::Sender<OpResult>,
+    },
+    /// A connection joins: it is added to presence and subscribed.
+    Join {
+        conn: u64,
+        user: PresenceUser,
+        reply: oneshot::Sender<Joined>,
+    },
+    /// A connection left.
+    Leave { conn: u64 },
+    /// The agent's turn runs a command.
+    AgentRun {
+        turn_id: String,
+        cmd: String,
+        reply: oneshot::Sender<crate::protocol::Run>,
+    },
+    /// A command ended.
+    ExecDone(Box<ExecDone>),
+    /// The agent's turn ended.
+    TurnDone {
+        turn_id: String,
+        result: Result<AgentReply, TurnError>,
+    },
+}
+
+/// Handle to a room's actor. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct RoomHandle {
+    inbox: mpsc::Sender<Command>,
+    /// The room's broadcast, for frames that need no state (typing).
+    pub(crate) frames: broadcast::Sender<Outgoing>,
+    /// The room's sandbox, for file transfers (which need no room state).
+    pub(crate) sandbox: RoomSandbox,
+}
+
+impl RoomHandle {
+    /// Performs an operation and waits for its answer.
+    pub(crate) async fn perform(&self, op: Op) -> OpResult {
+        let (reply, answer) = oneshot::channel();
+        if self.inbox.send(Command::Op { op, reply }).await.is_err() {
+            return Err(ApiError::room_gone());
+        }
+        answer.await.unwrap_or_else(|_| Err(ApiError::room_gone()))
+    }
+
+    /// Adds a connection to the room; `None` when the room stopped.
+    pub(crate) async fn join(&self, conn: u64, user: PresenceUser) -> Option<Joined> {
+        let (reply, answer) = oneshot::channel();
+        self.inbox
+            .send(Command::Join { conn, user, reply })
+            .await
+            .ok()?;
+        answer.await.ok()
+    }
+
+    /// Removes a connection from the room.
+    pub(crate) async fn leave(&self, conn: u64) {
+        let _ = self.inbox.send(Command::Leave { conn }).await;
+    }
+}
+
+/// Serializes a frame for the wire.
+pub(crate) fn frame_text(frame: &impl Serialize) -> Utf8Bytes {
+    match serde_json::to_string(frame) {
+        Ok(s) => Utf8Bytes::from(s),
+        Err(e) => Utf8Bytes::from(format!(
+            r#"{{"type":"duet_error","error":"frame could not be serialized: {e}"}}"#
+        )),
+    }
+}
+
+/// Sends a frame to every connection of a room (but `skip`).
+pub(crate) fn send_frame(
+    frames: &broadcast::Sender<Outgoing>,
+    frame: &impl Serialize,
+    skip: Option<u64>,
+) {
+    let _ = frames.send(Outgoing {
+        text: frame_text(frame),
+        skip,
+    });
+}
+
+/// `cf_agent_state`, serialized from borrowed state (same bytes as
+/// `ServerFrame::State`).
+#[derive(Serialize)]
+#[serde(tag = "type", rename = "cf_agent_state")]
+struct StateFrame<'a> {
+    state: StateRef<'a>,
+}
+
+#[derive(Serialize)]
+struct StateRef<'a> {
+    messages: &'a VecDeque<DuetMessage>,
+    execs: &'a VecDeque<ExecRecord>,
+}
+
+/// Text of the answer to turns dropped by a cleanup.
+const CLEANED: &str = "the room was cleaned up";
+
+/// The room's actor and the state it owns.
+pub(crate) struct RoomActor {
+    id: String,
+    shared: Arc<Shared>,
+    inbox: mpsc::Sender<Command>,
+    frames: broadcast::Sender<Outgoing>,
+    sandbox: RoomSandbox,
+    messages: VecDeque<DuetMessage>,
+    execs: VecDeque<ExecRecord>,
+    next_message: u64,
+    next_exec: u64,
+    presence: Vec<(u64, PresenceUser)>,
+    turns: VecDeque<PendingTurn>,
+    current: Option<CurrentTurn>,
+    /// Bumped by cleanup: commands of an older generation are not recorded.
+    generation: u64,
+    state_cache: Option<Utf8Bytes>,
+}
+
+/// Starts the actor of room `id` from its stored row.
+pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle {
+    let (inbox, rx) = mpsc::channel(INBOX_CAPACITY);
+    let (frames, _) = broadcast::channel(BROADCAST_CAPACITY);
+    let place = SandboxPlace {
+        room: id.clone(),
+        workspace: crate::sandbox::workspace_dir(&shared.data_dir, &row.opaque),
+        uid: crate::sandbox::room_uid(&shared.data_dir, row.slot),
+    };
+    let sandbox = RoomSandbox::new(place, shared.limits.clone());
+    let actor = RoomActor {
+        sandbox: sandbox.clone(),
+        id,
+        shared,
+        inbox: inbox.clone(),
+        frames: frames.clone(),
+        messages: row.messages.into(),
+        execs: row.execs.into(),
+        next_message: row.next_message,
+        next_exec: row.next_exec,
+        presence: Vec::new(),
+        turns: VecDeque::new(),
+        current: None,
+        generation: 0,
+        state_cache: None,
+    };
+    tokio::spawn(actor.run(rx));
+    RoomHandle {
+        inbox,
+        frames,
+        sandbox,
+    }
+}
+
+impl RoomActor {
+    async fn run(mut self, mut rx: mpsc::Receiver<Command>) {
+        let shutdown = self.shared.shutdown.clone();
+        loop {
+            let command = tokio::select! {
+                _ = shutdown.cancelled() => break,
+                c = rx.recv() => match c {
+                    Some(c) => c,
+                    None => break,
+                },
+            };
+            self.handle(command).await;
+        }
+        if let Some(current) = &self.current {
+            current.cancel.cancel();
+        }
+        tracing::debug!(room = %self.id, "room stopped");
+    }
+
+    async fn handle(&mut self, command: Command) {
+        match command {
+            Command::Op { op, reply } => self.op(op, reply).await,
+            Command::Join { conn, user, reply } => self.join(conn, user, reply),
+            Command::Leave { conn } => {
+                let before = self.presence.len();
+                self.presence.retain(|(c, _)| *c != conn);
+                if self.presence.len() != before {
+                    self.broadcast(&self.presence_frame());
+                }
+            }
+            Command::AgentRun {
+                turn_id,
+                cmd,
+                reply,
+            } => self.agent_run(turn_id, cmd, reply).await,
+            Command::ExecDone(done) => self.exec_done(*done).await,
+            Command::TurnDone { turn_id, result } => self.turn_done(turn_id, result).await,
+        }
+    }
+
+    async fn op(&mut self, op: Op, reply: oneshot::Sender<OpResult>) {
+        match op {
+            Op::Message { text, user } => self.message(text, user, reply).await,
+            Op::Exec {
+                cmd,
+                timeout_ms,
+                cwd,
+                env,
+                user,
+            } => {
+                let spec = self.spec(cmd.clone(), timeout_ms, cwd, env);
+                let by = user.unwrap_or_else(|| "anonymous".into());
+                self.launch(cmd, spec, by, exec::Then::Http(reply)).await;
+            }
+            Op::Interrupt { exec_id } => {
+                let sandbox = self.sandbox.clone();
+                tokio::spawn(async move {
+                    let interrupted = sandbox.interrupt(exec_id, false).await;
+                    let _ = reply.send(Ok(Reply::ok(
+                        serde_json::json!({ "interrupted": interrupted }),
+                    )));
+                });
+            }
+            Op::Cancel { turn_id } => {
+                let cancelled = self.cancel(turn_id.as_deref());
+                let _ = reply.send(Ok(Reply::ok(serde_json::json!({ "cancelled": cancelled }))));
+            }
+            Op::Cleanup { user } => {
+                self.cleanup(user.unwrap_or_else(|| "anonymous".into()), reply)
+                    .await
+            }
+        }
+    }
+
+    /// Sends a frame to every connection.
+    fn broadcast(&self, frame: &impl Serialize) {
+        send_frame(&self.frames, frame, None);
+    }
+
+    /// The current `cf_agent_state`, serialized once per change.
+    fn state_text(&mut self) -> Utf8Bytes {
+        if let Some(text) = &self.state_cache {
+            return text.clone();
+        }
+        let text = frame_text(&StateFrame {
+            state: StateRef {
+                messages: &self.messages,
+                execs: &self.execs,
+            },
+        });
+        self.state_cache = Some(text.clone());
+        text
+    }
+
+    fn broadcast_state(&mut self) {
+        let text = self.state_text();
+        let _ = self.frames.send(Outgoing { text, skip: None });
+    }
+
+    fn presence_frame(&self) -> ServerFrame {
+        ServerFrame::Presence {
+            users: self.presence.iter().map(|(_, u)| u.clone()).collect(),
+        }
+    }
+
+    fn join(&mut self, conn: u64, user: PresenceUser, reply: oneshot::Sender<Joined>) {
+        self.presence.push((conn, user));
+        let presence = frame_text(&self.presence_frame());
+        let _ = self.frames.send(Outgoing {
+            text: presence.clone(),
+            skip: None,
+        });
+        // Subscribed after the presence broadcast (sent to it as its third
+        // frame instead) and with the state snapshot: nothing is missed or doubled.
+        let joined = Joined {
+            state: self.state_text(),
+            presence,
+            frames: self.frames.subscribe(),
+        };
+        if reply.send(joined).is_err() {
+            self.presence.retain(|(c, _)| *c != conn);
+            self.broadcast(&self.presence_frame());
+        }
+    }
+
+    /// Stores a message, keeps it in the state and broadcasts the state.
+    async fn store_message(
+        &mut self,
+        role: Role,
+        user_id: Option<String>,
+        text: String,
+        runs: Option<Vec<crate::protocol::Run>>,
+    ) -> Result<DuetMessage, ApiError> {
+        let n = self.next_message;
+        let message = DuetMessage {
+            id: format!("{n:012}"),
+            role,
+            user_id,
+            text,
+            ts: now_ms(),
+            runs,
+        };
+        self.shared
+            .store
+            .insert_message(self.id.clone(), message.clone(), n + 1)
+            .await
+            .map_err(|e| {
+                tracing::error!(room = %self.id, "storing a message failed: {e}");
+                ApiError::internal(format!("the message could not be stored: {e}"))
+            })?;
+        self.next_message = n + 1;
+        self.messages.push_back(message.clone());
+        while self.messages.len() > STATE_MESSAGES {
+            self.messages.pop_front();
+        }
+        self.state_cache = None;
+        self.broadcast_state();
+        Ok(message)
+    }
+
+    async fn message(
+        &mut self,
+        text: String,
+        user: Option<String>,
+        reply: oneshot::Sender<OpResult>,
+    ) {
+        match self
+            .store_message(Role::User, user.clone(), text, None)
+            .await
+        {
+            Ok(message) => {
+                self.turns.push_back(PendingTurn {
+                    user,
+                    upto: message.id,
+                    reply,
+                });
+                self.next_turn();
+            }
+            Err(e) => {
+                let _ = reply.send(Err(e));
+            }
+        }
+    }
+
+    /// Ends the current turn (if `turn_id` names it, or none is named).
+    fn cancel(&mut self, turn_id: Option<&str>) -> bool {
+        let Some(current) = &self.current else {
+            return false;
+        };
+        if turn_id.is_some_and(|t| t != current.id) || current.cancel.is_cancelled() {
+            return false;
+        }
+        current.cancel.cancel();
+        if current.running.is_some() {
+            let sandbox = self.sandbox.clone();
+            tokio::spawn(async move {
+                sandbox.interrupt(None, true).await;
+            });
+        }
+        true
+    }
+
+    async fn cleanup(&mut self, by: String, reply: oneshot::Sender<OpResult>) {
+        self.cancel(None);
+        if let Some(current) = &mut self.current {
+            current.discarded = true;
+        }
+        for turn in self.turns.drain(..) {
+            let _ = turn.reply.send(Ok(turn::no_reply(CLEANED, Vec::new())));
+        }
+        self.broadcast(&ServerFrame::Cleanup { by });
+        self.messages.clear();
+        self.execs.clear();
+        self.generation += 1;
+        self.state_cache = None;
+        let mut errors = Vec::new();
+        if let Err(e) = self.shared.store.clear_room(self.id.clone()).await {
+            tracing::error!(room = %self.id, "clearing the history failed: {e}");
+            errors.push(format!("history: {e}"));
+        }
+        self.broadcast_state();
+        // Awaited here so that no command queued after the cleanup is
+        // caught by it; destroying kills and deletes, it runs nothing.
+        if let Err(e) = self.sandbox.destroy().await {
+            tracing::error!(room = %self.id, "destroying the sandbox failed: {e}");
+            errors.push(format!("sandbox: {e}"));
+        }
+        let status = if errors.is_empty() {
+            StatusCode::OK
+        } else {
+            StatusCode::MULTI_STATUS
+        };
+        let mut answer = Reply::ok(CleanupResponse {
+            cleaned: true,
+            room_id: self.id.clone(),
+            errors: (!errors.is_empty()).then_some(errors),
+        });
+        answer.status = status;
+        let _ = reply.send(Ok(answer));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::RoomState;
+
+    #[test]
+    fn borrowed_state_frame_has_the_wire_bytes() {
+        let messages: VecDeque<DuetMessage> = vec![DuetMessage {
+            id: "000000000001".into(),
+            role: Role::User,
+            user_id: Some("ada".into()),
+            text: "hi".into(),
+            ts: 1,
+            runs: None,
+        }]
+        .into();
+        let execs = VecDeque::new();
+        let borrowed = frame_text(&StateFrame {
+            state: StateRef {
+                messages: &messages,
+                execs: &execs,
+            },
+        });
+        let owned = serde_json::to_string(&ServerFrame::State {
+            state: RoomState {
+                messages: messages.into(),
+                execs: Vec::new(),
+            },
+        })
+        .unwrap();
+        assert_eq!(borrowed.as_str(), owned);
+    }
+}

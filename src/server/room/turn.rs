@@ -1,0 +1,203 @@
+//! The agent's turn: one at a time per room, in the order messages came.
+//! The turn runs in a spawned task with a `TurnHost` that reaches the room
+//! through its inbox and broadcast; its end is stored as an agent (or
+//! system) message before the message's answer.
+
+use super::exec::Then;
+use super::{CLEANED, Command, OpResult, Outgoing, Reply, RoomActor, send_frame};
+use crate::ai::{AgentReply, BoxFuture, TurnError, TurnHost};
+use crate::protocol::{DuetMessage, MessageResponse, Role, Run, ServerFrame};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+/// A stored user message waiting for its turn.
+pub(super) struct PendingTurn {
+    /// Who sent it (and so caused a system message about it).
+    pub(super) user: Option<String>,
+    /// The id of that message: the turn sees the history up to it.
+    pub(super) upto: String,
+    pub(super) reply: oneshot::Sender<OpResult>,
+}
+
+/// The turn running now.
+pub(super) struct CurrentTurn {
+    pub(super) id: String,
+    pub(super) cancel: CancellationToken,
+    pending: PendingTurn,
+    /// The command the turn is running, if any.
+    pub(super) running: Option<String>,
+    /// Set by cleanup: the turn's end is answered but not stored.
+    pub(super) discarded: bool,
+}
+
+/// The answer of a turn that ended without a reply.
+pub(super) fn no_reply(error: &str, messages: Vec<DuetMessage>) -> Reply {
+    Reply::ok(MessageResponse {
+        reply: None,
+        error: Some(error.to_string()),
+        messages,
+    })
+}
+
+/// What a turn may do in its room.
+struct RoomHost {
+    inbox: mpsc::Sender<Command>,
+    frames: broadcast::Sender<Outgoing>,
+    turn_id: String,
+}
+
+impl TurnHost for RoomHost {
+    fn emit(&self, frame: ServerFrame) {
+        send_frame(&self.frames, &frame, None);
+    }
+
+    fn run(&self, cmd: String) -> BoxFuture<Run> {
+        let inbox = self.inbox.clone();
+        let turn_id = self.turn_id.clone();
+        Box::pin(async move {
+            let (reply, answer) = oneshot::channel();
+            let failed = |cmd: String| Run {
+                cmd,
+                stdout: String::new(),
+                stderr: String::new(),
+                exit_code: None,
+                error: Some("the room stopped".into()),
+                truncated: false,
+            };
+            let sent = inbox
+                .send(Command::AgentRun {
+                    turn_id,
+                    cmd: cmd.clone(),
+                    reply,
+                })
+                .await;
+            if sent.is_err() {
+                return failed(cmd);
+            }
+            answer.await.unwrap_or_else(|_| failed(cmd))
+        })
+    }
+}
+
+impl RoomActor {
+    /// Starts the next queued turn when none runs.
+    pub(super) fn next_turn(&mut self) {
+        if self.current.is_some() {
+            return;
+        }
+        let Some(pending) = self.turns.pop_front() else {
+            return;
+        };
+        let turn_id = format!("t{:016x}", rand::random::<u64>());
+        let cancel = CancellationToken::new();
+        let history: Vec<DuetMessage> = self
+            .messages
+            .iter()
+            .filter(|m| m.id <= pending.upto)
+            .cloned()
+            .collect();
+        let host = Arc::new(RoomHost {
+            inbox: self.inbox.clone(),
+            frames: self.frames.clone(),
+            turn_id: turn_id.clone(),
+        });
+        let agent = self.shared.agent.clone();
+        let inbox = self.inbox.clone();
+        let (id, token) = (turn_id.clone(), cancel.clone());
+        tokio::spawn(async move {
+            let result = agent.run_turn(host, history, id.clone(), token).await;
+            let _ = inbox
+                .send(Command::TurnDone {
+                    turn_id: id,
+                    result,
+                })
+                .await;
+        });
+        self.current = Some(CurrentTurn {
+            id: turn_id,
+            cancel,
+            pending,
+            running: None,
+            discarded: false,
+        });
+    }
+
+    /// Runs a command for the current turn, like an exec by "agent".
+    pub(super) async fn agent_run(
+        &mut self,
+        turn_id: String,
+        cmd: String,
+        reply: oneshot::Sender<Run>,
+    ) {
+        let live = self
+            .current
+            .as_ref()
+            .is_some_and(|c| c.id == turn_id && !c.cancel.is_cancelled());
+        if !live {
+            let _ = reply.send(Run {
+                cmd,
+                stdout: String::new(),
+                stderr: String::new(),
+                exit_code: None,
+                error: Some(TurnError::Cancelled.to_string()),
+                truncated: false,
+            });
+            return;
+        }
+        let spec = self.spec(cmd.clone(), None, None, BTreeMap::new());
+        let exec_id = self
+            .launch(cmd, spec, "agent".into(), Then::Agent(reply))
+            .await;
+        if let Some(current) = &mut self.current {
+            current.running = Some(exec_id);
+        }
+    }
+
+    /// Stores the turn's result, answers its message and starts the next turn.
+    pub(super) async fn turn_done(
+        &mut self,
+        turn_id: String,
+        result: Result<AgentReply, TurnError>,
+    ) {
+        if self.current.as_ref().is_none_or(|c| c.id != turn_id) {
+            return;
+        }
+        let Some(current) = self.current.take() else {
+            return;
+        };
+        let reply = current.pending.reply;
+        if current.discarded {
+            let _ = reply.send(Ok(no_reply(
+                CLEANED,
+                self.messages.iter().cloned().collect(),
+            )));
+        } else {
+            let answer = match result {
+                Ok(agent) => {
+                    let runs = (!agent.runs.is_empty()).then_some(agent.runs);
+                    let stored = self
+                        .store_message(Role::Agent, None, agent.text.clone(), runs)
+                        .await;
+                    stored.map(|_| {
+                        Reply::ok(MessageResponse {
+                            reply: Some(agent.text),
+                            error: None,
+                            messages: self.messages.iter().cloned().collect(),
+                        })
+                    })
+                }
+                Err(e) => {
+                    let text = e.to_string();
+                    let stored = self
+                        .store_message(Role::System, current.pending.user, text.clone(), None)
+                        .await;
+                    stored.map(|_| no_reply(&text, self.messages.iter().cloned().collect()))
+                }
+            };
+            let _ = reply.send(answer);
+        }
+        self.next_turn();
+    }
+}

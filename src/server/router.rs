@@ -1,0 +1,40 @@
+//! The routes of PROTOCOL.md, the token check in front of
+//! them, and the 404/405 answers.
+
+use super::registry::Registry;
+use super::{auth, files, http, ws};
+use axum::Router;
+use axum::routing::{get, post};
+use std::sync::Arc;
+
+/// What the handlers share.
+pub(crate) struct App {
+    pub(crate) registry: Registry,
+    /// The bearer token every request but `/health` needs, if any.
+    pub(crate) token: Option<String>,
+}
+
+/// The server's router.
+pub(crate) fn build(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/health", get(http::health))
+        .route("/api/rooms/{room}/message", post(http::message))
+        .route("/api/rooms/{room}/sandbox/exec", post(http::exec))
+        .route("/api/rooms/{room}/sandbox/interrupt", post(http::interrupt))
+        .route("/api/rooms/{room}/cancel", post(http::cancel))
+        .route("/api/rooms/{room}/cleanup", post(http::cleanup))
+        .route("/api/rooms/{room}/messages", get(http::messages))
+        .route(
+            "/api/rooms/{room}/files/{*path}",
+            get(files::get_file).put(files::put_file),
+        )
+        .route("/api/rooms/{room}/ws", get(ws::socket))
+        .route("/agents/duet-agent/{room}", get(ws::socket))
+        .fallback(http::not_found)
+        .method_not_allowed_fallback(http::method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            auth::require_token,
+        ))
+        .with_state(app)
+}

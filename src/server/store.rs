@@ -1,0 +1,442 @@
+//! SQLite persistence of rooms, messages and commands. SQLite calls block,
+//! so one dedicated thread owns the connection and runs jobs in the order
+//! they were sent; async code awaits their answers.
+
+use crate::protocol::{DuetMessage, ExecRecord, ExecSource, Role, STATE_EXECS, STATE_MESSAGES};
+use rusqlite::{Connection, Row, params};
+use std::path::PathBuf;
+use tokio::sync::oneshot;
+
+/// Why the store could not answer.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StoreError {
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("the database thread stopped")]
+    Closed,
+}
+
+type Job = Box<dyn FnOnce(&mut Connection) + Send>;
+
+/// Handle to the store thread. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Store {
+    jobs: std::sync::mpsc::Sender<Job>,
+}
+
+/// A room as kept in the store, with its recent history.
+#[derive(Debug, Clone)]
+pub(crate) struct RoomRow {
+    pub(crate) opaque: String,
+    pub(crate) slot: u32,
+    pub(crate) next_message: u64,
+    pub(crate) next_exec: u64,
+    pub(crate) messages: Vec<DuetMessage>,
+    pub(crate) execs: Vec<ExecRecord>,
+}
+
+const SCHEMA: &str = "
+PRAGMA journal_mode = WAL;
+PRAGMA synchronous = NORMAL;
+PRAGMA busy_timeout = 5000;
+CREATE TABLE IF NOT EXISTS rooms (
+    id TEXT PRIMARY KEY,
+    opaque TEXT NOT NULL,
+    slot INTEGER NOT NULL UNIQUE,
+    next_message INTEGER NOT NULL DEFAULT 1,
+    next_exec INTEGER NOT NULL DEFAULT 1
+);
+CREATE TABLE IF NOT EXISTS messages (
+    room TEXT NOT NULL, id TEXT NOT NULL, role TEXT NOT NULL, user_id TEXT,
+    text TEXT NOT NULL, ts INTEGER NOT NULL, runs TEXT,
+    PRIMARY KEY (room, id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS execs (
+    room TEXT NOT NULL, exec_id TEXT NOT NULL, cmd TEXT NOT NULL, by_name TEXT NOT NULL,
+    source TEXT NOT NULL, stdout TEXT NOT NULL, stderr TEXT NOT NULL, exit_code INTEGER,
+    duration INTEGER NOT NULL, ts INTEGER NOT NULL, truncated INTEGER NOT NULL,
+    PRIMARY KEY (room, exec_id)
+) WITHOUT ROWID;
+";
+
+const MESSAGE_COLUMNS: &str = "id, role, user_id, text, ts, runs";
+
+impl Store {
+    /// Opens (creating when needed) the database at `path` and starts its thread.
+    pub(crate) async fn open(path: PathBuf) -> Result<Store, StoreError> {
+        let (jobs, inbox) = std::sync::mpsc::channel::<Job>();
+        let (ready_tx, ready) = oneshot::channel();
+        std::thread::Builder::new()
+            .name("duet-store".into())
+            .spawn(move || {
+                let opened = Connection::open(&path).and_then(|conn| {
+                    conn.execute_batch(SCHEMA)?;
+                    Ok(conn)
+                });
+                let mut conn = match opened {
+                    Ok(conn) => {
+                        let _ = ready_tx.send(Ok(()));
+                        conn
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                while let Ok(job) = inbox.recv() {
+                    job(&mut conn);
+                }
+            })
+            .map_err(|_| StoreError::Closed)?;
+        ready.await.map_err(|_| StoreError::Closed)??;
+        Ok(Store { jobs })
+    }
+
+    /// Runs `f` on the store thread and returns its answer.
+    async fn call<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        let job: Job = Box::new(move |conn| {
+            let _ = tx.send(f(conn));
+        });
+        self.jobs.send(job).map_err(|_| StoreError::Closed)?;
+        Ok(rx.await.map_err(|_| StoreError::Closed)??)
+    }
+
+    /// Loads a room, creating it (with a new opaque name and slot) when absent.
+    pub(crate) async fn load_room(
+        &self,
+        room: String,
+        opaque: String,
+    ) -> Result<RoomRow, StoreError> {
+        self.call(move |conn| {
+            let tx = conn.transaction()?;
+            tx.execute(
+                "INSERT OR IGNORE INTO rooms (id, opaque, slot) VALUES \
+                 (?1, ?2, (SELECT COALESCE(MAX(slot), 0) + 1 FROM rooms))",
+                params![room, opaque],
+            )?;
+            let (opaque, slot, next_message, next_exec) = tx.query_row(
+                "SELECT opaque, slot, next_message, next_exec FROM rooms WHERE id = ?1",
+                params![room],
+                |r| Ok((r.get::<_, String>(0)?, r.get::<_, u32>(1)?, r.get(2)?, r.get(3)?)),
+            )?;
+            let mut messages = select_messages(&tx, &room, None, STATE_MESSAGES)?;
+            messages.reverse();
+            let mut execs = {
+                let mut stmt = tx.prepare(
+                    "SELECT exec_id, cmd, by_name, source, stdout, stderr, exit_code, duration, ts, \
+                     truncated FROM execs WHERE room = ?1 ORDER BY exec_id DESC LIMIT ?2",
+                )?;
+                stmt.query_map(params![room, STATE_EXECS as i64], exec_from_row)?
+                    .collect::<rusqlite::Result<Vec<_>>>()?
+            };
+            execs.reverse();
+            tx.commit()?;
+            Ok(RoomRow {
+                opaque,
+                slot,
+                next_message,
+                next_exec,
+                messages,
+                execs,
+            })
+        })
+        .await
+    }
+
+    /// Stores a message and the room's next message number, in one transaction.
+    pub(crate) async fn insert_message(
+        &self,
+        room: String,
+        message: DuetMessage,
+        next_message: u64,
+    ) -> Result<(), StoreError> {
+        self.call(move |conn| {
+            let runs = match &message.runs {
+                Some(runs) => Some(
+                    serde_json::to_string(runs)
+                        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?,
+                ),
+                None => None,
+            };
+            let tx = conn.transaction()?;
+            tx.execute(
+                "INSERT INTO messages (room, id, role, user_id, text, ts, runs) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    room,
+                    message.id,
+                    message.role.as_str(),
+                    message.user_id,
+                    message.text,
+                    message.ts,
+                    runs
+                ],
+            )?;
+            tx.execute(
+                "UPDATE rooms SET next_message = ?2 WHERE id = ?1",
+                params![room, next_message],
+            )?;
+            tx.commit()
+        })
+        .await
+    }
+
+    /// Records the room's next command number (so no id is used twice).
+    pub(crate) async fn set_next_exec(
+        &self,
+        room: String,
+        next_exec: u64,
+    ) -> Result<(), StoreError> {
+        self.call(move |conn| {
+            conn.execute(
+                "UPDATE rooms SET next_exec = ?2 WHERE id = ?1",
+                params![room, next_exec],
+            )
+            .map(drop)
+        })
+        .await
+    }
+
+    /// Stores a command's record, keeping only the room's most recent ones.
+    pub(crate) async fn insert_exec(
+        &self,
+        room: String,
+        rec: ExecRecord,
+    ) -> Result<(), StoreError> {
+        self.call(move |conn| {
+            let tx = conn.transaction()?;
+            tx.execute(
+                "INSERT OR REPLACE INTO execs (room, exec_id, cmd, by_name, source, stdout, stderr, \
+                 exit_code, duration, ts, truncated) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                params![
+                    room,
+                    rec.exec_id,
+                    rec.cmd,
+                    rec.by,
+                    rec.source.as_str(),
+                    rec.stdout,
+                    rec.stderr,
+                    rec.exit_code,
+                    rec.duration as i64,
+                    rec.ts,
+                    rec.truncated
+                ],
+            )?;
+            tx.execute(
+                "DELETE FROM execs WHERE room = ?1 AND exec_id NOT IN \
+                 (SELECT exec_id FROM execs WHERE room = ?1 ORDER BY exec_id DESC LIMIT ?2)",
+                params![room, STATE_EXECS as i64],
+            )?;
+            tx.commit()
+        })
+        .await
+    }
+
+    /// Deletes a room's messages and commands; its counters stay.
+    pub(crate) async fn clear_room(&self, room: String) -> Result<(), StoreError> {
+        self.call(move |conn| {
+            let tx = conn.transaction()?;
+            tx.execute("DELETE FROM messages WHERE room = ?1", params![room])?;
+            tx.execute("DELETE FROM execs WHERE room = ?1", params![room])?;
+            tx.commit()
+        })
+        .await
+    }
+
+    /// A page of messages strictly older than `before` (default: all),
+    /// oldest first, and whether older ones remain.
+    pub(crate) async fn page(
+        &self,
+        room: String,
+        before: Option<String>,
+        limit: usize,
+    ) -> Result<(Vec<DuetMessage>, bool), StoreError> {
+        self.call(move |conn| {
+            let mut messages = select_messages(conn, &room, before.as_deref(), limit + 1)?;
+            let more = messages.len() > limit;
+            messages.truncate(limit);
+            messages.reverse();
+            Ok((messages, more))
+        })
+        .await
+    }
+
+    /// Whether the room exists in the store.
+    #[cfg(test)]
+    pub(crate) async fn has_room(&self, room: String) -> Result<bool, StoreError> {
+        use rusqlite::OptionalExtension;
+        self.call(move |conn| {
+            conn.query_row("SELECT 1 FROM rooms WHERE id = ?1", params![room], |_| {
+                Ok(())
+            })
+            .optional()
+            .map(|r| r.is_some())
+        })
+        .await
+    }
+}
+
+/// The newest `limit` messages of `room` older than `before`, newest first.
+fn select_messages(
+    conn: &Connection,
+    room: &str,
+    before: Option<&str>,
+    limit: usize,
+) -> rusqlite::Result<Vec<DuetMessage>> {
+    let sql = match before {
+        Some(_) => format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE room = ?1 AND id < ?3 ORDER BY id DESC LIMIT ?2"
+        ),
+        None => format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE room = ?1 ORDER BY id DESC LIMIT ?2"
+        ),
+    };
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = match before {
+        Some(b) => stmt.query_map(params![room, limit as i64, b], message_from_row)?,
+        None => stmt.query_map(params![room, limit as i64], message_from_row)?,
+    };
+    rows.collect()
+}
+
+fn conversion(index: usize, e: impl std::error::Error + Send + Sync + 'static) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(e))
+}
+
+/// An unknown enum value found in the database.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown value {0:?}")]
+struct UnknownValue(String);
+
+fn message_from_row(r: &Row<'_>) -> rusqlite::Result<DuetMessage> {
+    let role: String = r.get(1)?;
+    let runs: Option<String> = r.get(5)?;
+    Ok(DuetMessage {
+        id: r.get(0)?,
+        role: Role::parse(&role).ok_or_else(|| conversion(1, UnknownValue(role)))?,
+        user_id: r.get(2)?,
+        text: r.get(3)?,
+        ts: r.get(4)?,
+        runs: match runs {
+            Some(json) => Some(serde_json::from_str(&json).map_err(|e| conversion(5, e))?),
+            None => None,
+        },
+    })
+}
+
+fn exec_from_row(r: &Row<'_>) -> rusqlite::Result<ExecRecord> {
+    let source: String = r.get(3)?;
+    Ok(ExecRecord {
+        exec_id: r.get(0)?,
+        cmd: r.get(1)?,
+        by: r.get(2)?,
+        source: match source.as_str() {
+            "user" => ExecSource::User,
+            "agent" => ExecSource::Agent,
+            _ => return Err(conversion(3, UnknownValue(source))),
+        },
+        stdout: r.get(4)?,
+        stderr: r.get(5)?,
+        exit_code: r.get(6)?,
+        duration: r.get::<_, i64>(7)?.max(0) as u64,
+        ts: r.get(8)?,
+        truncated: r.get(9)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Run;
+
+    fn message(n: u64, runs: Option<Vec<Run>>) -> DuetMessage {
+        DuetMessage {
+            id: format!("{n:012}"),
+            role: if runs.is_some() {
+                Role::Agent
+            } else {
+                Role::User
+            },
+            user_id: runs.is_none().then(|| "ada".to_string()),
+            text: format!("m{n}"),
+            ts: 1_700_000_000_000 + n as i64,
+            runs,
+        }
+    }
+
+    #[tokio::test]
+    async fn rooms_messages_and_pages_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("duet.db")).await.unwrap();
+        assert!(!store.has_room("r".into()).await.unwrap());
+        let a = store.load_room("r".into(), "aaaa".into()).await.unwrap();
+        let b = store.load_room("s".into(), "bbbb".into()).await.unwrap();
+        assert_ne!(a.slot, b.slot);
+        let again = store.load_room("r".into(), "cccc".into()).await.unwrap();
+        assert_eq!((again.opaque.as_str(), again.slot), ("aaaa", a.slot));
+        let run = Run {
+            cmd: "ls".into(),
+            stdout: "a\n".into(),
+            stderr: String::new(),
+            exit_code: Some(0),
+            error: None,
+            truncated: false,
+        };
+        for n in 1..=5 {
+            let runs = (n == 3).then(|| vec![run.clone()]);
+            store
+                .insert_message("r".into(), message(n, runs), n + 1)
+                .await
+                .unwrap();
+        }
+        let row = store.load_room("r".into(), String::new()).await.unwrap();
+        assert_eq!(row.next_message, 6);
+        assert_eq!(row.messages[2], message(3, Some(vec![run])));
+        let (page, more) = store
+            .page("r".into(), Some(format!("{:012}", 4)), 2)
+            .await
+            .unwrap();
+        assert_eq!(
+            page.iter().map(|m| m.text.as_str()).collect::<Vec<_>>(),
+            ["m2", "m3"]
+        );
+        assert!(more);
+        let (page, more) = store.page("r".into(), None, 10).await.unwrap();
+        assert_eq!((page.len(), more), (5, false));
+        store.clear_room("r".into()).await.unwrap();
+        let row = store.load_room("r".into(), String::new()).await.unwrap();
+        assert!(row.messages.is_empty());
+        assert_eq!(row.next_message, 6);
+    }
+
+    #[tokio::test]
+    async fn only_recent_execs_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("duet.db")).await.unwrap();
+        store.load_room("r".into(), "o".into()).await.unwrap();
+        for n in 1..=25u64 {
+            let rec = ExecRecord {
+                exec_id: format!("x{n:011}"),
+                cmd: "true".into(),
+                by: "ada".into(),
+                source: ExecSource::Agent,
+                stdout: String::new(),
+                stderr: "e".into(),
+                exit_code: None,
+                duration: n,
+                ts: 5,
+                truncated: n % 2 == 0,
+            };
+            store.insert_exec("r".into(), rec).await.unwrap();
+        }
+        let row = store.load_room("r".into(), String::new()).await.unwrap();
+        assert_eq!(row.execs.len(), STATE_EXECS);
+        assert_eq!(row.execs[0].exec_id, "x00000000006");
+        assert!(row.execs[0].truncated && !row.execs[1].truncated);
+    }
+}

@@ -1,0 +1,365 @@
+//! The room's WebSocket: the connect sequence, the room's frames out, the
+//! client's frames in (typing, rpc, refused state), keepalive, and dropping
+//! a client that cannot keep up.
+
+use super::errors::{ApiError, add_detail};
+use super::http::room_details;
+use super::ops;
+use super::room::{Joined, Outgoing, RoomHandle, frame_text, send_frame};
+use super::router::App;
+use crate::protocol::{AGENT_NAME, PresenceUser, RpcAnswer, ServerFrame, name_problem, now_ms};
+use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, RawQuery, State};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+
+/// How often the server pings.
+const PING_EVERY: Duration = Duration::from_secs(20);
+/// A connection silent for this long is closed.
+const SILENT_LIMIT: Duration = Duration::from_secs(60);
+/// A send that takes longer drops the connection.
+const SEND_LIMIT: Duration = Duration::from_secs(5);
+/// Typing is relayed at most this often per connection.
+const TYPING_EVERY: Duration = Duration::from_secs(2);
+/// Largest frame a client may send.
+const MAX_FRAME: usize = crate::protocol::MAX_BODY + 4096;
+
+/// Numbers connections within the process (to skip one's own typing).
+static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
+
+/// Who is on a connection, from its query.
+struct Peer {
+    /// Presence id: `_pk`, or one the server assigns.
+    id: String,
+    /// `user`, if given.
+    user: Option<String>,
+}
+
+/// Reads `user` and `_pk` from the query, naming bad fields.
+fn peer(query: Option<&str>, details: &mut crate::protocol::Details) -> Peer {
+    let mut peer = Peer {
+        id: format!("c{:016x}", rand::random::<u64>()),
+        user: None,
+    };
+    for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        match key.as_ref() {
+            "user" => match name_problem(&value) {
+                Some(p) => add_detail(details, "user", p),
+                None => peer.user = Some(value.into_owned()),
+            },
+            "_pk" => {
+                if value.is_empty()
+                    || value.chars().count() > 64
+                    || value.chars().any(char::is_control)
+                {
+                    add_detail(details, "_pk", "must be 1-64 printable characters");
+                } else {
+                    peer.id = value.into_owned();
+                }
+            }
+            _ => {}
+        }
+    }
+    peer
+}
+
+/// `GET /api/rooms/{room}/ws` and `/agents/duet-agent/{room}` (upgrade).
+pub(crate) async fn socket(
+    State(app): State<Arc<App>>,
+    Path(room): Path<String>,
+    RawQuery(query): RawQuery,
+    upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
+) -> Response {
+    let mut details = room_details(&room);
+    let peer = peer(query.as_deref(), &mut details);
+    if !details.is_empty() {
+        return ApiError::invalid(details).into_response();
+    }
+    let upgrade = match upgrade {
+        Ok(u) => u,
+        Err(e) => return ApiError::field("upgrade", e.body_text()).into_response(),
+    };
+    let handle = match app.registry.room(&room).await {
+        Ok(h) => h,
+        Err(e) => return e.into_response(),
+    };
+    let shutdown = app.registry.shared.shutdown.clone();
+    upgrade
+        .read_buffer_size(4 * 1024)
+        .write_buffer_size(0)
+        .max_write_buffer_size(4 * 1024 * 1024)
+        .max_message_size(MAX_FRAME)
+        .max_frame_size(MAX_FRAME)
+        .on_upgrade(move |socket| async move {
+            let conn = Connection {
+                number: CONNECTIONS.fetch_add(1, Ordering::Relaxed),
+                name: peer.user.clone().unwrap_or_else(|| "anonymous".into()),
+                peer,
+                room,
+                handle,
+                last_typing: None,
+            };
+            conn.run(socket, shutdown).await;
+        })
+}
+
+/// One client's connection to a room.
+struct Connection {
+    number: u64,
+    peer: Peer,
+    /// The presence name: `user` or "anonymous".
+    name: String,
+    room: String,
+    handle: RoomHandle,
+    last_typing: Option<Instant>,
+}
+
+/// Sends `msg` unless it takes too long; `false` means drop the connection.
+async fn send(socket: &mut WebSocket, msg: Message) -> bool {
+    matches!(
+        tokio::time::timeout(SEND_LIMIT, socket.send(msg)).await,
+        Ok(Ok(()))
+    )
+}
+
+fn error_frame(error: impl Into<String>) -> Utf8Bytes {
+    frame_text(&ServerFrame::Error {
+        error: error.into(),
+    })
+}
+
+impl Connection {
+    async fn run(mut self, mut socket: WebSocket, shutdown: CancellationToken) {
+        let user = PresenceUser {
+            id: self.peer.id.clone(),
+            name: self.name.clone(),
+            since: now_ms(),
+        };
+        let Some(Joined {
+            state,
+            presence,
+            mut frames,
+        }) = self.handle.join(self.number, user).await
+        else {
+            return;
+        };
+        let identity = frame_text(&ServerFrame::Identity {
+            name: self.room.clone(),
+            agent: AGENT_NAME.into(),
+        });
+        let mut ok = true;
+        for text in [identity, state, presence] {
+            ok = ok && send(&mut socket, Message::Text(text)).await;
+        }
+        if ok {
+            self.serve(&mut socket, &mut frames, &shutdown).await;
+        }
+        self.handle.leave(self.number).await;
+    }
+
+    /// The connection's loop, until the client leaves or is dropped.
+    async fn serve(
+        &mut self,
+        socket: &mut WebSocket,
+        frames: &mut broadcast::Receiver<Outgoing>,
+        shutdown: &CancellationToken,
+    ) {
+        let (answers, mut answered) = mpsc::channel::<Utf8Bytes>(64);
+        let mut ping =
+            tokio::time::interval_at(tokio::time::Instant::now() + PING_EVERY, PING_EVERY);
+        let mut last_seen = Instant::now();
+        loop {
+            let out = tokio::select! {
+                _ = shutdown.cancelled() => {
+                    let _ = send(socket, Message::Close(None)).await;
+                    return;
+                }
+                incoming = socket.recv() => {
+                    let Some(Ok(msg)) = incoming else { return };
+                    last_seen = Instant::now();
+                    match msg {
+                        Message::Text(text) => self.on_text(&text, &answers).map(Message::Text),
+                        Message::Binary(_) => Some(Message::Text(error_frame("binary frames are not supported"))),
+                        Message::Close(_) => return,
+                        Message::Ping(_) | Message::Pong(_) => None,
+                    }
+                }
+                frame = frames.recv() => match frame {
+                    Ok(f) if f.skip == Some(self.number) => None,
+                    Ok(f) => Some(Message::Text(f.text)),
+                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                        tracing::info!(room = %self.room, "dropping a client {n} frames behind");
+                        return;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
+                Some(text) = answered.recv() => Some(Message::Text(text)),
+                _ = ping.tick() => {
+                    if last_seen.elapsed() > SILENT_LIMIT {
+                        tracing::info!(room = %self.room, "closing a silent connection");
+                        return;
+                    }
+                    Some(Message::Ping(bytes::Bytes::new()))
+                }
+            };
+            if let Some(msg) = out
+                && !send(socket, msg).await
+            {
+                return;
+            }
+        }
+    }
+
+    /// Handles a client's text frame; returns a frame for this client alone.
+    fn on_text(&mut self, text: &str, answers: &mpsc::Sender<Utf8Bytes>) -> Option<Utf8Bytes> {
+        let value: Value = match serde_json::from_str(text) {
+            Ok(v) => v,
+            Err(e) => return Some(error_frame(format!("the frame is not JSON: {e}"))),
+        };
+        let Some(kind) = value.get("type").and_then(Value::as_str) else {
+            return Some(error_frame("a frame needs a string \"type\""));
+        };
+        match kind {
+            "duet_typing" => {
+                if self.last_typing.is_none_or(|t| t.elapsed() >= TYPING_EVERY) {
+                    self.last_typing = Some(Instant::now());
+                    let frame = ServerFrame::Typing {
+                        id: self.peer.id.clone(),
+                        name: self.name.clone(),
+                    };
+                    send_frame(&self.handle.frames, &frame, Some(self.number));
+                }
+                None
+            }
+            "cf_agent_state" => Some(frame_text(&ServerFrame::StateError {
+                error: "Connection is readonly".into(),
+            })),
+            "rpc" => self.rpc(value, answers),
+            other => Some(error_frame(format!("unknown frame type {other:?}"))),
+        }
+    }
+
+    /// Starts an rpc; its answer comes through `answers`.
+    fn rpc(&self, value: Value, answers: &mpsc::Sender<Utf8Bytes>) -> Option<Utf8Bytes> {
+        let Some(id) = value.get("id").cloned() else {
+            return Some(error_frame("an rpc frame needs an \"id\""));
+        };
+        let parsed = rpc_op(&value, self.peer.user.as_deref());
+        let op = match parsed {
+            Ok(op) => op,
+            Err(answer) => return Some(frame_text(&ServerFrame::Rpc(answer.with_id(id)))),
+        };
+        let handle = self.handle.clone();
+        let answers = answers.clone();
+        tokio::spawn(async move {
+            let answer = match handle.perform(op).await {
+                // The body keeps its field order: spliced in, not re-parsed.
+                Ok(reply) => Utf8Bytes::from(format!(
+                    r#"{{"type":"rpc","id":{},"success":true,"result":{},"done":true}}"#,
+                    serde_json::to_string(&id).unwrap_or_else(|_| "null".into()),
+                    reply.body
+                )),
+                Err(e) => frame_text(&ServerFrame::Rpc(failure(e).with_id(id))),
+            };
+            let _ = answers.send(answer).await;
+        });
+        None
+    }
+}
+
+/// An rpc failure waiting for its id.
+struct Failure(RpcAnswer);
+
+impl Failure {
+    fn with_id(mut self, id: Value) -> RpcAnswer {
+        self.0.id = id;
+        self.0
+    }
+}
+
+fn failure(e: ApiError) -> Failure {
+    Failure(RpcAnswer {
+        id: Value::Null,
+        success: false,
+        result: None,
+        error: Some(e.body.error),
+        status: Some(e.status.as_u16()),
+        details: e.body.details.and_then(|d| serde_json::to_value(d).ok()),
+        done: true,
+    })
+}
+
+/// The operation an rpc frame asks for.
+fn rpc_op(value: &Value, user: Option<&str>) -> Result<ops::Op, Failure> {
+    let Some(method) = value.get("method").and_then(Value::as_str) else {
+        return Err(failure(ApiError::field("method", "must be a string")));
+    };
+    let empty = Map::new();
+    let obj = match value.get("args") {
+        None | Some(Value::Null) => &empty,
+        Some(Value::Array(args)) => match args.first() {
+            None | Some(Value::Null) => &empty,
+            Some(Value::Object(obj)) => obj,
+            Some(_) => {
+                return Err(failure(ApiError::field(
+                    "args",
+                    "args[0] must be an object",
+                )));
+            }
+        },
+        Some(_) => return Err(failure(ApiError::field("args", "must be an array"))),
+    };
+    match ops::parse(method, obj, Default::default(), user) {
+        Some(Ok(op)) => Ok(op),
+        Some(Err(e)) => Err(failure(e)),
+        None => {
+            let mut f = failure(ApiError::field(
+                "method",
+                format!("unknown method {method:?}"),
+            ));
+            f.0.error = Some(format!("unknown method {method:?}"));
+            f.0.details = None;
+            f.0.status = None;
+            Err(f)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn rpc_frames_name_their_problems() {
+        let ok = rpc_op(&json!({"method":"exec","args":[{"cmd":"ls"}]}), Some("ada"));
+        assert!(matches!(ok, Ok(ops::Op::Exec { user: Some(u), .. }) if u == "ada"));
+        assert!(matches!(
+            rpc_op(&json!({"method":"cleanup"}), None),
+            Ok(ops::Op::Cleanup { .. })
+        ));
+        let bad = rpc_op(&json!({"method":"exec","args":[{}]}), None)
+            .err()
+            .unwrap()
+            .0;
+        assert_eq!(bad.status, Some(400));
+        assert!(bad.details.unwrap().get("cmd").is_some());
+        let unknown = rpc_op(&json!({"method":"dance"}), None).err().unwrap().0;
+        assert_eq!(unknown.error.as_deref(), Some("unknown method \"dance\""));
+    }
+
+    #[test]
+    fn queries_name_bad_fields() {
+        let mut details = Default::default();
+        let p = peer(Some("user=ada&_pk=abc"), &mut details);
+        assert!(details.is_empty());
+        assert_eq!((p.id.as_str(), p.user.as_deref()), ("abc", Some("ada")));
+        peer(Some(&format!("user={}", "x".repeat(40))), &mut details);
+        assert!(details.contains_key("user"));
+    }
+}

@@ -1,0 +1,491 @@
+//! The client's state and its pure update: `App::update(Msg) -> Vec<Effect>`.
+//! No I/O here; the event loop runs the effects and feeds results back as
+//! messages, so every behaviour is testable without a terminal.
+
+use crate::client::socket::{ConnState, SocketEvent};
+use crate::protocol::{
+    AiPhase, CleanupResponse, ExecResponse, MessageResponse, MessagesPage, PresenceUser,
+    ServerFrame,
+};
+use crate::tui::chat::{ChatLog, LiveTurn, RenderCtx};
+use crate::tui::composer::{Composer, Mode};
+use crate::tui::execs::ExecLog;
+use crate::tui::theme::Theme;
+use crossterm::event::{KeyEvent, MouseEvent};
+
+/// How long a toast stays.
+pub const TOAST_MS: i64 = 6_000;
+/// How long an error toast stays.
+pub const ERROR_TOAST_MS: i64 = 12_000;
+/// How long "X is typing" shows after their last keystroke.
+pub const TYPING_MS: i64 = 3_000;
+/// Least time between two typing frames this client sends.
+pub const TYPING_EVERY_MS: i64 = 2_000;
+/// Spinner frame interval while something runs.
+pub const SPINNER_MS: i64 = 100;
+
+/// Who this client is and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Session {
+    pub server: String,
+    pub room: String,
+    pub name: String,
+    /// This connection's `_pk`.
+    pub connection_id: String,
+    /// The exact command a second terminal runs to join.
+    pub join_hint: String,
+}
+
+/// The two scrollable panes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pane {
+    Chat,
+    Output,
+}
+
+/// Dialogs that see keys first; the last is on top.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Modal {
+    Help,
+    ConfirmCleanup,
+}
+
+/// A note that goes away by itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Toast {
+    pub text: String,
+    pub error: bool,
+    pub until_ms: i64,
+}
+
+/// Someone typing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Typist {
+    pub id: String,
+    pub name: String,
+    pub until_ms: i64,
+}
+
+/// A pane's scroll position: lines up from the bottom (0 follows the
+/// latest), and whether new lines arrived below while scrolled up.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Scroll {
+    pub offset: usize,
+    pub new_below: bool,
+}
+
+/// Everything that can happen to the client.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Msg {
+    Key(KeyEvent),
+    Paste(String),
+    Resize(u16, u16),
+    Mouse(MouseEvent),
+    Socket(SocketEvent),
+    MessageDone {
+        text: String,
+        result: Result<MessageResponse, String>,
+    },
+    ExecDone {
+        cmd: String,
+        result: Result<ExecResponse, String>,
+    },
+    OlderLoaded(Result<MessagesPage, String>),
+    CleanupDone(Result<CleanupResponse, String>),
+    /// An interrupt or cancel answered.
+    StopDone {
+        what: &'static str,
+        result: Result<bool, String>,
+    },
+    /// The embedded backend moved (its owner quit; another took over).
+    ServerMoved(String),
+    /// A timer fired (toasts, typing, spinner).
+    Tick,
+}
+
+/// What the event loop does for the App.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    SendMessage(String),
+    Exec(String),
+    Interrupt(Option<String>),
+    Cancel(Option<String>),
+    Cleanup,
+    LoadOlder {
+        before: Option<String>,
+    },
+    Typing,
+    Rejoin(String),
+    /// Turn mouse capture off (to select text) or back on.
+    ToggleMouse,
+    Quit,
+}
+
+/// The client's whole state.
+#[derive(Debug, Clone)]
+pub struct App {
+    pub session: Session,
+    pub conn: ConnState,
+    pub chat: ChatLog,
+    pub execs: ExecLog,
+    pub composer: Composer,
+    pub presence: Vec<PresenceUser>,
+    pub typing: Vec<Typist>,
+    pub toasts: Vec<Toast>,
+    pub modals: Vec<Modal>,
+    /// Lines the help overlay is scrolled down.
+    pub help_scroll: u16,
+    pub focus: Pane,
+    pub chat_scroll: Scroll,
+    pub output_scroll: Scroll,
+    /// Terminal size in cells.
+    pub size: (u16, u16),
+    /// Messages sent whose turn has not answered yet.
+    pub pending_messages: usize,
+    pub theme: Theme,
+    pub tz: time::UtcOffset,
+    /// The time as of the current message (set by the loop; tests set it).
+    pub now_ms: i64,
+    pub quit: bool,
+    pub(crate) ctrl_c_armed: bool,
+    pub(crate) last_typing_sent: Option<i64>,
+    pub(crate) got_state: bool,
+    /// Something visible changed since the last draw.
+    pub dirty: bool,
+}
+
+impl App {
+    /// A fresh App for `session`.
+    pub fn new(session: Session, theme: Theme, tz: time::UtcOffset, now_ms: i64) -> App {
+        App {
+            session,
+            conn: ConnState::Connecting,
+            chat: ChatLog::default(),
+            execs: ExecLog::default(),
+            composer: Composer::default(),
+            presence: Vec::new(),
+            typing: Vec::new(),
+            toasts: Vec::new(),
+            modals: Vec::new(),
+            help_scroll: 0,
+            focus: Pane::Chat,
+            chat_scroll: Scroll::default(),
+            output_scroll: Scroll::default(),
+            size: (80, 24),
+            pending_messages: 0,
+            theme,
+            tz,
+            now_ms,
+            quit: false,
+            ctrl_c_armed: false,
+            last_typing_sent: None,
+            got_state: false,
+            dirty: true,
+        }
+    }
+
+    /// What rendering needs.
+    pub fn render_ctx(&self) -> RenderCtx {
+        RenderCtx {
+            theme: self.theme,
+            tz: self.tz,
+            now_ms: self.now_ms,
+        }
+    }
+
+    /// Whether the agent is working (a turn streams or a message waits).
+    pub fn agent_busy(&self) -> bool {
+        self.chat.turn.as_ref().is_some_and(|t| !t.ended) || self.pending_messages > 0
+    }
+
+    /// Whether something moves on screen (the spinner needs frames).
+    pub fn busy(&self) -> bool {
+        self.agent_busy() || self.execs.running().is_some()
+    }
+
+    /// When the loop must wake the App next, if ever (idle: never).
+    pub fn next_wake(&self) -> Option<i64> {
+        let spinner = self.busy().then_some(self.now_ms + SPINNER_MS);
+        self.toasts
+            .iter()
+            .map(|t| t.until_ms)
+            .chain(self.typing.iter().map(|t| t.until_ms))
+            .chain(spinner)
+            .min()
+    }
+
+    /// Shows a note for a while.
+    pub fn toast(&mut self, text: impl Into<String>, error: bool) {
+        let until_ms = self.now_ms + if error { ERROR_TOAST_MS } else { TOAST_MS };
+        self.toasts.push(Toast {
+            text: text.into(),
+            error,
+            until_ms,
+        });
+        if self.toasts.len() > 4 {
+            self.toasts.remove(0);
+        }
+    }
+
+    /// Handles one message; answers what the loop must do.
+    pub fn update(&mut self, msg: Msg) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        let visible = match msg {
+            Msg::Key(key) => {
+                self.on_key(key, &mut effects);
+                true
+            }
+            Msg::Paste(text) => {
+                if self.modals.is_empty() {
+                    self.composer.insert(&text);
+                    self.typed(&mut effects);
+                }
+                true
+            }
+            Msg::Resize(w, h) => {
+                self.size = (w, h);
+                true
+            }
+            Msg::Mouse(mouse) => self.on_mouse(mouse, &mut effects),
+            Msg::Socket(SocketEvent::State(state)) => {
+                let changed = self.conn != state;
+                self.conn = state;
+                changed
+            }
+            Msg::Socket(SocketEvent::Frame(frame)) => self.on_frame(*frame),
+            Msg::MessageDone { text, result } => {
+                self.pending_messages = self.pending_messages.saturating_sub(1);
+                match result {
+                    Ok(answer) => {
+                        if !answer.messages.is_empty() {
+                            self.apply_messages(&answer.messages);
+                        }
+                    }
+                    Err(err) => self.failed("message not sent", &err, &text),
+                }
+                true
+            }
+            Msg::ExecDone { cmd, result } => {
+                if let Err(err) = result {
+                    let line = match self.composer.mode {
+                        Mode::Ask => format!("!{cmd}"),
+                        Mode::Run => cmd,
+                    };
+                    self.failed("command not run", &err, &line);
+                }
+                true
+            }
+            Msg::OlderLoaded(result) => {
+                match result {
+                    Ok(page) => self.chat.prepend(&page.messages, page.has_more),
+                    Err(err) => {
+                        self.chat.loading_older = false;
+                        self.toast(format!("older messages: {err}"), true);
+                    }
+                }
+                true
+            }
+            Msg::CleanupDone(result) => {
+                match result {
+                    Ok(answer) => {
+                        if let Some(errors) = answer.errors.filter(|e| !e.is_empty()) {
+                            self.toast(
+                                format!("cleanup partly failed: {}", errors.join("; ")),
+                                true,
+                            );
+                        }
+                    }
+                    Err(err) => self.toast(format!("cleanup failed: {err}"), true),
+                }
+                true
+            }
+            Msg::StopDone { what, result } => {
+                match result {
+                    Ok(true) => {}
+                    Ok(false) => self.toast(format!("nothing to {what}"), false),
+                    Err(err) => self.toast(format!("{what} failed: {err}"), true),
+                }
+                true
+            }
+            Msg::ServerMoved(url) => {
+                self.toast(format!("the room's backend moved to {url}"), false);
+                self.session.server = url;
+                true
+            }
+            Msg::Tick => self.on_tick(),
+        };
+        self.dirty |= visible;
+        effects
+    }
+
+    /// A request failed: say so, whole, and put the text back if the line
+    /// is free (it is in the history anyway).
+    fn failed(&mut self, what: &str, err: &str, text: &str) {
+        self.toast(format!("{what}: {err}"), true);
+        if self.composer.is_empty() {
+            self.composer.set_text(text);
+        }
+    }
+
+    fn on_tick(&mut self) -> bool {
+        let now = self.now_ms;
+        let before = self.toasts.len() + self.typing.len();
+        self.toasts.retain(|t| t.until_ms > now);
+        self.typing.retain(|t| t.until_ms > now);
+        before != self.toasts.len() + self.typing.len() || self.busy()
+    }
+
+    fn on_frame(&mut self, frame: ServerFrame) -> bool {
+        match frame {
+            ServerFrame::Identity { .. } | ServerFrame::Rpc(_) => false,
+            ServerFrame::State { state } => {
+                self.apply_messages(&state.messages);
+                let grew = self.with_output_anchor(|execs| execs.apply_records(&state.execs));
+                let _ = grew;
+                true
+            }
+            ServerFrame::StateError { error } | ServerFrame::Error { error } => {
+                self.toast(format!("backend: {error}"), true);
+                true
+            }
+            ServerFrame::Presence { users } => {
+                self.presence = users;
+                let ids: Vec<&str> = self.presence.iter().map(|u| u.id.as_str()).collect();
+                self.typing.retain(|t| ids.contains(&t.id.as_str()));
+                true
+            }
+            ServerFrame::Typing { id, name } => {
+                if id == self.session.connection_id {
+                    return false;
+                }
+                let until_ms = self.now_ms + TYPING_MS;
+                match self.typing.iter_mut().find(|t| t.id == id) {
+                    Some(t) => t.until_ms = until_ms,
+                    None => self.typing.push(Typist { id, name, until_ms }),
+                }
+                true
+            }
+            ServerFrame::Ai {
+                phase,
+                turn_id,
+                text,
+                error,
+            } => {
+                let now = self.now_ms;
+                self.with_chat_anchor(|chat| {
+                    let turn = chat.turn.get_or_insert_with(|| LiveTurn {
+                        turn_id: turn_id.clone(),
+                        text: String::new(),
+                        started_ms: now,
+                        ended: false,
+                    });
+                    if turn.turn_id != turn_id {
+                        *turn = LiveTurn {
+                            turn_id: turn_id.clone(),
+                            text: String::new(),
+                            started_ms: now,
+                            ended: false,
+                        };
+                    }
+                    match phase {
+                        AiPhase::Start => {}
+                        AiPhase::Delta => turn.text.push_str(text.as_deref().unwrap_or("")),
+                        AiPhase::End => turn.ended = true,
+                        AiPhase::Error => chat.turn = None,
+                    }
+                });
+                // An ended turn's reason is stored as a system message and
+                // shows in the chat; it is logged here for the record.
+                if let Some(error) = error {
+                    tracing::debug!(%error, "agent turn ended with an error");
+                }
+                true
+            }
+            ServerFrame::Exec(frame) => {
+                let now = self.now_ms;
+                self.with_output_anchor(|execs| execs.apply_frame(&frame, now))
+            }
+            ServerFrame::Cleanup { by } => {
+                self.chat.clear_all();
+                self.execs.clear_all();
+                self.chat_scroll = Scroll::default();
+                self.output_scroll = Scroll::default();
+                self.toast(format!("{by} cleaned up the room"), false);
+                true
+            }
+        }
+    }
+
+    fn apply_messages(&mut self, messages: &[crate::protocol::DuetMessage]) {
+        let first = !self.got_state;
+        self.got_state = true;
+        self.with_chat_anchor(|chat| {
+            chat.apply_state(messages, first);
+        });
+    }
+
+    /// Runs a change of the chat keeping a scrolled-up view where it is
+    /// (and noting "new below"); a following view simply follows.
+    fn with_chat_anchor(&mut self, change: impl FnOnce(&mut ChatLog)) {
+        if self.chat_scroll.offset == 0 {
+            change(&mut self.chat);
+            return;
+        }
+        let width = self.pane_size(Pane::Chat).0;
+        let ctx = self.render_ctx();
+        let before = self.chat.total_height(width, &ctx);
+        change(&mut self.chat);
+        let after = self.chat.total_height(width, &ctx);
+        self.shift(Pane::Chat, before, after);
+    }
+
+    fn with_output_anchor(&mut self, change: impl FnOnce(&mut ExecLog) -> bool) -> bool {
+        if self.output_scroll.offset == 0 {
+            return change(&mut self.execs);
+        }
+        let before = self.execs.total_height();
+        let changed = change(&mut self.execs);
+        let after = self.execs.total_height();
+        self.shift(Pane::Output, before, after);
+        changed
+    }
+
+    fn shift(&mut self, pane: Pane, before: usize, after: usize) {
+        let scroll = match pane {
+            Pane::Chat => &mut self.chat_scroll,
+            Pane::Output => &mut self.output_scroll,
+        };
+        if after > before {
+            scroll.offset += after - before;
+            scroll.new_below = true;
+        } else {
+            scroll.offset = scroll.offset.saturating_sub(before - after);
+        }
+        if scroll.offset == 0 {
+            scroll.new_below = false;
+        }
+    }
+
+    /// The inner size (width, height) of a pane at the current size.
+    pub fn pane_size(&self, pane: Pane) -> (u16, u16) {
+        let area = ratatui::layout::Rect::new(0, 0, self.size.0, self.size.1);
+        let areas = crate::tui::view::layout::areas(self, area);
+        let inner = crate::tui::view::layout::pane_inner(
+            pane,
+            areas.pane(pane),
+            self.size.0 >= crate::tui::view::layout::WIDE,
+        );
+        (inner.width, inner.height)
+    }
+
+    /// Sends a typing frame, at most every 2 s.
+    pub(crate) fn typed(&mut self, effects: &mut Vec<Effect>) {
+        let due = self
+            .last_typing_sent
+            .is_none_or(|t| self.now_ms - t >= TYPING_EVERY_MS);
+        if due && !self.composer.is_empty() {
+            self.last_typing_sent = Some(self.now_ms);
+            effects.push(Effect::Typing);
+        }
+    }
+}

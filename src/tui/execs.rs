@@ -1,0 +1,301 @@
+//! The output pane's content: every command run in the room, live from
+//! `duet_exec` frames and rebuilt from state's `execs`, in bounded memory.
+
+use crate::protocol::{ExecFrame, ExecRecord, ExecSource};
+use crate::tui::termtext::{OutputBuffer, Stream};
+use std::collections::VecDeque;
+
+/// Commands kept in the pane.
+pub const MAX_RUNS: usize = 100;
+/// Exec ids remembered as hidden by `/clear`.
+const MAX_HIDDEN: usize = 1000;
+
+/// How a command ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completion {
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+    pub timed_out: bool,
+    pub interrupted: bool,
+    pub truncated: bool,
+    pub error: Option<String>,
+}
+
+/// One command and its output.
+#[derive(Debug, Clone)]
+pub struct ExecRun {
+    pub exec_id: String,
+    pub cmd: String,
+    pub by: String,
+    pub source: ExecSource,
+    pub started_ms: i64,
+    pub output: OutputBuffer,
+    pub done: Option<Completion>,
+}
+
+impl ExecRun {
+    /// Lines it takes in the pane: header, output, fold marker, and the
+    /// error when the sandbox could not run it whole.
+    pub fn height(&self) -> usize {
+        1 + self.output.line_count()
+            + usize::from(self.output.folded() > 0)
+            + usize::from(self.error().is_some())
+    }
+
+    /// Why the sandbox could not run it, if it could not.
+    pub fn error(&self) -> Option<&str> {
+        self.done.as_ref().and_then(|d| d.error.as_deref())
+    }
+
+    fn from_record(record: &ExecRecord) -> ExecRun {
+        ExecRun {
+            exec_id: record.exec_id.clone(),
+            cmd: record.cmd.clone(),
+            by: record.by.clone(),
+            source: record.source,
+            started_ms: record.ts,
+            output: OutputBuffer::from_streams(&record.stdout, &record.stderr),
+            done: Some(Completion {
+                exit_code: record.exit_code,
+                duration_ms: record.duration,
+                timed_out: false,
+                interrupted: false,
+                truncated: record.truncated,
+                error: None,
+            }),
+        }
+    }
+}
+
+/// The commands of the room, oldest first.
+#[derive(Debug, Clone, Default)]
+pub struct ExecLog {
+    runs: VecDeque<ExecRun>,
+    hidden: VecDeque<String>,
+}
+
+impl ExecLog {
+    /// The runs, oldest first.
+    pub fn runs(&self) -> &VecDeque<ExecRun> {
+        &self.runs
+    }
+
+    /// The most recent command still running.
+    pub fn running(&self) -> Option<&ExecRun> {
+        self.runs.iter().rev().find(|r| r.done.is_none())
+    }
+
+    fn find_mut(&mut self, exec_id: &str) -> Option<&mut ExecRun> {
+        self.runs.iter_mut().rev().find(|r| r.exec_id == exec_id)
+    }
+
+    fn push(&mut self, run: ExecRun) {
+        self.runs.push_back(run);
+        while self.runs.len() > MAX_RUNS {
+            self.runs.pop_front();
+        }
+    }
+
+    /// Applies a live frame; answers whether the pane changed.
+    pub fn apply_frame(&mut self, frame: &ExecFrame, now_ms: i64) -> bool {
+        match frame {
+            ExecFrame::Start {
+                exec_id,
+                cmd,
+                by,
+                source,
+            } => {
+                if self.hidden.contains(exec_id) || self.find_mut(exec_id).is_some() {
+                    return false;
+                }
+                self.push(ExecRun {
+                    exec_id: exec_id.clone(),
+                    cmd: cmd.clone(),
+                    by: by.clone(),
+                    source: *source,
+                    started_ms: now_ms,
+                    output: OutputBuffer::new(),
+                    done: None,
+                });
+                true
+            }
+            ExecFrame::Stdout { exec_id, data } | ExecFrame::Stderr { exec_id, data } => {
+                let stream = if matches!(frame, ExecFrame::Stdout { .. }) {
+                    Stream::Stdout
+                } else {
+                    Stream::Stderr
+                };
+                match self.find_mut(exec_id) {
+                    Some(run) if run.done.is_none() => {
+                        run.output.push(stream, data);
+                        true
+                    }
+                    _ => false,
+                }
+            }
+            ExecFrame::Complete {
+                exec_id,
+                exit_code,
+                duration,
+                timed_out,
+                truncated,
+                interrupted,
+                error,
+            } => match self.find_mut(exec_id) {
+                Some(run) => {
+                    run.output.finish();
+                    run.done = Some(Completion {
+                        exit_code: *exit_code,
+                        duration_ms: *duration,
+                        timed_out: *timed_out,
+                        interrupted: *interrupted,
+                        truncated: *truncated,
+                        error: error.clone(),
+                    });
+                    true
+                }
+                None => false,
+            },
+        }
+    }
+
+    /// Takes state's `execs`: finished commands this client missed are
+    /// added (in order, before those still running); known ones stay as
+    /// streamed.
+    pub fn apply_records(&mut self, records: &[ExecRecord]) -> bool {
+        let mut changed = false;
+        // Walk back from the newest: each missed record goes just before
+        // the next one this client knows (else before the running ones).
+        let mut anchor = self
+            .runs
+            .iter()
+            .position(|r| r.done.is_none())
+            .unwrap_or(self.runs.len());
+        for record in records.iter().rev() {
+            if self.hidden.contains(&record.exec_id) {
+                continue;
+            }
+            if let Some(pos) = self.runs.iter().position(|r| r.exec_id == record.exec_id) {
+                anchor = pos;
+                // Records are of finished commands: one still shown as
+                // running ended while this client was away.
+                if self.runs[pos].done.is_none() {
+                    let finished = ExecRun::from_record(record);
+                    let run = &mut self.runs[pos];
+                    run.done = finished.done;
+                    run.output = finished.output;
+                    changed = true;
+                }
+                continue;
+            }
+            self.runs.insert(anchor, ExecRun::from_record(record));
+            changed = true;
+        }
+        while self.runs.len() > MAX_RUNS {
+            self.runs.pop_front();
+        }
+        changed
+    }
+
+    /// `/clear`: hides these runs on this screen.
+    pub fn clear_local(&mut self) {
+        for run in self.runs.drain(..) {
+            self.hidden.push_back(run.exec_id);
+        }
+        while self.hidden.len() > MAX_HIDDEN {
+            self.hidden.pop_front();
+        }
+    }
+
+    /// The room was cleaned up.
+    pub fn clear_all(&mut self) {
+        self.runs.clear();
+        self.hidden.clear();
+    }
+
+    /// Total lines of the pane (runs separated by nothing: headers stand out).
+    pub fn total_height(&self) -> usize {
+        self.runs.iter().map(ExecRun::height).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn start(id: &str) -> ExecFrame {
+        ExecFrame::Start {
+            exec_id: id.into(),
+            cmd: "echo hi".into(),
+            by: "ada".into(),
+            source: ExecSource::User,
+        }
+    }
+
+    #[test]
+    fn frames_build_a_run_and_states_do_not_duplicate_it() {
+        let mut log = ExecLog::default();
+        assert!(log.apply_frame(&start("e1"), 0));
+        assert!(!log.apply_frame(&start("e1"), 0));
+        log.apply_frame(
+            &ExecFrame::Stdout {
+                exec_id: "e1".into(),
+                data: "hi\n".into(),
+            },
+            0,
+        );
+        assert!(log.running().is_some());
+        log.apply_frame(
+            &ExecFrame::Complete {
+                exec_id: "e1".into(),
+                exit_code: Some(0),
+                duration: 5,
+                timed_out: false,
+                truncated: false,
+                interrupted: false,
+                error: None,
+            },
+            0,
+        );
+        assert!(log.running().is_none());
+        let record = ExecRecord {
+            exec_id: "e1".into(),
+            cmd: "echo hi".into(),
+            by: "ada".into(),
+            source: ExecSource::User,
+            stdout: "hi\n".into(),
+            stderr: String::new(),
+            exit_code: Some(0),
+            duration: 5,
+            ts: 0,
+            truncated: false,
+        };
+        let mut older = record.clone();
+        older.exec_id = "e0".into();
+        assert!(log.apply_records(&[older, record]));
+        let ids: Vec<_> = log.runs().iter().map(|r| r.exec_id.as_str()).collect();
+        assert_eq!(ids, ["e0", "e1"]);
+        assert_eq!(log.runs()[1].output.plain_lines(), vec!["hi"]);
+    }
+
+    #[test]
+    fn a_run_whose_end_was_missed_ends_with_its_record() {
+        let mut log = ExecLog::default();
+        log.apply_frame(&start("e1"), 0);
+        let record = ExecRecord {
+            exec_id: "e1".into(),
+            cmd: "echo hi".into(),
+            by: "ada".into(),
+            source: ExecSource::User,
+            stdout: "hi\n".into(),
+            stderr: String::new(),
+            exit_code: Some(0),
+            duration: 5,
+            ts: 0,
+            truncated: false,
+        };
+        assert!(log.apply_records(&[record]));
+        assert!(log.running().is_none());
+        assert_eq!(log.runs()[0].output.plain_lines(), vec!["hi"]);
+    }
+}

@@ -1,0 +1,286 @@
+//! The event loop: one `tokio::select!` over terminal events, the socket
+//! actor, answers of HTTP calls and the App's next timer; a frame is drawn
+//! only when something changed (at most ~60 a second). Also the terminal
+//! guard that restores the terminal exactly once, whatever happens.
+
+use crate::client::http::HttpClient;
+use crate::client::socket::{self, ConnState, SocketCommand, SocketEvent, SocketParams};
+use crate::protocol::ExecRequest;
+use crate::tui::app::{App, Effect, Msg};
+use crossterm::event::{
+    DisableBracketedPaste, DisableFocusChange, DisableMouseCapture, EnableBracketedPaste,
+    EnableFocusChange, EnableMouseCapture, Event, EventStream, KeyboardEnhancementFlags,
+    PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
+};
+use crossterm::terminal::{
+    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
+};
+use futures_util::StreamExt;
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use std::sync::Once;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// Least time between two frames.
+const FRAME: Duration = Duration::from_millis(16);
+/// Messages per older page.
+const PAGE: usize = 50;
+
+/// Whether the terminal is in the UI's modes (and must be restored).
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+/// Whether keyboard enhancement flags were pushed.
+static KEYBOARD_FLAGS: AtomicBool = AtomicBool::new(false);
+static PANIC_HOOK: Once = Once::new();
+
+/// Puts the terminal in the UI's modes; dropping it (or a panic) undoes
+/// raw mode, the alternate screen, mouse capture, bracketed paste, focus
+/// reporting and keyboard flags, exactly once.
+#[derive(Debug)]
+pub struct TerminalGuard(());
+
+impl TerminalGuard {
+    /// Enters the UI's modes.
+    pub fn enter() -> std::io::Result<TerminalGuard> {
+        PANIC_HOOK.call_once(|| {
+            let previous = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                restore();
+                previous(info);
+            }));
+        });
+        enable_raw_mode()?;
+        ACTIVE.store(true, Ordering::SeqCst);
+        let guard = TerminalGuard(());
+        let mut out = std::io::stdout();
+        crossterm::execute!(
+            out,
+            EnterAlternateScreen,
+            EnableMouseCapture,
+            EnableBracketedPaste,
+            EnableFocusChange
+        )?;
+        if crossterm::terminal::supports_keyboard_enhancement().unwrap_or(false) {
+            crossterm::execute!(
+                out,
+                PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
+            )?;
+            KEYBOARD_FLAGS.store(true, Ordering::SeqCst);
+        }
+        Ok(guard)
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+/// Leaves the UI's modes if they are on; safe to call any number of times.
+pub fn restore() {
+    if !ACTIVE.swap(false, Ordering::SeqCst) {
+        return;
+    }
+    let mut out = std::io::stdout();
+    if KEYBOARD_FLAGS.swap(false, Ordering::SeqCst) {
+        let _ = crossterm::execute!(out, PopKeyboardEnhancementFlags);
+    }
+    let _ = crossterm::execute!(
+        out,
+        DisableFocusChange,
+        DisableBracketedPaste,
+        DisableMouseCapture,
+        LeaveAlternateScreen,
+        crossterm::cursor::Show
+    );
+    let _ = disable_raw_mode();
+}
+
+/// Turns mouse capture on or off (off lets the terminal select text).
+fn set_mouse(on: bool) {
+    let mut out = std::io::stdout();
+    let _ = if on {
+        crossterm::execute!(out, EnableMouseCapture)
+    } else {
+        crossterm::execute!(out, DisableMouseCapture)
+    };
+}
+
+/// Runs the UI until the person quits.
+pub async fn run(
+    mut app: App,
+    mut http: HttpClient,
+    params: SocketParams,
+    mut watch: Option<crate::tui::backend::Watch>,
+) -> anyhow::Result<()> {
+    let guard = TerminalGuard::enter()?;
+    let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
+    terminal.clear()?;
+    let size = terminal.size()?;
+    app.now_ms = crate::protocol::now_ms();
+    app.update(Msg::Resize(size.width, size.height));
+
+    let (socket_tx, mut socket_rx) = mpsc::unbounded_channel();
+    let (socket, socket_task) = socket::spawn(params, socket_tx);
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Msg>();
+    let mut events = EventStream::new();
+    let mut last_draw: Option<Instant> = None;
+    let mut mouse = true;
+
+    let result: anyhow::Result<()> = loop {
+        if app.dirty && last_draw.is_none_or(|t| t.elapsed() >= FRAME) {
+            app.now_ms = crate::protocol::now_ms();
+            if let Err(err) = terminal.draw(|frame| crate::tui::view::draw(frame, &app)) {
+                break Err(err.into());
+            }
+            app.dirty = false;
+            last_draw = Some(Instant::now());
+        }
+        // Sleep until the next frame is due (if one is wanted) or the App's
+        // next timer; with neither, only an event wakes the loop.
+        let now_ms = crate::protocol::now_ms();
+        let wake = app
+            .next_wake()
+            .map(|at| Instant::now() + Duration::from_millis((at - now_ms).max(0) as u64));
+        let frame_due = if app.dirty {
+            last_draw.map(|t| t + FRAME)
+        } else {
+            None
+        };
+        let deadline = match (wake, frame_due) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let msg = tokio::select! {
+            event = events.next() => match event {
+                Some(Ok(event)) => match to_msg(event) {
+                    Some(msg) => msg,
+                    None => continue,
+                },
+                Some(Err(err)) => break Err(err.into()),
+                None => break Ok(()),
+            },
+            Some(event) = socket_rx.recv() => {
+                if let (Some(watch), SocketEvent::State(ConnState::Reconnecting { .. })) = (&watch, &event) {
+                    watch.poke.notify_one();
+                }
+                Msg::Socket(event)
+            }
+            Some(url) = moved(&mut watch) => {
+                match http.with_base(&url) {
+                    Ok(client) => {
+                        http = client;
+                        socket.send(SocketCommand::Retarget { base: url.clone() });
+                    }
+                    Err(err) => app.toast(format!("the backend moved, but: {err}"), true),
+                }
+                Msg::ServerMoved(url)
+            }
+            Some(msg) = done_rx.recv() => msg,
+            _ = sleep_until(deadline), if deadline.is_some() => {
+                if wake.is_some_and(|w| w <= Instant::now()) { Msg::Tick } else { continue }
+            }
+        };
+        app.now_ms = crate::protocol::now_ms();
+        for effect in app.update(msg) {
+            match effect {
+                Effect::Quit => {}
+                Effect::Typing => socket.send(SocketCommand::Typing),
+                Effect::Rejoin(name) => {
+                    http.set_name(&name);
+                    socket.send(SocketCommand::Rejoin { name });
+                }
+                Effect::ToggleMouse => {
+                    mouse = !mouse;
+                    set_mouse(mouse);
+                    app.toast(
+                        if mouse {
+                            "mouse: wheel scrolls (F2 to select text)"
+                        } else {
+                            "mouse: select text with it (F2 to scroll again)"
+                        },
+                        false,
+                    );
+                }
+                other => spawn_call(other, http.clone(), done_tx.clone()),
+            }
+        }
+        if app.quit {
+            break Ok(());
+        }
+    };
+    socket.send(SocketCommand::Close);
+    let _ = tokio::time::timeout(Duration::from_secs(1), socket_task).await;
+    drop(terminal);
+    drop(guard);
+    result
+}
+
+/// The next URL the backend watcher reports (never, without a watcher).
+async fn moved(watch: &mut Option<crate::tui::backend::Watch>) -> Option<String> {
+    match watch {
+        Some(watch) => watch.moved.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    if let Some(at) = deadline {
+        tokio::time::sleep_until(at.into()).await;
+    }
+}
+
+/// Terminal events the App cares about (key presses are filtered there).
+fn to_msg(event: Event) -> Option<Msg> {
+    match event {
+        Event::Key(key) => Some(Msg::Key(key)),
+        Event::Paste(text) => Some(Msg::Paste(text)),
+        Event::Resize(w, h) => Some(Msg::Resize(w, h)),
+        Event::Mouse(mouse) => Some(Msg::Mouse(mouse)),
+        Event::FocusGained | Event::FocusLost => None,
+    }
+}
+
+/// Runs an HTTP effect in its own task; its answer comes back as a Msg.
+fn spawn_call(effect: Effect, http: HttpClient, done: mpsc::UnboundedSender<Msg>) {
+    tokio::spawn(async move {
+        let msg = match effect {
+            Effect::SendMessage(text) => {
+                let result = http.message(&text).await.map_err(|e| e.to_string());
+                Msg::MessageDone { text, result }
+            }
+            Effect::Exec(cmd) => {
+                let request = ExecRequest {
+                    cmd: cmd.clone(),
+                    ..ExecRequest::default()
+                };
+                let result = http.exec(request).await.map_err(|e| e.to_string());
+                Msg::ExecDone { cmd, result }
+            }
+            Effect::Interrupt(exec_id) => Msg::StopDone {
+                what: "interrupt",
+                result: http
+                    .interrupt(exec_id.as_deref())
+                    .await
+                    .map_err(|e| e.to_string()),
+            },
+            Effect::Cancel(turn_id) => Msg::StopDone {
+                what: "cancel",
+                result: http
+                    .cancel(turn_id.as_deref())
+                    .await
+                    .map_err(|e| e.to_string()),
+            },
+            Effect::Cleanup => Msg::CleanupDone(http.cleanup().await.map_err(|e| e.to_string())),
+            Effect::LoadOlder { before } => Msg::OlderLoaded(
+                http.messages(before.as_deref(), Some(PAGE))
+                    .await
+                    .map_err(|e| e.to_string()),
+            ),
+            Effect::Typing | Effect::Rejoin(_) | Effect::Quit | Effect::ToggleMouse => return,
+        };
+        let _ = done.send(msg);
+    });
+}

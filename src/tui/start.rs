@@ -1,0 +1,152 @@
+//! `duet` with no subcommand: resolve the settings, find or start the
+//! backend (the embedded one of the data directory unless `--server` names
+//! another), and open the UI in the room.
+
+use crate::cli::ClientArgs;
+use crate::client::http::HttpClient;
+use crate::client::local;
+use crate::client::socket::SocketParams;
+use crate::config::{self, ClientSettings};
+use crate::tui::app::{App, Session};
+use crate::tui::backend;
+use crate::tui::theme::Theme;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Runs the terminal client; the process's exit code.
+pub fn main(args: ClientArgs, data_dir: Option<PathBuf>) -> ExitCode {
+    // Read while the process has one thread (the time crate refuses later).
+    let tz = time::UtcOffset::current_local_offset().unwrap_or(time::UtcOffset::UTC);
+    let settings = match config::load(&args, data_dir) {
+        Ok(settings) => settings,
+        Err(err) => {
+            eprintln!("duet: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    init_logging(&settings.data_dir);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("duet: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(start(settings, tz)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!("{err:#}");
+            eprintln!("duet: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs go to `duet.log` in the data directory, never to the terminal the
+/// UI draws on. Without a writable file there are no logs.
+fn init_logging(data_dir: &Path) {
+    if std::fs::create_dir_all(data_dir).is_err() {
+        return;
+    }
+    let Ok(file) = std::fs::File::options()
+        .create(true)
+        .append(true)
+        .open(local::log_path(data_dir))
+    else {
+        return;
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("DUET_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(std::sync::Mutex::new(file))
+        .try_init();
+}
+
+/// A new room id: 10 random lowercase letters and digits.
+pub fn random_room() -> String {
+    use rand::Rng;
+    const CHARS: &[u8] = b"abcdefghijkmnpqrstuvwxyz23456789";
+    let mut rng = rand::rng();
+    (0..10)
+        .map(|_| char::from(CHARS[rng.random_range(0..CHARS.len())]))
+        .collect()
+}
+
+/// The command with which a second terminal joins this room.
+pub fn join_hint(settings: &ClientSettings, room: &str) -> String {
+    match &settings.server {
+        Some(server) => {
+            let token = if settings.token.is_some() {
+                " --token …"
+            } else {
+                ""
+            };
+            format!("duet --server {server} --room {room}{token}")
+        }
+        None if settings.default_data_dir => format!("duet --room {room}"),
+        None => format!(
+            "duet --data-dir {} --room {room}",
+            settings.data_dir.display()
+        ),
+    }
+}
+
+async fn start(settings: ClientSettings, tz: time::UtcOffset) -> anyhow::Result<()> {
+    let room = settings.room.clone().unwrap_or_else(random_room);
+    if !crate::protocol::valid_room_id(&room) {
+        anyhow::bail!(
+            "room {room:?} is not a valid room id: 1–63 of A-Z a-z 0-9 _ -, first and last alphanumeric"
+        );
+    }
+    if let Some(problem) = crate::protocol::name_problem(&settings.name) {
+        anyhow::bail!("name {:?}: it {problem} (pass --name NAME)", settings.name);
+    }
+    let (server, owned) = match &settings.server {
+        Some(server) => (server.clone(), None),
+        None => backend::embedded(&settings.data_dir).await?,
+    };
+    // A client that joined another duet's backend takes over if it goes.
+    let stop_watch = tokio_util::sync::CancellationToken::new();
+    let watch = (settings.server.is_none() && owned.is_none()).then(|| {
+        backend::watch(
+            settings.data_dir.clone(),
+            server.clone(),
+            stop_watch.clone(),
+        )
+    });
+    let http = HttpClient::new(&server, &room, settings.token.clone(), &settings.name)?;
+    let connection_id = format!("c{}", random_room());
+    let session = Session {
+        server: server.clone(),
+        room: room.clone(),
+        name: settings.name.clone(),
+        connection_id: connection_id.clone(),
+        join_hint: join_hint(&settings, &room),
+    };
+    let params = SocketParams {
+        base: server,
+        room,
+        name: settings.name.clone(),
+        token: settings.token.clone(),
+        connection_id,
+    };
+    let app = App::new(session, Theme::from_env(), tz, crate::protocol::now_ms());
+    let (watch, watch_task) = match watch {
+        Some((watch, task)) => (Some(watch), Some(task)),
+        None => (None, None),
+    };
+    let result = crate::tui::run::run(app, http, params, watch).await;
+    stop_watch.cancel();
+    if let Some(task) = watch_task {
+        let _ = task.await;
+    }
+    if let Some(owned) = owned {
+        owned.stop().await;
+    }
+    result
+}

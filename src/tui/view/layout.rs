@@ -1,0 +1,98 @@
+//! Where each part of the screen goes, as a pure function of the size and
+//! the App, shared by drawing and by the update logic (page sizes, mouse
+//! hit tests).
+
+use crate::tui::app::{App, Pane};
+use crate::tui::text::hard_wrap;
+use ratatui::layout::{Constraint, Layout, Rect};
+
+/// Below this width the chat and output panes are switched with Tab.
+pub const WIDE: u16 = 100;
+/// Width of the presence column in the wide layout.
+pub const PRESENCE_WIDTH: u16 = 18;
+/// Most lines the input grows to.
+pub const COMPOSER_MAX_LINES: usize = 6;
+
+/// The rectangles of one frame; an absent part has a zero-sized rectangle.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Areas {
+    pub chat: Rect,
+    pub output: Rect,
+    pub presence: Rect,
+    /// "X is typing" or the key hints.
+    pub hints: Rect,
+    pub composer: Rect,
+    pub status: Rect,
+}
+
+impl Areas {
+    /// The rectangle of a pane.
+    pub fn pane(&self, pane: Pane) -> Rect {
+        match pane {
+            Pane::Chat => self.chat,
+            Pane::Output => self.output,
+        }
+    }
+}
+
+/// The prompt in front of the first input line.
+pub const PROMPT_WIDTH: u16 = 2;
+
+/// The input's lines at `width` (each hard-wrapped).
+pub fn composer_lines(text: &str, width: u16) -> Vec<String> {
+    let avail = usize::from(width.saturating_sub(PROMPT_WIDTH)).max(1);
+    text.split('\n')
+        .flat_map(|line| hard_wrap(line, avail))
+        .collect()
+}
+
+/// Lays out a frame of `area`.
+pub fn areas(app: &App, area: Rect) -> Areas {
+    let status_h = u16::from(area.height >= 2);
+    let hints_h = u16::from(area.height >= 12);
+    let lines = composer_lines(app.composer.text(), area.width).len();
+    let room_for_input = area.height.saturating_sub(status_h + hints_h + 2).max(1);
+    let composer_h = (lines.min(COMPOSER_MAX_LINES) as u16 + 1).min(room_for_input);
+    let [main, hints, composer, status] = Layout::vertical([
+        Constraint::Min(0),
+        Constraint::Length(hints_h),
+        Constraint::Length(composer_h),
+        Constraint::Length(status_h),
+    ])
+    .areas(area);
+    let mut out = Areas {
+        hints,
+        composer,
+        status,
+        ..Areas::default()
+    };
+    if area.width >= WIDE {
+        let [chat, output, presence] = Layout::horizontal([
+            Constraint::Percentage(50),
+            Constraint::Fill(1),
+            Constraint::Length(PRESENCE_WIDTH),
+        ])
+        .areas(main);
+        out.chat = chat;
+        out.output = output;
+        out.presence = presence;
+    } else {
+        match app.focus {
+            Pane::Chat => out.chat = main,
+            Pane::Output => out.output = main,
+        }
+    }
+    out
+}
+
+/// The inside of a pane (below its title line; the output pane in the
+/// wide layout also has a left border).
+pub fn pane_inner(pane: Pane, rect: Rect, wide: bool) -> Rect {
+    let left = u16::from(wide && pane == Pane::Output && rect.width > 0);
+    Rect {
+        x: rect.x + left,
+        y: rect.y + u16::from(rect.height > 0),
+        width: rect.width.saturating_sub(left),
+        height: rect.height.saturating_sub(1),
+    }
+}

@@ -1,0 +1,35 @@
+//! Drawing: a function of the App. Each part is its own module; only the
+//! visible slice of the chat and output is rendered.
+
+pub mod chat;
+pub mod composer;
+pub mod layout;
+pub mod output;
+pub mod overlay;
+pub mod status;
+
+use crate::tui::app::{App, Modal};
+use ratatui::Frame;
+
+/// Draws one frame.
+pub fn draw(frame: &mut Frame, app: &App) {
+    let area = frame.area();
+    if area.width == 0 || area.height == 0 {
+        return;
+    }
+    let areas = layout::areas(app, area);
+    let wide = area.width >= layout::WIDE;
+    chat::draw(frame, app, areas.chat);
+    output::draw(frame, app, areas.output, wide);
+    status::draw_presence(frame, app, areas.presence);
+    status::draw_hints(frame, app, areas.hints);
+    composer::draw(frame, app, areas.composer);
+    status::draw_status(frame, app, areas.status);
+    overlay::draw_toasts(frame, app, area);
+    for modal in &app.modals {
+        match modal {
+            Modal::Help => overlay::draw_help(frame, app, area),
+            Modal::ConfirmCleanup => overlay::draw_confirm(frame, app, area),
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! What is drawn over the panes: toasts, the help overlay (from the
+//! keymap) and the cleanup confirmation.
+
+use crate::tui::app::App;
+use crate::tui::keymap::{self, BINDINGS, SLASH_COMMANDS};
+use crate::tui::text::{width, wrap};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+
+/// A rectangle of at most `w`×`h` centred in `area`.
+fn centered(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    }
+}
+
+/// Toasts, newest at the bottom, at the top right.
+pub fn draw_toasts(frame: &mut Frame, app: &App, area: Rect) {
+    let w = area.width.min(60);
+    if w < 4 {
+        return;
+    }
+    let mut y = area.y;
+    for toast in &app.toasts {
+        let style = if toast.error {
+            app.theme.error()
+        } else {
+            app.theme.ok()
+        };
+        let lines: Vec<Line> = toast
+            .text
+            .lines()
+            .flat_map(|l| wrap(l, usize::from(w - 2)))
+            .map(Line::raw)
+            .collect();
+        let h = (lines.len() as u16 + 2).min(area.y + area.height - y);
+        if h < 3 {
+            break;
+        }
+        let rect = Rect {
+            x: area.x + area.width - w,
+            y,
+            width: w,
+            height: h,
+        };
+        frame.render_widget(Clear, rect);
+        frame.render_widget(
+            Paragraph::new(lines).block(Block::default().borders(Borders::ALL).border_style(style)),
+            rect,
+        );
+        y += h;
+    }
+}
+
+/// The help's lines, generated from the keymap and the slash commands.
+pub fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
+    let theme = app.theme;
+    let key_w = BINDINGS
+        .iter()
+        .filter(|b| !b.edit)
+        .map(|b| width_of(&keymap::keys_label(b)))
+        .chain(SLASH_COMMANDS.iter().map(|(c, _)| width_of(c)))
+        .max()
+        .unwrap_or(10);
+    let row = |key: String, what: &str| {
+        let pad = key_w.saturating_sub(width_of(&key));
+        Line::from(vec![
+            Span::styled(format!("{key}{}  ", " ".repeat(pad)), theme.command()),
+            Span::raw(what.to_string()),
+        ])
+    };
+    let mut lines = vec![Line::styled("Commands", theme.agent())];
+    for (cmd, what) in SLASH_COMMANDS {
+        lines.push(row(cmd.to_string(), what));
+    }
+    lines.push(Line::default());
+    lines.push(Line::styled("Keys", theme.agent()));
+    for binding in BINDINGS.iter().filter(|b| !b.edit) {
+        lines.push(row(keymap::keys_label(binding), binding.help));
+    }
+    lines.push(Line::default());
+    lines.push(Line::styled("Editing the input", theme.agent()));
+    let edits: Vec<String> = BINDINGS
+        .iter()
+        .filter(|b| b.edit)
+        .map(|b| format!("{}: {}", keymap::keys_label(b), b.help))
+        .collect();
+    for piece in wrap(
+        &edits.join(" · "),
+        usize::from(width.saturating_sub(2)).max(1),
+    ) {
+        lines.push(Line::raw(piece));
+    }
+    lines.push(Line::default());
+    lines.push(Line::styled(
+        "Up/Down/PgUp/PgDn scroll · Esc, q or ? close",
+        theme.dim(),
+    ));
+    lines
+}
+
+fn width_of(s: &str) -> usize {
+    width(s)
+}
+
+/// The help overlay, scrolled by `app.help_scroll`.
+pub fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
+    let outer_w = area.width.min(100);
+    let lines = help_lines(app, outer_w.saturating_sub(2));
+    let rect = centered(area, outer_w, lines.len() as u16 + 2);
+    let max_scroll = (lines.len() as u16).saturating_sub(rect.height.saturating_sub(2));
+    let scroll = app.help_scroll.min(max_scroll);
+    frame.render_widget(Clear, rect);
+    frame.render_widget(
+        Paragraph::new(lines)
+            .wrap(ratatui::widgets::Wrap { trim: false })
+            .scroll((scroll, 0))
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .border_style(app.theme.focused())
+                    .title(" Help "),
+            ),
+        rect,
+    );
+}
+
+/// "Clean up room X? y/N"
+pub fn draw_confirm(frame: &mut Frame, app: &App, area: Rect) {
+    let theme = app.theme;
+    let lines = vec![
+        Line::from(vec![
+            Span::raw("Clean up room "),
+            Span::styled(app.session.room.clone(), theme.command()),
+            Span::raw("?"),
+        ]),
+        Line::from(vec![
+            Span::styled("y", theme.error()),
+            Span::raw(" clean up   "),
+            Span::styled("n", theme.ok()),
+            Span::raw(" / Esc keep"),
+        ]),
+        Line::default(),
+        Line::raw(
+            "The chat is cleared for everyone and the sandbox is destroyed with all its files.",
+        ),
+    ];
+    let rect = centered(area, 54, lines.len() as u16 + 3);
+    frame.render_widget(Clear, rect);
+    frame.render_widget(
+        Paragraph::new(lines)
+            .wrap(ratatui::widgets::Wrap { trim: false })
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .border_style(theme.error())
+                    .title(" Cleanup "),
+            ),
+        rect,
+    );
+}

@@ -1,0 +1,200 @@
+//! The client side of the protocol against real servers: the socket actor
+//! (connect, frames, typing, round trip, drop and refusal) on `duet serve`,
+//! and the HTTP client's retries of 503/429 on a server that answers them.
+
+mod common;
+
+use common::{Server, WAIT};
+use duet::client::http::{HttpClient, HttpError};
+use duet::client::socket::{self, ConnState, SocketCommand, SocketEvent, SocketParams};
+use duet::protocol::ServerFrame;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tokio::sync::mpsc;
+
+fn params(base: &str, room: &str, name: &str, token: Option<&str>) -> SocketParams {
+    SocketParams {
+        base: base.into(),
+        room: room.into(),
+        name: name.into(),
+        token: token.map(str::to_string),
+        connection_id: format!("c-{name}"),
+    }
+}
+
+async fn next_matching(
+    rx: &mut mpsc::UnboundedReceiver<SocketEvent>,
+    what: &str,
+    ok: impl Fn(&SocketEvent) -> bool,
+) -> SocketEvent {
+    tokio::time::timeout(WAIT, async {
+        loop {
+            match rx.recv().await {
+                Some(event) if ok(&event) => return event,
+                Some(_) => {}
+                None => panic!("the actor stopped before {what}"),
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no {what}"))
+}
+
+#[tokio::test]
+async fn the_socket_joins_reports_frames_and_measures_the_round_trip() {
+    let (server, _dir) = Server::fresh().await;
+    let url = server.url("");
+    let (tx, mut ada) = mpsc::unbounded_channel();
+    let (ada_handle, _task) = socket::spawn(params(&url, "sock-1", "ada", None), tx);
+    let first = next_matching(&mut ada, "a state", |_| true).await;
+    assert_eq!(first, SocketEvent::State(ConnState::Connecting));
+    next_matching(&mut ada, "connected", |e| {
+        matches!(e, SocketEvent::State(ConnState::Connected { .. }))
+    })
+    .await;
+    let state = next_matching(
+        &mut ada,
+        "the room state",
+        |e| matches!(e, SocketEvent::Frame(f) if matches!(**f, ServerFrame::State { .. })),
+    )
+    .await;
+    assert!(matches!(state, SocketEvent::Frame(_)));
+
+    let (tx, mut bob) = mpsc::unbounded_channel();
+    let (bob_handle, _bob_task) = socket::spawn(params(&url, "sock-1", "bob", None), tx);
+    next_matching(&mut ada, "bob's arrival", |e| {
+        matches!(e, SocketEvent::Frame(f)
+            if matches!(&**f, ServerFrame::Presence { users } if users.len() == 2))
+    })
+    .await;
+    next_matching(&mut bob, "bob connected", |e| {
+        matches!(e, SocketEvent::State(ConnState::Connected { .. }))
+    })
+    .await;
+    bob_handle.send(SocketCommand::Typing);
+    next_matching(&mut ada, "bob typing", |e| {
+        matches!(e, SocketEvent::Frame(f)
+            if matches!(&**f, ServerFrame::Typing { name, .. } if name == "bob"))
+    })
+    .await;
+    // The first ping's answer gives a round trip.
+    next_matching(&mut ada, "a measured round trip", |e| {
+        matches!(
+            e,
+            SocketEvent::State(ConnState::Connected { rtt_ms: Some(_) })
+        )
+    })
+    .await;
+    // /name: the actor reconnects under the new name.
+    ada_handle.send(SocketCommand::Rejoin {
+        name: "ada2".into(),
+    });
+    next_matching(&mut bob, "ada's new name", |e| {
+        matches!(e, SocketEvent::Frame(f)
+            if matches!(&**f, ServerFrame::Presence { users }
+                if users.iter().any(|u| u.name == "ada2")))
+    })
+    .await;
+
+    // The backend goes away: the actor says it will try again.
+    server.stop().await;
+    next_matching(&mut ada, "reconnecting", |e| {
+        matches!(e, SocketEvent::State(ConnState::Reconnecting { .. }))
+    })
+    .await;
+    ada_handle.send(SocketCommand::Close);
+}
+
+#[tokio::test]
+async fn a_refused_socket_is_offline_with_the_reason() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), &["--token", "s3cret"]).await;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (handle, _task) = socket::spawn(params(&server.url(""), "sock-2", "ada", None), tx);
+    let offline = next_matching(&mut rx, "offline", |e| {
+        matches!(e, SocketEvent::State(ConnState::Offline(_)))
+    })
+    .await;
+    let SocketEvent::State(ConnState::Offline(reason)) = offline else {
+        unreachable!()
+    };
+    assert!(reason.contains("401"), "{reason}");
+    handle.send(SocketCommand::Close);
+
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (handle, _task) =
+        socket::spawn(params(&server.url(""), "sock-2", "ada", Some("s3cret")), tx);
+    next_matching(&mut rx, "connected with the token", |e| {
+        matches!(e, SocketEvent::State(ConnState::Connected { .. }))
+    })
+    .await;
+    handle.send(SocketCommand::Close);
+}
+
+/// A server that answers `/health` with `status` (and `Retry-After: 0`)
+/// `failures` times, then `ok`.
+async fn flaky(status: u16, failures: usize) -> (String, Arc<AtomicUsize>) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = calls.clone();
+    let app = axum::Router::new().route(
+        "/health",
+        axum::routing::get(move || {
+            let seen = seen.clone();
+            async move {
+                let n = seen.fetch_add(1, Ordering::SeqCst);
+                if n < failures {
+                    axum::response::Response::builder()
+                        .status(status)
+                        .header("Retry-After", "0")
+                        .body(axum::body::Body::from(r#"{"error":"busy"}"#))
+                        .unwrap()
+                } else {
+                    axum::response::Response::new(axum::body::Body::from("ok"))
+                }
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (format!("http://{addr}"), calls)
+}
+
+#[tokio::test]
+async fn busy_answers_are_retried_after_retry_after() {
+    for status in [503, 429] {
+        let (url, calls) = flaky(status, 2).await;
+        let client = HttpClient::new(&url, "r", None, "ada").unwrap();
+        client.health().await.unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 3, "{status}");
+    }
+}
+
+#[tokio::test]
+async fn other_errors_come_back_whole() {
+    let (url, _calls) = flaky(500, 1).await;
+    let client = HttpClient::new(&url, "r", None, "ada").unwrap();
+    match client.health().await {
+        Err(HttpError::Status(err)) => {
+            assert_eq!(err.status, 500);
+            assert_eq!(err.error, "busy");
+        }
+        other => panic!("expected a 500, got {other:?}"),
+    }
+    let (server, _dir) = Server::fresh().await;
+    let client = HttpClient::new(&server.url(""), "r", None, "ada").unwrap();
+    let err = client
+        .exec(duet::protocol::ExecRequest {
+            cmd: "   ".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    let shown = err.to_string();
+    assert!(
+        shown.starts_with("400 Bad Request: invalid request; cmd:"),
+        "{shown}"
+    );
+}

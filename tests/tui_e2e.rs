@@ -1,0 +1,244 @@
+//! End to end, as people use it: the real binary in tmux. Two clients in
+//! one room on a real backend see each other's chat and commands; Ctrl+X
+//! then `y` empties both screens; a second `duet` on the same data
+//! directory joins the first one's embedded backend, and so does
+//! `duet exec`. Needs tmux (the CI script installs it).
+
+mod common;
+
+use common::Server;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// How long a screen may take to show what is expected.
+const SCREEN_WAIT: Duration = Duration::from_secs(30);
+
+/// A private tmux server, killed when dropped.
+struct Tmux {
+    socket: PathBuf,
+}
+
+impl Tmux {
+    fn new(dir: &Path) -> Tmux {
+        let version = Command::new("tmux").arg("-V").output();
+        assert!(
+            version.is_ok_and(|o| o.status.success()),
+            "tmux is needed for this test: apt-get install tmux"
+        );
+        Tmux {
+            socket: dir.join("tmux.sock"),
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux runs");
+        String::from_utf8_lossy(&out.stdout).to_string()
+    }
+
+    /// Starts `duet ARGS` in a new 120×40 session; the shell says how it
+    /// ended and stays.
+    fn start(&self, name: &str, env: &[(&str, String)], args: &str) {
+        let env: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let line = format!(
+            "env {} {} {args}; echo EXITED $?; sleep 600",
+            env.join(" "),
+            env!("CARGO_BIN_EXE_duet")
+        );
+        self.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            name,
+            "-x",
+            "120",
+            "-y",
+            "40",
+            &line,
+        ]);
+    }
+
+    fn keys(&self, name: &str, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", name];
+        args.extend_from_slice(keys);
+        self.run(&args);
+    }
+
+    /// Types literal text.
+    fn type_text(&self, name: &str, text: &str) {
+        self.run(&["send-keys", "-t", name, "-l", text]);
+    }
+
+    fn screen(&self, name: &str) -> String {
+        self.run(&["capture-pane", "-p", "-t", name])
+    }
+
+    /// Waits until the screen satisfies `ok`; answers it.
+    async fn wait(&self, name: &str, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let deadline = tokio::time::Instant::now() + SCREEN_WAIT;
+        loop {
+            let screen = self.screen(name);
+            if ok(&screen) {
+                return screen;
+            }
+            if tokio::time::Instant::now() > deadline {
+                panic!("{name}: never showed {what}; the screen:\n{screen}");
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .output();
+    }
+}
+
+fn client_env(dir: &Path, who: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("XDG_CONFIG_HOME", dir.join("config").display().to_string()),
+        (
+            "DUET_DATA_DIR",
+            dir.join(format!("data-{who}")).display().to_string(),
+        ),
+        ("DUET_NAME", who.to_string()),
+    ]
+}
+
+#[tokio::test]
+async fn two_people_share_a_room_and_clean_it_up() {
+    let (server, data) = Server::fresh().await;
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(dir.path());
+    let url = server.url("");
+    let args = format!("--server {url} --room e2e-room");
+    tmux.start("ada", &client_env(dir.path(), "ada"), &args);
+    tmux.start("bob", &client_env(dir.path(), "bob"), &args);
+    for who in ["ada", "bob"] {
+        tmux.wait(who, "both people present", |s| s.contains("2 here"))
+            .await;
+    }
+    let ada = tmux.screen("ada");
+    assert!(ada.contains("e2e-room"), "{ada}");
+    assert!(
+        ada.contains(&format!("join: duet --server {url} --room e2e-room")),
+        "{ada}"
+    );
+
+    tmux.type_text("ada", "hello from ada");
+    tmux.keys("ada", &["Enter"]);
+    tmux.type_text("ada", "!echo hi");
+    tmux.keys("ada", &["Enter"]);
+    for who in ["ada", "bob"] {
+        tmux.wait(who, "the message and the command", |s| {
+            s.contains("hello from ada")
+                && s.contains("ada $ echo hi")
+                && s.lines().any(|l| l.contains("│hi "))
+                && s.contains("✓ 0")
+        })
+        .await;
+    }
+
+    tmux.keys("ada", &["C-x"]);
+    tmux.wait("ada", "the cleanup dialog", |s| {
+        s.contains("Clean up room e2e-room?")
+    })
+    .await;
+    tmux.keys("ada", &["y"]);
+    for who in ["ada", "bob"] {
+        tmux.wait(who, "an empty room", |s| {
+            s.contains("No messages yet.")
+                && s.contains("No commands yet")
+                && !s.contains("hello from ada")
+        })
+        .await;
+    }
+
+    // Ctrl+C twice leaves, and the terminal is given back.
+    tmux.keys("bob", &["C-c"]);
+    tmux.keys("bob", &["C-c"]);
+    tmux.wait("bob", "a clean exit", |s| s.contains("EXITED 0"))
+        .await;
+    drop(tmux);
+    drop(server);
+    drop(data);
+}
+
+#[tokio::test]
+async fn a_second_duet_joins_the_embedded_backend_and_so_does_exec() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(dir.path());
+    let mut env = client_env(dir.path(), "ada");
+    env[1].1 = dir.path().join("shared").display().to_string();
+    tmux.start("first", &env, "--room local-room");
+    tmux.wait("first", "a connected client", |s| s.contains("1 here"))
+        .await;
+    let screen = tmux.screen("first");
+    // A non-default data directory is part of the join command.
+    let hint = format!(
+        "join: duet --data-dir {} --room local-room",
+        dir.path().join("shared").display()
+    );
+    assert!(screen.contains(&hint), "{screen}");
+    env[2].1 = "bob".into();
+    tmux.start("second", &env, "--room local-room");
+    for who in ["first", "second"] {
+        tmux.wait(who, "both clients", |s| s.contains("2 here"))
+            .await;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_duet"))
+        .args([
+            "exec",
+            "--room",
+            "local-room",
+            "--",
+            "echo",
+            "via-port-file",
+        ])
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env("DUET_DATA_DIR", dir.path().join("shared"))
+        .env_remove("DUET_SERVER")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "via-port-file\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    tmux.wait("second", "the command run through exec", |s| {
+        s.contains("echo via-port-file")
+    })
+    .await;
+    // The backend logs to its file, never to the screen.
+    let log = std::fs::read_to_string(dir.path().join("shared/duet.log")).unwrap();
+    assert!(log.contains("embedded backend started"), "{log}");
+    assert!(!tmux.screen("first").contains("INFO"));
+
+    // The first duet leaves, taking its backend along: the second takes
+    // over with the same data directory, and the room goes on.
+    tmux.keys("first", &["C-c"]);
+    tmux.keys("first", &["C-c"]);
+    tmux.wait("first", "a clean exit", |s| s.contains("EXITED 0"))
+        .await;
+    tmux.wait("second", "the backend taken over", |s| {
+        s.contains("backend moved") && s.contains("1 here") && s.contains("● connected")
+    })
+    .await;
+    tmux.type_text("second", "!echo still-here");
+    tmux.keys("second", &["Enter"]);
+    tmux.wait("second", "a command on the new backend", |s| {
+        s.contains("bob $ echo still-here") && s.contains("echo via-port-file")
+    })
+    .await;
+}

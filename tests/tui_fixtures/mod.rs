@@ -1,0 +1,190 @@
+//! Shared helpers of the TUI tests: an App with fixed ids and clock, key
+//! and frame builders, and rendering to text.
+#![allow(dead_code)]
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use duet::client::socket::{ConnState, SocketEvent};
+use duet::protocol::*;
+use duet::tui::app::{App, Effect, Msg, Session};
+use duet::tui::theme::Theme;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+/// 2026-01-02 10:00:00 UTC.
+pub const T0: i64 = 1_767_348_000_000;
+
+pub fn app() -> App {
+    let session = Session {
+        server: "http://127.0.0.1:8787".into(),
+        room: "demo-room".into(),
+        name: "ada".into(),
+        connection_id: "c-ada".into(),
+        join_hint: "duet --room demo-room".into(),
+    };
+    let mut app = App::new(session, Theme { color: true }, time::UtcOffset::UTC, T0);
+    app.update(Msg::Resize(120, 40));
+    app.update(Msg::Socket(SocketEvent::State(ConnState::Connected {
+        rtt_ms: Some(3),
+    })));
+    app
+}
+
+pub fn key(code: KeyCode) -> Msg {
+    Msg::Key(KeyEvent::new(code, KeyModifiers::NONE))
+}
+
+pub fn ctrl(c: char) -> Msg {
+    Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL))
+}
+
+pub fn alt(code: KeyCode) -> Msg {
+    Msg::Key(KeyEvent::new(code, KeyModifiers::ALT))
+}
+
+/// Types `text` key by key; answers the effects.
+pub fn type_text(app: &mut App, text: &str) -> Vec<Effect> {
+    let mut effects = Vec::new();
+    for c in text.chars() {
+        effects.extend(app.update(key(KeyCode::Char(c))));
+    }
+    effects
+}
+
+/// Types `text` and presses Enter; answers Enter's effects.
+pub fn submit(app: &mut App, text: &str) -> Vec<Effect> {
+    type_text(app, text);
+    app.update(key(KeyCode::Enter))
+}
+
+pub fn frame(frame: ServerFrame) -> Msg {
+    Msg::Socket(SocketEvent::Frame(Box::new(frame)))
+}
+
+pub fn user_msg(id: u32, who: &str, text: &str) -> DuetMessage {
+    DuetMessage {
+        id: id.to_string(),
+        role: Role::User,
+        user_id: Some(who.into()),
+        text: text.into(),
+        ts: T0 + i64::from(id) * 60_000,
+        runs: None,
+    }
+}
+
+pub fn agent_msg(id: u32, text: &str, runs: Option<Vec<Run>>) -> DuetMessage {
+    DuetMessage {
+        id: id.to_string(),
+        role: Role::Agent,
+        user_id: None,
+        text: text.into(),
+        ts: T0 + i64::from(id) * 60_000,
+        runs,
+    }
+}
+
+pub fn state(messages: Vec<DuetMessage>, execs: Vec<ExecRecord>) -> Msg {
+    frame(ServerFrame::State {
+        state: RoomState { messages, execs },
+    })
+}
+
+pub fn exec_start(id: &str, cmd: &str, by: &str) -> Msg {
+    frame(ServerFrame::Exec(ExecFrame::Start {
+        exec_id: id.into(),
+        cmd: cmd.into(),
+        by: by.into(),
+        source: if by == "agent" {
+            ExecSource::Agent
+        } else {
+            ExecSource::User
+        },
+    }))
+}
+
+pub fn exec_out(id: &str, data: &str) -> Msg {
+    frame(ServerFrame::Exec(ExecFrame::Stdout {
+        exec_id: id.into(),
+        data: data.into(),
+    }))
+}
+
+pub fn exec_err(id: &str, data: &str) -> Msg {
+    frame(ServerFrame::Exec(ExecFrame::Stderr {
+        exec_id: id.into(),
+        data: data.into(),
+    }))
+}
+
+pub fn exec_done(id: &str, code: i32, ms: u64) -> Msg {
+    frame(ServerFrame::Exec(ExecFrame::Complete {
+        exec_id: id.into(),
+        exit_code: Some(code),
+        duration: ms,
+        timed_out: false,
+        truncated: false,
+        interrupted: false,
+        error: None,
+    }))
+}
+
+pub fn record(id: &str, cmd: &str, stdout: &str) -> ExecRecord {
+    ExecRecord {
+        exec_id: id.into(),
+        cmd: cmd.into(),
+        by: "bob".into(),
+        source: ExecSource::User,
+        stdout: stdout.into(),
+        stderr: String::new(),
+        exit_code: Some(0),
+        duration: 4,
+        ts: T0,
+        truncated: false,
+    }
+}
+
+pub fn ai(phase: AiPhase, turn: &str, text: Option<&str>) -> Msg {
+    frame(ServerFrame::Ai {
+        phase,
+        turn_id: turn.into(),
+        text: text.map(str::to_string),
+        error: None,
+    })
+}
+
+pub fn presence(names: &[(&str, &str)]) -> Msg {
+    frame(ServerFrame::Presence {
+        users: names
+            .iter()
+            .map(|(id, name)| PresenceUser {
+                id: id.to_string(),
+                name: name.to_string(),
+                since: T0,
+            })
+            .collect(),
+    })
+}
+
+/// Draws the App at `w`×`h` and answers the screen as text.
+pub fn render(app: &mut App, w: u16, h: u16) -> String {
+    app.update(Msg::Resize(w, h));
+    let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
+    terminal.draw(|f| duet::tui::view::draw(f, app)).unwrap();
+    let buffer = terminal.backend().buffer().clone();
+    let mut out = String::new();
+    for y in 0..h {
+        let mut line = String::new();
+        let mut skip = 0;
+        for x in 0..w {
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            let symbol = buffer[(x, y)].symbol();
+            skip = duet::tui::text::width(symbol).saturating_sub(1);
+            line.push_str(symbol);
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
