@@ -327,7 +327,7 @@ async fn duet_ask_prints_the_reply_then_the_outputs() {
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(
         stdout,
-        "Checking.\n<run>echo hello</run><run>ls nope</run>\n\n$ echo hello\nhello\n\n\n$ ls nope\nls: cannot access 'nope': No such file or directory\n\n[exit code 2]\n"
+        "Checking.\n<run>echo hello</run><run>ls nope</run>\n\n$ echo hello\nhello\n\n$ ls nope\nls: cannot access 'nope': No such file or directory\n[exit code 2]\n"
     );
     let (code, stdout, stderr) = ask(&server, "r7", "again?").await;
     assert_eq!(code, 1);
