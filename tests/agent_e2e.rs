@@ -336,6 +336,22 @@ async fn duet_ask_prints_the_reply_then_the_outputs() {
 }
 
 #[tokio::test]
+async fn duet_ask_shows_every_round() {
+    let model = FakeModel::start(vec![
+        Script::chunked("First.<run>echo one</run>", 4),
+        Script::chunked("Second.", 4),
+    ])
+    .await;
+    let (server, _dir) = serve_with(&model, &["--agent-steps", "2"]).await;
+    let (code, stdout, stderr) = ask(&server, "r9", "go").await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        stdout,
+        "First.<run>echo one</run>\n\n$ echo one\none\n\nSecond.\n"
+    );
+}
+
+#[tokio::test]
 async fn without_a_model_the_room_is_told_how_to_configure_one() {
     if std::net::TcpStream::connect("127.0.0.1:11434").is_ok() {
         eprintln!("an Ollama runs here; skipping");

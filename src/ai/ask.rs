@@ -245,6 +245,8 @@ struct TurnView {
     turn: Option<String>,
     /// Rounds of the turn that started.
     rounds: u32,
+    /// A later round started and printed nothing yet.
+    fresh_round: bool,
     /// The agent's commands of this turn, by exec id.
     execs: HashSet<String>,
     printed_text: bool,
@@ -265,6 +267,7 @@ impl TurnView {
             other_turns: HashSet::new(),
             turn: None,
             rounds: 0,
+            fresh_round: false,
             execs: HashSet::new(),
             printed_text: false,
             printed_execs: false,
@@ -327,14 +330,18 @@ impl TurnView {
         match phase {
             AiPhase::Start => {
                 self.rounds += 1;
-                if self.rounds > 1 {
-                    self.separate();
-                }
+                // A later round's text comes after a blank line of its own.
+                self.fresh_round = self.rounds > 1;
             }
             AiPhase::Delta => {
                 if let Some(text) = text {
                     self.printed_text = true;
-                    self.print(&text);
+                    if std::mem::take(&mut self.fresh_round) {
+                        self.separate();
+                        self.print(text.trim_start_matches('\n'));
+                    } else {
+                        self.print(&text);
+                    }
                 }
             }
             AiPhase::End | AiPhase::Error => {}

@@ -65,8 +65,10 @@ impl Turn {
             if round > 0 {
                 self.emit(AiPhase::Start, None, None);
             }
+            // Later rounds' text streams after a blank line.
+            let lead = if round > 0 { "\n\n" } else { "" };
             let raw = self
-                .stream_round(provider.as_ref(), conversation.clone())
+                .stream_round(provider.as_ref(), conversation.clone(), lead)
                 .await
                 .map_err(|err| self.fail(err))?;
             let (prose, cmds) = blocks::extract_commands(&raw);
@@ -99,11 +101,13 @@ impl Turn {
         Ok(AgentReply { text, runs })
     }
 
-    /// Streams one answer of the model to the room; returns its whole text.
+    /// Streams one answer of the model to the room, `lead` before its first
+    /// piece; returns its whole text (without `lead`).
     async fn stream_round(
         &self,
         provider: &dyn Provider,
         conversation: Vec<ChatMessage>,
+        lead: &str,
     ) -> Result<String, TurnError> {
         let work = async {
             let mut stream = provider.chat(conversation).await?;
@@ -117,6 +121,9 @@ impl Turn {
                 tokio::select! {
                     piece = stream.next() => match piece {
                         Some(Ok(piece)) => {
+                            if text.is_empty() {
+                                pending.push_str(lead);
+                            }
                             text.push_str(&piece);
                             pending.push_str(&piece);
                             if Instant::now() >= flush_at {
