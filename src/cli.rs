@@ -33,6 +33,9 @@ pub enum Command {
     Exec(ExecArgs),
     /// Clean a room up: clear its history and destroy its sandbox
     Cleanup(ClientArgs),
+    /// Copy a file into or out of the room's workspace:
+    /// `duet cp LOCAL :PATH` or `duet cp :PATH LOCAL` (`-` is stdin/stdout)
+    Cp(CpArgs),
     /// Ask the room's agent; prints the reply as it streams, then the
     /// outputs of its commands; exits non-zero if the turn failed
     Ask(AskArgs),
@@ -80,6 +83,16 @@ pub struct AskArgs {
     /// The question
     #[arg(required = true, trailing_var_arg = true)]
     pub question: Vec<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CpArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// Where from: a local file, `-`, or `:PATH` in the workspace
+    pub from: String,
+    /// Where to: a local file or folder, `-`, or `:PATH` in the workspace
+    pub to: String,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -204,6 +217,7 @@ fn run_async(command: Command) -> ExitCode {
             Command::Serve(args) => crate::server::serve(args).await.map(|_| ExitCode::SUCCESS),
             Command::Exec(args) => crate::client::commands::exec(args).await,
             Command::Cleanup(args) => crate::client::commands::cleanup(args).await,
+            Command::Cp(args) => crate::client::cp::cp(args).await,
             Command::Ask(args) => crate::ai::ask::ask(args).await,
             Command::SandboxInit => Ok(ExitCode::FAILURE),
         }

@@ -319,6 +319,13 @@ pub struct MessagesPage {
     pub has_more: bool,
 }
 
+/// Answer of `PUT /files/{path}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileResponse {
+    pub path: String,
+    pub size: u64,
+}
+
 /// Answer of `POST /cleanup` (200, or 207 with `errors`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -401,3 +401,19 @@ async fn network_is_none_by_default_and_nat_reaches_outside_but_not_host_loopbac
     );
     sb.destroy().await.unwrap();
 }
+
+#[tokio::test]
+async fn an_idle_sandbox_stops_and_its_files_stay() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = Limits {
+        idle_stop: Duration::from_millis(400),
+        ..Limits::default()
+    };
+    let sb = sandbox(dir.path(), "idle", limits);
+    let first = run(&sb, "echo kept > f; sleep 1000 &").await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let second = run(&sb, "cat f; ps -e -o comm= | grep -c sleep").await;
+    assert_eq!(second.stdout, "kept\n0\n");
+    assert_ne!(first.session_id, second.session_id, "a new sandbox");
+    sb.destroy().await.unwrap();
+}

@@ -112,7 +112,7 @@ fn shell_quote(arg: &str) -> String {
     }
 }
 
-fn data_dir_from_env() -> Option<std::path::PathBuf> {
+pub(crate) fn data_dir_from_env() -> Option<std::path::PathBuf> {
     std::env::var_os("DUET_DATA_DIR")
         .filter(|v| !v.is_empty())
         .map(Into::into)
@@ -133,7 +133,7 @@ pub fn server_url(settings: &ClientSettings) -> anyhow::Result<String> {
     })
 }
 
-fn client_for(settings: &ClientSettings) -> anyhow::Result<HttpClient> {
+pub(crate) fn client_for(settings: &ClientSettings) -> anyhow::Result<HttpClient> {
     let server = server_url(settings)?;
     let room = settings
         .room

@@ -3,7 +3,7 @@
 //! 429 retried after `Retry-After`, every other error kept whole.
 
 use crate::protocol::{
-    CleanupResponse, Details, ErrorBody, ExecRequest, ExecResponse, MessageRequest,
+    CleanupResponse, Details, ErrorBody, ExecRequest, ExecResponse, FileResponse, MessageRequest,
     MessageResponse, MessagesPage,
 };
 use reqwest::{Method, StatusCode};
@@ -266,23 +266,69 @@ impl HttpClient {
         decode(&url, &text)
     }
 
-    /// Sends one request, retrying 503 and 429 after `Retry-After`; answers
-    /// the body of a 2xx, or the error whole.
+    /// `GET /files/{path}`: the bytes of a file of the workspace.
+    pub async fn get_file(&self, path: &str) -> Result<bytes::Bytes, HttpError> {
+        let url = self.file_url(path)?;
+        self.send(Method::GET, &url, None).await
+    }
+
+    /// `PUT /files/{path}`: writes a file of the workspace (parents made).
+    pub async fn put_file(&self, path: &str, bytes: Vec<u8>) -> Result<FileResponse, HttpError> {
+        let url = self.file_url(path)?;
+        let answer = self
+            .send(Method::PUT, &url, Some(("application/octet-stream", bytes)))
+            .await?;
+        decode(&url, &String::from_utf8_lossy(&answer))
+    }
+
+    /// The URL of a workspace file, each segment of `path` escaped.
+    fn file_url(&self, path: &str) -> Result<String, HttpError> {
+        // A URL resolves `..` itself: refuse it here, as the server would.
+        if path.split('/').any(|s| s == "..") {
+            return Err(HttpError::Invalid(format!(
+                "{path}: must stay inside /workspace (no ..)"
+            )));
+        }
+        let mut url = url::Url::parse(&self.room_url("files"))
+            .map_err(|err| HttpError::Invalid(err.to_string()))?;
+        url.path_segments_mut()
+            .map_err(|_| {
+                HttpError::Invalid(format!("server URL {:?} cannot have a path", self.base))
+            })?
+            .extend(path.split('/').filter(|s| !s.is_empty()));
+        Ok(url.to_string())
+    }
+
+    /// Sends one JSON request; answers the body of a 2xx as text.
     async fn send_text(
         &self,
         method: Method,
         url: &str,
         body: Option<Vec<u8>>,
     ) -> Result<String, HttpError> {
+        let bytes = self
+            .send(method, url, body.map(|b| ("application/json", b)))
+            .await?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// Sends one request, retrying 503 and 429 after `Retry-After`; answers
+    /// the body of a 2xx, or the error whole.
+    async fn send(
+        &self,
+        method: Method,
+        url: &str,
+        body: Option<(&'static str, Vec<u8>)>,
+    ) -> Result<bytes::Bytes, HttpError> {
         let mut attempt = 0;
         loop {
             let mut request = self.client.request(method.clone(), url);
             if let Some(token) = &self.token {
                 request = request.bearer_auth(token);
             }
-            if let Some(body) = &body {
+            if let Some((content_type, body)) = &body {
                 request = request
-                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .header(reqwest::header::CONTENT_TYPE, *content_type)
                     .body(body.clone());
             }
             let response = request.send().await.map_err(|err| transport(url, &err))?;
@@ -292,9 +338,9 @@ impl HttpClient {
                 .get(reqwest::header::RETRY_AFTER)
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.trim().parse::<u64>().ok());
-            let text = response.text().await.map_err(|err| transport(url, &err))?;
+            let bytes = response.bytes().await.map_err(|err| transport(url, &err))?;
             if status.is_success() {
-                return Ok(text);
+                return Ok(bytes);
             }
             let retryable = matches!(
                 status,
@@ -312,7 +358,7 @@ impl HttpClient {
             }
             return Err(HttpError::Status(StatusError::from_body(
                 status.as_u16(),
-                &text,
+                &String::from_utf8_lossy(&bytes),
             )));
         }
     }

@@ -1,6 +1,7 @@
 //! The client side of the protocol: HTTP calls and the room socket.
 
 pub mod commands;
+pub mod cp;
 pub mod http;
 pub mod local;
 pub mod socket;

@@ -5,7 +5,7 @@
 use super::errors::ApiError;
 use super::http::room_details;
 use super::router::App;
-use crate::protocol::MAX_FILE_BODY;
+use crate::protocol::{FileResponse, MAX_FILE_BODY};
 use crate::sandbox::files::FileError;
 use axum::Json;
 use axum::body::Body;
@@ -84,7 +84,7 @@ pub(crate) async fn put_file(
         Err(e) => return e.into_response(),
     };
     match handle.sandbox.write_file(path.clone(), bytes).await {
-        Ok(size) => Json(serde_json::json!({"path": path, "size": size})).into_response(),
+        Ok(size) => Json(FileResponse { path, size }).into_response(),
         Err(e) => file_error(e),
     }
 }

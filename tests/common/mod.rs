@@ -44,6 +44,13 @@ impl Server {
                 Stdio::null()
             })
             .kill_on_drop(true);
+        // SAFETY: prctl is async-signal-safe; the server dies with the test.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
         let mut child = cmd.spawn().expect("duet serve starts");
         let stdout = child.stdout.take().unwrap();
         let mut lines = BufReader::new(stdout).lines();

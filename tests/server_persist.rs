@@ -1,0 +1,48 @@
+//! Persistence: after a restart no acknowledged message is lost and the
+//! state a client receives is byte-identical to the one before.
+
+mod common;
+
+use common::Server;
+use serde_json::json;
+
+#[tokio::test]
+async fn the_state_survives_a_restart_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]).await;
+    for n in 0..3 {
+        let (status, _) = server
+            .post(
+                "/api/rooms/keep/message",
+                json!({"text": format!("note {n} ✓"), "userId": "ada"}),
+            )
+            .await;
+        assert_eq!(status, 200);
+    }
+    server
+        .post(
+            "/api/rooms/keep/sandbox/exec",
+            json!({"cmd":"echo persisted"}),
+        )
+        .await;
+    let mut ws = server.ws("keep", "user=ada").await;
+    ws.next().await;
+    let before = ws.next_text().await;
+    let (_, page_before) = server.get("/api/rooms/keep/messages").await;
+    // The open socket does not hold the server up.
+    server.stop().await;
+
+    let server = Server::start(dir.path(), &[]).await;
+    let mut ws = server.ws("keep", "user=bob").await;
+    ws.next().await;
+    let after = ws.next_text().await;
+    assert_eq!(after, before);
+    let (_, page_after) = server.get("/api/rooms/keep/messages").await;
+    assert_eq!(page_after, page_before);
+    assert_eq!(page_after["messages"].as_array().unwrap().len(), 6);
+    // Ids go on from where they were.
+    let (_, body) = server
+        .post("/api/rooms/keep/message", json!({"text":"later"}))
+        .await;
+    assert_eq!(body["messages"][6]["id"], "000000000007");
+}
