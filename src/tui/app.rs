@@ -118,6 +118,8 @@ pub enum Effect {
     Rejoin(String),
     /// Turn mouse capture off (to select text) or back on.
     ToggleMouse,
+    /// Clear the terminal and draw everything again.
+    Redraw,
     Quit,
 }
 

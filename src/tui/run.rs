@@ -192,6 +192,11 @@ pub async fn run(
                     http.set_name(&name);
                     socket.send(SocketCommand::Rejoin { name });
                 }
+                Effect::Redraw => {
+                    // A failed clear shows as a stale screen, not an exit.
+                    let _ = terminal.clear();
+                    app.dirty = true;
+                }
                 Effect::ToggleMouse => {
                     mouse = !mouse;
                     set_mouse(mouse);
@@ -279,7 +284,11 @@ fn spawn_call(effect: Effect, http: HttpClient, done: mpsc::UnboundedSender<Msg>
                     .await
                     .map_err(|e| e.to_string()),
             ),
-            Effect::Typing | Effect::Rejoin(_) | Effect::Quit | Effect::ToggleMouse => return,
+            Effect::Typing
+            | Effect::Rejoin(_)
+            | Effect::Quit
+            | Effect::ToggleMouse
+            | Effect::Redraw => return,
         };
         let _ = done.send(msg);
     });
