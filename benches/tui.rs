@@ -176,9 +176,8 @@ fn idle_cpu() -> Result<u64, String> {
         // The pane's process may be a shell that started duet as its child.
         let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
         if comm.trim() != "duet" {
-            let children =
-                std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-                    .map_err(|e| e.to_string())?;
+            let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+                .map_err(|e| e.to_string())?;
             pid = children
                 .split_whitespace()
                 .next()
@@ -205,6 +204,10 @@ fn idle_cpu() -> Result<u64, String> {
             // Clock ticks are 10 ms on Linux (CLK_TCK 100).
             Ok(ticks * 10)
         };
+        let screen = tmux(&["capture-pane", "-p", "-t", "idle"]).map_err(|e| e.to_string())?;
+        if !String::from_utf8_lossy(&screen.stdout).contains("● connected") {
+            return Err("the client did not connect".into());
+        }
         let a = cpu()?;
         std::thread::sleep(Duration::from_secs(30));
         let b = cpu()?;

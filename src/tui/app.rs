@@ -140,6 +140,8 @@ pub struct App {
     pub focus: Pane,
     pub chat_scroll: Scroll,
     pub output_scroll: Scroll,
+    /// The hidden pane (narrow layout) got something new: (chat, output).
+    pub unseen: (bool, bool),
     /// Terminal size in cells.
     pub size: (u16, u16),
     /// Messages sent whose turn has not answered yet.
@@ -173,6 +175,7 @@ impl App {
             focus: Pane::Chat,
             chat_scroll: Scroll::default(),
             output_scroll: Scroll::default(),
+            unseen: (false, false),
             size: (80, 24),
             pending_messages: 0,
             theme,
@@ -405,7 +408,11 @@ impl App {
             }
             ServerFrame::Exec(frame) => {
                 let now = self.now_ms;
-                self.with_output_anchor(|execs| execs.apply_frame(&frame, now))
+                let changed = self.with_output_anchor(|execs| execs.apply_frame(&frame, now));
+                if changed {
+                    self.mark_unseen(Pane::Output);
+                }
+                changed
             }
             ServerFrame::Cleanup { by } => {
                 self.chat.clear_all();
@@ -421,9 +428,24 @@ impl App {
     fn apply_messages(&mut self, messages: &[crate::protocol::DuetMessage]) {
         let first = !self.got_state;
         self.got_state = true;
+        let mut grew = false;
         self.with_chat_anchor(|chat| {
-            chat.apply_state(messages, first);
+            grew = chat.apply_state(messages, first);
         });
+        if grew {
+            self.mark_unseen(Pane::Chat);
+        }
+    }
+
+    /// Notes new content in `pane` if the narrow layout hides it.
+    fn mark_unseen(&mut self, pane: Pane) {
+        if self.size.0 >= crate::tui::view::layout::WIDE || self.focus == pane {
+            return;
+        }
+        match pane {
+            Pane::Chat => self.unseen.0 = true,
+            Pane::Output => self.unseen.1 = true,
+        }
     }
 
     /// Runs a change of the chat keeping a scrolled-up view where it is

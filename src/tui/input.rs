@@ -143,6 +143,10 @@ impl App {
                 self.focus = match self.focus {
                     Pane::Chat => Pane::Output,
                     Pane::Output => Pane::Chat,
+                };
+                match self.focus {
+                    Pane::Chat => self.unseen.0 = false,
+                    Pane::Output => self.unseen.1 = false,
                 }
             }
         }
