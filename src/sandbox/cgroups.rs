@@ -45,7 +45,9 @@ impl Flavor {
         match self {
             Flavor::V2 => "cgroup v2 (memory.max, pids.max per room)",
             Flavor::V1 => "cgroup v1 (memory.limit_in_bytes, pids.max per room)",
-            Flavor::None => "no writable cgroups: rlimits only",
+            Flavor::None => {
+                "no writable cgroups: rlimits only (address space 4x the memory limit per process)"
+            }
         }
     }
 }

@@ -217,6 +217,13 @@ fn build_container(
         // --no-map-gw and -T/-U none, so the host's loopback stays out of reach.
         c.network(hakoniwa::Pasta::default());
     }
+    if setup.cgroups.is_empty() {
+        // Without a memory cgroup, an address-space cap per process is the
+        // fallback; 4x the room's memory leaves room for runtimes that
+        // reserve more than they use.
+        let cap = setup.memory_bytes.saturating_mul(4);
+        c.setrlimit(Rlimit::As, cap, cap);
+    }
     if own_uid {
         // RLIMIT_NPROC counts per uid: only meaningful when the room has
         // a uid of its own.

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
 
 /// Everything the helper needs to build the sandbox (the first line).
@@ -83,11 +83,14 @@ pub fn write_frame(out: &mut impl Write, kind: u8, payload: &[u8]) -> io::Result
     out.flush()
 }
 
-/// Reads one frame (blocking); `None` at a clean end of stream.
-pub fn read_frame(input: &mut impl Read) -> io::Result<Option<(u8, Vec<u8>)>> {
+/// Reads one frame; `None` at a clean end of stream.
+pub async fn read_frame(
+    input: &mut (impl tokio::io::AsyncRead + Unpin),
+) -> io::Result<Option<(u8, Vec<u8>)>> {
+    use tokio::io::AsyncReadExt;
     let mut header = [0u8; 5];
-    match input.read_exact(&mut header) {
-        Ok(()) => {}
+    match input.read_exact(&mut header).await {
+        Ok(_) => {}
         Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
         Err(e) => return Err(e),
     }
@@ -99,7 +102,7 @@ pub fn read_frame(input: &mut impl Read) -> io::Result<Option<(u8, Vec<u8>)>> {
         ));
     }
     let mut payload = vec![0u8; len];
-    input.read_exact(&mut payload)?;
+    input.read_exact(&mut payload).await?;
     Ok(Some((header[0], payload)))
 }
 
@@ -107,17 +110,20 @@ pub fn read_frame(input: &mut impl Read) -> io::Result<Option<(u8, Vec<u8>)>> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn frames_round_trip() {
+    #[tokio::test]
+    async fn frames_round_trip() {
         let mut buf = Vec::new();
         write_frame(&mut buf, STDOUT, b"hello\0\xff").unwrap();
         write_frame(&mut buf, DONE, b"{}").unwrap();
         let mut r = &buf[..];
         assert_eq!(
-            read_frame(&mut r).unwrap(),
+            read_frame(&mut r).await.unwrap(),
             Some((STDOUT, b"hello\0\xff".to_vec()))
         );
-        assert_eq!(read_frame(&mut r).unwrap(), Some((DONE, b"{}".to_vec())));
-        assert_eq!(read_frame(&mut r).unwrap(), None);
+        assert_eq!(
+            read_frame(&mut r).await.unwrap(),
+            Some((DONE, b"{}".to_vec()))
+        );
+        assert_eq!(read_frame(&mut r).await.unwrap(), None);
     }
 }

@@ -7,7 +7,7 @@ use super::wire::{self, Done, Request, Setup};
 use super::{Chunk, ExecOutcome, ExecSpec, Limits, SandboxError, SandboxPlace};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot};
 
@@ -246,7 +246,7 @@ async fn start(place: &SandboxPlace, limits: &Limits) -> Result<Process, Sandbox
         }
         last
     });
-    let ready = tokio::time::timeout(START_TIMEOUT, read_frame(&mut stdout)).await;
+    let ready = tokio::time::timeout(START_TIMEOUT, wire::read_frame(&mut stdout)).await;
     match ready {
         Ok(Ok(Some((wire::READY, _)))) => {}
         other => {
@@ -272,7 +272,7 @@ async fn start(place: &SandboxPlace, limits: &Limits) -> Result<Process, Sandbox
 }
 
 async fn read_events(mut stdout: tokio::process::ChildStdout, tx: mpsc::Sender<Event>) {
-    while let Ok(Some((kind, payload))) = read_frame(&mut stdout).await {
+    while let Ok(Some((kind, payload))) = wire::read_frame(&mut stdout).await {
         let event = match kind {
             wire::STDOUT | wire::STDERR => Event::Output(kind, payload),
             wire::DONE => {
@@ -290,27 +290,6 @@ async fn read_events(mut stdout: tokio::process::ChildStdout, tx: mpsc::Sender<E
             break;
         }
     }
-}
-
-async fn read_frame(
-    input: &mut (impl tokio::io::AsyncRead + Unpin),
-) -> std::io::Result<Option<(u8, Vec<u8>)>> {
-    let mut header = [0u8; 5];
-    match input.read_exact(&mut header).await {
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(e) => return Err(e),
-    }
-    let len = u32::from_le_bytes([header[1], header[2], header[3], header[4]]) as usize;
-    if len > wire::MAX_FRAME {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "frame too large",
-        ));
-    }
-    let mut payload = vec![0u8; len];
-    input.read_exact(&mut payload).await?;
-    Ok(Some((header[0], payload)))
 }
 
 /// The room's name on the host: its workspace folder's opaque name.
