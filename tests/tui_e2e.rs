@@ -130,6 +130,18 @@ async fn two_people_share_a_room_and_clean_it_up() {
     }
     let ada = tmux.screen("ada");
     assert!(ada.contains("e2e-room"), "{ada}");
+    assert_eq!(
+        tmux.run(&[
+            "display",
+            "-p",
+            "-t",
+            "bob",
+            "#{alternate_on}#{mouse_any_flag}"
+        ])
+        .trim(),
+        "11",
+        "the UI uses the alternate screen and the mouse"
+    );
     assert!(
         ada.contains(&format!("join: duet --server {url} --room e2e-room")),
         "{ada}"
@@ -169,6 +181,18 @@ async fn two_people_share_a_room_and_clean_it_up() {
     tmux.keys("bob", &["C-c"]);
     tmux.wait("bob", "a clean exit", |s| s.contains("EXITED 0"))
         .await;
+    assert_eq!(
+        tmux.run(&["display", "-p", "-t", "bob", "#{alternate_on}"])
+            .trim(),
+        "0",
+        "the alternate screen is left"
+    );
+    assert_eq!(
+        tmux.run(&["display", "-p", "-t", "bob", "#{mouse_any_flag}"])
+            .trim(),
+        "0",
+        "mouse capture is off"
+    );
     drop(tmux);
     drop(server);
     drop(data);
