@@ -2,8 +2,10 @@
 //! one room on a real backend see each other's chat and commands; Ctrl+X
 //! then `y` empties both screens; a second `duet` on the same data
 //! directory joins the first one's embedded backend, and so does
-//! `duet exec`. Needs tmux (the CI script installs it).
+//! `duet exec`; the agent's reply streams to both screens with its
+//! command. Needs tmux (the CI script installs it).
 
+mod agent_support;
 mod common;
 
 use common::Server;
@@ -265,4 +267,59 @@ async fn a_second_duet_joins_the_embedded_backend_and_so_does_exec() {
         s.contains("bob $ echo still-here") && s.contains("echo via-port-file")
     })
     .await;
+}
+
+#[tokio::test]
+async fn the_agent_reply_streams_to_everyone_with_its_command() {
+    use agent_support::{FakeModel, Script};
+    let pieces = [
+        "Checking ",
+        "the ",
+        "room ",
+        "for ",
+        "you. ",
+        "<run>echo from-agent</run>",
+    ];
+    let model = FakeModel::start(vec![Script::Paced(
+        pieces.iter().map(|p| p.to_string()).collect(),
+        Duration::from_millis(600),
+    )])
+    .await;
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(
+        data.path(),
+        &["--ai-url", &model.url, "--ai-model", "fake-model"],
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(dir.path());
+    let args = format!("--server {} --room agent-room", server.url(""));
+    tmux.start("ada", &client_env(dir.path(), "ada"), &args);
+    tmux.start("bob", &client_env(dir.path(), "bob"), &args);
+    for who in ["ada", "bob"] {
+        tmux.wait(who, "both people present", |s| s.contains("2 here"))
+            .await;
+    }
+    tmux.type_text("ada", "please check the room");
+    tmux.keys("ada", &["Enter"]);
+    // While it streams: the spinner, the elapsed time and the text so far.
+    tmux.wait("bob", "the reply streaming", |s| {
+        s.contains("✦ agent ")
+            && s.contains("Checking the")
+            && duet::tui::chat::SPINNER
+                .iter()
+                .any(|f| s.contains(&format!("{f} ")))
+            && !s.contains("╭ $ echo from-agent")
+    })
+    .await;
+    for who in ["ada", "bob"] {
+        tmux.wait(who, "the stored reply with its command block", |s| {
+            s.contains("please check the room")
+                && s.contains("Checking the room for you.")
+                && s.contains("╭ $ echo from-agent")
+                && s.contains("│ from-agent")
+                && s.contains("✦ agent $ echo from-agent")
+        })
+        .await;
+    }
 }
