@@ -163,6 +163,21 @@ async fn two_people_share_a_room_and_clean_it_up() {
         .await;
     }
 
+    // Esc interrupts a running command, whoever started it.
+    tmux.type_text("ada", "!sleep 30");
+    tmux.keys("ada", &["Enter"]);
+    tmux.wait("bob", "the command running", |s| {
+        s.contains("ada $ sleep 30")
+    })
+    .await;
+    tmux.keys("bob", &["Escape"]);
+    for who in ["ada", "bob"] {
+        tmux.wait(who, "the command interrupted", |s| {
+            s.contains("■ interrupted")
+        })
+        .await;
+    }
+
     tmux.keys("ada", &["C-x"]);
     tmux.wait("ada", "the cleanup dialog", |s| {
         s.contains("Clean up room e2e-room?")
