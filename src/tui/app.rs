@@ -345,8 +345,9 @@ impl App {
             ServerFrame::Identity { .. } | ServerFrame::Rpc(_) => false,
             ServerFrame::State { state } => {
                 self.apply_messages(&state.messages);
-                let grew = self.with_output_anchor(|execs| execs.apply_records(&state.execs));
-                let _ = grew;
+                if self.with_output_anchor(|execs| execs.apply_records(&state.execs)) {
+                    self.mark_unseen(Pane::Output);
+                }
                 true
             }
             ServerFrame::StateError { error } | ServerFrame::Error { error } => {
