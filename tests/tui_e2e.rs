@@ -149,6 +149,17 @@ async fn two_people_share_a_room_and_clean_it_up() {
         "{ada}"
     );
 
+    // A bracketed paste inserts its lines without sending them.
+    tmux.run(&["set-buffer", "pasted one\npasted two"]);
+    tmux.run(&["paste-buffer", "-p", "-t", "ada"]);
+    tmux.wait("ada", "the pasted lines in the input", |s| {
+        s.contains("› pasted one") && s.contains("  pasted two")
+    })
+    .await;
+    tmux.keys("ada", &["C-c"]);
+    tmux.wait("ada", "an empty input", |s| !s.contains("pasted one"))
+        .await;
+
     tmux.type_text("ada", "hello from ada");
     tmux.keys("ada", &["Enter"]);
     tmux.type_text("ada", "!echo hi");
@@ -162,6 +173,11 @@ async fn two_people_share_a_room_and_clean_it_up() {
         })
         .await;
     }
+
+    assert!(
+        !tmux.screen("bob").contains("pasted"),
+        "a paste is never sent"
+    );
 
     // Esc interrupts a running command, whoever started it.
     tmux.type_text("ada", "!sleep 30");
