@@ -2,8 +2,10 @@
 //! one room on a real backend see each other's chat and commands; Ctrl+X
 //! then `y` empties both screens; a second `duet` on the same data
 //! directory joins the first one's embedded backend, and so does
-//! `duet exec`. Needs tmux (the CI script installs it).
+//! `duet exec`; the agent's reply streams to both screens with its
+//! command. Needs tmux (the CI script installs it).
 
+mod agent_support;
 mod common;
 
 use common::Server;
@@ -130,10 +132,33 @@ async fn two_people_share_a_room_and_clean_it_up() {
     }
     let ada = tmux.screen("ada");
     assert!(ada.contains("e2e-room"), "{ada}");
+    assert_eq!(
+        tmux.run(&[
+            "display",
+            "-p",
+            "-t",
+            "bob",
+            "#{alternate_on}#{mouse_any_flag}"
+        ])
+        .trim(),
+        "11",
+        "the UI uses the alternate screen and the mouse"
+    );
     assert!(
         ada.contains(&format!("join: duet --server {url} --room e2e-room")),
         "{ada}"
     );
+
+    // A bracketed paste inserts its lines without sending them.
+    tmux.run(&["set-buffer", "pasted one\npasted two"]);
+    tmux.run(&["paste-buffer", "-p", "-t", "ada"]);
+    tmux.wait("ada", "the pasted lines in the input", |s| {
+        s.contains("› pasted one") && s.contains("  pasted two")
+    })
+    .await;
+    tmux.keys("ada", &["C-c"]);
+    tmux.wait("ada", "an empty input", |s| !s.contains("pasted one"))
+        .await;
 
     tmux.type_text("ada", "hello from ada");
     tmux.keys("ada", &["Enter"]);
@@ -145,6 +170,26 @@ async fn two_people_share_a_room_and_clean_it_up() {
                 && s.contains("ada $ echo hi")
                 && s.lines().any(|l| l.contains("│hi "))
                 && s.contains("✓ 0")
+        })
+        .await;
+    }
+
+    assert!(
+        !tmux.screen("bob").contains("pasted"),
+        "a paste is never sent"
+    );
+
+    // Esc interrupts a running command, whoever started it.
+    tmux.type_text("ada", "!sleep 30");
+    tmux.keys("ada", &["Enter"]);
+    tmux.wait("bob", "the command running", |s| {
+        s.contains("ada $ sleep 30")
+    })
+    .await;
+    tmux.keys("bob", &["Escape"]);
+    for who in ["ada", "bob"] {
+        tmux.wait(who, "the command interrupted", |s| {
+            s.contains("■ interrupted")
         })
         .await;
     }
@@ -169,6 +214,18 @@ async fn two_people_share_a_room_and_clean_it_up() {
     tmux.keys("bob", &["C-c"]);
     tmux.wait("bob", "a clean exit", |s| s.contains("EXITED 0"))
         .await;
+    assert_eq!(
+        tmux.run(&["display", "-p", "-t", "bob", "#{alternate_on}"])
+            .trim(),
+        "0",
+        "the alternate screen is left"
+    );
+    assert_eq!(
+        tmux.run(&["display", "-p", "-t", "bob", "#{mouse_any_flag}"])
+            .trim(),
+        "0",
+        "mouse capture is off"
+    );
     drop(tmux);
     drop(server);
     drop(data);
@@ -241,4 +298,59 @@ async fn a_second_duet_joins_the_embedded_backend_and_so_does_exec() {
         s.contains("bob $ echo still-here") && s.contains("echo via-port-file")
     })
     .await;
+}
+
+#[tokio::test]
+async fn the_agent_reply_streams_to_everyone_with_its_command() {
+    use agent_support::{FakeModel, Script};
+    let pieces = [
+        "Checking ",
+        "the ",
+        "room ",
+        "for ",
+        "you. ",
+        "<run>echo from-agent</run>",
+    ];
+    let model = FakeModel::start(vec![Script::Paced(
+        pieces.iter().map(|p| p.to_string()).collect(),
+        Duration::from_millis(600),
+    )])
+    .await;
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(
+        data.path(),
+        &["--ai-url", &model.url, "--ai-model", "fake-model"],
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(dir.path());
+    let args = format!("--server {} --room agent-room", server.url(""));
+    tmux.start("ada", &client_env(dir.path(), "ada"), &args);
+    tmux.start("bob", &client_env(dir.path(), "bob"), &args);
+    for who in ["ada", "bob"] {
+        tmux.wait(who, "both people present", |s| s.contains("2 here"))
+            .await;
+    }
+    tmux.type_text("ada", "please check the room");
+    tmux.keys("ada", &["Enter"]);
+    // While it streams: the spinner, the elapsed time and the text so far.
+    tmux.wait("bob", "the reply streaming", |s| {
+        s.contains("✦ agent ")
+            && s.contains("Checking the")
+            && duet::tui::chat::SPINNER
+                .iter()
+                .any(|f| s.contains(&format!("{f} ")))
+            && !s.contains("╭ $ echo from-agent")
+    })
+    .await;
+    for who in ["ada", "bob"] {
+        tmux.wait(who, "the stored reply with its command block", |s| {
+            s.contains("please check the room")
+                && s.contains("Checking the room for you.")
+                && s.contains("╭ $ echo from-agent")
+                && s.contains("│ from-agent")
+                && s.contains("✦ agent $ echo from-agent")
+        })
+        .await;
+    }
 }

@@ -32,6 +32,7 @@ pub enum Action {
     ScrollBottom,
     SwitchPane,
     ToggleMouse,
+    Redraw,
 }
 
 /// One key with its modifiers (Ctrl and Alt; Shift only where it matters).
@@ -188,6 +189,13 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::ToggleMouse,
         help: "mouse: wheel scrolling, or selecting text to copy",
         hint: Some("mouse"),
+        edit: false,
+    },
+    Binding {
+        keys: &[ctrl('l')],
+        action: Action::Redraw,
+        help: "redraw the whole screen",
+        hint: None,
         edit: false,
     },
     Binding {

@@ -140,7 +140,8 @@ async fn start(settings: ClientSettings, tz: time::UtcOffset) -> anyhow::Result<
         Some((watch, task)) => (Some(watch), Some(task)),
         None => (None, None),
     };
-    let result = crate::tui::run::run(app, http, params, watch).await;
+    let log = local::log_path(&settings.data_dir);
+    let result = crate::tui::run::run(app, http, params, watch, Some(&log)).await;
     stop_watch.cancel();
     if let Some(task) = watch_task {
         let _ = task.await;
