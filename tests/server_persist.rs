@@ -28,6 +28,8 @@ async fn the_state_survives_a_restart_byte_for_byte() {
     let mut ws = server.ws("keep", "user=ada").await;
     ws.next().await;
     let before = ws.next_text().await;
+    let state: serde_json::Value = serde_json::from_str(&before).unwrap();
+    assert_eq!(state["state"]["execs"][0]["stdout"], "persisted\n");
     let (_, page_before) = server.get("/api/rooms/keep/messages").await;
     // The open socket does not hold the server up.
     server.stop().await;
