@@ -35,6 +35,7 @@ impl ApiError {
         Self::invalid(details)
     }
 
+    /// An error answer without details.
     fn plain(status: StatusCode, error: impl Into<String>) -> Self {
         ApiError {
             status,

@@ -68,6 +68,7 @@ impl<'a> Fields<'a> {
         self.obj.get(name).filter(|v| !v.is_null())
     }
 
+    /// Records a problem with field `name`.
     fn problem(&mut self, name: &str, message: &str) {
         add_detail(&mut self.details, name, message);
     }
@@ -119,6 +120,7 @@ impl<'a> Fields<'a> {
         Some(s)
     }
 
+    /// `value` when no field had a problem, else the 400 naming them.
     fn finish<T>(self, value: T) -> Result<T, ApiError> {
         if self.details.is_empty() {
             Ok(value)

@@ -28,6 +28,7 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
+    /// An empty registry; rooms start on first use.
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
         Registry {
             shared,
@@ -35,6 +36,7 @@ impl Registry {
         }
     }
 
+    /// The handle of a room already started.
     fn live(&self, id: &str) -> Option<RoomHandle> {
         self.rooms.lock().ok()?.get(id).cloned()
     }

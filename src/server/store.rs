@@ -16,6 +16,7 @@ pub(crate) enum StoreError {
     Closed,
 }
 
+/// Work for the store thread.
 type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 
 /// Handle to the store thread. Cheap to clone.
@@ -35,6 +36,7 @@ pub(crate) struct RoomRow {
     pub(crate) execs: Vec<ExecRecord>,
 }
 
+/// Tables of the store; `PRAGMA`s set WAL and `synchronous = NORMAL`.
 const SCHEMA: &str = "
 PRAGMA journal_mode = WAL;
 PRAGMA synchronous = NORMAL;
@@ -59,6 +61,7 @@ CREATE TABLE IF NOT EXISTS execs (
 ) WITHOUT ROWID;
 ";
 
+/// Columns of a message, in `message_from_row` order.
 const MESSAGE_COLUMNS: &str = "id, role, user_id, text, ts, runs";
 
 impl Store {
@@ -304,6 +307,7 @@ fn select_messages(
     rows.collect()
 }
 
+/// A column that does not convert.
 fn conversion(index: usize, e: impl std::error::Error + Send + Sync + 'static) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(e))
 }
@@ -313,6 +317,7 @@ fn conversion(index: usize, e: impl std::error::Error + Send + Sync + 'static) -
 #[error("unknown value {0:?}")]
 struct UnknownValue(String);
 
+/// A message from its row (`MESSAGE_COLUMNS`).
 fn message_from_row(r: &Row<'_>) -> rusqlite::Result<DuetMessage> {
     let role: String = r.get(1)?;
     let runs: Option<String> = r.get(5)?;
@@ -329,6 +334,7 @@ fn message_from_row(r: &Row<'_>) -> rusqlite::Result<DuetMessage> {
     })
 }
 
+/// A command's record from its row.
 fn exec_from_row(r: &Row<'_>) -> rusqlite::Result<ExecRecord> {
     let source: String = r.get(3)?;
     Ok(ExecRecord {

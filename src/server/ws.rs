@@ -127,6 +127,7 @@ async fn send(socket: &mut WebSocket, msg: Message) -> bool {
     )
 }
 
+/// A `duet_error` frame.
 fn error_frame(error: impl Into<String>) -> Utf8Bytes {
     frame_text(&ServerFrame::Error {
         error: error.into(),
@@ -134,6 +135,7 @@ fn error_frame(error: impl Into<String>) -> Utf8Bytes {
 }
 
 impl Connection {
+    /// Joins the room, sends the connect sequence, serves, then leaves.
     async fn run(mut self, mut socket: WebSocket, shutdown: CancellationToken) {
         let user = PresenceUser {
             id: self.peer.id.clone(),
@@ -277,12 +279,14 @@ impl Connection {
 struct Failure(Box<RpcAnswer>);
 
 impl Failure {
+    /// The answer, with the rpc's id.
     fn with_id(mut self, id: Value) -> RpcAnswer {
         self.0.id = id;
         *self.0
     }
 }
 
+/// An error answer as a failed rpc.
 fn failure(e: ApiError) -> Failure {
     Failure(Box::new(RpcAnswer {
         id: Value::Null,

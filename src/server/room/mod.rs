@@ -149,6 +149,7 @@ struct StateFrame<'a> {
     state: StateRef<'a>,
 }
 
+/// The state's two lists, borrowed.
 #[derive(Serialize)]
 struct StateRef<'a> {
     messages: &'a VecDeque<DuetMessage>,
@@ -212,6 +213,7 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
 }
 
 impl RoomActor {
+    /// Serves the inbox, one command at a time, until the server stops.
     async fn run(mut self, mut rx: mpsc::Receiver<Command>) {
         let shutdown = self.shared.shutdown.clone();
         loop {
@@ -230,6 +232,7 @@ impl RoomActor {
         tracing::debug!(room = %self.id, "room stopped");
     }
 
+    /// Dispatches one command.
     async fn handle(&mut self, command: Command) {
         match command {
             Command::Op { op, reply } => self.op(op, reply).await,
@@ -245,6 +248,7 @@ impl RoomActor {
         }
     }
 
+    /// Starts (or performs) one operation; its answer goes to `reply`.
     async fn op(&mut self, op: Op, reply: oneshot::Sender<OpResult>) {
         match op {
             Op::Message { text, user } => self.message(text, user, reply).await,
@@ -299,6 +303,7 @@ impl RoomActor {
         text
     }
 
+    /// Sends the current state to every connection.
     fn broadcast_state(&mut self) {
         let text = self.state_text();
         let _ = self.frames.send(outgoing(text, None));
@@ -339,6 +344,7 @@ impl RoomActor {
         Ok(message)
     }
 
+    /// Stores a user message and queues its turn.
     async fn message(
         &mut self,
         text: String,
@@ -381,6 +387,7 @@ impl RoomActor {
         true
     }
 
+    /// Cancels the turn, clears history and commands, destroys the sandbox.
     async fn cleanup(&mut self, by: String, reply: oneshot::Sender<OpResult>) {
         self.cancel(None);
         if let Some(current) = &mut self.current {
