@@ -230,3 +230,13 @@ async fn cleanup_empties_every_client() {
         json!({"messages":[],"execs":[]})
     );
 }
+
+#[tokio::test]
+async fn the_server_pings_every_twenty_seconds() {
+    let (server, _dir) = Server::fresh().await;
+    let mut ada = server.joined("w8", "user=ada").await;
+    assert!(ada.ping(std::time::Duration::from_secs(45)).await);
+    // Reading answered the ping (tungstenite pongs): the socket stays open.
+    let answer = ada.rpc(1, "cancel", json!([])).await;
+    assert_eq!(answer["success"], true);
+}

@@ -216,6 +216,19 @@ impl Ws {
         self.until(|f| f["type"] == "rpc" && f["id"] == id).await
     }
 
+    /// Waits (up to `wait`) for the server's ping, skipping other frames.
+    pub async fn ping(&mut self, wait: Duration) -> bool {
+        let read = async {
+            while let Some(Ok(msg)) = self.inner.next().await {
+                if let Message::Ping(_) = msg {
+                    return true;
+                }
+            }
+            false
+        };
+        tokio::time::timeout(wait, read).await.unwrap_or(false)
+    }
+
     /// Reads until the server ends the connection; false if it stays open.
     pub async fn ends(&mut self) -> bool {
         let read_all = async {
