@@ -209,6 +209,12 @@ async fn two_people_share_a_room_and_clean_it_up() {
         .await;
     }
 
+    // /name rejoins under the new name.
+    tmux.type_text("ada", "/name ada-two");
+    tmux.keys("ada", &["Enter"]);
+    tmux.wait("bob", "ada's new name", |s| s.contains("● ada-two"))
+        .await;
+
     // Ctrl+C twice leaves, and the terminal is given back.
     tmux.keys("bob", &["C-c"]);
     tmux.keys("bob", &["C-c"]);
