@@ -360,3 +360,42 @@ async fn the_agent_reply_streams_to_everyone_with_its_command() {
         .await;
     }
 }
+
+#[tokio::test]
+async fn page_up_at_the_top_loads_older_messages_from_the_backend() {
+    let (server, _data) = Server::fresh().await;
+    let url = server.url("");
+    let client = duet::client::http::HttpClient::new(&url, "long-room", None, "carol").unwrap();
+    // Each message gets a system answer (no model): 140 messages in all,
+    // more than the 100 a state carries.
+    for i in 0..70 {
+        client.message(&format!("note number {i}")).await.unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(dir.path());
+    let args = format!("--server {url} --room long-room");
+    tmux.start("ada", &client_env(dir.path(), "ada"), &args);
+    tmux.wait("ada", "the latest note", |s| s.contains("note number 69"))
+        .await;
+    let first_note = |s: &str| s.lines().any(|l| l.starts_with("  note number 0 "));
+    assert!(!first_note(&tmux.screen("ada")), "older than the state");
+    let deadline = tokio::time::Instant::now() + SCREEN_WAIT;
+    loop {
+        tmux.keys("ada", &["PageUp"]);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if first_note(&tmux.screen("ada")) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the first note never showed:\n{}",
+            tmux.screen("ada")
+        );
+    }
+    // End follows the latest again.
+    tmux.keys("ada", &["C-End"]);
+    tmux.wait("ada", "the latest note again", |s| {
+        s.contains("note number 69")
+    })
+    .await;
+}
