@@ -337,6 +337,11 @@ async fn rounds_give_outputs_back_and_end_in_one_reply() {
     let third = requests[2].1["messages"].to_string();
     assert!(third.contains("[exit code 3]"), "{third}");
 
+    // Every client sees the rounds' text apart.
+    assert_eq!(
+        streamed_text(&host),
+        "<run>echo one</run>\n\nNow two.\n<run>echo two; exit 3</run>\n\nDone."
+    );
     let phases: Vec<AiPhase> = ai_frames(&host)
         .into_iter()
         .filter(|(p, _)| *p != AiPhase::Delta)

@@ -93,10 +93,19 @@ pub async fn ask(args: AskArgs) -> anyhow::Result<ExitCode> {
     let mut view = TurnView::new(&target.name, &question);
     // The state on connect says which messages were there before.
     if let Some(rx) = frames.as_mut() {
-        while let Some(frame) = rx.recv().await {
-            if let ServerFrame::State { state } = &frame {
-                view.known = state.messages.iter().map(|m| m.id.clone()).collect();
-                break;
+        let first_state = async {
+            while let Some(frame) = rx.recv().await {
+                if let ServerFrame::State { state } = frame {
+                    return Some(state);
+                }
+            }
+            None
+        };
+        match tokio::time::timeout(SOCKET_GRACE * 5, first_state).await {
+            Ok(Some(state)) => view.known = state.messages.into_iter().map(|m| m.id).collect(),
+            _ => {
+                eprintln!("duet: not streaming (the room's socket sent no state)");
+                frames = None;
             }
         }
     }
@@ -236,10 +245,14 @@ struct TurnView {
     turn: Option<String>,
     /// Rounds of the turn that started.
     rounds: u32,
+    /// A later round started and printed nothing yet.
+    fresh_round: bool,
     /// The agent's commands of this turn, by exec id.
     execs: HashSet<String>,
     printed_text: bool,
     printed_execs: bool,
+    /// The last character printed, to keep one blank line between parts.
+    last: Option<char>,
     /// The turn's agent or system message arrived in the state.
     reply_stored: bool,
 }
@@ -254,9 +267,11 @@ impl TurnView {
             other_turns: HashSet::new(),
             turn: None,
             rounds: 0,
+            fresh_round: false,
             execs: HashSet::new(),
             printed_text: false,
             printed_execs: false,
+            last: None,
             reply_stored: false,
         }
     }
@@ -315,14 +330,18 @@ impl TurnView {
         match phase {
             AiPhase::Start => {
                 self.rounds += 1;
-                if self.rounds > 1 && self.printed_text {
-                    print_out("\n\n");
-                }
+                // A later round's text comes after a blank line of its own.
+                self.fresh_round = self.rounds > 1;
             }
             AiPhase::Delta => {
                 if let Some(text) = text {
                     self.printed_text = true;
-                    print_out(&text);
+                    if std::mem::take(&mut self.fresh_round) {
+                        self.separate();
+                        self.print(text.trim_start_matches('\n'));
+                    } else {
+                        self.print(&text);
+                    }
                 }
             }
             AiPhase::End | AiPhase::Error => {}
@@ -339,12 +358,13 @@ impl TurnView {
             } if self.turn.is_some() && !self.reply_stored => {
                 self.execs.insert(exec_id);
                 self.printed_execs = true;
-                print_out(&format!("\n\n$ {cmd}\n"));
+                self.separate();
+                self.print(&format!("$ {cmd}\n"));
             }
             ExecFrame::Stdout { exec_id, data } | ExecFrame::Stderr { exec_id, data }
                 if self.execs.contains(&exec_id) =>
             {
-                print_out(&data);
+                self.print(&data);
             }
             ExecFrame::Complete {
                 exec_id,
@@ -368,7 +388,8 @@ impl TurnView {
                     notes.push(error);
                 }
                 if !notes.is_empty() {
-                    print_out(&format!("\n[{}]", notes.join("; ")));
+                    self.end_line();
+                    self.print(&format!("[{}]\n", notes.join("; ")));
                 }
             }
             _ => {}
@@ -376,11 +397,9 @@ impl TurnView {
     }
 
     /// Prints what the socket did not show and says how the turn ended.
-    fn finish(&self, answer: &MessageResponse) -> ExitCode {
+    fn finish(&mut self, answer: &MessageResponse) -> ExitCode {
         let Some(reply) = &answer.reply else {
-            if self.printed_text {
-                print_out("\n");
-            }
+            self.end_line();
             let error = answer
                 .error
                 .as_deref()
@@ -389,7 +408,7 @@ impl TurnView {
             return ExitCode::FAILURE;
         };
         if !self.printed_text {
-            print_out(reply);
+            self.print(reply);
         } else if !self.printed_execs {
             let runs = answer
                 .messages
@@ -401,22 +420,42 @@ impl TurnView {
                 match block {
                     Block::Prose(_) => {}
                     Block::Output { cmd, output } => {
-                        print_out(&format!("\n\nOutput ({cmd}):\n{output}"));
+                        self.separate();
+                        self.print(&format!("Output ({cmd}):\n{output}"));
                     }
                     Block::Error { cmd, message } => {
-                        print_out(&format!("\n\nError ({cmd}):\n{message}"));
+                        self.separate();
+                        self.print(&format!("Error ({cmd}):\n{message}"));
                     }
                 }
             }
         }
-        print_out("\n");
+        self.end_line();
         ExitCode::SUCCESS
     }
-}
 
-/// Writes to stdout at once (the reply streams).
-fn print_out(text: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes());
-    let _ = out.flush();
+    /// Prints to stdout at once (the reply streams).
+    fn print(&mut self, text: &str) {
+        if let Some(last) = text.chars().next_back() {
+            self.last = Some(last);
+        }
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+    }
+
+    /// Ends the current line, if one is open.
+    fn end_line(&mut self) {
+        if self.last.is_some_and(|c| c != '\n') {
+            self.print("\n");
+        }
+    }
+
+    /// One blank line before the next part (none at the very start).
+    fn separate(&mut self) {
+        if self.last.is_some() {
+            self.end_line();
+            self.print("\n");
+        }
+    }
 }

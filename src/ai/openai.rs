@@ -169,7 +169,7 @@ async fn whole_answer(response: reqwest::Response) -> Result<DeltaStream, ModelE
             Event::Finished | Event::Done => {}
         }
     }
-    Ok(futures_util::stream::iter(pieces).boxed())
+    Ok(futures_util::stream::iter(pieces).fuse().boxed())
 }
 
 /// Where a streamed answer stands.
@@ -238,14 +238,25 @@ fn delta_stream(response: reqwest::Response) -> DeltaStream {
             }
         }
     })
+    .fuse()
     .boxed()
 }
 
-/// A request that got no answer.
+/// A request that got no answer; the reason is the root cause (e.g.
+/// "Connection refused"), the rest only repeats the URL.
 fn unreachable(url: &str, err: &reqwest::Error) -> ModelError {
+    let mut root: &(dyn std::error::Error + 'static) = err;
+    while let Some(cause) = root.source() {
+        root = cause;
+    }
+    let reason = if err.is_timeout() {
+        format!("timed out ({root})")
+    } else {
+        root.to_string()
+    };
     ModelError::Unreachable {
         url: url.to_string(),
-        reason: describe(err),
+        reason,
     }
 }
 

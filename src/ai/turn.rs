@@ -8,7 +8,11 @@ use crate::protocol::{AiPhase, DuetMessage, Run, STORED_OUTPUT_CAP, ServerFrame,
 use futures_util::StreamExt;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+/// Shortest time between two `delta` frames of a turn.
+const DELTA_INTERVAL: Duration = Duration::from_millis(25);
 
 /// What a turn works with.
 pub(crate) struct Turn {
@@ -28,6 +32,13 @@ impl Turn {
             text,
             error,
         });
+    }
+
+    /// Sends the gathered pieces of the reply as one `delta`, if any.
+    fn send_delta(&self, pending: &mut String) {
+        if !pending.is_empty() {
+            self.emit(AiPhase::Delta, Some(std::mem::take(pending)), None);
+        }
     }
 
     /// Ends the streamed reply with an error frame and returns the error.
@@ -54,8 +65,10 @@ impl Turn {
             if round > 0 {
                 self.emit(AiPhase::Start, None, None);
             }
+            // Later rounds' text streams after a blank line.
+            let lead = if round > 0 { "\n\n" } else { "" };
             let raw = self
-                .stream_round(provider.as_ref(), conversation.clone())
+                .stream_round(provider.as_ref(), conversation.clone(), lead)
                 .await
                 .map_err(|err| self.fail(err))?;
             let (prose, cmds) = blocks::extract_commands(&raw);
@@ -88,20 +101,49 @@ impl Turn {
         Ok(AgentReply { text, runs })
     }
 
-    /// Streams one answer of the model to the room; returns its whole text.
+    /// Streams one answer of the model to the room, `lead` before its first
+    /// piece; returns its whole text (without `lead`).
     async fn stream_round(
         &self,
         provider: &dyn Provider,
         conversation: Vec<ChatMessage>,
+        lead: &str,
     ) -> Result<String, TurnError> {
         let work = async {
             let mut stream = provider.chat(conversation).await?;
             let mut text = String::new();
-            while let Some(piece) = stream.next().await {
-                let piece = piece?;
-                text.push_str(&piece);
-                self.emit(AiPhase::Delta, Some(piece), None);
+            // Pieces go out at most every DELTA_INTERVAL, gathered, so that a
+            // fast model does not flood the room (the first goes at once).
+            let mut pending = String::new();
+            let mut last_sent: Option<Instant> = None;
+            loop {
+                let flush_at = last_sent.map_or_else(Instant::now, |t| t + DELTA_INTERVAL);
+                tokio::select! {
+                    piece = stream.next() => match piece {
+                        Some(Ok(piece)) => {
+                            if text.is_empty() {
+                                pending.push_str(lead);
+                            }
+                            text.push_str(&piece);
+                            pending.push_str(&piece);
+                            if Instant::now() >= flush_at {
+                                self.send_delta(&mut pending);
+                                last_sent = Some(Instant::now());
+                            }
+                        }
+                        Some(Err(err)) => {
+                            self.send_delta(&mut pending);
+                            return Err(err);
+                        }
+                        None => break,
+                    },
+                    () = tokio::time::sleep_until(flush_at), if !pending.is_empty() => {
+                        self.send_delta(&mut pending);
+                        last_sent = Some(Instant::now());
+                    }
+                }
             }
+            self.send_delta(&mut pending);
             Ok::<_, ModelError>(text)
         };
         tokio::select! {

@@ -15,7 +15,7 @@ use duet::protocol::{Run, ServerFrame};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// One scripted answer of the fake model.
 #[derive(Debug, Clone)]
@@ -56,6 +56,8 @@ pub struct FakeState {
     requests: Mutex<Vec<(HeaderMap, Value)>>,
     /// Answer to every request once the scripts ran out.
     fallback: Mutex<Option<Script>>,
+    /// When the last streamed answer sent its last piece.
+    last_token: Mutex<Option<Instant>>,
 }
 
 /// A fake OpenAI-compatible model on a loopback port.
@@ -93,6 +95,11 @@ impl FakeModel {
     /// Answers every request without a script this way.
     pub fn always(&self, script: Script) {
         *self.state.fallback.lock().unwrap() = Some(script);
+    }
+
+    /// When the last streamed answer (`Stream` or `Paced`) sent its end.
+    pub fn last_token(&self) -> Option<Instant> {
+        *self.state.last_token.lock().unwrap()
     }
 
     /// The chat requests received so far (headers, JSON body).
@@ -141,15 +148,21 @@ async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Str
             .into_response(),
         Script::Whole(text) => axum::Json(json!({"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":text},"finish_reason":"stop"}]})).into_response(),
         Script::Stream(pieces) => {
-            let mut events: Vec<Result<Bytes, std::io::Error>> =
+            let events: Vec<Result<Bytes, std::io::Error>> =
                 pieces.iter().map(|p| Ok(event(p))).collect();
-            events.push(Ok(finish()));
-            sse(Body::from_stream(futures_util::stream::iter(events)))
+            let end = futures_util::stream::once(async move {
+                *state.last_token.lock().unwrap() = Some(Instant::now());
+                Ok(finish())
+            });
+            let stream = futures_util::StreamExt::chain(futures_util::stream::iter(events), end);
+            sse(Body::from_stream(stream))
         }
         Script::Paced(pieces, pause) => {
             let stream = futures_util::stream::unfold(
                 (pieces.into_iter(), false),
-                move |(mut rest, done)| async move {
+                move |(mut rest, done)| {
+                    let state = state.clone();
+                    async move {
                     if done {
                         return None;
                     }
@@ -158,7 +171,11 @@ async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Str
                             tokio::time::sleep(pause).await;
                             Some((Ok::<_, std::io::Error>(event(&piece)), (rest, false)))
                         }
-                        None => Some((Ok(finish()), (rest, true))),
+                        None => {
+                            *state.last_token.lock().unwrap() = Some(Instant::now());
+                            Some((Ok(finish()), (rest, true)))
+                        }
+                    }
                     }
                 },
             );
