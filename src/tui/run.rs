@@ -32,6 +32,7 @@ const PAGE: usize = 50;
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// Whether keyboard enhancement flags were pushed.
 static KEYBOARD_FLAGS: AtomicBool = AtomicBool::new(false);
+/// The panic hook that restores the terminal is installed once.
 static PANIC_HOOK: Once = Once::new();
 /// The terminal's stderr, saved while stderr goes to the log file (-1: not
 /// redirected).
