@@ -399,3 +399,85 @@ async fn page_up_at_the_top_loads_older_messages_from_the_backend() {
     })
     .await;
 }
+
+/// `duet serve` on a given port (so that a restart keeps the address).
+fn serve_on(port: u16, data: &Path) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_duet"))
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--data-dir",
+        ])
+        .arg(data)
+        .env_remove("DUET_TOKEN")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("duet serve starts")
+}
+
+async fn healthy(url: &str) {
+    let client = duet::client::http::HttpClient::new(url, "r", None, "t").unwrap();
+    let deadline = tokio::time::Instant::now() + SCREEN_WAIT;
+    while client.health().await.is_err() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{url} never answered"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn after_a_backend_restart_the_view_comes_back_without_duplicates() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let data = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let mut server = serve_on(port, data.path());
+    healthy(&url).await;
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(dir.path());
+    tmux.start(
+        "ada",
+        &client_env(dir.path(), "ada"),
+        &format!("--server {url} --room again-room"),
+    );
+    tmux.wait("ada", "connected", |s| s.contains("● connected"))
+        .await;
+    tmux.type_text("ada", "said once");
+    tmux.keys("ada", &["Enter"]);
+    tmux.wait("ada", "the message", |s| s.contains("said once"))
+        .await;
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
+    let _ = server.wait();
+    tmux.wait("ada", "reconnecting", |s| s.contains("reconnecting in"))
+        .await;
+    tmux.type_text("ada", "typed while away");
+    let mut server = serve_on(port, data.path());
+    let screen = tmux
+        .wait("ada", "connected again", |s| {
+            s.contains("● connected") && s.contains("1 here")
+        })
+        .await;
+    assert_eq!(screen.matches("said once").count(), 1, "{screen}");
+    assert!(
+        screen.contains("› typed while away"),
+        "nothing typed is lost"
+    );
+    tmux.keys("ada", &["Enter"]);
+    let screen = tmux
+        .wait("ada", "the new message after the old one", |s| {
+            s.contains("  typed while away") && !s.contains("› typed")
+        })
+        .await;
+    assert_eq!(screen.matches("said once").count(), 1, "{screen}");
+    assert_eq!(screen.matches("typed while away").count(), 1, "{screen}");
+    let _ = server.kill();
+    let _ = server.wait();
+}
