@@ -481,3 +481,45 @@ async fn after_a_backend_restart_the_view_comes_back_without_duplicates() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+#[tokio::test]
+async fn put_and_get_move_files_between_here_and_the_workspace() {
+    let (server, _data) = Server::fresh().await;
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(dir.path());
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "from my machine\n").unwrap();
+    let back = dir.path().join("back");
+    std::fs::create_dir(&back).unwrap();
+    let args = format!("--server {} --room files-room", server.url(""));
+    tmux.start("ada", &client_env(dir.path(), "ada"), &args);
+    tmux.wait("ada", "connected", |s| s.contains("connected"))
+        .await;
+
+    tmux.type_text("ada", &format!("/put {} docs/", notes.display()));
+    tmux.keys("ada", &["Enter"]);
+    tmux.wait("ada", "the upload", |s| {
+        s.contains("sent 16 bytes to docs/notes.txt")
+    })
+    .await;
+    let (_, body) = server
+        .post(
+            "/api/rooms/files-room/sandbox/exec",
+            serde_json::json!({"cmd": "cat docs/notes.txt; echo made here > result.txt"}),
+        )
+        .await;
+    assert_eq!(body["result"]["stdout"], "from my machine\n");
+
+    tmux.type_text("ada", &format!("/get result.txt {}", back.display()));
+    tmux.keys("ada", &["Enter"]);
+    tmux.wait("ada", "the download", |s| s.contains("got 10 bytes"))
+        .await;
+    assert_eq!(
+        std::fs::read_to_string(back.join("result.txt")).unwrap(),
+        "made here\n"
+    );
+
+    tmux.type_text("ada", "/get missing.txt");
+    tmux.keys("ada", &["Enter"]);
+    tmux.wait("ada", "the error", |s| s.contains("404")).await;
+}

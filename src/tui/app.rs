@@ -97,6 +97,8 @@ pub enum Msg {
         what: &'static str,
         result: Result<bool, String>,
     },
+    /// A `/put` or `/get` ended: what to tell the person.
+    TransferDone(Result<String, String>),
     /// The embedded backend moved (its owner quit; another took over).
     ServerMoved(String),
     /// A timer fired (toasts, typing, spinner).
@@ -111,6 +113,16 @@ pub enum Effect {
     Interrupt(Option<String>),
     Cancel(Option<String>),
     Cleanup,
+    /// `/put`: a local file into the workspace (`remote` empty: same name).
+    Put {
+        local: String,
+        remote: String,
+    },
+    /// `/get`: a workspace file to a local path (`local` empty: here).
+    Get {
+        remote: String,
+        local: String,
+    },
     LoadOlder {
         before: Option<String>,
     },
@@ -287,6 +299,13 @@ impl App {
                         self.chat.loading_older = false;
                         self.toast(format!("older messages: {err}"), true);
                     }
+                }
+                true
+            }
+            Msg::TransferDone(result) => {
+                match result {
+                    Ok(said) => self.toast(said, false),
+                    Err(err) => self.toast(err, true),
                 }
                 true
             }

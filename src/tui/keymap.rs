@@ -274,6 +274,11 @@ pub const SLASH_COMMANDS: &[(&str, &str)] = &[
         "clean the room up: history and sandbox (asks first)",
     ),
     ("/name NAME", "rejoin under another name"),
+    (
+        "/put FILE [PATH]",
+        "copy a file of yours into the workspace",
+    ),
+    ("/get PATH [FILE]", "copy a workspace file here"),
     ("/clear", "clear this screen only (nobody else's)"),
     ("/quit", "leave"),
     ("!cmd", "run cmd in the room's sandbox"),
