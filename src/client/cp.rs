@@ -61,10 +61,10 @@ pub async fn upload(
 ) -> anyhow::Result<FileResponse> {
     let bytes = read_local(local)?;
     let target = upload_target(&End::Local(local.to_path_buf()), remote)?;
-    Ok(client
+    client
         .put_file(&target, bytes)
         .await
-        .with_context(|| format!(":{target}"))?)
+        .with_context(|| format!(":{target}"))
 }
 
 /// Copies a workspace file here; into `local` when it is a folder.
