@@ -25,15 +25,9 @@ pub fn main(args: ClientArgs, data_dir: Option<PathBuf>) -> ExitCode {
         }
     };
     init_logging(&settings.data_dir);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match crate::cli::runtime() {
         Ok(rt) => rt,
-        Err(err) => {
-            eprintln!("duet: cannot start the async runtime: {err}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     match runtime.block_on(start(settings, tz)) {
         Ok(()) => ExitCode::SUCCESS,
