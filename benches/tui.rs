@@ -112,7 +112,9 @@ fn main() {
     drop((small, large));
     if std::env::var("DUET_BENCH_IDLE").as_deref() != Ok("0") {
         match idle_cpu() {
-            Ok(ms) => println!("idle client: {ms} ms of CPU time in 30 s"),
+            Ok(ms) => println!(
+                "idle client: {ms} ms of CPU time in 30 s (10 ms resolution), connected to a real backend"
+            ),
             Err(why) => println!("idle client: not measured ({why})"),
         }
     }
@@ -170,7 +172,22 @@ fn idle_cpu() -> Result<u64, String> {
         std::thread::sleep(Duration::from_secs(3));
         let pid =
             tmux(&["display", "-p", "-t", "idle", "#{pane_pid}"]).map_err(|e| e.to_string())?;
-        let pid = String::from_utf8_lossy(&pid.stdout).trim().to_string();
+        let mut pid = String::from_utf8_lossy(&pid.stdout).trim().to_string();
+        // The pane's process may be a shell that started duet as its child.
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if comm.trim() != "duet" {
+            let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+                .map_err(|e| e.to_string())?;
+            pid = children
+                .split_whitespace()
+                .next()
+                .ok_or("the client is not running")?
+                .to_string();
+        }
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if comm.trim() != "duet" {
+            return Err(format!("pane runs {comm:?}, not duet"));
+        }
         let cpu = || -> Result<u64, String> {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
                 .map_err(|e| format!("client not running: {e}"))?;
@@ -184,8 +201,13 @@ fn idle_cpu() -> Result<u64, String> {
                 .iter()
                 .filter_map(|v| v.parse::<u64>().ok())
                 .sum();
+            // Clock ticks are 10 ms on Linux (CLK_TCK 100).
             Ok(ticks * 10)
         };
+        let screen = tmux(&["capture-pane", "-p", "-t", "idle"]).map_err(|e| e.to_string())?;
+        if !String::from_utf8_lossy(&screen.stdout).contains("● connected") {
+            return Err("the client did not connect".into());
+        }
         let a = cpu()?;
         std::thread::sleep(Duration::from_secs(30));
         let b = cpu()?;

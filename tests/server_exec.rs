@@ -215,3 +215,26 @@ async fn cleanup_destroys_the_workspace() {
         "x00000000003"
     );
 }
+
+#[tokio::test]
+async fn a_client_that_does_not_read_is_dropped_and_stalls_nobody() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--output-cap", "67108864"]).await;
+    let mut stuck = server.joined("x7", "user=stuck").await;
+    let mut bob = server.joined("x7", "user=bob").await;
+    // More output than the socket buffers of a client that never reads.
+    let cmd = "head -c 40000000 /dev/zero | tr '\\0' a";
+    let req = http()
+        .post(server.url("/api/rooms/x7/sandbox/exec"))
+        .json(&json!({"cmd":cmd}));
+    let answer = tokio::spawn(common::answer(req));
+    let (_, out, _, _) = exec_frames(&mut bob).await;
+    assert_eq!(out.len(), 40_000_000);
+    let (status, body) = answer.await.unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(body["result"]["stdout"].as_str().unwrap().len(), 40_000_000);
+    // The one that did not read was dropped (it would reconnect).
+    let left = bob.until_type("duet_presence").await;
+    assert_eq!(left["users"].as_array().unwrap().len(), 1);
+    assert!(stuck.ends().await);
+}

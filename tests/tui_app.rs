@@ -482,3 +482,19 @@ fn a_too_long_message_stays_on_the_line() {
     assert!(app.update(key(KeyCode::Enter)).is_empty());
     assert_eq!(app.composer.text().len(), MAX_TEXT_CHARS + 1);
 }
+
+#[test]
+fn the_hidden_pane_says_when_it_has_something_new() {
+    let mut app = app();
+    app.update(Msg::Resize(80, 24));
+    app.update(exec_start("e1", "ls", "bob"));
+    assert!(app.unseen.1, "output is hidden behind the chat");
+    app.update(key(KeyCode::Tab));
+    assert!(!app.unseen.1);
+    app.update(state(vec![user_msg(1, "bob", "hi")], vec![]));
+    app.update(state(
+        vec![user_msg(1, "bob", "hi"), user_msg(2, "bob", "yo")],
+        vec![],
+    ));
+    assert!(app.unseen.0);
+}

@@ -213,3 +213,19 @@ fn a_command_the_sandbox_could_not_run_says_why() {
         "{screen}"
     );
 }
+
+#[test]
+fn no_color_draws_without_colours() {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    use ratatui::style::Color;
+    let mut app = busy_room();
+    app.theme = duet::tui::theme::Theme { color: false };
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    terminal.draw(|f| duet::tui::view::draw(f, &app)).unwrap();
+    let buffer = terminal.backend().buffer();
+    for cell in buffer.content() {
+        assert_eq!(cell.fg, Color::Reset, "{cell:?}");
+        assert_eq!(cell.bg, Color::Reset, "{cell:?}");
+    }
+}

@@ -8,6 +8,7 @@ use crate::protocol::{Details, MessagesPage, PAGE_DEFAULT, PAGE_MAX, valid_room_
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, post};
 use std::sync::Arc;
 
 /// The message of a bad room id.
@@ -56,49 +57,14 @@ async fn run_op(
     }
 }
 
-/// `POST /api/rooms/{room}/message`
-pub(crate) async fn message(
-    State(app): State<Arc<App>>,
-    Path(room): Path<String>,
-    body: Result<JsonObject, ApiError>,
-) -> Response {
-    run_op(app, room, "message", body).await
-}
-
-/// `POST /api/rooms/{room}/sandbox/exec`
-pub(crate) async fn exec(
-    State(app): State<Arc<App>>,
-    Path(room): Path<String>,
-    body: Result<JsonObject, ApiError>,
-) -> Response {
-    run_op(app, room, "exec", body).await
-}
-
-/// `POST /api/rooms/{room}/sandbox/interrupt`
-pub(crate) async fn interrupt(
-    State(app): State<Arc<App>>,
-    Path(room): Path<String>,
-    body: Result<JsonObject, ApiError>,
-) -> Response {
-    run_op(app, room, "interrupt", body).await
-}
-
-/// `POST /api/rooms/{room}/cancel`
-pub(crate) async fn cancel(
-    State(app): State<Arc<App>>,
-    Path(room): Path<String>,
-    body: Result<JsonObject, ApiError>,
-) -> Response {
-    run_op(app, room, "cancel", body).await
-}
-
-/// `POST /api/rooms/{room}/cleanup`
-pub(crate) async fn cleanup(
-    State(app): State<Arc<App>>,
-    Path(room): Path<String>,
-    body: Result<JsonObject, ApiError>,
-) -> Response {
-    run_op(app, room, "cleanup", body).await
+/// `POST /api/rooms/{room}/{…}` of operation `method` (`message`, `exec`,
+/// `interrupt`, `cancel`, `cleanup`).
+pub(crate) fn operation(method: &'static str) -> MethodRouter<Arc<App>> {
+    post(
+        move |State(app): State<Arc<App>>,
+              Path(room): Path<String>,
+              body: Result<JsonObject, ApiError>| { run_op(app, room, method, body) },
+    )
 }
 
 /// The `before` and `limit` of `/messages`, or the problems with them.

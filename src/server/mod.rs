@@ -111,6 +111,12 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
     let router = router::build(app);
     let signal = shutdown.clone().cancelled_owned();
     let stopped = tokio::spawn(async move {
+        // Frames are small and latency matters: no Nagle delay.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!("TCP_NODELAY: {e}");
+            }
+        });
         if let Err(e) = axum::serve(listener, router)
             .with_graceful_shutdown(signal)
             .await

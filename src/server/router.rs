@@ -4,7 +4,7 @@
 use super::registry::Registry;
 use super::{auth, files, http, ws};
 use axum::Router;
-use axum::routing::{get, post};
+use axum::routing::get;
 use std::sync::Arc;
 
 /// What the handlers share.
@@ -18,11 +18,14 @@ pub(crate) struct App {
 pub(crate) fn build(app: Arc<App>) -> Router {
     Router::new()
         .route("/health", get(http::health))
-        .route("/api/rooms/{room}/message", post(http::message))
-        .route("/api/rooms/{room}/sandbox/exec", post(http::exec))
-        .route("/api/rooms/{room}/sandbox/interrupt", post(http::interrupt))
-        .route("/api/rooms/{room}/cancel", post(http::cancel))
-        .route("/api/rooms/{room}/cleanup", post(http::cleanup))
+        .route("/api/rooms/{room}/message", http::operation("message"))
+        .route("/api/rooms/{room}/sandbox/exec", http::operation("exec"))
+        .route(
+            "/api/rooms/{room}/sandbox/interrupt",
+            http::operation("interrupt"),
+        )
+        .route("/api/rooms/{room}/cancel", http::operation("cancel"))
+        .route("/api/rooms/{room}/cleanup", http::operation("cleanup"))
         .route("/api/rooms/{room}/messages", get(http::messages))
         .route(
             "/api/rooms/{room}/files/{*path}",

@@ -273,17 +273,17 @@ impl Connection {
 }
 
 /// An rpc failure waiting for its id.
-struct Failure(RpcAnswer);
+struct Failure(Box<RpcAnswer>);
 
 impl Failure {
     fn with_id(mut self, id: Value) -> RpcAnswer {
         self.0.id = id;
-        self.0
+        *self.0
     }
 }
 
 fn failure(e: ApiError) -> Failure {
-    Failure(RpcAnswer {
+    Failure(Box::new(RpcAnswer {
         id: Value::Null,
         success: false,
         result: None,
@@ -291,7 +291,7 @@ fn failure(e: ApiError) -> Failure {
         status: Some(e.status.as_u16()),
         details: e.body.details.and_then(|d| serde_json::to_value(d).ok()),
         done: true,
-    })
+    }))
 }
 
 /// The operation an rpc frame asks for.

@@ -118,6 +118,8 @@ pub enum Effect {
     Rejoin(String),
     /// Turn mouse capture off (to select text) or back on.
     ToggleMouse,
+    /// Clear the terminal and draw everything again.
+    Redraw,
     Quit,
 }
 
@@ -138,6 +140,8 @@ pub struct App {
     pub focus: Pane,
     pub chat_scroll: Scroll,
     pub output_scroll: Scroll,
+    /// The hidden pane (narrow layout) got something new: (chat, output).
+    pub unseen: (bool, bool),
     /// Terminal size in cells.
     pub size: (u16, u16),
     /// Messages sent whose turn has not answered yet.
@@ -171,6 +175,7 @@ impl App {
             focus: Pane::Chat,
             chat_scroll: Scroll::default(),
             output_scroll: Scroll::default(),
+            unseen: (false, false),
             size: (80, 24),
             pending_messages: 0,
             theme,
@@ -340,8 +345,9 @@ impl App {
             ServerFrame::Identity { .. } | ServerFrame::Rpc(_) => false,
             ServerFrame::State { state } => {
                 self.apply_messages(&state.messages);
-                let grew = self.with_output_anchor(|execs| execs.apply_records(&state.execs));
-                let _ = grew;
+                if self.with_output_anchor(|execs| execs.apply_records(&state.execs)) {
+                    self.mark_unseen(Pane::Output);
+                }
                 true
             }
             ServerFrame::StateError { error } | ServerFrame::Error { error } => {
@@ -403,7 +409,11 @@ impl App {
             }
             ServerFrame::Exec(frame) => {
                 let now = self.now_ms;
-                self.with_output_anchor(|execs| execs.apply_frame(&frame, now))
+                let changed = self.with_output_anchor(|execs| execs.apply_frame(&frame, now));
+                if changed {
+                    self.mark_unseen(Pane::Output);
+                }
+                changed
             }
             ServerFrame::Cleanup { by } => {
                 self.chat.clear_all();
@@ -419,9 +429,24 @@ impl App {
     fn apply_messages(&mut self, messages: &[crate::protocol::DuetMessage]) {
         let first = !self.got_state;
         self.got_state = true;
+        let mut grew = false;
         self.with_chat_anchor(|chat| {
-            chat.apply_state(messages, first);
+            grew = chat.apply_state(messages, first);
         });
+        if grew {
+            self.mark_unseen(Pane::Chat);
+        }
+    }
+
+    /// Notes new content in `pane` if the narrow layout hides it.
+    fn mark_unseen(&mut self, pane: Pane) {
+        if self.size.0 >= crate::tui::view::layout::WIDE || self.focus == pane {
+            return;
+        }
+        match pane {
+            Pane::Chat => self.unseen.0 = true,
+            Pane::Output => self.unseen.1 = true,
+        }
     }
 
     /// Runs a change of the chat keeping a scrolled-up view where it is

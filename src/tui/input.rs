@@ -138,10 +138,15 @@ impl App {
             Action::ScrollTop => self.scroll_to(self.focus, true, effects),
             Action::ScrollBottom => self.scroll_to(self.focus, false, effects),
             Action::ToggleMouse => effects.push(Effect::ToggleMouse),
+            Action::Redraw => effects.push(Effect::Redraw),
             Action::SwitchPane => {
                 self.focus = match self.focus {
                     Pane::Chat => Pane::Output,
                     Pane::Output => Pane::Chat,
+                };
+                match self.focus {
+                    Pane::Chat => self.unseen.0 = false,
+                    Pane::Output => self.unseen.1 = false,
                 }
             }
         }

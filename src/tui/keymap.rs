@@ -32,6 +32,7 @@ pub enum Action {
     ScrollBottom,
     SwitchPane,
     ToggleMouse,
+    Redraw,
 }
 
 /// One key with its modifiers (Ctrl and Alt; Shift only where it matters).
@@ -41,6 +42,7 @@ pub struct Key {
     pub mods: KeyModifiers,
 }
 
+/// A key without modifiers.
 const fn k(code: KeyCode) -> Key {
     Key {
         code,
@@ -48,6 +50,7 @@ const fn k(code: KeyCode) -> Key {
     }
 }
 
+/// Ctrl and a letter.
 const fn ctrl(c: char) -> Key {
     Key {
         code: KeyCode::Char(c),
@@ -55,6 +58,7 @@ const fn ctrl(c: char) -> Key {
     }
 }
 
+/// A key with these modifiers.
 const fn with(code: KeyCode, mods: KeyModifiers) -> Key {
     Key { code, mods }
 }
@@ -188,6 +192,13 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::ToggleMouse,
         help: "mouse: wheel scrolling, or selecting text to copy",
         hint: Some("mouse"),
+        edit: false,
+    },
+    Binding {
+        keys: &[ctrl('l')],
+        action: Action::Redraw,
+        help: "redraw the whole screen",
+        hint: None,
         edit: false,
     },
     Binding {

@@ -32,7 +32,11 @@ const PAGE: usize = 50;
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// Whether keyboard enhancement flags were pushed.
 static KEYBOARD_FLAGS: AtomicBool = AtomicBool::new(false);
+/// The panic hook that restores the terminal is installed once.
 static PANIC_HOOK: Once = Once::new();
+/// The terminal's stderr, saved while stderr goes to the log file (-1: not
+/// redirected).
+static SAVED_STDERR: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
 
 /// Puts the terminal in the UI's modes; dropping it (or a panic) undoes
 /// raw mode, the alternate screen, mouse capture, bracketed paste, focus
@@ -41,8 +45,10 @@ static PANIC_HOOK: Once = Once::new();
 pub struct TerminalGuard(());
 
 impl TerminalGuard {
-    /// Enters the UI's modes.
-    pub fn enter() -> std::io::Result<TerminalGuard> {
+    /// Enters the UI's modes; while they last, anything written to stderr
+    /// (by this process or the sandboxes it starts) goes to `stderr_log`
+    /// instead of over the UI.
+    pub fn enter(stderr_log: Option<&std::path::Path>) -> std::io::Result<TerminalGuard> {
         PANIC_HOOK.call_once(|| {
             let previous = std::panic::take_hook();
             std::panic::set_hook(Box::new(move |info| {
@@ -52,6 +58,9 @@ impl TerminalGuard {
         });
         enable_raw_mode()?;
         ACTIVE.store(true, Ordering::SeqCst);
+        if let Some(path) = stderr_log {
+            redirect_stderr(path);
+        }
         let guard = TerminalGuard(());
         let mut out = std::io::stdout();
         crossterm::execute!(
@@ -96,6 +105,51 @@ pub fn restore() {
         crossterm::cursor::Show
     );
     let _ = disable_raw_mode();
+    restore_stderr();
+}
+
+/// Points fd 2 at `path`, keeping the terminal's for `restore_stderr`.
+#[cfg(unix)]
+fn redirect_stderr(path: &std::path::Path) {
+    use std::os::fd::AsRawFd;
+    let Ok(file) = std::fs::File::options()
+        .create(true)
+        .append(true)
+        .open(path)
+    else {
+        return;
+    };
+    // SAFETY: dup/dup2 on descriptors this process owns; `file` stays open
+    // until after dup2 made fd 2 its copy.
+    unsafe {
+        let saved = libc::dup(2);
+        if saved < 0 {
+            return;
+        }
+        if libc::dup2(file.as_raw_fd(), 2) < 0 {
+            libc::close(saved);
+            return;
+        }
+        SAVED_STDERR.store(saved, Ordering::SeqCst);
+    }
+}
+
+#[cfg(not(unix))]
+fn redirect_stderr(_path: &std::path::Path) {}
+
+/// Gives fd 2 back to the terminal (once).
+fn restore_stderr() {
+    let saved = SAVED_STDERR.swap(-1, Ordering::SeqCst);
+    #[cfg(unix)]
+    if saved >= 0 {
+        // SAFETY: `saved` is the descriptor dup'ed in redirect_stderr.
+        unsafe {
+            libc::dup2(saved, 2);
+            libc::close(saved);
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = saved;
 }
 
 /// Turns mouse capture on or off (off lets the terminal select text).
@@ -114,8 +168,9 @@ pub async fn run(
     mut http: HttpClient,
     params: SocketParams,
     mut watch: Option<crate::tui::backend::Watch>,
+    stderr_log: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
-    let guard = TerminalGuard::enter()?;
+    let guard = TerminalGuard::enter(stderr_log)?;
     let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
     terminal.clear()?;
     let size = terminal.size()?;
@@ -191,6 +246,11 @@ pub async fn run(
                 Effect::Rejoin(name) => {
                     http.set_name(&name);
                     socket.send(SocketCommand::Rejoin { name });
+                }
+                Effect::Redraw => {
+                    // A failed clear shows as a stale screen, not an exit.
+                    let _ = terminal.clear();
+                    app.dirty = true;
                 }
                 Effect::ToggleMouse => {
                     mouse = !mouse;
@@ -279,7 +339,11 @@ fn spawn_call(effect: Effect, http: HttpClient, done: mpsc::UnboundedSender<Msg>
                     .await
                     .map_err(|e| e.to_string()),
             ),
-            Effect::Typing | Effect::Rejoin(_) | Effect::Quit | Effect::ToggleMouse => return,
+            Effect::Typing
+            | Effect::Rejoin(_)
+            | Effect::Quit
+            | Effect::ToggleMouse
+            | Effect::Redraw => return,
         };
         let _ = done.send(msg);
     });

@@ -97,6 +97,12 @@ pub fn join_hint(settings: &ClientSettings, room: &str) -> String {
 }
 
 async fn start(settings: ClientSettings, tz: time::UtcOffset) -> anyhow::Result<()> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        anyhow::bail!(
+            "the terminal client needs a terminal; from scripts use `duet exec` or `duet cleanup`"
+        );
+    }
     let room = settings.room.clone().unwrap_or_else(random_room);
     if !crate::protocol::valid_room_id(&room) {
         anyhow::bail!(
@@ -140,7 +146,8 @@ async fn start(settings: ClientSettings, tz: time::UtcOffset) -> anyhow::Result<
         Some((watch, task)) => (Some(watch), Some(task)),
         None => (None, None),
     };
-    let result = crate::tui::run::run(app, http, params, watch).await;
+    let log = local::log_path(&settings.data_dir);
+    let result = crate::tui::run::run(app, http, params, watch, Some(&log)).await;
     stop_watch.cancel();
     if let Some(task) = watch_task {
         let _ = task.await;

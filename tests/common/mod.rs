@@ -216,6 +216,18 @@ impl Ws {
         self.until(|f| f["type"] == "rpc" && f["id"] == id).await
     }
 
+    /// Reads until the server ends the connection; false if it stays open.
+    pub async fn ends(&mut self) -> bool {
+        let read_all = async {
+            while let Some(Ok(msg)) = self.inner.next().await {
+                if let Message::Close(_) = msg {
+                    break;
+                }
+            }
+        };
+        tokio::time::timeout(WAIT, read_all).await.is_ok()
+    }
+
     pub async fn close(mut self) {
         let _ = self.inner.close(None).await;
     }

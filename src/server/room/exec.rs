@@ -145,15 +145,30 @@ impl RoomActor {
             Ok(outcome) => outcome,
             Err(e) => {
                 let error = e.to_string();
+                let duration = started.elapsed().as_millis() as u64;
                 self.broadcast(&ServerFrame::Exec(ExecFrame::Complete {
                     exec_id: exec_id.clone(),
                     exit_code: None,
-                    duration: started.elapsed().as_millis() as u64,
+                    duration,
                     timed_out: false,
                     truncated: false,
                     interrupted: false,
                     error: Some(error.clone()),
                 }));
+                // Recorded like any command: it was announced to everyone.
+                let record = ExecRecord {
+                    exec_id,
+                    cmd: cmd.clone(),
+                    by,
+                    source,
+                    stdout: String::new(),
+                    stderr: String::new(),
+                    exit_code: None,
+                    duration,
+                    ts,
+                    truncated: false,
+                };
+                self.record(generation, record).await;
                 match then {
                     Then::Http(reply) => {
                         let _ = reply.send(Err(ApiError::internal(error)));
@@ -196,21 +211,7 @@ impl RoomActor {
             ts,
             truncated: outcome.truncated || cut_out || cut_err,
         };
-        if generation == self.generation {
-            if let Err(e) = self
-                .shared
-                .store
-                .insert_exec(self.id.clone(), record.clone())
-                .await
-            {
-                tracing::error!(room = %self.id, "storing a command failed: {e}");
-            }
-            self.execs.push_back(record.clone());
-            while self.execs.len() > STATE_EXECS {
-                self.execs.pop_front();
-            }
-            self.state_cache = None;
-        }
+        self.record(generation, record.clone()).await;
         match then {
             Then::Http(reply) => {
                 let result = ExecResult {
@@ -246,5 +247,26 @@ impl RoomActor {
                 });
             }
         }
+    }
+
+    /// Keeps a command's record in the store and the state, unless a
+    /// cleanup came since it started.
+    async fn record(&mut self, generation: u64, record: ExecRecord) {
+        if generation != self.generation {
+            return;
+        }
+        if let Err(e) = self
+            .shared
+            .store
+            .insert_exec(self.id.clone(), record.clone())
+            .await
+        {
+            tracing::error!(room = %self.id, "storing a command failed: {e}");
+        }
+        self.execs.push_back(record);
+        while self.execs.len() > STATE_EXECS {
+            self.execs.pop_front();
+        }
+        self.state_cache = None;
     }
 }

@@ -5,6 +5,7 @@
 //! back to its inbox.
 
 mod exec;
+mod presence;
 mod turn;
 
 use super::errors::ApiError;
@@ -228,13 +229,7 @@ impl RoomActor {
         match command {
             Command::Op { op, reply } => self.op(op, reply).await,
             Command::Join { conn, user, reply } => self.join(conn, user, reply),
-            Command::Leave { conn } => {
-                let before = self.presence.len();
-                self.presence.retain(|(c, _)| *c != conn);
-                if self.presence.len() != before {
-                    self.broadcast(&self.presence_frame());
-                }
-            }
+            Command::Leave { conn } => self.leave(conn),
             Command::AgentRun {
                 turn_id,
                 cmd,
@@ -302,32 +297,6 @@ impl RoomActor {
     fn broadcast_state(&mut self) {
         let text = self.state_text();
         let _ = self.frames.send(Outgoing { text, skip: None });
-    }
-
-    fn presence_frame(&self) -> ServerFrame {
-        ServerFrame::Presence {
-            users: self.presence.iter().map(|(_, u)| u.clone()).collect(),
-        }
-    }
-
-    fn join(&mut self, conn: u64, user: PresenceUser, reply: oneshot::Sender<Joined>) {
-        self.presence.push((conn, user));
-        let presence = frame_text(&self.presence_frame());
-        let _ = self.frames.send(Outgoing {
-            text: presence.clone(),
-            skip: None,
-        });
-        // Subscribed after the presence broadcast (sent to it as its third
-        // frame instead) and with the state snapshot: nothing is missed or doubled.
-        let joined = Joined {
-            state: self.state_text(),
-            presence,
-            frames: self.frames.subscribe(),
-        };
-        if reply.send(joined).is_err() {
-            self.presence.retain(|(c, _)| *c != conn);
-            self.broadcast(&self.presence_frame());
-        }
     }
 
     /// Stores a message, keeps it in the state and broadcasts the state.
@@ -425,13 +394,13 @@ impl RoomActor {
             tracing::error!(room = %self.id, "clearing the history failed: {e}");
             errors.push(format!("history: {e}"));
         }
-        self.broadcast_state();
         // Awaited here so that no command queued after the cleanup is
         // caught by it; destroying kills and deletes, it runs nothing.
         if let Err(e) = self.sandbox.destroy().await {
             tracing::error!(room = %self.id, "destroying the sandbox failed: {e}");
             errors.push(format!("sandbox: {e}"));
         }
+        self.broadcast_state();
         let status = if errors.is_empty() {
             StatusCode::OK
         } else {

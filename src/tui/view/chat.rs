@@ -14,6 +14,7 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
     }
     let theme = app.theme;
     let mut title = vec![Span::styled(" Chat ", title_style(app, Pane::Chat))];
+    title.extend(other_pane(app, area, Pane::Output));
     if app.chat.loading_older {
         title.push(Span::styled("loading older… ", theme.dim()));
     } else if app.chat.has_more && app.chat_scroll.offset > 0 {
@@ -49,6 +50,23 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
     if app.chat_scroll.new_below {
         new_below(frame, app, inner);
     }
+}
+
+/// In the narrow layout, the title's pointer to the hidden pane, with a
+/// dot when it has something new.
+pub fn other_pane(app: &App, area: Rect, other: Pane) -> Vec<Span<'static>> {
+    if app.size.0 >= crate::tui::view::layout::WIDE || area.width < 30 {
+        return Vec::new();
+    }
+    let (name, unseen) = match other {
+        Pane::Chat => ("Chat", app.unseen.0),
+        Pane::Output => ("Output", app.unseen.1),
+    };
+    let mut spans = vec![Span::styled(format!("· Tab: {name} "), app.theme.dim())];
+    if unseen {
+        spans.push(Span::styled("● ", app.theme.warn()));
+    }
+    spans
 }
 
 /// The title style of a pane: bold when focused.

@@ -7,7 +7,7 @@ use crate::tui::chat::{SPINNER, elapsed};
 use crate::tui::execs::ExecRun;
 use crate::tui::termtext::{OutLine, Stream};
 use crate::tui::text::{truncate, width};
-use crate::tui::view::chat::{new_below, title_style};
+use crate::tui::view::chat::{new_below, other_pane, title_style};
 use crate::tui::view::layout::pane_inner;
 use ansi_to_tui::IntoText;
 use ratatui::Frame;
@@ -22,7 +22,7 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect, wide: bool) {
     }
     let theme = app.theme;
     let count = app.execs.runs().len();
-    let title = Line::from(vec![
+    let mut title = vec![
         Span::styled(" Output ", title_style(app, Pane::Output)),
         Span::styled(
             match count {
@@ -32,7 +32,9 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect, wide: bool) {
             },
             theme.dim(),
         ),
-    ]);
+    ];
+    title.extend(other_pane(app, area, Pane::Chat));
+    let title = Line::from(title);
     let borders = if wide {
         Borders::TOP | Borders::LEFT
     } else {

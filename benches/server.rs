@@ -1,0 +1,246 @@
+//! Figures of the backend, each beside its baseline in the same run of a
+//! real `duet serve` (release build): `cargo bench --bench server`.
+//! - `POST /sandbox/exec {"cmd":"true"}` on a warm room, beside a bare
+//!   fork+exec of `true`;
+//! - a message's fan-out to 100 WebSocket clients of one room, from the
+//!   POST to the last client's frame;
+//! - resident memory of the server with 1,000 rooms of 10 idle connections.
+
+use futures_util::{StreamExt, stream};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+
+const EXECS: usize = 1000;
+const FANOUT_CLIENTS: usize = 100;
+const FANOUT_MESSAGES: usize = 300;
+const ROOMS: usize = 1000;
+const PER_ROOM: usize = 10;
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Prints median and p99 (and p50 twice named, for fan-out) of `samples`.
+fn report(name: &str, mut samples: Vec<Duration>) -> (Duration, Duration) {
+    samples.sort();
+    let (median, p99) = (percentile(&samples, 0.5), percentile(&samples, 0.99));
+    println!(
+        "{name:<48} median {:>8.3} ms   p99 {:>8.3} ms   ({} samples)",
+        ms(median),
+        ms(p99),
+        samples.len()
+    );
+    (median, p99)
+}
+
+/// Raises this process's open-files limit to its hard limit.
+fn raise_open_files() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((_, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+    }
+}
+
+/// Resident memory of process `pid`, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn start_server(dir: &std::path::Path) -> anyhow::Result<(Child, String)> {
+    let mut server = Command::new(env!("CARGO_BIN_EXE_duet"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir)
+        // A model URL that refuses at once: the turn ends without probing.
+        .args(["--ai-url", "http://127.0.0.1:9/v1", "--ai-model", "none"])
+        .env("DUET_LOG", "error")
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let mut line = String::new();
+    BufReader::new(
+        server
+            .stdout
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("no stdout"))?,
+    )
+    .read_line(&mut line)?;
+    let addr = line
+        .trim()
+        .trim_start_matches("duet: listening on http://")
+        .to_string();
+    Ok((server, addr))
+}
+
+async fn exec_figures(http: &reqwest::Client, addr: &str) -> anyhow::Result<()> {
+    let url = format!("http://{addr}/api/rooms/bench-exec/sandbox/exec");
+    let body = serde_json::json!({"cmd": "true"});
+    // Warm: the sandbox starts on the first command.
+    for _ in 0..20 {
+        http.post(&url).json(&body).send().await?.bytes().await?;
+    }
+    let mut samples = Vec::with_capacity(EXECS);
+    for _ in 0..EXECS {
+        let start = Instant::now();
+        let res = http.post(&url).json(&body).send().await?;
+        anyhow::ensure!(res.status() == 200, "exec answered {}", res.status());
+        res.bytes().await?;
+        samples.push(start.elapsed());
+    }
+    let mut bare = Vec::with_capacity(EXECS);
+    for _ in 0..EXECS {
+        let start = Instant::now();
+        Command::new("true").status()?;
+        bare.push(start.elapsed());
+    }
+    println!("{EXECS} calls each");
+    let (m1, p1) = report("POST /sandbox/exec {\"cmd\":\"true\"}, warm room", samples);
+    let (m2, p2) = report("bare fork+exec of true", bare);
+    println!(
+        "{:<48} median {:>+8.3} ms   p99 {:>+8.3} ms   (target: within 2 ms)",
+        "difference",
+        ms(m1) - ms(m2),
+        ms(p1) - ms(p2)
+    );
+    Ok(())
+}
+
+async fn fanout_figures(http: &reqwest::Client, addr: &str) -> anyhow::Result<()> {
+    let (seen_tx, mut seen) = mpsc::unbounded_channel::<(usize, Instant)>();
+    let mut clients = Vec::new();
+    for c in 0..FANOUT_CLIENTS {
+        let url = format!("ws://{addr}/api/rooms/bench-fan/ws?user=c{c}");
+        let (mut ws, _) = tokio_tungstenite::connect_async_with_config(url, None, true).await?;
+        let seen_tx = seen_tx.clone();
+        clients.push(tokio::spawn(async move {
+            let mut next = 0usize;
+            let mut marker = format!("\"fanout-{next:05}\"");
+            while let Some(Ok(msg)) = ws.next().await {
+                let Message::Text(text) = msg else { continue };
+                // The newest message closes the frame's messages: look near the end.
+                let bytes = text.as_bytes();
+                let tail = &bytes[bytes.len().saturating_sub(512)..];
+                if tail.windows(marker.len()).any(|w| w == marker.as_bytes()) {
+                    let _ = seen_tx.send((next, Instant::now()));
+                    next += 1;
+                    marker = format!("\"fanout-{next:05}\"");
+                }
+            }
+        }));
+    }
+    drop(seen_tx);
+    // Let every client finish its connect sequence.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let url = format!("http://{addr}/api/rooms/bench-fan/message");
+    let mut samples = Vec::with_capacity(FANOUT_MESSAGES);
+    for i in 0..FANOUT_MESSAGES {
+        let body = serde_json::json!({"text": format!("fanout-{i:05}"), "userId": "bench"});
+        let start = Instant::now();
+        let post = http.post(&url).json(&body).send();
+        let post = tokio::spawn(post);
+        let mut last = start;
+        for _ in 0..FANOUT_CLIENTS {
+            let (n, at) = seen
+                .recv()
+                .await
+                .ok_or_else(|| anyhow::anyhow!("a client left"))?;
+            anyhow::ensure!(n == i, "client saw message {n} while {i} was expected");
+            last = last.max(at);
+        }
+        samples.push(last - start);
+        post.await??.bytes().await?;
+    }
+    println!("{FANOUT_MESSAGES} messages to {FANOUT_CLIENTS} clients of one room");
+    report("fan-out: POST to the last client's state frame", samples);
+    println!("{:<48} (target: p99 under 10 ms)", "");
+    for c in clients {
+        c.abort();
+    }
+    Ok(())
+}
+
+async fn memory_figures(addr: &str, pid: u32) -> anyhow::Result<()> {
+    let before = rss_kib(pid);
+    let config = WebSocketConfig::default()
+        .read_buffer_size(4096)
+        .write_buffer_size(0);
+    let urls: Vec<String> = (0..ROOMS * PER_ROOM)
+        .map(|n| {
+            format!(
+                "ws://{addr}/api/rooms/idle-{}/ws?user=u{}",
+                n / PER_ROOM,
+                n % PER_ROOM
+            )
+        })
+        .collect();
+    let started = Instant::now();
+    let sockets: Vec<_> = stream::iter(urls)
+        .map(|url| async move {
+            tokio_tungstenite::connect_async_with_config(url, Some(config), true).await
+        })
+        .buffer_unordered(64)
+        .collect()
+        .await;
+    let mut held = Vec::with_capacity(sockets.len());
+    for s in sockets {
+        held.push(s?.0);
+    }
+    let connect_time = started.elapsed();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after = rss_kib(pid);
+    println!(
+        "{ROOMS} rooms x {PER_ROOM} idle connections ({} sockets, connected in {:.1} s)",
+        held.len(),
+        connect_time.as_secs_f64()
+    );
+    println!(
+        "{:<48} {:>8.1} MiB   (idle server before: {:.1} MiB; target: under 300 MiB)",
+        "server resident memory (VmRSS)",
+        after as f64 / 1024.0,
+        before as f64 / 1024.0
+    );
+    drop(held);
+    Ok(())
+}
+
+fn main() -> anyhow::Result<()> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    raise_open_files();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "load average at start: {}",
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let dir = tempfile::tempdir()?;
+    let (mut server, addr) = start_server(dir.path())?;
+    let pid = server.id();
+    let runtime = tokio::runtime::Runtime::new()?;
+    let result = runtime.block_on(async {
+        let http = reqwest::Client::builder().tcp_nodelay(true).build()?;
+        exec_figures(&http, &addr).await?;
+        println!();
+        fanout_figures(&http, &addr).await?;
+        println!();
+        memory_figures(&addr, pid).await
+    });
+    let _ = server.kill();
+    let _ = server.wait();
+    result
+}
