@@ -363,7 +363,7 @@ async fn duet_ask_passes_the_token_and_says_what_is_wrong() {
     assert_eq!(stdout, "Fine.<run>echo ok</run>\n\n$ echo ok\nok\n");
     let (code, _, stderr) = ask(&server, "bad room", "hi").await;
     assert_eq!(code, 1);
-    assert!(stderr.contains("bad room id"), "{stderr}");
+    assert!(stderr.contains("room \"bad room\""), "{stderr}");
 }
 
 #[tokio::test]
