@@ -289,6 +289,20 @@ async fn messages_sent_during_a_turn_are_answered_in_order() {
         .map(|m| m["text"].as_str().unwrap())
         .collect();
     assert_eq!(texts, ["one", "two", "First answer.", "Second answer."]);
+    // The second turn's model saw the first answer, and its own question last.
+    let requests = model.requests();
+    let contents: Vec<String> = requests[1].1["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect();
+    let first_answer = contents.iter().position(|c| c.contains("First answer."));
+    let question = contents.iter().position(|c| c.ends_with("two"));
+    assert!(
+        first_answer.is_some() && question == Some(contents.len() - 1) && first_answer < question,
+        "{contents:?}"
+    );
 }
 
 /// `duet ask` with the given args; (exit code, stdout, stderr).

@@ -532,3 +532,18 @@ fn put_and_get_move_files_and_say_how() {
     let toast = app.toasts.last().unwrap();
     assert!(toast.error && toast.text.contains("404 Not Found"));
 }
+
+#[test]
+fn a_later_round_of_the_same_turn_streams_on() {
+    let mut app = app();
+    app.update(state(vec![user_msg(1, "ada", "fix it")], vec![]));
+    app.update(ai(AiPhase::Start, "t1", None));
+    app.update(ai(AiPhase::Delta, "t1", Some("Looking.")));
+    app.update(ai(AiPhase::End, "t1", None));
+    app.update(ai(AiPhase::Start, "t1", None));
+    let turn = app.chat.turn.as_ref().unwrap();
+    assert!(!turn.ended, "the second round is live again");
+    assert!(app.agent_busy());
+    app.update(ai(AiPhase::Delta, "t1", Some("\n\nFixed.")));
+    assert_eq!(app.chat.turn.as_ref().unwrap().text, "Looking.\n\nFixed.");
+}

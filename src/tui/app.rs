@@ -413,7 +413,8 @@ impl App {
                         };
                     }
                     match phase {
-                        AiPhase::Start => {}
+                        // A later round of the same turn streams on.
+                        AiPhase::Start => turn.ended = false,
                         AiPhase::Delta => turn.text.push_str(text.as_deref().unwrap_or("")),
                         AiPhase::End => turn.ended = true,
                         AiPhase::Error => chat.turn = None,
