@@ -201,16 +201,23 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn run_async(command: Command) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+/// The multi-threaded runtime every async part of `duet` runs on; its
+/// worker threads live as long as the process, which the sandboxes'
+/// parent-death signal relies on.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-    {
-        Ok(rt) => rt,
-        Err(err) => {
+        .map_err(|err| {
             eprintln!("duet: cannot start the async runtime: {err}");
-            return ExitCode::FAILURE;
-        }
+            ExitCode::FAILURE
+        })
+}
+
+fn run_async(command: Command) -> ExitCode {
+    let runtime = match runtime() {
+        Ok(rt) => rt,
+        Err(code) => return code,
     };
     let result = runtime.block_on(async move {
         match command {

@@ -289,20 +289,38 @@ async fn messages_sent_during_a_turn_are_answered_in_order() {
         .map(|m| m["text"].as_str().unwrap())
         .collect();
     assert_eq!(texts, ["one", "two", "First answer.", "Second answer."]);
+    // The second turn's model saw the first answer, and its own question last.
+    let requests = model.requests();
+    let contents: Vec<String> = requests[1].1["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect();
+    let first_answer = contents.iter().position(|c| c.contains("First answer."));
+    let question = contents.iter().position(|c| c.ends_with("two"));
+    assert!(
+        first_answer.is_some() && question == Some(contents.len() - 1) && first_answer < question,
+        "{contents:?}"
+    );
 }
 
 /// `duet ask` with the given args; (exit code, stdout, stderr).
 async fn ask(server: &Server, room: &str, question: &str) -> (i32, String, String) {
+    ask_with(server, room, question, &[]).await
+}
+
+/// `duet ask` with extra flags.
+async fn ask_with(
+    server: &Server,
+    room: &str,
+    question: &str,
+    extra: &[&str],
+) -> (i32, String, String) {
+    let url = server.url("");
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_duet"))
-        .args([
-            "ask",
-            "--server",
-            &server.url(""),
-            "--room",
-            room,
-            "--name",
-            "ada",
-        ])
+        .args(["ask", "--server", &url, "--room", room, "--name", "ada"])
+        .args(extra)
         .arg(question)
         .env_remove("DUET_TOKEN")
         .output()
@@ -333,6 +351,33 @@ async fn duet_ask_prints_the_reply_then_the_outputs() {
     assert_eq!(code, 1);
     assert_eq!(stdout, "");
     assert!(stderr.contains("answered 500: model melted"), "{stderr}");
+}
+
+#[tokio::test]
+async fn duet_ask_passes_the_token_and_says_what_is_wrong() {
+    let model = FakeModel::start(vec![Script::chunked("Fine.<run>echo ok</run>", 4)]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(
+        dir.path(),
+        &[
+            "--ai-url",
+            &model.url,
+            "--ai-model",
+            "m",
+            "--token",
+            "s3cret",
+        ],
+    )
+    .await;
+    let (code, _, stderr) = ask(&server, "r10", "hi").await;
+    assert_eq!(code, 1);
+    assert!(stderr.contains("401"), "{stderr}");
+    let (code, stdout, stderr) = ask_with(&server, "r10", "hi", &["--token", "s3cret"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "Fine.<run>echo ok</run>\n\n$ echo ok\nok\n");
+    let (code, _, stderr) = ask(&server, "bad room", "hi").await;
+    assert_eq!(code, 1);
+    assert!(stderr.contains("room \"bad room\""), "{stderr}");
 }
 
 #[tokio::test]

@@ -439,3 +439,46 @@ async fn with_nothing_configured_and_no_ollama_it_says_how_to_configure() {
     assert!(message.contains("Ollama"), "{message}");
     assert_eq!(ai_frames(&host).last().unwrap().0, AiPhase::Error);
 }
+
+#[tokio::test]
+async fn an_ollama_model_is_found_in_its_tags() {
+    use axum::routing::get;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    // An Ollama-like service: no OpenAI model list, but /api/tags.
+    let model = FakeModel::start(vec![Script::chunked("Hi.", 3)]).await;
+    let chat = model.url.clone();
+    let app = axum::Router::new()
+        .route(
+            "/api/tags",
+            get(|| async {
+                axum::Json(serde_json::json!({"models":[{"name":"llama3.2:latest"}]}))
+            }),
+        )
+        .route(
+            "/v1/chat/completions",
+            axum::routing::post(move |body: String| {
+                let chat = chat.clone();
+                async move {
+                    let res = reqwest::Client::new()
+                        .post(format!("{chat}/chat/completions"))
+                        .header("content-type", "application/json")
+                        .body(body)
+                        .send()
+                        .await
+                        .unwrap();
+                    res.text().await.unwrap()
+                }
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let host = BashHost::new();
+    let agent = Agent::new(AiConfig {
+        url: Some(format!("http://{addr}/v1")),
+        steps: 1,
+        ..Default::default()
+    });
+    assert_eq!(turn(&agent, &host).await.unwrap().text, "Hi.");
+    assert_eq!(model.requests()[0].1["model"], "llama3.2:latest");
+}

@@ -274,3 +274,20 @@ async fn cleanup_empties_the_room() {
             .is_empty()
     );
 }
+
+#[tokio::test]
+async fn the_terminal_client_without_a_terminal_says_what_to_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = duet(
+        dir.path(),
+        &["--server", "http://127.0.0.1:9", "--room", "r"],
+    );
+    cmd.stdin(std::process::Stdio::null());
+    let out = run(cmd).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("duet exec"),
+        "{}",
+        text(&out.stderr)
+    );
+}

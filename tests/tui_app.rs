@@ -498,3 +498,52 @@ fn the_hidden_pane_says_when_it_has_something_new() {
     ));
     assert!(app.unseen.0);
 }
+
+#[test]
+fn put_and_get_move_files_and_say_how() {
+    let mut app = app();
+    assert_eq!(
+        submit(&mut app, "/put notes.txt docs/"),
+        vec![Effect::Put {
+            local: "notes.txt".into(),
+            remote: "docs/".into()
+        }]
+    );
+    assert_eq!(
+        submit(&mut app, "/get out/report.csv"),
+        vec![Effect::Get {
+            remote: "out/report.csv".into(),
+            local: String::new()
+        }]
+    );
+    assert!(submit(&mut app, "/put").is_empty());
+    assert_eq!(app.composer.text(), "/put", "a refused line stays");
+    assert!(
+        app.toasts
+            .last()
+            .unwrap()
+            .text
+            .contains("usage: /put FILE [PATH]")
+    );
+    app.composer.clear();
+    app.update(Msg::TransferDone(Err(
+        "/get x: 404 Not Found: not found".into()
+    )));
+    let toast = app.toasts.last().unwrap();
+    assert!(toast.error && toast.text.contains("404 Not Found"));
+}
+
+#[test]
+fn a_later_round_of_the_same_turn_streams_on() {
+    let mut app = app();
+    app.update(state(vec![user_msg(1, "ada", "fix it")], vec![]));
+    app.update(ai(AiPhase::Start, "t1", None));
+    app.update(ai(AiPhase::Delta, "t1", Some("Looking.")));
+    app.update(ai(AiPhase::End, "t1", None));
+    app.update(ai(AiPhase::Start, "t1", None));
+    let turn = app.chat.turn.as_ref().unwrap();
+    assert!(!turn.ended, "the second round is live again");
+    assert!(app.agent_busy());
+    app.update(ai(AiPhase::Delta, "t1", Some("\n\nFixed.")));
+    assert_eq!(app.chat.turn.as_ref().unwrap().text, "Looking.\n\nFixed.");
+}

@@ -209,6 +209,12 @@ async fn two_people_share_a_room_and_clean_it_up() {
         .await;
     }
 
+    // /name rejoins under the new name.
+    tmux.type_text("ada", "/name ada-two");
+    tmux.keys("ada", &["Enter"]);
+    tmux.wait("bob", "ada's new name", |s| s.contains("● ada-two"))
+        .await;
+
     // Ctrl+C twice leaves, and the terminal is given back.
     tmux.keys("bob", &["C-c"]);
     tmux.keys("bob", &["C-c"]);
@@ -353,4 +359,167 @@ async fn the_agent_reply_streams_to_everyone_with_its_command() {
         })
         .await;
     }
+}
+
+#[tokio::test]
+async fn page_up_at_the_top_loads_older_messages_from_the_backend() {
+    let (server, _data) = Server::fresh().await;
+    let url = server.url("");
+    let client = duet::client::http::HttpClient::new(&url, "long-room", None, "carol").unwrap();
+    // Each message gets a system answer (no model): 140 messages in all,
+    // more than the 100 a state carries.
+    for i in 0..70 {
+        client.message(&format!("note number {i}")).await.unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(dir.path());
+    let args = format!("--server {url} --room long-room");
+    tmux.start("ada", &client_env(dir.path(), "ada"), &args);
+    tmux.wait("ada", "the latest note", |s| s.contains("note number 69"))
+        .await;
+    let first_note = |s: &str| s.lines().any(|l| l.starts_with("  note number 0 "));
+    assert!(!first_note(&tmux.screen("ada")), "older than the state");
+    let deadline = tokio::time::Instant::now() + SCREEN_WAIT;
+    loop {
+        tmux.keys("ada", &["PageUp"]);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if first_note(&tmux.screen("ada")) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the first note never showed:\n{}",
+            tmux.screen("ada")
+        );
+    }
+    // End follows the latest again.
+    tmux.keys("ada", &["C-End"]);
+    tmux.wait("ada", "the latest note again", |s| {
+        s.contains("note number 69")
+    })
+    .await;
+}
+
+/// `duet serve` on a given port (so that a restart keeps the address).
+fn serve_on(port: u16, data: &Path) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_duet"))
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--data-dir",
+        ])
+        .arg(data)
+        .env_remove("DUET_TOKEN")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("duet serve starts")
+}
+
+async fn healthy(url: &str) {
+    let client = duet::client::http::HttpClient::new(url, "r", None, "t").unwrap();
+    let deadline = tokio::time::Instant::now() + SCREEN_WAIT;
+    while client.health().await.is_err() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{url} never answered"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn after_a_backend_restart_the_view_comes_back_without_duplicates() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let data = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let mut server = serve_on(port, data.path());
+    healthy(&url).await;
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(dir.path());
+    tmux.start(
+        "ada",
+        &client_env(dir.path(), "ada"),
+        &format!("--server {url} --room again-room"),
+    );
+    tmux.wait("ada", "connected", |s| s.contains("● connected"))
+        .await;
+    tmux.type_text("ada", "said once");
+    tmux.keys("ada", &["Enter"]);
+    tmux.wait("ada", "the message", |s| s.contains("said once"))
+        .await;
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
+    let _ = server.wait();
+    tmux.wait("ada", "reconnecting", |s| s.contains("reconnecting in"))
+        .await;
+    tmux.type_text("ada", "typed while away");
+    let mut server = serve_on(port, data.path());
+    let screen = tmux
+        .wait("ada", "connected again", |s| {
+            s.contains("● connected") && s.contains("1 here")
+        })
+        .await;
+    assert_eq!(screen.matches("said once").count(), 1, "{screen}");
+    assert!(
+        screen.contains("› typed while away"),
+        "nothing typed is lost"
+    );
+    tmux.keys("ada", &["Enter"]);
+    let screen = tmux
+        .wait("ada", "the new message after the old one", |s| {
+            s.contains("  typed while away") && !s.contains("› typed")
+        })
+        .await;
+    assert_eq!(screen.matches("said once").count(), 1, "{screen}");
+    assert_eq!(screen.matches("typed while away").count(), 1, "{screen}");
+    let _ = server.kill();
+    let _ = server.wait();
+}
+
+#[tokio::test]
+async fn put_and_get_move_files_between_here_and_the_workspace() {
+    let (server, _data) = Server::fresh().await;
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(dir.path());
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "from my machine\n").unwrap();
+    let back = dir.path().join("back");
+    std::fs::create_dir(&back).unwrap();
+    let args = format!("--server {} --room files-room", server.url(""));
+    tmux.start("ada", &client_env(dir.path(), "ada"), &args);
+    tmux.wait("ada", "connected", |s| s.contains("connected"))
+        .await;
+
+    tmux.type_text("ada", &format!("/put {} docs/", notes.display()));
+    tmux.keys("ada", &["Enter"]);
+    tmux.wait("ada", "the upload", |s| {
+        s.contains("sent 16 bytes to docs/notes.txt")
+    })
+    .await;
+    let (_, body) = server
+        .post(
+            "/api/rooms/files-room/sandbox/exec",
+            serde_json::json!({"cmd": "cat docs/notes.txt; echo made here > result.txt"}),
+        )
+        .await;
+    assert_eq!(body["result"]["stdout"], "from my machine\n");
+
+    tmux.type_text("ada", &format!("/get result.txt {}", back.display()));
+    tmux.keys("ada", &["Enter"]);
+    tmux.wait("ada", "the download", |s| s.contains("got 10 bytes"))
+        .await;
+    assert_eq!(
+        std::fs::read_to_string(back.join("result.txt")).unwrap(),
+        "made here\n"
+    );
+
+    tmux.type_text("ada", "/get missing.txt");
+    tmux.keys("ada", &["Enter"]);
+    tmux.wait("ada", "the error", |s| s.contains("404")).await;
 }

@@ -1,234 +1,119 @@
 //! `duet ask`: one question to a room's agent from the shell. Prints the
 //! reply as it streams on the room's socket, then its commands' outputs;
-//! exits non-zero when the turn ended without a reply.
+//! exits non-zero when the turn ended without a reply. Settings, the HTTP
+//! client and the socket are the client's (src/client, src/config.rs).
 
 use crate::blocks::{self, Block};
-use crate::cli::{AskArgs, ClientArgs};
-use crate::protocol::{
-    AiPhase, ErrorBody, ExecFrame, ExecSource, MessageRequest, MessageResponse, Role, ServerFrame,
-    name_problem, valid_room_id,
-};
-use anyhow::{Context, anyhow, bail};
-use futures_util::StreamExt;
+use crate::cli::AskArgs;
+use crate::client::commands::{client_for, data_dir_from_env, server_url};
+use crate::client::socket::{self, ConnState, SocketCommand, SocketEvent, SocketParams};
+use crate::config;
+use crate::protocol::{AiPhase, ExecFrame, ExecSource, MessageResponse, Role, ServerFrame};
+use anyhow::bail;
 use std::collections::HashSet;
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
-/// Times a `429`/`503` answer is retried.
-const RETRIES: u32 = 3;
-/// The longest wait a `Retry-After` may ask for.
-const MAX_RETRY_WAIT: Duration = Duration::from_secs(30);
+/// How long to wait for the room's state on connect before asking anyway.
+const FIRST_STATE: Duration = Duration::from_secs(10);
 /// How long to wait, after the answer, for the socket to catch up.
 const SOCKET_GRACE: Duration = Duration::from_secs(2);
 
-/// Where the question goes, checked.
-struct Target {
-    server: url::Url,
-    room: String,
-    name: String,
-    token: Option<String>,
-}
-
-impl Target {
-    fn from_args(args: &ClientArgs) -> anyhow::Result<Target> {
-        let server = args
-            .server
-            .as_deref()
-            .ok_or_else(|| anyhow!("say which server: --server URL (or DUET_SERVER)"))?;
-        let server = url::Url::parse(server).with_context(|| format!("bad server URL {server}"))?;
-        let room = args
-            .room
-            .clone()
-            .ok_or_else(|| anyhow!("say which room: --room ROOM (or DUET_ROOM)"))?;
-        if !valid_room_id(&room) {
-            bail!("bad room id {room:?}: 1–63 of A-Z a-z 0-9 _ -, first and last alphanumeric");
-        }
-        let name = args
-            .name
-            .clone()
-            .or_else(|| std::env::var("USER").ok())
-            .unwrap_or_else(|| "duet-ask".to_string());
-        if let Some(problem) = name_problem(&name) {
-            bail!("bad name {name:?}: {problem}");
-        }
-        Ok(Target {
-            server,
-            room,
-            name,
-            token: args.token.clone(),
-        })
-    }
-
-    /// `http(s)://server/api/rooms/{room}/{tail}`.
-    fn http_url(&self, tail: &str) -> anyhow::Result<url::Url> {
-        self.server
-            .join(&format!("/api/rooms/{}/{tail}", self.room))
-            .context("cannot build the request URL")
-    }
-
-    /// The room's socket, `ws(s)://…/ws?user=NAME&token=T`.
-    fn ws_url(&self) -> anyhow::Result<url::Url> {
-        let mut url = self.http_url("ws")?;
-        let scheme = if url.scheme() == "https" { "wss" } else { "ws" };
-        url.set_scheme(scheme)
-            .map_err(|()| anyhow!("cannot make a WebSocket URL of {}", self.server))?;
-        url.query_pairs_mut().append_pair("user", &self.name);
-        if let Some(token) = &self.token {
-            url.query_pairs_mut().append_pair("token", token);
-        }
-        Ok(url)
-    }
-}
-
 /// `duet ask "question"`.
 pub async fn ask(args: AskArgs) -> anyhow::Result<ExitCode> {
-    let target = Target::from_args(&args.client)?;
     let question = args.question.join(" ");
     if question.trim().is_empty() {
         bail!("the question is empty");
     }
-    let mut frames = open_socket(&target).await;
-    let mut view = TurnView::new(&target.name, &question);
+    let settings = config::load(&args.client, data_dir_from_env())?;
+    let client = client_for(&settings)?;
+    let params = SocketParams {
+        base: server_url(&settings)?,
+        room: client.room().to_string(),
+        name: settings.name.clone(),
+        token: settings.token.clone(),
+        connection_id: format!("ask-{:016x}", rand::random::<u64>()),
+    };
+    let (events_tx, mut events) = mpsc::unbounded_channel();
+    let (socket, _task) = socket::spawn(params, events_tx);
+    let mut view = TurnView::new(&settings.name, &question);
     // The state on connect says which messages were there before.
-    if let Some(rx) = frames.as_mut() {
-        let first_state = async {
-            while let Some(frame) = rx.recv().await {
-                if let ServerFrame::State { state } = frame {
-                    return Some(state);
-                }
-            }
-            None
-        };
-        match tokio::time::timeout(SOCKET_GRACE * 5, first_state).await {
-            Ok(Some(state)) => view.known = state.messages.into_iter().map(|m| m.id).collect(),
-            _ => {
-                eprintln!("duet: not streaming (the room's socket sent no state)");
-                frames = None;
-            }
+    let mut streaming = match tokio::time::timeout(FIRST_STATE, first_state(&mut events)).await {
+        Ok(Ok(known)) => {
+            view.known = known;
+            true
         }
-    }
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::new();
-    let post = post_message(&client, &target, &question);
+        Ok(Err(reason)) => {
+            eprintln!("duet: not streaming ({reason})");
+            false
+        }
+        Err(_) => {
+            eprintln!("duet: not streaming (the room's socket sent no state)");
+            false
+        }
+    };
+    let post = client.message(&question);
     tokio::pin!(post);
     let answer = loop {
-        let Some(rx) = frames.as_mut() else {
+        if !streaming {
             break post.await;
-        };
+        }
         tokio::select! {
             answer = &mut post => break answer,
-            frame = rx.recv() => match frame {
-                Some(frame) => view.show(frame),
-                None => frames = None,
+            event = events.recv() => match event {
+                Some(SocketEvent::Frame(frame)) => view.show(*frame),
+                Some(SocketEvent::State(_)) => {}
+                None => streaming = false,
             },
         }
     };
-    let answer = answer?;
+    let answer = match answer {
+        Ok(answer) => answer,
+        Err(err) => {
+            socket.send(SocketCommand::Close);
+            eprintln!("duet: {err}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
     // Frames sent before the answer may still be on their way.
-    if let Some(rx) = frames.as_mut() {
+    if streaming {
         let deadline = tokio::time::sleep(SOCKET_GRACE);
         tokio::pin!(deadline);
         while !view.reply_stored {
             tokio::select! {
-                frame = rx.recv() => match frame {
-                    Some(frame) => view.show(frame),
+                event = events.recv() => match event {
+                    Some(SocketEvent::Frame(frame)) => view.show(*frame),
+                    Some(SocketEvent::State(_)) => {}
                     None => break,
                 },
                 () = &mut deadline => break,
             }
         }
     }
+    socket.send(SocketCommand::Close);
     Ok(view.finish(&answer))
 }
 
-/// Connects to the room's socket; `None` (and a note) when it cannot.
-async fn open_socket(target: &Target) -> Option<mpsc::UnboundedReceiver<ServerFrame>> {
-    let url = match target.ws_url() {
-        Ok(url) => url,
-        Err(err) => {
-            eprintln!("duet: not streaming: {err:#}");
-            return None;
-        }
-    };
-    let socket = match tokio_tungstenite::connect_async(url.as_str()).await {
-        Ok((socket, _)) => socket,
-        Err(err) => {
-            eprintln!("duet: not streaming (cannot open the room's socket: {err})");
-            return None;
-        }
-    };
-    let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        let (_write, mut read) = socket.split();
-        while let Some(Ok(message)) = read.next().await {
-            if let tokio_tungstenite::tungstenite::Message::Text(text) = message
-                && let Ok(frame) = serde_json::from_str::<ServerFrame>(text.as_str())
-                && tx.send(frame).is_err()
-            {
-                break;
+/// Waits for the room's state on connect; returns the ids of its messages,
+/// or why the socket will not connect.
+async fn first_state(
+    events: &mut mpsc::UnboundedReceiver<SocketEvent>,
+) -> Result<HashSet<String>, String> {
+    while let Some(event) = events.recv().await {
+        match event {
+            SocketEvent::Frame(frame) => {
+                if let ServerFrame::State { state } = *frame {
+                    return Ok(state.messages.into_iter().map(|m| m.id).collect());
+                }
             }
+            SocketEvent::State(ConnState::Offline(reason))
+            | SocketEvent::State(ConnState::Reconnecting { reason, .. }) => return Err(reason),
+            SocketEvent::State(_) => {}
         }
-    });
-    Some(rx)
-}
-
-/// POSTs the question; retries `429`/`503` after `Retry-After`.
-async fn post_message(
-    client: &reqwest::Client,
-    target: &Target,
-    question: &str,
-) -> anyhow::Result<MessageResponse> {
-    let url = target.http_url("message")?;
-    let body = MessageRequest {
-        text: question.to_string(),
-        user_id: Some(target.name.clone()),
-    };
-    let mut tries = 0;
-    loop {
-        let mut request = client.post(url.clone()).json(&body);
-        if let Some(token) = &target.token {
-            request = request.bearer_auth(token);
-        }
-        let response = request
-            .send()
-            .await
-            .with_context(|| format!("cannot reach {}", target.server))?;
-        let status = response.status();
-        if status.is_success() {
-            return response
-                .json::<MessageResponse>()
-                .await
-                .context("the server's answer is not a message answer");
-        }
-        let retry = matches!(status.as_u16(), 429 | 503) && tries < RETRIES;
-        if retry {
-            tries += 1;
-            let wait = response
-                .headers()
-                .get(reqwest::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .map_or(Duration::from_secs(1), Duration::from_secs)
-                .min(MAX_RETRY_WAIT);
-            tokio::time::sleep(wait).await;
-            continue;
-        }
-        let text = response.text().await.unwrap_or_default();
-        let shown = match serde_json::from_str::<ErrorBody>(&text) {
-            Ok(ErrorBody {
-                error,
-                details: Some(details),
-            }) => format!(
-                "{error} {}",
-                serde_json::to_string(&details).unwrap_or_default()
-            ),
-            Ok(body) => body.error,
-            Err(_) => text,
-        };
-        bail!("the server answered {status}: {shown}");
     }
+    Err("the socket stopped".into())
 }
 
 /// What `ask` has seen of its turn on the socket, and printed.

@@ -109,6 +109,8 @@ enum Backend {
 }
 
 impl Agent {
+    /// The agent of `config`: its model is reached over HTTP, found (and
+    /// Ollama tried) at each turn until it answers.
     pub fn new(config: AiConfig) -> Self {
         let client = openai::http_client(config.connect_timeout());
         Agent {

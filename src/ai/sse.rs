@@ -120,6 +120,35 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        #[test]
+        fn events_do_not_depend_on_where_the_bytes_split(
+            pieces in proptest::collection::vec(".{0,12}", 0..8),
+            cuts in proptest::collection::vec(0usize..400, 0..6),
+        ) {
+            let mut body = String::new();
+            for piece in &pieces {
+                let chunk = serde_json::json!({"choices":[{"delta":{"content":piece}}]});
+                body.push_str(&format!("data: {chunk}\r\n\r\n"));
+            }
+            body.push_str("data: [DONE]\n\n");
+            let bytes = body.as_bytes();
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(bytes.len())).collect();
+            cuts.sort();
+            let mut parser = SseParser::default();
+            let mut events = Vec::new();
+            let mut start = 0;
+            for cut in cuts.into_iter().chain([bytes.len()]) {
+                events.extend(parser.feed(&bytes[start..cut]));
+                start = cut;
+            }
+            events.extend(parser.finish());
+            let mut expected: Vec<Event> = pieces.into_iter().map(Event::Delta).collect();
+            expected.push(Event::Done);
+            proptest::prop_assert_eq!(events, expected);
+        }
+    }
+
     #[test]
     fn errors_inside_the_stream_are_reported() {
         let mut parser = SseParser::default();

@@ -2,7 +2,9 @@
 
 use crate::cli::CpArgs;
 use crate::client::commands::{client_for, data_dir_from_env};
+use crate::client::http::HttpClient;
 use crate::config;
+use crate::protocol::FileResponse;
 use anyhow::{Context, bail};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -50,67 +52,86 @@ pub fn upload_target(local: &End, remote: &str) -> anyhow::Result<String> {
     Ok(format!("{remote}{name}"))
 }
 
+/// Copies a local file into the workspace; `remote` empty or ending in
+/// `/` names a folder, where the file keeps its name.
+pub async fn upload(
+    client: &HttpClient,
+    local: &Path,
+    remote: &str,
+) -> anyhow::Result<FileResponse> {
+    let bytes = read_local(local)?;
+    let target = upload_target(&End::Local(local.to_path_buf()), remote)?;
+    client
+        .put_file(&target, bytes)
+        .await
+        .with_context(|| format!(":{target}"))
+}
+
+/// Copies a workspace file here; into `local` when it is a folder.
+/// Answers where it went and its size.
+pub async fn download(
+    client: &HttpClient,
+    remote: &str,
+    local: &Path,
+) -> anyhow::Result<(PathBuf, usize)> {
+    let bytes = client
+        .get_file(remote)
+        .await
+        .with_context(|| format!(":{remote}"))?;
+    let target = if local.is_dir() {
+        local.join(base_name(remote).context("the workspace path has no file name")?)
+    } else {
+        local.to_path_buf()
+    };
+    std::fs::write(&target, &bytes)
+        .with_context(|| format!("cannot write {}", target.display()))?;
+    Ok((target, bytes.len()))
+}
+
 /// `duet cp FROM TO`
 pub async fn cp(args: CpArgs) -> anyhow::Result<ExitCode> {
     let (from, to) = (End::parse(&args.from), End::parse(&args.to));
     let settings = config::load(&args.client, data_dir_from_env())?;
     let client = client_for(&settings)?;
-    match (&from, &to) {
-        (End::Remote(remote), local @ (End::Local(_) | End::Std)) => {
-            let bytes = match client.get_file(remote).await {
-                Ok(b) => b,
-                Err(err) => {
-                    eprintln!("duet: {remote}: {err}");
-                    return Ok(ExitCode::FAILURE);
-                }
-            };
-            match local {
-                End::Local(path) => {
-                    let target = if path.is_dir() {
-                        path.join(base_name(remote).context("the workspace path has no file name")?)
-                    } else {
-                        path.clone()
-                    };
-                    std::fs::write(&target, &bytes)
-                        .with_context(|| format!("cannot write {}", target.display()))?;
-                    eprintln!(
-                        "{} bytes from :{remote} to {}",
-                        bytes.len(),
-                        target.display()
-                    );
-                }
-                _ => {
-                    let mut out = std::io::stdout().lock();
-                    out.write_all(&bytes)?;
-                    out.flush()?;
-                }
+    let done = match (&from, &to) {
+        (End::Remote(remote), End::Local(path)) => download(&client, remote, path)
+            .await
+            .map(|(target, size)| format!("{size} bytes from :{remote} to {}", target.display())),
+        (End::Remote(remote), End::Std) => match client.get_file(remote).await {
+            Ok(bytes) => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(&bytes)?;
+                out.flush()?;
+                return Ok(ExitCode::SUCCESS);
             }
-            Ok(ExitCode::SUCCESS)
-        }
-        (local @ (End::Local(_) | End::Std), End::Remote(remote)) => {
-            let bytes = match local {
-                End::Local(path) => read_local(path)?,
-                _ => {
-                    let mut buf = Vec::new();
-                    std::io::stdin().read_to_end(&mut buf)?;
-                    buf
-                }
-            };
-            let target = upload_target(local, remote)?;
-            match client.put_file(&target, bytes).await {
-                Ok(answer) => {
-                    eprintln!("{} bytes to :{}", answer.size, answer.path);
-                    Ok(ExitCode::SUCCESS)
-                }
-                Err(err) => {
-                    eprintln!("duet: {target}: {err}");
-                    Ok(ExitCode::FAILURE)
-                }
-            }
+            Err(err) => Err(anyhow::Error::from(err).context(format!(":{remote}"))),
+        },
+        (End::Local(path), End::Remote(remote)) => upload(&client, path, remote)
+            .await
+            .map(|answer| format!("{} bytes to :{}", answer.size, answer.path)),
+        (End::Std, End::Remote(remote)) => {
+            let target = upload_target(&End::Std, remote)?;
+            let mut bytes = Vec::new();
+            std::io::stdin().read_to_end(&mut bytes)?;
+            client
+                .put_file(&target, bytes)
+                .await
+                .map(|answer| format!("{} bytes to :{}", answer.size, answer.path))
+                .with_context(|| format!(":{target}"))
         }
         _ => bail!(
             "one end must be in the workspace (`:PATH`) and the other here: `duet cp LOCAL :PATH` or `duet cp :PATH LOCAL`"
         ),
+    };
+    match done {
+        Ok(said) => {
+            eprintln!("{said}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(err) => {
+            eprintln!("duet: {err:#}");
+            Ok(ExitCode::FAILURE)
+        }
     }
 }
 

@@ -364,6 +364,7 @@ impl HttpClient {
     }
 }
 
+/// A failure to reach the backend, with its causes.
 fn transport(url: &str, err: &reqwest::Error) -> HttpError {
     // reqwest's own text repeats the URL; its causes say what happened.
     let mut causes = Vec::new();
@@ -383,6 +384,7 @@ fn transport(url: &str, err: &reqwest::Error) -> HttpError {
     }
 }
 
+/// Parses a success body, or says what was wrong with it.
 fn decode<T: DeserializeOwned>(url: &str, text: &str) -> Result<T, HttpError> {
     serde_json::from_str(text).map_err(|err| HttpError::Decode {
         url: url.to_string(),

@@ -214,12 +214,14 @@ async fn actor(
     }
 }
 
+/// Why a connection attempt failed.
 enum ConnectError {
     /// The backend refused the socket (4xx): retrying will not help.
     Refused(String),
     Failed(String),
 }
 
+/// The socket of one connection.
 type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 

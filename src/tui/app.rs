@@ -97,6 +97,8 @@ pub enum Msg {
         what: &'static str,
         result: Result<bool, String>,
     },
+    /// A `/put` or `/get` ended: what to tell the person.
+    TransferDone(Result<String, String>),
     /// The embedded backend moved (its owner quit; another took over).
     ServerMoved(String),
     /// A timer fired (toasts, typing, spinner).
@@ -111,6 +113,16 @@ pub enum Effect {
     Interrupt(Option<String>),
     Cancel(Option<String>),
     Cleanup,
+    /// `/put`: a local file into the workspace (`remote` empty: same name).
+    Put {
+        local: String,
+        remote: String,
+    },
+    /// `/get`: a workspace file to a local path (`local` empty: here).
+    Get {
+        remote: String,
+        local: String,
+    },
     LoadOlder {
         before: Option<String>,
     },
@@ -290,6 +302,13 @@ impl App {
                 }
                 true
             }
+            Msg::TransferDone(result) => {
+                match result {
+                    Ok(said) => self.toast(said, false),
+                    Err(err) => self.toast(err, true),
+                }
+                true
+            }
             Msg::CleanupDone(result) => {
                 match result {
                     Ok(answer) => {
@@ -394,7 +413,8 @@ impl App {
                         };
                     }
                     match phase {
-                        AiPhase::Start => {}
+                        // A later round of the same turn streams on.
+                        AiPhase::Start => turn.ended = false,
                         AiPhase::Delta => turn.text.push_str(text.as_deref().unwrap_or("")),
                         AiPhase::End => turn.ended = true,
                         AiPhase::Error => chat.turn = None,

@@ -286,6 +286,7 @@ fn render_turn(turn: &LiveTurn, width: u16, ctx: &RenderCtx) -> Vec<Line<'static
     out
 }
 
+/// One block of a reply: prose, or a command with its output or error.
 fn render_block(
     block: &Block,
     width: u16,
@@ -332,6 +333,7 @@ fn render_command(cmd: &str, width: u16, ctx: &RenderCtx, out: &mut Vec<Line<'st
     }
 }
 
+/// `text` wrapped behind the `│` gutter of code and command blocks.
 fn gutter_lines(
     text: &str,
     width: u16,

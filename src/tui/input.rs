@@ -243,6 +243,30 @@ impl App {
                 effects.push(Effect::Rejoin(arg.to_string()));
                 self.toast(format!("you are now {arg}"), false);
             }
+            "put" | "get" => {
+                let mut words = arg.split_whitespace().map(str::to_string);
+                let (Some(first), second, None) = (words.next(), words.next(), words.next()) else {
+                    let usage = if word == "put" {
+                        "/put FILE [PATH]"
+                    } else {
+                        "/get PATH [FILE]"
+                    };
+                    self.toast(format!("usage: {usage}"), true);
+                    return Some(false);
+                };
+                let second = second.unwrap_or_default();
+                effects.push(if word == "put" {
+                    Effect::Put {
+                        local: first,
+                        remote: second,
+                    }
+                } else {
+                    Effect::Get {
+                        remote: first,
+                        local: second,
+                    }
+                });
+            }
             // In run mode an unknown `/x` is a path to run.
             _ if self.composer.mode == Mode::Run => return None,
             _ => {

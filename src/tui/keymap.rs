@@ -42,6 +42,7 @@ pub struct Key {
     pub mods: KeyModifiers,
 }
 
+/// A key without modifiers.
 const fn k(code: KeyCode) -> Key {
     Key {
         code,
@@ -49,6 +50,7 @@ const fn k(code: KeyCode) -> Key {
     }
 }
 
+/// Ctrl and a letter.
 const fn ctrl(c: char) -> Key {
     Key {
         code: KeyCode::Char(c),
@@ -56,6 +58,7 @@ const fn ctrl(c: char) -> Key {
     }
 }
 
+/// A key with these modifiers.
 const fn with(code: KeyCode, mods: KeyModifiers) -> Key {
     Key { code, mods }
 }
@@ -271,6 +274,11 @@ pub const SLASH_COMMANDS: &[(&str, &str)] = &[
         "clean the room up: history and sandbox (asks first)",
     ),
     ("/name NAME", "rejoin under another name"),
+    (
+        "/put FILE [PATH]",
+        "copy a file of yours into the workspace",
+    ),
+    ("/get PATH [FILE]", "copy a workspace file here"),
     ("/clear", "clear this screen only (nobody else's)"),
     ("/quit", "leave"),
     ("!cmd", "run cmd in the room's sandbox"),

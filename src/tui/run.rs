@@ -32,6 +32,7 @@ const PAGE: usize = 50;
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// Whether keyboard enhancement flags were pushed.
 static KEYBOARD_FLAGS: AtomicBool = AtomicBool::new(false);
+/// The panic hook that restores the terminal is installed once.
 static PANIC_HOOK: Once = Once::new();
 /// The terminal's stderr, saved while stderr goes to the log file (-1: not
 /// redirected).
@@ -333,6 +334,25 @@ fn spawn_call(effect: Effect, http: HttpClient, done: mpsc::UnboundedSender<Msg>
                     .map_err(|e| e.to_string()),
             },
             Effect::Cleanup => Msg::CleanupDone(http.cleanup().await.map_err(|e| e.to_string())),
+            Effect::Put { local, remote } => Msg::TransferDone(
+                crate::client::cp::upload(&http, std::path::Path::new(&local), &remote)
+                    .await
+                    .map(|answer| format!("sent {} bytes to {}", answer.size, answer.path))
+                    .map_err(|e| format!("/put {local}: {e:#}")),
+            ),
+            Effect::Get { remote, local } => {
+                let local = if local.is_empty() {
+                    ".".to_string()
+                } else {
+                    local
+                };
+                Msg::TransferDone(
+                    crate::client::cp::download(&http, &remote, std::path::Path::new(&local))
+                        .await
+                        .map(|(to, size)| format!("got {size} bytes: {}", to.display()))
+                        .map_err(|e| format!("/get {remote}: {e:#}")),
+                )
+            }
             Effect::LoadOlder { before } => Msg::OlderLoaded(
                 http.messages(before.as_deref(), Some(PAGE))
                     .await

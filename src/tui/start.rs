@@ -25,15 +25,9 @@ pub fn main(args: ClientArgs, data_dir: Option<PathBuf>) -> ExitCode {
         }
     };
     init_logging(&settings.data_dir);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match crate::cli::runtime() {
         Ok(rt) => rt,
-        Err(err) => {
-            eprintln!("duet: cannot start the async runtime: {err}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     match runtime.block_on(start(settings, tz)) {
         Ok(()) => ExitCode::SUCCESS,
@@ -97,6 +91,12 @@ pub fn join_hint(settings: &ClientSettings, room: &str) -> String {
 }
 
 async fn start(settings: ClientSettings, tz: time::UtcOffset) -> anyhow::Result<()> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        anyhow::bail!(
+            "the terminal client needs a terminal; from scripts use `duet exec` or `duet cleanup`"
+        );
+    }
     let room = settings.room.clone().unwrap_or_else(random_room);
     if !crate::protocol::valid_room_id(&room) {
         anyhow::bail!(

@@ -92,12 +92,19 @@ impl RoomActor {
         };
         let turn_id = format!("t{:016x}", rand::random::<u64>());
         let cancel = CancellationToken::new();
-        let history: Vec<DuetMessage> = self
-            .messages
-            .iter()
-            .filter(|m| m.id <= pending.upto)
-            .cloned()
-            .collect();
+        // Everything said so far, replies to earlier turns included, but
+        // not what people asked after this message (their own turns come
+        // later); this turn's message last.
+        let mut history = Vec::with_capacity(self.messages.len());
+        let mut asked = None;
+        for m in &self.messages {
+            if m.id == pending.upto {
+                asked = Some(m.clone());
+            } else if !(m.role == Role::User && m.id > pending.upto) {
+                history.push(m.clone());
+            }
+        }
+        history.extend(asked);
         let host = Arc::new(RoomHost {
             inbox: self.inbox.clone(),
             frames: self.frames.clone(),
@@ -105,9 +112,15 @@ impl RoomActor {
         });
         let agent = self.shared.agent.clone();
         let inbox = self.inbox.clone();
-        let (id, token) = (turn_id.clone(), cancel.clone());
+        let (id, id2, token) = (turn_id.clone(), turn_id.clone(), cancel.clone());
         tokio::spawn(async move {
-            let result = agent.run_turn(host, history, id.clone(), token).await;
+            // A turn that panics still ends, as a failed one: the queue
+            // behind it must not wait forever.
+            let turn = tokio::spawn(async move { agent.run_turn(host, history, id2, token).await });
+            let result = turn.await.unwrap_or_else(|e| {
+                tracing::error!("the agent's turn failed: {e}");
+                Err(TurnError::Model(format!("the agent failed: {e}")))
+            });
             let _ = inbox
                 .send(Command::TurnDone {
                     turn_id: id,
