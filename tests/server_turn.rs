@@ -135,6 +135,13 @@ async fn messages_during_a_turn_are_stored_at_once_and_answered_in_order() {
         last["content"].as_str().unwrap().ends_with("two"),
         "{history}"
     );
+    let contents: Vec<&str> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert!(contents.iter().any(|c| c.ends_with("first")), "{history}");
 }
 
 #[tokio::test]
