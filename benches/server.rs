@@ -76,12 +76,22 @@ fn thinking_model() -> anyhow::Result<String> {
     Ok(format!("http://{addr}/v1"))
 }
 
-fn start_server(dir: &std::path::Path) -> anyhow::Result<(Child, String)> {
-    let model = thinking_model()?;
-    let mut server = Command::new(env!("CARGO_BIN_EXE_duet"))
+/// `duet serve` on a free port, with the thinking model or with none (then
+/// each message's turn ends at once with a system message: a second
+/// broadcast right behind the first).
+fn start_server(dir: &std::path::Path, thinking: bool) -> anyhow::Result<(Child, String)> {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_duet"));
+    command
         .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir)
-        .args(["--ai-url", model.as_str(), "--ai-model", "thinking"])
+        .arg(dir);
+    if thinking {
+        let model = thinking_model()?;
+        command.args(["--ai-url", model.as_str(), "--ai-model", "thinking"]);
+    } else {
+        // Nothing listens here: the turn fails at once.
+        command.args(["--ai-url", "http://127.0.0.1:9/v1", "--ai-model", "none"]);
+    }
+    let mut server = command
         .env("DUET_LOG", "error")
         .stdout(Stdio::piped())
         .spawn()?;
@@ -133,7 +143,7 @@ async fn exec_figures(http: &reqwest::Client, addr: &str) -> anyhow::Result<()> 
     Ok(())
 }
 
-async fn fanout_figures(http: &reqwest::Client, addr: &str) -> anyhow::Result<()> {
+async fn fanout_figures(http: &reqwest::Client, addr: &str, condition: &str) -> anyhow::Result<()> {
     let (seen_tx, mut seen) = mpsc::unbounded_channel::<(usize, Instant)>();
     let mut clients = Vec::new();
     for c in 0..FANOUT_CLIENTS {
@@ -182,9 +192,7 @@ async fn fanout_figures(http: &reqwest::Client, addr: &str) -> anyhow::Result<()
     for post in posts {
         post.abort();
     }
-    println!(
-        "{FANOUT_MESSAGES} messages to {FANOUT_CLIENTS} clients of one room (the model still thinks)"
-    );
+    println!("{FANOUT_MESSAGES} messages to {FANOUT_CLIENTS} clients of one room ({condition})");
     report("fan-out: POST to the last client's state frame", samples);
     println!("{:<48} (target: p99 under 10 ms)", "");
     for c in clients {
@@ -249,18 +257,29 @@ fn main() -> anyhow::Result<()> {
             .join(" ")
     );
     let dir = tempfile::tempdir()?;
-    let (mut server, addr) = start_server(dir.path())?;
+    let other_dir = tempfile::tempdir()?;
+    let (mut server, addr) = start_server(dir.path(), true)?;
+    let (mut failing, failing_addr) = start_server(other_dir.path(), false)?;
     let pid = server.id();
     let runtime = tokio::runtime::Runtime::new()?;
     let result = runtime.block_on(async {
         let http = reqwest::Client::builder().tcp_nodelay(true).build()?;
         exec_figures(&http, &addr).await?;
         println!();
-        fanout_figures(&http, &addr).await?;
+        fanout_figures(&http, &addr, "the model still thinks").await?;
+        println!();
+        fanout_figures(
+            &http,
+            &failing_addr,
+            "no model: a system message follows each",
+        )
+        .await?;
         println!();
         memory_figures(&addr, pid).await
     });
-    let _ = server.kill();
-    let _ = server.wait();
+    for child in [&mut server, &mut failing] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
     result
 }
