@@ -2,55 +2,19 @@
 //! beside the same with the machine idle, in one run of a real `duet
 //! serve`. `cargo bench --bench health`.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+mod support;
+
 use std::time::{Duration, Instant};
+use support::report;
 
 const SAMPLES: usize = 500;
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
-}
-
-fn report(name: &str, mut samples: Vec<Duration>) {
-    samples.sort();
-    println!(
-        "{name:<40} median {:>7.3} ms   p99 {:>7.3} ms",
-        percentile(&samples, 0.5).as_secs_f64() * 1e3,
-        percentile(&samples, 0.99).as_secs_f64() * 1e3
-    );
-}
 
 fn main() -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let dir = tempfile::tempdir()?;
-    let mut server = Command::new(env!("CARGO_BIN_EXE_duet"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--processes",
-            "64",
-            "--memory-mb",
-            "128",
-            "--data-dir",
-        ])
-        .arg(dir.path())
-        .env("DUET_LOG", "error")
-        .stdout(Stdio::piped())
-        .spawn()?;
-    let mut line = String::new();
-    BufReader::new(
-        server
-            .stdout
-            .take()
-            .ok_or_else(|| anyhow::anyhow!("no stdout"))?,
-    )
-    .read_line(&mut line)?;
-    let base = line
-        .trim()
-        .trim_start_matches("duet: listening on ")
-        .to_string();
+    let (mut server, addr) =
+        support::serve(dir.path(), &["--processes", "64", "--memory-mb", "128"])?;
+    let base = format!("http://{addr}");
     let runtime = tokio::runtime::Runtime::new()?;
     let result = runtime.block_on(async {
         let http = reqwest::Client::new();

@@ -4,24 +4,11 @@
 use duet::sandbox::{ExecSpec, Limits, RoomSandbox, SandboxPlace};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::{ms, report};
+
+mod support;
 
 const CALLS: usize = 1000;
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[index.min(sorted.len() - 1)]
-}
-
-fn report(name: &str, mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    let median = percentile(&samples, 0.5);
-    println!(
-        "{name:<34} median {:>8.3} ms   p99 {:>8.3} ms",
-        median.as_secs_f64() * 1e3,
-        percentile(&samples, 0.99).as_secs_f64() * 1e3
-    );
-    median
-}
 
 fn main() -> anyhow::Result<()> {
     let exe = std::env::var("DUET_HELPER_EXE").unwrap_or_else(|_| {
@@ -67,11 +54,8 @@ fn main() -> anyhow::Result<()> {
     })?;
 
     println!("{CALLS} calls each");
-    let base = report("fork+exec of `true`", bare);
-    let ours = report("`true` in a warm sandbox", sandboxed);
-    println!(
-        "difference of medians: {:+.3} ms",
-        (ours.as_secs_f64() - base.as_secs_f64()) * 1e3
-    );
+    let (base, _) = report("fork+exec of `true`", bare);
+    let (ours, _) = report("`true` in a warm sandbox", sandboxed);
+    println!("difference of medians: {:+.3} ms", ms(ours) - ms(base));
     Ok(())
 }

@@ -6,10 +6,12 @@
 //!   POST to the last client's frame;
 //! - resident memory of the server with 1,000 rooms of 10 idle connections.
 
+mod support;
+
 use futures_util::{StreamExt, stream};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
+use support::{ms, report};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
@@ -19,27 +21,6 @@ const FANOUT_CLIENTS: usize = 100;
 const FANOUT_MESSAGES: usize = 300;
 const ROOMS: usize = 1000;
 const PER_ROOM: usize = 10;
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-/// Prints median and p99 (and p50 twice named, for fan-out) of `samples`.
-fn report(name: &str, mut samples: Vec<Duration>) -> (Duration, Duration) {
-    samples.sort();
-    let (median, p99) = (percentile(&samples, 0.5), percentile(&samples, 0.99));
-    println!(
-        "{name:<48} median {:>8.3} ms   p99 {:>8.3} ms   ({} samples)",
-        ms(median),
-        ms(p99),
-        samples.len()
-    );
-    (median, p99)
-}
 
 /// Raises this process's open-files limit to its hard limit.
 fn raise_open_files() {
@@ -80,34 +61,16 @@ fn thinking_model() -> anyhow::Result<String> {
 /// each message's turn ends at once with a system message: a second
 /// broadcast right behind the first).
 fn start_server(dir: &std::path::Path, thinking: bool) -> anyhow::Result<(Child, String)> {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_duet"));
-    command
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir);
     if thinking {
         let model = thinking_model()?;
-        command.args(["--ai-url", model.as_str(), "--ai-model", "thinking"]);
+        support::serve(dir, &["--ai-url", model.as_str(), "--ai-model", "thinking"])
     } else {
         // Nothing listens here: the turn fails at once.
-        command.args(["--ai-url", "http://127.0.0.1:9/v1", "--ai-model", "none"]);
+        support::serve(
+            dir,
+            &["--ai-url", "http://127.0.0.1:9/v1", "--ai-model", "none"],
+        )
     }
-    let mut server = command
-        .env("DUET_LOG", "error")
-        .stdout(Stdio::piped())
-        .spawn()?;
-    let mut line = String::new();
-    BufReader::new(
-        server
-            .stdout
-            .take()
-            .ok_or_else(|| anyhow::anyhow!("no stdout"))?,
-    )
-    .read_line(&mut line)?;
-    let addr = line
-        .trim()
-        .trim_start_matches("duet: listening on http://")
-        .to_string();
-    Ok((server, addr))
 }
 
 async fn exec_figures(http: &reqwest::Client, addr: &str) -> anyhow::Result<()> {
