@@ -258,18 +258,7 @@ mod tests {
             0,
         );
         assert!(log.running().is_none());
-        let record = ExecRecord {
-            exec_id: "e1".into(),
-            cmd: "echo hi".into(),
-            by: "ada".into(),
-            source: ExecSource::User,
-            stdout: "hi\n".into(),
-            stderr: String::new(),
-            exit_code: Some(0),
-            duration: 5,
-            ts: 0,
-            truncated: false,
-        };
+        let record = echo_hi_record();
         let mut older = record.clone();
         older.exec_id = "e0".into();
         assert!(log.apply_records(&[older, record]));
@@ -278,11 +267,9 @@ mod tests {
         assert_eq!(log.runs()[1].output.plain_lines(), vec!["hi"]);
     }
 
-    #[test]
-    fn a_run_whose_end_was_missed_ends_with_its_record() {
-        let mut log = ExecLog::default();
-        log.apply_frame(&start("e1"), 0);
-        let record = ExecRecord {
+    /// The stored record of `echo hi` run by ada as `e1`.
+    fn echo_hi_record() -> ExecRecord {
+        ExecRecord {
             exec_id: "e1".into(),
             cmd: "echo hi".into(),
             by: "ada".into(),
@@ -293,7 +280,14 @@ mod tests {
             duration: 5,
             ts: 0,
             truncated: false,
-        };
+        }
+    }
+
+    #[test]
+    fn a_run_whose_end_was_missed_ends_with_its_record() {
+        let mut log = ExecLog::default();
+        log.apply_frame(&start("e1"), 0);
+        let record = echo_hi_record();
         assert!(log.apply_records(&[record]));
         assert!(log.running().is_none());
         assert_eq!(log.runs()[0].output.plain_lines(), vec!["hi"]);
