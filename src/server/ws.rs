@@ -201,7 +201,27 @@ impl Connection {
                     }
                     Err(broadcast::error::RecvError::Closed) => return,
                 },
-                Some(text) = answered.recv() => Some(Message::Text(text)),
+                Some(text) = answered.recv() => {
+                    // What the room broadcast before answering goes first:
+                    // a command's frames, a cleanup's emptied state.
+                    loop {
+                        match frames.try_recv() {
+                            Ok(f) if f.skip == Some(self.number) => {}
+                            Ok(f) => {
+                                if !send(socket, Message::Text(f.text.clone())).await {
+                                    return;
+                                }
+                            }
+                            Err(broadcast::error::TryRecvError::Empty) => break,
+                            Err(broadcast::error::TryRecvError::Lagged(n)) => {
+                                tracing::info!(room = %self.room, "dropping a client {n} frames behind");
+                                return;
+                            }
+                            Err(broadcast::error::TryRecvError::Closed) => return,
+                        }
+                    }
+                    Some(Message::Text(text))
+                }
                 _ = ping.tick() => {
                     if last_seen.elapsed() > SILENT_LIMIT {
                         tracing::info!(room = %self.room, "closing a silent connection");
