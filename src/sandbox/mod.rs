@@ -14,6 +14,8 @@ pub mod files;
 #[cfg(target_os = "linux")]
 mod helper;
 #[cfg(target_os = "linux")]
+mod procs;
+#[cfg(target_os = "linux")]
 mod seccomp;
 pub mod shell;
 #[cfg(target_os = "linux")]
@@ -310,7 +312,7 @@ impl RoomSandbox {
             if !place.workspace.exists() {
                 return Err(files::FileError::NotFound);
             }
-            ready_workspace(&place, &limits)?;
+            ready_workspace(&place, &limits).map_err(unavailable)?;
             files::read(&place.workspace, &path)
         })
         .await
@@ -327,7 +329,7 @@ impl RoomSandbox {
     ) -> Result<u64, files::FileError> {
         let (place, limits) = (self.place.clone(), self.limits.clone());
         tokio::task::spawn_blocking(move || {
-            ready_workspace(&place, &limits)?;
+            ready_workspace(&place, &limits).map_err(unavailable)?;
             files::write(&place.workspace, &path, &bytes, place.uid)
         })
         .await
@@ -386,14 +388,19 @@ impl RoomSandbox {
 
 /// The workspace exists, with its quota mounted where there is one.
 #[cfg(target_os = "linux")]
-fn ready_workspace(place: &SandboxPlace, limits: &Limits) -> Result<(), files::FileError> {
+fn ready_workspace(place: &SandboxPlace, limits: &Limits) -> std::io::Result<()> {
     disk::prepare(
         enforcement().quota,
         &place.workspace,
         limits.disk_bytes,
         place.uid,
     )
-    .map_err(|e| files::FileError::Io(format!("the workspace is not available: {e}")))
+}
+
+/// The file error of a workspace that could not be readied.
+#[cfg(target_os = "linux")]
+fn unavailable(e: std::io::Error) -> files::FileError {
+    files::FileError::Io(format!("the workspace is not available: {e}"))
 }
 
 /// The binary to start as `duet sandbox-init`: this one, unless

@@ -3,9 +3,10 @@
 //! restarts the shell when it dies or wedges. Single-threaded and
 //! poll-driven: it runs in a process forked from the helper.
 
+use super::procs::{kill_command, list_processes};
 use super::shell;
 use super::wire::{self, Done, Request};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
@@ -18,6 +19,8 @@ const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
 /// Time the shell gets to report after its command was killed; then the
 /// shell itself is replaced (a builtin loop, or a stopped shell).
 const SHELL_GRACE: Duration = Duration::from_millis(500);
+/// How often orphans reparented to PID 1 are reaped.
+const REAP_EVERY: Duration = Duration::from_millis(250);
 
 const SHELL_RESET: &str =
     "the shell was restarted: working directory and exported variables were reset";
@@ -85,6 +88,9 @@ struct Supervisor {
     orphans: Vec<File>,
     requests: Vec<u8>,
     out: io::Stdout,
+    /// When orphans were last reaped: a scan of /proc, kept off the path
+    /// of every output wake-up.
+    last_reap: Instant,
 }
 
 impl Supervisor {
@@ -98,6 +104,7 @@ impl Supervisor {
             orphans: Vec::new(),
             requests: Vec::new(),
             out,
+            last_reap: Instant::now(),
         })
     }
 
@@ -194,10 +201,10 @@ impl Supervisor {
                     run.done.interrupted = true;
                     let now = Instant::now();
                     if hard {
-                        kill_command(&run.snapshot, self.shell.child.id() as i32, libc::SIGKILL);
+                        kill_command(&run.snapshot, run.shell_pid, libc::SIGKILL);
                         run.give_up_at.get_or_insert(now + SHELL_GRACE);
                     } else {
-                        kill_command(&run.snapshot, self.shell.child.id() as i32, libc::SIGINT);
+                        kill_command(&run.snapshot, run.shell_pid, libc::SIGINT);
                         run.hard_kill_at.get_or_insert(now + INTERRUPT_GRACE);
                     }
                 }
@@ -364,6 +371,10 @@ impl Supervisor {
     /// Reaps every exited child (PID 1 inherits orphans), except the shell,
     /// whose status its `Child` collects.
     fn reap(&mut self) {
+        if self.last_reap.elapsed() < REAP_EVERY {
+            return;
+        }
+        self.last_reap = Instant::now();
         let shell_pid = self.shell.child.id() as i32;
         let procs = list_processes();
         for (pid, info) in procs {
@@ -427,86 +438,6 @@ fn wait_briefly(child: &mut Child) -> Option<i32> {
     let _ = child.kill();
     let _ = child.wait();
     None
-}
-
-/// Process facts read from `/proc/PID/stat`.
-struct ProcInfo {
-    ppid: i32,
-    zombie: bool,
-}
-
-fn list_processes() -> HashMap<i32, ProcInfo> {
-    let mut procs = HashMap::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return procs;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // The command name may hold spaces and parentheses: fields start
-        // after the last ')'.
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let mut fields = rest.split_whitespace();
-        let state = fields.next().unwrap_or("");
-        let ppid = fields.next().and_then(|s| s.parse().ok()).unwrap_or(0);
-        procs.insert(
-            pid,
-            ProcInfo {
-                ppid,
-                zombie: state == "Z",
-            },
-        );
-    }
-    procs
-}
-
-/// Signals every process the current command started: those that did not
-/// exist when it began, unless they descend from a process that did (a
-/// server started by an earlier command keeps its workers). Repeated for
-/// SIGKILL so that forks in flight are caught too.
-fn kill_command(snapshot: &HashSet<i32>, shell_pid: i32, sig: i32) {
-    let rounds = if sig == libc::SIGKILL { 4 } else { 1 };
-    for round in 0..rounds {
-        let procs = list_processes();
-        let mut hit = 0;
-        for (&pid, info) in &procs {
-            if pid == 1 || pid == shell_pid || snapshot.contains(&pid) || info.zombie {
-                continue;
-            }
-            let mut parent = info.ppid;
-            let mut owned_by_old = false;
-            let mut hops = 0;
-            while parent > 1 && parent != shell_pid && hops < 4096 {
-                if snapshot.contains(&parent) {
-                    owned_by_old = true;
-                    break;
-                }
-                parent = procs.get(&parent).map(|p| p.ppid).unwrap_or(0);
-                hops += 1;
-            }
-            if !owned_by_old {
-                // SAFETY: sending a signal to a process of this namespace.
-                unsafe { libc::kill(pid, sig) };
-                hit += 1;
-            }
-        }
-        if hit == 0 {
-            break;
-        }
-        if round + 1 < rounds {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
 }
 
 fn start_shell() -> io::Result<Shell> {

@@ -307,25 +307,22 @@ async fn prepare(
     place: &SandboxPlace,
     limits: &Limits,
 ) -> std::io::Result<Vec<std::path::PathBuf>> {
-    let enforcement = super::enforcement();
-    let workspace = place.workspace.clone();
-    let (uid, disk, processes, memory) = (
-        place.uid,
-        limits.disk_bytes,
-        limits.processes,
-        limits.memory_bytes,
-    );
-    let name = opaque(place);
-    let room = place.room.clone();
+    let (place, limits) = (place.clone(), limits.clone());
     tokio::task::spawn_blocking(move || {
-        super::disk::prepare(enforcement.quota, &workspace, disk, uid)?;
-        if uid.is_none() {
+        super::ready_workspace(&place, &limits)?;
+        if place.uid.is_none() {
             return Ok(Vec::new());
         }
-        match super::cgroups::create(enforcement.cgroups, &name, processes, memory) {
+        let flavor = super::enforcement().cgroups;
+        match super::cgroups::create(
+            flavor,
+            &opaque(&place),
+            limits.processes,
+            limits.memory_bytes,
+        ) {
             Ok(dirs) => Ok(dirs),
             Err(e) => {
-                tracing::warn!(room = %room, "no cgroups for this room ({e}): rlimits only");
+                tracing::warn!(room = %place.room, "no cgroups for this room ({e}): rlimits only");
                 Ok(Vec::new())
             }
         }

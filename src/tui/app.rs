@@ -398,20 +398,18 @@ impl App {
             } => {
                 let now = self.now_ms;
                 self.with_chat_anchor(|chat| {
-                    let turn = chat.turn.get_or_insert_with(|| LiveTurn {
-                        turn_id: turn_id.clone(),
-                        text: String::new(),
-                        started_ms: now,
-                        ended: false,
-                    });
-                    if turn.turn_id != turn_id {
-                        *turn = LiveTurn {
+                    // A frame of another turn starts a fresh live reply.
+                    if chat.turn.as_ref().is_none_or(|t| t.turn_id != turn_id) {
+                        chat.turn = Some(LiveTurn {
                             turn_id: turn_id.clone(),
                             text: String::new(),
                             started_ms: now,
                             ended: false,
-                        };
+                        });
                     }
+                    let Some(turn) = chat.turn.as_mut() else {
+                        return;
+                    };
                     match phase {
                         // A later round of the same turn streams on.
                         AiPhase::Start => turn.ended = false,
