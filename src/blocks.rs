@@ -1,4 +1,4 @@
-//! The Output/Error block format of agent replies (PROTOCOL.md "Output
+//! The Output/Error block format of agent replies (docs/protocol.md "Output
 //! blocks"): one place that writes it (the server) and reads it (the
 //! terminal client), so that both sides agree byte for byte.
 
@@ -71,7 +71,7 @@ fn block_parts(run: &Run) -> (&'static str, String) {
 }
 
 /// The agent message's text: the prose, then one block per run, trailing
-/// white space trimmed (PROTOCOL.md "Output blocks", steps 3 and 4).
+/// white space trimmed (docs/protocol.md "Output blocks", steps 3 and 4).
 pub fn render_reply(prose: &str, runs: &[Run]) -> String {
     let mut text = prose.to_string();
     for run in runs {
@@ -101,7 +101,7 @@ pub enum Block {
 /// Splits an agent reply into prose and blocks. From `runs` where present:
 /// the blocks show the runs' stored outputs (stdout, then stderr), and the
 /// prose is the trimmed text between their blocks. Else by parsing the text
-/// (best effort; both the PROTOCOL.md form and the original worker's form),
+/// (best effort; both the docs/protocol.md form and the original worker's form),
 /// keeping every character but the block headers and the blank line before
 /// each. Never panics.
 pub fn parse(text: &str, runs: Option<&[Run]>) -> Vec<Block> {

@@ -1,5 +1,5 @@
 //! Duet: pair programming in the terminal. One crate, one binary: the
-//! terminal client and the backend that speaks shared/PROTOCOL.md.
+//! terminal client and the backend that speaks docs/protocol.md.
 
 pub mod ai;
 pub mod blocks;

@@ -1,4 +1,4 @@
-//! Wire types and frames of shared/PROTOCOL.md: the one place where the
+//! Wire types and frames of docs/protocol.md: the one place where the
 //! client and the backend agree on names and shapes.
 
 use serde::{Deserialize, Serialize};
@@ -98,7 +98,7 @@ pub struct ExecResult {
     pub timed_out: bool,
     #[serde(default, skip_serializing_if = "is_false")]
     pub interrupted: bool,
-    /// Beyond PROTOCOL.md: what went wrong around the command, e.g. its
+    /// Beyond docs/protocol.md: what went wrong around the command, e.g. its
     /// shell had to be restarted (working directory and exports reset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

@@ -1,4 +1,4 @@
-//! `duet serve` over HTTP: every endpoint of PROTOCOL.md (Files aside) with
+//! `duet serve` over HTTP: every endpoint of docs/protocol.md (Files aside) with
 //! its error answers, against the real binary on a loopback port.
 
 mod common;

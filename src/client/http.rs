@@ -1,4 +1,4 @@
-//! Every HTTP call of shared/PROTOCOL.md, from the client's side: one
+//! Every HTTP call of docs/protocol.md, from the client's side: one
 //! `HttpClient` per room, a bearer token where the backend has one, 503 and
 //! 429 retried after `Retry-After`, every other error kept whole.
 
@@ -26,7 +26,7 @@ pub enum HttpError {
     /// The backend could not be reached or the connection broke.
     #[error("cannot reach {url}: {message}")]
     Transport { url: String, message: String },
-    /// The backend answered 2xx with a body that is not what PROTOCOL.md says.
+    /// The backend answered 2xx with a body that is not what docs/protocol.md says.
     #[error("unexpected answer from {url}: {message}")]
     Decode { url: String, message: String },
     /// The settings cannot make a valid request (bad server URL, room id).

@@ -95,7 +95,7 @@ pub fn spawn(
     (SocketHandle { commands: tx }, task)
 }
 
-/// The socket URL of PROTOCOL.md for `params`.
+/// The socket URL of docs/protocol.md for `params`.
 pub fn socket_url(params: &SocketParams) -> Result<url::Url, String> {
     let mut url = url::Url::parse(&params.base).map_err(|e| format!("{}: {e}", params.base))?;
     let scheme = match url.scheme() {
@@ -277,7 +277,7 @@ async fn connection(
                                     return Ended::Close;
                                 }
                             }
-                            // Frames of types we do not know are ignored (PROTOCOL.md).
+                            // Frames of types we do not know are ignored (docs/protocol.md).
                             Err(err) => tracing::debug!(%err, "ignored frame"),
                         }
                     }

@@ -1,4 +1,4 @@
-//! Error answers of PROTOCOL.md (400 with per-field `details`, 401, 405,
+//! Error answers of docs/protocol.md (400 with per-field `details`, 401, 405,
 //! 413, 500) and the JSON body extractor that produces the body errors.
 
 use crate::protocol::{Details, ErrorBody, MAX_BODY};
@@ -87,7 +87,7 @@ pub(crate) fn add_detail(details: &mut Details, field: &str, message: impl Into<
 }
 
 /// A request body that is a JSON object (an empty body counts as `{}`), read
-/// with the 1 MiB limit. Every failure is a PROTOCOL.md error body.
+/// with the 1 MiB limit. Every failure is a docs/protocol.md error body.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct JsonObject(pub(crate) Map<String, Value>);
 

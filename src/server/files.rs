@@ -1,5 +1,5 @@
 //! `GET` and `PUT /api/rooms/{room}/files/{path}`: files in and out of a
-//! room's workspace (PROTOCOL.md "Files"). The sandbox module does the
+//! room's workspace (docs/protocol.md "Files"). The sandbox module does the
 //! path resolution that never leaves the workspace.
 
 use super::errors::ApiError;

@@ -1,4 +1,4 @@
-//! The HTTP endpoints of PROTOCOL.md: each checks the room id and its body
+//! The HTTP endpoints of docs/protocol.md: each checks the room id and its body
 //! before anything is touched, then asks the room's actor.
 
 use super::errors::{ApiError, JsonObject, add_detail};

@@ -1,4 +1,4 @@
-//! The routes of PROTOCOL.md, the token check in front of
+//! The routes of docs/protocol.md, the token check in front of
 //! them, and the 404/405 answers.
 
 use super::registry::Registry;
