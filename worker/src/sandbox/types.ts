@@ -1,0 +1,63 @@
+// The seam between a room and its sandbox. The room agent (src/agent.ts and
+// the turn) use only this; src/sandbox/adapter.ts implements it with the
+// Cloudflare Sandbox SDK, the one file that calls that SDK.
+
+/** One command to run, with the policy the room applies to it. */
+export interface ExecRequest {
+  cmd: string;
+  /** Wall-clock limit, already capped by the room's maximum. */
+  timeoutMs: number;
+  /** For this command only. */
+  cwd?: string;
+  /** For this command only. */
+  env?: Record<string, string>;
+  /** Bytes kept per stream; beyond it the command is killed and `truncated`. */
+  outputCap: number;
+  /** Output as it comes (already decoded text), in order. */
+  onStdout(data: string): void;
+  onStderr(data: string): void;
+}
+
+/** What came of a command (the room turns it into an ExecResult). */
+export interface ExecOutcome {
+  exitCode: number | null;
+  stdout: string;
+  stderr: string;
+  durationMs: number;
+  truncated: boolean;
+  timedOut: boolean;
+  interrupted: boolean;
+  /** The shell had to be restarted, or the command could not run. */
+  error?: string;
+}
+
+/** The sandbox could not be reached because its container is starting. */
+export class SandboxStarting extends Error {
+  constructor(readonly retryAfterSecs: number) {
+    super("the sandbox is starting");
+  }
+}
+
+/** A file path refused by the path rules (400 `details.path`). */
+export class BadPath extends Error {}
+
+/** The room's disk is full (507). */
+export class DiskFull extends Error {
+  constructor() {
+    super("the room's disk is full");
+  }
+}
+
+/** One room's sandbox. Calls for one room may overlap (an interrupt during an exec). */
+export interface RoomSandbox {
+  /** Runs one command in the room's persistent shell; throws SandboxStarting. */
+  exec(req: ExecRequest): Promise<ExecOutcome>;
+  /** SIGINT to the running command (SIGKILL 2 s later); false when none runs. */
+  interrupt(): Promise<boolean>;
+  /** A workspace file's bytes, or null when absent. `path` is relative to /workspace, already checked. */
+  readFile(path: string): Promise<Uint8Array | null>;
+  /** Writes a workspace file, creating parent folders; throws DiskFull. */
+  writeFile(path: string, bytes: Uint8Array): Promise<void>;
+  /** Ends every process and removes every file of the room (cleanup). */
+  destroy(): Promise<void>;
+}
