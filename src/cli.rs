@@ -107,6 +107,14 @@ pub struct ServeArgs {
     /// Require this bearer token on every request but /health
     #[arg(long, env = "DUET_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// An origin (`https://host[:port]`) whose web pages may call the API;
+    /// every other request carrying `Origin` (a browser) is refused
+    #[arg(long, env = "DUET_ALLOW_ORIGIN", value_delimiter = ',')]
+    pub allow_origin: Vec<String>,
+    /// A host name this server answers besides 127.0.0.1, localhost and
+    /// [::1] when it listens on loopback (others get 421)
+    #[arg(long, env = "DUET_PUBLIC_HOST", value_delimiter = ',')]
+    pub public_host: Vec<String>,
     /// Default wall-clock timeout of a command, in milliseconds
     #[arg(long, default_value_t = 60_000)]
     pub exec_timeout_ms: u64,

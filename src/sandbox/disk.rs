@@ -66,12 +66,12 @@ pub fn prepare(quota: Quota, workspace: &Path, bytes: u64, uid: Option<u32>) -> 
             let owner = uid
                 .map(|u| format!("root_owner={u}:{u}"))
                 .unwrap_or_else(|| "root_owner=0:0".into());
-            run(Command::new("mkfs.ext4")
+            run(Command::new(tool("mkfs.ext4", "e2fsprogs")?)
                 .args(["-q", "-F", "-m", "0", "-E"])
                 .arg(owner)
                 .arg(&image))?;
         }
-        run(Command::new("mount")
+        run(Command::new(tool("mount", "mount")?)
             .args(["-o", "loop,nosuid"])
             .arg(&image)
             .arg(workspace))?;
@@ -102,8 +102,26 @@ pub fn release(workspace: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// The path of a host tool, or an error naming it and its Debian package.
+fn tool(program: &str, package: &str) -> io::Result<PathBuf> {
+    super::find_program(program).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("{program} is not installed (Debian: apt-get install {package})"),
+        )
+    })
+}
+
 fn run(command: &mut Command) -> io::Result<()> {
-    let out = command.output()?;
+    let out = command.output().map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "cannot run {}: {e}",
+                command.get_program().to_string_lossy()
+            ),
+        )
+    })?;
     if out.status.success() {
         Ok(())
     } else {

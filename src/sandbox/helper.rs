@@ -215,7 +215,11 @@ fn build_container(
     if setup.network == super::Network::Nat {
         // pasta copies the host's addresses and routes; hakoniwa adds
         // --no-map-gw and -T/-U none, so the host's loopback stays out of reach.
-        c.network(hakoniwa::Pasta::default());
+        let mut pasta = hakoniwa::Pasta::default();
+        if let Some(path) = super::find_program("pasta") {
+            pasta.program(&path.to_string_lossy());
+        }
+        c.network(pasta);
     }
     if setup.cgroups.is_empty() {
         // Without a memory cgroup, an address-space cap per process is the

@@ -127,16 +127,27 @@ fn tun_open_to_sandboxes() -> bool {
 
 /// Whether `program` is on the usual system paths.
 pub(crate) fn program_exists(program: &str) -> bool {
-    [
-        "/usr/local/sbin",
-        "/usr/local/bin",
-        "/usr/sbin",
-        "/usr/bin",
-        "/sbin",
-        "/bin",
-    ]
-    .iter()
-    .any(|dir| std::path::Path::new(dir).join(program).exists())
+    find_program(program).is_some()
+}
+
+/// Where a host tool is: on PATH, else wherever Debian puts it (root's
+/// tools live in sbin, which cron's and `env -i`'s PATH lack).
+pub(crate) fn find_program(program: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(
+            [
+                "/usr/local/sbin",
+                "/usr/local/bin",
+                "/usr/sbin",
+                "/usr/bin",
+                "/sbin",
+                "/bin",
+            ]
+            .map(std::path::PathBuf::from),
+        )
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
 }
 
 impl Default for Limits {

@@ -56,6 +56,32 @@ impl ApiError {
         Self::plain(StatusCode::UNAUTHORIZED, "unauthorized")
     }
 
+    /// 403 naming why in `details.FIELD` (a browser, a role).
+    pub(crate) fn forbidden(field: &str, message: impl Into<String>) -> Self {
+        let mut details = Details::new();
+        details.insert(field.into(), vec![message.into()]);
+        ApiError {
+            status: StatusCode::FORBIDDEN,
+            body: ErrorBody {
+                error: "forbidden".into(),
+                details: Some(details),
+            },
+        }
+    }
+
+    /// 421: a `Host` this server does not answer (DNS rebinding).
+    pub(crate) fn misdirected(message: impl Into<String>) -> Self {
+        let mut details = Details::new();
+        details.insert("host".into(), vec![message.into()]);
+        ApiError {
+            status: StatusCode::MISDIRECTED_REQUEST,
+            body: ErrorBody {
+                error: "misdirected request".into(),
+                details: Some(details),
+            },
+        }
+    }
+
     /// 413: a body over `MAX_BODY`.
     pub(crate) fn too_large() -> Self {
         Self::plain(StatusCode::PAYLOAD_TOO_LARGE, "body too large")

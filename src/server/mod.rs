@@ -5,6 +5,7 @@ mod errors;
 mod files;
 mod http;
 mod ops;
+mod origin;
 mod registry;
 mod room;
 mod router;
@@ -107,6 +108,7 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
     let app = Arc::new(router::App {
         registry: registry::Registry::new(shared),
         token,
+        browsers: origin::BrowserPolicy::new(addr, &args.allow_origin, &args.public_host),
     });
     let router = router::build(app);
     let signal = shutdown.clone().cancelled_owned();

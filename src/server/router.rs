@@ -2,7 +2,7 @@
 //! them, and the 404/405 answers.
 
 use super::registry::Registry;
-use super::{auth, files, http, ws};
+use super::{auth, files, http, origin, ws};
 use axum::Router;
 use axum::routing::get;
 use std::sync::Arc;
@@ -12,6 +12,8 @@ pub(crate) struct App {
     pub(crate) registry: Registry,
     /// The bearer token every request but `/health` needs, if any.
     pub(crate) token: Option<String>,
+    /// Which browsers and host names are answered.
+    pub(crate) browsers: origin::BrowserPolicy,
 }
 
 /// The server's router.
@@ -38,6 +40,11 @@ pub(crate) fn build(app: Arc<App>) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             app.clone(),
             auth::require_token,
+        ))
+        // Outermost: a browser is refused before anything else is looked at.
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            origin::guard,
         ))
         .with_state(app)
 }

@@ -1,0 +1,82 @@
+//! The token never appears in the server's log, at any level, whether it
+//! came in a header or as `?token=` on a socket, right or wrong.
+
+mod common;
+
+use common::{WAIT, Ws, answer, http};
+use std::process::Stdio;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+
+#[tokio::test]
+async fn tokens_stay_out_of_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = "s3cret-token-never-logged";
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_duet"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--token",
+            token,
+            "--data-dir",
+        ])
+        .arg(dir.path())
+        .env("DUET_LOG", "trace")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = tokio::time::timeout(WAIT, stdout.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let addr = line
+        .strip_prefix("duet: listening on http://")
+        .unwrap()
+        .to_string();
+    let mut stderr = child.stderr.take().unwrap();
+    let log = tokio::spawn(async move {
+        let mut all = String::new();
+        let _ = stderr.read_to_string(&mut all).await;
+        all
+    });
+
+    let url = |p: &str| format!("http://{addr}{p}");
+    let (status, _) = answer(
+        http()
+            .post(url("/api/rooms/r/sandbox/exec"))
+            .bearer_auth(token)
+            .json(&serde_json::json!({"cmd":"echo hi"})),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let wrong = format!("{token}-but-wrong");
+    let (status, _) = answer(http().get(url("/api/rooms/r/messages")).bearer_auth(&wrong)).await;
+    assert_eq!(status, 401);
+    let ws = Ws::connect(&format!(
+        "ws://{addr}/api/rooms/r/ws?user=ada&token={token}"
+    ))
+    .await;
+    ws.close().await;
+    let refused =
+        tokio_tungstenite::connect_async(format!("ws://{addr}/agents/duet-agent/r?token={wrong}"))
+            .await;
+    assert!(refused.is_err());
+
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGTERM) };
+    tokio::time::timeout(WAIT, child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    let log = log.await.unwrap();
+    assert!(log.lines().count() > 5, "the trace log was written: {log}");
+    assert!(
+        !log.contains(token),
+        "the token leaked into the log:\n{log}"
+    );
+}
