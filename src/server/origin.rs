@@ -53,7 +53,7 @@ impl BrowserPolicy {
     fn refusal(&self, req: &Request) -> Option<ApiError> {
         if let Some(origin) = req.headers().get(ORIGIN) {
             let origin = origin.to_str().unwrap_or("").to_ascii_lowercase();
-            if !self.allowed_origins.iter().any(|o| *o == origin) {
+            if !self.allowed_origins.contains(&origin) {
                 return Some(ApiError::forbidden(
                     "origin",
                     "requests from web pages are refused: Duet's API is for its clients, \
@@ -63,7 +63,7 @@ impl BrowserPolicy {
         }
         if let (Some(hosts), Some(host)) = (&self.hosts, req.headers().get(HOST)) {
             let name = host_name(host.to_str().unwrap_or(""));
-            if !hosts.iter().any(|h| *h == name) {
+            if !hosts.contains(&name) {
                 return Some(ApiError::misdirected(
                     "this server listens on loopback and answers only 127.0.0.1, localhost \
                      and [::1] (start it with --public-host NAME to answer another name)",
