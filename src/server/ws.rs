@@ -183,7 +183,14 @@ impl Connection {
                     return;
                 }
                 incoming = socket.recv() => {
-                    let Some(Ok(msg)) = incoming else { return };
+                    let msg = match incoming {
+                        Some(Ok(msg)) => msg,
+                        Some(Err(e)) => {
+                            close_on_error(socket, e).await;
+                            return;
+                        }
+                        None => return,
+                    };
                     last_seen = Instant::now();
                     match msg {
                         Message::Text(text) => self.on_text(&text, &answers).map(Message::Text),
@@ -352,6 +359,23 @@ fn rpc_op(value: &Value, user: Option<&str>) -> Result<ops::Op, Failure> {
             f.0.status = None;
             Err(f)
         }
+    }
+}
+
+/// Ends a socket whose client broke the protocol. Invalid UTF-8 in a text
+/// frame gets the close code RFC 6455 names for it (1007), as any
+/// WebSocket server should, instead of a silently dropped connection.
+async fn close_on_error(socket: &mut WebSocket, err: axum::Error) {
+    use tokio_tungstenite::tungstenite::Error;
+    let inner = err.into_inner();
+    if let Some(Error::Utf8(_)) = inner.downcast_ref::<Error>() {
+        let frame = axum::extract::ws::CloseFrame {
+            code: axum::extract::ws::close_code::INVALID,
+            reason: "text frames must be valid UTF-8".into(),
+        };
+        let _ = send(socket, Message::Close(Some(frame))).await;
+    } else {
+        tracing::debug!("socket error: {inner}");
     }
 }
 
