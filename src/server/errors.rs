@@ -3,7 +3,7 @@
 
 use crate::protocol::{Details, ErrorBody, MAX_BODY};
 use axum::Json;
-use axum::extract::{FromRequest, Request};
+use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
@@ -110,6 +110,40 @@ pub(crate) fn add_detail(details: &mut Details, field: &str, message: impl Into<
         .entry(field.to_string())
         .or_default()
         .push(message.into());
+}
+
+/// Path segments (`{room}`, `{*path}`), like axum's `Path`, but a segment
+/// that does not decode (a bad percent escape, invalid UTF-8) is a 400 with
+/// `details` naming the segment, as every other bad field is.
+#[derive(Debug)]
+pub(crate) struct Path<T>(pub(crate) T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned + Send> FromRequestParts<S> for Path<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        use axum::extract::path::{ErrorKind, Path as Segments};
+        use axum::extract::rejection::PathRejection;
+        match Segments::<T>::from_request_parts(parts, state).await {
+            Ok(Segments(value)) => Ok(Path(value)),
+            Err(PathRejection::FailedToDeserializePathParams(e)) => {
+                let field = match e.kind() {
+                    ErrorKind::InvalidUtf8InPathParam { key }
+                    | ErrorKind::ParseErrorAtKey { key, .. }
+                    | ErrorKind::DeserializeError { key, .. } => key.clone(),
+                    _ => "path".to_string(),
+                };
+                Err(ApiError::field(
+                    &field,
+                    "is not a valid URL segment (bad percent-encoding or UTF-8)",
+                ))
+            }
+            Err(e) => Err(ApiError::internal(e.body_text())),
+        }
+    }
 }
 
 /// A request body that is a JSON object (an empty body counts as `{}`), read

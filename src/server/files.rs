@@ -3,13 +3,14 @@
 //! path resolution that never leaves the workspace.
 
 use super::errors::ApiError;
+use super::errors::Path;
 use super::http::room_details;
 use super::router::App;
 use crate::protocol::{FileResponse, MAX_FILE_BODY};
 use crate::sandbox::files::FileError;
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use std::sync::Arc;

@@ -1,12 +1,13 @@
 //! The HTTP endpoints of docs/protocol.md: each checks the room id and its body
 //! before anything is touched, then asks the room's actor.
 
+use super::errors::Path;
 use super::errors::{ApiError, JsonObject, add_detail};
 use super::ops;
 use super::router::App;
 use crate::protocol::{Details, MessagesPage, PAGE_DEFAULT, PAGE_MAX, valid_room_id};
 use axum::Json;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, post};
 use std::sync::Arc;

@@ -2,6 +2,7 @@
 //! client's frames in (typing, rpc, refused state), keepalive, and dropping
 //! a client that cannot keep up.
 
+use super::errors::Path;
 use super::errors::{ApiError, add_detail};
 use super::http::room_details;
 use super::ops;
@@ -9,7 +10,7 @@ use super::room::{Joined, Outgoing, RoomHandle, frame_text, send_frame};
 use super::router::App;
 use crate::protocol::{AGENT_NAME, PresenceUser, RpcAnswer, ServerFrame, name_problem, now_ms};
 use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value};
 use std::sync::Arc;
