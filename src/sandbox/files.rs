@@ -140,16 +140,59 @@ pub fn write(
             Err(e) => return Err(e),
         };
     }
-    let fd = open_at(
-        &dir,
-        name,
-        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_TRUNC,
-    )?;
+    // Written beside the target, then renamed over it: a crash mid-write
+    // leaves the old file or none, never a torn one.
+    let temp = format!(".duet-upload-{:016x}", rand::random::<u64>());
+    let written = write_new(&dir, &temp, name, bytes, owner).and_then(|()| {
+        nix::fcntl::renameat(
+            Some(dir.as_raw_fd()),
+            temp.as_str(),
+            Some(dir.as_raw_fd()),
+            *name,
+        )
+        .map_err(map_errno)
+    });
+    if written.is_err() {
+        let _ = nix::unistd::unlinkat(
+            Some(dir.as_raw_fd()),
+            temp.as_str(),
+            nix::unistd::UnlinkatFlags::NoRemoveDir,
+        );
+    }
+    written.map(|()| bytes.len() as u64)
+}
+
+/// Writes `bytes` to the new file `temp` in `dir`, with the mode of the
+/// file `target` it will replace (an uploaded script stays executable).
+fn write_new(
+    dir: &OwnedFd,
+    temp: &str,
+    target: &str,
+    bytes: &[u8],
+    owner: Option<u32>,
+) -> Result<(), FileError> {
+    let fd = open_at(dir, temp, OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL)?;
     chown(&fd, owner)?;
+    let old = nix::sys::stat::fstatat(
+        Some(dir.as_raw_fd()),
+        target,
+        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+    );
+    if let Ok(old) = old {
+        match old.st_mode & libc::S_IFMT {
+            libc::S_IFDIR => return Err(FileError::BadPath("is a directory".into())),
+            libc::S_IFLNK => return Err(FileError::BadPath("passes through a symlink".into())),
+            _ => {}
+        }
+        nix::sys::stat::fchmod(
+            fd.as_raw_fd(),
+            Mode::from_bits_truncate(old.st_mode & 0o777),
+        )
+        .map_err(map_errno)?;
+    }
     let mut file = File::from(fd);
     file.write_all(bytes).map_err(io_error)?;
-    file.sync_data().map_err(io_error)?;
-    Ok(bytes.len() as u64)
+    file.sync_data().map_err(io_error)
 }
 
 fn chown(fd: &OwnedFd, owner: Option<u32>) -> Result<(), FileError> {

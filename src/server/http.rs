@@ -114,6 +114,15 @@ pub(crate) async fn messages(
         Ok(q) => q,
         Err(e) => return e.into_response(),
     };
+    // A stored room is loaded first: loading notes a turn cut off by a crash.
+    if let Ok(true) = app.registry.shared.store.has_room(room.clone()).await {
+        match app.registry.room(&room).await {
+            Ok(handle) => {
+                handle.ready().await;
+            }
+            Err(e) => return e.into_response(),
+        }
+    }
     match app.registry.shared.store.page(room, before, limit).await {
         Ok((messages, has_more)) => Json(MessagesPage { messages, has_more }).into_response(),
         Err(e) => {

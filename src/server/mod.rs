@@ -81,6 +81,10 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
     tokio::fs::create_dir_all(&data_dir)
         .await
         .with_context(|| format!("cannot create the data directory {}", data_dir.display()))?;
+    // A server killed with SIGKILL leaves its rooms' quota images mounted:
+    // unmount this data directory's (never another server's) before use.
+    let stale = data_dir.clone();
+    let _ = tokio::task::spawn_blocking(move || crate::sandbox::release_all(&stale)).await;
     let store = store::Store::open(data_dir.join("duet.db"))
         .await
         .with_context(|| format!("cannot open the database in {}", data_dir.display()))?;

@@ -270,7 +270,6 @@ impl Store {
     }
 
     /// Whether the room exists in the store.
-    #[cfg(test)]
     pub(crate) async fn has_room(&self, room: String) -> Result<bool, StoreError> {
         use rusqlite::OptionalExtension;
         self.call(move |conn| {

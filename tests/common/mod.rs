@@ -92,6 +92,15 @@ impl Server {
             .unwrap();
     }
 
+    /// Kills the server with SIGKILL (a crash) and waits until it is gone.
+    pub async fn crash(mut self) {
+        self.child.start_kill().unwrap();
+        tokio::time::timeout(WAIT, self.child.wait())
+            .await
+            .expect("the server dies on SIGKILL")
+            .unwrap();
+    }
+
     /// `POST path` with a JSON body: status and JSON answer.
     pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
         let mut req = http().post(self.url(path)).json(&body);

@@ -84,6 +84,8 @@ pub(crate) enum Command {
         turn_id: String,
         result: Result<AgentReply, TurnError>,
     },
+    /// Answered once the room has loaded (what it notes on loading is stored).
+    Ready(oneshot::Sender<()>),
 }
 
 /// Handle to a room's actor. Cheap to clone.
@@ -114,6 +116,12 @@ impl RoomHandle {
             .await
             .ok()?;
         answer.await.ok()
+    }
+
+    /// Waits until the room has loaded; false when it stopped.
+    pub(crate) async fn ready(&self) -> bool {
+        let (reply, answer) = oneshot::channel();
+        self.inbox.send(Command::Ready(reply)).await.is_ok() && answer.await.is_ok()
     }
 
     /// Removes a connection from the room.
@@ -215,6 +223,7 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
 impl RoomActor {
     /// Serves the inbox, one command at a time, until the server stops.
     async fn run(mut self, mut rx: mpsc::Receiver<Command>) {
+        self.note_unfinished_turn().await;
         let shutdown = self.shared.shutdown.clone();
         loop {
             let command = tokio::select! {
@@ -232,6 +241,25 @@ impl RoomActor {
         tracing::debug!(room = %self.id, "room stopped");
     }
 
+    /// A room is loaded with no turn running, so questions after the last
+    /// answer were cut off by a crash or restart: the room is told, once
+    /// (the note is itself the answer that ends the run of questions).
+    async fn note_unfinished_turn(&mut self) {
+        let Some(last) = self.messages.back() else {
+            return;
+        };
+        if last.role != Role::User {
+            return;
+        }
+        let who = last.user_id.clone();
+        let text = "The server restarted before the agent answered; nothing was lost, \
+                    but that question has no reply: ask again."
+            .to_string();
+        if let Err(e) = self.store_message(Role::System, who, text, None).await {
+            tracing::warn!(room = %self.id, "noting an unfinished turn failed: {}", e.body.error);
+        }
+    }
+
     /// Dispatches one command.
     async fn handle(&mut self, command: Command) {
         match command {
@@ -245,6 +273,9 @@ impl RoomActor {
             } => self.agent_run(turn_id, cmd, reply).await,
             Command::ExecDone(done) => self.exec_done(*done).await,
             Command::TurnDone { turn_id, result } => self.turn_done(turn_id, result).await,
+            Command::Ready(reply) => {
+                let _ = reply.send(());
+            }
         }
     }
 
