@@ -70,8 +70,9 @@ fn block_parts(run: &Run) -> (&'static str, String) {
     }
 }
 
-/// The agent message's text: the prose, then one block per run, trailing
-/// white space trimmed (docs/protocol.md "Output blocks", steps 3 and 4).
+/// The agent message's text: the prose, then one block per run, the whole
+/// trimmed at both ends as the original worker does, so a reply with no
+/// prose starts with `Output (` (docs/protocol.md "Output blocks", step 4).
 pub fn render_reply(prose: &str, runs: &[Run]) -> String {
     let mut text = prose.to_string();
     for run in runs {
@@ -83,8 +84,7 @@ pub fn render_reply(prose: &str, runs: &[Run]) -> String {
         text.push('\n');
         text.push_str(&body);
     }
-    text.truncate(text.trim_end().len());
-    text
+    text.trim().to_string()
 }
 
 /// A piece of an agent reply, as a client shows it.

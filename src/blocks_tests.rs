@@ -88,10 +88,11 @@ fn reply_with_several_commands_is_exactly_the_protocol_format() {
 }
 
 #[test]
-fn the_whole_reply_loses_its_trailing_white_space() {
+fn the_whole_reply_is_trimmed_at_both_ends() {
+    // As the original worker: a reply with no prose starts with its block.
     assert_eq!(
         render_reply("", &[run("echo hi", "hi\n\n", "", Some(0))]),
-        "\n\nOutput (echo hi):\nhi"
+        "Output (echo hi):\nhi"
     );
     assert_eq!(render_reply("Nothing to run.", &[]), "Nothing to run.");
 }

@@ -143,7 +143,7 @@ async fn rounds_of_commands_end_in_one_stored_reply() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(
         body["reply"],
-        "\n\nOutput (echo one > f; cat f):\none\n\nAgain.\n\nOutput (cat f; exit 4):\none\n\nDone."
+        "Output (echo one > f; cat f):\none\n\nAgain.\n\nOutput (cat f; exit 4):\none\n\nDone."
     );
     let stored = body["messages"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(stored["runs"].as_array().unwrap().len(), 2);

@@ -317,7 +317,7 @@ async fn rounds_give_outputs_back_and_end_in_one_reply() {
     let answer = turn(&agent, &host).await.unwrap();
     assert_eq!(
         answer.text,
-        "\n\nOutput (echo one):\none\n\nNow two.\n\nOutput (echo two; exit 3):\ntwo\n\nDone."
+        "Output (echo one):\none\n\nNow two.\n\nOutput (echo two; exit 3):\ntwo\n\nDone."
     );
     assert_eq!(answer.runs.len(), 2);
     assert_eq!(answer.runs[1].exit_code, Some(3));
@@ -356,7 +356,7 @@ async fn one_step_runs_the_commands_once() {
     let model = FakeModel::start(vec![Script::chunked("<run>echo one</run>", 3)]).await;
     let host = BashHost::new();
     let answer = turn(&Agent::new(config(&model)), &host).await.unwrap();
-    assert_eq!(answer.text, "\n\nOutput (echo one):\none");
+    assert_eq!(answer.text, "Output (echo one):\none");
     assert_eq!(model.requests().len(), 1);
 }
 
