@@ -45,37 +45,53 @@ pub(super) fn list_processes() -> HashMap<i32, ProcInfo> {
     procs
 }
 
-/// Signals every process the current command started: those that did not
-/// exist when it began, unless they descend from a process that did (a
-/// server started by an earlier command keeps its workers). Repeated for
+/// The processes the current command started: those that did not exist
+/// when it began, unless they descend from a process that did (a server
+/// started by an earlier command keeps its workers).
+fn command_processes(
+    procs: &HashMap<i32, ProcInfo>,
+    snapshot: &HashSet<i32>,
+    shell_pid: i32,
+) -> Vec<i32> {
+    let mut found = Vec::new();
+    for (&pid, info) in procs {
+        if pid == 1 || pid == shell_pid || snapshot.contains(&pid) || info.zombie {
+            continue;
+        }
+        let mut parent = info.ppid;
+        let mut owned_by_old = false;
+        let mut hops = 0;
+        while parent > 1 && parent != shell_pid && hops < 4096 {
+            if snapshot.contains(&parent) {
+                owned_by_old = true;
+                break;
+            }
+            parent = procs.get(&parent).map(|p| p.ppid).unwrap_or(0);
+            hops += 1;
+        }
+        if !owned_by_old {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Whether a process the current command started is still alive.
+pub(super) fn command_alive(snapshot: &HashSet<i32>, shell_pid: i32) -> bool {
+    !command_processes(&list_processes(), snapshot, shell_pid).is_empty()
+}
+
+/// Signals every process the current command started. Repeated for
 /// SIGKILL so that forks in flight are caught too.
 pub(super) fn kill_command(snapshot: &HashSet<i32>, shell_pid: i32, sig: i32) {
     let rounds = if sig == libc::SIGKILL { 4 } else { 1 };
     for round in 0..rounds {
-        let procs = list_processes();
-        let mut hit = 0;
-        for (&pid, info) in &procs {
-            if pid == 1 || pid == shell_pid || snapshot.contains(&pid) || info.zombie {
-                continue;
-            }
-            let mut parent = info.ppid;
-            let mut owned_by_old = false;
-            let mut hops = 0;
-            while parent > 1 && parent != shell_pid && hops < 4096 {
-                if snapshot.contains(&parent) {
-                    owned_by_old = true;
-                    break;
-                }
-                parent = procs.get(&parent).map(|p| p.ppid).unwrap_or(0);
-                hops += 1;
-            }
-            if !owned_by_old {
-                // SAFETY: sending a signal to a process of this namespace.
-                unsafe { libc::kill(pid, sig) };
-                hit += 1;
-            }
+        let pids = command_processes(&list_processes(), snapshot, shell_pid);
+        for &pid in &pids {
+            // SAFETY: sending a signal to a process of this namespace.
+            unsafe { libc::kill(pid, sig) };
         }
-        if hit == 0 {
+        if pids.is_empty() {
             break;
         }
         if round + 1 < rounds {

@@ -13,6 +13,17 @@ use std::collections::BTreeMap;
 /// Where the per-command FIFOs live inside the sandbox.
 pub const FIFO_DIR: &str = "/tmp/.duet";
 
+/// Where the shell keeps, after each command that finished, its working
+/// directory and exported variables, as a script a replacement shell
+/// sources: a timeout or an interrupt replaces the shell, and these persist.
+pub const STATE_FILE: &str = "/tmp/.duet/state";
+
+/// The first line a replacement shell reads: back to the last finished
+/// command's directory and exports.
+pub fn restore_line() -> String {
+    format!(". {STATE_FILE} 2>/dev/null\n")
+}
+
 /// The interpreter, first one found.
 pub const SHELLS: [&str; 3] = ["/usr/bin/bash", "/bin/bash", "/bin/sh"];
 
@@ -57,7 +68,9 @@ pub fn script(
         format!("( {} )", parts.join("; "))
     };
     format!(
-        "{{ {body}\n}} </dev/null >{} 2>{}; printf '\\036%s:%d\\036\\n' {nonce} \"$?\"\n",
+        "{{ {body}\n}} </dev/null >{} 2>{}; __duet_status=$?; \
+         {{ export -p; printf 'cd -- %q\\n' \"$PWD\"; }} 2>/dev/null >{STATE_FILE}; \
+         printf '\\036%s:%d\\036\\n' {nonce} \"$__duet_status\"\n",
         quote(out),
         quote(err)
     )

@@ -3,7 +3,7 @@
 //! restarts the shell when it dies or wedges. Single-threaded and
 //! poll-driven: it runs in a process forked from the helper.
 
-use super::procs::{kill_command, list_processes};
+use super::procs::{command_alive, kill_command, list_processes};
 use super::shell;
 use super::wire::{self, Done, Request};
 use std::collections::HashSet;
@@ -22,8 +22,14 @@ const SHELL_GRACE: Duration = Duration::from_millis(500);
 /// How often orphans reparented to PID 1 are reaped.
 const REAP_EVERY: Duration = Duration::from_millis(250);
 
-const SHELL_RESET: &str =
-    "the shell was restarted: working directory and exported variables were reset";
+const SHELL_RESET: &str = "the shell was restarted: the working directory and exported \
+     variables are those of the last command that finished; functions, aliases and other \
+     variables were reset";
+
+/// The exit code of a command stopped at its timeout (as coreutils' timeout).
+const EXIT_TIMED_OUT: i32 = 124;
+/// The exit code of an interrupted command (128 + SIGINT, as a shell's).
+const EXIT_INTERRUPTED: i32 = 130;
 
 /// Entry point (the closure hakoniwa runs as PID 1).
 pub fn run() -> i32 {
@@ -77,6 +83,9 @@ struct Running {
     deadline: Instant,
     hard_kill_at: Option<Instant>,
     give_up_at: Option<Instant>,
+    /// Interrupted: the shell is stopped (it runs nothing more of the
+    /// command) while the command's processes get SIGINT and time to exit.
+    stopping: bool,
     done: Done,
 }
 
@@ -197,16 +206,21 @@ impl Supervisor {
                 }
             }
             Request::Interrupt { hard } => {
-                if let Some(run) = &mut self.current {
-                    run.done.interrupted = true;
-                    let now = Instant::now();
-                    if hard {
-                        kill_command(&run.snapshot, run.shell_pid, libc::SIGKILL);
-                        run.give_up_at.get_or_insert(now + SHELL_GRACE);
-                    } else {
-                        kill_command(&run.snapshot, run.shell_pid, libc::SIGINT);
-                        run.hard_kill_at.get_or_insert(now + INTERRUPT_GRACE);
-                    }
+                let Some(run) = &mut self.current else {
+                    return Ok(());
+                };
+                run.done.interrupted = true;
+                if hard {
+                    return self.end_stopped(EXIT_INTERRUPTED);
+                }
+                if !run.stopping {
+                    // The shell stops first, so nothing after the running
+                    // program starts; the program gets SIGINT like Ctrl+C.
+                    run.stopping = true;
+                    // SAFETY: signalling our own child, the shell.
+                    unsafe { libc::kill(run.shell_pid, libc::SIGSTOP) };
+                    kill_command(&run.snapshot, run.shell_pid, libc::SIGINT);
+                    run.hard_kill_at = Some(Instant::now() + INTERRUPT_GRACE);
                 }
             }
         }
@@ -261,6 +275,7 @@ impl Supervisor {
             deadline: Instant::now() + Duration::from_millis(timeout_ms),
             hard_kill_at: None,
             give_up_at: None,
+            stopping: false,
             done: Done::default(),
         })
     }
@@ -301,13 +316,13 @@ impl Supervisor {
         let now = Instant::now();
         if now >= run.deadline && !run.done.timed_out {
             run.done.timed_out = true;
-            kill_command(&run.snapshot, shell_pid, libc::SIGKILL);
-            run.give_up_at.get_or_insert(now + SHELL_GRACE);
+            return self.end_stopped(EXIT_TIMED_OUT);
         }
-        if run.hard_kill_at.is_some_and(|t| now >= t) {
-            run.hard_kill_at = None;
-            kill_command(&run.snapshot, shell_pid, libc::SIGKILL);
-            run.give_up_at.get_or_insert(now + SHELL_GRACE);
+        if run.stopping
+            && (run.hard_kill_at.is_some_and(|t| now >= t)
+                || !command_alive(&run.snapshot, shell_pid))
+        {
+            return self.end_stopped(EXIT_INTERRUPTED);
         }
         if run.give_up_at.is_some_and(|t| now >= t) {
             // The shell itself is busy (a builtin loop) or stopped.
@@ -317,6 +332,22 @@ impl Supervisor {
             return self.finish(true);
         }
         Ok(())
+    }
+
+    /// Ends the current command for good (a timeout, an interrupt): its
+    /// processes and the shell are killed, so nothing more of it runs and
+    /// no job-control message is printed; the next shell starts where the
+    /// last finished command left the directory and exports.
+    fn end_stopped(&mut self, exit_code: i32) -> io::Result<()> {
+        let Some(run) = &mut self.current else {
+            return Ok(());
+        };
+        let shell_pid = run.shell_pid;
+        // SAFETY: signalling our own child, the shell.
+        unsafe { libc::kill(shell_pid, libc::SIGKILL) };
+        kill_command(&run.snapshot, shell_pid, libc::SIGKILL);
+        run.done.exit_code = Some(exit_code);
+        self.finish(true)
     }
 
     /// Ends the current command: drains its output, reports, and replaces
@@ -457,6 +488,12 @@ fn start_shell() -> io::Result<Shell> {
     let (Some(stdin), Some(ctl)) = (child.stdin.take(), child.stdout.take()) else {
         return Err(io::Error::other("the shell has no pipes"));
     };
+    // A replacement shell goes back to the last finished command's
+    // directory and exports (the first shell finds no state yet).
+    let mut stdin = stdin;
+    if std::path::Path::new(shell::STATE_FILE).exists() {
+        stdin.write_all(shell::restore_line().as_bytes())?;
+    }
     set_nonblocking(stdin.as_raw_fd())?;
     set_nonblocking(ctl.as_raw_fd())?;
     Ok(Shell {
