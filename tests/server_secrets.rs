@@ -80,3 +80,72 @@ async fn tokens_stay_out_of_the_log() {
         "the token leaked into the log:\n{log}"
     );
 }
+
+#[tokio::test]
+async fn the_data_directory_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let (server, dir) = common::Server::fresh().await;
+    let (status, _) = server
+        .post(
+            "/api/rooms/r/sandbox/exec",
+            serde_json::json!({"cmd":"echo hi > f"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(dir.path()), 0o700);
+    for name in ["duet.db", "duet.db-wal"] {
+        assert_eq!(mode(&dir.path().join(name)), 0o600, "{name}");
+    }
+    // Every file of the data directory (quota images included) is the owner's alone.
+    for entry in walk(dir.path()) {
+        let m = mode(&entry);
+        if entry.is_file() && !entry.starts_with(dir.path().join("workspaces")) {
+            assert_eq!(m & 0o077, 0, "{} is {m:o}", entry.display());
+        }
+    }
+    server.stop().await;
+}
+
+/// Files directly in `dir` and in `dir/workspaces` (not inside workspaces).
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for d in [dir.to_path_buf(), dir.join("workspaces")] {
+        if let Ok(entries) = std::fs::read_dir(&d) {
+            out.extend(entries.flatten().map(|e| e.path()).filter(|p| p.is_file()));
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn serving_on_loopback_without_a_token_says_who_can_use_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_duet"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .env_remove("DUET_TOKEN")
+        .env("DUET_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    tokio::time::timeout(WAIT, stdout.next_line())
+        .await
+        .unwrap()
+        .unwrap();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGTERM) };
+    let mut log = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .await
+        .unwrap();
+    assert!(log.contains("every user of this machine"), "{log}");
+}

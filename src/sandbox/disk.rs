@@ -4,7 +4,7 @@
 //! per-file size limit (RLIMIT_FSIZE) is what holds.
 
 use std::io;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -61,7 +61,12 @@ pub fn prepare(quota: Quota, workspace: &Path, bytes: u64, uid: Option<u32>) -> 
         let image = image_of(workspace);
         let fresh = !image.exists();
         if fresh {
-            let file = std::fs::File::create(&image)?;
+            // The image holds the room's files: only its owner reads it.
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&image)?;
             file.set_len(bytes)?;
             let owner = uid
                 .map(|u| format!("root_owner={u}:{u}"))

@@ -43,6 +43,28 @@ fn default_data_dir() -> Option<PathBuf> {
         .or_else(|| nonempty("HOME").map(|h| h.join(".local/share/duet")))
 }
 
+/// The data directory holds every room's chat and command history: only
+/// its owner may read it (the directory 0700, the database 0600; SQLite
+/// gives its WAL files the database's mode). The sandboxes do not need to
+/// reach in: as root their workspaces are staged through a descriptor.
+fn private_data(data_dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    std::fs::set_permissions(data_dir, std::fs::Permissions::from_mode(0o700))?;
+    let db = data_dir.join("duet.db");
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(&db)?;
+    for name in ["duet.db", "duet.db-wal", "duet.db-shm"] {
+        let path = data_dir.join(name);
+        if path.exists() {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+        }
+    }
+    Ok(())
+}
+
 /// Raises the soft open-files limit to the hard one: every connection and
 /// sandbox holds descriptors. Answers the limit in force (0: unknown).
 fn raise_open_files() -> u64 {
@@ -81,6 +103,12 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
     tokio::fs::create_dir_all(&data_dir)
         .await
         .with_context(|| format!("cannot create the data directory {}", data_dir.display()))?;
+    private_data(&data_dir).with_context(|| {
+        format!(
+            "cannot make the data directory {} private",
+            data_dir.display()
+        )
+    })?;
     // A server killed with SIGKILL leaves its rooms' quota images mounted:
     // unmount this data directory's (never another server's) before use.
     let stale = data_dir.clone();
@@ -164,6 +192,12 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
+    if args.token.as_deref().is_none_or(str::is_empty) {
+        tracing::warn!(
+            "no --token: every user of this machine can join these rooms and run commands \
+             in them; set one with --token TOKEN or DUET_TOKEN"
+        );
+    }
     let running = start(args).await?;
     {
         let mut out = std::io::stdout().lock();
