@@ -5,7 +5,7 @@
 use super::errors::{ApiError, add_detail};
 use super::http::room_details;
 use super::ops;
-use super::room::{Joined, Outgoing, RoomHandle, frame_text, send_frame};
+use super::room::{Joined, OutFrame, Outgoing, RoomHandle, frame_text, send_frame};
 use super::router::App;
 use crate::protocol::{AGENT_NAME, PresenceUser, RpcAnswer, ServerFrame, name_problem, now_ms};
 use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
@@ -38,6 +38,8 @@ struct Peer {
     id: String,
     /// `user`, if given.
     user: Option<String>,
+    /// `deltas=1`: state changes come as `duet_message`/`duet_state`.
+    deltas: bool,
 }
 
 /// Reads `user` and `_pk` from the query, naming bad fields.
@@ -45,6 +47,7 @@ fn peer(query: Option<&str>, details: &mut crate::protocol::Details) -> Peer {
     let mut peer = Peer {
         id: format!("c{:016x}", rand::random::<u64>()),
         user: None,
+        deltas: false,
     };
     for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         match key.as_ref() {
@@ -62,6 +65,7 @@ fn peer(query: Option<&str>, details: &mut crate::protocol::Details) -> Peer {
                     peer.id = value.into_owned();
                 }
             }
+            "deltas" => peer.deltas = value == "1",
             _ => {}
         }
     }
@@ -193,8 +197,12 @@ impl Connection {
                     }
                 }
                 frame = frames.recv() => match frame {
-                    Ok(f) if f.skip == Some(self.number) => None,
-                    Ok(f) => Some(Message::Text(f.text.clone())),
+                    Ok(f) => {
+                        if !self.forward(socket, &f).await {
+                            return;
+                        }
+                        None
+                    }
                     Err(broadcast::error::RecvError::Lagged(n)) => {
                         tracing::info!(room = %self.room, "dropping a client {n} frames behind");
                         return;
@@ -206,9 +214,8 @@ impl Connection {
                     // a command's frames, a cleanup's emptied state.
                     loop {
                         match frames.try_recv() {
-                            Ok(f) if f.skip == Some(self.number) => {}
                             Ok(f) => {
-                                if !send(socket, Message::Text(f.text.clone())).await {
+                                if !self.forward(socket, &f).await {
                                     return;
                                 }
                             }
@@ -236,6 +243,20 @@ impl Connection {
                 return;
             }
         }
+    }
+
+    /// Sends this connection its part of a room frame; `false` means drop
+    /// the connection.
+    async fn forward(&self, socket: &mut WebSocket, frame: &OutFrame) -> bool {
+        if frame.skip == Some(self.number) {
+            return true;
+        }
+        for text in frame.texts(self.peer.deltas) {
+            if !send(socket, Message::Text(text.clone())).await {
+                return false;
+            }
+        }
+        true
     }
 
     /// Handles a client's text frame; returns a frame for this client alone.
@@ -384,6 +405,8 @@ mod tests {
         let p = peer(Some("user=ada&_pk=abc"), &mut details);
         assert!(details.is_empty());
         assert_eq!((p.id.as_str(), p.user.as_deref()), ("abc", Some("ada")));
+        assert!(!p.deltas);
+        assert!(peer(Some("deltas=1"), &mut details).deltas);
         peer(Some(&format!("user={}", "x".repeat(40))), &mut details);
         assert!(details.contains_key("user"));
     }

@@ -6,6 +6,7 @@
 
 mod exec;
 mod presence;
+mod state;
 mod turn;
 
 use super::errors::ApiError;
@@ -37,8 +38,21 @@ const INBOX_CAPACITY: usize = 256;
 #[derive(Debug)]
 pub(crate) struct OutFrame {
     pub(crate) text: Utf8Bytes,
+    /// What sockets that asked for state deltas get instead of `text`
+    /// (`None`: the same as everyone).
+    pub(crate) deltas: Option<Vec<Utf8Bytes>>,
     /// The connection that must not receive it (its own typing).
     pub(crate) skip: Option<u64>,
+}
+
+impl OutFrame {
+    /// The frames a connection gets; `deltas`: it asked for state deltas.
+    pub(crate) fn texts(&self, deltas: bool) -> &[Utf8Bytes] {
+        match &self.deltas {
+            Some(frames) if deltas => frames,
+            _ => std::slice::from_ref(&self.text),
+        }
+    }
 }
 
 /// What the room's broadcast carries: shared, so each of its slots is small.
@@ -46,7 +60,11 @@ pub(crate) type Outgoing = Arc<OutFrame>;
 
 /// A frame for everyone but `skip`.
 pub(crate) fn outgoing(text: Utf8Bytes, skip: Option<u64>) -> Outgoing {
-    Arc::new(OutFrame { text, skip })
+    Arc::new(OutFrame {
+        text,
+        deltas: None,
+        skip,
+    })
 }
 
 /// What a joining connection receives: its first frames and its feed.
@@ -139,21 +157,6 @@ pub(crate) fn send_frame(
     skip: Option<u64>,
 ) {
     let _ = frames.send(outgoing(frame_text(frame), skip));
-}
-
-/// `cf_agent_state`, serialized from borrowed state (same bytes as
-/// `ServerFrame::State`).
-#[derive(Serialize)]
-#[serde(tag = "type", rename = "cf_agent_state")]
-struct StateFrame<'a> {
-    state: StateRef<'a>,
-}
-
-/// The state's two lists, borrowed.
-#[derive(Serialize)]
-struct StateRef<'a> {
-    messages: &'a VecDeque<DuetMessage>,
-    execs: &'a VecDeque<ExecRecord>,
 }
 
 /// Text of the answer to turns dropped by a cleanup.
@@ -288,27 +291,6 @@ impl RoomActor {
         send_frame(&self.frames, frame, None);
     }
 
-    /// The current `cf_agent_state`, serialized once per change.
-    fn state_text(&mut self) -> Utf8Bytes {
-        if let Some(text) = &self.state_cache {
-            return text.clone();
-        }
-        let text = frame_text(&StateFrame {
-            state: StateRef {
-                messages: &self.messages,
-                execs: &self.execs,
-            },
-        });
-        self.state_cache = Some(text.clone());
-        text
-    }
-
-    /// Sends the current state to every connection.
-    fn broadcast_state(&mut self) {
-        let text = self.state_text();
-        let _ = self.frames.send(outgoing(text, None));
-    }
-
     /// Stores a message, keeps it in the state and broadcasts the state.
     async fn store_message(
         &mut self,
@@ -339,8 +321,7 @@ impl RoomActor {
         while self.messages.len() > STATE_MESSAGES {
             self.messages.pop_front();
         }
-        self.state_cache = None;
-        self.broadcast_state();
+        self.publish(&[state::Change::Message(&message)]);
         Ok(message)
     }
 
@@ -412,7 +393,7 @@ impl RoomActor {
             tracing::error!(room = %self.id, "destroying the sandbox failed: {e}");
             errors.push(format!("sandbox: {e}"));
         }
-        self.broadcast_state();
+        self.publish_whole();
         let status = if errors.is_empty() {
             StatusCode::OK
         } else {
@@ -425,39 +406,5 @@ impl RoomActor {
         });
         answer.status = status;
         let _ = reply.send(Ok(answer));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::protocol::RoomState;
-
-    #[test]
-    fn borrowed_state_frame_has_the_wire_bytes() {
-        let messages: VecDeque<DuetMessage> = vec![DuetMessage {
-            id: "000000000001".into(),
-            role: Role::User,
-            user_id: Some("ada".into()),
-            text: "hi".into(),
-            ts: 1,
-            runs: None,
-        }]
-        .into();
-        let execs = VecDeque::new();
-        let borrowed = frame_text(&StateFrame {
-            state: StateRef {
-                messages: &messages,
-                execs: &execs,
-            },
-        });
-        let owned = serde_json::to_string(&ServerFrame::State {
-            state: RoomState {
-                messages: messages.into(),
-                execs: Vec::new(),
-            },
-        })
-        .unwrap();
-        assert_eq!(borrowed.as_str(), owned);
     }
 }
