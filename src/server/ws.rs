@@ -2,12 +2,14 @@
 //! client's frames in (typing, rpc, refused state), keepalive, and dropping
 //! a client that cannot keep up.
 
+use super::auth::{Access, Caller};
 use super::errors::{ApiError, add_detail};
 use super::http::room_details;
-use super::ops;
+use super::ops::{self, Method};
 use super::room::{Joined, OutFrame, Outgoing, RoomHandle, frame_text, send_frame};
 use super::router::App;
 use crate::protocol::{AGENT_NAME, PresenceUser, RpcAnswer, ServerFrame, name_problem, now_ms};
+use axum::Extension;
 use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
@@ -75,6 +77,7 @@ fn peer(query: Option<&str>, details: &mut crate::protocol::Details) -> Peer {
 /// `GET /api/rooms/{room}/ws` and `/agents/duet-agent/{room}` (upgrade).
 pub(crate) async fn socket(
     State(app): State<Arc<App>>,
+    Extension(access): Extension<Access>,
     Path(room): Path<String>,
     RawQuery(query): RawQuery,
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
@@ -100,9 +103,14 @@ pub(crate) async fn socket(
         .max_message_size(MAX_FRAME)
         .max_frame_size(MAX_FRAME)
         .on_upgrade(move |socket| async move {
+            let caller = Caller {
+                name: peer.user.clone(),
+                access,
+            };
             let conn = Connection {
                 number: CONNECTIONS.fetch_add(1, Ordering::Relaxed),
-                name: peer.user.clone().unwrap_or_else(|| "anonymous".into()),
+                name: caller.name_or_anonymous(),
+                caller,
                 peer,
                 room,
                 handle,
@@ -118,6 +126,8 @@ struct Connection {
     peer: Peer,
     /// The presence name: `user` or "anonymous".
     name: String,
+    /// Who calls this connection's rpcs (unless one says `userId`).
+    caller: Caller,
     room: String,
     handle: RoomHandle,
     last_typing: Option<Instant>,
@@ -293,15 +303,15 @@ impl Connection {
         let Some(id) = value.get("id").cloned() else {
             return Some(error_frame("an rpc frame needs an \"id\""));
         };
-        let parsed = rpc_op(&value, self.peer.user.as_deref());
-        let op = match parsed {
-            Ok(op) => op,
+        let parsed = rpc_request(&value, self.caller.clone());
+        let request = match parsed {
+            Ok(request) => request,
             Err(answer) => return Some(frame_text(&ServerFrame::Rpc(answer.with_id(id)))),
         };
         let handle = self.handle.clone();
         let answers = answers.clone();
         tokio::spawn(async move {
-            let answer = match handle.perform(op).await {
+            let answer = match handle.perform(request).await {
                 // The body keeps its field order: spliced in, not re-parsed.
                 Ok(reply) => Utf8Bytes::from(format!(
                     r#"{{"type":"rpc","id":{},"success":true,"result":{},"done":true}}"#,
@@ -340,9 +350,9 @@ fn failure(e: ApiError) -> Failure {
     }))
 }
 
-/// The operation an rpc frame asks for.
-fn rpc_op(value: &Value, user: Option<&str>) -> Result<ops::Op, Failure> {
-    let Some(method) = value.get("method").and_then(Value::as_str) else {
+/// The operation an rpc frame asks for, for `caller`.
+fn rpc_request(value: &Value, caller: Caller) -> Result<ops::Request, Failure> {
+    let Some(name) = value.get("method").and_then(Value::as_str) else {
         return Err(failure(ApiError::field("method", "must be a string")));
     };
     let empty = Map::new();
@@ -360,20 +370,19 @@ fn rpc_op(value: &Value, user: Option<&str>) -> Result<ops::Op, Failure> {
         },
         Some(_) => return Err(failure(ApiError::field("args", "must be an array"))),
     };
-    match ops::parse(method, obj, Default::default(), user) {
-        Some(Ok(op)) => Ok(op),
-        Some(Err(e)) => Err(failure(e)),
-        None => {
-            let mut f = failure(ApiError::field(
-                "method",
-                format!("unknown method {method:?}"),
-            ));
-            f.0.error = Some(format!("unknown method {method:?}"));
-            f.0.details = None;
-            f.0.status = None;
-            Err(f)
-        }
-    }
+    let Ok(method) = name.parse::<Method>() else {
+        // Just the error: no status, no details.
+        return Err(Failure(Box::new(RpcAnswer {
+            id: Value::Null,
+            success: false,
+            result: None,
+            error: Some(format!("unknown method {name:?}")),
+            status: None,
+            details: None,
+            done: true,
+        })));
+    };
+    ops::parse(method, obj, Default::default(), caller).map_err(failure)
 }
 
 #[cfg(test)]
@@ -381,22 +390,42 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn caller(name: Option<&str>) -> Caller {
+        Caller {
+            name: name.map(str::to_string),
+            access: Access::Full,
+        }
+    }
+
     #[test]
     fn rpc_frames_name_their_problems() {
-        let ok = rpc_op(&json!({"method":"exec","args":[{"cmd":"ls"}]}), Some("ada"));
-        assert!(matches!(ok, Ok(ops::Op::Exec { user: Some(u), .. }) if u == "ada"));
+        let ok = rpc_request(
+            &json!({"method":"exec","args":[{"cmd":"ls"}]}),
+            caller(Some("ada")),
+        )
+        .ok()
+        .unwrap();
+        assert!(matches!(ok.op, ops::Op::Exec(_)));
+        assert_eq!(ok.caller.name.as_deref(), Some("ada"));
         assert!(matches!(
-            rpc_op(&json!({"method":"cleanup"}), None),
-            Ok(ops::Op::Cleanup { .. })
+            rpc_request(&json!({"method":"cleanup"}), caller(None)),
+            Ok(ops::Request {
+                op: ops::Op::Cleanup(_),
+                ..
+            })
         ));
-        let bad = rpc_op(&json!({"method":"exec","args":[{}]}), None)
+        let bad = rpc_request(&json!({"method":"exec","args":[{}]}), caller(None))
             .err()
             .unwrap()
             .0;
         assert_eq!(bad.status, Some(400));
         assert!(bad.details.unwrap().get("cmd").is_some());
-        let unknown = rpc_op(&json!({"method":"dance"}), None).err().unwrap().0;
+        let unknown = rpc_request(&json!({"method":"dance"}), caller(None))
+            .err()
+            .unwrap()
+            .0;
         assert_eq!(unknown.error.as_deref(), Some("unknown method \"dance\""));
+        assert_eq!((unknown.status, unknown.details), (None, None));
     }
 
     #[test]

@@ -10,7 +10,7 @@ mod state;
 mod turn;
 
 use super::errors::ApiError;
-use super::ops::{Op, OpResult, Reply};
+use super::ops::{Answer, OpResult, Reply, Request};
 use super::registry::Shared;
 use super::store::RoomRow;
 use crate::ai::{AgentReply, TurnError};
@@ -77,10 +77,7 @@ pub(crate) struct Joined {
 /// Requests to a room's actor.
 pub(crate) enum Command {
     /// An HTTP or rpc operation.
-    Op {
-        op: Op,
-        reply: oneshot::Sender<OpResult>,
-    },
+    Op { request: Request, reply: Answer },
     /// A connection joins: it is added to presence and subscribed.
     Join {
         conn: u64,
@@ -116,9 +113,14 @@ pub(crate) struct RoomHandle {
 
 impl RoomHandle {
     /// Performs an operation and waits for its answer.
-    pub(crate) async fn perform(&self, op: Op) -> OpResult {
+    pub(crate) async fn perform(&self, request: Request) -> OpResult {
         let (reply, answer) = oneshot::channel();
-        if self.inbox.send(Command::Op { op, reply }).await.is_err() {
+        if self
+            .inbox
+            .send(Command::Op { request, reply })
+            .await
+            .is_err()
+        {
             return Err(ApiError::room_gone());
         }
         answer.await.unwrap_or_else(|_| Err(ApiError::room_gone()))
@@ -238,7 +240,7 @@ impl RoomActor {
     /// Dispatches one command.
     async fn handle(&mut self, command: Command) {
         match command {
-            Command::Op { op, reply } => self.op(op, reply).await,
+            Command::Op { request, reply } => request.op.apply(self, request.caller, reply).await,
             Command::Join { conn, user, reply } => self.join(conn, user, reply),
             Command::Leave { conn } => self.leave(conn),
             Command::AgentRun {
@@ -251,39 +253,9 @@ impl RoomActor {
         }
     }
 
-    /// Starts (or performs) one operation; its answer goes to `reply`.
-    async fn op(&mut self, op: Op, reply: oneshot::Sender<OpResult>) {
-        match op {
-            Op::Message { text, user } => self.message(text, user, reply).await,
-            Op::Exec {
-                cmd,
-                timeout_ms,
-                cwd,
-                env,
-                user,
-            } => {
-                let spec = self.spec(cmd.clone(), timeout_ms, cwd, env);
-                let by = user.unwrap_or_else(|| "anonymous".into());
-                self.launch(cmd, spec, by, exec::Then::Http(reply)).await;
-            }
-            Op::Interrupt { exec_id } => {
-                let sandbox = self.sandbox.clone();
-                tokio::spawn(async move {
-                    let interrupted = sandbox.interrupt(exec_id, false).await;
-                    let _ = reply.send(Ok(Reply::ok(
-                        serde_json::json!({ "interrupted": interrupted }),
-                    )));
-                });
-            }
-            Op::Cancel { turn_id } => {
-                let cancelled = self.cancel(turn_id.as_deref());
-                let _ = reply.send(Ok(Reply::ok(serde_json::json!({ "cancelled": cancelled }))));
-            }
-            Op::Cleanup { user } => {
-                self.cleanup(user.unwrap_or_else(|| "anonymous".into()), reply)
-                    .await
-            }
-        }
+    /// The room's sandbox, for work awaited outside the actor.
+    pub(crate) fn sandbox(&self) -> RoomSandbox {
+        self.sandbox.clone()
     }
 
     /// Sends a frame to every connection.
@@ -326,12 +298,7 @@ impl RoomActor {
     }
 
     /// Stores a user message and queues its turn.
-    async fn message(
-        &mut self,
-        text: String,
-        user: Option<String>,
-        reply: oneshot::Sender<OpResult>,
-    ) {
+    pub(crate) async fn message(&mut self, text: String, user: Option<String>, reply: Answer) {
         match self
             .store_message(Role::User, user.clone(), text, None)
             .await
@@ -351,7 +318,7 @@ impl RoomActor {
     }
 
     /// Ends the current turn (if `turn_id` names it, or none is named).
-    fn cancel(&mut self, turn_id: Option<&str>) -> bool {
+    pub(crate) fn cancel(&mut self, turn_id: Option<&str>) -> bool {
         let Some(current) = &self.current else {
             return false;
         };
@@ -369,7 +336,7 @@ impl RoomActor {
     }
 
     /// Cancels the turn, clears history and commands, destroys the sandbox.
-    async fn cleanup(&mut self, by: String, reply: oneshot::Sender<OpResult>) {
+    pub(crate) async fn cleanup(&mut self, by: String, reply: Answer) {
         self.cancel(None);
         if let Some(current) = &mut self.current {
             current.discarded = true;
