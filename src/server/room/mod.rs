@@ -18,7 +18,7 @@ use crate::protocol::{
     CleanupResponse, DuetMessage, ExecRecord, PresenceUser, Role, STATE_MESSAGES, ServerFrame,
     now_ms,
 };
-use crate::sandbox::{RoomSandbox, SandboxPlace};
+use crate::sandbox::{Sandbox, SandboxId};
 use axum::extract::ws::Utf8Bytes;
 use axum::http::StatusCode;
 use serde::Serialize;
@@ -108,7 +108,7 @@ pub(crate) struct RoomHandle {
     /// The room's broadcast, for frames that need no state (typing).
     pub(crate) frames: broadcast::Sender<Outgoing>,
     /// The room's sandbox, for file transfers (which need no room state).
-    pub(crate) sandbox: RoomSandbox,
+    pub(crate) sandbox: Arc<dyn Sandbox>,
 }
 
 impl RoomHandle {
@@ -170,7 +170,7 @@ pub(crate) struct RoomActor {
     shared: Arc<Shared>,
     inbox: mpsc::Sender<Command>,
     frames: broadcast::Sender<Outgoing>,
-    sandbox: RoomSandbox,
+    sandbox: Arc<dyn Sandbox>,
     messages: VecDeque<DuetMessage>,
     execs: VecDeque<ExecRecord>,
     next_message: u64,
@@ -187,12 +187,11 @@ pub(crate) struct RoomActor {
 pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle {
     let (inbox, rx) = mpsc::channel(INBOX_CAPACITY);
     let (frames, _) = broadcast::channel(BROADCAST_CAPACITY);
-    let place = SandboxPlace {
+    let sandbox = shared.sandboxes.open(&SandboxId {
         room: id.clone(),
-        workspace: crate::sandbox::workspace_dir(&shared.data_dir, &row.opaque),
-        uid: crate::sandbox::room_uid(&shared.data_dir, row.slot),
-    };
-    let sandbox = RoomSandbox::new(place, shared.limits.clone());
+        opaque: row.opaque.clone(),
+        slot: row.slot,
+    });
     let actor = RoomActor {
         sandbox: sandbox.clone(),
         id,
@@ -254,7 +253,7 @@ impl RoomActor {
     }
 
     /// The room's sandbox, for work awaited outside the actor.
-    pub(crate) fn sandbox(&self) -> RoomSandbox {
+    pub(crate) fn sandbox(&self) -> Arc<dyn Sandbox> {
         self.sandbox.clone()
     }
 
