@@ -167,13 +167,21 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
-    /// The sandbox limits these flags ask for.
-    pub fn limits(&self) -> crate::sandbox::Limits {
+    /// The per-command policy these flags ask for.
+    pub fn policy(&self) -> crate::sandbox::Policy {
         use std::time::Duration;
-        crate::sandbox::Limits {
+        crate::sandbox::Policy {
             default_timeout: Duration::from_millis(self.exec_timeout_ms),
             max_timeout: Duration::from_millis(self.max_exec_timeout_ms.max(self.exec_timeout_ms)),
             output_cap: self.output_cap,
+        }
+    }
+
+    /// The limits of the local sandboxes these flags ask for.
+    #[cfg(target_os = "linux")]
+    pub fn limits(&self) -> crate::sandbox::local::Limits {
+        use std::time::Duration;
+        crate::sandbox::local::Limits {
             idle_stop: Duration::from_secs(self.sandbox_idle_secs),
             memory_bytes: self.memory_mb << 20,
             processes: self.processes,

@@ -26,7 +26,7 @@ fn mounts_under(dir: &Path) -> Vec<String> {
 /// runs as its own uid in a range picked from the data directory. Without
 /// root the rooms share the server's uid and cannot be told apart.
 fn sandbox_processes(dir: &Path) -> Option<Vec<u32>> {
-    let base = duet::sandbox::room_uid(dir, 0)?;
+    let base = duet::sandbox::local::room_uid(dir, 0)?;
     let range = base..base + 65_536;
     Some(
         std::fs::read_dir("/proc")

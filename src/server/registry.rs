@@ -5,9 +5,8 @@ use super::errors::ApiError;
 use super::room::{self, RoomHandle};
 use super::store::Store;
 use crate::ai::Agent;
-use crate::sandbox::Limits;
+use crate::sandbox::{Policy, SandboxFactory};
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
@@ -15,8 +14,10 @@ use tokio_util::sync::CancellationToken;
 pub(crate) struct Shared {
     pub(crate) store: Store,
     pub(crate) agent: Agent,
-    pub(crate) limits: Arc<Limits>,
-    pub(crate) data_dir: PathBuf,
+    /// Where rooms get their sandboxes.
+    pub(crate) sandboxes: Arc<dyn SandboxFactory>,
+    /// Timeouts and output cap of every command.
+    pub(crate) policy: Policy,
     /// Cancelled when the server stops: actors and sockets end.
     pub(crate) shutdown: CancellationToken,
 }

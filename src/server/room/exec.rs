@@ -3,20 +3,20 @@
 //! their end reported back to the actor, which records and answers them.
 
 use super::super::errors::ApiError;
-use super::{Command, OpResult, Reply, RoomActor, send_frame};
+use super::{Answer, Command, Reply, RoomActor, send_frame};
 use crate::protocol::{
     ExecFrame, ExecRecord, ExecResponse, ExecResult, ExecSource, Run, STATE_EXECS,
     STORED_OUTPUT_CAP, ServerFrame, cap_text, iso_timestamp, now_ms, sandbox_name,
 };
 use crate::sandbox::{Chunk, ExecOutcome, ExecSpec, SandboxError};
-use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use crate::server::ops::Exec;
+use std::time::Instant;
 use tokio::sync::oneshot;
 
 /// Who waits for a command's end.
 pub(super) enum Then {
     /// An HTTP or rpc `exec`: answered with `{result, sandboxName}`.
-    Http(oneshot::Sender<OpResult>),
+    Http(Answer),
     /// The agent's turn: answered with a `Run`.
     Agent(oneshot::Sender<Run>),
 }
@@ -35,25 +35,11 @@ pub(crate) struct ExecDone {
 }
 
 impl RoomActor {
-    /// The spec of a command with the server's timeouts applied.
-    pub(super) fn spec(
-        &self,
-        cmd: String,
-        timeout_ms: Option<u64>,
-        cwd: Option<String>,
-        env: BTreeMap<String, String>,
-    ) -> ExecSpec {
-        let limits = &self.shared.limits;
-        let timeout = timeout_ms
-            .map(Duration::from_millis)
-            .unwrap_or(limits.default_timeout)
-            .min(limits.max_timeout);
-        ExecSpec {
-            cmd,
-            cwd,
-            env,
-            timeout,
-        }
+    /// Runs a person's command; `answer` gets `{result, sandboxName}`.
+    pub(crate) async fn exec(&mut self, exec: Exec, by: String, answer: Answer) {
+        let policy = &self.shared.policy;
+        let spec = policy.spec(exec.cmd.clone(), exec.timeout_ms, exec.cwd, exec.env);
+        self.launch(exec.cmd, spec, by, Then::Http(answer)).await;
     }
 
     /// Queues a command in the sandbox, announces it and streams its output;
