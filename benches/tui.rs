@@ -33,6 +33,7 @@ fn session() -> Session {
 fn history(n: usize) -> Vec<DuetMessage> {
     (0..n)
         .map(|i| DuetMessage {
+            client_id: None,
             id: (i + 1).to_string(),
             role: if i % 3 == 2 { Role::Agent } else { Role::User },
             user_id: Some(format!("person{}", i % 5)),

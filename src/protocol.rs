@@ -24,9 +24,10 @@ pub const PAGE_MAX: usize = 100;
 pub const AGENT_NAME: &str = "duet-agent";
 
 /// Who wrote a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
+    #[default]
     User,
     Agent,
     System,
@@ -52,7 +53,7 @@ impl Role {
 }
 
 /// A chat message of a room.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DuetMessage {
     pub id: String,
@@ -63,6 +64,10 @@ pub struct DuetMessage {
     pub ts: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runs: Option<Vec<Run>>,
+    /// The sender's own id for this message (`clientId`): a repeat of it
+    /// stores nothing new.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
 }
 
 /// One command an agent reply ran.

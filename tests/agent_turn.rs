@@ -22,6 +22,7 @@ fn config(model: &FakeModel) -> AiConfig {
 
 fn question(text: &str) -> Vec<DuetMessage> {
     vec![DuetMessage {
+        client_id: None,
         id: "1".into(),
         role: Role::User,
         user_id: Some("ada".into()),
@@ -381,6 +382,7 @@ async fn the_model_sees_the_last_ten_messages() {
     let host: Arc<dyn TurnHost> = BashHost::new();
     let history: Vec<DuetMessage> = (0..15)
         .map(|i| DuetMessage {
+            client_id: None,
             id: i.to_string(),
             role: if i % 2 == 0 { Role::User } else { Role::Agent },
             user_id: (i % 2 == 0).then(|| "bob".to_string()),

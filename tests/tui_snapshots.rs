@@ -45,6 +45,7 @@ fn busy_room() -> App {
             user_msg(3, "李小龍", "你好 👋 nice — wide characters line up"),
             user_msg(4, "ada", "a long line that has to wrap because it is longer than the narrowest pane can show in one go"),
             DuetMessage {
+                client_id: None,
                 id: "5".into(),
                 role: Role::System,
                 user_id: Some("ada".into()),

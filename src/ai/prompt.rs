@@ -115,6 +115,7 @@ mod tests {
 
     fn message(role: Role, user: Option<&str>, text: &str, runs: Option<Vec<Run>>) -> DuetMessage {
         DuetMessage {
+            client_id: None,
             id: "m".into(),
             role,
             user_id: user.map(str::to_string),

@@ -53,6 +53,10 @@ CREATE TABLE IF NOT EXISTS messages (
     text TEXT NOT NULL, ts INTEGER NOT NULL, runs TEXT,
     PRIMARY KEY (room, id)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS client_replies (
+    room TEXT NOT NULL, client_id TEXT NOT NULL, reply TEXT, error TEXT,
+    PRIMARY KEY (room, client_id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS execs (
     room TEXT NOT NULL, exec_id TEXT NOT NULL, cmd TEXT NOT NULL, by_name TEXT NOT NULL,
     source TEXT NOT NULL, stdout TEXT NOT NULL, stderr TEXT NOT NULL, exit_code INTEGER,
@@ -62,7 +66,39 @@ CREATE TABLE IF NOT EXISTS execs (
 ";
 
 /// Columns of a message, in `message_from_row` order.
-const MESSAGE_COLUMNS: &str = "id, role, user_id, text, ts, runs";
+const MESSAGE_COLUMNS: &str = "id, role, user_id, text, ts, runs, client_id";
+
+/// Columns added after version 1, for databases made before them.
+const MIGRATIONS: [&str; 2] = [
+    "ALTER TABLE messages ADD COLUMN client_id TEXT",
+    "CREATE UNIQUE INDEX IF NOT EXISTS messages_client_id ON messages (room, client_id) \
+     WHERE client_id IS NOT NULL",
+];
+
+/// Brings an older database to the current schema.
+fn migrate(conn: &Connection) -> rusqlite::Result<()> {
+    let has_client_id = conn
+        .prepare("SELECT client_id FROM messages LIMIT 0")
+        .is_ok();
+    if !has_client_id {
+        conn.execute_batch(MIGRATIONS[0])?;
+    }
+    conn.execute_batch(MIGRATIONS[1])
+}
+
+/// What became of a message sent with a `clientId`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ClientMessage {
+    /// Never seen in this room.
+    Unknown,
+    /// Stored; its turn has not answered (still running, or cut off).
+    Unanswered,
+    /// Answered with this reply, or this error.
+    Answered {
+        reply: Option<String>,
+        error: Option<String>,
+    },
+}
 
 impl Store {
     /// Opens (creating when needed) the database at `path` and starts its thread.
@@ -74,6 +110,7 @@ impl Store {
             .spawn(move || {
                 let opened = Connection::open(&path).and_then(|conn| {
                     conn.execute_batch(SCHEMA)?;
+                    migrate(&conn)?;
                     Ok(conn)
                 });
                 let mut conn = match opened {
@@ -168,8 +205,8 @@ impl Store {
             };
             let tx = conn.transaction()?;
             tx.execute(
-                "INSERT INTO messages (room, id, role, user_id, text, ts, runs) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT INTO messages (room, id, role, user_id, text, ts, runs, client_id) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                 params![
                     room,
                     message.id,
@@ -177,7 +214,8 @@ impl Store {
                     message.user_id,
                     message.text,
                     message.ts,
-                    runs
+                    runs,
+                    message.client_id
                 ],
             )?;
             tx.execute(
@@ -245,6 +283,7 @@ impl Store {
         self.call(move |conn| {
             let tx = conn.transaction()?;
             tx.execute("DELETE FROM messages WHERE room = ?1", params![room])?;
+            tx.execute("DELETE FROM client_replies WHERE room = ?1", params![room])?;
             tx.execute("DELETE FROM execs WHERE room = ?1", params![room])?;
             tx.commit()
         })
@@ -265,6 +304,58 @@ impl Store {
             messages.truncate(limit);
             messages.reverse();
             Ok((messages, more))
+        })
+        .await
+    }
+
+    /// What became of the message `client_id` of `room`.
+    pub(crate) async fn client_message(
+        &self,
+        room: String,
+        client_id: String,
+    ) -> Result<ClientMessage, StoreError> {
+        use rusqlite::OptionalExtension;
+        self.call(move |conn| {
+            let stored = conn
+                .query_row(
+                    "SELECT 1 FROM messages WHERE room = ?1 AND client_id = ?2",
+                    params![room, client_id],
+                    |_| Ok(()),
+                )
+                .optional()?;
+            if stored.is_none() {
+                return Ok(ClientMessage::Unknown);
+            }
+            let answer = conn
+                .query_row(
+                    "SELECT reply, error FROM client_replies WHERE room = ?1 AND client_id = ?2",
+                    params![room, client_id],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()?;
+            Ok(match answer {
+                Some((reply, error)) => ClientMessage::Answered { reply, error },
+                None => ClientMessage::Unanswered,
+            })
+        })
+        .await
+    }
+
+    /// Keeps how the message `client_id` was answered, for its repeats.
+    pub(crate) async fn set_client_reply(
+        &self,
+        room: String,
+        client_id: String,
+        reply: Option<String>,
+        error: Option<String>,
+    ) -> Result<(), StoreError> {
+        self.call(move |conn| {
+            conn.execute(
+                "INSERT OR REPLACE INTO client_replies (room, client_id, reply, error) \
+                 VALUES (?1, ?2, ?3, ?4)",
+                params![room, client_id, reply, error],
+            )
+            .map(drop)
         })
         .await
     }
@@ -330,6 +421,7 @@ fn message_from_row(r: &Row<'_>) -> rusqlite::Result<DuetMessage> {
             Some(json) => Some(serde_json::from_str(&json).map_err(|e| conversion(5, e))?),
             None => None,
         },
+        client_id: r.get(6)?,
     })
 }
 
@@ -361,6 +453,7 @@ mod tests {
 
     fn message(n: u64, runs: Option<Vec<Run>>) -> DuetMessage {
         DuetMessage {
+            client_id: None,
             id: format!("{n:012}"),
             role: if runs.is_some() {
                 Role::Agent

@@ -395,6 +395,7 @@ mod tests {
 
     fn msg(id: &str, text: &str) -> DuetMessage {
         DuetMessage {
+            client_id: None,
             id: id.into(),
             role: Role::User,
             user_id: Some("ada".into()),

@@ -62,6 +62,7 @@ pub fn frame(frame: ServerFrame) -> Msg {
 
 pub fn user_msg(id: u32, who: &str, text: &str) -> DuetMessage {
     DuetMessage {
+        client_id: None,
         id: id.to_string(),
         role: Role::User,
         user_id: Some(who.into()),
@@ -73,6 +74,7 @@ pub fn user_msg(id: u32, who: &str, text: &str) -> DuetMessage {
 
 pub fn agent_msg(id: u32, text: &str, runs: Option<Vec<Run>>) -> DuetMessage {
     DuetMessage {
+        client_id: None,
         id: id.to_string(),
         role: Role::Agent,
         user_id: None,

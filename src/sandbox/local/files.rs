@@ -158,7 +158,6 @@ fn write_new(
     file.sync_data().map_err(io_error)
 }
 
-
 fn chown(fd: &OwnedFd, owner: Option<u32>) -> Result<(), FileError> {
     if let Some(uid) = owner {
         let id = Some(nix::unistd::Uid::from_raw(uid));

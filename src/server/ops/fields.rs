@@ -45,16 +45,28 @@ impl<'a> Fields<'a> {
             return None;
         }
         let s = self.string(name)?;
-        if s.trim().is_empty() {
+        let s = s.trim();
+        if s.is_empty() {
             self.problem(name, "must not be empty");
+            return None;
+        }
+        Some(s.to_string())
+    }
+
+    /// An optional id a client made up (`clientId`): 1–64 printable characters.
+    pub(crate) fn client_id(&mut self, name: &str) -> Option<String> {
+        let s = self.string(name)?;
+        let n = s.chars().count();
+        if n == 0 || n > 64 || s.chars().any(char::is_control) {
+            self.problem(name, "must be 1 to 64 printable characters");
             return None;
         }
         Some(s)
     }
 
-    /// An optional person's name (`userId`).
+    /// An optional person's name (`userId`), trimmed.
     pub(crate) fn name(&mut self, name: &str) -> Option<String> {
-        let s = self.string(name)?;
+        let s = self.string(name)?.trim().to_string();
         match name_problem(&s) {
             Some(p) => {
                 self.problem(name, p);

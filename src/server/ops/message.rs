@@ -1,6 +1,7 @@
-//! `message` (`POST /api/rooms/{room}/message` `{text, userId?}`): stores
-//! the user message and queues the agent's turn; answers
-//! `MessageResponse` when the turn ends.
+//! `message` (`POST /api/rooms/{room}/message` `{text, userId?,
+//! clientId?}`): stores the user message and queues the agent's turn;
+//! answers `MessageResponse` when the turn ends. A repeated `clientId`
+//! stores nothing and answers as the first did.
 
 use super::{Answer, Caller, Fields, Operation};
 use crate::protocol::MAX_TEXT_CHARS;
@@ -10,6 +11,7 @@ use crate::server::room::RoomActor;
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Message {
     pub(crate) text: String,
+    pub(crate) client_id: Option<String>,
 }
 
 impl Operation for Message {
@@ -20,10 +22,15 @@ impl Operation for Message {
         {
             f.problem("text", "must be at most 8000 characters");
         }
-        Some(Message { text: text? })
+        let client_id = f.client_id("clientId");
+        Some(Message {
+            text: text?,
+            client_id,
+        })
     }
 
     async fn apply(self, room: &mut RoomActor, caller: Caller, answer: Answer) {
-        room.message(self.text, caller.name, answer).await;
+        room.message(self.text, caller.name, self.client_id, answer)
+            .await;
     }
 }

@@ -12,11 +12,11 @@ mod turn;
 use super::errors::ApiError;
 use super::ops::{Answer, OpResult, Reply, Request};
 use super::registry::Shared;
-use super::store::RoomRow;
+use super::store::{ClientMessage, RoomRow};
 use crate::ai::{AgentReply, TurnError};
 use crate::protocol::{
-    CleanupResponse, DuetMessage, ExecRecord, PresenceUser, Role, STATE_MESSAGES, ServerFrame,
-    now_ms,
+    CleanupResponse, DuetMessage, ExecRecord, MessageResponse, PresenceUser, Role, STATE_MESSAGES,
+    ServerFrame, now_ms,
 };
 use crate::sandbox::{Sandbox, SandboxId};
 use axum::extract::ws::Utf8Bytes;
@@ -171,6 +171,10 @@ pub(crate) fn send_frame(
 
 /// Text of the answer to turns dropped by a cleanup.
 const CLEANED: &str = "the room was cleaned up";
+/// What a question cut off by a crash or restart is told (the note stored
+/// in the room, and the answer to a repeat of its `clientId`).
+const CUT_OFF: &str = "The server restarted before the agent answered; nothing was lost, \
+                       but that question has no reply: ask again.";
 
 /// The room's actor and the state it owns.
 pub(crate) struct RoomActor {
@@ -256,9 +260,7 @@ impl RoomActor {
             return;
         }
         let who = last.user_id.clone();
-        let text = "The server restarted before the agent answered; nothing was lost, \
-                    but that question has no reply: ask again."
-            .to_string();
+        let text = CUT_OFF.to_string();
         if let Err(e) = self.store_message(Role::System, who, text, None).await {
             tracing::warn!(room = %self.id, "noting an unfinished turn failed: {}", e.body.error);
         }
@@ -301,14 +303,24 @@ impl RoomActor {
         text: String,
         runs: Option<Vec<crate::protocol::Run>>,
     ) -> Result<DuetMessage, ApiError> {
-        let n = self.next_message;
-        let message = DuetMessage {
-            id: format!("{n:012}"),
+        self.store(DuetMessage {
             role,
             user_id,
             text,
-            ts: now_ms(),
             runs,
+            ..Default::default()
+        })
+        .await
+    }
+
+    /// Stores `draft` as the room's next message (its id and time set
+    /// here), keeps it in the state and publishes it.
+    async fn store(&mut self, draft: DuetMessage) -> Result<DuetMessage, ApiError> {
+        let n = self.next_message;
+        let message = DuetMessage {
+            id: format!("{n:012}"),
+            ts: now_ms(),
+            ..draft
         };
         self.shared
             .store
@@ -327,23 +339,102 @@ impl RoomActor {
         Ok(message)
     }
 
-    /// Stores a user message and queues its turn.
-    pub(crate) async fn message(&mut self, text: String, user: Option<String>, reply: Answer) {
-        match self
-            .store_message(Role::User, user.clone(), text, None)
-            .await
-        {
+    /// Stores a user message and queues its turn. A `client_id` already
+    /// used in the room stores nothing: the request waits for, or gets,
+    /// the answer of the first.
+    pub(crate) async fn message(
+        &mut self,
+        text: String,
+        user: Option<String>,
+        client_id: Option<String>,
+        reply: Answer,
+    ) {
+        let Some(client_id) = client_id else {
+            return self.ask(text, user, None, reply).await;
+        };
+        let pending = self
+            .current
+            .as_mut()
+            .map(|c| &mut c.pending)
+            .into_iter()
+            .chain(self.turns.iter_mut())
+            .find(|t| t.client_id.as_deref() == Some(client_id.as_str()));
+        if let Some(turn) = pending {
+            turn.replies.push(reply);
+            return;
+        }
+        let known = self
+            .shared
+            .store
+            .client_message(self.id.clone(), client_id.clone())
+            .await;
+        let messages = || self.messages.iter().cloned().collect::<Vec<_>>();
+        let answer = match known {
+            Ok(ClientMessage::Unknown) => {
+                return self.ask(text, user, Some(client_id), reply).await;
+            }
+            Ok(ClientMessage::Answered { reply, error }) => Ok(Reply::ok(MessageResponse {
+                reply,
+                error,
+                messages: messages(),
+            })),
+            Ok(ClientMessage::Unanswered) => Ok(turn::no_reply(CUT_OFF, messages())),
+            Err(e) => Err(ApiError::internal(format!(
+                "the message could not be looked up: {e}"
+            ))),
+        };
+        let _ = reply.send(answer);
+    }
+
+    /// Stores a new question and queues its turn.
+    async fn ask(
+        &mut self,
+        text: String,
+        user: Option<String>,
+        client_id: Option<String>,
+        reply: Answer,
+    ) {
+        let draft = DuetMessage {
+            role: Role::User,
+            user_id: user.clone(),
+            text,
+            client_id: client_id.clone(),
+            ..Default::default()
+        };
+        match self.store(draft).await {
             Ok(message) => {
                 self.turns.push_back(PendingTurn {
                     user,
                     upto: message.id,
-                    reply,
+                    client_id,
+                    replies: vec![reply],
                 });
                 self.next_turn();
             }
             Err(e) => {
                 let _ = reply.send(Err(e));
             }
+        }
+    }
+
+    /// Keeps how the message `client_id` was answered, for its repeats
+    /// (also after a restart).
+    async fn keep_client_reply(&self, client_id: &str, reply: &Reply) {
+        let Ok(body) = serde_json::from_str::<MessageResponse>(&reply.body) else {
+            return;
+        };
+        let kept = self
+            .shared
+            .store
+            .set_client_reply(
+                self.id.clone(),
+                client_id.to_string(),
+                body.reply,
+                body.error,
+            )
+            .await;
+        if let Err(e) = kept {
+            tracing::warn!(room = %self.id, "keeping the answer of {client_id:?} failed: {e}");
         }
     }
 
@@ -372,7 +463,7 @@ impl RoomActor {
             current.discarded = true;
         }
         for turn in self.turns.drain(..) {
-            let _ = turn.reply.send(Ok(turn::no_reply(CLEANED, Vec::new())));
+            turn.answer(Ok(turn::no_reply(CLEANED, Vec::new())));
         }
         self.broadcast(&ServerFrame::Cleanup { by });
         self.messages.clear();

@@ -114,6 +114,7 @@ mod tests {
 
     fn message() -> DuetMessage {
         DuetMessage {
+            client_id: None,
             id: "000000000001".into(),
             role: Role::User,
             user_id: Some("ada".into()),

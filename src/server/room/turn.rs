@@ -4,7 +4,7 @@
 //! system) message before the message's answer.
 
 use super::exec::Then;
-use super::{Answer, CLEANED, Command, Outgoing, Reply, RoomActor, send_frame};
+use super::{Answer, CLEANED, Command, OpResult, Outgoing, Reply, RoomActor, send_frame};
 use crate::ai::{AgentReply, BoxFuture, TurnError, TurnHost};
 use crate::protocol::{DuetMessage, MessageResponse, Role, Run, ServerFrame};
 use std::collections::BTreeMap;
@@ -18,14 +18,26 @@ pub(super) struct PendingTurn {
     pub(super) user: Option<String>,
     /// The id of that message: the turn sees the history up to it.
     pub(super) upto: String,
-    pub(super) reply: Answer,
+    /// The message's `clientId`: repeats of it wait for this turn's answer.
+    pub(super) client_id: Option<String>,
+    /// Who waits for the answer: the request, and any repeats of it.
+    pub(super) replies: Vec<Answer>,
+}
+
+impl PendingTurn {
+    /// Sends `answer` to everyone waiting for this turn.
+    pub(super) fn answer(self, answer: OpResult) {
+        for reply in self.replies {
+            let _ = reply.send(answer.clone());
+        }
+    }
 }
 
 /// The turn running now.
 pub(super) struct CurrentTurn {
     pub(super) id: String,
     pub(super) cancel: CancellationToken,
-    pending: PendingTurn,
+    pub(super) pending: PendingTurn,
     /// The command the turn is running, if any.
     pub(super) running: Option<String>,
     /// Set by cleanup: the turn's end is answered but not stored.
@@ -183,9 +195,9 @@ impl RoomActor {
         let Some(current) = self.current.take() else {
             return;
         };
-        let reply = current.pending.reply;
+        let pending = current.pending;
         if current.discarded {
-            let _ = reply.send(Ok(no_reply(
+            pending.answer(Ok(no_reply(
                 CLEANED,
                 self.messages.iter().cloned().collect(),
             )));
@@ -207,12 +219,15 @@ impl RoomActor {
                 Err(e) => {
                     let text = e.to_string();
                     let stored = self
-                        .store_message(Role::System, current.pending.user, text.clone(), None)
+                        .store_message(Role::System, pending.user.clone(), text.clone(), None)
                         .await;
                     stored.map(|_| no_reply(&text, self.messages.iter().cloned().collect()))
                 }
             };
-            let _ = reply.send(answer);
+            if let (Some(client_id), Ok(reply)) = (&pending.client_id, &answer) {
+                self.keep_client_reply(client_id, reply).await;
+            }
+            pending.answer(answer);
         }
         self.next_turn();
     }
