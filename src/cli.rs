@@ -164,6 +164,38 @@ pub struct ServeArgs {
     /// Seconds one answer of the model may take
     #[arg(long, default_value_t = 120, env = "DUET_AI_TIMEOUT_SECS")]
     pub ai_timeout_secs: u64,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// What one socket and one room may ask for (0: no limit); over a rate
+/// the answer is 429 with Retry-After, over a cap 503.
+#[derive(Debug, Clone, Args)]
+pub struct LimitArgs {
+    /// Frames one socket may send per second
+    #[arg(long, default_value_t = 100, env = "DUET_SOCKET_FRAMES_PER_SEC")]
+    pub socket_frames_per_sec: u64,
+    /// Bytes one socket may send per second
+    #[arg(long, default_value_t = 1 << 20, env = "DUET_SOCKET_BYTES_PER_SEC")]
+    pub socket_bytes_per_sec: u64,
+    /// Messages one socket may send per minute
+    #[arg(long, default_value_t = 30, env = "DUET_SOCKET_MESSAGES_PER_MIN")]
+    pub socket_messages_per_min: u64,
+    /// Commands one socket may run per minute
+    #[arg(long, default_value_t = 120, env = "DUET_SOCKET_COMMANDS_PER_MIN")]
+    pub socket_commands_per_min: u64,
+    /// Messages a room may store per minute (HTTP and sockets)
+    #[arg(long, default_value_t = 120, env = "DUET_ROOM_MESSAGES_PER_MIN")]
+    pub room_messages_per_min: u64,
+    /// Commands people may run in a room per minute (not the agent's)
+    #[arg(long, default_value_t = 600, env = "DUET_ROOM_COMMANDS_PER_MIN")]
+    pub room_commands_per_min: u64,
+    /// Sockets one room may have
+    #[arg(long, default_value_t = 256, env = "DUET_MAX_ROOM_SOCKETS")]
+    pub max_room_sockets: usize,
+    /// Sockets the server may have
+    #[arg(long, default_value_t = 4096, env = "DUET_MAX_SOCKETS")]
+    pub max_sockets: usize,
 }
 
 impl ServeArgs {

@@ -199,7 +199,16 @@ pub enum ServerFrame {
     #[serde(rename = "rpc")]
     Rpc(RpcAnswer),
     #[serde(rename = "duet_error")]
-    Error { error: String },
+    Error {
+        error: String,
+        /// Over a limit: when to try again.
+        #[serde(
+            default,
+            rename = "retryAfterMs",
+            skip_serializing_if = "Option::is_none"
+        )]
+        retry_after_ms: Option<u64>,
+    },
 }
 
 /// `duet_exec`, by phase.
@@ -246,6 +255,12 @@ pub struct RpcAnswer {
     pub status: Option<u16>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
+    #[serde(
+        default,
+        rename = "retryAfterMs",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub retry_after_ms: Option<u64>,
     pub done: bool,
 }
 
@@ -273,6 +288,13 @@ pub struct ErrorBody {
     pub error: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Details>,
+    /// Over a limit: when to try again.
+    #[serde(
+        default,
+        rename = "retryAfterMs",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub retry_after_ms: Option<u64>,
 }
 
 /// Body of `POST /message`.

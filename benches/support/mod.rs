@@ -27,6 +27,18 @@ pub fn report(name: &str, mut samples: Vec<Duration>) -> (Duration, Duration) {
     (median, p99)
 }
 
+/// The limit variables of `duet serve`; 0 turns each off.
+pub const NO_LIMITS: [&str; 8] = [
+    "DUET_SOCKET_FRAMES_PER_SEC",
+    "DUET_SOCKET_BYTES_PER_SEC",
+    "DUET_SOCKET_MESSAGES_PER_MIN",
+    "DUET_SOCKET_COMMANDS_PER_MIN",
+    "DUET_ROOM_MESSAGES_PER_MIN",
+    "DUET_ROOM_COMMANDS_PER_MIN",
+    "DUET_MAX_ROOM_SOCKETS",
+    "DUET_MAX_SOCKETS",
+];
+
 /// Starts the built `duet serve` on a free loopback port with `dir` and
 /// `args`; answers the process and its `host:port`.
 pub fn serve(dir: &std::path::Path, args: &[&str]) -> anyhow::Result<(Child, String)> {
@@ -35,6 +47,8 @@ pub fn serve(dir: &std::path::Path, args: &[&str]) -> anyhow::Result<(Child, Str
         .arg(dir)
         .args(args)
         .env("DUET_LOG", "error")
+        // The benches measure the server flat out: no rate limits, no caps.
+        .envs(NO_LIMITS.map(|k| (k, "0")))
         .stdout(Stdio::piped())
         .spawn()?;
     let stdout = server

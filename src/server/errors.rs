@@ -24,6 +24,7 @@ impl ApiError {
             body: ErrorBody {
                 error: "invalid request".into(),
                 details: Some(details),
+                retry_after_ms: None,
             },
         }
     }
@@ -42,6 +43,7 @@ impl ApiError {
             body: ErrorBody {
                 error: error.into(),
                 details: None,
+                retry_after_ms: None,
             },
         }
     }
@@ -65,6 +67,7 @@ impl ApiError {
             body: ErrorBody {
                 error: "forbidden".into(),
                 details: Some(details),
+                retry_after_ms: None,
             },
         }
     }
@@ -78,6 +81,35 @@ impl ApiError {
             body: ErrorBody {
                 error: "misdirected request".into(),
                 details: Some(details),
+                retry_after_ms: None,
+            },
+        }
+    }
+
+    /// 429: over a rate; `why` names the limit.
+    pub(crate) fn rate_limited(wait: std::time::Duration, why: String) -> Self {
+        let mut details = Details::new();
+        details.insert("limit".into(), vec![why]);
+        ApiError {
+            status: StatusCode::TOO_MANY_REQUESTS,
+            body: ErrorBody {
+                error: "rate limited".into(),
+                details: Some(details),
+                retry_after_ms: Some(wait.as_millis().max(1) as u64),
+            },
+        }
+    }
+
+    /// 503: the socket caps are reached; `why` says which.
+    pub(crate) fn too_many_sockets(wait: std::time::Duration, why: String) -> Self {
+        let mut details = Details::new();
+        details.insert("sockets".into(), vec![why]);
+        ApiError {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            body: ErrorBody {
+                error: "too many sockets".into(),
+                details: Some(details),
+                retry_after_ms: Some(wait.as_millis() as u64),
             },
         }
     }
@@ -100,7 +132,15 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, Json(self.body)).into_response()
+        match self.body.retry_after_ms {
+            // Retry-After is in whole seconds, rounded up.
+            Some(ms) => {
+                let secs = ms.div_ceil(1000).max(1).to_string();
+                let header = [(axum::http::header::RETRY_AFTER, secs)];
+                (self.status, header, Json(self.body)).into_response()
+            }
+            None => (self.status, Json(self.body)).into_response(),
+        }
     }
 }
 

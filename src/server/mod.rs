@@ -4,6 +4,7 @@ mod auth;
 mod errors;
 mod files;
 mod http;
+mod limits;
 mod ops;
 mod origin;
 mod registry;
@@ -137,6 +138,8 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let addr = listener.local_addr()?;
     let policy = args.policy();
+    let limits = limits::LimitConfig::from(&args.limits);
+    tracing::info!("rate limits in force: {}", limits.describe());
     tracing::info!(
         data_dir = %data_dir.display(),
         open_files,
@@ -153,12 +156,14 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
         agent: crate::ai::Agent::new(args.ai_config()),
         sandboxes: sandboxes.clone(),
         policy,
+        limits,
         shutdown: shutdown.clone(),
     });
     let app = Arc::new(router::App {
         registry: registry::Registry::new(shared),
         token,
         browsers: origin::BrowserPolicy::new(addr, &args.allow_origin, &args.public_host),
+        sockets: Default::default(),
     });
     let router = router::build(app);
     let signal = shutdown.clone().cancelled_owned();

@@ -18,6 +18,8 @@ pub(crate) struct Shared {
     pub(crate) sandboxes: Arc<dyn SandboxFactory>,
     /// Timeouts and output cap of every command.
     pub(crate) policy: Policy,
+    /// What one socket and one room may ask for.
+    pub(crate) limits: super::limits::LimitConfig,
     /// Cancelled when the server stops: actors and sockets end.
     pub(crate) shutdown: CancellationToken,
 }

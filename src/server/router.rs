@@ -15,6 +15,8 @@ pub(crate) struct App {
     pub(crate) token: Option<String>,
     /// Which browsers and host names are answered.
     pub(crate) browsers: origin::BrowserPolicy,
+    /// The open sockets, against the caps.
+    pub(crate) sockets: Arc<super::limits::SocketCount>,
 }
 
 /// The server's router.

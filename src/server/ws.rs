@@ -6,6 +6,7 @@ use super::auth::{Access, Caller};
 use super::errors::Path;
 use super::errors::{ApiError, add_detail};
 use super::http::room_details;
+use super::limits::{FrameRates, OpRates, SocketCount, SocketSlot};
 use super::ops::{self, Method};
 use super::room::{Joined, OutFrame, Outgoing, RoomHandle, frame_text, send_frame};
 use super::router::App;
@@ -92,6 +93,11 @@ pub(crate) async fn socket(
         Ok(u) => u,
         Err(e) => return ApiError::field("upgrade", e.body_text()).into_response(),
     };
+    let limits = app.registry.shared.limits;
+    let slot = match SocketCount::admit(&app.sockets, &room, &limits) {
+        Ok(slot) => slot,
+        Err(e) => return e.into_response(),
+    };
     let handle = match app.registry.room(&room).await {
         Ok(h) => h,
         Err(e) => return e.into_response(),
@@ -116,6 +122,13 @@ pub(crate) async fn socket(
                 room,
                 handle,
                 last_typing: None,
+                frame_rates: FrameRates::new(&limits),
+                op_rates: OpRates::new(
+                    "per socket",
+                    limits.socket_messages_per_min,
+                    limits.socket_commands_per_min,
+                ),
+                _slot: slot,
             };
             conn.run(socket, shutdown).await;
         })
@@ -132,6 +145,12 @@ struct Connection {
     room: String,
     handle: RoomHandle,
     last_typing: Option<Instant>,
+    /// Frames and bytes this socket sends per second.
+    frame_rates: FrameRates,
+    /// Messages and commands this socket asks for per minute.
+    op_rates: OpRates,
+    /// Its place in the socket count, given back when it closes.
+    _slot: SocketSlot,
 }
 
 /// Sends `msg` unless it takes too long; `false` means drop the connection.
@@ -146,6 +165,7 @@ async fn send(socket: &mut WebSocket, msg: Message) -> bool {
 fn error_frame(error: impl Into<String>) -> Utf8Bytes {
     frame_text(&ServerFrame::Error {
         error: error.into(),
+        retry_after_ms: None,
     })
 }
 
@@ -279,10 +299,19 @@ impl Connection {
 
     /// Handles a client's text frame; returns a frame for this client alone.
     fn on_text(&mut self, text: &str, answers: &mpsc::Sender<Utf8Bytes>) -> Option<Utf8Bytes> {
+        let over = self.frame_rates.admit(text.len()).err();
         let value: Value = match serde_json::from_str(text) {
             Ok(v) => v,
+            Err(_) if over.is_some() => return over.map(limited_frame),
             Err(e) => return Some(error_frame(format!("the frame is not JSON: {e}"))),
         };
+        if let Some(e) = over {
+            // An rpc is answered as one, so its caller's promise settles.
+            return Some(match value.get("id").filter(|_| value["type"] == "rpc") {
+                Some(id) => frame_text(&ServerFrame::Rpc(failure(e).with_id(id.clone()))),
+                None => limited_frame(e),
+            });
+        }
         let Some(kind) = value.get("type").and_then(Value::as_str) else {
             return Some(error_frame("a frame needs a string \"type\""));
         };
@@ -307,11 +336,16 @@ impl Connection {
     }
 
     /// Starts an rpc; its answer comes through `answers`.
-    fn rpc(&self, value: Value, answers: &mpsc::Sender<Utf8Bytes>) -> Option<Utf8Bytes> {
+    fn rpc(&mut self, value: Value, answers: &mpsc::Sender<Utf8Bytes>) -> Option<Utf8Bytes> {
         let Some(id) = value.get("id").cloned() else {
             return Some(error_frame("an rpc frame needs an \"id\""));
         };
-        let parsed = rpc_request(&value, self.caller.clone());
+        let parsed = rpc_request(&value, self.caller.clone()).and_then(|request| {
+            self.op_rates
+                .admit(request.op.method())
+                .map_err(failure)
+                .map(|()| request)
+        });
         let request = match parsed {
             Ok(request) => request,
             Err(answer) => return Some(frame_text(&ServerFrame::Rpc(answer.with_id(id)))),
@@ -334,6 +368,14 @@ impl Connection {
     }
 }
 
+/// The `duet_error` of a frame over this socket's rates.
+fn limited_frame(e: ApiError) -> Utf8Bytes {
+    frame_text(&ServerFrame::Error {
+        error: e.body.error,
+        retry_after_ms: e.body.retry_after_ms,
+    })
+}
+
 /// An rpc failure waiting for its id.
 struct Failure(Box<RpcAnswer>);
 
@@ -354,6 +396,7 @@ fn failure(e: ApiError) -> Failure {
         error: Some(e.body.error),
         status: Some(e.status.as_u16()),
         details: e.body.details.and_then(|d| serde_json::to_value(d).ok()),
+        retry_after_ms: e.body.retry_after_ms,
         done: true,
     }))
 }
@@ -387,6 +430,7 @@ fn rpc_request(value: &Value, caller: Caller) -> Result<ops::Request, Failure> {
             error: Some(format!("unknown method {name:?}")),
             status: None,
             details: None,
+            retry_after_ms: None,
             done: true,
         })));
     };

@@ -369,7 +369,7 @@ impl App {
                 }
                 true
             }
-            ServerFrame::StateError { error } | ServerFrame::Error { error } => {
+            ServerFrame::StateError { error } | ServerFrame::Error { error, .. } => {
                 self.toast(format!("backend: {error}"), true);
                 true
             }

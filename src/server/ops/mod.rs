@@ -111,6 +111,13 @@ macro_rules! operations {
                 }
             }
 
+            /// Its method.
+            pub(crate) fn method(&self) -> Method {
+                match self {
+                    $(Op::$variant(_) => Method::$variant),*
+                }
+            }
+
             /// Performs the operation in the room's actor.
             pub(crate) async fn apply(self, room: &mut RoomActor, caller: Caller, answer: Answer) {
                 match self {

@@ -193,6 +193,8 @@ pub(crate) struct RoomActor {
     /// Bumped by cleanup: commands of an older generation are not recorded.
     generation: u64,
     state_cache: Option<Utf8Bytes>,
+    /// Messages and commands of the room per minute, HTTP and sockets.
+    rates: super::limits::OpRates,
 }
 
 /// Starts the actor of room `id` from its stored row.
@@ -204,6 +206,11 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
         opaque: row.opaque.clone(),
         slot: row.slot,
     });
+    let rates = super::limits::OpRates::new(
+        "in this room",
+        shared.limits.room_messages_per_min,
+        shared.limits.room_commands_per_min,
+    );
     let actor = RoomActor {
         sandbox: sandbox.clone(),
         id,
@@ -219,6 +226,7 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
         current: None,
         generation: 0,
         state_cache: None,
+        rates,
     };
     tokio::spawn(actor.run(rx));
     RoomHandle {
@@ -269,7 +277,12 @@ impl RoomActor {
     /// Dispatches one command.
     async fn handle(&mut self, command: Command) {
         match command {
-            Command::Op { request, reply } => request.op.apply(self, request.caller, reply).await,
+            Command::Op { request, reply } => match self.rates.admit(request.op.method()) {
+                Ok(()) => request.op.apply(self, request.caller, reply).await,
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
             Command::Join { conn, user, reply } => self.join(conn, user, reply),
             Command::Leave { conn } => self.leave(conn),
             Command::AgentRun {
