@@ -1,3 +1,4 @@
+/// <reference types="@cloudflare/vitest-plugin/types" />
 // The adapter through the real getSandbox, the stand-in and a real
 // `duet serve` sandbox: what the room agent sees of a command and a file.
 import { env } from "cloudflare:test";

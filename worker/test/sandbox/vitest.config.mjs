@@ -1,6 +1,6 @@
 // The sandbox tests (adapter and stand-in) in workerd, against a real
-// `duet serve` started by global-setup.ts. Run from worker/:
-//   npx vitest run --config test/sandbox/vitest.config.ts
+// `duet serve` started by global-setup.mjs. Run from worker/:
+//   npx vitest run --config test/sandbox/vitest.config.mjs
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
@@ -27,7 +27,7 @@ export default defineConfig({
   test: {
     root: here,
     include: ["**/*.test.ts"],
-    globalSetup: [`${here}global-setup.ts`],
+    globalSetup: [`${here}global-setup.mjs`],
     testTimeout: 60_000,
     hookTimeout: 60_000,
   },

@@ -1,22 +1,15 @@
 // Starts the stand-in's `duet serve` (the real namespace sandbox) on a
-// loopback port with its own random token, for the sandbox tests.
-import { spawn, type ChildProcess } from "node:child_process";
+// loopback port with its own random token, for the sandbox tests (Node
+// side, so plain JavaScript: the worker's tsconfig has only workerd types).
+import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { randomBytes } from "node:crypto";
-import type { TestProject } from "vitest/node";
-
-declare module "vitest" {
-  export interface ProvidedContext {
-    standinUrl: string;
-    standinToken: string;
-  }
-}
 
 /** `$DUET_BIN`, else the repository's debug or release build. */
-function duetBinary(): string {
+function duetBinary() {
   if (process.env.DUET_BIN) return process.env.DUET_BIN;
   const repo = resolve(new URL(".", import.meta.url).pathname, "../../..");
   for (const profile of ["debug", "release"]) {
@@ -26,10 +19,13 @@ function duetBinary(): string {
   return "duet";
 }
 
-let child: ChildProcess | undefined;
-let dataDir: string | undefined;
+/** @type {import("node:child_process").ChildProcess | undefined} */
+let child;
+/** @type {string | undefined} */
+let dataDir;
 
-export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+/** @param {import("vitest/node").TestProject} project */
+export default async function setup(project) {
   dataDir = mkdtempSync(join(tmpdir(), "duet-standin-"));
   const token = randomBytes(16).toString("hex");
   child = spawn(
@@ -37,9 +33,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
     ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--token", token, "--max-exec-timeout-ms", "3600000"],
     { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, DUET_LOG: "warn" } },
   );
-  const lines = createInterface({ input: child.stdout! });
-  const addr = await new Promise<string>((ok, fail) => {
-    child!.once("exit", (code) => fail(new Error(`duet serve exited ${code}`)));
+  const lines = createInterface({ input: child.stdout });
+  const addr = await new Promise((ok, fail) => {
+    child.once("exit", (code) => fail(new Error(`duet serve exited ${code}`)));
     lines.once("line", (line) => {
       const m = /^duet: listening on (http:\/\/\S+)$/.exec(line);
       if (m) ok(m[1]);
