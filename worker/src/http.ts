@@ -143,7 +143,7 @@ export async function readBody(request: Request, limit: number): Promise<Uint8Ar
 
 export type JsonObject = Record<string, unknown>;
 
-const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /** A body that is a JSON object; empty (or white space) means `{}`. */
 export function parseObject(bytes: Uint8Array): JsonObject {

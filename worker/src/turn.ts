@@ -181,7 +181,7 @@ async function streamRound(t: TurnContext, model: ModelConfig, chatLog: ChatMess
   let lastSent: number | undefined;
   let flushTimer: ReturnType<typeof setTimeout> | undefined;
   const flush = () => {
-    clearTimeout(flushTimer);
+    if (flushTimer !== undefined) clearTimeout(flushTimer);
     flushTimer = undefined;
     if (pending === "") return;
     t.host.emit(aiFrame("delta", t.turnId, pending));
@@ -203,7 +203,7 @@ async function streamRound(t: TurnContext, model: ModelConfig, chatLog: ChatMess
     flush();
     return text;
   } catch (e) {
-    clearTimeout(flushTimer);
+    if (flushTimer !== undefined) clearTimeout(flushTimer);
     if (t.signal.aborted) throw new TurnError(CANCELLED_TEXT);
     if (timedOut) {
       throw new TurnError(`Model error: the model did not finish within ${Math.round(t.config.timeoutMs / 1000)} seconds`);
