@@ -1,24 +1,55 @@
-// The worker's bindings and vars (wrangler.jsonc, wrangler.local.jsonc).
-// Minimal version written on the worker-sandbox branch; the worker-core
-// branch owns this file and its version wins when they meet.
+// The Worker's bindings (wrangler.jsonc, wrangler.local.jsonc) and secrets.
+import type { Sandbox } from "@cloudflare/sandbox";
+import type { DuetAgent } from "./agent";
 
 export interface Env {
-  DuetAgent: DurableObjectNamespace;
-  /** The real Sandbox (production) or SandboxStandIn (local). */
-  Sandbox: DurableObjectNamespace<any>;
-  /** Workspace backups across a container's sleep (src/sandbox/backup.ts). */
+  /** One Durable Object per room (the Agents SDK agent). */
+  DuetAgent: DurableObjectNamespace<DuetAgent>;
+  /** One Sandbox per room: the real container, or the local stand-in. */
+  Sandbox: DurableObjectNamespace<Sandbox>;
+  /** Backups of the rooms' /workspace across a container's sleep. */
   WORKSPACES: R2Bucket;
+  /** The bearer token (a secret); empty or absent: no token needed. */
   DUET_TOKEN?: string;
-  DUET_AI_URL: string;
-  DUET_AI_MODEL: string;
+  /** The model: an OpenAI-compatible base URL, its model and key (a secret). */
+  DUET_AI_URL?: string;
+  DUET_AI_MODEL?: string;
   DUET_AI_KEY?: string;
-  DUET_AGENT_STEPS: string;
-  DUET_AI_TIMEOUT_SECS: string;
-  DUET_EXEC_TIMEOUT_MS: string;
-  DUET_MAX_EXEC_TIMEOUT_MS: string;
-  DUET_OUTPUT_CAP: string;
-  DUET_SANDBOX_IDLE_SECS: string;
-  /** Local only: the `duet serve` the stand-in forwards to, and its token. */
+  /** Rounds of commands per turn (duet serve --agent-steps). */
+  DUET_AGENT_STEPS?: string;
+  /** Time one answer of the model may take. */
+  DUET_AI_TIMEOUT_SECS?: string;
+  /** Time to reach the model's service (until its answer starts). */
+  DUET_AI_CONNECT_TIMEOUT_SECS?: string;
+  /** A command's timeout when the request names none, and the largest allowed. */
+  DUET_EXEC_TIMEOUT_MS?: string;
+  DUET_MAX_EXEC_TIMEOUT_MS?: string;
+  /** Bytes kept per stream of one command's output. */
+  DUET_OUTPUT_CAP?: string;
+  /** A sandbox without a command for this long sleeps. */
+  DUET_SANDBOX_IDLE_SECS?: string;
+  /** Local configuration only: the `duet serve` the stand-in Sandbox forwards to. */
   DUET_STANDIN_URL?: string;
   DUET_STANDIN_TOKEN?: string;
+}
+
+/** A positive whole number from a var, else `fallback`. */
+export function positiveVar(value: string | undefined, fallback: number): number {
+  const n = Number((value ?? "").trim());
+  return Number.isSafeInteger(n) && n > 0 ? n : fallback;
+}
+
+/** The limits a room applies, read from the vars. */
+export interface Limits {
+  execTimeoutMs: number;
+  maxExecTimeoutMs: number;
+  outputCap: number;
+}
+
+export function limits(env: Env): Limits {
+  return {
+    execTimeoutMs: positiveVar(env.DUET_EXEC_TIMEOUT_MS, 60_000),
+    maxExecTimeoutMs: positiveVar(env.DUET_MAX_EXEC_TIMEOUT_MS, 600_000),
+    outputCap: positiveVar(env.DUET_OUTPUT_CAP, 1024 * 1024),
+  };
 }
