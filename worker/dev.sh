@@ -113,9 +113,18 @@ esac
 
 # Node 22 and wrangler come from node_modules (Debian's Node is too old).
 export PATH="$here/node_modules/.bin:$PATH"
-if [ ! -f "$here/node_modules/.package-lock.json" ] || [ "$here/package-lock.json" -nt "$here/node_modules/.package-lock.json" ]; then
-  echo "worker/dev.sh: npm ci (first use)" >&2
-  (cd "$here" && npm ci --no-audit --no-fund >&2)
+needs_install() {
+  [ ! -f "$here/node_modules/.package-lock.json" ] || [ "$here/package-lock.json" -nt "$here/node_modules/.package-lock.json" ]
+}
+if needs_install; then
+  # Stacks started side by side install once.
+  exec 9>"$here/.npm-install.lock"
+  flock 9
+  if needs_install; then
+    echo "worker/dev.sh: npm ci (first use)" >&2
+    (cd "$here" && npm ci --no-audit --no-fund >&2)
+  fi
+  exec 9>&-
 fi
 
 duet="${DUET_BIN:-}"

@@ -65,6 +65,11 @@ impl Server {
     /// Starts the backend (see `backend()`) on a free loopback port with
     /// `data_dir` and the `duet serve` flags `extra`.
     pub async fn start(data_dir: &Path, extra: &[&str]) -> Server {
+        Server::start_at("127.0.0.1:0", data_dir, extra).await
+    }
+
+    /// As `start`, listening on `listen` (a fixed port survives a restart).
+    pub async fn start_at(listen: &str, data_dir: &Path, extra: &[&str]) -> Server {
         let (mut cmd, wait) = match backend() {
             Backend::Serve => {
                 let mut cmd = Command::new(env!("CARGO_BIN_EXE_duet"));
@@ -79,7 +84,7 @@ impl Server {
                 (cmd, WORKER_START)
             }
         };
-        cmd.args(["--listen", "127.0.0.1:0", "--data-dir"])
+        cmd.args(["--listen", listen, "--data-dir"])
             .arg(data_dir)
             .args(extra)
             .env_remove("DUET_TOKEN")
