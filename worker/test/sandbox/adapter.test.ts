@@ -124,7 +124,7 @@ describe("a starting container", () => {
   it("is SandboxStarting with the delay to retry after, then answers", async () => {
     const room = "cold-start";
     const id = testEnv.Sandbox.idFromName(await sandboxId(room));
-    const stub = testEnv.Sandbox.get(id) as DurableObjectStub<SandboxStandIn>;
+    const stub = testEnv.Sandbox.get(id) as unknown as DurableObjectStub<SandboxStandIn>;
     await runInDurableObject(stub, (instance: SandboxStandIn) => {
       instance.startSecs = 1;
     });
