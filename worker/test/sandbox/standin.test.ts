@@ -2,7 +2,7 @@
 // The stand-in reproduces the SDK 0.12.10 behaviour Duet relies on: a
 // container that sleeps loses its files and processes (so the workspace
 // survives only through the R2 backup), and killProcess ignores its signal.
-import { env, runInDurableObject } from "cloudflare:test";
+import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../../src/env";
 import { roomSandbox, sandboxId } from "../../src/sandbox/adapter";
@@ -117,5 +117,18 @@ describe("killProcess", () => {
     expect(out).not.toContain("got-usr1");
     expect(seen.at(-1)?.type).toBe("complete");
     expect(seen.at(-1)?.exitCode).not.toBe(0);
+  });
+});
+
+describe("eviction", () => {
+  it("keeps the stand-in's name: getSandbox configures only once per isolate", async () => {
+    const room = "evicted";
+    const box = roomSandbox(testEnv, room);
+    await box.writeFile("here.txt", new TextEncoder().encode("still"));
+    const stub = testEnv.Sandbox.get(await objectId(room));
+    await evictDurableObject(stub);
+    // The same isolate's getSandbox does not configure it again.
+    expect(new TextDecoder().decode((await box.readFile("here.txt")) ?? new Uint8Array())).toBe("still");
+    expect((await box.exec(request("cat here.txt"))).stdout).toBe("still");
   });
 });
