@@ -5,7 +5,7 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../../src/env";
 import { roomSandbox, sandboxId, type SandboxStandIn } from "../../src/sandbox/adapter";
-import { SandboxStarting, type ExecRequest } from "../../src/sandbox/types";
+import { DiskFull, SandboxStarting, type ExecRequest } from "../../src/sandbox/types";
 
 const testEnv = env as unknown as Env;
 
@@ -110,6 +110,12 @@ describe("files", () => {
     expect(await box.readFile("deep/er/data.bin")).toEqual(bytes);
     expect(await box.readFile("nope.txt")).toBeNull();
     expect((await box.exec(request("wc -c < deep/er/data.bin").req)).stdout.trim()).toBe("6");
+  });
+
+  it("a full disk is DiskFull", async () => {
+    const box = roomSandbox(testEnv, "files-full");
+    const error = await box.writeFile("big.bin", new Uint8Array(3 * 1024 * 1024)).catch((e) => e);
+    expect(error).toBeInstanceOf(DiskFull);
   });
 
   it("destroy removes the room's files and processes", async () => {

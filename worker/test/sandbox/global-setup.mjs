@@ -30,7 +30,9 @@ export default async function setup(project) {
   const token = randomBytes(16).toString("hex");
   child = spawn(
     duetBinary(),
-    ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--token", token, "--max-exec-timeout-ms", "3600000"],
+    ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--token", token, "--max-exec-timeout-ms", "3600000",
+      // A small disk, so that a test fills it (as root a quota, else the largest file).
+      "--disk-mb", "2"],
     { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, DUET_LOG: "warn" } },
   );
   const lines = createInterface({ input: child.stdout });
