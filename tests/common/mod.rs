@@ -135,6 +135,11 @@ impl Server {
         (Server::start(dir.path(), &[]).await, dir)
     }
 
+    /// The backend's process id (worker/dev.sh's, for the worker).
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("the backend runs")
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
