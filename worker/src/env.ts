@@ -46,10 +46,16 @@ export interface Limits {
   outputCap: number;
 }
 
+/**
+ * The largest output cap: a command's two streams must fit the 32 MiB that
+ * Durable Object RPC carries per value (and an object's 128 MB of memory).
+ */
+export const MAX_OUTPUT_CAP = 8 * 1024 * 1024;
+
 export function limits(env: Env): Limits {
   return {
     execTimeoutMs: positiveVar(env.DUET_EXEC_TIMEOUT_MS, 60_000),
     maxExecTimeoutMs: positiveVar(env.DUET_MAX_EXEC_TIMEOUT_MS, 600_000),
-    outputCap: positiveVar(env.DUET_OUTPUT_CAP, 1024 * 1024),
+    outputCap: Math.min(positiveVar(env.DUET_OUTPUT_CAP, 1024 * 1024), MAX_OUTPUT_CAP),
   };
 }
