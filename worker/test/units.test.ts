@@ -5,6 +5,7 @@ import { describe, expect, it, inject } from "vitest";
 import { extractCommands, parseBlocks, renderReply, summary, type Block } from "../src/blocks";
 import { SseParser } from "../src/model";
 import { SYSTEM_PROMPT, conversation, resultsNote } from "../src/prompt";
+import { ROW_BUDGET, fitRuns } from "../src/store";
 import { capText, charCount, nameProblem, trim, validRoomId, type DuetMessage, type Run } from "../src/protocol";
 
 const run = (cmd: string, stdout: string, stderr: string, exitCode: number | null): Run => ({ cmd, stdout, stderr, exitCode });
@@ -176,5 +177,16 @@ describe("text rules", () => {
     expect(capText("héllo", 2)).toEqual(["h", true]);
     expect(capText("abc", 3)).toEqual(["abc", false]);
     expect(capText("a".repeat(20000), 16384)).toEqual(["a".repeat(16384), true]);
+  });
+});
+
+describe("stored replies", () => {
+  it("fit one row: many commands' outputs are cut, a few are kept whole", () => {
+    const few = [run("a", "x".repeat(16 * 1024), "y".repeat(16 * 1024), 0)];
+    expect(fitRuns("text", few)).toBe(few);
+    const many = Array.from({ length: 100 }, (_, i) => run(`cmd ${i}`, "x".repeat(16 * 1024), "y".repeat(16 * 1024), 0));
+    const fitted = fitRuns("text", many);
+    expect(JSON.stringify(fitted).length).toBeLessThan(ROW_BUDGET);
+    expect(fitted.every((r) => r.truncated && r.stdout.length === r.stderr.length && r.stdout.length >= 4096)).toBe(true);
   });
 });
