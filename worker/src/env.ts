@@ -19,7 +19,7 @@ export interface Env {
   DUET_AGENT_STEPS?: string;
   /** Time one answer of the model may take. */
   DUET_AI_TIMEOUT_SECS?: string;
-  /** Time to reach the model's service (until its answer starts). */
+  /** Time to reach the model's service, until its answer starts (default 30). */
   DUET_AI_CONNECT_TIMEOUT_SECS?: string;
   /** A command's timeout when the request names none, and the largest allowed. */
   DUET_EXEC_TIMEOUT_MS?: string;
