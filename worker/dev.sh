@@ -35,6 +35,8 @@ The same flags and DUET_* variables as `duet serve`:
   --agent-steps N             rounds of commands per turn (1)
   --ai-timeout-secs N         [env: DUET_AI_TIMEOUT_SECS] (120)
 The stand-in's duet serve: $DUET_BIN, else target/{debug,release}/duet, else duet on PATH.
+DUET_STANDIN_START_SECS=N: each start of a room's stand-in container takes N s
+(requests answer 503 with Retry-After meanwhile, as on Cloudflare).
 EOF
 }
 
@@ -113,9 +115,18 @@ esac
 
 # Node 22 and wrangler come from node_modules (Debian's Node is too old).
 export PATH="$here/node_modules/.bin:$PATH"
-if [ ! -f "$here/node_modules/.package-lock.json" ] || [ "$here/package-lock.json" -nt "$here/node_modules/.package-lock.json" ]; then
-  echo "worker/dev.sh: npm ci (first use)" >&2
-  (cd "$here" && npm ci --no-audit --no-fund >&2)
+needs_install() {
+  [ ! -f "$here/node_modules/.package-lock.json" ] || [ "$here/package-lock.json" -nt "$here/node_modules/.package-lock.json" ]
+}
+if needs_install; then
+  # Stacks started side by side install once.
+  exec 9>"$here/.npm-install.lock"
+  flock 9
+  if needs_install; then
+    echo "worker/dev.sh: npm ci (first use)" >&2
+    (cd "$here" && npm ci --no-audit --no-fund >&2)
+  fi
+  exec 9>&-
 fi
 
 duet="${DUET_BIN:-}"
@@ -205,6 +216,7 @@ fi
   echo "DUET_SANDBOX_IDLE_SECS=$idle_secs"
   echo "DUET_STANDIN_URL=$standin_url"
   echo "DUET_STANDIN_TOKEN=$standin_token"
+  echo "DUET_STANDIN_START_SECS=${DUET_STANDIN_START_SECS:-0}"
 } >"$run/vars.env"
 (
   cd "$here"

@@ -31,6 +31,8 @@ export interface Env {
   /** Local configuration only: the `duet serve` the stand-in Sandbox forwards to. */
   DUET_STANDIN_URL?: string;
   DUET_STANDIN_TOKEN?: string;
+  /** Local only: seconds the stand-in's "container" takes to start (default 0). */
+  DUET_STANDIN_START_SECS?: string;
 }
 
 /** A positive whole number from a var, else `fallback`. */

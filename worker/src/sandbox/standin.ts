@@ -9,6 +9,8 @@
 //   workspace up (src/sandbox/backup.ts, as the production class does),
 //   then wipes files and processes (duet serve's cleanup); the next call
 //   "starts a container" and restores the backup;
+// - while a "container" starts (DUET_STANDIN_START_SECS, default 0) calls
+//   fail as the SDK's do, CONTAINER_UNAVAILABLE with a retry delay;
 // - `killProcess` ignores its signal (it always ends the command);
 // - the only background processes are the adapter's `kill` commands
 //   (src/sandbox/signal.ts), mapped to duet serve's interrupt.
@@ -61,9 +63,14 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
   private nextPid = 1000;
   private readonly commands = new Map<number, Command>();
   private persistence?: WorkspacePersistence;
+  /** When the starting "container" is ready (0: not starting). */
+  private startingUntil = 0;
+  /** Seconds a container takes to start (DUET_STANDIN_START_SECS; tests may set it). */
+  startSecs: number;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    this.startSecs = Number(env.DUET_STANDIN_START_SECS ?? 0) || 0;
     // getSandbox configures once per isolate; workerd evicts idle objects.
     ctx.blockConcurrencyWhile(async () => {
       this.name = (await ctx.storage.get<string>("name")) ?? null;
@@ -260,6 +267,15 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
 
   /** A "container start": the workspace comes back from R2. */
   private async wake(): Promise<void> {
+    if (!this.awake && this.startSecs > 0) {
+      const now = Date.now();
+      if (this.startingUntil === 0) this.startingUntil = now + this.startSecs * 1000;
+      if (now < this.startingUntil) {
+        const left = Math.ceil((this.startingUntil - now) / 1000);
+        throw new Error(`CONTAINER_UNAVAILABLE: container is starting, retry after ${left}`);
+      }
+    }
+    this.startingUntil = 0;
     if (!this.awake) {
       await this.ctx.blockConcurrencyWhile(async () => {
         if (this.awake) return;

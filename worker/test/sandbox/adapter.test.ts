@@ -1,11 +1,11 @@
 /// <reference types="@cloudflare/vitest-plugin/types" />
 // The adapter through the real getSandbox, the stand-in and a real
 // `duet serve` sandbox: what the room agent sees of a command and a file.
-import { env } from "cloudflare:test";
+import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../../src/env";
-import { roomSandbox, sandboxId } from "../../src/sandbox/adapter";
-import type { ExecRequest } from "../../src/sandbox/types";
+import { roomSandbox, sandboxId, type SandboxStandIn } from "../../src/sandbox/adapter";
+import { SandboxStarting, type ExecRequest } from "../../src/sandbox/types";
 
 const testEnv = env as unknown as Env;
 
@@ -117,5 +117,32 @@ describe("files", () => {
     await box.writeFile("keep.txt", new TextEncoder().encode("x"));
     await box.destroy();
     expect(await box.readFile("keep.txt")).toBeNull();
+  });
+});
+
+describe("a starting container", () => {
+  it("is SandboxStarting with the delay to retry after, then answers", async () => {
+    const room = "cold-start";
+    const id = testEnv.Sandbox.idFromName(await sandboxId(room));
+    const stub = testEnv.Sandbox.get(id) as unknown as DurableObjectStub<SandboxStandIn>;
+    await runInDurableObject(stub, (instance: SandboxStandIn) => {
+      instance.startSecs = 1;
+    });
+    const box = roomSandbox(testEnv, room);
+    const refused = await box.exec(request("echo up").req).catch((e) => e);
+    expect(refused).toBeInstanceOf(SandboxStarting);
+    expect((refused as SandboxStarting).retryAfterSecs).toBe(1);
+    expect(await box.readFile("x").catch((e) => e)).toBeInstanceOf(SandboxStarting);
+    // Retried after Retry-After, as clients do, it answers.
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      await new Promise((ok) => setTimeout(ok, 1000));
+      const answer = await box.exec(request("echo up").req).catch((e) => e);
+      if (!(answer instanceof SandboxStarting)) {
+        expect(answer.stdout).toBe("up\n");
+        break;
+      }
+      expect(Date.now()).toBeLessThan(deadline);
+    }
   });
 });
