@@ -1,7 +1,7 @@
 // The room's Durable Object, an Agents SDK `Agent`: its sockets (on both
 // `/api/rooms/{room}/ws` and `/agents/duet-agent/{room}`), the connect
 // sequence, presence, typing, the client's frames (rpc, the refused state,
-// garbage) and the operations the Worker asks for by Durable Object RPC.
+// garbage) and the operations the Worker forwards to it (onRequest).
 //
 // The SDK's own protocol is switched off where it differs from
 // docs/protocol.md: no `cf_agent_mcp_servers`, no `stateFollows`, rpc
