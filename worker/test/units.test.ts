@@ -88,6 +88,44 @@ describe("blocks", () => {
   });
 });
 
+describe("blocks, on generated text", () => {
+  // A fixed-seed generator: the same cases every run.
+  let seed = 42;
+  const rand = (n: number) => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return seed % n;
+  };
+  const PIECES = ["Output (", "Error (", "):", "\n", "\n\n", "(", ")", "<run>", "</run>", "ab", "é", " ", "😀", "x y"];
+  const blocky = () => Array.from({ length: rand(24) }, () => PIECES[rand(PIECES.length)]).join("");
+  const noHeaderLines = (s: string) => !s.split("\n").some((l) => l.startsWith("Output (") || l.startsWith("Error ("));
+
+  it("never throw, and rendered replies parse back exactly", () => {
+    for (let i = 0; i < 2000; i++) {
+      const text = blocky();
+      parseBlocks(text);
+      extractCommands(text);
+      let prose = trim(blocky());
+      if (!noHeaderLines(prose)) prose = "";
+      const runs: Run[] = Array.from({ length: rand(4) }, (_, k) => {
+        const cmd = `c${k} (x): y`;
+        const out = blocky();
+        const err = blocky();
+        if (!noHeaderLines(out) || !noHeaderLines(err)) return run(cmd, "", "", 0);
+        return rand(2) ? failedToStart(cmd, `no ${k}`) : run(cmd, out, err, 0);
+      });
+      const rendered = renderReply(prose, runs);
+      // The pieces come back in order: the prose, then each run's block.
+      const expected = [
+        ...(prose !== "" ? ["prose"] : []),
+        ...runs.map((r) => `${r.error !== undefined ? "error" : "output"} ${r.cmd}`),
+      ];
+      const shape = (blocks: Block[]) => blocks.map((b) => (b.kind === "prose" ? "prose" : `${b.kind} ${b.cmd}`));
+      expect(shape(parseBlocks(rendered)), JSON.stringify({ prose, runs })).toEqual(expected);
+      expect(shape(parseBlocks(rendered, runs)), JSON.stringify({ prose, runs })).toEqual(expected);
+    }
+  });
+});
+
 describe("the model's stream", () => {
   it("finds deltas in data lines split anywhere", () => {
     const parser = new SseParser();
