@@ -92,7 +92,13 @@ export class DuetAgent extends Agent<Env> {
   async onRequest(request: Request): Promise<Response> {
     const url = new URL(request.url);
     if (request.method === "POST" && url.pathname === OP_PATH) {
-      return response(await this.room().perform((await request.json()) as Op));
+      let op: Op;
+      try {
+        op = (await request.json()) as Op;
+      } catch (e) {
+        return response(ApiError.field("body", `is not valid JSON: ${describe(e)}`).reply());
+      }
+      return response(await this.room().perform(op));
     }
     if (request.method === "GET" && url.pathname === PAGE_PATH) {
       const before = url.searchParams.get("before") ?? undefined;
