@@ -1,10 +1,11 @@
 // The worker's own tests, in workerd (the Workers Vitest integration), with
 // the local configuration (wrangler.local.jsonc: the stand-in Sandbox in
 // front of a real `duet serve`) and a fake model, both started by
-// test/global-setup.mjs. Three projects, because the model settings are
+// test/global-setup.mjs. Several projects, because the model settings are
 // vars of the whole Worker: `room` (one round, a model), `rounds` (five
-// rounds) and `nomodel` (no model configured). The sandbox tests of
-// test/sandbox have their own configuration, run as a fourth project.
+// rounds), `nomodel` (no model configured) and `starting` (containers that
+// take 3 s to start). The sandbox tests of test/sandbox have their own
+// configuration, run as a fifth project.
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
@@ -43,6 +44,7 @@ export default defineConfig({
       project("room", ["test/*.test.ts"], {}),
       project("rounds", ["test/rounds/*.test.ts"], { DUET_AGENT_STEPS: "5", DUET_AI_TIMEOUT_SECS: "2" }),
       project("nomodel", ["test/nomodel/*.test.ts"], { DUET_AI_URL: "" }),
+      project("starting", ["test/starting/*.test.ts"], { DUET_STANDIN_START_SECS: "3" }),
       "./test/sandbox/vitest.config.mjs",
     ],
   },

@@ -1,7 +1,7 @@
 // The room's Durable Object, an Agents SDK `Agent`: its sockets (on both
 // `/api/rooms/{room}/ws` and `/agents/duet-agent/{room}`), the connect
 // sequence, presence, typing, the client's frames (rpc, the refused state,
-// garbage) and the operations the Worker asks for by Durable Object RPC.
+// garbage) and the operations the Worker forwards to it (onRequest).
 //
 // The SDK's own protocol is switched off where it differs from
 // docs/protocol.md: no `cf_agent_mcp_servers`, no `stateFollows`, rpc
@@ -10,7 +10,7 @@
 
 import { Agent, type Connection, type ConnectionContext } from "agents";
 import type { Env } from "./env";
-import { ApiError, describe, isObject, type JsonObject, type Reply } from "./http";
+import { ApiError, describe, isObject, response, type JsonObject, type Reply } from "./http";
 import { UnknownMethod, rpcOp, type Op } from "./ops";
 import {
   READONLY_FRAME,
@@ -25,6 +25,10 @@ import {
 } from "./protocol";
 import { Room } from "./room";
 import { Store } from "./store";
+
+/** Where the Worker sends a room's operations and page requests. */
+export const OP_PATH = "/duet/op";
+export const PAGE_PATH = "/duet/messages";
 
 /** Typing is relayed at most this often per connection. */
 const TYPING_EVERY_MS = 2_000;
@@ -78,16 +82,29 @@ export class DuetAgent extends Agent<Env> {
     }));
   }
 
-  // ---- Durable Object RPC, called by the Worker (index.ts) ----
+  // ---- Requests the Worker forwards (index.ts) ----
 
-  /** Performs a validated operation (the HTTP endpoints). */
-  async duetOp(op: Op): Promise<Reply> {
-    return this.room().perform(op);
-  }
-
-  /** A page of stored messages. */
-  async duetPage(before: string | undefined, limit: number): Promise<Reply> {
-    return this.room().page(before, limit);
+  /**
+   * `POST /duet/op` (a validated operation as JSON) and `GET
+   * /duet/messages?before&limit`. A fetch rather than Durable Object RPC:
+   * an answer (a command's whole output) may exceed RPC's 32 MiB per value.
+   */
+  async onRequest(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    if (request.method === "POST" && url.pathname === OP_PATH) {
+      let op: Op;
+      try {
+        op = (await request.json()) as Op;
+      } catch (e) {
+        return response(ApiError.field("body", `is not valid JSON: ${describe(e)}`).reply());
+      }
+      return response(await this.room().perform(op));
+    }
+    if (request.method === "GET" && url.pathname === PAGE_PATH) {
+      const before = url.searchParams.get("before") ?? undefined;
+      return response(this.room().page(before, Number(url.searchParams.get("limit"))));
+    }
+    return new Response("not found", { status: 404 });
   }
 
   // ---- Sockets ----

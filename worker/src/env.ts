@@ -19,7 +19,7 @@ export interface Env {
   DUET_AGENT_STEPS?: string;
   /** Time one answer of the model may take. */
   DUET_AI_TIMEOUT_SECS?: string;
-  /** Time to reach the model's service (until its answer starts). */
+  /** Time to reach the model's service, until its answer starts (default 30). */
   DUET_AI_CONNECT_TIMEOUT_SECS?: string;
   /** A command's timeout when the request names none, and the largest allowed. */
   DUET_EXEC_TIMEOUT_MS?: string;
@@ -48,10 +48,16 @@ export interface Limits {
   outputCap: number;
 }
 
+/**
+ * The largest output cap: a command's two streams must fit the 32 MiB that
+ * Durable Object RPC carries per value (and an object's 128 MB of memory).
+ */
+export const MAX_OUTPUT_CAP = 8 * 1024 * 1024;
+
 export function limits(env: Env): Limits {
   return {
     execTimeoutMs: positiveVar(env.DUET_EXEC_TIMEOUT_MS, 60_000),
     maxExecTimeoutMs: positiveVar(env.DUET_MAX_EXEC_TIMEOUT_MS, 600_000),
-    outputCap: positiveVar(env.DUET_OUTPUT_CAP, 1024 * 1024),
+    outputCap: Math.min(positiveVar(env.DUET_OUTPUT_CAP, 1024 * 1024), MAX_OUTPUT_CAP),
   };
 }

@@ -139,7 +139,15 @@ export class Commands {
     const { limits } = this.host;
     const running: Running = { execId: end.execId, interrupted: false };
     this.running = running;
-    const onAbort = () => void this.interrupt(end.execId).catch(() => {});
+    // The command may not have reached the sandbox's shell yet: ask again
+    // until it stops or ends.
+    const onAbort = async () => {
+      while (this.running === running) {
+        const stopped = await this.interrupt(end.execId).catch(() => false);
+        if (stopped) return;
+        await sleep(100);
+      }
+    };
     req.signal?.addEventListener("abort", onAbort);
     const started = Date.now();
     try {

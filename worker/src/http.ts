@@ -24,7 +24,7 @@ function byteOrder(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-/** An answer that crosses Durable Object RPC as plain data. */
+/** An answer as plain data: a status and its body, serialized once. */
 export interface Reply {
   status: number;
   /** The JSON body, already serialized. */

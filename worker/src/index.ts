@@ -1,14 +1,13 @@
 // The Worker: the routes of docs/protocol.md, the bearer token in front of
 // them, the checks that answer 400 before anything is touched, and the
 // 404/405/413 answers. Room operations go to the room's Durable Object
-// (agent.ts) by Durable Object RPC; sockets are forwarded to it; files go
+// (agent.ts) as requests it serves; sockets are forwarded to it; files go
 // to the room's sandbox (files.ts).
 
-import { getAgentByName } from "agents";
-import type { DuetAgent } from "./agent";
+import { OP_PATH, PAGE_PATH, type DuetAgent } from "./agent";
 import type { Env } from "./env";
 import { getFile, putFile } from "./files";
-import { ApiError, addDetail, describe, errorResponse, jsonBody, notFound, response, type Details, type Reply } from "./http";
+import { ApiError, addDetail, describe, errorResponse, jsonBody, notFound, type Details } from "./http";
 import { parseOp, roomDetails, type Method, type Op } from "./ops";
 import { PAGE_DEFAULT, PAGE_MAX, isControl, nameProblem, trim } from "./protocol";
 
@@ -108,9 +107,14 @@ function same(a: string, b: string): boolean {
   return diff === 0;
 }
 
-/** The room's Durable Object, started. */
-async function agent(env: Env, room: string): Promise<DurableObjectStub<DuetAgent>> {
-  return (await getAgentByName(env.DuetAgent, room)) as DurableObjectStub<DuetAgent>;
+/** The room's Durable Object (named, so that it knows its room). */
+function agent(env: Env, room: string): DurableObjectStub<DuetAgent> {
+  return env.DuetAgent.get(env.DuetAgent.idFromName(room));
+}
+
+/** A request to the room's Durable Object (agent.ts, onRequest). */
+function internal(path: string, init?: RequestInit): Request {
+  return new Request(`https://duet-agent${path}`, init);
 }
 
 /** `POST /api/rooms/{room}/{…}`: checks the room and the body, then asks the room. */
@@ -124,8 +128,7 @@ async function operation(request: Request, env: Env, room: string, method: Metho
     throw e;
   }
   const op: Op = parseOp(method, body, details);
-  const reply = (await (await agent(env, room)).duetOp(op)) as Reply;
-  return response(reply);
+  return agent(env, room).fetch(internal(OP_PATH, { method: "POST", body: JSON.stringify(op) }));
 }
 
 /** `GET /api/rooms/{room}/messages?before&limit` */
@@ -144,7 +147,8 @@ async function messages(env: Env, room: string, query: string): Promise<Response
     }
   }
   if (Object.keys(details).length > 0) throw ApiError.invalid(details);
-  return response((await (await agent(env, room)).duetPage(before, limit)) as Reply);
+  const page = new URLSearchParams({ limit: String(limit), ...(before !== undefined && { before }) });
+  return agent(env, room).fetch(internal(`${PAGE_PATH}?${page}`));
 }
 
 /** Who a socket says it is (`user`, `_pk`), checked, and whether it wants deltas. */
@@ -177,6 +181,5 @@ async function socket(request: Request, env: Env, rawRoom: string, query: string
       : "Connection header did not include 'upgrade'";
     throw ApiError.field("upgrade", problem);
   }
-  const forwarded = new Request(`https://duet-agent/ws?${peer}`, request);
-  return (await agent(env, room)).fetch(forwarded);
+  return agent(env, room).fetch(new Request(`https://duet-agent/ws?${peer}`, request));
 }

@@ -23,7 +23,7 @@ import {
 } from "./protocol";
 import { roomSandbox } from "./sandbox/adapter";
 import type { RoomSandbox } from "./sandbox/types";
-import { Store } from "./store";
+import { Store, fitRuns } from "./store";
 import { Turns, agentConfig, type AgentConfig, type TurnHost } from "./turn";
 
 /** How the room reaches its sockets. */
@@ -134,7 +134,7 @@ export class Room {
     const n = this.store.nextMessage();
     const m: DuetMessage = { id: messageId(n), role, text, ts: Date.now() };
     if (userId !== undefined) m.userId = userId;
-    if (runs !== undefined) m.runs = runs;
+    if (runs !== undefined) m.runs = fitRuns(text, runs);
     try {
       this.store.insertMessage(m, n + 1);
     } catch (e) {

@@ -2,7 +2,7 @@
 // and per command (never the SDK's `setState`, whose single row is capped
 // at 2 MB in production), and the counters that keep ids unique.
 
-import { STATE_EXECS, STATE_MESSAGES, runJson, type DuetMessage, type ExecRecord, type Role, type Run } from "./protocol";
+import { STATE_EXECS, STATE_MESSAGES, STORED_OUTPUT_CAP, capText, runJson, type DuetMessage, type ExecRecord, type Role, type Run } from "./protocol";
 
 const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS duet_counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)`,
@@ -16,6 +16,31 @@ const SCHEMA = [
 ];
 
 type Row = Record<string, SqlStorageValue>;
+
+/** Bytes a message's row may take: production caps a row at 2 MB. */
+export const ROW_BUDGET = 1_800_000;
+
+const utf8 = new TextEncoder();
+
+/**
+ * `runs` whose stored outputs fit one row beside `text`: each stream is cut
+ * (and the run marked `truncated`) to half as much until they fit. A reply
+ * with a few commands is never touched (16 KiB per stream).
+ */
+export function fitRuns(text: string, runs: Run[]): Run[] {
+  let cap = STORED_OUTPUT_CAP;
+  let fitted = runs;
+  const size = (r: Run[]) => utf8.encode(text).length + utf8.encode(JSON.stringify(r.map(runJson))).length;
+  while (size(fitted) > ROW_BUDGET && cap > 64) {
+    cap = Math.floor(cap / 2);
+    fitted = runs.map((r) => {
+      const [stdout, cutOut] = capText(r.stdout, cap);
+      const [stderr, cutErr] = capText(r.stderr, cap);
+      return cutOut || cutErr ? { ...r, stdout, stderr, truncated: true } : r;
+    });
+  }
+  return fitted;
+}
 
 export class Store {
   private readonly sql: SqlStorage;

@@ -54,7 +54,7 @@ export function agentConfig(env: Env): AgentConfig {
     key: env.DUET_AI_KEY?.trim() || undefined,
     steps: positiveVar(env.DUET_AGENT_STEPS, 1),
     timeoutMs: positiveVar(env.DUET_AI_TIMEOUT_SECS, 120) * 1000,
-    connectTimeoutMs: positiveVar(env.DUET_AI_CONNECT_TIMEOUT_SECS, 10) * 1000,
+    connectTimeoutMs: positiveVar(env.DUET_AI_CONNECT_TIMEOUT_SECS, 30) * 1000,
   };
 }
 

@@ -75,6 +75,8 @@ describe("the Agents SDK client", () => {
     const r = room("sdk");
     await post(`/api/rooms/${r}/message`, { text: "hello" });
     const states: unknown[] = [];
+    let refusedWith: (error: string) => void = () => {};
+    const refused = new Promise<string>((ok) => (refusedWith = ok));
     const client = new AgentClient({
       agent: "DuetAgent",
       name: r,
@@ -83,6 +85,7 @@ describe("the Agents SDK client", () => {
       query: { token: TOKEN, user: "sdk" },
       WebSocket: SelfWebSocket as unknown as typeof WebSocket,
       onStateUpdate: (state: unknown) => states.push(state),
+      onStateUpdateError: (error: string) => refusedWith(error),
     });
     try {
       await client.ready;
@@ -93,9 +96,6 @@ describe("the Agents SDK client", () => {
       expect((states[0] as any).messages[0].text).toBe("hello");
       await expect(client.call("dance", [])).rejects.toThrow('unknown method "dance"');
       // The SDK's setState is refused: the room's history is read-only.
-      const refused = new Promise<string>((ok) => {
-        client.options.onStateUpdateError = ok;
-      });
       client.setState({ messages: [], execs: [] });
       expect(await refused).toBe("Connection is readonly");
       expect((await post(`/api/rooms/${r}/cancel`, {})).body).toEqual({ cancelled: false });

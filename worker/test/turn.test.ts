@@ -90,6 +90,27 @@ describe("turn", () => {
     expect(runs[4].stderr).toBe("oops\n");
   });
 
+  it("gathers a fast model's pieces into few deltas, their text whole", async () => {
+    const r = room("t");
+    const pieces = Array.from({ length: 400 }, (_, i) => `w${i} `);
+    const key = await script(r, [{ kind: "stream", pieces }]);
+    const bob = await joined(r, "user=bob&deltas=1");
+    const { body } = await ask(r, `talk ${key}`);
+    expect(body.reply).toBe(pieces.join("").trim());
+    const frames: Json[] = [];
+    for (;;) {
+      const f = await bob.next();
+      frames.push(f);
+      if (f.type === "duet_message" && f.message.role === "agent") break;
+    }
+    const deltas = frames.filter((f) => f.type === "duet_ai" && f.phase === "delta");
+    expect(deltas.map((f) => f.text).join("")).toBe(pieces.join(""));
+    expect(deltas.length).toBeLessThan(pieces.length / 10);
+    // A deltas socket gets the stored messages, never a full state.
+    expect(frames.filter((f) => f.type === "cf_agent_state")).toEqual([]);
+    expect(frames.filter((f) => f.type === "duet_message").map((f) => f.message)).toEqual(body.messages);
+  });
+
   it("reads a service that does not stream", async () => {
     const r = room("t");
     const key = await script(r, [{ kind: "whole", text: "Hello <run>echo hi</run>" }]);

@@ -5,6 +5,7 @@ import { describe, expect, it, inject } from "vitest";
 import { extractCommands, parseBlocks, renderReply, summary, type Block } from "../src/blocks";
 import { SseParser } from "../src/model";
 import { SYSTEM_PROMPT, conversation, resultsNote } from "../src/prompt";
+import { ROW_BUDGET, fitRuns } from "../src/store";
 import { capText, charCount, nameProblem, trim, validRoomId, type DuetMessage, type Run } from "../src/protocol";
 
 const run = (cmd: string, stdout: string, stderr: string, exitCode: number | null): Run => ({ cmd, stdout, stderr, exitCode });
@@ -84,6 +85,44 @@ describe("blocks", () => {
       { kind: "prose", text: "Second." },
       output("cat a", "[no output]"),
     ]);
+  });
+});
+
+describe("blocks, on generated text", () => {
+  // A fixed-seed generator: the same cases every run.
+  let seed = 42;
+  const rand = (n: number) => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return seed % n;
+  };
+  const PIECES = ["Output (", "Error (", "):", "\n", "\n\n", "(", ")", "<run>", "</run>", "ab", "é", " ", "😀", "x y"];
+  const blocky = () => Array.from({ length: rand(24) }, () => PIECES[rand(PIECES.length)]).join("");
+  const noHeaderLines = (s: string) => !s.split("\n").some((l) => l.startsWith("Output (") || l.startsWith("Error ("));
+
+  it("never throw, and rendered replies parse back into their pieces, in order", () => {
+    for (let i = 0; i < 2000; i++) {
+      const text = blocky();
+      parseBlocks(text);
+      extractCommands(text);
+      let prose = trim(blocky());
+      if (!noHeaderLines(prose)) prose = "";
+      const runs: Run[] = Array.from({ length: rand(4) }, (_, k) => {
+        const cmd = `c${k} (x): y`;
+        const out = blocky();
+        const err = blocky();
+        if (!noHeaderLines(out) || !noHeaderLines(err)) return run(cmd, "", "", 0);
+        return rand(2) ? failedToStart(cmd, `no ${k}`) : run(cmd, out, err, 0);
+      });
+      const rendered = renderReply(prose, runs);
+      // The pieces come back in order: the prose, then each run's block.
+      const expected = [
+        ...(prose !== "" ? ["prose"] : []),
+        ...runs.map((r) => `${r.error !== undefined ? "error" : "output"} ${r.cmd}`),
+      ];
+      const shape = (blocks: Block[]) => blocks.map((b) => (b.kind === "prose" ? "prose" : `${b.kind} ${b.cmd}`));
+      expect(shape(parseBlocks(rendered)), JSON.stringify({ prose, runs })).toEqual(expected);
+      expect(shape(parseBlocks(rendered, runs)), JSON.stringify({ prose, runs })).toEqual(expected);
+    }
   });
 });
 
@@ -176,5 +215,16 @@ describe("text rules", () => {
     expect(capText("héllo", 2)).toEqual(["h", true]);
     expect(capText("abc", 3)).toEqual(["abc", false]);
     expect(capText("a".repeat(20000), 16384)).toEqual(["a".repeat(16384), true]);
+  });
+});
+
+describe("stored replies", () => {
+  it("fit one row: many commands' outputs are cut, a few are kept whole", () => {
+    const few = [run("a", "x".repeat(16 * 1024), "y".repeat(16 * 1024), 0)];
+    expect(fitRuns("text", few)).toBe(few);
+    const many = Array.from({ length: 100 }, (_, i) => run(`cmd ${i}`, "x".repeat(16 * 1024), "y".repeat(16 * 1024), 0));
+    const fitted = fitRuns("text", many);
+    expect(JSON.stringify(fitted).length).toBeLessThan(ROW_BUDGET);
+    expect(fitted.every((r) => r.truncated && r.stdout.length === r.stderr.length && r.stdout.length >= 4096)).toBe(true);
   });
 });
