@@ -72,6 +72,8 @@ export function roomSandbox(env: Env, roomId: string): RoomSandbox {
 /** A command that runs, as interrupt() finds it. */
 interface Running {
   pid?: number;
+  /** UTF-8 bytes kept so far per stream. */
+  bytes: { stdout: number; stderr: number };
   interrupted: boolean;
   signal(signal: Signal): void;
 }
@@ -108,6 +110,7 @@ class CloudflareSandbox implements RoomSandbox {
     const stopReading = new AbortController();
     let stopTimer: number | undefined;
     const run: Running = {
+      bytes: { stdout: 0, stderr: 0 },
       interrupted: false,
       signal: (signal) => {
         if (run.pid !== undefined) void this.signal(sandbox, signal, run.pid);
@@ -186,14 +189,17 @@ class CloudflareSandbox implements RoomSandbox {
     data: string,
   ): void {
     if (outcome.truncated || data === "") return;
-    const room = req.outputCap - byteLength(outcome[stream]);
+    const room = req.outputCap - run.bytes[stream];
     let kept = data;
-    if (byteLength(data) > room) {
+    let size = byteLength(data);
+    if (size > room) {
       kept = cutToBytes(data, Math.max(room, 0));
+      size = byteLength(kept);
       outcome.truncated = true;
       run.signal("KILL");
     }
     if (kept === "") return;
+    run.bytes[stream] += size;
     outcome[stream] += kept;
     if (stream === "stdout") req.onStdout(kept);
     else req.onStderr(kept);
