@@ -5,7 +5,7 @@
 import { getSandbox, parseSSEStream, Sandbox as SdkSandbox } from "@cloudflare/sandbox";
 import type { ExecEvent } from "@cloudflare/sandbox";
 import type { Env } from "../env";
-import { WorkspacePersistence, deleteBackup } from "./backup";
+import { WorkspacePersistence, deleteBackup, type WorkspaceHost } from "./backup";
 import { byteLength, cutToBytes, fromBase64, shortHash, toBase64 } from "./bytes";
 import { type Signal, signalCommand } from "./signal";
 import {
@@ -24,26 +24,87 @@ export { SandboxStandIn } from "./standin";
  * through R2 across a sleep (src/sandbox/backup.ts): restored when a
  * container starts, archived just before the idle timer stops it. A backup
  * that fails keeps the container awake instead, so nothing is lost.
+ *
+ * The restore is not awaited in onStart, which runs inside
+ * blockConcurrencyWhile (an object is reset past 30 s, and a large
+ * workspace may take longer): the calls the adapter makes wait for it
+ * instead. Written from the SDK's source; it needs Docker, so only the
+ * stand-in's equivalent is tested here.
  */
 export class Sandbox extends SdkSandbox<Env> {
   private persistence?: WorkspacePersistence;
+  /** This container's restore, from its onStart until it stops. */
+  private restoring?: Promise<boolean>;
+  /** Whether this instance saw the container's restore (or started it). */
+  private started = false;
 
   private workspace(): WorkspacePersistence {
     this.persistence ??= new WorkspacePersistence(this.env.WORKSPACES, this.ctx.id.toString());
     return this.persistence;
   }
 
+  /** The SDK's own methods, which do not wait for the restore. */
+  private direct(): WorkspaceHost {
+    return {
+      exec: (cmd) => super.exec(cmd),
+      readFile: (path, options) => super.readFile(path, options),
+      writeFile: (path, content, options) => super.writeFile(path, content, options),
+    };
+  }
+
+  /** Waits until the workspace is back; starts the container if it sleeps. */
+  private async restored(): Promise<void> {
+    // The start runs onStart, which begins the restore.
+    if (!this.started && !this.restoring) await super.exec("true");
+    this.started = true;
+    await this.restoring;
+  }
+
   override async onStart(): Promise<void> {
     await super.onStart();
-    await this.workspace().restore(this);
+    this.restoring = this.workspace().restore(this.direct());
+  }
+
+  override async onStop(params: Parameters<SdkSandbox["onStop"]>[0]): Promise<void> {
+    this.restoring = undefined;
+    this.started = false;
+    await super.onStop(params);
   }
 
   override async onActivityExpired(): Promise<void> {
-    if (await this.workspace().backup(this)) {
+    await this.restoring;
+    if (await this.workspace().backup(this.direct())) {
       await super.onActivityExpired();
     } else {
       this.renewActivityTimeout();
     }
+  }
+
+  override async exec(...args: Parameters<SdkSandbox["exec"]>): ReturnType<SdkSandbox["exec"]> {
+    await this.restored();
+    return super.exec(...args);
+  }
+
+  override async execStream(...args: Parameters<SdkSandbox["execStream"]>): ReturnType<SdkSandbox["execStream"]> {
+    await this.restored();
+    return super.execStream(...args);
+  }
+
+  override async writeFile(...args: Parameters<SdkSandbox["writeFile"]>): ReturnType<SdkSandbox["writeFile"]> {
+    await this.restored();
+    return super.writeFile(...args);
+  }
+
+  override async mkdir(...args: Parameters<SdkSandbox["mkdir"]>): ReturnType<SdkSandbox["mkdir"]> {
+    await this.restored();
+    return super.mkdir(...args);
+  }
+
+  // readFile is overloaded (its result depends on `encoding`): one
+  // signature that passes both through.
+  override async readFile(path: string, options?: any): Promise<any> {
+    await this.restored();
+    return super.readFile(path, options);
   }
 }
 
