@@ -429,8 +429,11 @@ async fn after_a_backend_restart_the_view_comes_back_without_duplicates() {
         .await;
     tmux.type_text("ada", "said once");
     tmux.keys("ada", &["Enter"]);
-    tmux.wait("ada", "the message", |s| s.contains("said once"))
-        .await;
+    // Sent, not just typed: the input line no longer holds it.
+    tmux.wait("ada", "the message", |s| {
+        s.contains("said once") && !s.contains("› said once")
+    })
+    .await;
     server.stop().await;
     tmux.wait("ada", "reconnecting", |s| s.contains("reconnecting in"))
         .await;
