@@ -62,6 +62,10 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
   private busy = 0;
   private nextPid = 1000;
   private readonly commands = new Map<number, Command>();
+  /** One socket to duet serve's room, shared by the commands (opened on first use). */
+  private socketOpen?: Promise<WebSocket>;
+  /** The running commands' frame handlers; null when the socket closed. */
+  private readonly listeners = new Set<(frame: Record<string, any> | null) => void>();
   private persistence?: WorkspacePersistence;
   /** When the starting "container" is ready (0: not starting). */
   private startingUntil = 0;
@@ -98,8 +102,9 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
   /** SDK execStream: an SSE stream of start/stdout/stderr/complete/error events. */
   async execStream(command: string, options: StreamOptions = {}): Promise<ReadableStream<Uint8Array>> {
     await this.wake();
+    // Each command's frames are told apart by the name that ran it.
     const user = `standin-${crypto.randomUUID().slice(0, 8)}`;
-    const ws = await this.socket(user);
+    const ws = await this.sharedSocket();
     const encoder = new TextEncoder();
     let controller!: ReadableStreamDefaultController<Uint8Array>;
     let finished = false;
@@ -114,13 +119,9 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
       finished = true;
       this.busy -= 1;
       if (pid !== undefined) this.commands.delete(pid);
+      this.listeners.delete(listen);
       void this.touch();
       controller.close();
-      try {
-        ws.close(1000, "done");
-      } catch {
-        // already closed
-      }
     };
     const stream = new ReadableStream<Uint8Array>({
       start: (c) => {
@@ -130,10 +131,11 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
     });
     this.busy += 1;
     const entry: Command = { done: false };
-    ws.addEventListener("message", (m) => {
-      const frame = parseFrame(m.data);
-      if (!frame) return;
-      if (frame.type === "duet_exec") {
+    const listen = (frame: Record<string, any> | null) => {
+      if (!frame) {
+        emit({ type: "error", error: "the stand-in lost its connection to duet serve" });
+        finish();
+      } else if (frame.type === "duet_exec") {
         if (frame.phase === "start" && entry.execId === undefined && frame.by === user) {
           entry.execId = String(frame.execId);
           pid = this.nextPid++;
@@ -149,17 +151,20 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
             finish();
           }
         }
-      } else if (frame.type === "rpc" && frame.id === "exec") {
+      } else if (frame.type === "rpc" && frame.id === user) {
         if (!frame.success) emit({ type: "error", error: rpcError(frame) });
         finish();
       }
-    });
-    ws.addEventListener("close", () => {
-      emit({ type: "error", error: "the stand-in lost its connection to duet serve" });
-      finish();
-    });
-    const args = { cmd: command, timeoutMs: options.timeout ?? LONGEST_MS, cwd: options.cwd, env: options.env };
-    ws.send(JSON.stringify({ type: "rpc", id: "exec", method: "exec", args: [args] }));
+    };
+    this.listeners.add(listen);
+    const args = {
+      cmd: command,
+      timeoutMs: options.timeout ?? LONGEST_MS,
+      cwd: options.cwd,
+      env: options.env,
+      userId: user,
+    };
+    ws.send(JSON.stringify({ type: "rpc", id: user, method: "exec", args: [args] }));
     return stream;
   }
 
@@ -333,6 +338,30 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
     const headers: Record<string, string> = { Authorization: `Bearer ${this.env.DUET_STANDIN_TOKEN ?? ""}` };
     if (typeof body === "string") headers["Content-Type"] = "application/json";
     return fetch(`${this.base()}/api/rooms/${this.room()}${path}`, { method, headers, body });
+  }
+
+  /** The shared socket; a closed one is replaced on the next command. */
+  private sharedSocket(): Promise<WebSocket> {
+    this.socketOpen ??= this.socket("standin").then(
+      (ws) => {
+        ws.addEventListener("message", (m) => {
+          const frame = parseFrame(m.data);
+          if (frame) for (const listen of [...this.listeners]) listen(frame);
+        });
+        const lost = () => {
+          this.socketOpen = undefined;
+          for (const listen of [...this.listeners]) listen(null);
+        };
+        ws.addEventListener("close", lost);
+        ws.addEventListener("error", lost);
+        return ws;
+      },
+      (e) => {
+        this.socketOpen = undefined;
+        throw e;
+      },
+    );
+    return this.socketOpen;
   }
 
   /** A socket to this sandbox's room on duet serve, as `user`. */
