@@ -1,5 +1,10 @@
 //! Figures of the backend, each beside its baseline in the same run of a
-//! real `duet serve` (release build): `cargo bench --bench server`.
+//! real `duet serve` (release build): `cargo bench --bench server`. With
+//! `DUET_BENCH_BACKEND=worker` the same figures of the local worker
+//! (worker/dev.sh: wrangler dev, workerd, the stand-in Sandbox in front of
+//! a `duet serve`); its memory is the whole stack's. `DUET_BENCH_ROOMS=N`
+//! opens N rooms of 10 idle sockets instead of 1,000 (worker/bench.sh
+//! runs both backends with 100: 1,000 sockets).
 //! - `POST /sandbox/exec {"cmd":"true"}` on a warm room, beside a bare
 //!   fork+exec of `true`;
 //! - a message's fan-out to 100 WebSocket clients of one room, from the
@@ -27,6 +32,14 @@ const BYTES_MESSAGES: usize = 100;
 const ROOMS: usize = 1000;
 const PER_ROOM: usize = 10;
 
+/// Rooms of idle sockets: `DUET_BENCH_ROOMS`, else ROOMS.
+fn rooms() -> usize {
+    std::env::var("DUET_BENCH_ROOMS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(ROOMS)
+}
+
 /// Raises this process's open-files limit to its hard limit.
 fn raise_open_files() {
     use nix::sys::resource::{Resource, getrlimit, setrlimit};
@@ -35,17 +48,14 @@ fn raise_open_files() {
     }
 }
 
-/// Resident memory of process `pid`, in KiB.
+/// Resident memory of the backend, in KiB: `duet serve`'s own process, or
+/// the worker's whole stack (node, workerd, the stand-in's duet serve).
 fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|n| n.parse().ok())
-        })
-        .unwrap_or(0)
+    if support::worker_backend() {
+        support::tree_rss_kib(pid)
+    } else {
+        support::rss_kib(pid)
+    }
 }
 
 /// A model that accepts and never answers, as a model still thinking: the
@@ -234,7 +244,8 @@ async fn memory_figures(addr: &str, pid: u32) -> anyhow::Result<()> {
     let config = WebSocketConfig::default()
         .read_buffer_size(4096)
         .write_buffer_size(0);
-    let urls: Vec<String> = (0..ROOMS * PER_ROOM)
+    let rooms = rooms();
+    let urls: Vec<String> = (0..rooms * PER_ROOM)
         .map(|n| {
             format!(
                 "ws://{addr}/api/rooms/idle-{}/ws?user=u{}",
@@ -259,7 +270,7 @@ async fn memory_figures(addr: &str, pid: u32) -> anyhow::Result<()> {
     tokio::time::sleep(Duration::from_secs(2)).await;
     let after = rss_kib(pid);
     println!(
-        "{ROOMS} rooms x {PER_ROOM} idle connections ({} sockets, connected in {:.1} s)",
+        "{rooms} rooms x {PER_ROOM} idle connections ({} sockets, connected in {:.1} s)",
         held.len(),
         connect_time.as_secs_f64()
     );
@@ -277,6 +288,12 @@ fn main() -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     raise_open_files();
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let backend = if support::worker_backend() {
+        "the local worker (worker/dev.sh)"
+    } else {
+        "duet serve"
+    };
+    println!("backend: {backend}");
     println!(
         "load average at start: {}",
         load.split_whitespace()
@@ -327,8 +344,7 @@ fn main() -> anyhow::Result<()> {
         Ok::<_, anyhow::Error>(())
     });
     for child in [&mut server, &mut failing] {
-        let _ = child.kill();
-        let _ = child.wait();
+        support::stop(child);
     }
     result
 }

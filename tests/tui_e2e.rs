@@ -239,6 +239,9 @@ async fn two_people_share_a_room_and_clean_it_up() {
 
 #[tokio::test]
 async fn a_second_duet_joins_the_embedded_backend_and_so_does_exec() {
+    if common::only_duet_serve("the embedded backend (duet without --server)") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let tmux = Tmux::new(dir.path());
     let mut env = client_env(dir.path(), "ada");
@@ -400,33 +403,9 @@ async fn page_up_at_the_top_loads_older_messages_from_the_backend() {
     .await;
 }
 
-/// `duet serve` on a given port (so that a restart keeps the address).
-fn serve_on(port: u16, data: &Path) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_duet"))
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--data-dir",
-        ])
-        .arg(data)
-        .env_remove("DUET_TOKEN")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("duet serve starts")
-}
-
-async fn healthy(url: &str) {
-    let client = duet::client::http::HttpClient::new(url, "r", None, "t").unwrap();
-    let deadline = tokio::time::Instant::now() + SCREEN_WAIT;
-    while client.health().await.is_err() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{url} never answered"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+/// The backend on a given port (so that a restart keeps the address).
+async fn serve_on(port: u16, data: &Path) -> Server {
+    Server::start_at(&format!("127.0.0.1:{port}"), data, &[]).await
 }
 
 #[tokio::test]
@@ -438,8 +417,7 @@ async fn after_a_backend_restart_the_view_comes_back_without_duplicates() {
         .port();
     let data = tempfile::tempdir().unwrap();
     let url = format!("http://127.0.0.1:{port}");
-    let mut server = serve_on(port, data.path());
-    healthy(&url).await;
+    let server = serve_on(port, data.path()).await;
     let dir = tempfile::tempdir().unwrap();
     let tmux = Tmux::new(dir.path());
     tmux.start(
@@ -451,15 +429,16 @@ async fn after_a_backend_restart_the_view_comes_back_without_duplicates() {
         .await;
     tmux.type_text("ada", "said once");
     tmux.keys("ada", &["Enter"]);
-    tmux.wait("ada", "the message", |s| s.contains("said once"))
-        .await;
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
-    let _ = server.wait();
+    // Sent, not just typed: the input line no longer holds it.
+    tmux.wait("ada", "the message", |s| {
+        s.contains("said once") && !s.contains("› said once")
+    })
+    .await;
+    server.stop().await;
     tmux.wait("ada", "reconnecting", |s| s.contains("reconnecting in"))
         .await;
     tmux.type_text("ada", "typed while away");
-    let mut server = serve_on(port, data.path());
+    let server = serve_on(port, data.path()).await;
     let screen = tmux
         .wait("ada", "connected again", |s| {
             s.contains("● connected") && s.contains("1 here")
@@ -478,8 +457,7 @@ async fn after_a_backend_restart_the_view_comes_back_without_duplicates() {
         .await;
     assert_eq!(screen.matches("said once").count(), 1, "{screen}");
     assert_eq!(screen.matches("typed while away").count(), 1, "{screen}");
-    let _ = server.kill();
-    let _ = server.wait();
+    server.stop().await;
 }
 
 #[tokio::test]

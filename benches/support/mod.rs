@@ -1,5 +1,6 @@
 //! What the benchmarks share: percentiles, the report line, and a real
-//! `duet serve` on a free loopback port.
+//! backend on a free loopback port: `duet serve`, or with
+//! `DUET_BENCH_BACKEND=worker` the local Cloudflare stack (worker/dev.sh).
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
@@ -39,11 +40,27 @@ pub const NO_LIMITS: [&str; 8] = [
     "DUET_MAX_SOCKETS",
 ];
 
-/// Starts the built `duet serve` on a free loopback port with `dir` and
-/// `args`; answers the process and its `host:port`.
+/// Whether `DUET_BENCH_BACKEND=worker` asks for the local worker.
+pub fn worker_backend() -> bool {
+    std::env::var("DUET_BENCH_BACKEND").as_deref() == Ok("worker")
+}
+
+/// Starts the backend (`duet serve`, or worker/dev.sh) on a free loopback
+/// port with `dir` and `args`; answers the process and its `host:port`.
 pub fn serve(dir: &std::path::Path, args: &[&str]) -> anyhow::Result<(Child, String)> {
-    let mut server = Command::new(env!("CARGO_BIN_EXE_duet"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+    let mut command = if worker_backend() {
+        let mut c = Command::new("bash");
+        c.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/worker/dev.sh"))
+            .env("DUET_BIN", env!("CARGO_BIN_EXE_duet"))
+            .env("WRANGLER_LOG", "error");
+        c
+    } else {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_duet"));
+        c.arg("serve");
+        c
+    };
+    let mut server = command
+        .args(["--listen", "127.0.0.1:0", "--data-dir"])
         .arg(dir)
         .args(args)
         .env("DUET_LOG", "error")
@@ -62,4 +79,63 @@ pub fn serve(dir: &std::path::Path, args: &[&str]) -> anyhow::Result<(Child, Str
         .trim_start_matches("duet: listening on http://")
         .to_string();
     Ok((server, addr))
+}
+
+/// Stops a backend started by `serve`: SIGTERM (worker/dev.sh then stops
+/// its whole stack), then waits.
+pub fn stop(child: &mut Child) {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = child.wait();
+}
+
+/// Resident memory of process `pid` and all its descendants, in KiB.
+pub fn tree_rss_kib(pid: u32) -> u64 {
+    let mut parents = Vec::new();
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for entry in entries.flatten() {
+            let Some(p) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            // The field after the parenthesized name, then the state: ppid.
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|n| n.parse::<u32>().ok());
+            if let Some(ppid) = ppid {
+                parents.push((p, ppid));
+            }
+        }
+    }
+    let mut tree = vec![pid];
+    let mut i = 0;
+    while i < tree.len() {
+        let parent = tree[i];
+        tree.extend(
+            parents
+                .iter()
+                .filter(|(_, pp)| *pp == parent)
+                .map(|(p, _)| *p),
+        );
+        i += 1;
+    }
+    tree.into_iter().map(rss_kib).sum()
+}
+
+/// Resident memory of process `pid`, in KiB.
+pub fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(0)
 }

@@ -1,5 +1,6 @@
-//! Helpers of the integration tests: the real `duet serve` on a loopback
-//! port, an HTTP client and a WebSocket client.
+//! Helpers of the integration tests: a real backend on a loopback port
+//! (`duet serve`, or with `DUET_TEST_BACKEND=worker` the local Cloudflare
+//! stack of `worker/dev.sh`), an HTTP client and a WebSocket client.
 #![allow(dead_code)]
 
 use futures_util::{SinkExt, StreamExt};
@@ -16,7 +17,43 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 /// How long a test waits for anything before failing.
 pub const WAIT: Duration = Duration::from_secs(20);
 
-/// A `duet serve` process; killed when dropped.
+/// How long the worker's local stack may take to answer /health.
+const WORKER_START: Duration = Duration::from_secs(120);
+
+/// The backend the tests start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// `duet serve` (the default).
+    Serve,
+    /// `worker/dev.sh`: wrangler dev with the stand-in Sandbox.
+    Worker,
+}
+
+/// `DUET_TEST_BACKEND`: `worker`, else `duet serve`.
+pub fn backend() -> Backend {
+    match std::env::var("DUET_TEST_BACKEND").as_deref() {
+        Ok("worker") => Backend::Worker,
+        Ok("" | "serve") | Err(_) => Backend::Serve,
+        Ok(other) => panic!("DUET_TEST_BACKEND is `worker` or `serve`, not {other:?}"),
+    }
+}
+
+/// The one place that marks a test as pinning something only `duet serve`
+/// has (its sandbox limits, its data directory's files, its own flags):
+/// against the worker it says so on stderr and the test returns early.
+///
+/// ```ignore
+/// if common::only_duet_serve("cgroup memory limit") { return; }
+/// ```
+pub fn only_duet_serve(what: &str) -> bool {
+    let skip = backend() == Backend::Worker;
+    if skip {
+        eprintln!("SKIPPED on the worker backend: pins {what}, which only duet serve has");
+    }
+    skip
+}
+
+/// A backend process; stopped when dropped.
 pub struct Server {
     child: Child,
     /// `127.0.0.1:PORT`
@@ -25,13 +62,35 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts `duet serve` on a free loopback port with `data_dir`.
+    /// Starts the backend (see `backend()`) on a free loopback port with
+    /// `data_dir` and the `duet serve` flags `extra`.
     pub async fn start(data_dir: &Path, extra: &[&str]) -> Server {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_duet"));
-        cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        Server::start_at("127.0.0.1:0", data_dir, extra).await
+    }
+
+    /// As `start`, listening on `listen` (a fixed port survives a restart).
+    pub async fn start_at(listen: &str, data_dir: &Path, extra: &[&str]) -> Server {
+        let (mut cmd, wait) = match backend() {
+            Backend::Serve => {
+                let mut cmd = Command::new(env!("CARGO_BIN_EXE_duet"));
+                cmd.arg("serve");
+                (cmd, WAIT)
+            }
+            Backend::Worker => {
+                let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("worker/dev.sh");
+                let mut cmd = Command::new("bash");
+                cmd.arg(script).env("DUET_BIN", env!("CARGO_BIN_EXE_duet"));
+                // wrangler and workerd take seconds to start on a busy machine.
+                (cmd, WORKER_START)
+            }
+        };
+        cmd.args(["--listen", listen, "--data-dir"])
             .arg(data_dir)
             .args(extra)
             .env_remove("DUET_TOKEN")
+            .env_remove("DUET_AI_URL")
+            .env_remove("DUET_AI_MODEL")
+            .env_remove("DUET_AI_KEY")
             .env(
                 "DUET_LOG",
                 std::env::var("DUET_TEST_LOG").unwrap_or_else(|_| "warn".into()),
@@ -54,7 +113,7 @@ impl Server {
         let mut child = cmd.spawn().expect("duet serve starts");
         let stdout = child.stdout.take().unwrap();
         let mut lines = BufReader::new(stdout).lines();
-        let line = tokio::time::timeout(WAIT, lines.next_line())
+        let line = tokio::time::timeout(wait, lines.next_line())
             .await
             .expect("the server says where it listens")
             .unwrap()
@@ -74,6 +133,11 @@ impl Server {
     pub async fn fresh() -> (Server, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
         (Server::start(dir.path(), &[]).await, dir)
+    }
+
+    /// The backend's process id (worker/dev.sh's, for the worker).
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("the backend runs")
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -1,0 +1,253 @@
+#!/usr/bin/env bash
+# The whole local Cloudflare stack in the foreground: `wrangler dev --local`
+# with the stand-in Sandbox (wrangler.local.jsonc), and the `duet serve`
+# the stand-in forwards commands to (its real namespace sandbox, behind a
+# random token of its own). Prints `duet: listening on http://ADDR` once
+# /health answers, as `duet serve` does. SIGTERM stops all of it.
+#
+#   worker/dev.sh --listen 127.0.0.1:PORT --data-dir DIR [--token T]
+#                 [--ai-url URL --ai-model M] [other flags of `duet serve`]
+#
+# State: DIR/wrangler (rooms: the Durable Objects' SQLite, R2 backups),
+# DIR/sandbox (the stand-in's workspaces). Both survive a stop and start.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(dirname "$here")"
+
+usage() {
+  cat <<'EOF'
+Usage: worker/dev.sh [OPTIONS]
+
+The same flags and DUET_* variables as `duet serve`:
+  --listen ADDR               [env: DUET_LISTEN] (default 127.0.0.1:8787; port 0 picks one)
+  --data-dir DIR              [env: DUET_DATA_DIR] (default $XDG_DATA_HOME/duet-worker)
+  --token T                   [env: DUET_TOKEN] bearer token (anything but loopback needs one)
+  --exec-timeout-ms N         default timeout of a command (60000)
+  --max-exec-timeout-ms N     largest timeout a request may ask for (600000)
+  --output-cap N              bytes captured per stream of a command (1048576)
+  --sandbox-idle-secs N       the sandbox sleeps after this many idle seconds (600)
+  --memory-mb, --processes, --cpu-secs, --disk-mb, --open-files, --tmp-mb N,
+  --sandbox-network none|nat  limits of the stand-in's sandbox
+  --ai-url URL                [env: DUET_AI_URL] OpenAI-compatible chat API
+  --ai-model M                [env: DUET_AI_MODEL]
+  --ai-key K                  [env: DUET_AI_KEY]
+  --agent-steps N             rounds of commands per turn (1)
+  --ai-timeout-secs N         [env: DUET_AI_TIMEOUT_SECS] (120)
+The stand-in's duet serve: $DUET_BIN, else target/{debug,release}/duet, else duet on PATH.
+DUET_STANDIN_START_SECS=N: each start of a room's stand-in container takes N s
+(requests answer 503 with Retry-After meanwhile, as on Cloudflare).
+EOF
+}
+
+die() {
+  echo "worker/dev.sh: $*" >&2
+  exit 2
+}
+
+listen="${DUET_LISTEN:-127.0.0.1:8787}"
+data_dir="${DUET_DATA_DIR:-${XDG_DATA_HOME:-${HOME:-.}/.local/share}/duet-worker}"
+token="${DUET_TOKEN:-}"
+ai_url="${DUET_AI_URL:-}"
+ai_model="${DUET_AI_MODEL:-}"
+ai_key="${DUET_AI_KEY:-}"
+ai_timeout="${DUET_AI_TIMEOUT_SECS:-120}"
+agent_steps=1
+exec_timeout=60000
+max_exec_timeout=600000
+output_cap=1048576
+idle_secs=600
+sandbox_limits=() # only the stand-in's duet serve applies these
+
+number() { [[ "$2" =~ ^[0-9]+$ ]] || die "$1 must be a whole number, not '$2'"; }
+
+while [ $# -gt 0 ]; do
+  flag="$1"
+  shift
+  case "$flag" in
+  -h | --help)
+    usage
+    exit 0
+    ;;
+  --*=*)
+    value="${flag#*=}"
+    flag="${flag%%=*}"
+    ;;
+  --*)
+    [ $# -gt 0 ] || die "$flag needs a value"
+    value="$1"
+    shift
+    ;;
+  *) die "unexpected argument '$flag' (see --help)" ;;
+  esac
+  case "$flag" in
+  --listen) listen="$value" ;;
+  --data-dir) data_dir="$value" ;;
+  --token) token="$value" ;;
+  --ai-url) ai_url="$value" ;;
+  --ai-model) ai_model="$value" ;;
+  --ai-key) ai_key="$value" ;;
+  --ai-timeout-secs) number "$flag" "$value" && ai_timeout="$value" ;;
+  --agent-steps) number "$flag" "$value" && agent_steps="$value" ;;
+  --exec-timeout-ms) number "$flag" "$value" && exec_timeout="$value" ;;
+  --max-exec-timeout-ms) number "$flag" "$value" && max_exec_timeout="$value" ;;
+  --output-cap) number "$flag" "$value" && output_cap="$value" ;;
+  --sandbox-idle-secs) number "$flag" "$value" && idle_secs="$value" ;;
+  --memory-mb | --processes | --cpu-secs | --disk-mb | --open-files | --tmp-mb)
+    number "$flag" "$value" && sandbox_limits+=("$flag" "$value")
+    ;;
+  --sandbox-network)
+    [[ "$value" == none || "$value" == nat ]] || die "--sandbox-network is none or nat, not '$value'"
+    sandbox_limits+=("$flag" "$value")
+    ;;
+  *) die "unknown flag $flag (see --help)" ;;
+  esac
+done
+[ "$max_exec_timeout" -ge "$exec_timeout" ] || max_exec_timeout="$exec_timeout"
+
+host="${listen%:*}"
+port="${listen##*:}"
+[[ "$listen" == *:* && "$port" =~ ^[0-9]+$ && -n "$host" ]] || die "--listen is HOST:PORT, not '$listen'"
+case "$host" in
+127.* | localhost | ::1 | "[::1]") ;;
+*) [ -n "$token" ] || die "listening on $host (not loopback) needs --token" ;;
+esac
+
+# Node 22 and wrangler come from node_modules (Debian's Node is too old).
+export PATH="$here/node_modules/.bin:$PATH"
+needs_install() {
+  [ ! -f "$here/node_modules/.package-lock.json" ] || [ "$here/package-lock.json" -nt "$here/node_modules/.package-lock.json" ]
+}
+if needs_install; then
+  # Stacks started side by side install once.
+  exec 9>"$here/.npm-install.lock"
+  flock 9
+  if needs_install; then
+    echo "worker/dev.sh: npm ci (first use)" >&2
+    (cd "$here" && npm ci --no-audit --no-fund >&2)
+  fi
+  exec 9>&-
+fi
+
+duet="${DUET_BIN:-}"
+if [ -z "$duet" ]; then
+  for profile in debug release; do
+    if [ -x "$repo/target/$profile/duet" ]; then
+      duet="$repo/target/$profile/duet"
+      break
+    fi
+  done
+fi
+duet="${duet:-duet}"
+command -v "$duet" >/dev/null 2>&1 || die "no duet binary: build it (cargo build) or set DUET_BIN"
+
+mkdir -p "$data_dir/sandbox" "$data_dir/wrangler"
+run="$(mktemp -d "${TMPDIR:-/tmp}/duet-dev.XXXXXX")"
+chmod 700 "$run"
+groups=() # process groups to stop: each child leads its own
+watchdog=""
+
+stop_all() {
+  trap - TERM INT EXIT
+  [ -z "$watchdog" ] || kill -KILL "$watchdog" 2>/dev/null || true
+  if [ ${#groups[@]} -gt 0 ]; then
+    for g in "${groups[@]}"; do kill -TERM -- "-$g" 2>/dev/null || true; done
+    for _ in $(seq 50); do
+      alive=0
+      for g in "${groups[@]}"; do kill -0 -- "-$g" 2>/dev/null && alive=1; done
+      [ $alive -eq 0 ] && break
+      sleep 0.1
+    done
+    for g in "${groups[@]}"; do kill -KILL -- "-$g" 2>/dev/null || true; done
+  fi
+  rm -rf "$run"
+}
+trap 'stop_all; exit 143' TERM
+trap 'stop_all; exit 130' INT
+trap 'stop_all' EXIT
+
+# A watchdog outlives a SIGKILL of this script and then stops the groups.
+watch_groups() {
+  setsid bash -c 'while kill -0 "$0" 2>/dev/null; do sleep 1; done
+    for g in $(cat "$1" 2>/dev/null); do kill -TERM -- "-$g" 2>/dev/null; done
+    sleep 3
+    for g in $(cat "$1" 2>/dev/null); do kill -KILL -- "-$g" 2>/dev/null; done
+    rm -rf "$(dirname "$1")"' "$$" "$run/groups" </dev/null >/dev/null 2>&1 &
+  watchdog=$!
+}
+
+# 1. The stand-in's duet serve, on a loopback port of its own choosing.
+standin_token="$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+setsid env -u DUET_TOKEN -u DUET_AI_URL -u DUET_AI_MODEL -u DUET_AI_KEY -u DUET_LISTEN -u DUET_DATA_DIR \
+  DUET_LOG="${DUET_LOG:-warn}" \
+  "$duet" serve --listen 127.0.0.1:0 --data-dir "$data_dir/sandbox" --token "$standin_token" \
+  --exec-timeout-ms "$exec_timeout" --max-exec-timeout-ms "$((max_exec_timeout + 60000))" \
+  --output-cap "$output_cap" --sandbox-idle-secs "$((idle_secs + 60))" \
+  ${sandbox_limits[@]+"${sandbox_limits[@]}"} >"$run/standin.out" 2>&2 </dev/null &
+groups+=("$!")
+echo "${groups[*]}" >"$run/groups"
+watch_groups
+standin_url=""
+for _ in $(seq 600); do
+  if line="$(head -n1 "$run/standin.out" 2>/dev/null)" && [ -n "$line" ]; then
+    standin_url="${line#duet: listening on }"
+    break
+  fi
+  kill -0 "${groups[0]}" 2>/dev/null || die "the stand-in's duet serve exited"
+  sleep 0.05
+done
+[[ "$standin_url" == http://* ]] || die "the stand-in's duet serve did not start (${line:-no output})"
+
+# 2. wrangler dev on the asked port (0: a free one).
+if [ "$port" -eq 0 ]; then
+  port="$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
+fi
+# Vars and secrets in a private file, not on the command line.
+{
+  echo "DUET_TOKEN=$token"
+  echo "DUET_AI_URL=$ai_url"
+  echo "DUET_AI_MODEL=$ai_model"
+  echo "DUET_AI_KEY=$ai_key"
+  echo "DUET_AGENT_STEPS=$agent_steps"
+  echo "DUET_AI_TIMEOUT_SECS=$ai_timeout"
+  echo "DUET_EXEC_TIMEOUT_MS=$exec_timeout"
+  echo "DUET_MAX_EXEC_TIMEOUT_MS=$max_exec_timeout"
+  echo "DUET_OUTPUT_CAP=$output_cap"
+  echo "DUET_SANDBOX_IDLE_SECS=$idle_secs"
+  echo "DUET_STANDIN_URL=$standin_url"
+  echo "DUET_STANDIN_TOKEN=$standin_token"
+  echo "DUET_STANDIN_START_SECS=${DUET_STANDIN_START_SECS:-0}"
+} >"$run/vars.env"
+(
+  cd "$here"
+  exec setsid env WRANGLER_SEND_METRICS=false CI=1 CLOUDFLARE_CF_FETCH_ENABLED=false \
+    WRANGLER_CI_DISABLE_CONFIG_WATCHING=true WRANGLER_REGISTRY_PATH="$run/registry" \
+    wrangler dev -c wrangler.local.jsonc --local --ip "$host" --port "$port" \
+    --persist-to "$data_dir/wrangler" --inspector-port 0 --show-interactive-dev-session=false \
+    --log-level "${WRANGLER_LOG:-warn}" --env-file "$run/vars.env" >&2 </dev/null
+) &
+groups+=("$!")
+echo "${groups[*]}" >"$run/groups"
+
+health() {
+  { exec 3<>"/dev/tcp/$host/$port"; } 2>/dev/null || return 1
+  printf 'GET /health HTTP/1.0\r\nHost: %s\r\n\r\n' "$host" >&3
+  local status=""
+  read -r -t 5 status <&3 || true
+  exec 3>&-
+  [[ "$status" == "HTTP/1."?" 200"* ]]
+}
+for _ in $(seq 1200); do
+  health && break
+  for g in "${groups[@]}"; do kill -0 "$g" 2>/dev/null || die "a part of the stack exited before /health answered"; done
+  sleep 0.1
+done
+health || die "/health did not answer on $host:$port"
+echo "duet: listening on http://$host:$port"
+
+# Until either part ends, or a signal.
+set +e
+wait -n "${groups[@]}"
+status=$?
+echo "worker/dev.sh: a part of the stack exited ($status); stopping" >&2
+exit 1

@@ -1,0 +1,244 @@
+// The room's Durable Object, an Agents SDK `Agent`: its sockets (on both
+// `/api/rooms/{room}/ws` and `/agents/duet-agent/{room}`), the connect
+// sequence, presence, typing, the client's frames (rpc, the refused state,
+// garbage) and the operations the Worker forwards to it (onRequest).
+//
+// The SDK's own protocol is switched off where it differs from
+// docs/protocol.md: no `cf_agent_mcp_servers`, no `stateFollows`, rpc
+// failures with `status`/`details`, every connection read-only and the
+// room's data in our own tables (store.ts), never in `setState`.
+
+import { Agent, type Connection, type ConnectionContext } from "agents";
+import type { Env } from "./env";
+import { ApiError, describe, isObject, response, type JsonObject, type Reply } from "./http";
+import { UnknownMethod, rpcOp, type Op } from "./ops";
+import {
+  READONLY_FRAME,
+  errorFrame,
+  identityFrame,
+  messageFrame,
+  presenceFrame,
+  randomHex,
+  typingFrame,
+  type DuetMessage,
+  type PresenceUser,
+} from "./protocol";
+import { Room } from "./room";
+import { Store } from "./store";
+
+/** Where the Worker sends a room's operations and page requests. */
+export const OP_PATH = "/duet/op";
+export const PAGE_PATH = "/duet/messages";
+
+/** Typing is relayed at most this often per connection. */
+const TYPING_EVERY_MS = 2_000;
+
+/** Who is on a connection; kept in the connection's state across hibernation. */
+interface Peer {
+  /** Presence id: `_pk`, or one the server assigns. */
+  id: string;
+  /** `user`, if given. */
+  user?: string;
+  /** The presence name: `user` or "anonymous". */
+  name: string;
+  since: number;
+  /** Join order, for the presence list. */
+  seq: number;
+  /** The socket asked for state deltas (`deltas=1`). */
+  deltas: boolean;
+  typingAt?: number;
+}
+
+type DuetConnection = Connection<{ duet?: Peer }>;
+
+export class DuetAgent extends Agent<Env> {
+  private roomCore?: Room;
+  private lastSeq = 0;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    // The SDK installs its frame handler (which answers `rpc` and
+    // `cf_agent_state` its own way) as an instance property in its
+    // constructor; every frame is ours instead. Relies on agents 0.32.0,
+    // pinned, with a test on each of those frames.
+    this.onMessage = (connection: Connection, message: string | ArrayBuffer | ArrayBufferView) =>
+      this.frame(connection as DuetConnection, message);
+  }
+
+  shouldSendProtocolMessages(): boolean {
+    return false;
+  }
+
+  shouldConnectionBeReadonly(): boolean {
+    return true;
+  }
+
+  /** The room, loaded from storage on first use after each start. */
+  private room(): Room {
+    return (this.roomCore ??= new Room(this.name, this.env, new Store(this.ctx.storage), {
+      all: (text) => this.sendAll(text),
+      message: (m) => this.sendMessage(m),
+      state: () => this.sendAll(this.room().stateText()),
+    }));
+  }
+
+  // ---- Requests the Worker forwards (index.ts) ----
+
+  /**
+   * `POST /duet/op` (a validated operation as JSON) and `GET
+   * /duet/messages?before&limit`. A fetch rather than Durable Object RPC:
+   * an answer (a command's whole output) may exceed RPC's 32 MiB per value.
+   */
+  async onRequest(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    if (request.method === "POST" && url.pathname === OP_PATH) {
+      let op: Op;
+      try {
+        op = (await request.json()) as Op;
+      } catch (e) {
+        return response(ApiError.field("body", `is not valid JSON: ${describe(e)}`).reply());
+      }
+      return response(await this.room().perform(op));
+    }
+    if (request.method === "GET" && url.pathname === PAGE_PATH) {
+      const before = url.searchParams.get("before") ?? undefined;
+      return response(this.room().page(before, Number(url.searchParams.get("limit"))));
+    }
+    return new Response("not found", { status: 404 });
+  }
+
+  // ---- Sockets ----
+
+  private connections(): DuetConnection[] {
+    return [...this.getConnections()] as DuetConnection[];
+  }
+
+  private sendAll(text: string, except?: Connection): void {
+    for (const c of this.connections()) if (c !== except) send(c, text);
+  }
+
+  /** A stored message: the state to most sockets, `duet_message` to those that asked for deltas. */
+  private sendMessage(m: DuetMessage): void {
+    let full: string | undefined;
+    let delta: string | undefined;
+    for (const c of this.connections()) {
+      if (c.state?.duet?.deltas) send(c, (delta ??= messageFrame(m)));
+      else send(c, (full ??= this.room().stateText()));
+    }
+  }
+
+  /** One entry per connection, in join order. */
+  private presence(except?: Connection): PresenceUser[] {
+    return this.connections()
+      .filter((c) => c !== except && c.state?.duet)
+      .map((c) => c.state?.duet as Peer)
+      .sort((a, b) => a.seq - b.seq)
+      .map(({ id, name, since }) => ({ id, name, since }));
+  }
+
+  private nextSeq(): number {
+    for (const c of this.connections()) this.lastSeq = Math.max(this.lastSeq, c.state?.duet?.seq ?? 0);
+    return ++this.lastSeq;
+  }
+
+  /** Identity, state, presence to the newcomer; presence to the others. The Worker checked the query. */
+  async onConnect(connection: Connection, ctx: ConnectionContext): Promise<void> {
+    const c = connection as DuetConnection;
+    const query = new URL(ctx.request.url).searchParams;
+    const user = query.get("user") ?? undefined;
+    const peer: Peer = {
+      id: query.get("_pk") || `c${randomHex()}`,
+      user,
+      name: user ?? "anonymous",
+      since: Date.now(),
+      seq: this.nextSeq(),
+      deltas: query.get("deltas") === "1",
+    };
+    c.setState({ ...(c.state ?? {}), duet: peer });
+    const presence = presenceFrame(this.presence());
+    send(c, identityFrame(this.name));
+    send(c, this.room().stateText());
+    send(c, presence);
+    this.sendAll(presence, c);
+  }
+
+  async onClose(connection: Connection): Promise<void> {
+    this.sendAll(presenceFrame(this.presence(connection)), connection);
+  }
+
+  onError(connectionOrError: unknown, error?: unknown): void {
+    console.error("duet-agent:", describe(error ?? connectionOrError));
+  }
+
+  /** A client's frame: typing, rpc, a refused state, or garbage answered with `duet_error`. */
+  private async frame(c: DuetConnection, message: string | ArrayBuffer | ArrayBufferView): Promise<void> {
+    if (typeof message !== "string") return send(c, errorFrame("binary frames are not supported"));
+    let value: unknown;
+    try {
+      value = JSON.parse(message);
+    } catch (e) {
+      return send(c, errorFrame(`the frame is not JSON: ${describe(e)}`));
+    }
+    const type = isObject(value) ? value.type : undefined;
+    if (!isObject(value) || typeof type !== "string") return send(c, errorFrame('a frame needs a string "type"'));
+    switch (type) {
+      case "duet_typing":
+        return this.typing(c);
+      case "cf_agent_state":
+        return send(c, READONLY_FRAME);
+      case "rpc":
+        return this.rpc(c, value);
+      default:
+        return send(c, errorFrame(`unknown frame type ${JSON.stringify(type)}`));
+    }
+  }
+
+  private typing(c: DuetConnection): void {
+    const peer = c.state?.duet;
+    if (!peer) return;
+    const now = Date.now();
+    if (peer.typingAt !== undefined && now - peer.typingAt < TYPING_EVERY_MS) return;
+    c.setState({ ...c.state, duet: { ...peer, typingAt: now } });
+    this.sendAll(typingFrame(peer.id, peer.name), c);
+  }
+
+  /** Answers an rpc frame: the HTTP body as `result`, or the HTTP error with `status` and `details`. */
+  private async rpc(c: DuetConnection, frame: JsonObject): Promise<void> {
+    if (!Object.prototype.hasOwnProperty.call(frame, "id")) return send(c, errorFrame('an rpc frame needs an "id"'));
+    const id = JSON.stringify(frame.id ?? null);
+    let op: Op;
+    try {
+      op = rpcOp(frame, c.state?.duet?.user);
+    } catch (e) {
+      if (e instanceof UnknownMethod) {
+        return send(c, `{"type":"rpc","id":${id},"success":false,"error":${JSON.stringify(e.message)},"done":true}`);
+      }
+      return send(c, failure(id, (e instanceof ApiError ? e : ApiError.internal(describe(e))).reply()));
+    }
+    const reply = await this.room().perform(op);
+    // The body keeps its field order: spliced in, not re-parsed.
+    if (reply.status < 300) send(c, `{"type":"rpc","id":${id},"success":true,"result":${reply.body},"done":true}`);
+    else send(c, failure(id, reply));
+  }
+}
+
+/** An error answer as a failed rpc. */
+function failure(id: string, reply: Reply): string {
+  let body: { error?: unknown; details?: unknown } = {};
+  try {
+    body = JSON.parse(reply.body) as typeof body;
+  } catch {
+    body = { error: reply.body };
+  }
+  const details = body.details !== undefined ? `,"details":${JSON.stringify(body.details)}` : "";
+  return `{"type":"rpc","id":${id},"success":false,"error":${JSON.stringify(String(body.error))},"status":${reply.status}${details},"done":true}`;
+}
+
+/** Sends a frame, tolerating a peer that left. */
+function send(c: Connection, text: string): void {
+  try {
+    c.send(text);
+  } catch {
+    // The socket closed between the event and the send.
+  }
+}

@@ -1,0 +1,63 @@
+// The Worker's bindings (wrangler.jsonc, wrangler.local.jsonc) and secrets.
+import type { Sandbox } from "@cloudflare/sandbox";
+import type { DuetAgent } from "./agent";
+
+export interface Env {
+  /** One Durable Object per room (the Agents SDK agent). */
+  DuetAgent: DurableObjectNamespace<DuetAgent>;
+  /** One Sandbox per room: the real container, or the local stand-in. */
+  Sandbox: DurableObjectNamespace<Sandbox>;
+  /** Backups of the rooms' /workspace across a container's sleep. */
+  WORKSPACES: R2Bucket;
+  /** The bearer token (a secret); empty or absent: no token needed. */
+  DUET_TOKEN?: string;
+  /** The model: an OpenAI-compatible base URL, its model and key (a secret). */
+  DUET_AI_URL?: string;
+  DUET_AI_MODEL?: string;
+  DUET_AI_KEY?: string;
+  /** Rounds of commands per turn (duet serve --agent-steps). */
+  DUET_AGENT_STEPS?: string;
+  /** Time one answer of the model may take. */
+  DUET_AI_TIMEOUT_SECS?: string;
+  /** Time to reach the model's service, until its answer starts (default 30). */
+  DUET_AI_CONNECT_TIMEOUT_SECS?: string;
+  /** A command's timeout when the request names none, and the largest allowed. */
+  DUET_EXEC_TIMEOUT_MS?: string;
+  DUET_MAX_EXEC_TIMEOUT_MS?: string;
+  /** Bytes kept per stream of one command's output. */
+  DUET_OUTPUT_CAP?: string;
+  /** A sandbox without a command for this long sleeps. */
+  DUET_SANDBOX_IDLE_SECS?: string;
+  /** Local configuration only: the `duet serve` the stand-in Sandbox forwards to. */
+  DUET_STANDIN_URL?: string;
+  DUET_STANDIN_TOKEN?: string;
+  /** Local only: seconds the stand-in's "container" takes to start (default 0). */
+  DUET_STANDIN_START_SECS?: string;
+}
+
+/** A positive whole number from a var, else `fallback`. */
+export function positiveVar(value: string | undefined, fallback: number): number {
+  const n = Number((value ?? "").trim());
+  return Number.isSafeInteger(n) && n > 0 ? n : fallback;
+}
+
+/** The limits a room applies, read from the vars. */
+export interface Limits {
+  execTimeoutMs: number;
+  maxExecTimeoutMs: number;
+  outputCap: number;
+}
+
+/**
+ * The largest output cap: a command's two streams must fit the 32 MiB that
+ * Durable Object RPC carries per value (and an object's 128 MB of memory).
+ */
+export const MAX_OUTPUT_CAP = 8 * 1024 * 1024;
+
+export function limits(env: Env): Limits {
+  return {
+    execTimeoutMs: positiveVar(env.DUET_EXEC_TIMEOUT_MS, 60_000),
+    maxExecTimeoutMs: positiveVar(env.DUET_MAX_EXEC_TIMEOUT_MS, 600_000),
+    outputCap: Math.min(positiveVar(env.DUET_OUTPUT_CAP, 1024 * 1024), MAX_OUTPUT_CAP),
+  };
+}

@@ -1,0 +1,240 @@
+// Commands in the room's sandbox: announced when asked for, run one at a
+// time in that order, their output streamed to the room as `duet_exec`
+// frames, their end announced and recorded (src/server/room/exec.rs).
+
+import type { Limits } from "./env";
+import { describe } from "./http";
+import {
+  STORED_OUTPUT_CAP,
+  capText,
+  execCompleteFrame,
+  execId as execIdOf,
+  execOutputFrame,
+  execStartFrame,
+  type ExecRecord,
+  type ExecResult,
+  type ExecSource,
+  type Run,
+  isoTimestamp,
+} from "./protocol";
+import { SandboxStarting, type ExecOutcome, type RoomSandbox } from "./sandbox/types";
+
+/** What the commands need of their room. */
+export interface CommandHost {
+  readonly limits: Limits;
+  sandbox(): RoomSandbox;
+  /** Bumped by cleanup: commands of an older generation are neither run nor recorded. */
+  generation(): number;
+  takeExecNumber(): number;
+  broadcast(text: string): void;
+  /** Keeps a command's record (unless a cleanup came since it started). */
+  record(generation: number, record: ExecRecord): void;
+}
+
+export interface CommandRequest {
+  cmd: string;
+  timeoutMs?: number;
+  cwd?: string;
+  env?: Record<string, string>;
+  by: string;
+  source: ExecSource;
+  /** The agent's turn: when it is cancelled, its command is interrupted (or not started). */
+  signal?: AbortSignal;
+}
+
+/** How a command ended. */
+export interface CommandEnd {
+  execId: string;
+  cmd: string;
+  ts: number;
+  duration: number;
+  /** The command ran. */
+  outcome?: ExecOutcome;
+  /** It could not run: why. */
+  failure?: string;
+  /** It could not run because the sandbox is starting: retry after this many seconds. */
+  startingSecs?: number;
+  record?: ExecRecord;
+}
+
+/** The text of a turn's command that was not started because the turn was cancelled. */
+export const CANCELLED = "the agent's turn was cancelled";
+/** How long the agent's command waits for a starting sandbox. */
+const AGENT_START_WAIT_MS = 120_000;
+
+/** The command running now. */
+interface Running {
+  execId: string;
+  interrupted: boolean;
+}
+
+export class Commands {
+  private queue: Promise<unknown> = Promise.resolve();
+  private running?: Running;
+
+  constructor(private readonly host: CommandHost) {}
+
+  /** Announces a command, queues it behind the others and resolves when it ended. */
+  run(req: CommandRequest): Promise<CommandEnd> {
+    const execId = execIdOf(this.host.takeExecNumber());
+    this.host.broadcast(execStartFrame(execId, req.cmd, req.by, req.source));
+    const ts = Date.now();
+    const generation = this.host.generation();
+    const ended = this.queue.then(() => this.runOne(execId, req, ts, generation));
+    this.queue = ended.catch(() => {});
+    return ended;
+  }
+
+  /** SIGINT to the running command (`execId`, or whichever runs); whether one was running. */
+  async interrupt(execId?: string): Promise<boolean> {
+    const running = this.running;
+    if (!running || (execId !== undefined && execId !== running.execId)) return false;
+    running.interrupted = true;
+    const done = await this.host.sandbox().interrupt();
+    if (!done) running.interrupted = false;
+    return done;
+  }
+
+  private async runOne(execId: string, req: CommandRequest, ts: number, generation: number): Promise<CommandEnd> {
+    const end: CommandEnd = { execId, cmd: req.cmd, ts, duration: 0 };
+    if (generation !== this.host.generation()) end.failure = "the sandbox is being destroyed";
+    else if (req.signal?.aborted) end.failure = CANCELLED;
+    else await this.execute(end, req);
+    if (!end.outcome) end.duration = Date.now() - ts;
+    const o = end.outcome;
+    const interrupted = o ? o.interrupted : false;
+    this.host.broadcast(
+      execCompleteFrame(execId, {
+        exitCode: o ? o.exitCode : null,
+        duration: end.duration,
+        timedOut: o?.timedOut,
+        truncated: o?.truncated,
+        interrupted,
+        error: o ? o.error : end.failure,
+      }),
+    );
+    // A command that waits for a starting sandbox is asked for again: not a record.
+    if (end.startingSecs === undefined) {
+      const [stdout, cutOut] = capText(o?.stdout ?? "", STORED_OUTPUT_CAP);
+      const [stderr, cutErr] = capText(o?.stderr ?? "", STORED_OUTPUT_CAP);
+      end.record = {
+        execId,
+        cmd: req.cmd,
+        by: req.by,
+        source: req.source,
+        stdout,
+        stderr,
+        exitCode: o ? o.exitCode : null,
+        duration: end.duration,
+        ts,
+        truncated: Boolean(o?.truncated) || cutOut || cutErr,
+      };
+      this.host.record(generation, end.record);
+    }
+    return end;
+  }
+
+  /** Runs the command in the sandbox; fills `end`. */
+  private async execute(end: CommandEnd, req: CommandRequest): Promise<void> {
+    const { limits } = this.host;
+    const running: Running = { execId: end.execId, interrupted: false };
+    this.running = running;
+    // The command may not have reached the sandbox's shell yet: ask again
+    // until it stops or ends.
+    const onAbort = async () => {
+      while (this.running === running) {
+        const stopped = await this.interrupt(end.execId).catch(() => false);
+        if (stopped) return;
+        await sleep(100);
+      }
+    };
+    req.signal?.addEventListener("abort", onAbort);
+    const started = Date.now();
+    try {
+      for (;;) {
+        try {
+          const outcome = await this.host.sandbox().exec({
+            cmd: req.cmd,
+            timeoutMs: Math.min(req.timeoutMs ?? limits.execTimeoutMs, limits.maxExecTimeoutMs),
+            cwd: req.cwd,
+            env: req.env && Object.keys(req.env).length > 0 ? req.env : undefined,
+            outputCap: limits.outputCap,
+            onStdout: (data) => this.host.broadcast(execOutputFrame("stdout", end.execId, data)),
+            onStderr: (data) => this.host.broadcast(execOutputFrame("stderr", end.execId, data)),
+          });
+          // An interrupt the room sent counts even if the sandbox did not say so.
+          const interrupted = outcome.interrupted || (running.interrupted && outcome.exitCode !== 0);
+          end.outcome = { ...outcome, interrupted };
+          end.duration = outcome.durationMs;
+          return;
+        } catch (e) {
+          // The agent's turn cannot answer 503: it waits for the sandbox instead.
+          const wait =
+            e instanceof SandboxStarting &&
+            req.source === "agent" &&
+            !req.signal?.aborted &&
+            Date.now() - started < AGENT_START_WAIT_MS;
+          if (wait) {
+            await sleep(Math.max(1, e.retryAfterSecs) * 1000, req.signal);
+            continue;
+          }
+          if (req.signal?.aborted) end.failure = CANCELLED;
+          else if (e instanceof SandboxStarting) {
+            end.failure = e.message;
+            end.startingSecs = e.retryAfterSecs;
+          } else end.failure = describe(e);
+          return;
+        }
+      }
+    } finally {
+      req.signal?.removeEventListener("abort", onAbort);
+      if (this.running === running) this.running = undefined;
+    }
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}
+
+/** The `ExecResult` of a command that ran. */
+export function execResult(end: CommandEnd, o: ExecOutcome): ExecResult {
+  return {
+    success: o.exitCode === 0 && !o.timedOut && !o.interrupted,
+    exitCode: o.exitCode,
+    stdout: o.stdout,
+    stderr: o.stderr,
+    command: end.cmd,
+    duration: end.duration,
+    timestamp: isoTimestamp(end.ts),
+    truncated: o.truncated,
+    timedOut: o.timedOut,
+    interrupted: o.interrupted,
+    error: o.error,
+  };
+}
+
+/** What the agent's reply keeps of a command: its stored outputs. */
+export function runOf(end: CommandEnd): Run {
+  const o = end.outcome;
+  const r = end.record;
+  if (!o || !r) return { cmd: end.cmd, stdout: "", stderr: "", exitCode: null, error: end.failure ?? CANCELLED };
+  return {
+    cmd: end.cmd,
+    stdout: r.stdout,
+    stderr: r.stderr,
+    exitCode: o.exitCode,
+    ...(o.error !== undefined && o.exitCode === null && { error: o.error }),
+    ...(r.truncated && { truncated: true }),
+  };
+}

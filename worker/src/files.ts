@@ -1,0 +1,69 @@
+// `GET` and `PUT /api/rooms/{room}/files/{path}`: files in and out of a
+// room's workspace (docs/protocol.md "Files"), with the path rules of
+// src/sandbox/files.rs. The sandbox refuses symlinks; the room's state is
+// not involved, so the Worker talks to the room's sandbox directly.
+
+import type { Env } from "./env";
+import { ApiError, addDetail, describe, errorResponse, readBody, type Details } from "./http";
+import { roomDetails } from "./ops";
+import { MAX_FILE_BODY } from "./protocol";
+import { roomSandbox } from "./sandbox/adapter";
+import { BadPath, DiskFull, SandboxStarting } from "./sandbox/types";
+
+/** A workspace-relative path's components, or why it is refused. */
+export function pathComponents(path: string): string[] | string {
+  if (path === "") return "must name a file under /workspace";
+  if (path.startsWith("/")) return "must be relative to /workspace, not absolute";
+  if (path.includes("\0")) return "must not contain NUL";
+  const parts = path.split("/").filter((p) => p !== "" && p !== ".");
+  if (parts.includes("..")) return "must not leave /workspace (..)";
+  if (parts.length === 0) return "must name a file under /workspace";
+  return parts;
+}
+
+/** Checks the room and the path before anything is touched; the path for the sandbox. */
+function check(room: string, path: string): string {
+  const details: Details = roomDetails(room);
+  const parts = pathComponents(path);
+  if (typeof parts === "string") addDetail(details, "path", parts);
+  if (Object.keys(details).length > 0) throw ApiError.invalid(details);
+  return (parts as string[]).join("/");
+}
+
+function fileError(e: unknown): Response {
+  if (e instanceof ApiError) return errorResponse(e);
+  if (e instanceof BadPath) return errorResponse(ApiError.field("path", e.message));
+  if (e instanceof DiskFull) {
+    return new Response(JSON.stringify({ error: "the room's disk is full" }), {
+      status: 507,
+      headers: { "content-type": "application/json" },
+    });
+  }
+  if (e instanceof SandboxStarting) return errorResponse(ApiError.starting(e.retryAfterSecs));
+  return errorResponse(ApiError.internal(describe(e)));
+}
+
+/** `GET /api/rooms/{room}/files/{path}` */
+export async function getFile(env: Env, room: string, path: string): Promise<Response> {
+  try {
+    const bytes = await roomSandbox(env, room).readFile(check(room, path));
+    if (bytes === null) return new Response("not found", { status: 404, headers: { "content-type": "text/plain; charset=utf-8" } });
+    return new Response(bytes, { headers: { "content-type": "application/octet-stream" } });
+  } catch (e) {
+    return fileError(e);
+  }
+}
+
+/** `PUT /api/rooms/{room}/files/{path}` (body: the bytes, at most 64 MiB) */
+export async function putFile(env: Env, room: string, path: string, request: Request): Promise<Response> {
+  try {
+    const inside = check(room, path);
+    const bytes = await readBody(request, MAX_FILE_BODY);
+    await roomSandbox(env, room).writeFile(inside, bytes);
+    return new Response(JSON.stringify({ path, size: bytes.byteLength }), {
+      headers: { "content-type": "application/json" },
+    });
+  } catch (e) {
+    return fileError(e);
+  }
+}

@@ -1,0 +1,173 @@
+// Answers of docs/protocol.md: successes (a status and a body serialized
+// once, in the wire's field order) and errors (400 with per-field
+// `details`, 401, 405, 413, 500, 503 with `Retry-After`), and reading a
+// request's body within its limit.
+
+import { MAX_BODY } from "./protocol";
+
+/** Per-field validation messages: the `details` of a 400. */
+export type Details = Record<string, string[]>;
+
+/** Adds `message` to `field`. */
+export function addDetail(details: Details, field: string, message: string): void {
+  (details[field] ??= []).push(message);
+}
+
+/** `details` with its fields in byte order, as `duet serve` sends them. */
+export function sortedDetails(details: Details): Details {
+  const out: Details = {};
+  for (const key of Object.keys(details).sort(byteOrder)) out[key] = details[key];
+  return out;
+}
+
+function byteOrder(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** An answer as plain data: a status and its body, serialized once. */
+export interface Reply {
+  status: number;
+  /** The JSON body, already serialized. */
+  body: string;
+  /** Seconds, for 503 (and 429). */
+  retryAfter?: number;
+}
+
+/** An error answer: a status and the `{"error", "details"?}` body. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly error: string,
+    readonly details?: Details,
+    readonly retryAfter?: number,
+  ) {
+    super(error);
+  }
+
+  /** 400 with the given per-field details. */
+  static invalid(details: Details): ApiError {
+    return new ApiError(400, "invalid request", details);
+  }
+
+  /** 400 naming one field. */
+  static field(field: string, message: string): ApiError {
+    return ApiError.invalid({ [field]: [message] });
+  }
+
+  static internal(error: string): ApiError {
+    return new ApiError(500, error);
+  }
+
+  static unauthorized(): ApiError {
+    return new ApiError(401, "unauthorized");
+  }
+
+  static tooLarge(): ApiError {
+    return new ApiError(413, "body too large");
+  }
+
+  static methodNotAllowed(): ApiError {
+    return new ApiError(405, "method not allowed");
+  }
+
+  /** 503 while the room's sandbox starts. */
+  static starting(retryAfterSecs: number): ApiError {
+    return new ApiError(503, "the sandbox is starting", undefined, Math.max(1, Math.ceil(retryAfterSecs)));
+  }
+
+  /** The body, serialized. */
+  bodyJson(): object {
+    return {
+      error: this.error,
+      ...(this.details !== undefined && { details: sortedDetails(this.details) }),
+    };
+  }
+
+  reply(): Reply {
+    return { status: this.status, body: JSON.stringify(this.bodyJson()), retryAfter: this.retryAfter };
+  }
+}
+
+/** 200 with `body`. */
+export function ok(body: object): Reply {
+  return { status: 200, body: JSON.stringify(body) };
+}
+
+/** The HTTP response of a reply. */
+export function response(reply: Reply): Response {
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (reply.retryAfter !== undefined) headers["retry-after"] = String(reply.retryAfter);
+  return new Response(reply.body, { status: reply.status, headers });
+}
+
+export function errorResponse(e: ApiError): Response {
+  return response(e.reply());
+}
+
+/** 404 in plain text. */
+export function notFound(): Response {
+  return new Response("not found", { status: 404, headers: { "content-type": "text/plain; charset=utf-8" } });
+}
+
+/** The bytes of a request's body, or 413 beyond `limit` (declared or streamed). */
+export async function readBody(request: Request, limit: number): Promise<Uint8Array> {
+  const declared = Number(request.headers.get("content-length") ?? "");
+  if (Number.isFinite(declared) && declared > limit) throw ApiError.tooLarge();
+  if (!request.body) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    let part: ReadableStreamReadResult<Uint8Array>;
+    try {
+      part = await reader.read();
+    } catch (e) {
+      throw ApiError.field("body", `could not be read: ${describe(e)}`);
+    }
+    if (part.done) break;
+    size += part.value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      throw ApiError.tooLarge();
+    }
+    chunks.push(part.value);
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    bytes.set(c, at);
+    at += c.byteLength;
+  }
+  return bytes;
+}
+
+export type JsonObject = Record<string, unknown>;
+
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/** A body that is a JSON object; empty (or white space) means `{}`. */
+export function parseObject(bytes: Uint8Array): JsonObject {
+  if (bytes.every((b) => b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d || b === 0x0c)) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(strictUtf8.decode(bytes));
+  } catch (e) {
+    throw ApiError.field("body", `is not valid JSON: ${describe(e)}`);
+  }
+  if (!isObject(value)) throw ApiError.field("body", "must be a JSON object");
+  return value;
+}
+
+/** A JSON body of at most 1 MiB that is an object. */
+export async function jsonBody(request: Request): Promise<JsonObject> {
+  return parseObject(await readBody(request, MAX_BODY));
+}
+
+export function isObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** An error's message, for a person to read. */
+export function describe(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}

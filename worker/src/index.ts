@@ -1,0 +1,185 @@
+// The Worker: the routes of docs/protocol.md, the bearer token in front of
+// them, the checks that answer 400 before anything is touched, and the
+// 404/405/413 answers. Room operations go to the room's Durable Object
+// (agent.ts) as requests it serves; sockets are forwarded to it; files go
+// to the room's sandbox (files.ts).
+
+import { OP_PATH, PAGE_PATH, type DuetAgent } from "./agent";
+import type { Env } from "./env";
+import { getFile, putFile } from "./files";
+import { ApiError, addDetail, describe, errorResponse, jsonBody, notFound, type Details } from "./http";
+import { parseOp, roomDetails, type Method, type Op } from "./ops";
+import { PAGE_DEFAULT, PAGE_MAX, isControl, nameProblem, trim } from "./protocol";
+
+export { DuetAgent } from "./agent";
+export { Sandbox, SandboxStandIn } from "./sandbox/adapter";
+
+export default {
+  async fetch(request: Request, env: Env): Promise<Response> {
+    try {
+      return await route(request, env);
+    } catch (e) {
+      return errorResponse(e instanceof ApiError ? e : ApiError.internal(describe(e)));
+    }
+  },
+} satisfies ExportedHandler<Env>;
+
+/** The path (not normalized, still percent-encoded) and query of a request. */
+function target(url: string): [string, string] {
+  const rest = url.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i, "").replace(/#.*$/s, "");
+  const q = rest.indexOf("?");
+  const path = (q < 0 ? rest : rest.slice(0, q)) || "/";
+  return [path, q < 0 ? "" : rest.slice(q + 1)];
+}
+
+/** A percent-decoded path segment; undefined when it does not decode. */
+function decoded(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The room operation of each POST path under `/api/rooms/{room}/`. */
+const OPERATIONS: Record<string, Method> = {
+  message: "message",
+  cancel: "cancel",
+  cleanup: "cleanup",
+  "sandbox/exec": "exec",
+  "sandbox/interrupt": "interrupt",
+};
+
+async function route(request: Request, env: Env): Promise<Response> {
+  const [path, query] = target(request.url);
+  const method = request.method === "HEAD" ? "GET" : request.method;
+  if (path === "/health") return method === "GET" ? text("ok") : errorResponse(ApiError.methodNotAllowed());
+  const token = env.DUET_TOKEN ?? "";
+  if (token !== "" && !authorized(request, token, path, query)) return errorResponse(ApiError.unauthorized());
+
+  const seg = path.split("/").slice(1);
+  if (seg[0] === "agents" && seg[1] === "duet-agent" && seg.length === 3 && seg[2] !== "") {
+    return method === "GET" ? socket(request, env, seg[2], query) : errorResponse(ApiError.methodNotAllowed());
+  }
+  if (seg[0] !== "api" || seg[1] !== "rooms" || seg.length < 4 || seg[2] === "") return notFound();
+  const rawRoom = seg[2];
+  const room = decoded(rawRoom) ?? rawRoom;
+  const rest = seg.slice(3).join("/");
+  const allow = (m: string, then: () => Promise<Response>) =>
+    method === m ? then() : Promise.resolve(errorResponse(ApiError.methodNotAllowed()));
+  const op = OPERATIONS[rest];
+  if (op) return allow("POST", () => operation(request, env, room, op));
+  if (rest === "messages") return allow("GET", () => messages(env, room, query));
+  if (rest === "ws") return allow("GET", () => socket(request, env, rawRoom, query));
+  if (seg[3] === "files" && seg.length > 4 && seg.slice(4).join("/") !== "") {
+    const filePath = decoded(seg.slice(4).join("/"));
+    if (filePath === undefined) return errorResponse(ApiError.field("path", "is not valid percent-encoded UTF-8"));
+    if (method === "GET") return getFile(env, room, filePath);
+    if (method === "PUT") return putFile(env, room, filePath, request);
+    return errorResponse(ApiError.methodNotAllowed());
+  }
+  return notFound();
+}
+
+function text(body: string): Response {
+  return new Response(body, { headers: { "content-type": "text/plain; charset=utf-8" } });
+}
+
+/** Whether the request carries `token`: as a bearer token, or on a socket path as `?token=`. */
+function authorized(request: Request, token: string, path: string, query: string): boolean {
+  const header = request.headers.get("authorization");
+  if (header?.startsWith("Bearer ") && same(trim(header.slice(7)), token)) return true;
+  const socketPath = path.startsWith("/agents/") || (path.startsWith("/api/rooms/") && path.endsWith("/ws"));
+  if (!socketPath) return false;
+  for (const [k, v] of new URLSearchParams(query)) if (k === "token" && same(v, token)) return true;
+  return false;
+}
+
+const encoder = new TextEncoder();
+
+/** Compares secrets in time independent of where they differ. */
+function same(a: string, b: string): boolean {
+  const x = encoder.encode(a);
+  const y = encoder.encode(b);
+  if (x.length !== y.length) return false;
+  let diff = 0;
+  for (let i = 0; i < x.length; i++) diff |= x[i] ^ y[i];
+  return diff === 0;
+}
+
+/** The room's Durable Object (named, so that it knows its room). */
+function agent(env: Env, room: string): DurableObjectStub<DuetAgent> {
+  return env.DuetAgent.get(env.DuetAgent.idFromName(room));
+}
+
+/** A request to the room's Durable Object (agent.ts, onRequest). */
+function internal(path: string, init?: RequestInit): Request {
+  return new Request(`https://duet-agent${path}`, init);
+}
+
+/** `POST /api/rooms/{room}/{…}`: checks the room and the body, then asks the room. */
+async function operation(request: Request, env: Env, room: string, method: Method): Promise<Response> {
+  const details = roomDetails(room);
+  let body;
+  try {
+    body = await jsonBody(request);
+  } catch (e) {
+    if (e instanceof ApiError && Object.keys(details).length > 0) throw ApiError.invalid(details);
+    throw e;
+  }
+  const op: Op = parseOp(method, body, details);
+  return agent(env, room).fetch(internal(OP_PATH, { method: "POST", body: JSON.stringify(op) }));
+}
+
+/** `GET /api/rooms/{room}/messages?before&limit` */
+async function messages(env: Env, room: string, query: string): Promise<Response> {
+  const details = roomDetails(room);
+  let before: string | undefined;
+  let limit = PAGE_DEFAULT;
+  for (const [key, value] of new URLSearchParams(query)) {
+    if (key === "before") {
+      if (/^[0-9]{1,20}$/.test(value)) before = value;
+      else addDetail(details, "before", "must be a message id");
+    } else if (key === "limit") {
+      const n = /^\+?[0-9]+$/.test(value) ? Number(value.replace(/^\+/, "")) : NaN;
+      if (n >= 1 && n <= PAGE_MAX) limit = n;
+      else addDetail(details, "limit", "must be a whole number from 1 to 100");
+    }
+  }
+  if (Object.keys(details).length > 0) throw ApiError.invalid(details);
+  const page = new URLSearchParams({ limit: String(limit), ...(before !== undefined && { before }) });
+  return agent(env, room).fetch(internal(`${PAGE_PATH}?${page}`));
+}
+
+/** Who a socket says it is (`user`, `_pk`), checked, and whether it wants deltas. */
+function peerQuery(query: string, details: Details): URLSearchParams {
+  const out = new URLSearchParams();
+  for (const [key, value] of new URLSearchParams(query)) {
+    if (key === "user") {
+      const problem = nameProblem(value);
+      if (problem) addDetail(details, "user", problem);
+      else out.set("user", value);
+    } else if (key === "_pk") {
+      if (value === "" || Array.from(value).length > 64 || Array.from(value).some(isControl)) {
+        addDetail(details, "_pk", "must be 1-64 printable characters");
+      } else out.set("_pk", value);
+    } else if (key === "deltas") out.set("deltas", value);
+  }
+  return out;
+}
+
+/** `GET /api/rooms/{room}/ws` and `/agents/duet-agent/{room}` (upgrade), forwarded to the room. */
+async function socket(request: Request, env: Env, rawRoom: string, query: string): Promise<Response> {
+  const room = decoded(rawRoom) ?? rawRoom;
+  const details = roomDetails(room);
+  const peer = peerQuery(query, details);
+  if (Object.keys(details).length > 0) throw ApiError.invalid(details);
+  if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
+    const connection = (request.headers.get("connection") ?? "").toLowerCase();
+    const problem = connection.includes("upgrade")
+      ? "`Upgrade` header did not include 'websocket'"
+      : "Connection header did not include 'upgrade'";
+    throw ApiError.field("upgrade", problem);
+  }
+  return agent(env, room).fetch(new Request(`https://duet-agent/ws?${peer}`, request));
+}

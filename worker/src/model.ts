@@ -1,0 +1,213 @@
+// The OpenAI-compatible chat-completions API with streaming (Workers AI's
+// OpenAI-compatible endpoint in production), with the error texts of
+// src/ai/openai.rs and src/ai/provider.rs.
+
+import { describe } from "./http";
+
+export type ChatRole = "system" | "user" | "assistant";
+export interface ChatMessage {
+  role: ChatRole;
+  content: string;
+}
+
+/** Why a model gave no (complete) answer; `message` is shown in the room after "Model error: ". */
+export class ModelError extends Error {}
+
+/** Characters of an error answer kept for the message in the room. */
+const ERROR_BODY_CHARS = 2_000;
+
+export interface ModelConfig {
+  /** Base URL (ending in `/v1` for most services). */
+  base: string;
+  model: string;
+  key?: string;
+  /** Milliseconds until the service starts answering. */
+  connectTimeoutMs: number;
+}
+
+/** What one event of the stream says. */
+export type Event =
+  | { kind: "delta"; text: string }
+  | { kind: "finished" }
+  | { kind: "done" }
+  | { kind: "error"; message: string };
+
+/** Splits a byte stream into lines and lines into events. */
+export class SseParser {
+  private buffer = "";
+  private readonly decoder = new TextDecoder();
+
+  feed(bytes: Uint8Array): Event[] {
+    this.buffer += this.decoder.decode(bytes, { stream: true });
+    const events: Event[] = [];
+    for (;;) {
+      const newline = this.buffer.indexOf("\n");
+      if (newline < 0) return events;
+      const line = this.buffer.slice(0, newline + 1);
+      this.buffer = this.buffer.slice(newline + 1);
+      events.push(...parseLine(line));
+    }
+  }
+
+  /** The events of a last line that had no line end. */
+  finish(): Event[] {
+    const line = this.buffer + this.decoder.decode();
+    this.buffer = "";
+    return parseLine(line);
+  }
+}
+
+function parseLine(raw: string): Event[] {
+  const line = raw.replace(/[\r\n]+$/, "");
+  if (!line.startsWith("data:")) return [];
+  const data = line.slice(5).trim();
+  if (data === "[DONE]") return [{ kind: "done" }];
+  if (data === "") return [];
+  try {
+    return chunkEvents(JSON.parse(data));
+  } catch (e) {
+    return [{ kind: "error", message: `unreadable event (${describe(e)}): ${data}` }];
+  }
+}
+
+/** The events of one JSON chunk. */
+export function chunkEvents(chunk: unknown): Event[] {
+  const c = chunk as { error?: unknown; choices?: unknown } | null;
+  if (c && typeof c === "object" && c.error !== undefined) return [{ kind: "error", message: errorText(c.error) }];
+  const choice = Array.isArray(c?.choices) ? (c.choices[0] as Record<string, unknown> | undefined) : undefined;
+  if (!choice || typeof choice !== "object") return [];
+  const events: Event[] = [];
+  const part = (choice.delta ?? choice.message) as { content?: unknown } | undefined;
+  if (part && typeof part.content === "string") events.push({ kind: "delta", text: part.content });
+  if (choice.finish_reason !== undefined && choice.finish_reason !== null) events.push({ kind: "finished" });
+  return events;
+}
+
+/** The message of an OpenAI-style error value (`{"message": …}` or text). */
+export function errorText(error: unknown): string {
+  if (typeof error === "string") return error;
+  const m = (error as { message?: unknown } | null)?.message;
+  return typeof m === "string" ? m : JSON.stringify(error);
+}
+
+const REASONS: Record<number, string> = {
+  400: "Bad Request",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "Not Found",
+  408: "Request Timeout",
+  429: "Too Many Requests",
+  500: "Internal Server Error",
+  502: "Bad Gateway",
+  503: "Service Unavailable",
+  504: "Gateway Timeout",
+};
+
+/** A streamed answer: its pieces, in order; ends after the last. */
+export type Pieces = AsyncGenerator<string, void, undefined>;
+
+/**
+ * Sends the conversation; resolves once the model started answering, with
+ * its pieces. `signal` ends the request (cancel, timeout).
+ */
+export async function chat(config: ModelConfig, messages: ChatMessage[], signal: AbortSignal): Promise<Pieces> {
+  const url = `${config.base.replace(/\/+$/, "")}/chat/completions`;
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (config.key) headers.authorization = `Bearer ${config.key}`;
+  const body = JSON.stringify({ model: config.model, messages, stream: true });
+  const res = await reach(url, { method: "POST", headers, body, signal }, config.connectTimeoutMs);
+  if (!res.ok) throw await statusError(url, res);
+  if ((res.headers.get("content-type") ?? "").startsWith("application/json")) return wholeAnswer(res);
+  return streamed(res);
+}
+
+/** `fetch`, with the connect timeout and the error of a service that does not answer. */
+async function reach(url: string, init: RequestInit, connectTimeoutMs: number): Promise<Response> {
+  const outer = init.signal;
+  // One controller: the connect timer and `outer` (cancel, the answer's
+  // timeout) both end the request; after the headers only `outer` does.
+  const ctrl = new AbortController();
+  const timer = setTimeout(() => ctrl.abort(), connectTimeoutMs);
+  if (outer?.aborted) ctrl.abort();
+  outer?.addEventListener("abort", () => ctrl.abort(), { once: true });
+  try {
+    return await fetch(url, { ...init, signal: ctrl.signal });
+  } catch (e) {
+    if (outer?.aborted) throw e;
+    const reason = ctrl.signal.aborted ? `timed out (after ${connectTimeoutMs / 1000} s)` : describe(e);
+    throw new ModelError(`cannot reach the model at ${url}: ${reason}`);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function statusError(url: string, res: Response): Promise<ModelError> {
+  const text = await res.text().catch(() => "");
+  let message: string;
+  try {
+    const value = JSON.parse(text) as unknown;
+    const error = (value as { error?: unknown } | null)?.error;
+    message = value !== null && typeof value === "object" && error !== undefined ? errorText(error) : JSON.stringify(value);
+  } catch {
+    message = text.trim();
+  }
+  message = Array.from(message).slice(0, ERROR_BODY_CHARS).join("");
+  if (message === "") message = REASONS[res.status] ?? (res.statusText || "no reason given");
+  return new ModelError(`the model's service at ${url} answered ${res.status}: ${message}`);
+}
+
+/** A service that ignored `stream: true` and answered in one piece. */
+async function* wholeAnswer(res: Response): Pieces {
+  let value: unknown;
+  try {
+    value = await res.json();
+  } catch (e) {
+    throw new ModelError(`the model's answer broke off: ${describe(e)}`);
+  }
+  for (const event of chunkEvents(value)) {
+    if (event.kind === "delta") yield event.text;
+    else if (event.kind === "error") throw new ModelError(`the model's answer broke off: ${event.message}`);
+  }
+}
+
+/** The pieces of a server-sent-events answer. */
+async function* streamed(res: Response): Pieces {
+  if (!res.body) throw new ModelError("the model's answer broke off: the answer has no body");
+  const reader = res.body.getReader();
+  const parser = new SseParser();
+  let finished = false;
+  try {
+    for (;;) {
+      let part: ReadableStreamReadResult<Uint8Array>;
+      try {
+        part = await reader.read();
+      } catch (e) {
+        throw new ModelError(`the model's answer broke off: ${describe(e)}`);
+      }
+      const events = part.done ? parser.finish() : parser.feed(part.value);
+      for (const event of events) {
+        if (event.kind === "delta" && event.text !== "") yield event.text;
+        else if (event.kind === "finished") finished = true;
+        else if (event.kind === "done") return;
+        else if (event.kind === "error") throw new ModelError(`the model's answer broke off: ${event.message}`);
+      }
+      if (part.done) {
+        if (finished) return;
+        throw new ModelError("the model's answer broke off: the connection closed before the answer ended");
+      }
+    }
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+}
+
+/** The first model a service lists (`/models`), when none is configured. */
+export async function discoverModel(base: string, key: string | undefined, signal: AbortSignal): Promise<string | undefined> {
+  const url = `${base.replace(/\/+$/, "")}/models`;
+  const headers: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
+  const res = await reach(url, { headers, signal }, 10_000);
+  if (!res.ok) return undefined;
+  const list = (await res.json().catch(() => null)) as { data?: { id?: unknown }[] } | null;
+  const id = list?.data?.[0]?.id;
+  return typeof id === "string" ? id : undefined;
+}

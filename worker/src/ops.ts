@@ -1,0 +1,190 @@
+// The room operations shared by HTTP and the socket's `rpc`, each parsed
+// from a JSON object field by field so that every bad field is named, with
+// the messages of `duet serve` (src/server/ops.rs).
+
+import { ApiError, addDetail, isObject, type Details, type JsonObject } from "./http";
+import { MAX_TEXT_CHARS, ROOM_RULE, charCount, nameProblem, trim, validRoomId } from "./protocol";
+
+export type Op =
+  | { kind: "message"; text: string; user?: string }
+  | { kind: "exec"; cmd: string; timeoutMs?: number; cwd?: string; env: Record<string, string>; user?: string }
+  | { kind: "interrupt"; execId?: string }
+  | { kind: "cancel"; turnId?: string }
+  | { kind: "cleanup"; user?: string };
+
+/** The methods of `rpc`, and the HTTP paths' operations. */
+export const METHODS = ["message", "exec", "interrupt", "cancel", "cleanup"] as const;
+export type Method = (typeof METHODS)[number];
+
+export function isMethod(name: string): name is Method {
+  return (METHODS as readonly string[]).includes(name);
+}
+
+/** Problems of a room id, as `details`. */
+export function roomDetails(room: string): Details {
+  const details: Details = {};
+  if (!validRoomId(room)) addDetail(details, "room", ROOM_RULE);
+  return details;
+}
+
+/** Field-by-field reader of a request object that collects every problem. */
+class Fields {
+  constructor(
+    private readonly obj: JsonObject,
+    readonly details: Details,
+  ) {}
+
+  /** The field's value; JSON `null` counts as absent. */
+  get(name: string): unknown {
+    if (!Object.prototype.hasOwnProperty.call(this.obj, name)) return undefined;
+    const v = this.obj[name];
+    return v === null ? undefined : v;
+  }
+
+  problem(name: string, message: string): void {
+    addDetail(this.details, name, message);
+  }
+
+  string(name: string): string | undefined {
+    const v = this.get(name);
+    if (v === undefined) return undefined;
+    if (typeof v === "string") return v;
+    this.problem(name, "must be a string");
+    return undefined;
+  }
+
+  requiredText(name: string): string | undefined {
+    if (this.get(name) === undefined) {
+      this.problem(name, "is required");
+      return undefined;
+    }
+    const s = this.string(name);
+    if (s === undefined) return undefined;
+    if (trim(s) === "") {
+      this.problem(name, "must not be empty");
+      return undefined;
+    }
+    return s;
+  }
+
+  name(name: string): string | undefined {
+    const s = this.string(name);
+    if (s === undefined) return undefined;
+    const p = nameProblem(s);
+    if (p) {
+      this.problem(name, p);
+      return undefined;
+    }
+    return s;
+  }
+
+  plainString(name: string): string | undefined {
+    const s = this.string(name);
+    if (s === undefined) return undefined;
+    if (s.includes("\0")) {
+      this.problem(name, "must not contain NUL characters");
+      return undefined;
+    }
+    return s;
+  }
+}
+
+/** Whether `key` is an environment variable name. */
+function envKeyOk(key: string): boolean {
+  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(key);
+}
+
+/** A string as Rust's `{:?}` shows it (close enough: JSON's quoting). */
+function quoted(s: string): string {
+  return JSON.stringify(s);
+}
+
+/**
+ * Parses operation `method` from `obj`. `details` holds problems found
+ * before (the room id); `defaultUser` is the socket's `user`. Throws the
+ * 400 naming every bad field.
+ */
+export function parseOp(method: Method, obj: JsonObject, details: Details = {}, defaultUser?: string): Op {
+  const f = new Fields(obj, details);
+  const user = f.name("userId") ?? defaultUser;
+  let op: Op | undefined;
+  switch (method) {
+    case "message": {
+      const text = f.requiredText("text");
+      if (text !== undefined && charCount(text) > MAX_TEXT_CHARS) {
+        f.problem("text", "must be at most 8000 characters");
+      }
+      if (text !== undefined) op = { kind: "message", text, user };
+      break;
+    }
+    case "exec":
+      op = exec(f, user);
+      break;
+    case "interrupt":
+      op = { kind: "interrupt", execId: f.string("execId") };
+      break;
+    case "cancel":
+      op = { kind: "cancel", turnId: f.string("turnId") };
+      break;
+    case "cleanup":
+      op = { kind: "cleanup", user };
+      break;
+  }
+  if (op === undefined || Object.keys(f.details).length > 0) throw ApiError.invalid(f.details);
+  return op;
+}
+
+function exec(f: Fields, user: string | undefined): Op | undefined {
+  const cmd = f.requiredText("cmd");
+  if (cmd?.includes("\0")) f.problem("cmd", "must not contain NUL characters");
+  let timeoutMs: number | undefined;
+  const t = f.get("timeoutMs");
+  if (t !== undefined) {
+    if (typeof t === "number" && Number.isInteger(t) && t > 0 && t <= 18446744073709551615) timeoutMs = t;
+    else f.problem("timeoutMs", "must be a positive whole number of milliseconds");
+  }
+  const cwd = f.plainString("cwd");
+  if (cwd === "") f.problem("cwd", "must not be empty");
+  const env: Record<string, string> = {};
+  const e = f.get("env");
+  if (e !== undefined) {
+    if (isObject(e)) {
+      // serde_json's map iterates its keys in byte order.
+      for (const key of Object.keys(e).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))) {
+        const value = e[key];
+        if (!envKeyOk(key)) f.problem("env", `${quoted(key)} is not a variable name ([A-Za-z_][A-Za-z0-9_]*)`);
+        if (typeof value === "string" && !value.includes("\0")) env[key] = value;
+        else if (typeof value === "string") f.problem("env", `${key}: must not contain NUL characters`);
+        else f.problem("env", `${key}: must be a string`);
+      }
+    } else {
+      f.problem("env", "must be an object of strings");
+    }
+  }
+  if (cmd === undefined) return undefined;
+  return { kind: "exec", cmd, timeoutMs, cwd, env, user };
+}
+
+/** The operation an rpc frame asks for; throws its failure. */
+export class UnknownMethod extends Error {
+  constructor(readonly method: string) {
+    super(`unknown method ${quoted(method)}`);
+  }
+}
+
+export function rpcOp(frame: JsonObject, user?: string): Op {
+  const method = frame.method;
+  if (typeof method !== "string") throw ApiError.field("method", "must be a string");
+  let obj: JsonObject = {};
+  const args = frame.args;
+  if (args !== undefined && args !== null) {
+    if (!Array.isArray(args)) throw ApiError.field("args", "must be an array");
+    const first = args[0];
+    if (first !== undefined && first !== null) {
+      if (!isObject(first)) throw ApiError.field("args", "args[0] must be an object");
+      obj = first;
+    }
+  }
+  if (!isMethod(method)) throw new UnknownMethod(method);
+  return parseOp(method, obj, {}, user);
+}

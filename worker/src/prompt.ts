@@ -1,0 +1,80 @@
+// What the model is told: the system prompt, the room's recent messages
+// and, between rounds, the outputs of the commands it ran (src/ai/prompt.rs).
+
+import { NO_OUTPUT, isErrorRun, parseBlocks } from "./blocks";
+import type { ChatMessage } from "./model";
+import { firstChars, trim, type DuetMessage, type Run } from "./protocol";
+
+/** assets/system_prompt.md, as it is (a test checks they are the same). */
+export const SYSTEM_PROMPT = "You are Duet's agent: a concise pair-programming assistant in a shared room. Several people may talk to you; each of their messages starts with the sender's name.\n\nYou have a Linux sandbox shared with the room: a bash session whose working directory is /workspace. Files and the working directory persist between commands; there is no network.\n\nTo run a command, put it in run tags, e.g. <run>ls -la</run>. Rules:\n- One shell command (or a short script) per tag; the commands run in order after your reply, and their outputs are shown to the room below it.\n- Never write or predict a command's output yourself; never write \"Output (\" blocks. Wait for the real output.\n- If you are given the outputs of your commands, use them to continue: run more commands or give your answer.\n- Commands get no input (stdin is empty) and are stopped after a time limit: no editors, pagers or interactive programs; to write a file, use a heredoc or printf.\n\nAnswer briefly and concretely. Use Markdown sparingly. Say so when you are unsure.\n";
+
+/** Messages of the room's history the model sees. */
+export const CONTEXT_MESSAGES = 10;
+/** Characters of one command's output given back to the model. */
+const RESULT_CHARS = 4_000;
+
+/**
+ * The conversation for the first round: the system prompt and the last
+ * messages of the room (people as `user` with their names, the agent as
+ * `assistant`; `system` notes are the room's and are left out).
+ */
+export function conversation(history: DuetMessage[]): ChatMessage[] {
+  const out: ChatMessage[] = [{ role: "system", content: trim(SYSTEM_PROMPT) }];
+  for (const m of history.slice(Math.max(0, history.length - CONTEXT_MESSAGES))) {
+    if (m.role === "user") {
+      out.push({ role: "user", content: m.userId !== undefined ? `${m.userId}: ${m.text}` : m.text });
+    } else if (m.role === "agent") {
+      out.push(...agentTurn(m));
+    }
+  }
+  return out;
+}
+
+/** An earlier agent reply as the model wrote it (commands back in tags), then its outputs as a note. */
+function agentTurn(m: DuetMessage): ChatMessage[] {
+  const said: string[] = [];
+  const results: string[] = [];
+  for (const block of parseBlocks(m.text, m.runs)) {
+    if (block.kind === "prose") said.push(trim(block.text));
+    else if (block.kind === "output") {
+      said.push(`<run>${block.cmd}</run>`);
+      results.push(`Output (${block.cmd}):\n${cut(block.output)}`);
+    } else {
+      said.push(`<run>${block.cmd}</run>`);
+      results.push(`Error (${block.cmd}):\n${block.message}`);
+    }
+  }
+  const out: ChatMessage[] = [{ role: "assistant", content: said.join("\n") }];
+  if (results.length > 0) {
+    out.push({ role: "user", content: `[outputs of the commands above]\n\n${results.join("\n\n")}` });
+  }
+  return out;
+}
+
+/** What the model is told after a round: each command's exit code and output, and that it may go on. */
+export function resultsNote(runs: Run[]): string {
+  let note = "The commands ran. Their results:";
+  for (const run of runs) {
+    note += "\n\n";
+    if (isErrorRun(run)) {
+      note += `Error (${run.cmd}):\n${run.error ?? ""}`;
+      continue;
+    }
+    const code = run.exitCode === null ? "none" : String(run.exitCode);
+    note += `Output (${run.cmd}) [exit code ${code}]:\n`;
+    let output = run.stdout;
+    if (run.stderr !== "") {
+      if (output !== "" && !output.endsWith("\n")) output += "\n";
+      output += "[stderr]\n" + run.stderr;
+    }
+    if (output === "") output = NO_OUTPUT;
+    note += cut(output);
+  }
+  return note + "\n\nContinue: run more commands in <run> tags if needed, or give your answer.";
+}
+
+/** At most `RESULT_CHARS` characters of an output, saying when cut. */
+function cut(output: string): string {
+  const [kept, more] = firstChars(output, RESULT_CHARS);
+  return more ? `${kept}\n[… output cut]` : output;
+}

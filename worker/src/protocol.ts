@@ -1,0 +1,341 @@
+// Wire types and frames of docs/protocol.md, serialized in the field order
+// `duet serve` writes them (src/protocol.rs), so that both backends send the
+// same bytes; and the text rules of its limits.
+
+/** Messages kept in a room's state. */
+export const STATE_MESSAGES = 100;
+/** Commands kept in a room's state. */
+export const STATE_EXECS = 20;
+/** Bytes kept per stream of a stored output (`Run`, `ExecRecord`). */
+export const STORED_OUTPUT_CAP = 16 * 1024;
+/** Largest JSON body accepted. */
+export const MAX_BODY = 1024 * 1024;
+/** Largest file upload accepted. */
+export const MAX_FILE_BODY = 64 * 1024 * 1024;
+/** Longest chat message, in characters. */
+export const MAX_TEXT_CHARS = 8_000;
+/** Default and largest page of `/messages`. */
+export const PAGE_DEFAULT = 50;
+export const PAGE_MAX = 100;
+/** The agent's name on the socket (`cf_agent_identity`). */
+export const AGENT_NAME = "duet-agent";
+
+export type Role = "user" | "agent" | "system";
+export type ExecSource = "user" | "agent";
+
+export interface Run {
+  cmd: string;
+  stdout: string;
+  stderr: string;
+  exitCode: number | null;
+  error?: string;
+  truncated?: boolean;
+}
+
+export interface DuetMessage {
+  id: string;
+  role: Role;
+  userId?: string;
+  text: string;
+  ts: number;
+  runs?: Run[];
+}
+
+export interface ExecRecord {
+  execId: string;
+  cmd: string;
+  by: string;
+  source: ExecSource;
+  stdout: string;
+  stderr: string;
+  exitCode: number | null;
+  duration: number;
+  ts: number;
+  truncated?: boolean;
+}
+
+export interface ExecResult {
+  success: boolean;
+  exitCode: number | null;
+  stdout: string;
+  stderr: string;
+  command: string;
+  duration: number;
+  timestamp: string;
+  sessionId?: string;
+  truncated?: boolean;
+  timedOut?: boolean;
+  interrupted?: boolean;
+  error?: string;
+}
+
+export interface PresenceUser {
+  id: string;
+  name: string;
+  since: number;
+}
+
+// Each `…Json` below builds the object in the wire's field order, leaving
+// out what `duet serve` leaves out (absent options, false flags).
+
+export function runJson(r: Run): object {
+  return {
+    cmd: r.cmd,
+    stdout: r.stdout,
+    stderr: r.stderr,
+    exitCode: r.exitCode,
+    ...(r.error !== undefined && { error: r.error }),
+    ...(r.truncated && { truncated: true }),
+  };
+}
+
+export function messageJson(m: DuetMessage): object {
+  return {
+    id: m.id,
+    role: m.role,
+    ...(m.userId !== undefined && { userId: m.userId }),
+    text: m.text,
+    ts: m.ts,
+    ...(m.runs !== undefined && { runs: m.runs.map(runJson) }),
+  };
+}
+
+export function execRecordJson(r: ExecRecord): object {
+  return {
+    execId: r.execId,
+    cmd: r.cmd,
+    by: r.by,
+    source: r.source,
+    stdout: r.stdout,
+    stderr: r.stderr,
+    exitCode: r.exitCode,
+    duration: r.duration,
+    ts: r.ts,
+    ...(r.truncated && { truncated: true }),
+  };
+}
+
+export function execResultJson(r: ExecResult): object {
+  return {
+    success: r.success,
+    exitCode: r.exitCode,
+    stdout: r.stdout,
+    stderr: r.stderr,
+    command: r.command,
+    duration: r.duration,
+    timestamp: r.timestamp,
+    ...(r.sessionId !== undefined && { sessionId: r.sessionId }),
+    ...(r.truncated && { truncated: true }),
+    ...(r.timedOut && { timedOut: true }),
+    ...(r.interrupted && { interrupted: true }),
+    ...(r.error !== undefined && { error: r.error }),
+  };
+}
+
+/** `{reply, error?, messages}`: the answer of `message`. */
+export function messageResponseJson(reply: string | null, error: string | undefined, messages: DuetMessage[]): object {
+  return {
+    reply,
+    ...(error !== undefined && { error }),
+    messages: messages.map(messageJson),
+  };
+}
+
+/** `cf_agent_state` of the given lists. */
+export function stateFrame(messages: DuetMessage[], execs: ExecRecord[]): string {
+  return JSON.stringify({
+    type: "cf_agent_state",
+    state: { messages: messages.map(messageJson), execs: execs.map(execRecordJson) },
+  });
+}
+
+export function identityFrame(room: string): string {
+  return JSON.stringify({ type: "cf_agent_identity", name: room, agent: AGENT_NAME });
+}
+
+export function presenceFrame(users: PresenceUser[]): string {
+  return JSON.stringify({
+    type: "duet_presence",
+    users: users.map((u) => ({ id: u.id, name: u.name, since: u.since })),
+  });
+}
+
+export function typingFrame(id: string, name: string): string {
+  return JSON.stringify({ type: "duet_typing", id, name });
+}
+
+export function errorFrame(error: string): string {
+  return JSON.stringify({ type: "duet_error", error });
+}
+
+export function messageFrame(m: DuetMessage): string {
+  return JSON.stringify({ type: "duet_message", message: messageJson(m) });
+}
+
+export function cleanupFrame(by: string): string {
+  return JSON.stringify({ type: "duet_cleanup", by });
+}
+
+export const READONLY_FRAME = JSON.stringify({ type: "cf_agent_state_error", error: "Connection is readonly" });
+
+export type AiPhase = "start" | "delta" | "end" | "error";
+
+export function aiFrame(phase: AiPhase, turnId: string, text?: string, error?: string): string {
+  return JSON.stringify({
+    type: "duet_ai",
+    phase,
+    turnId,
+    ...(text !== undefined && { text }),
+    ...(error !== undefined && { error }),
+  });
+}
+
+export function execStartFrame(execId: string, cmd: string, by: string, source: ExecSource): string {
+  return JSON.stringify({ type: "duet_exec", phase: "start", execId, cmd, by, source });
+}
+
+export function execOutputFrame(phase: "stdout" | "stderr", execId: string, data: string): string {
+  return JSON.stringify({ type: "duet_exec", phase, execId, data });
+}
+
+export interface Completion {
+  exitCode: number | null;
+  duration: number;
+  timedOut?: boolean;
+  truncated?: boolean;
+  interrupted?: boolean;
+  error?: string;
+}
+
+export function execCompleteFrame(execId: string, c: Completion): string {
+  return JSON.stringify({
+    type: "duet_exec",
+    phase: "complete",
+    execId,
+    exitCode: c.exitCode,
+    duration: c.duration,
+    ...(c.timedOut && { timedOut: true }),
+    ...(c.truncated && { truncated: true }),
+    ...(c.interrupted && { interrupted: true }),
+    ...(c.error !== undefined && { error: c.error }),
+  });
+}
+
+// ---- Names and text rules ----
+
+/** Whether `id` is a valid room id: 1–63 of `A-Za-z0-9_-`, first and last alphanumeric. */
+export function validRoomId(id: string): boolean {
+  return /^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?$/.test(id);
+}
+
+/** The message of a bad room id. */
+export const ROOM_RULE = "must be 1-63 characters of A-Z a-z 0-9 _ -, the first and last a letter or digit";
+
+/** The sandbox name of a room. */
+export function sandboxName(room: string): string {
+  return `sandbox-${room}`;
+}
+
+/** Characters (Unicode scalar values) of `s`. */
+export function charCount(s: string): number {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
+}
+
+/** Rust's `char::is_control`: the Cc category. */
+export function isControl(ch: string): boolean {
+  const c = ch.codePointAt(0) ?? 0;
+  return c <= 0x1f || (c >= 0x7f && c <= 0x9f);
+}
+
+/** Why a person's name is not acceptable, if it is not: 1–32 printable characters. */
+export function nameProblem(name: string): string | undefined {
+  const count = charCount(name);
+  if (count === 0) return "must not be empty";
+  if (count > 32) return "must be at most 32 characters";
+  for (const ch of name) if (isControl(ch)) return "must be printable characters";
+  return undefined;
+}
+
+/** Rust's White_Space (what `str::trim` removes), which differs from JavaScript's. */
+const WHITE_SPACE = new Set([
+  0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x20, 0x85, 0xa0, 0x1680, 0x2000, 0x2001, 0x2002, 0x2003, 0x2004, 0x2005,
+  0x2006, 0x2007, 0x2008, 0x2009, 0x200a, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000,
+]);
+
+function isWhite(s: string, i: number): boolean {
+  return WHITE_SPACE.has(s.charCodeAt(i));
+}
+
+/** Rust's `str::trim_end`. */
+export function trimEnd(s: string): string {
+  let end = s.length;
+  while (end > 0 && isWhite(s, end - 1)) end--;
+  return s.slice(0, end);
+}
+
+/** Rust's `str::trim_start`. */
+export function trimStart(s: string): string {
+  let start = 0;
+  while (start < s.length && isWhite(s, start)) start++;
+  return s.slice(start);
+}
+
+/** Rust's `str::trim`. */
+export function trim(s: string): string {
+  return trimStart(trimEnd(s));
+}
+
+/** The first `n` characters of `s` and whether there were more. */
+export function firstChars(s: string, n: number): [string, boolean] {
+  let i = 0;
+  let count = 0;
+  while (i < s.length) {
+    if (count === n) return [s.slice(0, i), true];
+    const c = s.codePointAt(i) ?? 0;
+    i += c > 0xffff ? 2 : 1;
+    count++;
+  }
+  return [s, false];
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** `text` cut to at most `cap` UTF-8 bytes on a character boundary, and whether it was cut. */
+export function capText(text: string, cap: number): [string, boolean] {
+  // Cheap answer for text that cannot exceed the cap (at most 3 bytes per UTF-16 unit).
+  if (text.length * 3 <= cap) return [text, false];
+  const bytes = encoder.encode(text);
+  if (bytes.length <= cap) return [text, false];
+  let end = cap;
+  while (end > 0 && (bytes[end] & 0xc0) === 0x80) end--;
+  return [decoder.decode(bytes.subarray(0, end)), true];
+}
+
+/** ISO 8601 (UTC, milliseconds) for a `ts`. */
+export function isoTimestamp(ts: number): string {
+  return new Date(ts).toISOString();
+}
+
+/** `n` as a decimal of at least `width` digits. */
+export function padded(n: number, width: number): string {
+  return String(n).padStart(width, "0");
+}
+
+/** A message id: the room's message number, 12 digits. */
+export function messageId(n: number): string {
+  return padded(n, 12);
+}
+
+/** A command id: `x` and the room's command number, 11 digits. */
+export function execId(n: number): string {
+  return `x${padded(n, 11)}`;
+}
+
+/** 16 random hex digits. */
+export function randomHex(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(8));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}

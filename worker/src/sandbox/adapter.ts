@@ -1,0 +1,371 @@
+// A room's sandbox on Cloudflare: the one file that calls the Sandbox SDK
+// (@cloudflare/sandbox 0.12.10; its 1.0 changes exec). It implements the
+// seam of src/sandbox/types.ts for the room agent.
+
+import { getSandbox, parseSSEStream, Sandbox as SdkSandbox } from "@cloudflare/sandbox";
+import type { ExecEvent } from "@cloudflare/sandbox";
+import type { Env } from "../env";
+import { WorkspacePersistence, deleteBackup, type WorkspaceHost } from "./backup";
+import { byteLength, cutToBytes, fromBase64, shortHash, toBase64 } from "./bytes";
+import { type Signal, signalCommand } from "./signal";
+import {
+  BadPath,
+  DiskFull,
+  type ExecOutcome,
+  type ExecRequest,
+  type RoomSandbox,
+  SandboxStarting,
+} from "./types";
+
+export { SandboxStandIn } from "./standin";
+
+/**
+ * The production binding: the SDK's Sandbox, plus the workspace's trip
+ * through R2 across a sleep (src/sandbox/backup.ts): restored when a
+ * container starts, archived just before the idle timer stops it. A backup
+ * that fails keeps the container awake instead, so nothing is lost.
+ *
+ * The restore is not awaited in onStart, which runs inside
+ * blockConcurrencyWhile (an object is reset past 30 s, and a large
+ * workspace may take longer): the calls the adapter makes wait for it
+ * instead. Written from the SDK's source; it needs Docker, so only the
+ * stand-in's equivalent is tested here.
+ */
+export class Sandbox extends SdkSandbox<Env> {
+  private persistence?: WorkspacePersistence;
+  /** This container's restore, from its onStart until it stops. */
+  private restoring?: Promise<boolean>;
+  /** Whether this instance saw the container's restore (or started it). */
+  private started = false;
+
+  private workspace(): WorkspacePersistence {
+    this.persistence ??= new WorkspacePersistence(this.env.WORKSPACES, this.ctx.id.toString());
+    return this.persistence;
+  }
+
+  /** The SDK's own methods, which do not wait for the restore. */
+  private direct(): WorkspaceHost {
+    return {
+      exec: (cmd) => super.exec(cmd),
+      readFile: (path, options) => super.readFile(path, options),
+      writeFile: (path, content, options) => super.writeFile(path, content, options),
+    };
+  }
+
+  /** Waits until the workspace is back; starts the container if it sleeps. */
+  private async restored(): Promise<void> {
+    // The start runs onStart, which begins the restore.
+    if (!this.started && !this.restoring) await super.exec("true");
+    this.started = true;
+    await this.restoring;
+  }
+
+  override async onStart(): Promise<void> {
+    await super.onStart();
+    this.restoring = this.workspace().restore(this.direct());
+  }
+
+  override async onStop(params: Parameters<SdkSandbox["onStop"]>[0]): Promise<void> {
+    this.restoring = undefined;
+    this.started = false;
+    await super.onStop(params);
+  }
+
+  override async onActivityExpired(): Promise<void> {
+    await this.restoring;
+    if (await this.workspace().backup(this.direct())) {
+      await super.onActivityExpired();
+    } else {
+      this.renewActivityTimeout();
+    }
+  }
+
+  override async exec(...args: Parameters<SdkSandbox["exec"]>): ReturnType<SdkSandbox["exec"]> {
+    await this.restored();
+    return super.exec(...args);
+  }
+
+  override async execStream(...args: Parameters<SdkSandbox["execStream"]>): ReturnType<SdkSandbox["execStream"]> {
+    await this.restored();
+    return super.execStream(...args);
+  }
+
+  override async writeFile(...args: Parameters<SdkSandbox["writeFile"]>): ReturnType<SdkSandbox["writeFile"]> {
+    await this.restored();
+    return super.writeFile(...args);
+  }
+
+  override async mkdir(...args: Parameters<SdkSandbox["mkdir"]>): ReturnType<SdkSandbox["mkdir"]> {
+    await this.restored();
+    return super.mkdir(...args);
+  }
+
+  // readFile is overloaded (its result depends on `encoding`): one
+  // signature that passes both through.
+  override async readFile(path: string, options?: any): Promise<any> {
+    await this.restored();
+    return super.readFile(path, options);
+  }
+}
+
+/** SIGINT first, SIGKILL this long after (docs/protocol.md, interrupt). */
+const KILL_AFTER_MS = 2_000;
+/** Past a command's timeout, how long the SDK has to kill it before the adapter does. */
+const TIMEOUT_GRACE_MS = 1_000;
+/** How long a killed command may take to report its end before the read stops. */
+const STOP_WAIT_MS = 5_000;
+
+/**
+ * The sandbox id of a room: the room id lowercased and cut to 46
+ * characters, then a hash of the exact id, so that ids differing only in
+ * case get distinct sandboxes and every id fits the SDK's 63 characters
+ * (never `normalizeId`, which would merge them).
+ */
+export async function sandboxId(roomId: string): Promise<string> {
+  return `${roomId.toLowerCase().slice(0, 46)}-${await shortHash(roomId)}`;
+}
+
+/** The room's sandbox (one per room, named by sandboxId). */
+export function roomSandbox(env: Env, roomId: string): RoomSandbox {
+  return new CloudflareSandbox(env, roomId);
+}
+
+/** A command that runs, as interrupt() finds it. */
+interface Running {
+  pid?: number;
+  /** UTF-8 bytes kept so far per stream. */
+  bytes: { stdout: number; stderr: number };
+  interrupted: boolean;
+  signal(signal: Signal): void;
+}
+
+/** Commands running per room in this isolate (the room's Durable Object). */
+const runningByRoom = new Map<string, Set<Running>>();
+
+type SdkStub = ReturnType<typeof getSandbox<SdkSandbox>>;
+
+class CloudflareSandbox implements RoomSandbox {
+  constructor(
+    private readonly env: Env,
+    private readonly roomId: string,
+  ) {}
+
+  private async stub(): Promise<SdkStub> {
+    const idle = Number(this.env.DUET_SANDBOX_IDLE_SECS) || 600;
+    const ns = this.env.Sandbox as DurableObjectNamespace<SdkSandbox>;
+    return getSandbox(ns, await sandboxId(this.roomId), { sleepAfter: `${idle}s` });
+  }
+
+  async exec(req: ExecRequest): Promise<ExecOutcome> {
+    const sandbox = await this.stub();
+    const started = Date.now();
+    const outcome: ExecOutcome = {
+      exitCode: null,
+      stdout: "",
+      stderr: "",
+      durationMs: 0,
+      truncated: false,
+      timedOut: false,
+      interrupted: false,
+    };
+    const stopReading = new AbortController();
+    let stopTimer: number | undefined;
+    const run: Running = {
+      bytes: { stdout: 0, stderr: 0 },
+      interrupted: false,
+      signal: (signal) => {
+        if (run.pid !== undefined) void this.signal(sandbox, signal, run.pid);
+        // A command that ignores even SIGKILL's report is no longer waited for.
+        if (signal === "KILL" && !stopTimer) {
+          stopTimer = setTimeout(() => stopReading.abort(), STOP_WAIT_MS);
+        }
+      },
+    };
+    // The SDK kills at `timeout`; this is the backstop if it does not.
+    const timeout = setTimeout(() => {
+      outcome.timedOut = true;
+      run.signal("KILL");
+    }, req.timeoutMs + TIMEOUT_GRACE_MS);
+    const running = this.running();
+    running.add(run);
+    try {
+      const stream = await sandbox.execStream(req.cmd, {
+        timeout: req.timeoutMs,
+        cwd: req.cwd,
+        env: req.env,
+      });
+      let ended = false;
+      for await (const event of parseSSEStream<ExecEvent>(stream, stopReading.signal)) {
+        if (event.type === "start") {
+          run.pid = event.pid ?? undefined;
+          if (run.interrupted) run.signal("INT");
+        } else if (event.type === "stdout" || event.type === "stderr") {
+          this.output(req, outcome, run, event.type, event.data ?? "");
+        } else if (event.type === "complete") {
+          outcome.exitCode = typeof event.exitCode === "number" ? event.exitCode : null;
+          if (outcome.exitCode === null) {
+            outcome.error = event.error ?? "the shell was restarted";
+          }
+          ended = true;
+          break;
+        } else if (event.type === "error") {
+          outcome.error = event.error ?? event.data ?? "the command failed";
+          const starting = startingDelay(outcome.error);
+          if (starting !== null && run.pid === undefined) throw new SandboxStarting(starting);
+          if (/time(d)? ?out/i.test(outcome.error)) {
+            outcome.timedOut = true;
+            run.signal("KILL");
+          }
+          ended = true;
+          break;
+        }
+      }
+      if (!ended) outcome.error ??= "the sandbox stopped answering before the command ended";
+    } catch (e) {
+      if (e instanceof SandboxStarting) throw e;
+      const starting = startingDelay(e);
+      if (starting !== null) throw new SandboxStarting(starting);
+      outcome.error = stopReading.signal.aborted
+        ? "the command did not end after SIGKILL"
+        : `the sandbox could not run the command: ${message(e)}`;
+    } finally {
+      clearTimeout(timeout);
+      clearTimeout(stopTimer ?? null);
+      running.delete(run);
+    }
+    outcome.durationMs = Date.now() - started;
+    outcome.interrupted = run.interrupted;
+    // Killed at the SDK's timeout: it reports only the exit status.
+    if (outcome.durationMs >= req.timeoutMs && outcome.exitCode !== 0) outcome.timedOut = true;
+    if (outcome.interrupted) outcome.timedOut = false;
+    return outcome;
+  }
+
+  /** Keeps output up to the cap; beyond it the command is killed. */
+  private output(
+    req: ExecRequest,
+    outcome: ExecOutcome,
+    run: Running,
+    stream: "stdout" | "stderr",
+    data: string,
+  ): void {
+    if (outcome.truncated || data === "") return;
+    const room = req.outputCap - run.bytes[stream];
+    let kept = data;
+    let size = byteLength(data);
+    if (size > room) {
+      kept = cutToBytes(data, Math.max(room, 0));
+      size = byteLength(kept);
+      outcome.truncated = true;
+      run.signal("KILL");
+    }
+    if (kept === "") return;
+    run.bytes[stream] += size;
+    outcome[stream] += kept;
+    if (stream === "stdout") req.onStdout(kept);
+    else req.onStderr(kept);
+  }
+
+  async interrupt(): Promise<boolean> {
+    const running = [...this.running()];
+    const current = running.reverse().find((r) => !r.interrupted);
+    if (!current) return false;
+    current.interrupted = true;
+    current.signal("INT");
+    setTimeout(() => {
+      if (this.running().has(current)) current.signal("KILL");
+    }, KILL_AFTER_MS);
+    return true;
+  }
+
+  async readFile(path: string): Promise<Uint8Array | null> {
+    try {
+      const file = await (await this.stub()).readFile(workspacePath(path), { encoding: "base64" });
+      return file.encoding === "base64"
+        ? fromBase64(file.content)
+        : new TextEncoder().encode(file.content);
+    } catch (e) {
+      if (/not found|FILE_NOT_FOUND|ENOENT|is a directory|IS_DIRECTORY|EISDIR/i.test(message(e))) {
+        return null;
+      }
+      throw fileError(e);
+    }
+  }
+
+  async writeFile(path: string, bytes: Uint8Array): Promise<void> {
+    const sandbox = await this.stub();
+    const full = workspacePath(path);
+    try {
+      const parent = full.slice(0, full.lastIndexOf("/"));
+      if (parent !== "/workspace") await sandbox.mkdir(parent, { recursive: true });
+      await sandbox.writeFile(full, toBase64(bytes), { encoding: "base64" });
+    } catch (e) {
+      throw fileError(e);
+    }
+  }
+
+  async destroy(): Promise<void> {
+    for (const run of this.running()) run.signal("KILL");
+    // The backup first: a container started in between must not bring files back.
+    const objectId = this.env.Sandbox.idFromName(await sandboxId(this.roomId)).toString();
+    await deleteBackup(this.env.WORKSPACES, objectId);
+    try {
+      await (await this.stub()).destroy();
+    } catch (e) {
+      const starting = startingDelay(e);
+      if (starting !== null) throw new SandboxStarting(starting);
+      throw e;
+    }
+  }
+
+  private running(): Set<Running> {
+    let set = runningByRoom.get(this.roomId);
+    if (!set) {
+      set = new Set();
+      runningByRoom.set(this.roomId, set);
+    }
+    return set;
+  }
+
+  /** Sends `signal` to `pid` from a background process beside the busy shell. */
+  private async signal(sandbox: SdkStub, signal: Signal, pid: number): Promise<void> {
+    try {
+      await sandbox.startProcess(signalCommand(signal, pid));
+    } catch (e) {
+      console.error(`SIG${signal} to ${pid} in room ${this.roomId} failed: ${message(e)}`);
+    }
+  }
+}
+
+function workspacePath(path: string): string {
+  return `/workspace/${path}`;
+}
+
+/** The seam's error for a failed file call. */
+function fileError(e: unknown): Error {
+  const text = message(e);
+  const starting = startingDelay(e);
+  if (starting !== null) return new SandboxStarting(starting);
+  if (/NO_SPACE|no space|ENOSPC|disk is full|EDQUOT|quota/i.test(text)) return new DiskFull();
+  if (/symlink|outside the workspace|INVALID_PATH|PATH_SECURITY/i.test(text)) return new BadPath(text);
+  return e instanceof Error ? e : new Error(text);
+}
+
+/**
+ * Seconds to wait when `e` says the container is starting (or the account
+ * is over its container capacity), else null. Errors lose their class
+ * across Durable Object RPC, so this reads the message.
+ */
+export function startingDelay(e: unknown): number | null {
+  const text = message(e);
+  if (!/CONTAINER_UNAVAILABLE|container is (starting|unavailable|not ready)|no container instance|max(imum)? ?container instances|over capacity/i.test(text)) {
+    return null;
+  }
+  const given = /retry after (\d+)/i.exec(text);
+  if (given) return Number(given[1]);
+  return /instances|capacity/i.test(text) ? 10 : 3;
+}
+
+function message(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}

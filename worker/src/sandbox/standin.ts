@@ -1,0 +1,436 @@
+// The local stand-in for the Cloudflare Sandbox (no Docker here): a Durable
+// Object with the SDK methods the adapter calls, reached through the real
+// `getSandbox`, that forwards each to a `duet serve` on loopback
+// (DUET_STANDIN_URL, behind its own token DUET_STANDIN_TOKEN), whose room
+// named after this sandbox is the real namespace sandbox.
+//
+// It also behaves as SDK 0.12.10 does where Duet depends on it:
+// - after `sleepAfter` without a call, the container "sleeps": it backs the
+//   workspace up (src/sandbox/backup.ts, as the production class does),
+//   then wipes files and processes (duet serve's cleanup); the next call
+//   "starts a container" and restores the backup;
+// - while a "container" starts (DUET_STANDIN_START_SECS, default 0) calls
+//   fail as the SDK's do, CONTAINER_UNAVAILABLE with a retry delay;
+// - `killProcess` ignores its signal (it always ends the command);
+// - the only background processes are the adapter's `kill` commands
+//   (src/sandbox/signal.ts), mapped to duet serve's interrupt.
+
+import { DurableObject } from "cloudflare:workers";
+import { fromBase64, toBase64 } from "./bytes";
+import type { Env } from "../env";
+import { WorkspacePersistence, type WorkspaceHost } from "./backup";
+import { SIGNAL_COMMAND } from "./signal";
+
+interface Configuration {
+  sandboxName?: { name: string };
+  sleepAfter?: string | number;
+}
+
+interface StreamOptions {
+  timeout?: number;
+  cwd?: string;
+  env?: Record<string, string>;
+}
+
+/** The SDK's ExecResult. */
+interface ExecResult {
+  success: boolean;
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+  command: string;
+  duration: number;
+  timestamp: string;
+}
+
+/** One command this stand-in runs, by the pid it reported. */
+interface Command {
+  execId?: string;
+  done: boolean;
+}
+
+const DEFAULT_SLEEP_AFTER_MS = 600_000;
+/** A command's timeout when the caller gives none (duet serve caps it). */
+const LONGEST_MS = 3_600_000;
+
+export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost {
+  private name: string | null = null;
+  private sleepAfterMs = DEFAULT_SLEEP_AFTER_MS;
+  /** Whether a "container" runs (its workspace restored); kept in storage. */
+  private awake = false;
+  /** Open command streams: the container is not idle while one runs. */
+  private busy = 0;
+  private nextPid = 1000;
+  private readonly commands = new Map<number, Command>();
+  /** One socket to duet serve's room, shared by the commands (opened on first use). */
+  private socketOpen?: Promise<WebSocket>;
+  /** The running commands' frame handlers; null when the socket closed. */
+  private readonly listeners = new Set<(frame: Record<string, any> | null) => void>();
+  private persistence?: WorkspacePersistence;
+  /** When the starting "container" is ready (0: not starting). */
+  private startingUntil = 0;
+  /** Seconds a container takes to start (DUET_STANDIN_START_SECS; tests may set it). */
+  startSecs: number;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.startSecs = Number(env.DUET_STANDIN_START_SECS ?? 0) || 0;
+    // getSandbox configures once per isolate; workerd evicts idle objects.
+    ctx.blockConcurrencyWhile(async () => {
+      this.name = (await ctx.storage.get<string>("name")) ?? null;
+      this.sleepAfterMs = (await ctx.storage.get<number>("sleepAfterMs")) ?? DEFAULT_SLEEP_AFTER_MS;
+      this.awake = (await ctx.storage.get<boolean>("awake")) ?? false;
+    });
+  }
+
+  // ---- configuration (SDK: configure via getSandbox) ----
+
+  async configure(configuration: Configuration): Promise<void> {
+    const name = configuration.sandboxName?.name;
+    if (name && name !== this.name) {
+      this.name = name;
+      await this.ctx.storage.put("name", name);
+    }
+    if (configuration.sleepAfter !== undefined) {
+      this.sleepAfterMs = parseDuration(configuration.sleepAfter);
+      await this.ctx.storage.put("sleepAfterMs", this.sleepAfterMs);
+    }
+  }
+
+  // ---- commands ----
+
+  /** SDK execStream: an SSE stream of start/stdout/stderr/complete/error events. */
+  async execStream(command: string, options: StreamOptions = {}): Promise<ReadableStream<Uint8Array>> {
+    await this.wake();
+    // Each command's frames are told apart by the name that ran it.
+    const user = `standin-${crypto.randomUUID().slice(0, 8)}`;
+    const ws = await this.sharedSocket();
+    const encoder = new TextEncoder();
+    let controller!: ReadableStreamDefaultController<Uint8Array>;
+    let finished = false;
+    let pid: number | undefined;
+    const emit = (event: Record<string, unknown>) => {
+      if (finished) return;
+      const full = { timestamp: new Date().toISOString(), ...event };
+      controller.enqueue(encoder.encode(`data: ${JSON.stringify(full)}\n\n`));
+    };
+    const finish = () => {
+      if (finished) return;
+      finished = true;
+      this.busy -= 1;
+      if (pid !== undefined) this.commands.delete(pid);
+      this.listeners.delete(listen);
+      void this.touch();
+      controller.close();
+    };
+    const stream = new ReadableStream<Uint8Array>({
+      start: (c) => {
+        controller = c;
+      },
+      cancel: () => finish(),
+    });
+    this.busy += 1;
+    const entry: Command = { done: false };
+    const listen = (frame: Record<string, any> | null) => {
+      if (!frame) {
+        emit({ type: "error", error: "the stand-in lost its connection to duet serve" });
+        finish();
+      } else if (frame.type === "duet_exec") {
+        if (frame.phase === "start" && entry.execId === undefined && frame.by === user) {
+          entry.execId = String(frame.execId);
+          pid = this.nextPid++;
+          this.commands.set(pid, entry);
+          emit({ type: "start", command, pid });
+        } else if (frame.execId === entry.execId) {
+          if (frame.phase === "stdout" || frame.phase === "stderr") {
+            emit({ type: frame.phase, data: frame.data });
+          } else if (frame.phase === "complete") {
+            entry.done = true;
+            const exitCode = typeof frame.exitCode === "number" ? frame.exitCode : undefined;
+            emit({ type: "complete", exitCode, error: frame.error });
+            finish();
+          }
+        }
+      } else if (frame.type === "rpc" && frame.id === user) {
+        if (!frame.success) emit({ type: "error", error: rpcError(frame) });
+        finish();
+      }
+    };
+    this.listeners.add(listen);
+    const args = {
+      cmd: command,
+      timeoutMs: options.timeout ?? LONGEST_MS,
+      cwd: options.cwd,
+      env: options.env,
+      userId: user,
+    };
+    ws.send(JSON.stringify({ type: "rpc", id: user, method: "exec", args: [args] }));
+    return stream;
+  }
+
+  /** SDK exec (no streaming): the whole result. */
+  async exec(command: string, options: StreamOptions = {}): Promise<ExecResult> {
+    await this.wake();
+    return this.run(command, options);
+  }
+
+  /** SDK startProcess: only the adapter's `kill` of a command this stand-in runs. */
+  async startProcess(command: string): Promise<{ id: string; pid: number; command: string; status: string }> {
+    await this.wake();
+    const match = SIGNAL_COMMAND.exec(command);
+    if (!match) {
+      throw new Error(`the stand-in runs no background processes but the adapter's kill (got ${JSON.stringify(command)})`);
+    }
+    // duet serve's interrupt is SIGINT, then SIGKILL 2 s later.
+    await this.interruptPid(Number(match[2]));
+    return { id: `kill-${Date.now()}`, pid: 0, command, status: "completed" };
+  }
+
+  /** SDK killProcess: like 0.12.10, the signal is ignored; the command is ended. */
+  async killProcess(id: string, _signal?: string): Promise<void> {
+    await this.interruptPid(Number(id));
+  }
+
+  // ---- files (paths under /workspace only, as duet serve's files API) ----
+
+  async readFile(
+    path: string,
+    _options?: { encoding?: string },
+  ): Promise<{ success: true; path: string; content: string; encoding: "base64"; timestamp: string }> {
+    await this.wake();
+    const res = await this.call("GET", `/files/${filePath(path)}`);
+    if (!res.ok) throw await fileError(res, path);
+    const content = toBase64(new Uint8Array(await res.arrayBuffer()));
+    return { success: true, path, content, encoding: "base64", timestamp: new Date().toISOString() };
+  }
+
+  async writeFile(
+    path: string,
+    content: string,
+    options: { encoding?: string } = {},
+  ): Promise<{ success: true; path: string; timestamp: string }> {
+    await this.wake();
+    const bytes = options.encoding === "base64" ? fromBase64(content) : new TextEncoder().encode(content);
+    const res = await this.call("PUT", `/files/${filePath(path)}`, bytes);
+    if (!res.ok) throw await fileError(res, path);
+    return { success: true, path, timestamp: new Date().toISOString() };
+  }
+
+  /** SDK mkdir: duet serve's PUT makes parent folders itself. */
+  async mkdir(path: string, _options?: { recursive?: boolean }): Promise<{ success: true; path: string }> {
+    filePath(path);
+    return { success: true, path };
+  }
+
+  // ---- lifecycle ----
+
+  /** SDK destroy: processes and files gone; the next call starts afresh. */
+  async destroy(): Promise<void> {
+    await this.wipe();
+    await this.ctx.storage.deleteAlarm();
+  }
+
+  /** The idle timer: sleep as the SDK does, after a backup. */
+  async alarm(): Promise<void> {
+    if (!this.awake) return;
+    const last = (await this.ctx.storage.get<number>("lastActivity")) ?? 0;
+    const due = last + this.sleepAfterMs;
+    if (this.busy > 0 || Date.now() < due) {
+      await this.ctx.storage.setAlarm(Math.max(due, Date.now() + 1000));
+      return;
+    }
+    if (await this.workspace().backup(this.host())) {
+      await this.wipe();
+    } else {
+      // Nothing is lost: stay awake and try again later.
+      await this.ctx.storage.setAlarm(Date.now() + this.sleepAfterMs);
+    }
+  }
+
+  // ---- internals ----
+
+  private workspace(): WorkspacePersistence {
+    this.persistence ??= new WorkspacePersistence(this.env.WORKSPACES, this.ctx.id.toString());
+    return this.persistence;
+  }
+
+  /** The SDK methods without wake(), for the backup and the restore. */
+  private host(): WorkspaceHost {
+    return {
+      exec: (cmd) => this.run(cmd, {}),
+      readFile: async (path) => {
+        const res = await this.call("GET", `/files/${filePath(path)}`);
+        if (!res.ok) throw await fileError(res, path);
+        return { content: toBase64(new Uint8Array(await res.arrayBuffer())) };
+      },
+      writeFile: async (path, content) => {
+        const res = await this.call("PUT", `/files/${filePath(path)}`, fromBase64(content));
+        if (!res.ok) throw await fileError(res, path);
+      },
+    };
+  }
+
+  /** A "container start": the workspace comes back from R2. */
+  private async wake(): Promise<void> {
+    if (!this.awake && this.startSecs > 0) {
+      const now = Date.now();
+      if (this.startingUntil === 0) this.startingUntil = now + this.startSecs * 1000;
+      if (now < this.startingUntil) {
+        const left = Math.ceil((this.startingUntil - now) / 1000);
+        throw new Error(`CONTAINER_UNAVAILABLE: container is starting, retry after ${left}`);
+      }
+    }
+    this.startingUntil = 0;
+    if (!this.awake) {
+      await this.ctx.blockConcurrencyWhile(async () => {
+        if (this.awake) return;
+        await this.workspace().restore(this.host());
+        this.awake = true;
+        await this.ctx.storage.put("awake", true);
+      });
+    }
+    await this.touch();
+  }
+
+  /** Activity: the sleep timer starts again. */
+  private async touch(): Promise<void> {
+    const now = Date.now();
+    await this.ctx.storage.put("lastActivity", now);
+    await this.ctx.storage.setAlarm(now + this.sleepAfterMs);
+  }
+
+  /** The container is gone: files, processes and the shell. */
+  private async wipe(): Promise<void> {
+    const res = await this.call("POST", "/cleanup", "{}");
+    if (!res.ok && res.status !== 207) throw new Error(`duet serve's cleanup answered ${res.status}: ${await res.text()}`);
+    this.commands.clear();
+    this.awake = false;
+    await this.ctx.storage.put("awake", false);
+  }
+
+  private async run(command: string, options: StreamOptions): Promise<ExecResult> {
+    const started = Date.now();
+    const body = { cmd: command, timeoutMs: options.timeout ?? LONGEST_MS, cwd: options.cwd, env: options.env };
+    const res = await this.call("POST", "/sandbox/exec", JSON.stringify(body));
+    if (!res.ok) throw new Error(await httpError(res));
+    const { result } = (await res.json()) as { result: { exitCode: number | null; stdout: string; stderr: string } };
+    const exitCode = result.exitCode ?? -1;
+    return {
+      success: exitCode === 0,
+      exitCode,
+      stdout: result.stdout,
+      stderr: result.stderr,
+      command,
+      duration: Date.now() - started,
+      timestamp: new Date(started).toISOString(),
+    };
+  }
+
+  private async interruptPid(pid: number): Promise<void> {
+    const command = this.commands.get(pid);
+    if (!command || command.done || command.execId === undefined) return;
+    const res = await this.call("POST", "/sandbox/interrupt", JSON.stringify({ execId: command.execId }));
+    if (!res.ok) throw new Error(await httpError(res));
+  }
+
+  /** A request to this sandbox's room on duet serve. */
+  private call(method: string, path: string, body?: BodyInit): Promise<Response> {
+    const headers: Record<string, string> = { Authorization: `Bearer ${this.env.DUET_STANDIN_TOKEN ?? ""}` };
+    if (typeof body === "string") headers["Content-Type"] = "application/json";
+    return fetch(`${this.base()}/api/rooms/${this.room()}${path}`, { method, headers, body });
+  }
+
+  /** The shared socket; a closed one is replaced on the next command. */
+  private sharedSocket(): Promise<WebSocket> {
+    this.socketOpen ??= this.socket("standin").then(
+      (ws) => {
+        ws.addEventListener("message", (m) => {
+          const frame = parseFrame(m.data);
+          if (frame) for (const listen of [...this.listeners]) listen(frame);
+        });
+        const lost = () => {
+          this.socketOpen = undefined;
+          for (const listen of [...this.listeners]) listen(null);
+        };
+        ws.addEventListener("close", lost);
+        ws.addEventListener("error", lost);
+        return ws;
+      },
+      (e) => {
+        this.socketOpen = undefined;
+        throw e;
+      },
+    );
+    return this.socketOpen;
+  }
+
+  /** A socket to this sandbox's room on duet serve, as `user`. */
+  private async socket(user: string): Promise<WebSocket> {
+    const url = `${this.base()}/api/rooms/${this.room()}/ws?user=${user}`;
+    const res = await fetch(url, {
+      headers: { Upgrade: "websocket", Authorization: `Bearer ${this.env.DUET_STANDIN_TOKEN ?? ""}` },
+    });
+    const ws = res.webSocket;
+    if (!ws) throw new Error(await httpError(res));
+    ws.accept();
+    return ws;
+  }
+
+  private base(): string {
+    const url = this.env.DUET_STANDIN_URL;
+    if (!url) throw new Error("DUET_STANDIN_URL is not set: the stand-in needs a duet serve (worker/dev.sh starts one)");
+    return url.replace(/\/+$/, "");
+  }
+
+  private room(): string {
+    if (!this.name) throw new Error("the stand-in sandbox has no name: reach it through getSandbox");
+    return this.name;
+  }
+}
+
+/** `30s`, `10m`, `1h` or a number of seconds, in milliseconds. */
+function parseDuration(value: string | number): number {
+  if (typeof value === "number") return value * 1000;
+  const m = /^(\d+(?:\.\d+)?)\s*(s|m|h)?$/.exec(value.trim());
+  if (!m) return DEFAULT_SLEEP_AFTER_MS;
+  const unit = m[2] === "h" ? 3_600_000 : m[2] === "m" ? 60_000 : 1000;
+  return Number(m[1]) * unit;
+}
+
+/** `/workspace/a/b` as duet serve's file path `a/b` (percent-encoded). */
+function filePath(path: string): string {
+  if (!path.startsWith("/workspace/")) throw new Error(`INVALID_PATH: the stand-in reaches only /workspace, not ${path}`);
+  return path.slice("/workspace/".length).split("/").map(encodeURIComponent).join("/");
+}
+
+function parseFrame(data: unknown): Record<string, any> | null {
+  if (typeof data !== "string") return null;
+  try {
+    const value = JSON.parse(data);
+    return value && typeof value === "object" ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+/** An rpc failure in the words the SDK would use. */
+function rpcError(frame: Record<string, any>): string {
+  if (frame.status === 503) return "CONTAINER_UNAVAILABLE: container is starting, retry after 3";
+  return String(frame.error ?? "the command could not run");
+}
+
+/** An error answer of duet serve as the SDK's error message. */
+async function httpError(res: Response): Promise<string> {
+  const text = await res.text();
+  if (res.status === 503) {
+    return `CONTAINER_UNAVAILABLE: container is starting, retry after ${res.headers.get("Retry-After") ?? 3}`;
+  }
+  return `duet serve answered ${res.status}: ${text}`;
+}
+
+async function fileError(res: Response, path: string): Promise<Error> {
+  if (res.status === 404) return new Error(`FILE_NOT_FOUND: File not found: ${path}`);
+  if (res.status === 507) return new Error(`NO_SPACE: the room's disk is full`);
+  if (res.status === 400) return new Error(`INVALID_PATH: ${await res.text()}`);
+  return new Error(await httpError(res));
+}

@@ -1,0 +1,177 @@
+// A room's persistence in its Durable Object's SQLite: one row per message
+// and per command (never the SDK's `setState`, whose single row is capped
+// at 2 MB in production), and the counters that keep ids unique.
+
+import { STATE_EXECS, STATE_MESSAGES, STORED_OUTPUT_CAP, capText, runJson, type DuetMessage, type ExecRecord, type Role, type Run } from "./protocol";
+
+const SCHEMA = [
+  `CREATE TABLE IF NOT EXISTS duet_counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)`,
+  `CREATE TABLE IF NOT EXISTS duet_messages (
+     id TEXT PRIMARY KEY, role TEXT NOT NULL, user_id TEXT, text TEXT NOT NULL,
+     ts INTEGER NOT NULL, runs TEXT)`,
+  `CREATE TABLE IF NOT EXISTS duet_execs (
+     exec_id TEXT PRIMARY KEY, cmd TEXT NOT NULL, by_name TEXT NOT NULL, source TEXT NOT NULL,
+     stdout TEXT NOT NULL, stderr TEXT NOT NULL, exit_code INTEGER, duration INTEGER NOT NULL,
+     ts INTEGER NOT NULL, truncated INTEGER NOT NULL)`,
+];
+
+type Row = Record<string, SqlStorageValue>;
+
+/** Bytes a message's row may take: production caps a row at 2 MB. */
+export const ROW_BUDGET = 1_800_000;
+
+const utf8 = new TextEncoder();
+
+/**
+ * `runs` whose stored outputs fit one row beside `text`: each stream is cut
+ * (and the run marked `truncated`) to half as much until they fit. A reply
+ * with a few commands is never touched (16 KiB per stream).
+ */
+export function fitRuns(text: string, runs: Run[]): Run[] {
+  let cap = STORED_OUTPUT_CAP;
+  let fitted = runs;
+  const size = (r: Run[]) => utf8.encode(text).length + utf8.encode(JSON.stringify(r.map(runJson))).length;
+  while (size(fitted) > ROW_BUDGET && cap > 64) {
+    cap = Math.floor(cap / 2);
+    fitted = runs.map((r) => {
+      const [stdout, cutOut] = capText(r.stdout, cap);
+      const [stderr, cutErr] = capText(r.stderr, cap);
+      return cutOut || cutErr ? { ...r, stdout, stderr, truncated: true } : r;
+    });
+  }
+  return fitted;
+}
+
+export class Store {
+  private readonly sql: SqlStorage;
+
+  constructor(private readonly storage: DurableObjectStorage) {
+    this.sql = storage.sql;
+    for (const statement of SCHEMA) this.sql.exec(statement);
+  }
+
+  /** The next number of counter `name` (message or command), starting at 1. */
+  private counter(name: string): number {
+    const row = this.sql.exec("SELECT value FROM duet_counters WHERE name = ?", name).toArray()[0];
+    return row ? Number(row.value) : 1;
+  }
+
+  private setCounter(name: string, value: number): void {
+    this.sql.exec(
+      "INSERT INTO duet_counters (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+      name,
+      value,
+    );
+  }
+
+  nextMessage(): number {
+    return this.counter("message");
+  }
+
+  /** Takes the next command number (kept, so no id is used twice). */
+  takeExecNumber(): number {
+    const n = this.counter("exec");
+    this.setCounter("exec", n + 1);
+    return n;
+  }
+
+  /** Stores a message and the next message number, in one transaction. */
+  insertMessage(m: DuetMessage, next: number): void {
+    this.storage.transactionSync(() => {
+      this.sql.exec(
+        "INSERT INTO duet_messages (id, role, user_id, text, ts, runs) VALUES (?, ?, ?, ?, ?, ?)",
+        m.id,
+        m.role,
+        m.userId ?? null,
+        m.text,
+        m.ts,
+        m.runs === undefined ? null : JSON.stringify(m.runs.map(runJson)),
+      );
+      this.setCounter("message", next);
+    });
+  }
+
+  /** Stores a command's record, keeping only the room's most recent ones. */
+  insertExec(r: ExecRecord): void {
+    this.storage.transactionSync(() => {
+      this.sql.exec(
+        `INSERT OR REPLACE INTO duet_execs (exec_id, cmd, by_name, source, stdout, stderr, exit_code, duration, ts, truncated)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        r.execId,
+        r.cmd,
+        r.by,
+        r.source,
+        r.stdout,
+        r.stderr,
+        r.exitCode,
+        r.duration,
+        r.ts,
+        r.truncated ? 1 : 0,
+      );
+      this.sql.exec(
+        "DELETE FROM duet_execs WHERE exec_id NOT IN (SELECT exec_id FROM duet_execs ORDER BY exec_id DESC LIMIT ?)",
+        STATE_EXECS,
+      );
+    });
+  }
+
+  /** Deletes the messages and commands; the counters stay. */
+  clear(): void {
+    this.storage.transactionSync(() => {
+      this.sql.exec("DELETE FROM duet_messages");
+      this.sql.exec("DELETE FROM duet_execs");
+    });
+  }
+
+  /** The most recent messages of the state, oldest first. */
+  recentMessages(): DuetMessage[] {
+    return this.page(undefined, STATE_MESSAGES)[0];
+  }
+
+  /** The most recent commands of the state, oldest first. */
+  recentExecs(): ExecRecord[] {
+    const rows = this.sql
+      .exec(
+        `SELECT exec_id, cmd, by_name, source, stdout, stderr, exit_code, duration, ts, truncated
+         FROM duet_execs ORDER BY exec_id DESC LIMIT ?`,
+        STATE_EXECS,
+      )
+      .toArray();
+    return rows.reverse().map(execFromRow);
+  }
+
+  /** Messages strictly older than `before` (default: all), oldest first, and whether older ones remain. */
+  page(before: string | undefined, limit: number): [DuetMessage[], boolean] {
+    const columns = "id, role, user_id, text, ts, runs";
+    const rows =
+      before === undefined
+        ? this.sql.exec(`SELECT ${columns} FROM duet_messages ORDER BY id DESC LIMIT ?`, limit + 1).toArray()
+        : this.sql
+            .exec(`SELECT ${columns} FROM duet_messages WHERE id < ? ORDER BY id DESC LIMIT ?`, before, limit + 1)
+            .toArray();
+    const more = rows.length > limit;
+    return [rows.slice(0, limit).reverse().map(messageFromRow), more];
+  }
+}
+
+function messageFromRow(r: Row): DuetMessage {
+  const m: DuetMessage = { id: String(r.id), role: String(r.role) as Role, text: String(r.text), ts: Number(r.ts) };
+  if (r.user_id !== null) m.userId = String(r.user_id);
+  if (r.runs !== null) m.runs = JSON.parse(String(r.runs)) as Run[];
+  return m;
+}
+
+function execFromRow(r: Row): ExecRecord {
+  return {
+    execId: String(r.exec_id),
+    cmd: String(r.cmd),
+    by: String(r.by_name),
+    source: r.source === "agent" ? "agent" : "user",
+    stdout: String(r.stdout),
+    stderr: String(r.stderr),
+    exitCode: r.exit_code === null ? null : Number(r.exit_code),
+    duration: Number(r.duration),
+    ts: Number(r.ts),
+    ...(Number(r.truncated) !== 0 && { truncated: true }),
+  };
+}

@@ -1,0 +1,329 @@
+// The agent's turn: one at a time per room, in the order messages came
+// (queued turns see the answers before them); each streams the model's
+// reply to the room, runs its commands and gives their outputs back for up
+// to DUET_AGENT_STEPS rounds (src/ai/turn.rs, src/server/room/turn.rs).
+
+import { extractCommands, renderReply } from "./blocks";
+import { positiveVar, type Env } from "./env";
+import { ApiError, describe, ok, type Reply } from "./http";
+import { ModelError, chat, discoverModel, type ChatMessage, type ModelConfig } from "./model";
+import { conversation, resultsNote } from "./prompt";
+import {
+  STORED_OUTPUT_CAP,
+  aiFrame,
+  capText,
+  messageResponseJson,
+  randomHex,
+  type DuetMessage,
+  type Role,
+  type Run,
+} from "./protocol";
+
+/** Shortest time between two `delta` frames of a turn. */
+const DELTA_INTERVAL_MS = 25;
+/** What the room is told when no model is configured. */
+export const NO_MODEL_TEXT =
+  "No model is configured on this backend. Set the vars DUET_AI_URL (an OpenAI-compatible base URL; " +
+  "in production Workers AI's: https://api.cloudflare.com/client/v4/accounts/ACCOUNT_ID/ai/v1) and " +
+  "DUET_AI_MODEL (e.g. @cf/meta/llama-3.3-70b-instruct-fp8-fast) in wrangler.jsonc, and the key with " +
+  "`wrangler secret put DUET_AI_KEY`; see the README.";
+export const CANCELLED_TEXT = "the agent's turn was cancelled";
+/** Text of the answer to turns dropped by a cleanup. */
+export const CLEANED = "the room was cleaned up";
+
+/** Why a turn ended without a reply; `text` is what the room's `system` message says. */
+export class TurnError extends Error {
+  constructor(readonly text: string) {
+    super(text);
+  }
+}
+
+export interface AgentConfig {
+  url?: string;
+  model?: string;
+  key?: string;
+  steps: number;
+  timeoutMs: number;
+  connectTimeoutMs: number;
+}
+
+export function agentConfig(env: Env): AgentConfig {
+  return {
+    url: env.DUET_AI_URL?.trim() || undefined,
+    model: env.DUET_AI_MODEL?.trim() || undefined,
+    key: env.DUET_AI_KEY?.trim() || undefined,
+    steps: positiveVar(env.DUET_AGENT_STEPS, 1),
+    timeoutMs: positiveVar(env.DUET_AI_TIMEOUT_SECS, 120) * 1000,
+    connectTimeoutMs: positiveVar(env.DUET_AI_CONNECT_TIMEOUT_SECS, 30) * 1000,
+  };
+}
+
+/** What a turn produced: the agent message's text and runs. */
+export interface AgentReply {
+  text: string;
+  runs: Run[];
+}
+
+/** What a turn may do in its room. */
+export interface TurnHost {
+  /** Broadcast a frame (`duet_ai`) to the room. */
+  emit(frame: string): void;
+  /** Run one command as the agent; resolves when it ended. */
+  run(cmd: string, signal: AbortSignal): Promise<Run>;
+}
+
+interface TurnContext {
+  config: AgentConfig;
+  host: TurnHost;
+  turnId: string;
+  signal: AbortSignal;
+}
+
+/** Resolves with `promise`, or rejects with the turn's cancellation first. */
+function unlessCancelled<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(new TurnError(CANCELLED_TEXT));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new TurnError(CANCELLED_TEXT));
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (v) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+function asTurnError(e: unknown): TurnError {
+  if (e instanceof TurnError) return e;
+  if (e instanceof ModelError) return new TurnError(`Model error: ${e.message}`);
+  return new TurnError(`Model error: ${describe(e)}`);
+}
+
+/** The model of the configuration, or the first the service lists. */
+async function resolveModel(config: AgentConfig, signal: AbortSignal): Promise<ModelConfig> {
+  if (!config.url) throw new TurnError(NO_MODEL_TEXT);
+  const model = config.model ?? (await discoverModel(config.url, config.key, signal));
+  if (!model) {
+    throw new TurnError(`Model error: the service at ${config.url} lists no model; set DUET_AI_MODEL`);
+  }
+  return { base: config.url, model, key: config.key, connectTimeoutMs: config.connectTimeoutMs };
+}
+
+/** Runs one turn: `history` is the room's messages, the question last. */
+export async function runTurn(t: TurnContext, history: DuetMessage[]): Promise<AgentReply> {
+  const emit = (phase: "start" | "end") => t.host.emit(aiFrame(phase, t.turnId));
+  const fail = (e: unknown): TurnError => {
+    const err = asTurnError(e);
+    t.host.emit(aiFrame("error", t.turnId, undefined, err.text));
+    return err;
+  };
+  emit("start");
+  let model: ModelConfig;
+  try {
+    model = await unlessCancelled(resolveModel(t.config, t.signal), t.signal);
+  } catch (e) {
+    throw fail(e);
+  }
+  const chatLog = conversation(history);
+  let text = "";
+  const runs: Run[] = [];
+  for (let round = 0; round < Math.max(1, t.config.steps); round++) {
+    if (round > 0) emit("start");
+    let raw: string;
+    try {
+      // Later rounds' text streams after a blank line.
+      raw = await streamRound(t, model, chatLog, round > 0 ? "\n\n" : "");
+    } catch (e) {
+      throw fail(e);
+    }
+    const [prose, cmds] = extractCommands(raw);
+    if (round === 0 && prose === "" && cmds.length === 0) {
+      throw fail(new TurnError("Model error: the model answered with an empty reply"));
+    }
+    emit("end");
+    const roundRuns: Run[] = [];
+    for (const cmd of cmds) {
+      roundRuns.push(capped(await unlessCancelled(t.host.run(cmd, t.signal), t.signal)));
+    }
+    const joined = text === "" ? prose : prose === "" ? text : `${text}\n\n${prose}`;
+    text = renderReply(joined, roundRuns);
+    runs.push(...roundRuns);
+    if (roundRuns.length === 0) break;
+    chatLog.push({ role: "assistant", content: raw }, { role: "user", content: resultsNote(roundRuns) });
+  }
+  return { text, runs };
+}
+
+/**
+ * Streams one answer of the model to the room, `lead` before its first
+ * piece, at most one `delta` every 25 ms; returns its text (without `lead`).
+ */
+async function streamRound(t: TurnContext, model: ModelConfig, chatLog: ChatMessage[], lead: string): Promise<string> {
+  const ctrl = new AbortController();
+  const onCancel = () => ctrl.abort();
+  t.signal.addEventListener("abort", onCancel, { once: true });
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    ctrl.abort();
+  }, t.config.timeoutMs);
+  const ended = new Promise<never>((_, reject) =>
+    ctrl.signal.addEventListener("abort", () => reject(new Error("aborted")), { once: true }),
+  );
+  ended.catch(() => {});
+  let text = "";
+  let pending = "";
+  let lastSent: number | undefined;
+  let flushTimer: ReturnType<typeof setTimeout> | undefined;
+  const flush = () => {
+    if (flushTimer !== undefined) clearTimeout(flushTimer);
+    flushTimer = undefined;
+    if (pending === "") return;
+    t.host.emit(aiFrame("delta", t.turnId, pending));
+    pending = "";
+    lastSent = Date.now();
+  };
+  try {
+    const pieces = await Promise.race([chat(model, [...chatLog], ctrl.signal), ended]);
+    for (;;) {
+      const next = await Promise.race([pieces.next(), ended]);
+      if (next.done) break;
+      if (text === "") pending += lead;
+      text += next.value;
+      pending += next.value;
+      const now = Date.now();
+      if (lastSent === undefined || now >= lastSent + DELTA_INTERVAL_MS) flush();
+      else flushTimer ??= setTimeout(flush, lastSent + DELTA_INTERVAL_MS - now);
+    }
+    flush();
+    return text;
+  } catch (e) {
+    if (flushTimer !== undefined) clearTimeout(flushTimer);
+    if (t.signal.aborted) throw new TurnError(CANCELLED_TEXT);
+    if (timedOut) {
+      throw new TurnError(`Model error: the model did not finish within ${Math.round(t.config.timeoutMs / 1000)} seconds`);
+    }
+    flush();
+    throw e;
+  } finally {
+    clearTimeout(timer);
+    t.signal.removeEventListener("abort", onCancel);
+    ctrl.abort();
+  }
+}
+
+/** A run with each stream cut to what a stored output keeps. */
+function capped(run: Run): Run {
+  const [stdout, cutOut] = capText(run.stdout, STORED_OUTPUT_CAP);
+  const [stderr, cutErr] = capText(run.stderr, STORED_OUTPUT_CAP);
+  const truncated = Boolean(run.truncated) || cutOut || cutErr;
+  return { ...run, stdout, stderr, ...(truncated && { truncated: true }) };
+}
+
+/** What the queue needs of its room. */
+export interface TurnRoom {
+  readonly config: AgentConfig;
+  messages(): DuetMessage[];
+  /** Stores a message and broadcasts it; throws `ApiError` (500). */
+  storeMessage(role: Role, userId: string | undefined, text: string, runs?: Run[]): DuetMessage;
+  host: TurnHost;
+}
+
+interface Pending {
+  user?: string;
+  /** The id of the question: the turn sees the history up to it. */
+  upto: string;
+  answer(reply: Reply): void;
+}
+
+interface Current {
+  id: string;
+  ctrl: AbortController;
+  pending: Pending;
+  /** Set by cleanup: the turn's end is answered but not stored. */
+  discarded: boolean;
+}
+
+/** The answer of a turn that ended without a reply. */
+export function noReply(error: string, messages: DuetMessage[]): Reply {
+  return ok(messageResponseJson(null, error, messages));
+}
+
+/** The room's turns: the one running and those waiting, in order. */
+export class Turns {
+  private readonly waiting: Pending[] = [];
+  private current?: Current;
+
+  constructor(private readonly room: TurnRoom) {}
+
+  /** Queues the turn of the stored question `upto`; resolves with the message's answer. */
+  ask(user: string | undefined, upto: string): Promise<Reply> {
+    return new Promise((answer) => {
+      this.waiting.push({ user, upto, answer });
+      this.next();
+    });
+  }
+
+  /** Ends the current turn (if `turnId` names it, or none is named). */
+  cancel(turnId?: string): boolean {
+    const c = this.current;
+    if (!c || (turnId !== undefined && turnId !== c.id) || c.ctrl.signal.aborted) return false;
+    c.ctrl.abort();
+    return true;
+  }
+
+  /** Cancels the current turn (answered, not stored) and answers the waiting ones. */
+  cleanup(): void {
+    this.cancel();
+    if (this.current) this.current.discarded = true;
+    for (const p of this.waiting.splice(0)) p.answer(noReply(CLEANED, []));
+  }
+
+  private next(): void {
+    if (this.current) return;
+    const pending = this.waiting.shift();
+    if (!pending) return;
+    const current: Current = { id: `t${randomHex()}`, ctrl: new AbortController(), pending, discarded: false };
+    this.current = current;
+    // Everything said so far, replies to earlier turns included, but not
+    // what people asked after this message (their turns come later); this
+    // turn's message last.
+    const history: DuetMessage[] = [];
+    let asked: DuetMessage | undefined;
+    for (const m of this.room.messages()) {
+      if (m.id === pending.upto) asked = m;
+      else if (!(m.role === "user" && m.id > pending.upto)) history.push(m);
+    }
+    if (asked) history.push(asked);
+    const context = { config: this.room.config, host: this.room.host, turnId: current.id, signal: current.ctrl.signal };
+    runTurn(context, history).then(
+      (reply) => this.done(current, reply, undefined),
+      (e) => this.done(current, undefined, asTurnError(e)),
+    );
+  }
+
+  private done(current: Current, reply: AgentReply | undefined, error: TurnError | undefined): void {
+    if (this.current !== current) return;
+    this.current = undefined;
+    const { answer, user } = current.pending;
+    try {
+      if (current.discarded) answer(noReply(CLEANED, this.room.messages()));
+      else if (reply) {
+        this.room.storeMessage("agent", undefined, reply.text, reply.runs.length > 0 ? reply.runs : undefined);
+        answer(ok(messageResponseJson(reply.text, undefined, this.room.messages())));
+      } else {
+        const text = error?.text ?? CANCELLED_TEXT;
+        this.room.storeMessage("system", user, text);
+        answer(noReply(text, this.room.messages()));
+      }
+    } catch (e) {
+      answer((e instanceof ApiError ? e : ApiError.internal(describe(e))).reply());
+    }
+    this.next();
+  }
+}

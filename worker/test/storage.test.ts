@@ -1,0 +1,64 @@
+// The room's storage: one SQLite row per message and per command in its
+// Durable Object, and the same state frame, byte for byte, after the object
+// is evicted (tests/server_persist.rs); hibernated sockets keep their place.
+import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import type { Env } from "../src/env";
+import { get, post, room, ws } from "./support";
+
+const testEnv = env as unknown as Env;
+
+describe("storage", () => {
+  it("keeps one row per message and per command, and the state byte for byte across an eviction", async () => {
+    const r = room("keep");
+    for (const n of [0, 1, 2]) {
+      expect((await post(`/api/rooms/${r}/message`, { text: `note ${n} ✓`, userId: "ada" })).status).toBe(200);
+    }
+    expect((await post(`/api/rooms/${r}/sandbox/exec`, { cmd: "echo persisted" })).status).toBe(200);
+    const ada = await ws(r, "user=ada&_pk=a");
+    await ada.next();
+    const before = await ada.nextText();
+    expect(JSON.parse(before).state.execs[0].stdout).toBe("persisted\n");
+    await ada.next();
+    const pageBefore = (await get(`/api/rooms/${r}/messages`)).body;
+
+    const stub = testEnv.DuetAgent.get(testEnv.DuetAgent.idFromName(r));
+    const rows = await runInDurableObject(stub, (_instance, state) => ({
+      messages: state.storage.sql.exec("SELECT id, role, text FROM duet_messages ORDER BY id").toArray(),
+      execs: state.storage.sql.exec("SELECT exec_id, stdout FROM duet_execs").toArray(),
+    }));
+    expect(rows.messages.length).toBe(6);
+    expect(rows.messages[0]).toEqual({ id: "000000000001", role: "user", text: "note 0 ✓" });
+    expect(rows.execs).toEqual([{ exec_id: "x00000000001", stdout: "persisted\n" }]);
+
+    await evictDurableObject(stub);
+    const bob = await ws(r, "user=bob&_pk=b");
+    await bob.next();
+    expect(await bob.nextText()).toBe(before);
+    // The hibernated socket is still in the room, before the newcomer.
+    const presence = await bob.next();
+    expect(presence.users.map((u: { id: string }) => u.id)).toEqual(["a", "b"]);
+    expect((await ada.untilType("duet_presence")).users.length).toBe(2);
+    expect((await get(`/api/rooms/${r}/messages`)).body).toEqual(pageBefore);
+    // Ids go on from where they were.
+    const later = await post(`/api/rooms/${r}/message`, { text: "later" });
+    expect(later.body.messages[6].id).toBe("000000000007");
+    expect((await ada.untilType("cf_agent_state")).state.messages.length).toBe(7);
+  });
+
+  it("keeps the room in its own tables, never in the SDK's state", async () => {
+    const r = room("row");
+    const text = `marker-${"x".repeat(7000)}`;
+    await post(`/api/rooms/${r}/message`, { text });
+    const stub = testEnv.DuetAgent.get(testEnv.DuetAgent.idFromName(r));
+    const holders = await runInDurableObject(stub, (_instance, state) => {
+      const sql = state.storage.sql;
+      const tables = sql.exec("SELECT name FROM sqlite_master WHERE type = 'table'").toArray();
+      return tables
+        .map(({ name }) => String(name))
+        .filter((name) => !name.startsWith("_cf") && !name.startsWith("sqlite_"))
+        .filter((name) => JSON.stringify(sql.exec(`SELECT * FROM "${name}"`).toArray()).includes("marker-"));
+    });
+    expect(holders).toEqual(["duet_messages"]);
+  });
+});

@@ -1,0 +1,230 @@
+// The pure parts, with the cases of the Rust crate's unit tests: blocks
+// (src/blocks_tests.rs), the SSE parser (src/ai/sse.rs), the prompt
+// (src/ai/prompt.rs) and the text rules (src/protocol.rs).
+import { describe, expect, it, inject } from "vitest";
+import { extractCommands, parseBlocks, renderReply, summary, type Block } from "../src/blocks";
+import { SseParser } from "../src/model";
+import { SYSTEM_PROMPT, conversation, resultsNote } from "../src/prompt";
+import { ROW_BUDGET, fitRuns } from "../src/store";
+import { capText, charCount, nameProblem, trim, validRoomId, type DuetMessage, type Run } from "../src/protocol";
+
+const run = (cmd: string, stdout: string, stderr: string, exitCode: number | null): Run => ({ cmd, stdout, stderr, exitCode });
+const failedToStart = (cmd: string, error: string): Run => ({ cmd, stdout: "", stderr: "", exitCode: null, error });
+const output = (cmd: string, out: string): Block => ({ kind: "output", cmd, output: out });
+
+describe("blocks", () => {
+  it("take commands in order and trim the prose", () => {
+    expect(extractCommands("  Let me look.\n<run>ls -la</run>\nThen <run>  cat a.txt \n</run> and <run> </run>done.\n")).toEqual([
+      "Let me look.\n\nThen  and done.",
+      ["ls -la", "cat a.txt"],
+    ]);
+    expect(extractCommands("<run>echo $(date) (now): ok</run><run>for i in 1 2\ndo echo $i\ndone</run>")).toEqual([
+      "",
+      ["echo $(date) (now): ok", "for i in 1 2\ndo echo $i\ndone"],
+    ]);
+    expect(extractCommands("Try <run>ls</run> then <run>pwd")).toEqual(["Try  then <run>pwd", ["ls"]]);
+  });
+
+  it("summarize stdout, else stderr, else say no output", () => {
+    expect(summary("out\n", "err\n")).toBe("out\n");
+    expect(summary("", "err\n")).toBe("err\n");
+    expect(summary("", "")).toBe("[no output]");
+    expect(summary("é".repeat(501), "")).toBe("é".repeat(500));
+    expect(summary("😀".repeat(501), "")).toBe("😀".repeat(500));
+    expect(summary("x".repeat(500), "")).toBe("x".repeat(500));
+  });
+
+  it("write exactly the protocol format", () => {
+    const runs = [
+      run("echo hi", "hi\n", "", 0),
+      run("ls nope", "", "ls: cannot access 'nope': No such file or directory\n", 2),
+      run("true", "", "", 0),
+      run("echo $(echo (a)): b\necho c", "(a): b\nc\n", "", 0),
+      failedToStart("make", "sandbox: not built yet"),
+    ];
+    expect(renderReply("Here goes.", runs)).toBe(
+      "Here goes.\n\nOutput (echo hi):\nhi\n\n\nOutput (ls nope):\nls: cannot access 'nope': No such file or directory\n\n\nOutput (true):\n[no output]\n\nOutput (echo $(echo (a)): b\necho c):\n(a): b\nc\n\n\nError (make):\nsandbox: not built yet",
+    );
+    expect(renderReply("", [run("echo hi", "hi\n\n", "", 0)])).toBe("\n\nOutput (echo hi):\nhi");
+    expect(renderReply("Nothing to run.", [])).toBe("Nothing to run.");
+    expect(renderReply("x", [run("false; echo no", "no\n", "", 1)])).toBe("x\n\nOutput (false; echo no):\nno");
+  });
+
+  it("read back the text, in both forms", () => {
+    const text =
+      "Here goes.\n\nOutput (echo $(echo (a)): b\necho c):\n(a): b\nc\n\n\nError (make):\nsandbox: not built yet\n\nOutput (true):\n[no output]";
+    expect(parseBlocks(text)).toEqual([
+      { kind: "prose", text: "Here goes." },
+      output("echo $(echo (a)): b\necho c", "(a): b\nc\n"),
+      { kind: "error", cmd: "make", message: "sandbox: not built yet" },
+      output("true", "[no output]"),
+    ]);
+    expect(parseBlocks("Listing:\n\n\n\nthen done.\n\nOutput (ls):\na\nb\n\n\nOutput (cat x):\nsay  please")).toEqual([
+      { kind: "prose", text: "Listing:\n\n\n\nthen done." },
+      output("ls", "a\nb\n"),
+      output("cat x", "say  please"),
+    ]);
+    expect(parseBlocks("Output (pwd):\n/workspace")).toEqual([output("pwd", "/workspace")]);
+    expect(parseBlocks("")).toEqual([]);
+    expect(parseBlocks("Output (not closed\n\nError (")).toEqual([{ kind: "prose", text: "Output (not closed\n\nError (" }]);
+  });
+
+  it("read back with runs, keeping every round's prose", () => {
+    const runs = [run("echo hi", "hi\n", "warn\n", 0), failedToStart("make", "no sandbox")];
+    expect(parseBlocks(renderReply("Look:", runs), runs)).toEqual([
+      { kind: "prose", text: "Look:" },
+      output("echo hi", "hi\nwarn\n"),
+      { kind: "error", cmd: "make", message: "no sandbox" },
+    ]);
+    const first = [run("ls", "a\n", "", 0)];
+    const second = [run("cat a", "", "", 0)];
+    const text = renderReply(`${renderReply("First.", first)}\n\nSecond.`, second);
+    expect(parseBlocks(text, [...first, ...second])).toEqual([
+      { kind: "prose", text: "First." },
+      output("ls", "a\n"),
+      { kind: "prose", text: "Second." },
+      output("cat a", "[no output]"),
+    ]);
+  });
+});
+
+describe("blocks, on generated text", () => {
+  // A fixed-seed generator: the same cases every run.
+  let seed = 42;
+  const rand = (n: number) => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return seed % n;
+  };
+  const PIECES = ["Output (", "Error (", "):", "\n", "\n\n", "(", ")", "<run>", "</run>", "ab", "é", " ", "😀", "x y"];
+  const blocky = () => Array.from({ length: rand(24) }, () => PIECES[rand(PIECES.length)]).join("");
+  const noHeaderLines = (s: string) => !s.split("\n").some((l) => l.startsWith("Output (") || l.startsWith("Error ("));
+
+  it("never throw, and rendered replies parse back into their pieces, in order", () => {
+    for (let i = 0; i < 2000; i++) {
+      const text = blocky();
+      parseBlocks(text);
+      extractCommands(text);
+      let prose = trim(blocky());
+      if (!noHeaderLines(prose)) prose = "";
+      const runs: Run[] = Array.from({ length: rand(4) }, (_, k) => {
+        const cmd = `c${k} (x): y`;
+        const out = blocky();
+        const err = blocky();
+        if (!noHeaderLines(out) || !noHeaderLines(err)) return run(cmd, "", "", 0);
+        return rand(2) ? failedToStart(cmd, `no ${k}`) : run(cmd, out, err, 0);
+      });
+      const rendered = renderReply(prose, runs);
+      // The pieces come back in order: the prose, then each run's block.
+      const expected = [
+        ...(prose !== "" ? ["prose"] : []),
+        ...runs.map((r) => `${r.error !== undefined ? "error" : "output"} ${r.cmd}`),
+      ];
+      const shape = (blocks: Block[]) => blocks.map((b) => (b.kind === "prose" ? "prose" : `${b.kind} ${b.cmd}`));
+      expect(shape(parseBlocks(rendered)), JSON.stringify({ prose, runs })).toEqual(expected);
+      expect(shape(parseBlocks(rendered, runs)), JSON.stringify({ prose, runs })).toEqual(expected);
+    }
+  });
+});
+
+describe("the model's stream", () => {
+  it("finds deltas in data lines split anywhere", () => {
+    const parser = new SseParser();
+    const enc = new TextEncoder();
+    const events = [
+      ...parser.feed(enc.encode(': comment\r\ndata: {"choices":[{"delta":{"content":"Hel')),
+      ...parser.feed(enc.encode('lo"}}]}\r\n\r\ndata: {"choices":[{"delta":{},"finish_reason":"stop"}]}\n')),
+      ...parser.feed(enc.encode("data: [DONE]")),
+      ...parser.finish(),
+    ];
+    expect(events).toEqual([{ kind: "delta", text: "Hello" }, { kind: "finished" }, { kind: "done" }]);
+    // A character split between reads is whole.
+    const bytes = enc.encode('data: {"choices":[{"delta":{"content":"é"}}]}\n');
+    const split = bytes.indexOf(0xc3) + 1;
+    const p2 = new SseParser();
+    expect([...p2.feed(bytes.slice(0, split)), ...p2.feed(bytes.slice(split))]).toEqual([{ kind: "delta", text: "é" }]);
+  });
+
+  it("reports errors inside the stream", () => {
+    const parser = new SseParser();
+    const enc = new TextEncoder();
+    expect(parser.feed(enc.encode('data: {"error":{"message":"overloaded"}}\n'))).toEqual([{ kind: "error", message: "overloaded" }]);
+    expect(parser.feed(enc.encode("data: {oops\n"))[0].kind).toBe("error");
+  });
+});
+
+describe("the prompt", () => {
+  it("is assets/system_prompt.md", () => {
+    expect(SYSTEM_PROMPT).toBe(inject("systemPromptFile"));
+  });
+
+  const message = (role: DuetMessage["role"], userId: string | undefined, text: string, runs?: Run[]): DuetMessage => ({
+    id: "m",
+    role,
+    ...(userId !== undefined && { userId }),
+    text,
+    ts: 0,
+    ...(runs && { runs }),
+  });
+
+  it("shows the model the last ten messages with names, without system notes", () => {
+    const history = Array.from({ length: 12 }, (_, i) => message("user", "ada", `m${i}`));
+    history.push(message("system", undefined, "cancelled"));
+    const chat = conversation(history);
+    expect(chat[0].role).toBe("system");
+    expect(chat.length).toBe(10);
+    expect(chat[1].content).toBe("ada: m3");
+    expect(chat[9].content).toBe("ada: m11");
+  });
+
+  it("gives earlier replies back as tags and outputs", () => {
+    const r = run("ls", "a\n", "", 0);
+    const chat = conversation([message("agent", undefined, renderReply("Listing.", [r]), [r])]);
+    expect(chat[1]).toEqual({ role: "assistant", content: "Listing.\n<run>ls</run>" });
+    expect(chat[2].role).toBe("user");
+    expect(chat[2].content.endsWith("Output (ls):\na\n")).toBe(true);
+  });
+
+  it("tells the results of a round", () => {
+    const note = resultsNote([run("echo one", "one\n", "err\n", 0), failedToStart("make", "gone")]);
+    expect(note).toBe(
+      "The commands ran. Their results:\n\nOutput (echo one) [exit code 0]:\none\n[stderr]\nerr\n\n\nError (make):\ngone\n\nContinue: run more commands in <run> tags if needed, or give your answer.",
+    );
+  });
+});
+
+describe("text rules", () => {
+  it("room ids are 1-63 of A-Z a-z 0-9 _ -, first and last alphanumeric", () => {
+    for (const ok of ["a", "room-1", "A_b-9", "x".repeat(63)]) expect(validRoomId(ok), ok).toBe(true);
+    for (const bad of ["", "-a", "a-", "_a", "a b", "a/b", "é", "x".repeat(64), "a.b"]) expect(validRoomId(bad), bad).toBe(false);
+  });
+
+  it("names are 1-32 printable characters", () => {
+    expect(nameProblem("ada")).toBeUndefined();
+    expect(nameProblem("é".repeat(32))).toBeUndefined();
+    expect(nameProblem("😀".repeat(32))).toBeUndefined();
+    expect(nameProblem("")).toBe("must not be empty");
+    expect(nameProblem("a".repeat(33))).toBe("must be at most 32 characters");
+    expect(nameProblem("a\nb")).toBe("must be printable characters");
+    expect(nameProblem("a\u0085b")).toBe("must be printable characters");
+  });
+
+  it("trim and count as Rust does", () => {
+    expect(trim("\u0085 x \u2003")).toBe("x");
+    expect(trim("\ufeffx")).toBe("\ufeffx");
+    expect(charCount("😀é")).toBe(2);
+    expect(capText("héllo", 2)).toEqual(["h", true]);
+    expect(capText("abc", 3)).toEqual(["abc", false]);
+    expect(capText("a".repeat(20000), 16384)).toEqual(["a".repeat(16384), true]);
+  });
+});
+
+describe("stored replies", () => {
+  it("fit one row: many commands' outputs are cut, a few are kept whole", () => {
+    const few = [run("a", "x".repeat(16 * 1024), "y".repeat(16 * 1024), 0)];
+    expect(fitRuns("text", few)).toBe(few);
+    const many = Array.from({ length: 100 }, (_, i) => run(`cmd ${i}`, "x".repeat(16 * 1024), "y".repeat(16 * 1024), 0));
+    const fitted = fitRuns("text", many);
+    expect(JSON.stringify(fitted).length).toBeLessThan(ROW_BUDGET);
+    expect(fitted.every((r) => r.truncated && r.stdout.length === r.stderr.length && r.stdout.length >= 4096)).toBe(true);
+  });
+});

@@ -1,0 +1,51 @@
+// The worker's own tests, in workerd (the Workers Vitest integration), with
+// the local configuration (wrangler.local.jsonc: the stand-in Sandbox in
+// front of a real `duet serve`) and a fake model, both started by
+// test/global-setup.mjs. Several projects, because the model settings are
+// vars of the whole Worker: `room` (one round, a model), `rounds` (five
+// rounds), `nomodel` (no model configured) and `starting` (containers that
+// take 3 s to start). The sandbox tests of test/sandbox have their own
+// configuration, run as a fifth project.
+import { cloudflareTest } from "@cloudflare/vitest-plugin";
+import { defineConfig } from "vitest/config";
+
+function project(name: string, include: string[], vars: Record<string, string>) {
+  return {
+    plugins: [
+      cloudflareTest(({ inject }) => ({
+        wrangler: { configPath: "./wrangler.local.jsonc" },
+        miniflare: {
+          bindings: {
+            DUET_STANDIN_URL: inject<string>("standinUrl"),
+            DUET_STANDIN_TOKEN: inject<string>("standinToken"),
+            DUET_TOKEN: "test-token",
+            DUET_AI_URL: `${inject<string>("modelUrl")}/v1`,
+            DUET_AI_MODEL: "scripted",
+            DUET_AI_KEY: "sk-test",
+            DUET_AI_TIMEOUT_SECS: "120",
+            ...vars,
+          },
+        },
+      })),
+    ],
+    test: {
+      name,
+      include,
+      globalSetup: ["./test/global-setup.mjs"],
+      testTimeout: 60_000,
+      hookTimeout: 60_000,
+    },
+  };
+}
+
+export default defineConfig({
+  test: {
+    projects: [
+      project("room", ["test/*.test.ts"], {}),
+      project("rounds", ["test/rounds/*.test.ts"], { DUET_AGENT_STEPS: "5", DUET_AI_TIMEOUT_SECS: "2" }),
+      project("nomodel", ["test/nomodel/*.test.ts"], { DUET_AI_URL: "" }),
+      project("starting", ["test/starting/*.test.ts"], { DUET_STANDIN_START_SECS: "3" }),
+      "./test/sandbox/vitest.config.mjs",
+    ],
+  },
+});
