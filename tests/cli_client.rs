@@ -6,6 +6,7 @@ mod common;
 
 use common::{Server, WAIT};
 use duet::client::http::{HttpClient, HttpError};
+use duet::client::rpc::{RoomOp, RpcError};
 use duet::client::socket::{self, ConnState, SocketCommand, SocketEvent, SocketParams};
 use duet::protocol::ServerFrame;
 use std::sync::Arc;
@@ -25,7 +26,7 @@ fn params(base: &str, room: &str, name: &str, token: Option<&str>) -> SocketPara
 async fn next_matching(
     rx: &mut mpsc::UnboundedReceiver<SocketEvent>,
     what: &str,
-    ok: impl Fn(&SocketEvent) -> bool,
+    mut ok: impl FnMut(&SocketEvent) -> bool,
 ) -> SocketEvent {
     tokio::time::timeout(WAIT, async {
         loop {
@@ -128,6 +129,80 @@ async fn a_refused_socket_is_offline_with_the_reason() {
         matches!(e, SocketEvent::State(ConnState::Connected { .. }))
     })
     .await;
+    handle.send(SocketCommand::Close);
+}
+
+#[tokio::test]
+async fn room_operations_answer_after_the_frames_they_caused() {
+    let (server, _dir) = Server::fresh().await;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (handle, _task) = socket::spawn(params(&server.url(""), "sock-3", "ada", None), tx);
+    next_matching(
+        &mut rx,
+        "the room state",
+        |e| matches!(e, SocketEvent::Frame(f) if matches!(**f, ServerFrame::State { .. })),
+    )
+    .await;
+    handle.send(SocketCommand::Call(RoomOp::Exec("echo via-rpc".into())));
+    let mut seen = Vec::new();
+    let answer = next_matching(&mut rx, "the answer", |e| {
+        if let SocketEvent::Frame(f) = e
+            && let ServerFrame::Exec(exec) = &**f
+        {
+            seen.push(format!("{exec:?}"));
+        }
+        matches!(e, SocketEvent::Answer(_))
+    })
+    .await;
+    let SocketEvent::Answer(answer) = answer else {
+        unreachable!()
+    };
+    assert_eq!(answer.op, RoomOp::Exec("echo via-rpc".into()));
+    let body = answer.result.as_ref().unwrap();
+    assert_eq!(body["result"]["stdout"], "via-rpc\n");
+    assert!(
+        seen.iter().any(|f| f.starts_with("Complete")),
+        "the command's frames came first: {seen:?}"
+    );
+    // A refused operation says why, as HTTP would.
+    handle.send(SocketCommand::Call(RoomOp::Exec("   ".into())));
+    let refused = next_matching(&mut rx, "the refusal", |e| {
+        matches!(e, SocketEvent::Answer(_))
+    })
+    .await;
+    let SocketEvent::Answer(refused) = refused else {
+        unreachable!()
+    };
+    let shown = refused.result.unwrap_err().to_string();
+    assert!(
+        shown.starts_with("400 Bad Request: invalid request; cmd:"),
+        "{shown}"
+    );
+    handle.send(SocketCommand::Close);
+}
+
+#[tokio::test]
+async fn an_operation_while_refused_is_not_sent_and_says_why() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), &["--token", "s3cret"]).await;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (handle, _task) = socket::spawn(params(&server.url(""), "sock-4", "ada", None), tx);
+    next_matching(&mut rx, "offline", |e| {
+        matches!(e, SocketEvent::State(ConnState::Offline(_)))
+    })
+    .await;
+    handle.send(SocketCommand::Call(RoomOp::Message("hello?".into())));
+    let answer = next_matching(&mut rx, "the answer", |e| {
+        matches!(e, SocketEvent::Answer(_))
+    })
+    .await;
+    let SocketEvent::Answer(answer) = answer else {
+        unreachable!()
+    };
+    match &answer.result {
+        Err(RpcError::NotSent(why)) => assert!(why.contains("401"), "{why}"),
+        other => panic!("expected not sent, got {other:?}"),
+    }
     handle.send(SocketCommand::Close);
 }
 

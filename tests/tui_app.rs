@@ -7,6 +7,8 @@ mod tui_fixtures;
 use crossterm::event::{
     KeyCode, KeyEvent, KeyEventKind, KeyEventState, KeyModifiers, MouseEvent, MouseEventKind,
 };
+use duet::client::http::StatusError;
+use duet::client::rpc::{RoomOp, RpcError};
 use duet::client::socket::{ConnState, SocketEvent};
 use duet::protocol::*;
 use duet::tui::app::{Effect, Modal, Msg, Pane, TYPING_MS};
@@ -18,7 +20,7 @@ fn plain_text_is_a_message_to_the_agent() {
     let mut app = app();
     assert_eq!(
         submit(&mut app, "hello agent")[0],
-        Effect::SendMessage("hello agent".into())
+        Effect::Call(RoomOp::Message("hello agent".into()))
     );
     assert!(app.composer.is_empty());
     assert!(app.agent_busy());
@@ -29,13 +31,13 @@ fn bang_runs_a_command_and_run_mode_runs_plain_text() {
     let mut app = app();
     assert_eq!(
         submit(&mut app, "!echo hi"),
-        vec![Effect::Exec("echo hi".into())]
+        vec![Effect::Call(RoomOp::Exec("echo hi".into()))]
     );
     app.update(ctrl('r'));
     assert_eq!(app.composer.mode, Mode::Run);
     assert_eq!(
         submit(&mut app, "ls -la"),
-        vec![Effect::Exec("ls -la".into())]
+        vec![Effect::Call(RoomOp::Exec("ls -la".into()))]
     );
     app.update(ctrl('g'));
     assert_eq!(app.composer.mode, Mode::Ask);
@@ -76,7 +78,7 @@ fn unknown_slash_commands_are_refused_in_ask_mode_and_run_in_run_mode() {
     app.update(ctrl('r'));
     assert_eq!(
         submit(&mut app, "/bin/ls"),
-        vec![Effect::Exec("/bin/ls".into())]
+        vec![Effect::Call(RoomOp::Exec("/bin/ls".into()))]
     );
 }
 
@@ -116,7 +118,10 @@ fn cleanup_asks_first_and_y_cleans_up() {
     // Keys other than y/n do nothing while the dialog is open.
     assert!(app.update(key(KeyCode::Char('a'))).is_empty());
     assert!(app.composer.is_empty());
-    assert_eq!(app.update(key(KeyCode::Char('y'))), vec![Effect::Cleanup]);
+    assert_eq!(
+        app.update(key(KeyCode::Char('y'))),
+        vec![Effect::Call(RoomOp::Cleanup)]
+    );
     assert!(app.modals.is_empty());
     submit(&mut app, "/cleanup");
     assert_eq!(app.modals, vec![Modal::ConfirmCleanup]);
@@ -131,17 +136,17 @@ fn esc_interrupts_a_running_command_else_cancels_the_turn() {
     app.update(ai(AiPhase::Start, "t1", None));
     assert_eq!(
         app.update(key(KeyCode::Esc)),
-        vec![Effect::Cancel(Some("t1".into()))]
+        vec![Effect::Call(RoomOp::Cancel(Some("t1".into())))]
     );
     app.update(exec_start("e1", "sleep 100", "bob"));
     assert_eq!(
         app.update(key(KeyCode::Esc)),
-        vec![Effect::Interrupt(Some("e1".into()))]
+        vec![Effect::Call(RoomOp::Interrupt(Some("e1".into())))]
     );
     app.update(exec_done("e1", 130, 10));
     assert_eq!(
         app.update(key(KeyCode::Esc)),
-        vec![Effect::Cancel(Some("t1".into()))]
+        vec![Effect::Call(RoomOp::Cancel(Some("t1".into())))]
     );
 }
 
@@ -166,11 +171,15 @@ fn ctrl_c_clears_the_line_then_quits() {
 fn paste_inserts_newlines_without_sending() {
     let mut app = app();
     let effects = app.update(Msg::Paste("line one\nline two\r\nthree".into()));
-    assert!(!effects.iter().any(|e| matches!(e, Effect::SendMessage(_))));
+    assert!(
+        !effects
+            .iter()
+            .any(|e| matches!(e, Effect::Call(RoomOp::Message(_))))
+    );
     assert_eq!(app.composer.text(), "line one\nline two\nthree");
     assert_eq!(
         app.update(key(KeyCode::Enter))[0],
-        Effect::SendMessage("line one\nline two\nthree".into())
+        Effect::Call(RoomOp::Message("line one\nline two\nthree".into()))
     );
 }
 
@@ -256,14 +265,10 @@ fn the_agent_reply_streams_then_becomes_the_stored_message() {
     ));
     assert!(app.chat.turn.is_none());
     assert_eq!(app.chat.len(), 2);
-    app.update(Msg::MessageDone {
-        text: "what is here?".into(),
-        result: Ok(MessageResponse {
-            reply: Some("Let me look.".into()),
-            error: None,
-            messages: vec![],
-        }),
-    });
+    app.update(answer(
+        RoomOp::Message("what is here?".into()),
+        Ok(serde_json::json!({"reply": "Let me look.", "messages": []})),
+    ));
     assert!(!app.agent_busy());
 }
 
@@ -376,10 +381,14 @@ fn an_idle_client_asks_for_no_timer() {
 fn a_failed_message_is_shown_whole_and_the_text_comes_back() {
     let mut app = app();
     submit(&mut app, "hello");
-    app.update(Msg::MessageDone {
-        text: "hello".into(),
-        result: Err("400 Bad Request: invalid request; text: must not be empty".into()),
-    });
+    app.update(answer(
+        RoomOp::Message("hello".into()),
+        Err(RpcError::Failed(StatusError {
+            status: 400,
+            error: "invalid request".into(),
+            details: Some([("text".to_string(), vec!["must not be empty".to_string()])].into()),
+        })),
+    ));
     assert_eq!(app.composer.text(), "hello");
     let toast = app.toasts.last().unwrap();
     assert!(toast.error);
@@ -546,4 +555,76 @@ fn a_later_round_of_the_same_turn_streams_on() {
     assert!(app.agent_busy());
     app.update(ai(AiPhase::Delta, "t1", Some("\n\nFixed.")));
     assert_eq!(app.chat.turn.as_ref().unwrap().text, "Looking.\n\nFixed.");
+}
+
+#[test]
+fn a_message_sent_while_offline_comes_back_to_the_line() {
+    let mut app = app();
+    submit(&mut app, "are you there?");
+    app.update(answer(
+        RoomOp::Message("are you there?".into()),
+        Err(RpcError::NotSent("reconnecting in 2 s: refused".into())),
+    ));
+    assert_eq!(app.composer.text(), "are you there?");
+    assert!(!app.agent_busy());
+    let toast = app.toasts.last().unwrap();
+    assert!(
+        toast.error && toast.text.contains("not connected"),
+        "{}",
+        toast.text
+    );
+}
+
+#[test]
+fn a_message_whose_answer_was_lost_is_reported_not_put_back() {
+    let mut app = app();
+    submit(&mut app, "run the tests");
+    app.update(answer(
+        RoomOp::Message("run the tests".into()),
+        Err(RpcError::Lost("no answer from the backend".into())),
+    ));
+    assert!(
+        app.composer.is_empty(),
+        "it may have been sent: no double send"
+    );
+    let toast = app.toasts.last().unwrap();
+    assert!(
+        toast.error && toast.text.contains("run the tests") && toast.text.contains("may have"),
+        "{}",
+        toast.text
+    );
+    // It is still one Up away.
+    app.update(key(KeyCode::Up));
+    assert_eq!(app.composer.text(), "run the tests");
+}
+
+#[test]
+fn a_failed_command_comes_back_with_its_bang() {
+    let mut app = app();
+    submit(&mut app, "!make");
+    app.update(answer(
+        RoomOp::Exec("make".into()),
+        Err(RpcError::NotSent("offline".into())),
+    ));
+    assert_eq!(app.composer.text(), "!make");
+}
+
+#[test]
+fn stop_and_cleanup_answers_are_said() {
+    let mut app = app();
+    app.update(answer(
+        RoomOp::Interrupt(None),
+        Ok(serde_json::json!({"interrupted": false})),
+    ));
+    assert_eq!(app.toasts.last().unwrap().text, "nothing to interrupt");
+    app.update(answer(
+        RoomOp::Cleanup,
+        Ok(serde_json::json!({"cleaned": true, "roomId": "demo-room", "errors": ["disk busy"]})),
+    ));
+    let toast = app.toasts.last().unwrap();
+    assert!(
+        toast.error && toast.text.contains("disk busy"),
+        "{}",
+        toast.text
+    );
 }

@@ -459,6 +459,12 @@ async fn after_a_backend_restart_the_view_comes_back_without_duplicates() {
     tmux.wait("ada", "reconnecting", |s| s.contains("reconnecting in"))
         .await;
     tmux.type_text("ada", "typed while away");
+    // Enter while offline: nothing is sent, the line stays, and it says why.
+    tmux.keys("ada", &["Enter"]);
+    tmux.wait("ada", "the message refused while offline", |s| {
+        s.contains("message not sent: not connected") && s.contains("› typed while away")
+    })
+    .await;
     let mut server = serve_on(port, data.path());
     let screen = tmux
         .wait("ada", "connected again", |s| {

@@ -64,7 +64,7 @@ pub async fn ask(args: AskArgs) -> anyhow::Result<ExitCode> {
             answer = &mut post => break answer,
             event = events.recv() => match event {
                 Some(SocketEvent::Frame(frame)) => view.show(*frame),
-                Some(SocketEvent::State(_)) => {}
+                Some(SocketEvent::State(_) | SocketEvent::Answer(_)) => {}
                 None => streaming = false,
             },
         }
@@ -85,7 +85,7 @@ pub async fn ask(args: AskArgs) -> anyhow::Result<ExitCode> {
             tokio::select! {
                 event = events.recv() => match event {
                     Some(SocketEvent::Frame(frame)) => view.show(*frame),
-                    Some(SocketEvent::State(_)) => {}
+                    Some(SocketEvent::State(_) | SocketEvent::Answer(_)) => {}
                     None => break,
                 },
                 () = &mut deadline => break,
@@ -110,7 +110,7 @@ async fn first_state(
             }
             SocketEvent::State(ConnState::Offline(reason))
             | SocketEvent::State(ConnState::Reconnecting { reason, .. }) => return Err(reason),
-            SocketEvent::State(_) => {}
+            SocketEvent::State(_) | SocketEvent::Answer(_) => {}
         }
     }
     Err("the socket stopped".into())

@@ -4,4 +4,5 @@ pub mod commands;
 pub mod cp;
 pub mod http;
 pub mod local;
+pub mod rpc;
 pub mod socket;

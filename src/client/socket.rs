@@ -2,8 +2,10 @@
 //! exponential backoff, measures the round trip with ping/pong, and reports
 //! to the UI as messages. The UI never awaits the network.
 
+use crate::client::rpc::{self, Answer, RoomOp, RpcError};
 use crate::protocol::{ClientFrame, ServerFrame};
 use futures_util::{SinkExt, StreamExt};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::{self, Message};
@@ -51,6 +53,9 @@ pub enum ConnState {
 pub enum SocketEvent {
     State(ConnState),
     Frame(Box<ServerFrame>),
+    /// A room operation's answer, in order after the frames it caused
+    /// (or why there is none).
+    Answer(Box<Answer>),
 }
 
 /// What the UI asks of the actor.
@@ -58,12 +63,9 @@ pub enum SocketEvent {
 pub enum SocketCommand {
     /// Send `duet_typing`.
     Typing,
-    /// Send an `rpc` frame.
-    Rpc {
-        id: String,
-        method: String,
-        args: Vec<serde_json::Value>,
-    },
+    /// Send a room operation as an `rpc` frame; its answer comes back as
+    /// `SocketEvent::Answer`.
+    Call(RoomOp),
     /// Reconnect now under another name (`/name`).
     Rejoin { name: String },
     /// Reconnect now to another backend (the embedded one moved).
@@ -141,6 +143,7 @@ async fn actor(
 ) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let report = |state: ConnState| events.send(SocketEvent::State(state)).is_ok();
+    let mut calls = Calls::default();
     let mut attempt: u32 = 0;
     loop {
         if !report(ConnState::Connecting) {
@@ -149,21 +152,27 @@ async fn actor(
         let reason = match connect(&params).await {
             Ok(ws) => {
                 attempt = 0;
-                match connection(ws, &events, &mut commands).await {
+                let ended = connection(ws, &events, &mut commands, &mut calls).await;
+                match ended {
                     Ended::Close => return,
                     Ended::Rejoin(name) => {
+                        calls.lose_all(&events, "you rejoined under another name");
                         params.name = name;
                         continue;
                     }
                     Ended::Retarget(base) => {
+                        calls.lose_all(&events, "the backend moved");
                         params.base = base;
                         continue;
                     }
-                    Ended::Dropped(reason) => reason,
+                    Ended::Dropped(reason) => {
+                        calls.lose_all(&events, &reason);
+                        reason
+                    }
                 }
             }
             Err(ConnectError::Refused(reason)) => {
-                report(ConnState::Offline(reason));
+                report(ConnState::Offline(reason.clone()));
                 // Refused for good (bad token, bad room): wait for the person.
                 loop {
                     match commands.recv().await {
@@ -176,7 +185,8 @@ async fn actor(
                             params.base = base;
                             break;
                         }
-                        Some(_) => {}
+                        Some(SocketCommand::Call(op)) => not_sent(&events, op, &reason),
+                        Some(SocketCommand::Typing) => {}
                     }
                 }
                 continue;
@@ -207,11 +217,63 @@ async fn actor(
                     None | Some(SocketCommand::Close) => return,
                     Some(SocketCommand::Rejoin { name }) => { params.name = name; break; }
                     Some(SocketCommand::Retarget { base }) => { params.base = base; break; }
-                    Some(_) => {}
+                    Some(SocketCommand::Call(op)) => {
+                        not_sent(&events, op, &format!("reconnecting in {secs} s: {reason}"));
+                    }
+                    Some(SocketCommand::Typing) => {}
                 },
             }
         }
     }
+}
+
+/// Room operations sent on the current connection, waiting for answers.
+#[derive(Default)]
+struct Calls {
+    next: u64,
+    waiting: HashMap<String, RoomOp>,
+}
+
+impl Calls {
+    /// A fresh rpc id for `op`, remembered until its answer.
+    fn start(&mut self, op: RoomOp) -> (String, ClientFrame) {
+        self.next += 1;
+        let id = format!("r{}", self.next);
+        let frame = ClientFrame::Rpc {
+            id: serde_json::Value::String(id.clone()),
+            method: op.method().to_string(),
+            args: op.args(),
+        };
+        self.waiting.insert(id.clone(), op);
+        (id, frame)
+    }
+
+    /// The operation an answer frame is for, if it is one of ours.
+    fn finish(&mut self, id: &serde_json::Value) -> Option<RoomOp> {
+        self.waiting.remove(id.as_str()?)
+    }
+
+    /// The connection ended: every call in flight is lost, and said so.
+    fn lose_all(&mut self, events: &mpsc::UnboundedSender<SocketEvent>, why: &str) {
+        let mut lost: Vec<(String, RoomOp)> = self.waiting.drain().collect();
+        lost.sort_by_key(|(id, _)| id[1..].parse::<u64>().unwrap_or(0));
+        for (_, op) in lost {
+            answer(events, op, Err(RpcError::Lost(why.to_string())));
+        }
+    }
+}
+
+fn answer(
+    events: &mpsc::UnboundedSender<SocketEvent>,
+    op: RoomOp,
+    result: Result<serde_json::Value, RpcError>,
+) {
+    let _ = events.send(SocketEvent::Answer(Box::new(Answer { op, result })));
+}
+
+/// An operation asked for while not connected: it is not sent.
+fn not_sent(events: &mpsc::UnboundedSender<SocketEvent>, op: RoomOp, why: &str) {
+    answer(events, op, Err(RpcError::NotSent(why.to_string())));
 }
 
 /// Why a connection attempt failed.
@@ -253,6 +315,7 @@ async fn connection(
     ws: Ws,
     events: &mpsc::UnboundedSender<SocketEvent>,
     commands: &mut mpsc::UnboundedReceiver<SocketCommand>,
+    calls: &mut Calls,
 ) -> Ended {
     let (mut sink, mut stream) = ws.split();
     let mut ping = tokio::time::interval(PING_EVERY);
@@ -272,6 +335,10 @@ async fn connection(
                 match message {
                     Message::Text(text) => {
                         match serde_json::from_str::<ServerFrame>(text.as_str()) {
+                            Ok(ServerFrame::Rpc(reply)) => match calls.finish(&reply.id) {
+                                Some(op) => answer(events, op, rpc::outcome(reply)),
+                                None => tracing::debug!(id = %reply.id, "an answer to no call of ours"),
+                            },
                             Ok(frame) => {
                                 if events.send(SocketEvent::Frame(Box::new(frame))).is_err() {
                                     return Ended::Close;
@@ -321,15 +388,19 @@ async fn connection(
                         let _ = sink.send(Message::Close(None)).await;
                         return Ended::Retarget(base);
                     }
-                    Some(SocketCommand::Typing) => ClientFrame::Typing {},
-                    Some(SocketCommand::Rpc { id, method, args }) => ClientFrame::Rpc {
-                        id: serde_json::Value::String(id),
-                        method,
-                        args,
-                    },
+                    Some(SocketCommand::Typing) => (None, ClientFrame::Typing {}),
+                    Some(SocketCommand::Call(op)) => {
+                        let (id, frame) = calls.start(op);
+                        (Some(id), frame)
+                    }
                 };
+                let (call, frame) = frame;
                 let Ok(text) = serde_json::to_string(&frame) else { continue };
                 if let Err(err) = sink.send(Message::text(text)).await {
+                    // A frame that could not be written was not sent.
+                    if let Some(op) = call.and_then(|id| calls.waiting.remove(&id)) {
+                        not_sent(events, op, &err.to_string());
+                    }
                     return Ended::Dropped(err.to_string());
                 }
             }

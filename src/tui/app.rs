@@ -2,13 +2,11 @@
 //! No I/O here; the event loop runs the effects and feeds results back as
 //! messages, so every behaviour is testable without a terminal.
 
+use crate::client::rpc::RoomOp;
 use crate::client::socket::{ConnState, SocketEvent};
-use crate::protocol::{
-    AiPhase, CleanupResponse, ExecResponse, MessageResponse, MessagesPage, PresenceUser,
-    ServerFrame,
-};
+use crate::protocol::{AiPhase, MessagesPage, PresenceUser, ServerFrame};
 use crate::tui::chat::{ChatLog, LiveTurn, RenderCtx};
-use crate::tui::composer::{Composer, Mode};
+use crate::tui::composer::Composer;
 use crate::tui::execs::ExecLog;
 use crate::tui::theme::Theme;
 use crossterm::event::{KeyEvent, MouseEvent};
@@ -82,21 +80,7 @@ pub enum Msg {
     Resize(u16, u16),
     Mouse(MouseEvent),
     Socket(SocketEvent),
-    MessageDone {
-        text: String,
-        result: Result<MessageResponse, String>,
-    },
-    ExecDone {
-        cmd: String,
-        result: Result<ExecResponse, String>,
-    },
     OlderLoaded(Result<MessagesPage, String>),
-    CleanupDone(Result<CleanupResponse, String>),
-    /// An interrupt or cancel answered.
-    StopDone {
-        what: &'static str,
-        result: Result<bool, String>,
-    },
     /// A `/put` or `/get` ended: what to tell the person.
     TransferDone(Result<String, String>),
     /// The embedded backend moved (its owner quit; another took over).
@@ -108,11 +92,9 @@ pub enum Msg {
 /// What the event loop does for the App.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
-    SendMessage(String),
-    Exec(String),
-    Interrupt(Option<String>),
-    Cancel(Option<String>),
-    Cleanup,
+    /// A room operation, sent on the socket; its answer comes back as
+    /// `SocketEvent::Answer`.
+    Call(RoomOp),
     /// `/put`: a local file into the workspace (`remote` empty: same name).
     Put {
         local: String,
@@ -270,26 +252,8 @@ impl App {
                 changed
             }
             Msg::Socket(SocketEvent::Frame(frame)) => self.on_frame(*frame),
-            Msg::MessageDone { text, result } => {
-                self.pending_messages = self.pending_messages.saturating_sub(1);
-                match result {
-                    Ok(answer) => {
-                        if !answer.messages.is_empty() {
-                            self.apply_messages(&answer.messages);
-                        }
-                    }
-                    Err(err) => self.failed("message not sent", &err, &text),
-                }
-                true
-            }
-            Msg::ExecDone { cmd, result } => {
-                if let Err(err) = result {
-                    let line = match self.composer.mode {
-                        Mode::Ask => format!("!{cmd}"),
-                        Mode::Run => cmd,
-                    };
-                    self.failed("command not run", &err, &line);
-                }
+            Msg::Socket(SocketEvent::Answer(answer)) => {
+                self.on_answer(*answer);
                 true
             }
             Msg::OlderLoaded(result) => {
@@ -309,28 +273,6 @@ impl App {
                 }
                 true
             }
-            Msg::CleanupDone(result) => {
-                match result {
-                    Ok(answer) => {
-                        if let Some(errors) = answer.errors.filter(|e| !e.is_empty()) {
-                            self.toast(
-                                format!("cleanup partly failed: {}", errors.join("; ")),
-                                true,
-                            );
-                        }
-                    }
-                    Err(err) => self.toast(format!("cleanup failed: {err}"), true),
-                }
-                true
-            }
-            Msg::StopDone { what, result } => {
-                match result {
-                    Ok(true) => {}
-                    Ok(false) => self.toast(format!("nothing to {what}"), false),
-                    Err(err) => self.toast(format!("{what} failed: {err}"), true),
-                }
-                true
-            }
             Msg::ServerMoved(url) => {
                 self.toast(format!("the room's backend moved to {url}"), false);
                 self.session.server = url;
@@ -340,15 +282,6 @@ impl App {
         };
         self.dirty |= visible;
         effects
-    }
-
-    /// A request failed: say so, whole, and put the text back if the line
-    /// is free (it is in the history anyway).
-    fn failed(&mut self, what: &str, err: &str, text: &str) {
-        self.toast(format!("{what}: {err}"), true);
-        if self.composer.is_empty() {
-            self.composer.set_text(text);
-        }
     }
 
     fn on_tick(&mut self) -> bool {

@@ -1,6 +1,7 @@
 //! Keys, mouse and the command line's submit: the person's side of
 //! `App::update`.
 
+use crate::client::rpc::RoomOp;
 use crate::tui::app::{App, Effect, Modal, Pane, Scroll};
 use crate::tui::composer::Mode;
 use crate::tui::keymap::{self, Action};
@@ -66,7 +67,7 @@ impl App {
             Modal::ConfirmCleanup => match key.code {
                 KeyCode::Char('y' | 'Y') if !ctrl_c => {
                     self.modals.pop();
-                    effects.push(Effect::Cleanup);
+                    effects.push(Effect::Call(RoomOp::Cleanup));
                     self.toast(format!("cleaning up room {}…", self.session.room), false);
                 }
                 KeyCode::Char('n' | 'N') | KeyCode::Esc | KeyCode::Enter => {
@@ -156,11 +157,11 @@ impl App {
     fn escape(&mut self, effects: &mut Vec<Effect>) {
         if let Some(run) = self.execs.running() {
             let (id, cmd) = (run.exec_id.clone(), run.cmd.clone());
-            effects.push(Effect::Interrupt(Some(id)));
+            effects.push(Effect::Call(RoomOp::Interrupt(Some(id))));
             self.toast(format!("interrupting `{cmd}`"), false);
         } else if self.agent_busy() {
             let turn = self.chat.turn.as_ref().map(|t| t.turn_id.clone());
-            effects.push(Effect::Cancel(turn));
+            effects.push(Effect::Call(RoomOp::Cancel(turn)));
             self.toast("cancelling the agent's turn", false);
         }
     }
@@ -203,10 +204,10 @@ impl App {
         self.composer.take();
         self.last_typing_sent = None;
         if is_cmd {
-            effects.push(Effect::Exec(body));
+            effects.push(Effect::Call(RoomOp::Exec(body)));
         } else {
             self.pending_messages += 1;
-            effects.push(Effect::SendMessage(body));
+            effects.push(Effect::Call(RoomOp::Message(body)));
         }
         self.scroll_to(
             if is_cmd { Pane::Output } else { Pane::Chat },

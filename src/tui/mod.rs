@@ -1,5 +1,6 @@
 //! The terminal client: a full-screen ratatui UI in a room (shared/TUI.md).
 
+mod answers;
 pub mod app;
 pub mod backend;
 pub mod chat;

@@ -1,11 +1,11 @@
 //! The event loop: one `tokio::select!` over terminal events, the socket
-//! actor, answers of HTTP calls and the App's next timer; a frame is drawn
+//! actor (frames and the answers of room operations), answers of HTTP calls
+//! (files, older pages) and the App's next timer; a frame is drawn
 //! only when something changed (at most ~60 a second). Also the terminal
 //! guard that restores the terminal exactly once, whatever happens.
 
 use crate::client::http::HttpClient;
 use crate::client::socket::{self, ConnState, SocketCommand, SocketEvent, SocketParams};
-use crate::protocol::ExecRequest;
 use crate::tui::app::{App, Effect, Msg};
 use crossterm::event::{
     DisableBracketedPaste, DisableFocusChange, DisableMouseCapture, EnableBracketedPaste,
@@ -243,6 +243,7 @@ pub async fn run(
             match effect {
                 Effect::Quit => {}
                 Effect::Typing => socket.send(SocketCommand::Typing),
+                Effect::Call(op) => socket.send(SocketCommand::Call(op)),
                 Effect::Rejoin(name) => {
                     http.set_name(&name);
                     socket.send(SocketCommand::Rejoin { name });
@@ -307,33 +308,6 @@ fn to_msg(event: Event) -> Option<Msg> {
 fn spawn_call(effect: Effect, http: HttpClient, done: mpsc::UnboundedSender<Msg>) {
     tokio::spawn(async move {
         let msg = match effect {
-            Effect::SendMessage(text) => {
-                let result = http.message(&text).await.map_err(|e| e.to_string());
-                Msg::MessageDone { text, result }
-            }
-            Effect::Exec(cmd) => {
-                let request = ExecRequest {
-                    cmd: cmd.clone(),
-                    ..ExecRequest::default()
-                };
-                let result = http.exec(request).await.map_err(|e| e.to_string());
-                Msg::ExecDone { cmd, result }
-            }
-            Effect::Interrupt(exec_id) => Msg::StopDone {
-                what: "interrupt",
-                result: http
-                    .interrupt(exec_id.as_deref())
-                    .await
-                    .map_err(|e| e.to_string()),
-            },
-            Effect::Cancel(turn_id) => Msg::StopDone {
-                what: "cancel",
-                result: http
-                    .cancel(turn_id.as_deref())
-                    .await
-                    .map_err(|e| e.to_string()),
-            },
-            Effect::Cleanup => Msg::CleanupDone(http.cleanup().await.map_err(|e| e.to_string())),
             Effect::Put { local, remote } => Msg::TransferDone(
                 crate::client::cp::upload(&http, std::path::Path::new(&local), &remote)
                     .await
@@ -359,6 +333,7 @@ fn spawn_call(effect: Effect, http: HttpClient, done: mpsc::UnboundedSender<Msg>
                     .map_err(|e| e.to_string()),
             ),
             Effect::Typing
+            | Effect::Call(_)
             | Effect::Rejoin(_)
             | Effect::Quit
             | Effect::ToggleMouse

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use duet::client::rpc::{Answer, RoomOp, RpcError};
 use duet::client::socket::{ConnState, SocketEvent};
 use duet::protocol::*;
 use duet::tui::app::{App, Effect, Msg, Session};
@@ -54,6 +55,11 @@ pub fn type_text(app: &mut App, text: &str) -> Vec<Effect> {
 pub fn submit(app: &mut App, text: &str) -> Vec<Effect> {
     type_text(app, text);
     app.update(key(KeyCode::Enter))
+}
+
+/// The answer of a room operation, as the socket reports it.
+pub fn answer(op: RoomOp, result: Result<serde_json::Value, RpcError>) -> Msg {
+    Msg::Socket(SocketEvent::Answer(Box::new(Answer { op, result })))
 }
 
 pub fn frame(frame: ServerFrame) -> Msg {

@@ -1,0 +1,166 @@
+//! Room operations the terminal client sends as socket `rpc` frames, and
+//! their answers. The socket orders an answer after the frames the
+//! operation caused (docs/protocol.md), so the client never merges an
+//! answer's body with the state it has: it only learns whether it worked.
+
+use crate::client::http::StatusError;
+use crate::protocol::{Details, RpcAnswer};
+use serde_json::{Value, json};
+use std::fmt;
+
+/// One room operation, as the rpc method and its arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RoomOp {
+    /// `message [{text}]`: a message to the agent (and the room).
+    Message(String),
+    /// `exec [{cmd}]`: a command in the room's sandbox.
+    Exec(String),
+    /// `interrupt [{execId?}]`: the given command, else the running one.
+    Interrupt(Option<String>),
+    /// `cancel [{turnId?}]`: the given turn, else the current one.
+    Cancel(Option<String>),
+    /// `cleanup []`: history and sandbox, for everyone.
+    Cleanup,
+}
+
+impl RoomOp {
+    /// The rpc method name.
+    pub fn method(&self) -> &'static str {
+        match self {
+            RoomOp::Message(_) => "message",
+            RoomOp::Exec(_) => "exec",
+            RoomOp::Interrupt(_) => "interrupt",
+            RoomOp::Cancel(_) => "cancel",
+            RoomOp::Cleanup => "cleanup",
+        }
+    }
+
+    /// The rpc arguments; `userId` is left to the connection's `user`.
+    pub fn args(&self) -> Vec<Value> {
+        match self {
+            RoomOp::Message(text) => vec![json!({ "text": text })],
+            RoomOp::Exec(cmd) => vec![json!({ "cmd": cmd })],
+            RoomOp::Interrupt(exec_id) => vec![optional("execId", exec_id)],
+            RoomOp::Cancel(turn_id) => vec![optional("turnId", turn_id)],
+            RoomOp::Cleanup => Vec::new(),
+        }
+    }
+}
+
+/// `{}` or `{key: value}`.
+fn optional(key: &str, value: &Option<String>) -> Value {
+    let mut obj = serde_json::Map::new();
+    if let Some(value) = value {
+        obj.insert(key.to_string(), Value::String(value.clone()));
+    }
+    Value::Object(obj)
+}
+
+/// Why an operation has no success answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RpcError {
+    /// It never left: the socket was not connected (why).
+    NotSent(String),
+    /// It was sent, and the connection dropped before the answer (why):
+    /// the backend may have done it.
+    Lost(String),
+    /// The backend refused or failed it, as HTTP would have.
+    Failed(StatusError),
+}
+
+impl RpcError {
+    /// Whether the backend surely did nothing (the person may send again).
+    pub fn surely_not_done(&self) -> bool {
+        !matches!(self, RpcError::Lost(_))
+    }
+}
+
+impl fmt::Display for RpcError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RpcError::NotSent(why) => write!(f, "not connected to the backend ({why})"),
+            RpcError::Lost(why) => write!(
+                f,
+                "the connection dropped before the backend answered ({why}); it may have been done"
+            ),
+            RpcError::Failed(status) if status.status == 0 => write!(f, "{}", status.error),
+            RpcError::Failed(status) => write!(f, "{status}"),
+        }
+    }
+}
+
+/// The outcome of an rpc answer frame: the success body, or the failure
+/// with the HTTP status and details it carries.
+pub fn outcome(answer: RpcAnswer) -> Result<Value, RpcError> {
+    if answer.success {
+        return Ok(answer.result.unwrap_or(Value::Null));
+    }
+    let details: Option<Details> = answer.details.and_then(|d| serde_json::from_value(d).ok());
+    Err(RpcError::Failed(StatusError {
+        // An unknown method fails without a status.
+        status: answer.status.unwrap_or(0),
+        error: answer.error.unwrap_or_else(|| "failed".into()),
+        details,
+    }))
+}
+
+/// An operation with its answer, as the socket reports it to the UI.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    pub op: RoomOp,
+    pub result: Result<Value, RpcError>,
+}
+
+impl Answer {
+    /// The success body read as `T`; a body that is not what
+    /// docs/protocol.md says is an error to show.
+    pub fn decode<T: serde::de::DeserializeOwned>(&self) -> Result<T, String> {
+        match &self.result {
+            Ok(body) => serde_json::from_value(body.clone())
+                .map_err(|err| format!("unexpected answer from the backend: {err}")),
+            Err(err) => Err(err.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operations_have_the_wire_shape() {
+        assert_eq!(
+            RoomOp::Message("hi".into()).args(),
+            vec![json!({"text":"hi"})]
+        );
+        assert_eq!(RoomOp::Interrupt(None).args(), vec![json!({})]);
+        assert_eq!(
+            RoomOp::Cancel(Some("t1".into())).args(),
+            vec![json!({"turnId":"t1"})]
+        );
+        assert!(RoomOp::Cleanup.args().is_empty());
+        assert_eq!(RoomOp::Exec("ls".into()).method(), "exec");
+    }
+
+    #[test]
+    fn failures_read_as_http_errors() {
+        let answer: RpcAnswer = serde_json::from_value(json!({
+            "id": "1", "success": false, "error": "invalid request", "status": 400,
+            "details": {"text": ["must not be empty"]}, "done": true
+        }))
+        .unwrap();
+        let err = outcome(answer).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "400 Bad Request: invalid request; text: must not be empty"
+        );
+        let unknown: RpcAnswer = serde_json::from_value(json!({
+            "id": "2", "success": false, "error": "unknown method \"x\"", "done": true
+        }))
+        .unwrap();
+        assert_eq!(
+            outcome(unknown).unwrap_err().to_string(),
+            "unknown method \"x\""
+        );
+    }
+}
