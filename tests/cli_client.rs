@@ -20,6 +20,7 @@ fn params(base: &str, room: &str, name: &str, token: Option<&str>) -> SocketPara
         name: name.into(),
         token: token.map(str::to_string),
         connection_id: format!("c-{name}"),
+        deltas: false,
     }
 }
 

@@ -628,3 +628,83 @@ fn stop_and_cleanup_answers_are_said() {
         toast.text
     );
 }
+
+#[test]
+fn message_deltas_add_and_replace_without_a_full_state() {
+    let mut app = app();
+    app.update(state(vec![user_msg(1, "bob", "hi")], vec![]));
+    app.update(delta(user_msg(2, "ada", "what is here?")));
+    app.update(ai(AiPhase::Start, "t1", None));
+    app.update(ai(AiPhase::Delta, "t1", Some("Looking.")));
+    app.update(ai(AiPhase::End, "t1", None));
+    assert!(
+        app.chat.turn.is_some(),
+        "the live reply waits for its message"
+    );
+    app.update(delta(agent_msg(3, "Looking.", None)));
+    assert!(app.chat.turn.is_none(), "the stored reply takes its place");
+    // A message that changed is replaced, not repeated.
+    app.update(delta(user_msg(1, "bob", "hi there")));
+    app.update(delta(agent_msg(3, "Looking.", None)));
+    let shown: Vec<_> = app
+        .chat
+        .messages()
+        .map(|m| (m.id.clone(), m.text.clone()))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("1".to_string(), "hi there".to_string()),
+            ("2".to_string(), "what is here?".to_string()),
+            ("3".to_string(), "Looking.".to_string()),
+        ]
+    );
+    let screen = render(&mut app, 120, 40);
+    assert!(
+        screen.contains("hi there") && screen.contains("Looking."),
+        "{screen}"
+    );
+}
+
+#[test]
+fn a_full_state_after_deltas_still_replaces_the_view() {
+    let mut app = app();
+    app.update(state(vec![user_msg(1, "bob", "hi")], vec![]));
+    app.update(delta(user_msg(2, "bob", "yo")));
+    // After a cleanup the backend sends the emptied state.
+    app.update(state(vec![], vec![]));
+    assert!(app.chat.is_empty());
+    app.update(delta(user_msg(3, "ada", "fresh start")));
+    let ids: Vec<_> = app.chat.messages().map(|m| m.id.clone()).collect();
+    assert_eq!(ids, ["3"]);
+}
+
+#[test]
+fn patches_apply_field_by_field_and_unknown_fields_are_ignored() {
+    let mut app = app();
+    app.update(state(vec![user_msg(1, "bob", "hi")], vec![]));
+    app.update(patch(serde_json::json!({
+        "shell": {"cwd": "/workspace/src"},
+        "somethingNew": 42,
+        "execs": [serde_json::to_value(record("e1", "ls", "a\n")).unwrap()],
+    })));
+    assert_eq!(app.execs.runs().len(), 1);
+    assert_eq!(app.chat.len(), 1);
+    // A field of the wrong shape changes nothing.
+    app.update(patch(serde_json::json!({"execs": "not a list"})));
+    assert_eq!(app.execs.runs().len(), 1);
+}
+
+#[test]
+fn a_delta_while_scrolled_up_keeps_the_view_and_marks_it() {
+    let mut app = app();
+    let messages: Vec<_> = (1..=60)
+        .map(|i| user_msg(i, "bob", &format!("m{i}")))
+        .collect();
+    app.update(state(messages, vec![]));
+    app.update(key(KeyCode::PageUp));
+    let offset = app.chat_scroll.offset;
+    app.update(delta(user_msg(61, "ada", "new one")));
+    assert!(app.chat_scroll.new_below);
+    assert!(app.chat_scroll.offset > offset);
+}

@@ -2,6 +2,7 @@
 //! exponential backoff, measures the round trip with ping/pong, and reports
 //! to the UI as messages. The UI never awaits the network.
 
+use crate::client::deltas::Delta;
 use crate::client::rpc::{self, Answer, RoomOp, RpcError};
 use crate::protocol::{ClientFrame, ServerFrame};
 use futures_util::{SinkExt, StreamExt};
@@ -29,6 +30,9 @@ pub struct SocketParams {
     pub token: Option<String>,
     /// This connection's id (`_pk`).
     pub connection_id: String,
+    /// Ask for state deltas (`deltas=1`) instead of a full state after
+    /// every change; they come as `SocketEvent::Delta`.
+    pub deltas: bool,
 }
 
 /// The connection's state, as the status bar shows it.
@@ -53,6 +57,8 @@ pub enum ConnState {
 pub enum SocketEvent {
     State(ConnState),
     Frame(Box<ServerFrame>),
+    /// A state delta (only when `SocketParams::deltas` asked for them).
+    Delta(Box<Delta>),
     /// A room operation's answer, in order after the frames it caused
     /// (or why there is none).
     Answer(Box<Answer>),
@@ -113,6 +119,9 @@ pub fn socket_url(params: &SocketParams) -> Result<url::Url, String> {
         q.clear();
         q.append_pair("user", &params.name);
         q.append_pair("_pk", &params.connection_id);
+        if params.deltas {
+            q.append_pair("deltas", "1");
+        }
         if let Some(token) = &params.token {
             q.append_pair("token", token);
         }
@@ -344,8 +353,15 @@ async fn connection(
                                     return Ended::Close;
                                 }
                             }
-                            // Frames of types we do not know are ignored (docs/protocol.md).
-                            Err(err) => tracing::debug!(%err, "ignored frame"),
+                            Err(err) => match serde_json::from_str::<Delta>(text.as_str()) {
+                                Ok(delta) => {
+                                    if events.send(SocketEvent::Delta(Box::new(delta))).is_err() {
+                                        return Ended::Close;
+                                    }
+                                }
+                                // Frames of types we do not know are ignored (docs/protocol.md).
+                                Err(_) => tracing::debug!(%err, "ignored frame"),
+                            },
                         }
                     }
                     Message::Pong(payload) => {
@@ -420,10 +436,19 @@ mod tests {
             name: "ada lovelace".into(),
             token: Some("t&1".into()),
             connection_id: "c1".into(),
+            deltas: false,
         };
         assert_eq!(
             socket_url(&params).unwrap().as_str(),
             "wss://duet.example/api/rooms/r-1/ws?user=ada+lovelace&_pk=c1&token=t%261"
+        );
+        let params = SocketParams {
+            deltas: true,
+            ..params
+        };
+        assert_eq!(
+            socket_url(&params).unwrap().as_str(),
+            "wss://duet.example/api/rooms/r-1/ws?user=ada+lovelace&_pk=c1&deltas=1&token=t%261"
         );
     }
 

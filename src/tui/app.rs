@@ -4,8 +4,8 @@
 
 use crate::client::rpc::RoomOp;
 use crate::client::socket::{ConnState, SocketEvent};
-use crate::protocol::{AiPhase, MessagesPage, PresenceUser, ServerFrame};
-use crate::tui::chat::{ChatLog, LiveTurn, RenderCtx};
+use crate::protocol::{MessagesPage, PresenceUser};
+use crate::tui::chat::{ChatLog, RenderCtx};
 use crate::tui::composer::Composer;
 use crate::tui::execs::ExecLog;
 use crate::tui::theme::Theme;
@@ -252,6 +252,7 @@ impl App {
                 changed
             }
             Msg::Socket(SocketEvent::Frame(frame)) => self.on_frame(*frame),
+            Msg::Socket(SocketEvent::Delta(delta)) => self.on_delta(*delta),
             Msg::Socket(SocketEvent::Answer(answer)) => {
                 self.on_answer(*answer);
                 true
@@ -292,105 +293,8 @@ impl App {
         before != self.toasts.len() + self.typing.len() || self.busy()
     }
 
-    fn on_frame(&mut self, frame: ServerFrame) -> bool {
-        match frame {
-            ServerFrame::Identity { .. } | ServerFrame::Rpc(_) => false,
-            ServerFrame::State { state } => {
-                self.apply_messages(&state.messages);
-                if self.with_output_anchor(|execs| execs.apply_records(&state.execs)) {
-                    self.mark_unseen(Pane::Output);
-                }
-                true
-            }
-            ServerFrame::StateError { error } | ServerFrame::Error { error } => {
-                self.toast(format!("backend: {error}"), true);
-                true
-            }
-            ServerFrame::Presence { users } => {
-                self.presence = users;
-                let ids: Vec<&str> = self.presence.iter().map(|u| u.id.as_str()).collect();
-                self.typing.retain(|t| ids.contains(&t.id.as_str()));
-                true
-            }
-            ServerFrame::Typing { id, name } => {
-                if id == self.session.connection_id {
-                    return false;
-                }
-                let until_ms = self.now_ms + TYPING_MS;
-                match self.typing.iter_mut().find(|t| t.id == id) {
-                    Some(t) => t.until_ms = until_ms,
-                    None => self.typing.push(Typist { id, name, until_ms }),
-                }
-                true
-            }
-            ServerFrame::Ai {
-                phase,
-                turn_id,
-                text,
-                error,
-            } => {
-                let now = self.now_ms;
-                self.with_chat_anchor(|chat| {
-                    // A frame of another turn starts a fresh live reply.
-                    if chat.turn.as_ref().is_none_or(|t| t.turn_id != turn_id) {
-                        chat.turn = Some(LiveTurn {
-                            turn_id: turn_id.clone(),
-                            text: String::new(),
-                            started_ms: now,
-                            ended: false,
-                        });
-                    }
-                    let Some(turn) = chat.turn.as_mut() else {
-                        return;
-                    };
-                    match phase {
-                        // A later round of the same turn streams on.
-                        AiPhase::Start => turn.ended = false,
-                        AiPhase::Delta => turn.text.push_str(text.as_deref().unwrap_or("")),
-                        AiPhase::End => turn.ended = true,
-                        AiPhase::Error => chat.turn = None,
-                    }
-                });
-                // An ended turn's reason is stored as a system message and
-                // shows in the chat; it is logged here for the record.
-                if let Some(error) = error {
-                    tracing::debug!(%error, "agent turn ended with an error");
-                }
-                true
-            }
-            ServerFrame::Exec(frame) => {
-                let now = self.now_ms;
-                let changed = self.with_output_anchor(|execs| execs.apply_frame(&frame, now));
-                if changed {
-                    self.mark_unseen(Pane::Output);
-                }
-                changed
-            }
-            ServerFrame::Cleanup { by } => {
-                self.chat.clear_all();
-                self.execs.clear_all();
-                self.chat_scroll = Scroll::default();
-                self.output_scroll = Scroll::default();
-                self.toast(format!("{by} cleaned up the room"), false);
-                true
-            }
-        }
-    }
-
-    fn apply_messages(&mut self, messages: &[crate::protocol::DuetMessage]) {
-        let first = !self.got_state;
-        self.got_state = true;
-        let mut grew = false;
-        self.with_chat_anchor(|chat| {
-            grew = chat.apply_state(messages, first);
-        });
-        if grew {
-            self.mark_unseen(Pane::Chat);
-        }
-    }
-
     /// Notes new content in `pane` if the narrow layout hides it.
-    fn mark_unseen(&mut self, pane: Pane) {
+    pub(crate) fn mark_unseen(&mut self, pane: Pane) {
         if self.size.0 >= crate::tui::view::layout::WIDE || self.focus == pane {
             return;
         }
@@ -402,7 +306,7 @@ impl App {
 
     /// Runs a change of the chat keeping a scrolled-up view where it is
     /// (and noting "new below"); a following view simply follows.
-    fn with_chat_anchor(&mut self, change: impl FnOnce(&mut ChatLog)) {
+    pub(crate) fn with_chat_anchor(&mut self, change: impl FnOnce(&mut ChatLog)) {
         if self.chat_scroll.offset == 0 {
             change(&mut self.chat);
             return;
@@ -415,7 +319,7 @@ impl App {
         self.shift(Pane::Chat, before, after);
     }
 
-    fn with_output_anchor(&mut self, change: impl FnOnce(&mut ExecLog) -> bool) -> bool {
+    pub(crate) fn with_output_anchor(&mut self, change: impl FnOnce(&mut ExecLog) -> bool) -> bool {
         if self.output_scroll.offset == 0 {
             return change(&mut self.execs);
         }

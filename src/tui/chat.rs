@@ -141,17 +141,51 @@ impl ChatLog {
             };
             self.entries.push(entry);
         }
-        if let Some(turn) = &self.turn
-            && turn.ended
-            && self.entries.last().map(|e| e.msg.role) != Some(Role::User)
-        {
-            self.turn = None;
-        }
+        self.settle_turn();
         let last_after = self.entries.last().map(|e| e.msg.id.as_str());
         match (last_before.as_deref(), last_after) {
             (_, None) => false,
             (None, Some(_)) => !first_state,
             (Some(b), Some(a)) => id_key(a) > id_key(b),
+        }
+    }
+
+    /// Takes one stored or changed message (a `duet_message` delta):
+    /// replaces the one of its id, or inserts it in id order. Answers
+    /// whether it came at the end.
+    pub fn apply_message(&mut self, msg: DuetMessage) -> bool {
+        if self.hidden(&msg) {
+            return false;
+        }
+        let at = self
+            .entries
+            .binary_search_by(|e| id_key(&e.msg.id).cmp(&id_key(&msg.id)));
+        let grew = match at {
+            Ok(i) => {
+                if self.entries[i].msg != msg {
+                    self.entries[i] = ChatEntry::new(msg);
+                }
+                false
+            }
+            // Older than all shown while older pages exist: it comes with
+            // its page, without a hole before it.
+            Err(0) if self.has_more && !self.entries.is_empty() => false,
+            Err(i) => {
+                self.entries.insert(i, ChatEntry::new(msg));
+                i + 1 == self.entries.len()
+            }
+        };
+        self.settle_turn();
+        grew
+    }
+
+    /// An ended live reply gives way once its stored message is shown.
+    fn settle_turn(&mut self) {
+        if let Some(turn) = &self.turn
+            && turn.ended
+            && self.entries.last().map(|e| e.msg.role) != Some(Role::User)
+        {
+            self.turn = None;
         }
     }
 
@@ -418,6 +452,30 @@ mod tests {
         assert_eq!(ids, ["0", "1", "2", "3", "9", "10"]);
         log.apply_state(&[], false);
         assert!(log.is_empty());
+    }
+
+    #[test]
+    fn deltas_replace_by_id_and_insert_in_order() {
+        let mut log = ChatLog::default();
+        log.apply_state(&[msg("1", "a"), msg("3", "c")], true);
+        assert!(log.apply_message(msg("4", "d")));
+        assert!(!log.apply_message(msg("2", "b")), "not at the end");
+        assert!(!log.apply_message(msg("3", "c edited")));
+        let shown: Vec<_> = log
+            .messages()
+            .map(|m| (m.id.as_str(), m.text.as_str()))
+            .collect();
+        assert_eq!(
+            shown,
+            [("1", "a"), ("2", "b"), ("3", "c edited"), ("4", "d")]
+        );
+        assert!(
+            log.apply_message(msg("10", "j")),
+            "ids order by length first"
+        );
+        log.has_more = true;
+        assert!(!log.apply_message(msg("0", "z")), "comes with its page");
+        assert_eq!(log.oldest_id(), Some("1"));
     }
 
     #[test]

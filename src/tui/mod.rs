@@ -6,6 +6,7 @@ pub mod backend;
 pub mod chat;
 pub mod composer;
 pub mod execs;
+mod frames;
 mod input;
 pub mod keymap;
 pub mod run;
