@@ -343,7 +343,7 @@ async fn the_agent_reply_streams_to_everyone_with_its_command() {
     tmux.wait("bob", "the reply streaming", |s| {
         s.contains("✦ agent ")
             && s.contains("Checking the")
-            && duet::tui::chat::SPINNER
+            && duet::tui::cell::SPINNER
                 .iter()
                 .any(|f| s.contains(&format!("{f} ")))
             && !s.contains("╭ $ echo from-agent")

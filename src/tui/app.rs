@@ -5,9 +5,11 @@
 use crate::client::rpc::RoomOp;
 use crate::client::socket::{ConnState, SocketEvent};
 use crate::protocol::{MessagesPage, PresenceUser};
-use crate::tui::chat::{ChatLog, RenderCtx};
+use crate::tui::cell::{Cell, RenderCtx};
+use crate::tui::chat::ChatLog;
 use crate::tui::composer::Composer;
 use crate::tui::execs::ExecLog;
+use crate::tui::scroll::{self, Scroll};
 use crate::tui::theme::Theme;
 use crossterm::event::{KeyEvent, MouseEvent};
 
@@ -62,14 +64,6 @@ pub struct Typist {
     pub id: String,
     pub name: String,
     pub until_ms: i64,
-}
-
-/// A pane's scroll position: lines up from the bottom (0 follows the
-/// latest), and whether new lines arrived below while scrolled up.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Scroll {
-    pub offset: usize,
-    pub new_below: bool,
 }
 
 /// Everything that can happen to the client.
@@ -304,46 +298,45 @@ impl App {
         }
     }
 
-    /// Runs a change of the chat keeping a scrolled-up view where it is
-    /// (and noting "new below"); a following view simply follows.
-    pub(crate) fn with_chat_anchor(&mut self, change: impl FnOnce(&mut ChatLog)) {
-        if self.chat_scroll.offset == 0 {
-            change(&mut self.chat);
-            return;
+    /// The cells of `pane`, newest first.
+    pub fn cells(&self, pane: Pane) -> Box<dyn Iterator<Item = &dyn Cell> + '_> {
+        match pane {
+            Pane::Chat => Box::new(self.chat.cells_rev()),
+            Pane::Output => Box::new(self.execs.cells_rev()),
         }
-        let width = self.pane_size(Pane::Chat).0;
-        let ctx = self.render_ctx();
-        let before = self.chat.total_height(width, &ctx);
-        change(&mut self.chat);
-        let after = self.chat.total_height(width, &ctx);
-        self.shift(Pane::Chat, before, after);
     }
 
-    pub(crate) fn with_output_anchor(&mut self, change: impl FnOnce(&mut ExecLog) -> bool) -> bool {
-        if self.output_scroll.offset == 0 {
-            return change(&mut self.execs);
+    /// The scroll state of `pane`.
+    pub fn scroll(&self, pane: Pane) -> &Scroll {
+        match pane {
+            Pane::Chat => &self.chat_scroll,
+            Pane::Output => &self.output_scroll,
         }
-        let before = self.execs.total_height();
-        let changed = change(&mut self.execs);
-        let after = self.execs.total_height();
-        self.shift(Pane::Output, before, after);
-        changed
     }
 
-    fn shift(&mut self, pane: Pane, before: usize, after: usize) {
-        let scroll = match pane {
+    pub(crate) fn scroll_mut(&mut self, pane: Pane) -> &mut Scroll {
+        match pane {
             Pane::Chat => &mut self.chat_scroll,
             Pane::Output => &mut self.output_scroll,
-        };
-        if after > before {
-            scroll.offset += after - before;
-            scroll.new_below = true;
-        } else {
-            scroll.offset = scroll.offset.saturating_sub(before - after);
         }
-        if scroll.offset == 0 {
-            scroll.new_below = false;
+    }
+
+    /// Lines of `pane`'s content at its width.
+    fn total_height(&self, pane: Pane) -> usize {
+        scroll::total_height(self.cells(pane), self.pane_size(pane).0, &self.render_ctx())
+    }
+
+    /// Runs a change of `pane`'s content keeping a scrolled-up view where
+    /// it is (and noting "new below"); a following view simply follows.
+    pub(crate) fn with_anchor<R>(&mut self, pane: Pane, change: impl FnOnce(&mut App) -> R) -> R {
+        if self.scroll(pane).following() {
+            return change(self);
         }
+        let before = self.total_height(pane);
+        let result = change(self);
+        let after = self.total_height(pane);
+        self.scroll_mut(pane).keep_anchor(before, after);
+        result
     }
 
     /// The inner size (width, height) of a pane at the current size.

@@ -3,8 +3,9 @@
 
 use crate::client::deltas::Delta;
 use crate::protocol::{AiPhase, DuetMessage, ExecRecord, ServerFrame};
-use crate::tui::app::{App, Pane, Scroll, TYPING_MS, Typist};
+use crate::tui::app::{App, Pane, TYPING_MS, Typist};
 use crate::tui::chat::LiveTurn;
+use crate::tui::scroll::Scroll;
 use serde_json::Value;
 
 /// How a field of a `duet_state` patch applies; answers whether the view
@@ -70,7 +71,8 @@ impl App {
                 error,
             } => {
                 let now = self.now_ms;
-                self.with_chat_anchor(|chat| {
+                self.with_anchor(Pane::Chat, |app| {
+                    let chat = &mut app.chat;
                     // A frame of another turn starts a fresh live reply.
                     if chat.turn.as_ref().is_none_or(|t| t.turn_id != turn_id) {
                         chat.turn = Some(LiveTurn {
@@ -100,7 +102,8 @@ impl App {
             }
             ServerFrame::Exec(frame) => {
                 let now = self.now_ms;
-                let changed = self.with_output_anchor(|execs| execs.apply_frame(&frame, now));
+                let changed =
+                    self.with_anchor(Pane::Output, |app| app.execs.apply_frame(&frame, now));
                 if changed {
                     self.mark_unseen(Pane::Output);
                 }
@@ -123,8 +126,8 @@ impl App {
         let first = !self.got_state;
         self.got_state = true;
         let mut grew = false;
-        self.with_chat_anchor(|chat| {
-            grew = chat.apply_state(messages, first);
+        self.with_anchor(Pane::Chat, |app| {
+            grew = app.chat.apply_state(messages, first);
         });
         if grew {
             self.mark_unseen(Pane::Chat);
@@ -136,7 +139,7 @@ impl App {
         match delta {
             Delta::Message { message } => {
                 let mut grew = false;
-                self.with_chat_anchor(|chat| grew = chat.apply_message(message));
+                self.with_anchor(Pane::Chat, |app| grew = app.chat.apply_message(message));
                 if grew {
                     self.mark_unseen(Pane::Chat);
                 }
@@ -155,7 +158,7 @@ impl App {
     }
 
     fn apply_records(&mut self, records: &[ExecRecord]) -> bool {
-        let changed = self.with_output_anchor(|execs| execs.apply_records(records));
+        let changed = self.with_anchor(Pane::Output, |app| app.execs.apply_records(records));
         if changed {
             self.mark_unseen(Pane::Output);
         }

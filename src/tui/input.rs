@@ -2,9 +2,10 @@
 //! `App::update`.
 
 use crate::client::rpc::RoomOp;
-use crate::tui::app::{App, Effect, Modal, Pane, Scroll};
+use crate::tui::app::{App, Effect, Modal, Pane};
 use crate::tui::composer::Mode;
 use crate::tui::keymap::{self, Action};
+use crate::tui::scroll::Scroll;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
 
 /// Lines one wheel step scrolls.
@@ -302,68 +303,23 @@ impl App {
         (self.pane_size(pane).1.saturating_sub(1)).max(1) as isize
     }
 
-    fn scroll_mut(&mut self, pane: Pane) -> &mut Scroll {
-        match pane {
-            Pane::Chat => &mut self.chat_scroll,
-            Pane::Output => &mut self.output_scroll,
-        }
-    }
-
     fn scroll_to(&mut self, pane: Pane, top: bool, effects: &mut Vec<Effect>) {
         if top {
             self.scroll_by(pane, isize::MAX / 2, effects);
         } else {
-            *self.scroll_mut(pane) = Scroll::default();
+            self.scroll_mut(pane).follow();
         }
     }
 
     /// Scrolls `pane` by `delta` lines (positive: up, towards older);
-    /// reaching the top of the chat asks for an older page.
+    /// going past the top of the chat asks for an older page.
     pub(crate) fn scroll_by(&mut self, pane: Pane, delta: isize, effects: &mut Vec<Effect>) {
         let (width, height) = self.pane_size(pane);
-        let height = usize::from(height);
-        let current = self.scroll_mut(pane).offset;
-        let want = current.saturating_add_signed(delta);
-        // Sum heights from the bottom until the wanted view is covered.
-        let mut sum = 0;
-        let mut reached = false;
-        match pane {
-            Pane::Chat => {
-                let ctx = self.render_ctx();
-                for i in (0..self.chat.len()).rev() {
-                    sum += self.chat.item_lines(i, width, &ctx).len();
-                    if sum >= want + height {
-                        reached = true;
-                        break;
-                    }
-                }
-            }
-            Pane::Output => {
-                for run in self.execs.runs().iter().rev() {
-                    sum += run.height();
-                    if sum >= want + height {
-                        reached = true;
-                        break;
-                    }
-                }
-            }
-        }
-        let offset = if reached {
-            want
-        } else {
-            sum.saturating_sub(height)
-        };
-        let scroll = self.scroll_mut(pane);
-        scroll.offset = offset;
-        if offset == 0 {
-            scroll.new_below = false;
-        }
-        if pane == Pane::Chat
-            && !reached
-            && delta > 0
-            && self.chat.has_more
-            && !self.chat.loading_older
-        {
+        let ctx = self.render_ctx();
+        let mut scroll = *self.scroll(pane);
+        let past_top = scroll.scroll_by(delta, self.cells(pane), width, usize::from(height), &ctx);
+        *self.scroll_mut(pane) = scroll;
+        if pane == Pane::Chat && past_top && self.chat.has_more && !self.chat.loading_older {
             self.chat.loading_older = true;
             effects.push(Effect::LoadOlder {
                 before: self.chat.oldest_id().map(str::to_string),

@@ -3,13 +3,17 @@
 mod answers;
 pub mod app;
 pub mod backend;
+pub mod cell;
 pub mod chat;
+pub mod chat_render;
 pub mod composer;
+pub mod exec_cell;
 pub mod execs;
 mod frames;
 mod input;
 pub mod keymap;
 pub mod run;
+pub mod scroll;
 pub mod start;
 pub mod termtext;
 pub mod text;
