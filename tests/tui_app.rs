@@ -708,3 +708,29 @@ fn a_delta_while_scrolled_up_keeps_the_view_and_marks_it() {
     assert!(app.chat_scroll.new_below);
     assert!(app.chat_scroll.offset > offset);
 }
+
+#[test]
+fn f2_toggles_mouse_capture_and_says_so() {
+    let mut app = app();
+    assert!(app.mouse_capture);
+    assert_eq!(
+        app.update(key(KeyCode::F(2))),
+        vec![Effect::SetMouse(false)]
+    );
+    assert!(!app.mouse_capture);
+    assert!(app.toasts.last().unwrap().text.contains("select text"));
+    assert_eq!(app.update(key(KeyCode::F(2))), vec![Effect::SetMouse(true)]);
+    assert!(app.toasts.last().unwrap().text.contains("wheel scrolls"));
+}
+
+#[test]
+fn a_moved_backend_is_followed_or_the_reason_shown() {
+    let mut app = app();
+    app.update(Msg::ServerMoved(Ok("http://127.0.0.1:9999".into())));
+    assert_eq!(app.session.server, "http://127.0.0.1:9999");
+    app.update(Msg::ServerMoved(Err(
+        "the backend moved to x, but: bad URL".into(),
+    )));
+    assert_eq!(app.session.server, "http://127.0.0.1:9999");
+    assert!(app.toasts.last().unwrap().error);
+}

@@ -77,8 +77,9 @@ pub enum Msg {
     OlderLoaded(Result<MessagesPage, String>),
     /// A `/put` or `/get` ended: what to tell the person.
     TransferDone(Result<String, String>),
-    /// The embedded backend moved (its owner quit; another took over).
-    ServerMoved(String),
+    /// The embedded backend moved (its owner quit; another took over):
+    /// its new URL, or why this client cannot follow it.
+    ServerMoved(Result<String, String>),
     /// A timer fired (toasts, typing, spinner).
     Tick,
 }
@@ -104,8 +105,9 @@ pub enum Effect {
     },
     Typing,
     Rejoin(String),
-    /// Turn mouse capture off (to select text) or back on.
-    ToggleMouse,
+    /// Mouse capture on (the wheel scrolls) or off (the terminal selects
+    /// text).
+    SetMouse(bool),
     /// Clear the terminal and draw everything again.
     Redraw,
     Quit,
@@ -122,6 +124,9 @@ pub struct App {
     pub presence: Vec<PresenceUser>,
     pub typing: Vec<Typist>,
     pub toasts: Vec<Toast>,
+    /// Whether the mouse is captured (the wheel scrolls); off, the
+    /// terminal selects text.
+    pub mouse_capture: bool,
     pub modals: Vec<Modal>,
     /// Lines the help overlay is scrolled down.
     pub help_scroll: u16,
@@ -158,6 +163,7 @@ impl App {
             presence: Vec::new(),
             typing: Vec::new(),
             toasts: Vec::new(),
+            mouse_capture: true,
             modals: Vec::new(),
             help_scroll: 0,
             focus: Pane::Chat,
@@ -207,8 +213,8 @@ impl App {
             .min()
     }
 
-    /// Shows a note for a while.
-    pub fn toast(&mut self, text: impl Into<String>, error: bool) {
+    /// Shows a note for a while (from `update` only).
+    pub(crate) fn toast(&mut self, text: impl Into<String>, error: bool) {
         let until_ms = self.now_ms + if error { ERROR_TOAST_MS } else { TOAST_MS };
         self.toasts.push(Toast {
             text: text.into(),
@@ -268,9 +274,13 @@ impl App {
                 }
                 true
             }
-            Msg::ServerMoved(url) => {
+            Msg::ServerMoved(Ok(url)) => {
                 self.toast(format!("the room's backend moved to {url}"), false);
                 self.session.server = url;
+                true
+            }
+            Msg::ServerMoved(Err(why)) => {
+                self.toast(why, true);
                 true
             }
             Msg::Tick => self.on_tick(),

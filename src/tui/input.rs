@@ -5,7 +5,7 @@ use crate::client::rpc::RoomOp;
 use crate::tui::app::{App, Effect, Modal, Pane};
 use crate::tui::composer::Mode;
 use crate::tui::keymap::{self, Action};
-use crate::tui::scroll::Scroll;
+use crate::tui::slash::Outcome;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
 
 /// Lines one wheel step scrolls.
@@ -43,42 +43,30 @@ impl App {
     }
 
     fn on_modal_key(&mut self, modal: Modal, key: KeyEvent, effects: &mut Vec<Effect>) {
-        let ctrl_c =
-            key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL);
-        match modal {
-            Modal::Help => {
-                match key.code {
-                    KeyCode::Up => self.help_scroll = self.help_scroll.saturating_sub(1),
-                    KeyCode::Down => self.help_scroll = self.help_scroll.saturating_add(1).min(200),
-                    KeyCode::PageUp => self.help_scroll = self.help_scroll.saturating_sub(10),
-                    KeyCode::PageDown => {
-                        self.help_scroll = self.help_scroll.saturating_add(10).min(200)
-                    }
-                    _ => {}
-                }
-                if matches!(
-                    key.code,
-                    KeyCode::Esc | KeyCode::Enter | KeyCode::F(1) | KeyCode::Char('q' | '?')
-                ) || ctrl_c
-                {
-                    self.modals.pop();
-                    self.help_scroll = 0;
-                }
+        let table = match modal {
+            Modal::Help => keymap::HELP_KEYS,
+            Modal::ConfirmCleanup => keymap::CONFIRM_KEYS,
+        };
+        let Some(action) = keymap::lookup_in(table, &key) else {
+            return;
+        };
+        match (modal, action) {
+            (Modal::Help, Action::Up) => self.help_scroll = self.help_scroll.saturating_sub(1),
+            (Modal::Help, Action::Down) => self.help_scroll = (self.help_scroll + 1).min(200),
+            (Modal::Help, Action::PageUp) => self.help_scroll = self.help_scroll.saturating_sub(10),
+            (Modal::Help, Action::PageDown) => {
+                self.help_scroll = (self.help_scroll + 10).min(200);
             }
-            Modal::ConfirmCleanup => match key.code {
-                KeyCode::Char('y' | 'Y') if !ctrl_c => {
-                    self.modals.pop();
-                    effects.push(Effect::Call(RoomOp::Cleanup));
-                    self.toast(format!("cleaning up room {}…", self.session.room), false);
-                }
-                KeyCode::Char('n' | 'N') | KeyCode::Esc | KeyCode::Enter => {
-                    self.modals.pop();
-                }
-                _ if ctrl_c => {
-                    self.modals.pop();
-                }
-                _ => {}
-            },
+            (Modal::ConfirmCleanup, Action::Confirm) => {
+                self.modals.pop();
+                effects.push(Effect::Call(RoomOp::Cleanup));
+                self.toast(format!("cleaning up room {}…", self.session.room), false);
+            }
+            (_, Action::Close) => {
+                self.modals.pop();
+                self.help_scroll = 0;
+            }
+            _ => {}
         }
     }
 
@@ -139,8 +127,21 @@ impl App {
             }
             Action::ScrollTop => self.scroll_to(self.focus, true, effects),
             Action::ScrollBottom => self.scroll_to(self.focus, false, effects),
-            Action::ToggleMouse => effects.push(Effect::ToggleMouse),
+            Action::ToggleMouse => {
+                self.mouse_capture = !self.mouse_capture;
+                effects.push(Effect::SetMouse(self.mouse_capture));
+                self.toast(
+                    if self.mouse_capture {
+                        "mouse: wheel scrolls (F2 to select text)"
+                    } else {
+                        "mouse: select text with it (F2 to scroll again)"
+                    },
+                    false,
+                );
+            }
             Action::Redraw => effects.push(Effect::Redraw),
+            // Dialog actions: their tables are not looked up here.
+            Action::Confirm | Action::Close => {}
             Action::SwitchPane => {
                 self.focus = match self.focus {
                     Pane::Chat => Pane::Output,
@@ -174,11 +175,13 @@ impl App {
         if trimmed.is_empty() {
             return;
         }
-        if let Some(handled) = self.slash(trimmed, effects) {
-            if handled {
+        match self.slash(trimmed, effects) {
+            Outcome::NotOne => {}
+            Outcome::Done => {
                 self.composer.take();
+                return;
             }
-            return;
+            Outcome::Refused => return,
         }
         let (is_cmd, body) = match self.composer.mode {
             Mode::Run => (true, trimmed),
@@ -215,68 +218,6 @@ impl App {
             false,
             effects,
         );
-    }
-
-    /// Slash commands: `None` when `line` is not one; `Some(false)` when it
-    /// was refused and stays on the line.
-    fn slash(&mut self, line: &str, effects: &mut Vec<Effect>) -> Option<bool> {
-        let rest = line.strip_prefix('/')?;
-        let (word, arg) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-        let arg = arg.trim();
-        match word {
-            "help" => self.modals.push(Modal::Help),
-            "cleanup" => self.modals.push(Modal::ConfirmCleanup),
-            "clear" => {
-                self.chat.clear_local();
-                self.execs.clear_local();
-                self.chat_scroll = Scroll::default();
-                self.output_scroll = Scroll::default();
-            }
-            "quit" | "exit" => {
-                self.quit = true;
-                effects.push(Effect::Quit);
-            }
-            "name" => {
-                if let Some(problem) = crate::protocol::name_problem(arg) {
-                    self.toast(format!("/name NAME: the name {problem}"), true);
-                    return Some(false);
-                }
-                self.session.name = arg.to_string();
-                effects.push(Effect::Rejoin(arg.to_string()));
-                self.toast(format!("you are now {arg}"), false);
-            }
-            "put" | "get" => {
-                let mut words = arg.split_whitespace().map(str::to_string);
-                let (Some(first), second, None) = (words.next(), words.next(), words.next()) else {
-                    let usage = if word == "put" {
-                        "/put FILE [PATH]"
-                    } else {
-                        "/get PATH [FILE]"
-                    };
-                    self.toast(format!("usage: {usage}"), true);
-                    return Some(false);
-                };
-                let second = second.unwrap_or_default();
-                effects.push(if word == "put" {
-                    Effect::Put {
-                        local: first,
-                        remote: second,
-                    }
-                } else {
-                    Effect::Get {
-                        remote: first,
-                        local: second,
-                    }
-                });
-            }
-            // In run mode an unknown `/x` is a path to run.
-            _ if self.composer.mode == Mode::Run => return None,
-            _ => {
-                self.toast(format!("unknown command /{word} (see /help)"), true);
-                return Some(false);
-            }
-        }
-        Some(true)
     }
 
     pub(crate) fn on_mouse(&mut self, mouse: MouseEvent, effects: &mut Vec<Effect>) -> bool {

@@ -14,6 +14,7 @@ mod input;
 pub mod keymap;
 pub mod run;
 pub mod scroll;
+pub mod slash;
 pub mod start;
 pub mod termtext;
 pub mod text;

@@ -182,7 +182,6 @@ pub async fn run(
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Msg>();
     let mut events = EventStream::new();
     let mut last_draw: Option<Instant> = None;
-    let mut mouse = true;
 
     let result: anyhow::Result<()> = loop {
         if app.dirty && last_draw.is_none_or(|t| t.elapsed() >= FRAME) {
@@ -228,10 +227,10 @@ pub async fn run(
                     Ok(client) => {
                         http = client;
                         socket.send(SocketCommand::Retarget { base: url.clone() });
+                        Msg::ServerMoved(Ok(url))
                     }
-                    Err(err) => app.toast(format!("the backend moved, but: {err}"), true),
+                    Err(err) => Msg::ServerMoved(Err(format!("the backend moved to {url}, but: {err}"))),
                 }
-                Msg::ServerMoved(url)
             }
             Some(msg) = done_rx.recv() => msg,
             _ = sleep_until(deadline), if deadline.is_some() => {
@@ -251,20 +250,8 @@ pub async fn run(
                 Effect::Redraw => {
                     // A failed clear shows as a stale screen, not an exit.
                     let _ = terminal.clear();
-                    app.dirty = true;
                 }
-                Effect::ToggleMouse => {
-                    mouse = !mouse;
-                    set_mouse(mouse);
-                    app.toast(
-                        if mouse {
-                            "mouse: wheel scrolls (F2 to select text)"
-                        } else {
-                            "mouse: select text with it (F2 to scroll again)"
-                        },
-                        false,
-                    );
-                }
+                Effect::SetMouse(on) => set_mouse(on),
                 other => spawn_call(other, http.clone(), done_tx.clone()),
             }
         }
@@ -336,7 +323,7 @@ fn spawn_call(effect: Effect, http: HttpClient, done: mpsc::UnboundedSender<Msg>
             | Effect::Call(_)
             | Effect::Rejoin(_)
             | Effect::Quit
-            | Effect::ToggleMouse
+            | Effect::SetMouse(_)
             | Effect::Redraw => return,
         };
         let _ = done.send(msg);
