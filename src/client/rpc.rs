@@ -4,9 +4,12 @@
 //! answer's body with the state it has: it only learns whether it worked.
 
 use crate::client::http::StatusError;
-use crate::protocol::{Details, RpcAnswer};
+use crate::client::socket::SocketEvent;
+use crate::protocol::{ClientFrame, Details, RpcAnswer};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::fmt;
+use tokio::sync::mpsc;
 
 /// One room operation, as the rpc method and its arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,6 +124,55 @@ impl Answer {
             Err(err) => Err(err.to_string()),
         }
     }
+}
+
+/// Room operations sent on the current connection, waiting for answers.
+#[derive(Default)]
+pub(crate) struct Calls {
+    next: u64,
+    pub(crate) waiting: HashMap<String, RoomOp>,
+}
+
+impl Calls {
+    /// A fresh rpc id for `op`, remembered until its answer.
+    pub(crate) fn start(&mut self, op: RoomOp) -> (String, ClientFrame) {
+        self.next += 1;
+        let id = format!("r{}", self.next);
+        let frame = ClientFrame::Rpc {
+            id: serde_json::Value::String(id.clone()),
+            method: op.method().to_string(),
+            args: op.args(),
+        };
+        self.waiting.insert(id.clone(), op);
+        (id, frame)
+    }
+
+    /// The operation an answer frame is for, if it is one of ours.
+    pub(crate) fn finish(&mut self, id: &serde_json::Value) -> Option<RoomOp> {
+        self.waiting.remove(id.as_str()?)
+    }
+
+    /// The connection ended: every call in flight is lost, and said so.
+    pub(crate) fn lose_all(&mut self, events: &mpsc::UnboundedSender<SocketEvent>, why: &str) {
+        let mut lost: Vec<(String, RoomOp)> = self.waiting.drain().collect();
+        lost.sort_by_key(|(id, _)| id[1..].parse::<u64>().unwrap_or(0));
+        for (_, op) in lost {
+            answer(events, op, Err(RpcError::Lost(why.to_string())));
+        }
+    }
+}
+
+pub(crate) fn answer(
+    events: &mpsc::UnboundedSender<SocketEvent>,
+    op: RoomOp,
+    result: Result<serde_json::Value, RpcError>,
+) {
+    let _ = events.send(SocketEvent::Answer(Box::new(Answer { op, result })));
+}
+
+/// An operation asked for while not connected: it is not sent.
+pub(crate) fn not_sent(events: &mpsc::UnboundedSender<SocketEvent>, op: RoomOp, why: &str) {
+    answer(events, op, Err(RpcError::NotSent(why.to_string())));
 }
 
 #[cfg(test)]

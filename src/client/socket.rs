@@ -3,10 +3,9 @@
 //! to the UI as messages. The UI never awaits the network.
 
 use crate::client::deltas::Delta;
-use crate::client::rpc::{self, Answer, RoomOp, RpcError};
+use crate::client::rpc::{self, Answer, Calls, RoomOp, answer, not_sent};
 use crate::protocol::{ClientFrame, ServerFrame};
 use futures_util::{SinkExt, StreamExt};
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::{self, Message};
@@ -234,55 +233,6 @@ async fn actor(
             }
         }
     }
-}
-
-/// Room operations sent on the current connection, waiting for answers.
-#[derive(Default)]
-struct Calls {
-    next: u64,
-    waiting: HashMap<String, RoomOp>,
-}
-
-impl Calls {
-    /// A fresh rpc id for `op`, remembered until its answer.
-    fn start(&mut self, op: RoomOp) -> (String, ClientFrame) {
-        self.next += 1;
-        let id = format!("r{}", self.next);
-        let frame = ClientFrame::Rpc {
-            id: serde_json::Value::String(id.clone()),
-            method: op.method().to_string(),
-            args: op.args(),
-        };
-        self.waiting.insert(id.clone(), op);
-        (id, frame)
-    }
-
-    /// The operation an answer frame is for, if it is one of ours.
-    fn finish(&mut self, id: &serde_json::Value) -> Option<RoomOp> {
-        self.waiting.remove(id.as_str()?)
-    }
-
-    /// The connection ended: every call in flight is lost, and said so.
-    fn lose_all(&mut self, events: &mpsc::UnboundedSender<SocketEvent>, why: &str) {
-        let mut lost: Vec<(String, RoomOp)> = self.waiting.drain().collect();
-        lost.sort_by_key(|(id, _)| id[1..].parse::<u64>().unwrap_or(0));
-        for (_, op) in lost {
-            answer(events, op, Err(RpcError::Lost(why.to_string())));
-        }
-    }
-}
-
-fn answer(
-    events: &mpsc::UnboundedSender<SocketEvent>,
-    op: RoomOp,
-    result: Result<serde_json::Value, RpcError>,
-) {
-    let _ = events.send(SocketEvent::Answer(Box::new(Answer { op, result })));
-}
-
-/// An operation asked for while not connected: it is not sent.
-fn not_sent(events: &mpsc::UnboundedSender<SocketEvent>, op: RoomOp, why: &str) {
-    answer(events, op, Err(RpcError::NotSent(why.to_string())));
 }
 
 /// Why a connection attempt failed.

@@ -16,6 +16,7 @@ pub mod run;
 pub mod scroll;
 pub mod slash;
 pub mod start;
+pub mod terminal;
 pub mod termtext;
 pub mod text;
 pub mod theme;
