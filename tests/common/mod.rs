@@ -2,6 +2,8 @@
 //! port, an HTTP client and a WebSocket client.
 #![allow(dead_code)]
 
+pub mod tmux;
+
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
