@@ -3,8 +3,12 @@
 //! - `POST /sandbox/exec {"cmd":"true"}` on a warm room, beside a bare
 //!   fork+exec of `true`;
 //! - a message's fan-out to 100 WebSocket clients of one room, from the
-//!   POST to the last client's frame;
+//!   POST to the last client's frame, with full states and with deltas;
+//! - bytes one socket receives for 100 messages, full states and deltas;
 //! - resident memory of the server with 1,000 rooms of 10 idle connections.
+//!
+//! Sections can be picked by name: `cargo bench --bench server -- fanout bytes`
+//! (`exec`, `fanout`, `bytes`, `memory`; all by default).
 
 mod support;
 
@@ -19,6 +23,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 const EXECS: usize = 1000;
 const FANOUT_CLIENTS: usize = 100;
 const FANOUT_MESSAGES: usize = 300;
+const BYTES_MESSAGES: usize = 100;
 const ROOMS: usize = 1000;
 const PER_ROOM: usize = 10;
 
@@ -106,11 +111,25 @@ async fn exec_figures(http: &reqwest::Client, addr: &str) -> anyhow::Result<()> 
     Ok(())
 }
 
-async fn fanout_figures(http: &reqwest::Client, addr: &str, condition: &str) -> anyhow::Result<()> {
+/// The socket query of a client that asks for deltas, or not.
+fn deltas_query(deltas: bool) -> &'static str {
+    if deltas { "&deltas=1" } else { "" }
+}
+
+async fn fanout_figures(
+    http: &reqwest::Client,
+    addr: &str,
+    condition: &str,
+    deltas: bool,
+) -> anyhow::Result<()> {
     let (seen_tx, mut seen) = mpsc::unbounded_channel::<(usize, Instant)>();
     let mut clients = Vec::new();
+    let room = format!("bench-fan{}", u8::from(deltas));
     for c in 0..FANOUT_CLIENTS {
-        let url = format!("ws://{addr}/api/rooms/bench-fan/ws?user=c{c}");
+        let url = format!(
+            "ws://{addr}/api/rooms/{room}/ws?user=c{c}{}",
+            deltas_query(deltas)
+        );
         let (mut ws, _) = tokio_tungstenite::connect_async_with_config(url, None, true).await?;
         let seen_tx = seen_tx.clone();
         clients.push(tokio::spawn(async move {
@@ -132,7 +151,7 @@ async fn fanout_figures(http: &reqwest::Client, addr: &str, condition: &str) -> 
     drop(seen_tx);
     // Let every client finish its connect sequence.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let url = format!("http://{addr}/api/rooms/bench-fan/message");
+    let url = format!("http://{addr}/api/rooms/{room}/message");
     let mut samples = Vec::with_capacity(FANOUT_MESSAGES);
     let mut posts = Vec::with_capacity(FANOUT_MESSAGES);
     for i in 0..FANOUT_MESSAGES {
@@ -155,12 +174,58 @@ async fn fanout_figures(http: &reqwest::Client, addr: &str, condition: &str) -> 
     for post in posts {
         post.abort();
     }
-    println!("{FANOUT_MESSAGES} messages to {FANOUT_CLIENTS} clients of one room ({condition})");
-    report("fan-out: POST to the last client's state frame", samples);
+    let kind = if deltas { "deltas" } else { "full states" };
+    println!(
+        "{FANOUT_MESSAGES} messages to {FANOUT_CLIENTS} clients of one room ({condition}; {kind})"
+    );
+    report("fan-out: POST to the last client's frame", samples);
     println!("{:<48} (target: p99 under 10 ms)", "");
     for c in clients {
         c.abort();
     }
+    Ok(())
+}
+
+/// Bytes of text frames one socket receives while 100 messages are
+/// posted to its room, after its connect sequence.
+async fn bytes_figures(http: &reqwest::Client, addr: &str, deltas: bool) -> anyhow::Result<()> {
+    let room = format!("bench-bytes{}", u8::from(deltas));
+    let url = format!(
+        "ws://{addr}/api/rooms/{room}/ws?user=b{}",
+        deltas_query(deltas)
+    );
+    let (mut ws, _) = tokio_tungstenite::connect_async_with_config(url, None, true).await?;
+    for _ in 0..3 {
+        ws.next().await;
+    }
+    let post = format!("http://{addr}/api/rooms/{room}/message");
+    let mut posts = Vec::with_capacity(BYTES_MESSAGES);
+    let mut bytes = 0usize;
+    for i in 0..BYTES_MESSAGES {
+        let body = serde_json::json!({"text": format!("bytes-{i:05}"), "userId": "bench"});
+        posts.push(tokio::spawn(http.post(&post).json(&body).send()));
+        let marker = format!("\"bytes-{i:05}\"");
+        loop {
+            let Some(msg) = ws.next().await else {
+                anyhow::bail!("the socket closed");
+            };
+            if let Message::Text(text) = msg? {
+                bytes += text.len();
+                if text.as_str().contains(&marker) {
+                    break;
+                }
+            }
+        }
+    }
+    for post in posts {
+        post.abort();
+    }
+    let kind = if deltas { "deltas" } else { "full states" };
+    println!(
+        "{:<48} {:>8.3} MB   ({BYTES_MESSAGES} messages, {kind})",
+        "bytes to one socket",
+        bytes as f64 / 1e6
+    );
     Ok(())
 }
 
@@ -225,20 +290,41 @@ fn main() -> anyhow::Result<()> {
     let (mut failing, failing_addr) = start_server(other_dir.path(), false)?;
     let pid = server.id();
     let runtime = tokio::runtime::Runtime::new()?;
+    let picked: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let wants = |name: &str| picked.is_empty() || picked.iter().any(|p| p == name);
     let result = runtime.block_on(async {
         let http = reqwest::Client::builder().tcp_nodelay(true).build()?;
-        exec_figures(&http, &addr).await?;
-        println!();
-        fanout_figures(&http, &addr, "the model still thinks").await?;
-        println!();
-        fanout_figures(
-            &http,
-            &failing_addr,
-            "no model: a system message follows each",
-        )
-        .await?;
-        println!();
-        memory_figures(&addr, pid).await
+        if wants("exec") {
+            exec_figures(&http, &addr).await?;
+            println!();
+        }
+        if wants("fanout") {
+            for deltas in [false, true] {
+                fanout_figures(&http, &addr, "the model still thinks", deltas).await?;
+                println!();
+                fanout_figures(
+                    &http,
+                    &failing_addr,
+                    "no model: a system message follows each",
+                    deltas,
+                )
+                .await?;
+                println!();
+            }
+        }
+        if wants("bytes") {
+            for deltas in [false, true] {
+                bytes_figures(&http, &addr, deltas).await?;
+            }
+            println!();
+        }
+        if wants("memory") {
+            memory_figures(&addr, pid).await?;
+        }
+        Ok::<_, anyhow::Error>(())
     });
     for child in [&mut server, &mut failing] {
         let _ = child.kill();

@@ -326,6 +326,18 @@ pub struct FileResponse {
     pub size: u64,
 }
 
+/// Answer of `POST /sandbox/interrupt`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InterruptResponse {
+    pub interrupted: bool,
+}
+
+/// Answer of `POST /cancel`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CancelResponse {
+    pub cancelled: bool,
+}
+
 /// Answer of `POST /cleanup` (200, or 207 with `errors`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -364,6 +376,16 @@ pub fn name_problem(name: &str) -> Option<&'static str> {
     } else {
         None
     }
+}
+
+/// Whether `name` may name an environment variable of a command:
+/// `[A-Za-z_][A-Za-z0-9_]*`.
+pub fn valid_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// The sandbox name of a room.
@@ -470,6 +492,15 @@ mod tests {
             serde_json::to_string(&ai).unwrap(),
             r#"{"type":"duet_ai","phase":"delta","turnId":"t1","text":"hi"}"#
         );
+    }
+
+    #[test]
+    fn env_names_are_identifiers() {
+        assert!(valid_env_name("A_1"));
+        assert!(valid_env_name("_x"));
+        assert!(!valid_env_name("1A"));
+        assert!(!valid_env_name("A-B"));
+        assert!(!valid_env_name(""));
     }
 
     #[test]

@@ -240,3 +240,55 @@ async fn the_server_pings_every_twenty_seconds() {
     let answer = ada.rpc(1, "cancel", json!([])).await;
     assert_eq!(answer["success"], true);
 }
+
+#[tokio::test]
+async fn deltas_sockets_get_messages_and_others_keep_full_states() {
+    let (server, _dir) = Server::fresh().await;
+    server
+        .post("/api/rooms/w9/message", json!({"text":"before"}))
+        .await;
+    let mut ada = server.ws("w9", "user=ada&deltas=1").await;
+    assert_eq!(ada.next().await["type"], "cf_agent_identity");
+    // On connect, the full state, deltas or not.
+    let first = ada.next().await;
+    assert_eq!(first["type"], "cf_agent_state");
+    assert_eq!(first["state"]["messages"].as_array().unwrap().len(), 2);
+    ada.until_type("duet_presence").await;
+    let mut bob = server.joined("w9", "user=bob").await;
+    ada.until_type("duet_presence").await;
+
+    let (status, body) = server
+        .post(
+            "/api/rooms/w9/message",
+            json!({"text":"hello","userId":"bob"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let stored = body["messages"].as_array().unwrap();
+    let (question, answer) = (&stored[2], &stored[3]);
+    // Ada: one frame per stored message, never a full state.
+    for expected in [question, answer] {
+        let frame = ada
+            .until(|f| f["type"] == "duet_message" || f["type"] == "cf_agent_state")
+            .await;
+        assert_eq!(frame, json!({"type":"duet_message","message":expected}));
+    }
+    // Bob: the full state after each.
+    for len in [3, 4] {
+        let frame = bob.until_type("cf_agent_state").await;
+        assert_eq!(frame["state"]["messages"].as_array().unwrap().len(), len);
+        assert_eq!(frame["state"]["messages"][len - 1], stored[len - 1]);
+    }
+
+    // A cleanup: the emptied full state to both kinds, before the answer.
+    ada.send(json!({"type":"rpc","id":1,"method":"cleanup","args":[]}))
+        .await;
+    let empty = json!({"type":"cf_agent_state","state":{"messages":[],"execs":[]}});
+    for ws in [&mut ada, &mut bob] {
+        assert_eq!(ws.until_type("duet_cleanup").await["by"], "ada");
+        assert_eq!(ws.next().await, empty);
+    }
+    let answer = ada.next().await;
+    assert_eq!(answer["type"], "rpc");
+    assert_eq!(answer["success"], true, "{answer}");
+}

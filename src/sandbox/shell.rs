@@ -73,13 +73,6 @@ pub fn find_sentinel(ctl: &[u8], nonce: &str) -> Option<i32> {
     rest[..end].parse().ok()
 }
 
-/// Whether `key` may name an environment variable.
-pub fn valid_env_key(key: &str) -> bool {
-    let mut chars = key.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,14 +143,5 @@ mod tests {
         assert_eq!(find_sentinel(b"\x1eabc:0\x1e\n", "abd"), None);
         assert_eq!(find_sentinel(b"junk\x1eabc:127\x1e\n", "abc"), Some(127));
         assert_eq!(find_sentinel(b"\x1eabc:1", "abc"), None);
-    }
-
-    #[test]
-    fn env_keys_are_names() {
-        assert!(valid_env_key("A_1"));
-        assert!(valid_env_key("_x"));
-        assert!(!valid_env_key("1A"));
-        assert!(!valid_env_key("A-B"));
-        assert!(!valid_env_key(""));
     }
 }

@@ -9,17 +9,45 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 
-/// Middleware answering 401 to requests without the server's token.
+/// What a request's credential lets it do. Today the server's token (or
+/// a server without one) allows everything; roles will be told apart here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Every operation in every room.
+    Full,
+}
+
+/// Who is calling: the name they go by (`userId`, the socket's `user`)
+/// and what their credential allows. Found once per request or socket and
+/// carried with each operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Caller {
+    pub(crate) name: Option<String>,
+    pub(crate) access: Access,
+}
+
+impl Caller {
+    /// The name for records and frames: "anonymous" when none was given.
+    pub(crate) fn name_or_anonymous(&self) -> String {
+        self.name.clone().unwrap_or_else(|| "anonymous".into())
+    }
+}
+
+/// Middleware answering 401 to requests without the server's token; the
+/// others carry their `Access` to the handlers.
 pub(crate) async fn require_token(
     State(app): State<Arc<App>>,
-    req: Request,
+    mut req: Request,
     next: Next,
 ) -> Response {
     match app.token.as_deref() {
         Some(token) if req.uri().path() != "/health" && !authorized(&req, token) => {
             ApiError::unauthorized().into_response()
         }
-        _ => next.run(req).await,
+        _ => {
+            req.extensions_mut().insert(Access::Full);
+            next.run(req).await
+        }
     }
 }
 

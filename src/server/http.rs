@@ -1,14 +1,15 @@
 //! The HTTP endpoints of docs/protocol.md: each checks the room id and its body
 //! before anything is touched, then asks the room's actor.
 
+use super::auth::{Access, Caller};
 use super::errors::{ApiError, JsonObject, add_detail};
-use super::ops;
+use super::ops::{self, Method, Reply};
 use super::router::App;
 use crate::protocol::{Details, MessagesPage, PAGE_DEFAULT, PAGE_MAX, valid_room_id};
-use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, post};
+use axum::{Extension, Json};
 use std::sync::Arc;
 
 /// The message of a bad room id.
@@ -29,41 +30,36 @@ pub(crate) async fn health() -> &'static str {
     "ok"
 }
 
-/// Validates and performs operation `method` on `room`.
+/// Validates and performs operation `method` on `room` for a caller
+/// with `access`.
 async fn run_op(
     app: Arc<App>,
     room: String,
-    method: &str,
+    method: Method,
+    access: Access,
     body: Result<JsonObject, ApiError>,
-) -> Response {
+) -> Result<Reply, ApiError> {
     let details = room_details(&room);
-    let obj = match body {
-        Ok(JsonObject(obj)) => obj,
-        Err(e) if details.is_empty() => return e.into_response(),
-        Err(_) => return ApiError::invalid(details).into_response(),
+    // A bad room id is the answer even when the body is bad too.
+    let JsonObject(obj) = match body {
+        Ok(body) => body,
+        Err(e) if details.is_empty() => return Err(e),
+        Err(_) => return Err(ApiError::invalid(details)),
     };
-    let op = match ops::parse(method, &obj, details, None) {
-        Some(Ok(op)) => op,
-        Some(Err(e)) => return e.into_response(),
-        None => return ApiError::internal(format!("no operation {method}")).into_response(),
-    };
-    let result = match app.registry.room(&room).await {
-        Ok(handle) => handle.perform(op).await,
-        Err(e) => Err(e),
-    };
-    match result {
-        Ok(reply) => reply.into_response(),
-        Err(e) => e.into_response(),
-    }
+    let caller = Caller { name: None, access };
+    let request = ops::parse(method, &obj, details, caller)?;
+    app.registry.room(&room).await?.perform(request).await
 }
 
-/// `POST /api/rooms/{room}/{…}` of operation `method` (`message`, `exec`,
-/// `interrupt`, `cancel`, `cleanup`).
-pub(crate) fn operation(method: &'static str) -> MethodRouter<Arc<App>> {
+/// `POST /api/rooms/{room}/{…}` of operation `method`.
+pub(crate) fn operation(method: Method) -> MethodRouter<Arc<App>> {
     post(
         move |State(app): State<Arc<App>>,
+              Extension(access): Extension<Access>,
               Path(room): Path<String>,
-              body: Result<JsonObject, ApiError>| { run_op(app, room, method, body) },
+              body: Result<JsonObject, ApiError>| {
+            run_op(app, room, method, access, body)
+        },
     )
 }
 
@@ -108,17 +104,16 @@ pub(crate) async fn messages(
     State(app): State<Arc<App>>,
     Path(room): Path<String>,
     RawQuery(query): RawQuery,
-) -> Response {
-    let (before, limit) = match page_query(query.as_deref(), room_details(&room)) {
-        Ok(q) => q,
-        Err(e) => return e.into_response(),
-    };
-    match app.registry.shared.store.page(room, before, limit).await {
-        Ok((messages, has_more)) => Json(MessagesPage { messages, has_more }).into_response(),
-        Err(e) => {
-            ApiError::internal(format!("the messages could not be read: {e}")).into_response()
-        }
-    }
+) -> Result<Json<MessagesPage>, ApiError> {
+    let (before, limit) = page_query(query.as_deref(), room_details(&room))?;
+    let (messages, has_more) = app
+        .registry
+        .shared
+        .store
+        .page(room, before, limit)
+        .await
+        .map_err(|e| ApiError::internal(format!("the messages could not be read: {e}")))?;
+    Ok(Json(MessagesPage { messages, has_more }))
 }
 
 /// Unknown paths: 404 in plain text.

@@ -1,6 +1,7 @@
 //! The routes of docs/protocol.md, the token check in front of
 //! them, and the 404/405 answers.
 
+use super::ops::Method;
 use super::registry::Registry;
 use super::{auth, files, http, ws};
 use axum::Router;
@@ -16,16 +17,12 @@ pub(crate) struct App {
 
 /// The server's router.
 pub(crate) fn build(app: Arc<App>) -> Router {
-    Router::new()
-        .route("/health", get(http::health))
-        .route("/api/rooms/{room}/message", http::operation("message"))
-        .route("/api/rooms/{room}/sandbox/exec", http::operation("exec"))
-        .route(
-            "/api/rooms/{room}/sandbox/interrupt",
-            http::operation("interrupt"),
-        )
-        .route("/api/rooms/{room}/cancel", http::operation("cancel"))
-        .route("/api/rooms/{room}/cleanup", http::operation("cleanup"))
+    let mut router = Router::new().route("/health", get(http::health));
+    for method in Method::ALL {
+        let path = format!("/api/rooms/{{room}}{}", method.path());
+        router = router.route(&path, http::operation(*method));
+    }
+    router
         .route("/api/rooms/{room}/messages", get(http::messages))
         .route(
             "/api/rooms/{room}/files/{*path}",

@@ -2,12 +2,14 @@
 //! client's frames in (typing, rpc, refused state), keepalive, and dropping
 //! a client that cannot keep up.
 
+use super::auth::{Access, Caller};
 use super::errors::{ApiError, add_detail};
 use super::http::room_details;
-use super::ops;
-use super::room::{Joined, Outgoing, RoomHandle, frame_text, send_frame};
+use super::ops::{self, Method};
+use super::room::{Joined, OutFrame, Outgoing, RoomHandle, frame_text, send_frame};
 use super::router::App;
 use crate::protocol::{AGENT_NAME, PresenceUser, RpcAnswer, ServerFrame, name_problem, now_ms};
+use axum::Extension;
 use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
@@ -38,6 +40,8 @@ struct Peer {
     id: String,
     /// `user`, if given.
     user: Option<String>,
+    /// `deltas=1`: state changes come as `duet_message`/`duet_state`.
+    deltas: bool,
 }
 
 /// Reads `user` and `_pk` from the query, naming bad fields.
@@ -45,6 +49,7 @@ fn peer(query: Option<&str>, details: &mut crate::protocol::Details) -> Peer {
     let mut peer = Peer {
         id: format!("c{:016x}", rand::random::<u64>()),
         user: None,
+        deltas: false,
     };
     for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         match key.as_ref() {
@@ -62,6 +67,7 @@ fn peer(query: Option<&str>, details: &mut crate::protocol::Details) -> Peer {
                     peer.id = value.into_owned();
                 }
             }
+            "deltas" => peer.deltas = value == "1",
             _ => {}
         }
     }
@@ -71,6 +77,7 @@ fn peer(query: Option<&str>, details: &mut crate::protocol::Details) -> Peer {
 /// `GET /api/rooms/{room}/ws` and `/agents/duet-agent/{room}` (upgrade).
 pub(crate) async fn socket(
     State(app): State<Arc<App>>,
+    Extension(access): Extension<Access>,
     Path(room): Path<String>,
     RawQuery(query): RawQuery,
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
@@ -96,9 +103,14 @@ pub(crate) async fn socket(
         .max_message_size(MAX_FRAME)
         .max_frame_size(MAX_FRAME)
         .on_upgrade(move |socket| async move {
+            let caller = Caller {
+                name: peer.user.clone(),
+                access,
+            };
             let conn = Connection {
                 number: CONNECTIONS.fetch_add(1, Ordering::Relaxed),
-                name: peer.user.clone().unwrap_or_else(|| "anonymous".into()),
+                name: caller.name_or_anonymous(),
+                caller,
                 peer,
                 room,
                 handle,
@@ -114,6 +126,8 @@ struct Connection {
     peer: Peer,
     /// The presence name: `user` or "anonymous".
     name: String,
+    /// Who calls this connection's rpcs (unless one says `userId`).
+    caller: Caller,
     room: String,
     handle: RoomHandle,
     last_typing: Option<Instant>,
@@ -193,8 +207,12 @@ impl Connection {
                     }
                 }
                 frame = frames.recv() => match frame {
-                    Ok(f) if f.skip == Some(self.number) => None,
-                    Ok(f) => Some(Message::Text(f.text.clone())),
+                    Ok(f) => {
+                        if !self.forward(socket, &f).await {
+                            return;
+                        }
+                        None
+                    }
                     Err(broadcast::error::RecvError::Lagged(n)) => {
                         tracing::info!(room = %self.room, "dropping a client {n} frames behind");
                         return;
@@ -206,9 +224,8 @@ impl Connection {
                     // a command's frames, a cleanup's emptied state.
                     loop {
                         match frames.try_recv() {
-                            Ok(f) if f.skip == Some(self.number) => {}
                             Ok(f) => {
-                                if !send(socket, Message::Text(f.text.clone())).await {
+                                if !self.forward(socket, &f).await {
                                     return;
                                 }
                             }
@@ -236,6 +253,20 @@ impl Connection {
                 return;
             }
         }
+    }
+
+    /// Sends this connection its part of a room frame; `false` means drop
+    /// the connection.
+    async fn forward(&self, socket: &mut WebSocket, frame: &OutFrame) -> bool {
+        if frame.skip == Some(self.number) {
+            return true;
+        }
+        for text in frame.texts(self.peer.deltas) {
+            if !send(socket, Message::Text(text.clone())).await {
+                return false;
+            }
+        }
+        true
     }
 
     /// Handles a client's text frame; returns a frame for this client alone.
@@ -272,15 +303,15 @@ impl Connection {
         let Some(id) = value.get("id").cloned() else {
             return Some(error_frame("an rpc frame needs an \"id\""));
         };
-        let parsed = rpc_op(&value, self.peer.user.as_deref());
-        let op = match parsed {
-            Ok(op) => op,
+        let parsed = rpc_request(&value, self.caller.clone());
+        let request = match parsed {
+            Ok(request) => request,
             Err(answer) => return Some(frame_text(&ServerFrame::Rpc(answer.with_id(id)))),
         };
         let handle = self.handle.clone();
         let answers = answers.clone();
         tokio::spawn(async move {
-            let answer = match handle.perform(op).await {
+            let answer = match handle.perform(request).await {
                 // The body keeps its field order: spliced in, not re-parsed.
                 Ok(reply) => Utf8Bytes::from(format!(
                     r#"{{"type":"rpc","id":{},"success":true,"result":{},"done":true}}"#,
@@ -319,9 +350,9 @@ fn failure(e: ApiError) -> Failure {
     }))
 }
 
-/// The operation an rpc frame asks for.
-fn rpc_op(value: &Value, user: Option<&str>) -> Result<ops::Op, Failure> {
-    let Some(method) = value.get("method").and_then(Value::as_str) else {
+/// The operation an rpc frame asks for, for `caller`.
+fn rpc_request(value: &Value, caller: Caller) -> Result<ops::Request, Failure> {
+    let Some(name) = value.get("method").and_then(Value::as_str) else {
         return Err(failure(ApiError::field("method", "must be a string")));
     };
     let empty = Map::new();
@@ -339,20 +370,19 @@ fn rpc_op(value: &Value, user: Option<&str>) -> Result<ops::Op, Failure> {
         },
         Some(_) => return Err(failure(ApiError::field("args", "must be an array"))),
     };
-    match ops::parse(method, obj, Default::default(), user) {
-        Some(Ok(op)) => Ok(op),
-        Some(Err(e)) => Err(failure(e)),
-        None => {
-            let mut f = failure(ApiError::field(
-                "method",
-                format!("unknown method {method:?}"),
-            ));
-            f.0.error = Some(format!("unknown method {method:?}"));
-            f.0.details = None;
-            f.0.status = None;
-            Err(f)
-        }
-    }
+    let Ok(method) = name.parse::<Method>() else {
+        // Just the error: no status, no details.
+        return Err(Failure(Box::new(RpcAnswer {
+            id: Value::Null,
+            success: false,
+            result: None,
+            error: Some(format!("unknown method {name:?}")),
+            status: None,
+            details: None,
+            done: true,
+        })));
+    };
+    ops::parse(method, obj, Default::default(), caller).map_err(failure)
 }
 
 #[cfg(test)]
@@ -360,22 +390,42 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn caller(name: Option<&str>) -> Caller {
+        Caller {
+            name: name.map(str::to_string),
+            access: Access::Full,
+        }
+    }
+
     #[test]
     fn rpc_frames_name_their_problems() {
-        let ok = rpc_op(&json!({"method":"exec","args":[{"cmd":"ls"}]}), Some("ada"));
-        assert!(matches!(ok, Ok(ops::Op::Exec { user: Some(u), .. }) if u == "ada"));
+        let ok = rpc_request(
+            &json!({"method":"exec","args":[{"cmd":"ls"}]}),
+            caller(Some("ada")),
+        )
+        .ok()
+        .unwrap();
+        assert!(matches!(ok.op, ops::Op::Exec(_)));
+        assert_eq!(ok.caller.name.as_deref(), Some("ada"));
         assert!(matches!(
-            rpc_op(&json!({"method":"cleanup"}), None),
-            Ok(ops::Op::Cleanup { .. })
+            rpc_request(&json!({"method":"cleanup"}), caller(None)),
+            Ok(ops::Request {
+                op: ops::Op::Cleanup(_),
+                ..
+            })
         ));
-        let bad = rpc_op(&json!({"method":"exec","args":[{}]}), None)
+        let bad = rpc_request(&json!({"method":"exec","args":[{}]}), caller(None))
             .err()
             .unwrap()
             .0;
         assert_eq!(bad.status, Some(400));
         assert!(bad.details.unwrap().get("cmd").is_some());
-        let unknown = rpc_op(&json!({"method":"dance"}), None).err().unwrap().0;
+        let unknown = rpc_request(&json!({"method":"dance"}), caller(None))
+            .err()
+            .unwrap()
+            .0;
         assert_eq!(unknown.error.as_deref(), Some("unknown method \"dance\""));
+        assert_eq!((unknown.status, unknown.details), (None, None));
     }
 
     #[test]
@@ -384,6 +434,8 @@ mod tests {
         let p = peer(Some("user=ada&_pk=abc"), &mut details);
         assert!(details.is_empty());
         assert_eq!((p.id.as_str(), p.user.as_deref()), ("abc", Some("ada")));
+        assert!(!p.deltas);
+        assert!(peer(Some("deltas=1"), &mut details).deltas);
         peer(Some(&format!("user={}", "x".repeat(40))), &mut details);
         assert!(details.contains_key("user"));
     }

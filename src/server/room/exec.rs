@@ -3,12 +3,13 @@
 //! their end reported back to the actor, which records and answers them.
 
 use super::super::errors::ApiError;
-use super::{Command, OpResult, Reply, RoomActor, send_frame};
+use super::{Answer, Command, Reply, RoomActor, send_frame};
 use crate::protocol::{
     ExecFrame, ExecRecord, ExecResponse, ExecResult, ExecSource, Run, STATE_EXECS,
     STORED_OUTPUT_CAP, ServerFrame, cap_text, iso_timestamp, now_ms, sandbox_name,
 };
 use crate::sandbox::{Chunk, ExecOutcome, ExecSpec, SandboxError};
+use crate::server::ops::Exec;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -16,7 +17,7 @@ use tokio::sync::oneshot;
 /// Who waits for a command's end.
 pub(super) enum Then {
     /// An HTTP or rpc `exec`: answered with `{result, sandboxName}`.
-    Http(oneshot::Sender<OpResult>),
+    Http(Answer),
     /// The agent's turn: answered with a `Run`.
     Agent(oneshot::Sender<Run>),
 }
@@ -35,6 +36,12 @@ pub(crate) struct ExecDone {
 }
 
 impl RoomActor {
+    /// Runs a person's command; `answer` gets `{result, sandboxName}`.
+    pub(crate) async fn exec(&mut self, exec: Exec, by: String, answer: Answer) {
+        let spec = self.spec(exec.cmd.clone(), exec.timeout_ms, exec.cwd, exec.env);
+        self.launch(exec.cmd, spec, by, Then::Http(answer)).await;
+    }
+
     /// The spec of a command with the server's timeouts applied.
     pub(super) fn spec(
         &self,

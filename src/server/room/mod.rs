@@ -6,10 +6,11 @@
 
 mod exec;
 mod presence;
+mod state;
 mod turn;
 
 use super::errors::ApiError;
-use super::ops::{Op, OpResult, Reply};
+use super::ops::{Answer, OpResult, Reply, Request};
 use super::registry::Shared;
 use super::store::RoomRow;
 use crate::ai::{AgentReply, TurnError};
@@ -37,8 +38,21 @@ const INBOX_CAPACITY: usize = 256;
 #[derive(Debug)]
 pub(crate) struct OutFrame {
     pub(crate) text: Utf8Bytes,
+    /// What sockets that asked for state deltas get instead of `text`
+    /// (`None`: the same as everyone).
+    pub(crate) deltas: Option<Vec<Utf8Bytes>>,
     /// The connection that must not receive it (its own typing).
     pub(crate) skip: Option<u64>,
+}
+
+impl OutFrame {
+    /// The frames a connection gets; `deltas`: it asked for state deltas.
+    pub(crate) fn texts(&self, deltas: bool) -> &[Utf8Bytes] {
+        match &self.deltas {
+            Some(frames) if deltas => frames,
+            _ => std::slice::from_ref(&self.text),
+        }
+    }
 }
 
 /// What the room's broadcast carries: shared, so each of its slots is small.
@@ -46,7 +60,11 @@ pub(crate) type Outgoing = Arc<OutFrame>;
 
 /// A frame for everyone but `skip`.
 pub(crate) fn outgoing(text: Utf8Bytes, skip: Option<u64>) -> Outgoing {
-    Arc::new(OutFrame { text, skip })
+    Arc::new(OutFrame {
+        text,
+        deltas: None,
+        skip,
+    })
 }
 
 /// What a joining connection receives: its first frames and its feed.
@@ -59,10 +77,7 @@ pub(crate) struct Joined {
 /// Requests to a room's actor.
 pub(crate) enum Command {
     /// An HTTP or rpc operation.
-    Op {
-        op: Op,
-        reply: oneshot::Sender<OpResult>,
-    },
+    Op { request: Request, reply: Answer },
     /// A connection joins: it is added to presence and subscribed.
     Join {
         conn: u64,
@@ -98,9 +113,14 @@ pub(crate) struct RoomHandle {
 
 impl RoomHandle {
     /// Performs an operation and waits for its answer.
-    pub(crate) async fn perform(&self, op: Op) -> OpResult {
+    pub(crate) async fn perform(&self, request: Request) -> OpResult {
         let (reply, answer) = oneshot::channel();
-        if self.inbox.send(Command::Op { op, reply }).await.is_err() {
+        if self
+            .inbox
+            .send(Command::Op { request, reply })
+            .await
+            .is_err()
+        {
             return Err(ApiError::room_gone());
         }
         answer.await.unwrap_or_else(|_| Err(ApiError::room_gone()))
@@ -139,21 +159,6 @@ pub(crate) fn send_frame(
     skip: Option<u64>,
 ) {
     let _ = frames.send(outgoing(frame_text(frame), skip));
-}
-
-/// `cf_agent_state`, serialized from borrowed state (same bytes as
-/// `ServerFrame::State`).
-#[derive(Serialize)]
-#[serde(tag = "type", rename = "cf_agent_state")]
-struct StateFrame<'a> {
-    state: StateRef<'a>,
-}
-
-/// The state's two lists, borrowed.
-#[derive(Serialize)]
-struct StateRef<'a> {
-    messages: &'a VecDeque<DuetMessage>,
-    execs: &'a VecDeque<ExecRecord>,
 }
 
 /// Text of the answer to turns dropped by a cleanup.
@@ -235,7 +240,7 @@ impl RoomActor {
     /// Dispatches one command.
     async fn handle(&mut self, command: Command) {
         match command {
-            Command::Op { op, reply } => self.op(op, reply).await,
+            Command::Op { request, reply } => request.op.apply(self, request.caller, reply).await,
             Command::Join { conn, user, reply } => self.join(conn, user, reply),
             Command::Leave { conn } => self.leave(conn),
             Command::AgentRun {
@@ -248,65 +253,14 @@ impl RoomActor {
         }
     }
 
-    /// Starts (or performs) one operation; its answer goes to `reply`.
-    async fn op(&mut self, op: Op, reply: oneshot::Sender<OpResult>) {
-        match op {
-            Op::Message { text, user } => self.message(text, user, reply).await,
-            Op::Exec {
-                cmd,
-                timeout_ms,
-                cwd,
-                env,
-                user,
-            } => {
-                let spec = self.spec(cmd.clone(), timeout_ms, cwd, env);
-                let by = user.unwrap_or_else(|| "anonymous".into());
-                self.launch(cmd, spec, by, exec::Then::Http(reply)).await;
-            }
-            Op::Interrupt { exec_id } => {
-                let sandbox = self.sandbox.clone();
-                tokio::spawn(async move {
-                    let interrupted = sandbox.interrupt(exec_id, false).await;
-                    let _ = reply.send(Ok(Reply::ok(
-                        serde_json::json!({ "interrupted": interrupted }),
-                    )));
-                });
-            }
-            Op::Cancel { turn_id } => {
-                let cancelled = self.cancel(turn_id.as_deref());
-                let _ = reply.send(Ok(Reply::ok(serde_json::json!({ "cancelled": cancelled }))));
-            }
-            Op::Cleanup { user } => {
-                self.cleanup(user.unwrap_or_else(|| "anonymous".into()), reply)
-                    .await
-            }
-        }
+    /// The room's sandbox, for work awaited outside the actor.
+    pub(crate) fn sandbox(&self) -> RoomSandbox {
+        self.sandbox.clone()
     }
 
     /// Sends a frame to every connection.
     fn broadcast(&self, frame: &impl Serialize) {
         send_frame(&self.frames, frame, None);
-    }
-
-    /// The current `cf_agent_state`, serialized once per change.
-    fn state_text(&mut self) -> Utf8Bytes {
-        if let Some(text) = &self.state_cache {
-            return text.clone();
-        }
-        let text = frame_text(&StateFrame {
-            state: StateRef {
-                messages: &self.messages,
-                execs: &self.execs,
-            },
-        });
-        self.state_cache = Some(text.clone());
-        text
-    }
-
-    /// Sends the current state to every connection.
-    fn broadcast_state(&mut self) {
-        let text = self.state_text();
-        let _ = self.frames.send(outgoing(text, None));
     }
 
     /// Stores a message, keeps it in the state and broadcasts the state.
@@ -339,18 +293,12 @@ impl RoomActor {
         while self.messages.len() > STATE_MESSAGES {
             self.messages.pop_front();
         }
-        self.state_cache = None;
-        self.broadcast_state();
+        self.publish(&[state::Change::Message(&message)]);
         Ok(message)
     }
 
     /// Stores a user message and queues its turn.
-    async fn message(
-        &mut self,
-        text: String,
-        user: Option<String>,
-        reply: oneshot::Sender<OpResult>,
-    ) {
+    pub(crate) async fn message(&mut self, text: String, user: Option<String>, reply: Answer) {
         match self
             .store_message(Role::User, user.clone(), text, None)
             .await
@@ -370,7 +318,7 @@ impl RoomActor {
     }
 
     /// Ends the current turn (if `turn_id` names it, or none is named).
-    fn cancel(&mut self, turn_id: Option<&str>) -> bool {
+    pub(crate) fn cancel(&mut self, turn_id: Option<&str>) -> bool {
         let Some(current) = &self.current else {
             return false;
         };
@@ -388,7 +336,7 @@ impl RoomActor {
     }
 
     /// Cancels the turn, clears history and commands, destroys the sandbox.
-    async fn cleanup(&mut self, by: String, reply: oneshot::Sender<OpResult>) {
+    pub(crate) async fn cleanup(&mut self, by: String, reply: Answer) {
         self.cancel(None);
         if let Some(current) = &mut self.current {
             current.discarded = true;
@@ -412,7 +360,7 @@ impl RoomActor {
             tracing::error!(room = %self.id, "destroying the sandbox failed: {e}");
             errors.push(format!("sandbox: {e}"));
         }
-        self.broadcast_state();
+        self.publish_whole();
         let status = if errors.is_empty() {
             StatusCode::OK
         } else {
@@ -425,39 +373,5 @@ impl RoomActor {
         });
         answer.status = status;
         let _ = reply.send(Ok(answer));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::protocol::RoomState;
-
-    #[test]
-    fn borrowed_state_frame_has_the_wire_bytes() {
-        let messages: VecDeque<DuetMessage> = vec![DuetMessage {
-            id: "000000000001".into(),
-            role: Role::User,
-            user_id: Some("ada".into()),
-            text: "hi".into(),
-            ts: 1,
-            runs: None,
-        }]
-        .into();
-        let execs = VecDeque::new();
-        let borrowed = frame_text(&StateFrame {
-            state: StateRef {
-                messages: &messages,
-                execs: &execs,
-            },
-        });
-        let owned = serde_json::to_string(&ServerFrame::State {
-            state: RoomState {
-                messages: messages.into(),
-                execs: Vec::new(),
-            },
-        })
-        .unwrap();
-        assert_eq!(borrowed.as_str(), owned);
     }
 }

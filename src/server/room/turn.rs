@@ -4,7 +4,7 @@
 //! system) message before the message's answer.
 
 use super::exec::Then;
-use super::{CLEANED, Command, OpResult, Outgoing, Reply, RoomActor, send_frame};
+use super::{Answer, CLEANED, Command, Outgoing, Reply, RoomActor, send_frame};
 use crate::ai::{AgentReply, BoxFuture, TurnError, TurnHost};
 use crate::protocol::{DuetMessage, MessageResponse, Role, Run, ServerFrame};
 use std::collections::BTreeMap;
@@ -18,7 +18,7 @@ pub(super) struct PendingTurn {
     pub(super) user: Option<String>,
     /// The id of that message: the turn sees the history up to it.
     pub(super) upto: String,
-    pub(super) reply: oneshot::Sender<OpResult>,
+    pub(super) reply: Answer,
 }
 
 /// The turn running now.
