@@ -5,10 +5,11 @@
 mod common;
 
 use common::{Server, WAIT};
+use duet::client::deltas::Delta;
 use duet::client::http::{HttpClient, HttpError};
 use duet::client::rpc::{RoomOp, RpcError};
 use duet::client::socket::{self, ConnState, SocketCommand, SocketEvent, SocketParams};
-use duet::protocol::ServerFrame;
+use duet::protocol::{Role, ServerFrame};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::mpsc;
@@ -179,6 +180,43 @@ async fn room_operations_answer_after_the_frames_they_caused() {
         shown.starts_with("400 Bad Request: invalid request; cmd:"),
         "{shown}"
     );
+    handle.send(SocketCommand::Close);
+}
+
+#[tokio::test]
+async fn a_deltas_socket_gets_each_stored_message_once_as_a_delta() {
+    let (server, _dir) = Server::fresh().await;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let mut with_deltas = params(&server.url(""), "sock-5", "ada", None);
+    with_deltas.deltas = true;
+    let (handle, _task) = socket::spawn(with_deltas, tx);
+    next_matching(
+        &mut rx,
+        "the full state on connect",
+        |e| matches!(e, SocketEvent::Frame(f) if matches!(**f, ServerFrame::State { .. })),
+    )
+    .await;
+    handle.send(SocketCommand::Call(RoomOp::Message("hello deltas".into())));
+    let mut full_states = 0;
+    let mut stored = Vec::new();
+    next_matching(&mut rx, "the answer", |e| {
+        match e {
+            SocketEvent::Frame(f) if matches!(**f, ServerFrame::State { .. }) => full_states += 1,
+            SocketEvent::Delta(d) => {
+                if let Delta::Message { message } = &**d {
+                    stored.push((message.role, message.text.clone()));
+                }
+            }
+            _ => {}
+        }
+        matches!(e, SocketEvent::Answer(_))
+    })
+    .await;
+    assert_eq!(full_states, 0, "no full state after a message");
+    // The question, then the system message saying there is no model.
+    assert_eq!(stored.len(), 2, "{stored:?}");
+    assert_eq!(stored[0], (Role::User, "hello deltas".to_string()));
+    assert_eq!(stored[1].0, Role::System);
     handle.send(SocketCommand::Close);
 }
 
