@@ -111,3 +111,30 @@ fn the_hidden_pane_says_when_it_has_something_new() {
     ));
     assert!(app.unseen.0);
 }
+
+#[test]
+fn deltas_keep_the_latest_hundred_and_older_ones_load_again() {
+    let mut app = app();
+    app.update(state(vec![user_msg(1, "bob", "first")], vec![]));
+    for i in 2..=150 {
+        app.update(delta(user_msg(i, "bob", &format!("m{i}"))));
+    }
+    assert_eq!(app.chat.messages().count(), 100);
+    assert_eq!(app.chat.oldest_id(), Some("51"));
+    assert!(app.chat.has_more, "the dropped ones are an older page");
+    let mut asked = None;
+    for _ in 0..500 {
+        for effect in app.update(key(KeyCode::PageUp)) {
+            if let Effect::LoadOlder { before } = effect {
+                asked = Some(before);
+            }
+        }
+        if asked.is_some() {
+            break;
+        }
+    }
+    assert_eq!(asked, Some(Some("51".to_string())));
+    // Scrolled up, nothing is dropped from under the person.
+    app.update(delta(user_msg(151, "ada", "while reading")));
+    assert_eq!(app.chat.messages().count(), 101);
+}

@@ -170,6 +170,15 @@ impl ChatLog {
         grew
     }
 
+    /// Keeps the latest `n` messages; older ones dropped here come back
+    /// as older pages.
+    pub fn keep_latest(&mut self, n: usize) {
+        if self.entries.len() > n {
+            self.entries.drain(..self.entries.len() - n);
+            self.has_more = true;
+        }
+    }
+
     /// An ended live reply gives way once its stored message is shown.
     fn settle_turn(&mut self) {
         if let Some(turn) = &self.turn

@@ -143,6 +143,11 @@ impl App {
                 if grew {
                     self.mark_unseen(Pane::Chat);
                 }
+                // As a state would: the latest 100 in view, older ones a
+                // page away; never under the eyes of someone scrolled up.
+                if self.chat_scroll.following() {
+                    self.chat.keep_latest(crate::protocol::STATE_MESSAGES);
+                }
                 true
             }
             Delta::State { patch } => {
