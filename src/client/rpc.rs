@@ -69,6 +69,8 @@ pub enum RpcError {
     Lost(String),
     /// The backend refused or failed it, as HTTP would have.
     Failed(StatusError),
+    /// The backend refused it without an HTTP status (an unknown method).
+    Refused(String),
 }
 
 impl RpcError {
@@ -86,8 +88,8 @@ impl fmt::Display for RpcError {
                 f,
                 "the connection dropped before the backend answered ({why}); it may have been done"
             ),
-            RpcError::Failed(status) if status.status == 0 => write!(f, "{}", status.error),
             RpcError::Failed(status) => write!(f, "{status}"),
+            RpcError::Refused(why) => write!(f, "{why}"),
         }
     }
 }
@@ -98,11 +100,15 @@ pub fn outcome(answer: RpcAnswer) -> Result<Value, RpcError> {
     if answer.success {
         return Ok(answer.result.unwrap_or(Value::Null));
     }
+    let error = answer.error.unwrap_or_else(|| "failed".into());
+    // An unknown method fails without a status.
+    let Some(status) = answer.status else {
+        return Err(RpcError::Refused(error));
+    };
     let details: Option<Details> = answer.details.and_then(|d| serde_json::from_value(d).ok());
     Err(RpcError::Failed(StatusError {
-        // An unknown method fails without a status.
-        status: answer.status.unwrap_or(0),
-        error: answer.error.unwrap_or_else(|| "failed".into()),
+        status,
+        error,
         details,
     }))
 }
