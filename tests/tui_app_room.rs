@@ -359,3 +359,27 @@ fn stop_and_cleanup_answers_are_said() {
         toast.text
     );
 }
+
+#[test]
+fn output_drawn_once_still_shows_what_streams_after() {
+    let mut app = app();
+    app.update(exec_start("e1", "make", "bob"));
+    app.update(exec_out("e1", "step one\n"));
+    let screen = render(&mut app, 120, 40);
+    assert!(screen.contains("step one") && !screen.contains("step two"));
+    app.update(exec_out("e1", "step two\n"));
+    app.update(exec_done("e1", 0, 30));
+    let screen = render(&mut app, 120, 40);
+    assert!(
+        screen.contains("step two") && screen.contains("✓ 0"),
+        "{screen}"
+    );
+    // Narrower (the output pane behind Tab), it is drawn for that width.
+    app.update(Msg::Resize(80, 24));
+    app.update(key(KeyCode::Tab));
+    let screen = render(&mut app, 80, 24);
+    assert!(
+        screen.contains("step two") && screen.contains("✓ 0"),
+        "{screen}"
+    );
+}

@@ -114,3 +114,88 @@ impl Scroll {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::cell::Lines;
+    use std::rc::Rc;
+
+    /// A cell of `n` lines named `label0…`.
+    struct Fixed(&'static str, usize);
+
+    impl Cell for Fixed {
+        fn lines(&self, _width: u16, _ctx: &RenderCtx) -> Lines {
+            Rc::new(
+                (0..self.1)
+                    .map(|i| Line::raw(format!("{}{i}", self.0)))
+                    .collect(),
+            )
+        }
+    }
+
+    fn ctx() -> RenderCtx {
+        RenderCtx {
+            theme: crate::tui::theme::Theme { color: false },
+            tz: time::UtcOffset::UTC,
+            now_ms: 0,
+        }
+    }
+
+    fn cells() -> Vec<Fixed> {
+        // Oldest first: a (3 lines), b (2), c (4).
+        vec![Fixed("a", 3), Fixed("b", 2), Fixed("c", 4)]
+    }
+
+    fn newest_first(cells: &[Fixed]) -> impl Iterator<Item = &dyn Cell> {
+        cells.iter().rev().map(|c| c as &dyn Cell)
+    }
+
+    fn text(lines: Vec<Line<'static>>) -> Vec<String> {
+        lines.into_iter().map(|l| l.to_string()).collect()
+    }
+
+    #[test]
+    fn the_view_ends_offset_lines_above_the_bottom() {
+        let cells = cells();
+        let mut scroll = Scroll::default();
+        let view = scroll.visible_lines(newest_first(&cells), 10, 3, &ctx());
+        assert_eq!(text(view), ["c1", "c2", "c3"]);
+        scroll.offset = 4;
+        let view = scroll.visible_lines(newest_first(&cells), 10, 3, &ctx());
+        assert_eq!(text(view), ["a2", "b0", "b1"]);
+    }
+
+    #[test]
+    fn scrolling_stops_at_the_top_and_says_it_wanted_more() {
+        let cells = cells();
+        let mut scroll = Scroll::default();
+        assert!(!scroll.scroll_by(2, newest_first(&cells), 10, 3, &ctx()));
+        assert_eq!(scroll.offset, 2);
+        assert!(scroll.scroll_by(100, newest_first(&cells), 10, 3, &ctx()));
+        assert_eq!(scroll.offset, 9 - 3, "the oldest line at the top");
+        assert!(!scroll.scroll_by(-100, newest_first(&cells), 10, 3, &ctx()));
+        assert!(scroll.following());
+    }
+
+    #[test]
+    fn a_scrolled_view_keeps_its_lines_when_content_grows() {
+        let mut scroll = Scroll {
+            offset: 2,
+            new_below: false,
+        };
+        scroll.keep_anchor(9, 12);
+        assert_eq!(
+            scroll,
+            Scroll {
+                offset: 5,
+                new_below: true
+            }
+        );
+        scroll.keep_anchor(12, 4);
+        assert!(scroll.following() && !scroll.new_below);
+        let mut following = Scroll::default();
+        following.keep_anchor(9, 12);
+        assert!(following.following(), "a following view follows");
+    }
+}
