@@ -245,6 +245,69 @@ async fn an_operation_while_refused_is_not_sent_and_says_why() {
     handle.send(SocketCommand::Close);
 }
 
+/// A room socket that answers every rpc 503 `busy` times, then succeeds;
+/// counts the rpc frames it got.
+async fn busy_socket(busy: usize) -> (String, Arc<AtomicUsize>) {
+    use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = calls.clone();
+    let app = axum::Router::new().route(
+        "/api/rooms/{room}/ws",
+        axum::routing::get(move |upgrade: WebSocketUpgrade| {
+            let seen = seen.clone();
+            async move {
+                upgrade.on_upgrade(move |mut ws: WebSocket| async move {
+                    let state = r#"{"type":"cf_agent_state","state":{"messages":[],"execs":[]}}"#;
+                    let _ = ws.send(Message::Text(state.into())).await;
+                    while let Some(Ok(message)) = ws.recv().await {
+                        let Message::Text(text) = message else {
+                            continue;
+                        };
+                        let frame: serde_json::Value = serde_json::from_str(&text).unwrap();
+                        let id = frame["id"].clone();
+                        let answer = if seen.fetch_add(1, Ordering::SeqCst) < busy {
+                            serde_json::json!({"type":"rpc","id":id,"success":false,
+                                "error":"the sandbox is starting","status":503,"done":true})
+                        } else {
+                            serde_json::json!({"type":"rpc","id":id,"success":true,
+                                "result":{"interrupted":true},"done":true})
+                        };
+                        let _ = ws.send(Message::Text(answer.to_string().into())).await;
+                    }
+                })
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (format!("http://{addr}"), calls)
+}
+
+#[tokio::test]
+async fn a_busy_backend_is_asked_again_over_the_socket_too() {
+    let (url, calls) = busy_socket(2).await;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (handle, _task) = socket::spawn(params(&url, "busy-room", "ada", None), tx);
+    next_matching(&mut rx, "connected", |e| {
+        matches!(e, SocketEvent::State(ConnState::Connected { .. }))
+    })
+    .await;
+    handle.send(SocketCommand::Call(RoomOp::Interrupt(None)));
+    let answer = next_matching(&mut rx, "the answer", |e| {
+        matches!(e, SocketEvent::Answer(_))
+    })
+    .await;
+    let SocketEvent::Answer(answer) = answer else {
+        unreachable!()
+    };
+    assert_eq!(answer.result.unwrap()["interrupted"], true);
+    assert_eq!(calls.load(Ordering::SeqCst), 3, "two 503s, then the answer");
+    handle.send(SocketCommand::Close);
+}
+
 /// A server that answers `/health` with `status` (and `Retry-After: 0`)
 /// `failures` times, then `ok`.
 async fn flaky(status: u16, failures: usize) -> (String, Arc<AtomicUsize>) {

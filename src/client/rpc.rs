@@ -9,7 +9,9 @@ use crate::protocol::{ClientFrame, Details, RpcAnswer};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::fmt;
+use std::time::Duration;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 /// One room operation, as the rpc method and its arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,16 +134,36 @@ impl Answer {
     }
 }
 
-/// Room operations sent on the current connection, waiting for answers.
+/// How often a busy answer (503, 429) is tried again before it is shown,
+/// as the HTTP client does (docs/protocol.md: clients retry them).
+const MAX_RETRIES: u32 = 5;
+/// The wait before trying a busy operation again (an rpc answer carries no
+/// `Retry-After`).
+const RETRY_WAIT: Duration = Duration::from_secs(1);
+
+/// An operation sent, and how many times it was tried before.
+struct Pending {
+    op: RoomOp,
+    attempt: u32,
+}
+
+/// Room operations sent on the current connection, waiting for answers,
+/// and busy ones waiting to be sent again.
 #[derive(Default)]
 pub(crate) struct Calls {
     next: u64,
-    pub(crate) waiting: HashMap<String, RoomOp>,
+    waiting: HashMap<String, Pending>,
+    /// When to send each busy operation again, with its attempt.
+    retries: Vec<(Instant, RoomOp, u32)>,
 }
 
 impl Calls {
     /// A fresh rpc id for `op`, remembered until its answer.
     pub(crate) fn start(&mut self, op: RoomOp) -> (String, ClientFrame) {
+        self.start_attempt(op, 0)
+    }
+
+    fn start_attempt(&mut self, op: RoomOp, attempt: u32) -> (String, ClientFrame) {
         self.next += 1;
         let id = format!("r{}", self.next);
         let frame = ClientFrame::Rpc {
@@ -149,21 +171,60 @@ impl Calls {
             method: op.method().to_string(),
             args: op.args(),
         };
-        self.waiting.insert(id.clone(), op);
+        self.waiting.insert(id.clone(), Pending { op, attempt });
         (id, frame)
     }
 
-    /// The operation an answer frame is for, if it is one of ours.
-    pub(crate) fn finish(&mut self, id: &serde_json::Value) -> Option<RoomOp> {
-        self.waiting.remove(id.as_str()?)
+    /// What an answer frame says, if it is for one of ours: the answer to
+    /// report, or nothing yet when the backend was busy and it is tried
+    /// again later.
+    pub(crate) fn finish(&mut self, reply: RpcAnswer, now: Instant) -> Option<Answer> {
+        let pending = self.waiting.remove(reply.id.as_str()?)?;
+        let busy = !reply.success && matches!(reply.status, Some(503 | 429));
+        if busy && pending.attempt < MAX_RETRIES {
+            tracing::debug!(method = pending.op.method(), status = ?reply.status, "busy: trying again");
+            let at = now + RETRY_WAIT;
+            self.retries.push((at, pending.op, pending.attempt + 1));
+            return None;
+        }
+        Some(Answer {
+            op: pending.op,
+            result: outcome(reply),
+        })
     }
 
-    /// The connection ended: every call in flight is lost, and said so.
+    /// When the next busy operation is due again.
+    pub(crate) fn next_retry(&self) -> Option<Instant> {
+        self.retries.iter().map(|(at, _, _)| *at).min()
+    }
+
+    /// The busy operations due at `now`, as frames to send (each waits
+    /// for its answer again).
+    pub(crate) fn due(&mut self, now: Instant) -> Vec<(String, ClientFrame)> {
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.retries)
+            .into_iter()
+            .partition(|(at, _, _)| *at <= now);
+        self.retries = later;
+        due.into_iter()
+            .map(|(_, op, attempt)| self.start_attempt(op, attempt))
+            .collect()
+    }
+
+    /// Forgets a call whose frame could not be written.
+    pub(crate) fn forget(&mut self, id: &str) -> Option<RoomOp> {
+        self.waiting.remove(id).map(|p| p.op)
+    }
+
+    /// The connection ended: every call in flight is lost, and said so; a
+    /// busy one waiting to be sent again surely was not done.
     pub(crate) fn lose_all(&mut self, events: &mpsc::UnboundedSender<SocketEvent>, why: &str) {
-        let mut lost: Vec<(String, RoomOp)> = self.waiting.drain().collect();
+        let mut lost: Vec<(String, Pending)> = self.waiting.drain().collect();
         lost.sort_by_key(|(id, _)| id[1..].parse::<u64>().unwrap_or(0));
-        for (_, op) in lost {
-            answer(events, op, Err(RpcError::Lost(why.to_string())));
+        for (_, pending) in lost {
+            answer(events, pending.op, Err(RpcError::Lost(why.to_string())));
+        }
+        for (_, op, _) in std::mem::take(&mut self.retries) {
+            not_sent(events, op, why);
         }
     }
 }
@@ -198,6 +259,52 @@ mod tests {
         );
         assert!(RoomOp::Cleanup.args().is_empty());
         assert_eq!(RoomOp::Exec("ls".into()).method(), "exec");
+    }
+
+    fn reply(id: &str, status: Option<u16>) -> RpcAnswer {
+        RpcAnswer {
+            id: Value::String(id.into()),
+            success: status.is_none(),
+            result: status.is_none().then(|| json!({"ok": true})),
+            error: status.map(|_| "busy".to_string()),
+            status,
+            details: None,
+            done: true,
+        }
+    }
+
+    #[test]
+    fn busy_answers_are_tried_again_then_shown() {
+        let mut calls = Calls::default();
+        let now = Instant::now();
+        let (id, _) = calls.start(RoomOp::Exec("ls".into()));
+        assert!(calls.finish(reply(&id, Some(503)), now).is_none());
+        assert!(calls.due(now).is_empty(), "not yet");
+        let later = calls.next_retry().unwrap();
+        let mut again = calls.due(later);
+        assert_eq!(again.len(), 1);
+        for _ in 1..MAX_RETRIES {
+            let (id, _) = again.remove(0);
+            assert!(calls.finish(reply(&id, Some(429)), later).is_none());
+            again = calls.due(calls.next_retry().unwrap());
+        }
+        let (id, _) = again.remove(0);
+        let shown = calls.finish(reply(&id, Some(429)), later).unwrap();
+        assert_eq!(shown.op, RoomOp::Exec("ls".into()));
+        assert!(matches!(shown.result, Err(RpcError::Failed(ref s)) if s.status == 429));
+        // Another answer is reported at once.
+        let (id, _) = calls.start(RoomOp::Cleanup);
+        assert!(
+            calls
+                .finish(reply(&id, None), later)
+                .unwrap()
+                .result
+                .is_ok()
+        );
+        assert!(
+            calls.finish(reply("r999", None), later).is_none(),
+            "not ours"
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! to the UI as messages. The UI never awaits the network.
 
 use crate::client::deltas::Delta;
-use crate::client::rpc::{self, Answer, Calls, RoomOp, answer, not_sent};
+use crate::client::rpc::{Answer, Calls, RoomOp, not_sent};
 use crate::protocol::{ClientFrame, ServerFrame};
 use futures_util::{SinkExt, StreamExt};
 use std::time::{Duration, Instant};
@@ -294,10 +294,11 @@ async fn connection(
                 match message {
                     Message::Text(text) => {
                         match serde_json::from_str::<ServerFrame>(text.as_str()) {
-                            Ok(ServerFrame::Rpc(reply)) => match calls.finish(&reply.id) {
-                                Some(op) => answer(events, op, rpc::outcome(reply)),
-                                None => tracing::debug!(id = %reply.id, "an answer to no call of ours"),
-                            },
+                            Ok(ServerFrame::Rpc(reply)) => {
+                                if let Some(done) = calls.finish(reply, tokio::time::Instant::now()) {
+                                    let _ = events.send(SocketEvent::Answer(Box::new(done)));
+                                }
+                            }
                             Ok(frame) => {
                                 if events.send(SocketEvent::Frame(Box::new(frame))).is_err() {
                                     return Ended::Close;
@@ -340,6 +341,16 @@ async fn connection(
                     return Ended::Dropped(err.to_string());
                 }
             }
+            _ = sleep_until(calls.next_retry()), if calls.next_retry().is_some() => {
+                for (id, frame) in calls.due(tokio::time::Instant::now()) {
+                    if let Err(err) = send_frame(&mut sink, &frame).await {
+                        if let Some(op) = calls.forget(&id) {
+                            not_sent(events, op, &err);
+                        }
+                        return Ended::Dropped(err);
+                    }
+                }
+            }
             command = commands.recv() => {
                 let frame = match command {
                     None | Some(SocketCommand::Close) => {
@@ -361,16 +372,34 @@ async fn connection(
                     }
                 };
                 let (call, frame) = frame;
-                let Ok(text) = serde_json::to_string(&frame) else { continue };
-                if let Err(err) = sink.send(Message::text(text)).await {
+                if let Err(err) = send_frame(&mut sink, &frame).await {
                     // A frame that could not be written was not sent.
-                    if let Some(op) = call.and_then(|id| calls.waiting.remove(&id)) {
-                        not_sent(events, op, &err.to_string());
+                    if let Some(op) = call.and_then(|id| calls.forget(&id)) {
+                        not_sent(events, op, &err);
                     }
-                    return Ended::Dropped(err.to_string());
+                    return Ended::Dropped(err);
                 }
             }
         }
+    }
+}
+
+/// Writes one frame of ours.
+async fn send_frame(
+    sink: &mut futures_util::stream::SplitSink<Ws, Message>,
+    frame: &ClientFrame,
+) -> Result<(), String> {
+    let text = serde_json::to_string(frame).map_err(|err| err.to_string())?;
+    sink.send(Message::text(text))
+        .await
+        .map_err(|err| err.to_string())
+}
+
+/// Sleeps until `at` (forever without one).
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 
