@@ -245,6 +245,16 @@ async fn an_operation_while_refused_is_not_sent_and_says_why() {
     handle.send(SocketCommand::Close);
 }
 
+/// Serves `app` on a loopback port; answers its base URL.
+async fn serve(app: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    format!("http://{addr}")
+}
+
 /// A room socket that answers every rpc 503 `busy` times, then succeeds;
 /// counts the rpc frames it got.
 async fn busy_socket(busy: usize) -> (String, Arc<AtomicUsize>) {
@@ -278,12 +288,7 @@ async fn busy_socket(busy: usize) -> (String, Arc<AtomicUsize>) {
             }
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    (format!("http://{addr}"), calls)
+    (serve(app).await, calls)
 }
 
 #[tokio::test]
@@ -331,12 +336,7 @@ async fn flaky(status: u16, failures: usize) -> (String, Arc<AtomicUsize>) {
             }
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    (format!("http://{addr}"), calls)
+    (serve(app).await, calls)
 }
 
 #[tokio::test]

@@ -9,6 +9,19 @@ use duet::protocol::*;
 use duet::tui::app::{Effect, Msg};
 use tui_fixtures::*;
 
+/// Presses PgUp until the App asks for an older page; answers the
+/// `before` it asked with (`None`: it never asked).
+fn page_up_until_older(app: &mut duet::tui::app::App) -> Option<Option<String>> {
+    for _ in 0..500 {
+        for effect in app.update(key(KeyCode::PageUp)) {
+            if let Effect::LoadOlder { before } = effect {
+                return Some(before);
+            }
+        }
+    }
+    None
+}
+
 #[test]
 fn scrolling_up_keeps_the_view_and_marks_new_lines_below() {
     let mut app = app();
@@ -52,17 +65,7 @@ fn page_up_at_the_top_loads_older_messages() {
     let messages: Vec<_> = (101..=200).map(|i| user_msg(i, "bob", "x")).collect();
     app.update(state(messages, vec![]));
     assert!(app.chat.has_more);
-    let mut asked = None;
-    for _ in 0..200 {
-        for effect in app.update(key(KeyCode::PageUp)) {
-            if let Effect::LoadOlder { before } = effect {
-                asked = Some(before);
-            }
-        }
-        if asked.is_some() {
-            break;
-        }
-    }
+    let asked = page_up_until_older(&mut app);
     assert_eq!(asked, Some(Some("101".to_string())));
     assert!(
         app.update(key(KeyCode::PageUp)).is_empty(),
@@ -122,17 +125,7 @@ fn deltas_keep_the_latest_hundred_and_older_ones_load_again() {
     assert_eq!(app.chat.messages().count(), 100);
     assert_eq!(app.chat.oldest_id(), Some("51"));
     assert!(app.chat.has_more, "the dropped ones are an older page");
-    let mut asked = None;
-    for _ in 0..500 {
-        for effect in app.update(key(KeyCode::PageUp)) {
-            if let Effect::LoadOlder { before } = effect {
-                asked = Some(before);
-            }
-        }
-        if asked.is_some() {
-            break;
-        }
-    }
+    let asked = page_up_until_older(&mut app);
     assert_eq!(asked, Some(Some("51".to_string())));
     // Scrolled up, nothing is dropped from under the person.
     app.update(delta(user_msg(151, "ada", "while reading")));
