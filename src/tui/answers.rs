@@ -4,7 +4,7 @@
 //! acted on comes back to the input.
 
 use crate::client::rpc::{Answer, RoomOp, RpcError};
-use crate::protocol::CleanupResponse;
+use crate::protocol::{CancelResponse, CleanupResponse, InterruptResponse};
 use crate::tui::app::App;
 use crate::tui::composer::Mode;
 
@@ -38,8 +38,14 @@ impl App {
                 self.pending_messages = self.pending_messages.saturating_sub(1);
             }
             RoomOp::Exec(_) => {}
-            RoomOp::Interrupt(_) => self.stopped("interrupt", "interrupted", answer),
-            RoomOp::Cancel(_) => self.stopped("cancel", "cancelled", answer),
+            RoomOp::Interrupt(_) => {
+                let done = answer.decode::<InterruptResponse>().map(|a| a.interrupted);
+                self.stopped("interrupt", done);
+            }
+            RoomOp::Cancel(_) => {
+                let done = answer.decode::<CancelResponse>().map(|a| a.cancelled);
+                self.stopped("cancel", done);
+            }
             RoomOp::Cleanup => match answer.decode::<CleanupResponse>() {
                 Ok(done) => {
                     if let Some(errors) = done.errors.filter(|e| !e.is_empty()) {
@@ -54,13 +60,12 @@ impl App {
         }
     }
 
-    /// An interrupt or cancel answered `{FIELD: bool}`.
-    fn stopped(&mut self, what: &str, field: &str, answer: &Answer) {
-        let body = answer.result.as_ref().ok();
-        match body.and_then(|b| b.get(field)).and_then(|v| v.as_bool()) {
-            Some(true) => {}
-            Some(false) => self.toast(format!("nothing to {what}"), false),
-            None => self.toast(format!("{what}: unexpected answer from the backend"), true),
+    /// An interrupt or cancel answered whether there was something to stop.
+    fn stopped(&mut self, what: &str, done: Result<bool, String>) {
+        match done {
+            Ok(true) => {}
+            Ok(false) => self.toast(format!("nothing to {what}"), false),
+            Err(err) => self.toast(format!("{what}: {err}"), true),
         }
     }
 
