@@ -5,8 +5,8 @@
 
 use crate::client::http::StatusError;
 use crate::client::socket::SocketEvent;
-use crate::protocol::{ClientFrame, Details, RpcAnswer};
-use serde_json::{Value, json};
+use crate::protocol::{ClientFrame, Details, ExecRequest, MessageRequest, RpcAnswer};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt;
 use std::time::Duration;
@@ -43,13 +43,24 @@ impl RoomOp {
     /// The rpc arguments; `userId` is left to the connection's `user`.
     pub fn args(&self) -> Vec<Value> {
         match self {
-            RoomOp::Message(text) => vec![json!({ "text": text })],
-            RoomOp::Exec(cmd) => vec![json!({ "cmd": cmd })],
+            RoomOp::Message(text) => vec![to_arg(&MessageRequest {
+                text: text.clone(),
+                user_id: None,
+            })],
+            RoomOp::Exec(cmd) => vec![to_arg(&ExecRequest {
+                cmd: cmd.clone(),
+                ..ExecRequest::default()
+            })],
             RoomOp::Interrupt(exec_id) => vec![optional("execId", exec_id)],
             RoomOp::Cancel(turn_id) => vec![optional("turnId", turn_id)],
             RoomOp::Cleanup => Vec::new(),
         }
     }
+}
+
+/// A request body as an rpc argument (the same body HTTP sends).
+fn to_arg(body: &impl serde::Serialize) -> Value {
+    serde_json::to_value(body).unwrap_or_else(|_| Value::Object(Default::default()))
 }
 
 /// `{}` or `{key: value}`.
@@ -245,6 +256,7 @@ pub(crate) fn not_sent(events: &mpsc::UnboundedSender<SocketEvent>, op: RoomOp, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn operations_have_the_wire_shape() {
