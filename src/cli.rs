@@ -170,7 +170,7 @@ impl ServeArgs {
     }
 
     /// The limits of the local sandboxes these flags ask for.
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", feature = "server"))]
     pub fn limits(&self) -> crate::sandbox::local::Limits {
         use std::time::Duration;
         crate::sandbox::local::Limits {
@@ -187,6 +187,7 @@ impl ServeArgs {
     }
 
     /// The agent's settings.
+    #[cfg(feature = "server")]
     pub fn ai_config(&self) -> crate::ai::AiConfig {
         crate::ai::AiConfig {
             url: self.ai_url.clone(),
