@@ -116,6 +116,10 @@ pub struct ServeArgs {
     /// Output captured per stream of a command, in bytes
     #[arg(long, default_value_t = 1024 * 1024)]
     pub output_cap: usize,
+    /// Unload a room after this many seconds without connections, commands
+    /// or turns (its history and files stay; it loads again on use)
+    #[arg(long, default_value_t = 300, env = "DUET_ROOM_IDLE_SECS")]
+    pub room_idle_secs: u64,
     /// Stop a room's sandbox after this many idle seconds (its files stay)
     #[arg(long, default_value_t = 600)]
     pub sandbox_idle_secs: u64,

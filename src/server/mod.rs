@@ -125,6 +125,8 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
         sandboxes: sandboxes.clone(),
         policy,
         shutdown: shutdown.clone(),
+        room_idle: std::time::Duration::from_secs(args.room_idle_secs),
+        rooms: Default::default(),
     });
     let app = Arc::new(router::App {
         registry: registry::Registry::new(shared),
