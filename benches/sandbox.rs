@@ -1,7 +1,8 @@
 //! How much a command in a warm sandbox costs next to a bare fork+exec of
 //! `true`, measured in the same run. `cargo bench --bench sandbox`.
 
-use duet::sandbox::{ExecSpec, Limits, RoomSandbox, SandboxPlace};
+use duet::sandbox::ExecSpec;
+use duet::sandbox::local::{Limits, RoomSandbox, SandboxPlace};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::{ms, report};
@@ -31,8 +32,8 @@ fn main() -> anyhow::Result<()> {
         let sb = RoomSandbox::new(
             SandboxPlace {
                 room: "bench".into(),
-                workspace: duet::sandbox::workspace_dir(dir.path(), "bench"),
-                uid: duet::sandbox::room_uid(dir.path(), 1),
+                workspace: duet::sandbox::local::workspace_dir(dir.path(), "bench"),
+                uid: duet::sandbox::local::room_uid(dir.path(), 1),
             },
             Arc::new(Limits::default()),
         );

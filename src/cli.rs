@@ -116,6 +116,10 @@ pub struct ServeArgs {
     /// Output captured per stream of a command, in bytes
     #[arg(long, default_value_t = 1024 * 1024)]
     pub output_cap: usize,
+    /// Unload a room after this many seconds without connections, commands
+    /// or turns (its history and files stay; it loads again on use)
+    #[arg(long, default_value_t = 300, env = "DUET_ROOM_IDLE_SECS")]
+    pub room_idle_secs: u64,
     /// Stop a room's sandbox after this many idle seconds (its files stay)
     #[arg(long, default_value_t = 600)]
     pub sandbox_idle_secs: u64,
@@ -159,13 +163,21 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
-    /// The sandbox limits these flags ask for.
-    pub fn limits(&self) -> crate::sandbox::Limits {
+    /// The per-command policy these flags ask for.
+    pub fn policy(&self) -> crate::sandbox::Policy {
         use std::time::Duration;
-        crate::sandbox::Limits {
+        crate::sandbox::Policy {
             default_timeout: Duration::from_millis(self.exec_timeout_ms),
             max_timeout: Duration::from_millis(self.max_exec_timeout_ms.max(self.exec_timeout_ms)),
             output_cap: self.output_cap,
+        }
+    }
+
+    /// The limits of the local sandboxes these flags ask for.
+    #[cfg(all(target_os = "linux", feature = "server"))]
+    pub fn limits(&self) -> crate::sandbox::local::Limits {
+        use std::time::Duration;
+        crate::sandbox::local::Limits {
             idle_stop: Duration::from_secs(self.sandbox_idle_secs),
             memory_bytes: self.memory_mb << 20,
             processes: self.processes,
@@ -179,6 +191,7 @@ impl ServeArgs {
     }
 
     /// The agent's settings.
+    #[cfg(feature = "server")]
     pub fn ai_config(&self) -> crate::ai::AiConfig {
         crate::ai::AiConfig {
             url: self.ai_url.clone(),

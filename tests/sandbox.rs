@@ -1,19 +1,20 @@
 //! The real sandbox, driven through its library handle (the server's path
 //! to it), with the real `duet sandbox-init` helper.
 
-use duet::sandbox::{Chunk, ExecOutcome, ExecSpec, Limits, RoomSandbox, SandboxPlace};
+use duet::sandbox::local::{Limits, RoomSandbox, SandboxPlace};
+use duet::sandbox::{Chunk, ExecOutcome, ExecSpec};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 fn sandbox(dir: &std::path::Path, room: &str, limits: Limits) -> RoomSandbox {
     // SAFETY: set before any sandbox starts; every test sets the same value.
     unsafe { std::env::set_var("DUET_HELPER_EXE", env!("CARGO_BIN_EXE_duet")) };
-    let workspace = duet::sandbox::workspace_dir(dir, room);
+    let workspace = duet::sandbox::local::workspace_dir(dir, room);
     RoomSandbox::new(
         SandboxPlace {
             room: room.to_string(),
             workspace,
-            uid: duet::sandbox::room_uid(dir, room.len() as u32 + 7),
+            uid: duet::sandbox::local::room_uid(dir, room.len() as u32 + 7),
         },
         Arc::new(limits),
     )
@@ -118,15 +119,20 @@ async fn a_busy_or_stopped_shell_is_replaced() {
 #[tokio::test]
 async fn endless_output_is_capped_and_killed() {
     let dir = tempfile::tempdir().unwrap();
-    let limits = Limits {
+    let sb = sandbox(dir.path(), "flood", Limits::default());
+    let capped = |cmd: &str| ExecSpec {
+        cmd: cmd.to_string(),
+        timeout: Duration::from_secs(30),
         output_cap: 64 * 1024,
-        ..Limits::default()
+        ..ExecSpec::default()
     };
-    let sb = sandbox(dir.path(), "flood", limits);
-    let out = run(&sb, "yes").await;
+    let run_capped = |cmd: &str| sb.exec("x1".into(), capped(cmd), Box::new(|_| {}));
+    let out = run_capped("yes").await.unwrap();
     assert!(out.truncated);
     assert_eq!(out.stdout.len(), 64 * 1024);
-    let out = run(&sb, "head -c 100000 /dev/zero | tr '\\0' x").await;
+    let out = run_capped("head -c 100000 /dev/zero | tr '\\0' x")
+        .await
+        .unwrap();
     assert!(out.truncated, "a line with no newline is capped too");
     assert_eq!(run(&sb, "echo ok").await.stdout, "ok\n");
     sb.destroy().await.unwrap();

@@ -60,6 +60,27 @@ fn raise_open_files() -> u64 {
     0
 }
 
+/// The sandboxes of this host's rooms, or why there can be none.
+fn sandboxes(
+    args: &ServeArgs,
+    data_dir: &std::path::Path,
+) -> anyhow::Result<Arc<dyn crate::sandbox::SandboxFactory>> {
+    #[cfg(target_os = "linux")]
+    {
+        let factory =
+            crate::sandbox::local::LocalFactory::new(data_dir.to_path_buf(), args.limits())
+                .map_err(anyhow::Error::msg)?;
+        Ok(Arc::new(factory))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (args, data_dir);
+        anyhow::bail!(
+            "duet serve needs Linux for its sandboxes; join a remote room with --server URL"
+        )
+    }
+}
+
 /// Starts the backend on `args.listen` and returns once it listens.
 pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
     let token = args.token.clone().filter(|t| !t.is_empty());
@@ -70,13 +91,12 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
             args.listen
         );
     }
-    let limits = args.limits();
-    limits.check().map_err(anyhow::Error::msg)?;
-    let open_files = raise_open_files();
     let data_dir = match args.data_dir.clone().or_else(default_data_dir) {
         Some(dir) => dir,
         None => anyhow::bail!("no data directory: pass --data-dir DIR or set HOME"),
     };
+    let sandboxes = sandboxes(&args, &data_dir)?;
+    let open_files = raise_open_files();
     tokio::fs::create_dir_all(&data_dir)
         .await
         .with_context(|| format!("cannot create the data directory {}", data_dir.display()))?;
@@ -87,22 +107,26 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let addr = listener.local_addr()?;
-    let limits = Arc::new(limits);
+    let policy = args.policy();
     tracing::info!(
         data_dir = %data_dir.display(),
         open_files,
         token = token.is_some(),
-        "limits in force: {}",
-        limits.describe()
+        "limits in force: timeout {} s (max {} s), output {} KiB per stream, {}",
+        policy.default_timeout.as_secs(),
+        policy.max_timeout.as_secs(),
+        policy.output_cap >> 10,
+        sandboxes.describe()
     );
     let shutdown = CancellationToken::new();
-    let workspaces = data_dir.clone();
     let shared = Arc::new(registry::Shared {
         store,
         agent: crate::ai::Agent::new(args.ai_config()),
-        limits,
-        data_dir,
+        sandboxes: sandboxes.clone(),
+        policy,
         shutdown: shutdown.clone(),
+        room_idle: std::time::Duration::from_secs(args.room_idle_secs),
+        rooms: Default::default(),
     });
     let app = Arc::new(router::App {
         registry: registry::Registry::new(shared),
@@ -124,7 +148,7 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
             tracing::error!("the server failed: {e}");
         }
         // Quota images are mounted again on the next start.
-        let _ = tokio::task::spawn_blocking(move || crate::sandbox::release_all(&workspaces)).await;
+        let _ = tokio::task::spawn_blocking(move || sandboxes.shutdown()).await;
     });
     Ok(RunningServer {
         addr,

@@ -5,40 +5,42 @@ use super::errors::ApiError;
 use super::room::{self, RoomHandle};
 use super::store::Store;
 use crate::ai::Agent;
-use crate::sandbox::Limits;
+use crate::sandbox::{Policy, SandboxFactory};
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// What every room of a server shares.
 pub(crate) struct Shared {
     pub(crate) store: Store,
     pub(crate) agent: Agent,
-    pub(crate) limits: Arc<Limits>,
-    pub(crate) data_dir: PathBuf,
+    /// Where rooms get their sandboxes.
+    pub(crate) sandboxes: Arc<dyn SandboxFactory>,
+    /// Timeouts and output cap of every command.
+    pub(crate) policy: Policy,
     /// Cancelled when the server stops: actors and sockets end.
     pub(crate) shutdown: CancellationToken,
+    /// A room idle this long unloads (its history and files stay).
+    pub(crate) room_idle: Duration,
+    /// The rooms loaded now, by id.
+    pub(crate) rooms: Mutex<HashMap<String, RoomHandle>>,
 }
 
 /// The live rooms.
 pub(crate) struct Registry {
     pub(crate) shared: Arc<Shared>,
-    rooms: Mutex<HashMap<String, RoomHandle>>,
 }
 
 impl Registry {
     /// An empty registry; rooms start on first use.
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
-        Registry {
-            shared,
-            rooms: Mutex::new(HashMap::new()),
-        }
+        Registry { shared }
     }
 
     /// The handle of a room already started.
     fn live(&self, id: &str) -> Option<RoomHandle> {
-        self.rooms.lock().ok()?.get(id).cloned()
+        self.shared.rooms.lock().ok()?.get(id).cloned()
     }
 
     /// The room's handle, starting its actor on first use. `id` must be a
@@ -58,6 +60,7 @@ impl Registry {
                 ApiError::internal(format!("the room could not be loaded: {e}"))
             })?;
         let mut rooms = self
+            .shared
             .rooms
             .lock()
             .map_err(|_| ApiError::internal("the room registry is unusable"))?;

@@ -10,8 +10,7 @@ use crate::protocol::{
 };
 use crate::sandbox::{Chunk, ExecOutcome, ExecSpec, SandboxError};
 use crate::server::ops::Exec;
-use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tokio::sync::oneshot;
 
 /// Who waits for a command's end.
@@ -38,29 +37,9 @@ pub(crate) struct ExecDone {
 impl RoomActor {
     /// Runs a person's command; `answer` gets `{result, sandboxName}`.
     pub(crate) async fn exec(&mut self, exec: Exec, by: String, answer: Answer) {
-        let spec = self.spec(exec.cmd.clone(), exec.timeout_ms, exec.cwd, exec.env);
+        let policy = &self.shared.policy;
+        let spec = policy.spec(exec.cmd.clone(), exec.timeout_ms, exec.cwd, exec.env);
         self.launch(exec.cmd, spec, by, Then::Http(answer)).await;
-    }
-
-    /// The spec of a command with the server's timeouts applied.
-    pub(super) fn spec(
-        &self,
-        cmd: String,
-        timeout_ms: Option<u64>,
-        cwd: Option<String>,
-        env: BTreeMap<String, String>,
-    ) -> ExecSpec {
-        let limits = &self.shared.limits;
-        let timeout = timeout_ms
-            .map(Duration::from_millis)
-            .unwrap_or(limits.default_timeout)
-            .min(limits.max_timeout);
-        ExecSpec {
-            cmd,
-            cwd,
-            env,
-            timeout,
-        }
     }
 
     /// Queues a command in the sandbox, announces it and streams its output;
@@ -74,6 +53,7 @@ impl RoomActor {
     ) -> String {
         let n = self.next_exec;
         self.next_exec = n + 1;
+        self.running += 1;
         if let Err(e) = self
             .shared
             .store
@@ -148,6 +128,7 @@ impl RoomActor {
             result,
             then,
         } = done;
+        self.running = self.running.saturating_sub(1);
         if let Some(current) = &mut self.current
             && current.running.as_deref() == Some(exec_id.as_str())
         {

@@ -159,7 +159,10 @@ impl RoomActor {
             });
             return;
         }
-        let spec = self.spec(cmd.clone(), None, None, BTreeMap::new());
+        let spec = self
+            .shared
+            .policy
+            .spec(cmd.clone(), None, None, BTreeMap::new());
         let exec_id = self
             .launch(cmd, spec, "agent".into(), Then::Agent(reply))
             .await;

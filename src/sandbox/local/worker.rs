@@ -6,6 +6,7 @@
 use super::wire::{self, Done, Request, Setup};
 use super::{Chunk, ExecOutcome, ExecSpec, Limits, SandboxError, SandboxPlace};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
@@ -15,7 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 pub(super) struct Job {
     pub exec_id: String,
     pub spec: ExecSpec,
-    pub on_output: Box<dyn FnMut(Chunk) + Send>,
+    pub on_output: super::OnOutput,
     pub reply: oneshot::Sender<Result<ExecOutcome, SandboxError>>,
 }
 
@@ -49,9 +50,12 @@ const START_TIMEOUT: Duration = Duration::from_secs(15);
 /// Slack beyond a command's timeout before the sandbox counts as wedged.
 const WEDGE_SLACK: Duration = Duration::from_secs(10);
 
+/// Serves one room's sandbox until its last handle is dropped; `pending`
+/// counts the commands queued or running.
 pub(super) async fn run(
     place: Arc<SandboxPlace>,
     limits: Arc<Limits>,
+    pending: Arc<AtomicUsize>,
     mut jobs: mpsc::UnboundedReceiver<Job>,
     mut control: mpsc::UnboundedReceiver<Control>,
 ) {
@@ -61,13 +65,14 @@ pub(super) async fn run(
         tokio::select! {
             job = jobs.recv() => {
                 let Some(job) = job else { break };
-                run_job(&place, &limits, &mut process, job, &mut control, &mut jobs).await;
+                run_job(&place, &limits, &mut process, job, &mut control, &mut jobs, &pending).await;
+                pending.fetch_sub(1, Ordering::SeqCst);
             }
             ctl = control.recv() => match ctl {
                 None => break,
                 Some(Control::Interrupt { reply, .. }) => { let _ = reply.send(false); }
                 Some(Control::Destroy { reply }) => {
-                    let result = destroy(&place, &mut process, &mut jobs).await;
+                    let result = destroy(&place, &mut process, &mut jobs, &pending).await;
                     let _ = reply.send(result);
                 }
             },
@@ -87,6 +92,7 @@ async fn run_job(
     mut job: Job,
     control: &mut mpsc::UnboundedReceiver<Control>,
     jobs: &mut mpsc::UnboundedReceiver<Job>,
+    pending: &AtomicUsize,
 ) {
     let started = Instant::now();
     if process.is_none() {
@@ -107,7 +113,7 @@ async fn run_job(
         cwd: job.spec.cwd.clone(),
         env: job.spec.env.clone(),
         timeout_ms: job.spec.timeout.as_millis() as u64,
-        output_cap: limits.output_cap,
+        output_cap: job.spec.output_cap,
     };
     if send(&mut proc_.stdin, &request).await.is_err() {
         stop(place, process).await;
@@ -148,7 +154,7 @@ async fn run_job(
                     let _ = reply.send(ours);
                 }
                 Some(Control::Destroy { reply }) => {
-                    let result = destroy(place, process, jobs).await;
+                    let result = destroy(place, process, jobs, pending).await;
                     let _ = reply.send(result);
                     let _ = job.reply.send(Err(SandboxError::Destroyed));
                     return;
@@ -174,12 +180,7 @@ async fn run_job(
     let _ = job.reply.send(Ok(outcome));
 }
 
-fn emit(
-    outcome: &mut ExecOutcome,
-    on_output: &mut Box<dyn FnMut(Chunk) + Send>,
-    stream: usize,
-    text: String,
-) {
+fn emit(outcome: &mut ExecOutcome, on_output: &mut super::OnOutput, stream: usize, text: String) {
     if text.is_empty() {
         return;
     }
@@ -346,10 +347,12 @@ async fn destroy(
     place: &SandboxPlace,
     process: &mut Option<Process>,
     jobs: &mut mpsc::UnboundedReceiver<Job>,
+    pending: &AtomicUsize,
 ) -> Result<(), String> {
     stop(place, process).await;
     while let Ok(job) = jobs.try_recv() {
         let _ = job.reply.send(Err(SandboxError::Destroyed));
+        pending.fetch_sub(1, Ordering::SeqCst);
     }
     let workspace = place.workspace.clone();
     tokio::task::spawn_blocking(move || {

@@ -4,14 +4,18 @@
 //! poll-driven: it runs in a process forked from the helper.
 
 use super::procs::{kill_command, list_processes};
+use super::session::{
+    Shell, bring_up_loopback, random_hex, read_available, set_nonblocking, start_shell,
+    wait_briefly,
+};
 use super::shell;
 use super::wire::{self, Done, Request};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use std::collections::HashSet;
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::OpenOptionsExt;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Time a command gets after SIGINT before SIGKILL.
@@ -27,9 +31,10 @@ const SHELL_RESET: &str =
 
 /// Entry point (the closure hakoniwa runs as PID 1).
 pub fn run() -> i32 {
+    use nix::sys::signal::{SigHandler, Signal, signal};
     // SAFETY: ignoring SIGPIPE only changes how a write to a closed pipe is
     // reported (EPIPE instead of death); children get the default back.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigIgn) };
     bring_up_loopback();
     if let Err(e) = super::seccomp::load() {
         eprintln!("duet sandbox: no seccomp filter on this host: {e}");
@@ -48,15 +53,6 @@ pub fn run() -> i32 {
             1
         }
     }
-}
-
-/// The bash session.
-struct Shell {
-    child: Child,
-    stdin: ChildStdin,
-    ctl: ChildStdout,
-    ctl_buf: Vec<u8>,
-    session: String,
 }
 
 /// The command being run.
@@ -111,28 +107,8 @@ impl Supervisor {
     fn serve(&mut self) -> io::Result<()> {
         set_nonblocking(0)?;
         loop {
-            let mut fds: Vec<libc::pollfd> = vec![pollfd(0, libc::POLLIN)];
-            fds.push(pollfd(self.shell.ctl.as_raw_fd(), libc::POLLIN));
-            if let Some(run) = &self.current {
-                for pipe in run.pipes.iter().flatten() {
-                    fds.push(pollfd(pipe.as_raw_fd(), libc::POLLIN));
-                }
-                if !run.pending_input.is_empty() {
-                    fds.push(pollfd(self.shell.stdin.as_raw_fd(), libc::POLLOUT));
-                }
-            }
-            for orphan in &self.orphans {
-                fds.push(pollfd(orphan.as_raw_fd(), libc::POLLIN));
-            }
-            let timeout = if self.current.is_some() { 20 } else { 1000 };
-            // SAFETY: fds is a valid array of pollfd for its length.
-            let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
-            if n < 0 {
-                let err = io::Error::last_os_error();
-                if err.kind() != io::ErrorKind::Interrupted {
-                    return Err(err);
-                }
-            }
+            let timeout = if self.current.is_some() { 20u16 } else { 1000 };
+            self.wait(PollTimeout::from(timeout))?;
             if !self.read_requests()? {
                 return Ok(()); // the server is gone
             }
@@ -141,24 +117,44 @@ impl Supervisor {
         }
     }
 
+    /// Sleeps until a request, output, room to write the command, or the
+    /// timeout.
+    fn wait(&self, timeout: PollTimeout) -> io::Result<()> {
+        // SAFETY: fd 0 is the server's pipe, open for the process's life.
+        let requests = unsafe { BorrowedFd::borrow_raw(0) };
+        let mut fds = vec![
+            PollFd::new(requests, PollFlags::POLLIN),
+            PollFd::new(self.shell.ctl.as_fd(), PollFlags::POLLIN),
+        ];
+        if let Some(run) = &self.current {
+            for pipe in run.pipes.iter().flatten() {
+                fds.push(PollFd::new(pipe.as_fd(), PollFlags::POLLIN));
+            }
+            if !run.pending_input.is_empty() {
+                fds.push(PollFd::new(self.shell.stdin.as_fd(), PollFlags::POLLOUT));
+            }
+        }
+        for orphan in &self.orphans {
+            fds.push(PollFd::new(orphan.as_fd(), PollFlags::POLLIN));
+        }
+        match poll(&mut fds, timeout) {
+            Ok(_) | Err(nix::errno::Errno::EINTR) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Reads request lines from the server; false when it hung up.
     fn read_requests(&mut self) -> io::Result<bool> {
         let mut buf = [0u8; 64 * 1024];
         loop {
-            // SAFETY: reading into a local buffer from fd 0.
-            let n = unsafe { libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
-            if n == 0 {
-                return Ok(false);
-            }
-            if n < 0 {
-                let err = io::Error::last_os_error();
-                return match err.kind() {
-                    io::ErrorKind::WouldBlock => Ok(true),
-                    io::ErrorKind::Interrupted => continue,
-                    _ => Err(err),
-                };
-            }
-            self.requests.extend_from_slice(&buf[..n as usize]);
+            let n = match nix::unistd::read(0, &mut buf) {
+                Ok(0) => return Ok(false),
+                Ok(n) => n,
+                Err(nix::errno::Errno::EAGAIN) => return Ok(true),
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            self.requests.extend_from_slice(&buf[..n]);
             while let Some(pos) = self.requests.iter().position(|b| *b == b'\n') {
                 let line: Vec<u8> = self.requests.drain(..=pos).collect();
                 match serde_json::from_slice::<Request>(&line) {
@@ -379,8 +375,8 @@ impl Supervisor {
         let procs = list_processes();
         for (pid, info) in procs {
             if info.zombie && pid != shell_pid && info.ppid == 1 {
-                // SAFETY: waiting for a specific exited child of ours.
-                unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
+                let pid = nix::unistd::Pid::from_raw(pid);
+                let _ = nix::sys::wait::waitpid(pid, Some(nix::sys::wait::WaitPidFlag::WNOHANG));
             }
         }
     }
@@ -424,107 +420,4 @@ fn relay(run: &mut Running, stream: usize, out: &mut io::Stdout) -> io::Result<(
 
 fn kill_all_new(run: &Running) {
     kill_command(&run.snapshot, run.shell_pid, libc::SIGKILL);
-}
-
-/// The exit code of a shell that closed its stdout: it is exiting, but a
-/// shell that only closed the pipe is killed rather than waited for.
-fn wait_briefly(child: &mut Child) -> Option<i32> {
-    for _ in 0..40 {
-        if let Ok(Some(status)) = child.try_wait() {
-            return status.code();
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    None
-}
-
-fn start_shell() -> io::Result<Shell> {
-    let program = shell::SHELLS
-        .iter()
-        .find(|p| std::path::Path::new(p).exists())
-        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no shell in /usr/bin or /bin"))?;
-    let mut child = Command::new(program)
-        .args(["--noprofile", "--norc"])
-        .env_clear()
-        .envs(shell::SHELL_ENV)
-        .current_dir("/workspace")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()?;
-    let (Some(stdin), Some(ctl)) = (child.stdin.take(), child.stdout.take()) else {
-        return Err(io::Error::other("the shell has no pipes"));
-    };
-    set_nonblocking(stdin.as_raw_fd())?;
-    set_nonblocking(ctl.as_raw_fd())?;
-    Ok(Shell {
-        child,
-        stdin,
-        ctl,
-        ctl_buf: Vec::new(),
-        session: random_hex(12),
-    })
-}
-
-/// Reads what is available; true when the other end hung up.
-fn read_available(f: &mut impl Read, into: &mut Vec<u8>) -> io::Result<bool> {
-    let mut buf = [0u8; 4096];
-    loop {
-        match f.read(&mut buf) {
-            Ok(0) => return Ok(true),
-            Ok(n) => into.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => return Ok(true),
-        }
-    }
-}
-
-fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {
-    libc::pollfd {
-        fd,
-        events,
-        revents: 0,
-    }
-}
-
-fn set_nonblocking(fd: RawFd) -> io::Result<()> {
-    // SAFETY: fcntl on a descriptor we own.
-    unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
-fn random_hex(bytes: usize) -> String {
-    use rand::RngCore;
-    let mut buf = vec![0u8; bytes];
-    rand::rng().fill_bytes(&mut buf);
-    buf.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Brings up `lo` in the sandbox's network namespace, so that servers a
-/// command starts are reachable from the next one. Nothing else is there.
-fn bring_up_loopback() {
-    // SAFETY: a plain socket and two interface ioctls on a zeroed ifreq.
-    unsafe {
-        let sock = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
-        if sock < 0 {
-            return;
-        }
-        let sock = File::from_raw_fd(sock);
-        let mut req: libc::ifreq = std::mem::zeroed();
-        for (dst, src) in req.ifr_name.iter_mut().zip(b"lo\0") {
-            *dst = *src as libc::c_char;
-        }
-        if libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req) == 0 {
-            req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
-            libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &req);
-        }
-    }
 }

@@ -1,0 +1,161 @@
+//! Files in and out of a room's workspace on this host, without
+//! ever leaving it: every path is resolved with `openat2` beneath the
+//! workspace and refusing symlinks, so a planted `ln -s / evil` reads and
+//! writes nothing of the host.
+
+use nix::errno::Errno;
+use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
+use nix::sys::stat::Mode;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::Path;
+
+use crate::sandbox::files::{FileError, components};
+
+fn how(flags: OFlag) -> OpenHow {
+    let how = OpenHow::new().flags(flags | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW);
+    // openat2 refuses a mode unless it creates.
+    let how = if flags.contains(OFlag::O_CREAT) {
+        how.mode(Mode::from_bits_truncate(0o644))
+    } else {
+        how
+    };
+    how.resolve(
+        ResolveFlag::RESOLVE_BENEATH
+            | ResolveFlag::RESOLVE_NO_SYMLINKS
+            | ResolveFlag::RESOLVE_NO_MAGICLINKS,
+    )
+}
+
+fn map_errno(e: Errno) -> FileError {
+    match e {
+        Errno::ENOENT => FileError::NotFound,
+        Errno::ELOOP => FileError::BadPath("passes through a symlink".into()),
+        Errno::EXDEV => FileError::BadPath("must not leave /workspace".into()),
+        Errno::EISDIR => FileError::BadPath("is a directory".into()),
+        Errno::ENOTDIR => FileError::BadPath("a parent is not a directory".into()),
+        Errno::ENOSPC | Errno::EDQUOT | Errno::EFBIG => FileError::Full,
+        other => FileError::Io(other.desc().to_string()),
+    }
+}
+
+fn io_error(e: std::io::Error) -> FileError {
+    match e.raw_os_error() {
+        Some(code) => map_errno(Errno::from_raw(code)),
+        None => FileError::Io(e.to_string()),
+    }
+}
+
+fn open_at(dir: &impl AsRawFd, name: &str, flags: OFlag) -> Result<OwnedFd, FileError> {
+    let fd = openat2(dir.as_raw_fd(), name, how(flags)).map_err(map_errno)?;
+    // SAFETY: openat2 returned a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn open_workspace(workspace: &Path) -> Result<File, FileError> {
+    File::open(workspace).map_err(io_error)
+}
+
+/// Reads a file of the workspace.
+pub fn read(workspace: &Path, path: &str) -> Result<Vec<u8>, FileError> {
+    let parts = components(path)?;
+    let root = open_workspace(workspace)?;
+    let fd = open_at(&root, &parts.join("/"), OFlag::O_RDONLY)?;
+    let mut file = File::from(fd);
+    let meta = file.metadata().map_err(io_error)?;
+    if meta.is_dir() {
+        return Err(FileError::BadPath("is a directory".into()));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.read_to_end(&mut bytes).map_err(io_error)?;
+    Ok(bytes)
+}
+
+/// Writes a file of the workspace, creating its parent folders; new
+/// entries belong to `owner` (the room's uid) when given.
+pub fn write(
+    workspace: &Path,
+    path: &str,
+    bytes: &[u8],
+    owner: Option<u32>,
+) -> Result<u64, FileError> {
+    let parts = components(path)?;
+    let (name, parents) = parts
+        .split_last()
+        .ok_or(FileError::BadPath("must name a file".into()))?;
+    let mut dir = OwnedFd::from(open_workspace(workspace)?);
+    for part in parents {
+        dir = match open_at(&dir, part, OFlag::O_RDONLY | OFlag::O_DIRECTORY) {
+            Ok(next) => next,
+            Err(FileError::NotFound) => {
+                nix::sys::stat::mkdirat(
+                    Some(dir.as_raw_fd()),
+                    *part,
+                    Mode::from_bits_truncate(0o755),
+                )
+                .or_else(|e| if e == Errno::EEXIST { Ok(()) } else { Err(e) })
+                .map_err(map_errno)?;
+                let next = open_at(&dir, part, OFlag::O_RDONLY | OFlag::O_DIRECTORY)?;
+                chown(&next, owner)?;
+                next
+            }
+            Err(e) => return Err(e),
+        };
+    }
+    let fd = open_at(
+        &dir,
+        name,
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_TRUNC,
+    )?;
+    chown(&fd, owner)?;
+    let mut file = File::from(fd);
+    file.write_all(bytes).map_err(io_error)?;
+    file.sync_data().map_err(io_error)?;
+    Ok(bytes.len() as u64)
+}
+
+fn chown(fd: &OwnedFd, owner: Option<u32>) -> Result<(), FileError> {
+    if let Some(uid) = owner {
+        let id = Some(nix::unistd::Uid::from_raw(uid));
+        let gid = Some(nix::unistd::Gid::from_raw(uid));
+        nix::unistd::fchown(fd.as_raw_fd(), id, gid).map_err(map_errno)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_round_trip_and_symlinks_are_refused() {
+        let ws = tempfile::tempdir().unwrap();
+        assert_eq!(
+            write(ws.path(), "src/deep/a.txt", b"hello", None).unwrap(),
+            5
+        );
+        assert_eq!(read(ws.path(), "src/deep/a.txt").unwrap(), b"hello");
+        assert!(matches!(read(ws.path(), "nope"), Err(FileError::NotFound)));
+        assert!(matches!(read(ws.path(), "src"), Err(FileError::BadPath(_))));
+        std::os::unix::fs::symlink("/", ws.path().join("evil")).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", ws.path().join("link")).unwrap();
+        assert!(matches!(
+            read(ws.path(), "evil/etc/hostname"),
+            Err(FileError::BadPath(_))
+        ));
+        assert!(matches!(
+            read(ws.path(), "link"),
+            Err(FileError::BadPath(_))
+        ));
+        assert!(matches!(
+            write(ws.path(), "evil/tmp/x", b"x", None),
+            Err(FileError::BadPath(_))
+        ));
+        assert!(matches!(
+            write(ws.path(), "link", b"x", None),
+            Err(FileError::BadPath(_))
+        ));
+        assert_ne!(std::fs::read_to_string("/etc/hostname").unwrap(), "x");
+    }
+}

@@ -1,0 +1,476 @@
+//! The Linux namespace backend: one persistent shell per room inside
+//! Linux namespaces, with the host details rooms never see (uids,
+//! cgroups, quota images, workspace paths).
+//!
+//! `RoomSandbox` is a room's handle. Behind it a worker task owns the
+//! sandbox process, starts it on first use, runs commands one at a time
+//! in the order they were queued, stops it after an idle period and
+//! starts it again on the next command. The workspace persists until
+//! `destroy`.
+
+pub mod cgroups;
+pub mod disk;
+pub mod files;
+mod helper;
+mod procs;
+mod seccomp;
+mod session;
+pub mod shell;
+mod supervisor;
+pub mod wire;
+mod worker;
+
+use super::files::FileError;
+pub(crate) use super::{
+    BoxFuture, Chunk, ExecOutcome, ExecSpec, Network, OnOutput, Sandbox, SandboxError,
+    SandboxFactory, SandboxId,
+};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// Limits of every room's sandbox on this host.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// A sandbox with no command for this long is stopped (its workspace stays).
+    pub idle_stop: Duration,
+    /// Memory per room, in bytes.
+    pub memory_bytes: u64,
+    /// Processes per room.
+    pub processes: u64,
+    /// CPU seconds per process.
+    pub cpu_seconds: u64,
+    /// Largest file a command may write, in bytes.
+    pub file_size: u64,
+    /// Open files per process.
+    pub open_files: u64,
+    /// Size of the sandbox's `/tmp`, in bytes.
+    pub tmp_bytes: u64,
+    /// Size of a room's workspace, in bytes (a quota where the host allows
+    /// one, otherwise the largest file).
+    pub disk_bytes: u64,
+    /// What the sandbox's network reaches.
+    pub network: Network,
+}
+
+impl Limits {
+    /// Fails, saying what to install, when the settings cannot work on this
+    /// host (checked when the server starts, not at a room's first command).
+    pub fn check(&self) -> Result<(), String> {
+        if self.network == Network::Nat && !program_exists("pasta") {
+            return Err("--sandbox-network nat needs pasta, which is not installed: \
+                 install the Debian package `passt` (apt-get install passt), or use --sandbox-network none"
+                .into());
+        }
+        if self.network == Network::Nat && !tun_open_to_sandboxes() {
+            return Err(
+                "--sandbox-network nat needs /dev/net/tun usable by the sandboxes' users \
+                 (pasta opens it as the room's uid), but it is not: make it mode 0666 as Debian's \
+                 udev does (chmod 0666 /dev/net/tun), or use --sandbox-network none"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Whether an unprivileged sandbox user may open `/dev/net/tun`.
+fn tun_open_to_sandboxes() -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(meta) = std::fs::metadata("/dev/net/tun") else {
+        return false;
+    };
+    if nix::unistd::geteuid().is_root() {
+        meta.permissions().mode() & 0o006 == 0o006
+    } else {
+        nix::unistd::access(
+            "/dev/net/tun",
+            nix::unistd::AccessFlags::R_OK | nix::unistd::AccessFlags::W_OK,
+        )
+        .is_ok()
+    }
+}
+
+/// Whether `program` is on the usual system paths.
+pub(crate) fn program_exists(program: &str) -> bool {
+    [
+        "/usr/local/sbin",
+        "/usr/local/bin",
+        "/usr/sbin",
+        "/usr/bin",
+        "/sbin",
+        "/bin",
+    ]
+    .iter()
+    .any(|dir| std::path::Path::new(dir).join(program).exists())
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            idle_stop: Duration::from_secs(600),
+            memory_bytes: 512 * 1024 * 1024,
+            processes: 256,
+            cpu_seconds: 600,
+            file_size: 1024 * 1024 * 1024,
+            open_files: 1024,
+            tmp_bytes: 256 * 1024 * 1024,
+            disk_bytes: 1024 * 1024 * 1024,
+            network: Network::None,
+        }
+    }
+}
+
+/// How this host enforces the limits, found once.
+#[derive(Debug, Clone, Copy)]
+pub struct Enforcement {
+    pub cgroups: cgroups::Flavor,
+    pub quota: disk::Quota,
+}
+
+/// What this host lets us enforce (cgroups and quotas need root).
+pub fn enforcement() -> Enforcement {
+    static FOUND: std::sync::OnceLock<Enforcement> = std::sync::OnceLock::new();
+    *FOUND.get_or_init(|| {
+        let root = nix::unistd::geteuid().is_root();
+        Enforcement {
+            cgroups: if root {
+                cgroups::Flavor::detect()
+            } else {
+                cgroups::Flavor::None
+            },
+            quota: disk::Quota::detect(),
+        }
+    })
+}
+
+impl Limits {
+    /// One line for the log at start: the limits and how they are enforced.
+    pub fn describe(&self) -> String {
+        let e = enforcement();
+        let how = format!("{}; {}", e.cgroups.describe(), e.quota.describe());
+        format!(
+            "memory {} MiB, {} processes, CPU {} s per process, \
+             disk {} MiB, {} open files, /tmp {} MiB, network {:?}; {how}",
+            self.memory_bytes >> 20,
+            self.processes,
+            self.cpu_seconds,
+            self.disk_bytes >> 20,
+            self.open_files,
+            self.tmp_bytes >> 20,
+            self.network,
+        )
+    }
+}
+
+/// Where a room's sandbox lives on the host and as whom it runs.
+#[derive(Debug, Clone)]
+pub struct SandboxPlace {
+    /// The room id (for logs).
+    pub room: String,
+    /// Host directory mounted as `/workspace`.
+    pub workspace: PathBuf,
+    /// Host uid the sandbox runs as when the server is root.
+    pub uid: Option<u32>,
+}
+
+/// Handle to a room's sandbox worker. Cheap to clone; the worker ends
+/// when the last handle is dropped.
+#[derive(Clone)]
+pub struct RoomSandbox {
+    jobs: tokio::sync::mpsc::UnboundedSender<Job>,
+    control: tokio::sync::mpsc::UnboundedSender<Control>,
+    /// Commands queued or running (the worker counts them down).
+    pending: Arc<AtomicUsize>,
+    place: Arc<SandboxPlace>,
+    limits: Arc<Limits>,
+}
+
+use worker::{Control, Job};
+
+impl RoomSandbox {
+    /// A handle for the room; the sandbox itself starts on the first
+    /// command. Must be called inside a Tokio runtime.
+    pub fn new(place: SandboxPlace, limits: Arc<Limits>) -> Self {
+        let (jobs, jobs_rx) = tokio::sync::mpsc::unbounded_channel();
+        let (control, control_rx) = tokio::sync::mpsc::unbounded_channel();
+        let place = Arc::new(place);
+        let pending = Arc::new(AtomicUsize::new(0));
+        tokio::spawn(worker::run(
+            place.clone(),
+            limits.clone(),
+            pending.clone(),
+            jobs_rx,
+            control_rx,
+        ));
+        RoomSandbox {
+            jobs,
+            control,
+            pending,
+            place,
+            limits,
+        }
+    }
+
+    /// Reads a file of the workspace (`path` relative to `/workspace`).
+    pub async fn read_file(&self, path: String) -> Result<Vec<u8>, FileError> {
+        let (place, limits) = (self.place.clone(), self.limits.clone());
+        tokio::task::spawn_blocking(move || {
+            if !place.workspace.exists() {
+                return Err(FileError::NotFound);
+            }
+            ready_workspace(&place, &limits).map_err(unavailable)?;
+            files::read(&place.workspace, &path)
+        })
+        .await
+        .map_err(|e| FileError::Io(e.to_string()))?
+    }
+
+    /// Writes a file of the workspace, creating its parent folders;
+    /// answers its size.
+    pub async fn write_file(&self, path: String, bytes: bytes::Bytes) -> Result<u64, FileError> {
+        let (place, limits) = (self.place.clone(), self.limits.clone());
+        tokio::task::spawn_blocking(move || {
+            ready_workspace(&place, &limits).map_err(unavailable)?;
+            files::write(&place.workspace, &path, &bytes, place.uid)
+        })
+        .await
+        .map_err(|e| FileError::Io(e.to_string()))?
+    }
+
+    /// Queues a command behind those queued before it (the job is queued
+    /// when `exec` is called, not when the future is first polled) and
+    /// returns a future of its outcome. Output streams to `on_output` as it
+    /// comes.
+    pub fn exec(
+        &self,
+        exec_id: String,
+        spec: ExecSpec,
+        on_output: OnOutput,
+    ) -> impl std::future::Future<Output = Result<ExecOutcome, SandboxError>> + Send + 'static {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.pending.fetch_add(1, Ordering::SeqCst);
+        let queued = self.jobs.send(Job {
+            exec_id,
+            spec,
+            on_output,
+            reply,
+        });
+        if queued.is_err() {
+            self.pending.fetch_sub(1, Ordering::SeqCst);
+        }
+        async move {
+            queued.map_err(|_| SandboxError::Destroyed)?;
+            answer.await.map_err(|_| SandboxError::Destroyed)?
+        }
+    }
+
+    /// Stops the running command (`exec_id`, or whichever runs): SIGINT,
+    /// then SIGKILL 2 s later; with `hard`, SIGKILL at once. Answers whether
+    /// a command was running.
+    pub async fn interrupt(&self, exec_id: Option<String>, hard: bool) -> bool {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let sent = self.control.send(Control::Interrupt {
+            exec_id,
+            hard,
+            reply,
+        });
+        sent.is_ok() && answer.await.unwrap_or(false)
+    }
+
+    /// Kills every process of the room and deletes its workspace. Queued
+    /// commands fail with `SandboxError::Destroyed`. The handle stays usable:
+    /// the next command starts a fresh sandbox on an empty workspace.
+    pub async fn destroy(&self) -> Result<(), String> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.control
+            .send(Control::Destroy { reply })
+            .map_err(|_| "the sandbox worker is gone".to_string())?;
+        answer
+            .await
+            .map_err(|_| "the sandbox worker is gone".to_string())?
+    }
+}
+
+/// The workspace exists, with its quota mounted where there is one.
+fn ready_workspace(place: &SandboxPlace, limits: &Limits) -> std::io::Result<()> {
+    disk::prepare(
+        enforcement().quota,
+        &place.workspace,
+        limits.disk_bytes,
+        place.uid,
+    )
+}
+
+/// The file error of a workspace that could not be readied.
+fn unavailable(e: std::io::Error) -> FileError {
+    FileError::Io(format!("the workspace is not available: {e}"))
+}
+
+/// The binary to start as `duet sandbox-init`: this one, unless
+/// `DUET_HELPER_EXE` names another (tests of the library use the built
+/// `duet` binary).
+fn helper_exe() -> std::io::Result<PathBuf> {
+    match std::env::var_os("DUET_HELPER_EXE") {
+        Some(path) => Ok(PathBuf::from(path)),
+        None => std::env::current_exe(),
+    }
+}
+
+/// Deletes a workspace and the container root beside it, never following
+/// a symlink out of them; directories a command made unreadable are
+/// opened up first.
+fn remove_workspace(workspace: &std::path::Path) -> Result<(), String> {
+    let mut errors = Vec::new();
+    let mut root_dir = workspace.as_os_str().to_os_string();
+    root_dir.push(".root");
+    for dir in [workspace.to_path_buf(), PathBuf::from(root_dir)] {
+        if !dir.exists() {
+            continue;
+        }
+        if std::fs::remove_dir_all(&dir).is_err() {
+            open_up(&dir);
+            if let Err(e) = std::fs::remove_dir_all(&dir) {
+                errors.push(format!("cannot delete {}: {e}", dir.display()));
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("; "))
+    }
+}
+
+/// Gives the owner rwx on every directory below `dir` (not following links).
+fn open_up(dir: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                open_up(&entry.path());
+            }
+        }
+    }
+}
+
+/// The host directory of a room's workspace: `opaque` is a random name kept
+/// with the room, so that host paths (visible in the sandbox's mount table)
+/// say nothing of the room.
+pub fn workspace_dir(data_dir: &std::path::Path, opaque: &str) -> PathBuf {
+    data_dir.join("workspaces").join(opaque)
+}
+
+/// Unmounts every workspace image of `data_dir` (the server stops; the
+/// images stay and are mounted again when their rooms next run).
+pub fn release_all(data_dir: &std::path::Path) {
+    let root = workspace_dir(data_dir, "");
+    let root = std::fs::canonicalize(&root).unwrap_or(root);
+    let Ok(mounts) = std::fs::read_to_string("/proc/self/mounts") else {
+        return;
+    };
+    for target in mounts.lines().filter_map(|l| l.split_whitespace().nth(1)) {
+        if std::path::Path::new(target).starts_with(&root) {
+            let _ = nix::mount::umount2(target, nix::mount::MntFlags::MNT_DETACH);
+        }
+    }
+}
+
+/// The host uid of a room's sandbox when the server runs as root: each room
+/// has its own. `slot` is a number kept with the room, unique per server;
+/// the data directory picks one of 60,000 ranges of 65,536 uids, so that
+/// two servers on one machine (an embedded one beside `duet serve`) do not
+/// share uids.
+pub fn room_uid(data_dir: &std::path::Path, slot: u32) -> Option<u32> {
+    let root = nix::unistd::geteuid().is_root();
+    let dir = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
+    // FNV-1a: stable across builds and runs, unlike the std hasher.
+    let hash = dir
+        .as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
+        });
+    let range = (hash % 60_000) as u32;
+    root.then(|| 200_000 + range * 65_536 + (slot % 65_536))
+}
+
+/// Entry of the hidden `duet sandbox-init` helper process.
+pub fn helper_main() -> std::process::ExitCode {
+    helper::main()
+}
+
+impl Sandbox for RoomSandbox {
+    fn exec(
+        &self,
+        exec_id: String,
+        spec: ExecSpec,
+        on_output: OnOutput,
+    ) -> BoxFuture<Result<ExecOutcome, SandboxError>> {
+        Box::pin(RoomSandbox::exec(self, exec_id, spec, on_output))
+    }
+
+    fn interrupt(&self, exec_id: Option<String>, hard: bool) -> BoxFuture<bool> {
+        let sandbox = self.clone();
+        Box::pin(async move { RoomSandbox::interrupt(&sandbox, exec_id, hard).await })
+    }
+
+    fn destroy(&self) -> BoxFuture<Result<(), String>> {
+        let sandbox = self.clone();
+        Box::pin(async move { RoomSandbox::destroy(&sandbox).await })
+    }
+
+    fn read_file(&self, path: String) -> BoxFuture<Result<Vec<u8>, FileError>> {
+        let sandbox = self.clone();
+        Box::pin(async move { RoomSandbox::read_file(&sandbox, path).await })
+    }
+
+    fn write_file(&self, path: String, bytes: bytes::Bytes) -> BoxFuture<Result<u64, FileError>> {
+        let sandbox = self.clone();
+        Box::pin(async move { RoomSandbox::write_file(&sandbox, path, bytes).await })
+    }
+
+    fn busy(&self) -> bool {
+        self.pending.load(Ordering::SeqCst) > 0
+    }
+}
+
+/// The sandboxes of one data directory on this host.
+pub struct LocalFactory {
+    data_dir: PathBuf,
+    limits: Arc<Limits>,
+}
+
+impl LocalFactory {
+    /// Sandboxes under `data_dir` with `limits`; fails, saying what to
+    /// install, when the limits cannot work on this host.
+    pub fn new(data_dir: PathBuf, limits: Limits) -> Result<Self, String> {
+        limits.check()?;
+        Ok(LocalFactory {
+            data_dir,
+            limits: Arc::new(limits),
+        })
+    }
+}
+
+impl SandboxFactory for LocalFactory {
+    fn open(&self, id: &SandboxId) -> Arc<dyn Sandbox> {
+        let place = SandboxPlace {
+            room: id.room.clone(),
+            workspace: workspace_dir(&self.data_dir, &id.opaque),
+            uid: room_uid(&self.data_dir, id.slot),
+        };
+        Arc::new(RoomSandbox::new(place, self.limits.clone()))
+    }
+
+    fn describe(&self) -> String {
+        self.limits.describe()
+    }
+
+    fn shutdown(&self) {
+        release_all(&self.data_dir);
+    }
+}
