@@ -10,10 +10,12 @@
 //! - a message's fan-out to 100 WebSocket clients of one room, from the
 //!   POST to the last client's frame, with full states and with deltas;
 //! - bytes one socket receives for 100 messages, full states and deltas;
-//! - resident memory of the server with 1,000 rooms of 10 idle connections.
+//! - resident memory of the server with 1,000 rooms of 10 idle connections;
+//! - resident memory after 10,000 chat-only rooms (one socket, one message
+//!   each) and after 100 rooms that ran a command came and went.
 //!
 //! Sections can be picked by name: `cargo bench --bench server -- fanout bytes`
-//! (`exec`, `fanout`, `bytes`, `memory`; all by default).
+//! (`exec`, `fanout`, `bytes`, `memory`, `rooms`; all by default).
 
 mod support;
 
@@ -284,6 +286,109 @@ async fn memory_figures(addr: &str, pid: u32) -> anyhow::Result<()> {
     Ok(())
 }
 
+const CHAT_ROOMS: usize = 10_000;
+const COMMAND_ROOMS: usize = 100;
+
+/// Waits until the server's resident memory stops falling (rooms unload
+/// one idle period after their last use).
+async fn settled_rss(pid: u32) -> u64 {
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let mut last = rss_kib(pid);
+    for _ in 0..10 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = rss_kib(pid);
+        if now >= last {
+            return now;
+        }
+        last = now;
+    }
+    last
+}
+
+/// Resident memory of a server whose rooms unload after 1 s: empty, after
+/// 10,000 chat-only rooms came and went, after 100 rooms ran a command.
+async fn rooms_figures(http: &reqwest::Client) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let (mut server, addr) = support::serve(
+        dir.path(),
+        &[
+            "--room-idle-secs",
+            "1",
+            "--ai-url",
+            "http://127.0.0.1:9/v1",
+            "--ai-model",
+            "none",
+        ],
+    )?;
+    let pid = server.id();
+    let result = async {
+        let empty = settled_rss(pid).await;
+        let started = Instant::now();
+        let chats: Vec<anyhow::Result<()>> = stream::iter(0..CHAT_ROOMS)
+            .map(|n| {
+                let addr = addr.clone();
+                async move {
+                    let url = format!("ws://{addr}/api/rooms/chat-{n}/ws?user=u{n}");
+                    let (mut ws, _) = tokio_tungstenite::connect_async(url).await?;
+                    for _ in 0..3 {
+                        ws.next().await;
+                    }
+                    let post = format!("http://{addr}/api/rooms/chat-{n}/message");
+                    let body = serde_json::json!({"text": "hello", "userId": "bench"});
+                    http.post(&post).json(&body).send().await?.bytes().await?;
+                    ws.close(None).await?;
+                    Ok(())
+                }
+            })
+            .buffer_unordered(32)
+            .collect()
+            .await;
+        chats.into_iter().collect::<anyhow::Result<Vec<()>>>()?;
+        let chat_time = started.elapsed();
+        let after_chats = settled_rss(pid).await;
+        let execs: Vec<anyhow::Result<()>> = stream::iter(0..COMMAND_ROOMS)
+            .map(|n| {
+                let addr = addr.clone();
+                async move {
+                    let url = format!("http://{addr}/api/rooms/cmd-{n}/sandbox/exec");
+                    let body = serde_json::json!({"cmd": "true"});
+                    let res = http.post(&url).json(&body).send().await?;
+                    anyhow::ensure!(res.status() == 200, "exec answered {}", res.status());
+                    res.bytes().await?;
+                    Ok(())
+                }
+            })
+            .buffer_unordered(4)
+            .collect()
+            .await;
+        execs.into_iter().collect::<anyhow::Result<Vec<()>>>()?;
+        let after_execs = settled_rss(pid).await;
+        let mib = |k: u64| k as f64 / 1024.0;
+        println!("rooms unloading after 1 s idle (--room-idle-secs 1)");
+        println!(
+            "{:<48} {:>8.1} MiB",
+            "server resident memory, empty",
+            mib(empty)
+        );
+        println!(
+            "{:<48} {:>8.1} MiB   ({CHAT_ROOMS} rooms in {:.1} s)",
+            "after chat-only rooms came and went",
+            mib(after_chats),
+            chat_time.as_secs_f64()
+        );
+        println!(
+            "{:<48} {:>8.1} MiB   ({COMMAND_ROOMS} rooms)",
+            "after rooms that ran a command went",
+            mib(after_execs)
+        );
+        anyhow::Ok(())
+    }
+    .await;
+    let _ = server.kill();
+    let _ = server.wait();
+    result
+}
+
 fn main() -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     raise_open_files();
@@ -340,6 +445,10 @@ fn main() -> anyhow::Result<()> {
         }
         if wants("memory") {
             memory_figures(&addr, pid).await?;
+            println!();
+        }
+        if wants("rooms") {
+            rooms_figures(&http).await?;
         }
         Ok::<_, anyhow::Error>(())
     });

@@ -20,6 +20,11 @@ use ratatui::backend::TestBackend;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The tmux harness of the end-to-end tests.
+#[path = "../tests/common/tmux.rs"]
+#[allow(dead_code)]
+mod tmux;
+
 fn session() -> Session {
     Session {
         server: "http://127.0.0.1:8787".into(),
@@ -124,9 +129,6 @@ fn main() {
 /// CPU time of a real client, connected to a real backend, idle for 30 s.
 fn idle_cpu() -> Result<u64, String> {
     let bin = env!("CARGO_BIN_EXE_duet");
-    if Command::new("tmux").arg("-V").output().is_err() {
-        return Err("tmux is not installed".into());
-    }
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let port = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
@@ -144,36 +146,17 @@ fn idle_cpu() -> Result<u64, String> {
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| e.to_string())?;
-    let socket = dir.path().join("tmux.sock");
-    let tmux = |args: &[&str]| {
-        Command::new("tmux")
-            .arg("-S")
-            .arg(&socket)
-            .args(args)
-            .output()
-    };
-    let client = format!(
-        "DUET_DATA_DIR={} {bin} --server http://127.0.0.1:{port} --room idle --name bench",
-        dir.path().join("client").display()
-    );
+    let tmux = tmux::Tmux::try_new(dir.path())?;
+    let env = [(
+        "DUET_DATA_DIR",
+        dir.path().join("client").display().to_string(),
+    )];
+    let args = format!("--server http://127.0.0.1:{port} --room idle --name bench");
     let result = (|| {
         std::thread::sleep(Duration::from_secs(1));
-        tmux(&[
-            "new-session",
-            "-d",
-            "-s",
-            "idle",
-            "-x",
-            "120",
-            "-y",
-            "40",
-            &client,
-        ])
-        .map_err(|e| e.to_string())?;
+        tmux.start("idle", &env, &args);
         std::thread::sleep(Duration::from_secs(3));
-        let pid =
-            tmux(&["display", "-p", "-t", "idle", "#{pane_pid}"]).map_err(|e| e.to_string())?;
-        let mut pid = String::from_utf8_lossy(&pid.stdout).trim().to_string();
+        let mut pid = tmux.display("idle", "#{pane_pid}");
         // The pane's process may be a shell that started duet as its child.
         let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
         if comm.trim() != "duet" {
@@ -205,8 +188,7 @@ fn idle_cpu() -> Result<u64, String> {
             // Clock ticks are 10 ms on Linux (CLK_TCK 100).
             Ok(ticks * 10)
         };
-        let screen = tmux(&["capture-pane", "-p", "-t", "idle"]).map_err(|e| e.to_string())?;
-        if !String::from_utf8_lossy(&screen.stdout).contains("● connected") {
+        if !tmux.screen("idle").contains("● connected") {
             return Err("the client did not connect".into());
         }
         let a = cpu()?;
@@ -214,7 +196,7 @@ fn idle_cpu() -> Result<u64, String> {
         let b = cpu()?;
         Ok(b - a)
     })();
-    let _ = tmux(&["kill-server"]);
+    drop(tmux);
     let _ = server.kill();
     let _ = server.wait();
     result

@@ -124,6 +124,10 @@ pub struct ServeArgs {
     /// Output captured per stream of a command, in bytes
     #[arg(long, default_value_t = 1024 * 1024)]
     pub output_cap: usize,
+    /// Unload a room after this many seconds without connections, commands
+    /// or turns (its history and files stay; it loads again on use)
+    #[arg(long, default_value_t = 300, env = "DUET_ROOM_IDLE_SECS")]
+    pub room_idle_secs: u64,
     /// Stop a room's sandbox after this many idle seconds (its files stay)
     #[arg(long, default_value_t = 600)]
     pub sandbox_idle_secs: u64,
@@ -210,7 +214,7 @@ impl ServeArgs {
     }
 
     /// The limits of the local sandboxes these flags ask for.
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", feature = "server"))]
     pub fn limits(&self) -> crate::sandbox::local::Limits {
         use std::time::Duration;
         crate::sandbox::local::Limits {
@@ -227,6 +231,7 @@ impl ServeArgs {
     }
 
     /// The agent's settings.
+    #[cfg(feature = "server")]
     pub fn ai_config(&self) -> crate::ai::AiConfig {
         crate::ai::AiConfig {
             url: self.ai_url.clone(),

@@ -33,6 +33,8 @@ pub enum ConfigError {
     },
     #[error("{path} is not valid: {message}")]
     Parse { path: PathBuf, message: String },
+    #[error("no data directory: pass --data-dir DIR (or set DUET_DATA_DIR or HOME)")]
+    NoDataDir,
 }
 
 /// The client's settings after every source was applied.
@@ -73,21 +75,31 @@ impl FileConfig {
     }
 }
 
-/// `$XDG_CONFIG_HOME/duet/duet.toml`, else `~/.config/duet/duet.toml`.
-pub fn config_path() -> Option<PathBuf> {
-    xdg_dir("XDG_CONFIG_HOME", ".config").map(|d| d.join("duet").join("duet.toml"))
+/// Where Duet keeps its files unless told otherwise: the XDG base
+/// directories (`$XDG_CONFIG_HOME`, else `~/.config`; `$XDG_DATA_HOME`,
+/// else `~/.local/share`), the same on every platform. The one place both
+/// the client and `duet serve` take them from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DefaultDirs {
+    /// `…/duet/duet.toml` in the config directory.
+    pub config_file: PathBuf,
+    /// `…/duet` in the data directory.
+    pub data_dir: PathBuf,
 }
 
-/// `$XDG_DATA_HOME/duet`, else `~/.local/share/duet`, else `./.duet`.
-pub fn default_data_dir() -> PathBuf {
-    xdg_dir("XDG_DATA_HOME", ".local/share")
-        .map(|d| d.join("duet"))
-        .unwrap_or_else(|| PathBuf::from(".duet"))
+/// The default directories; `None` when no home directory can be found.
+pub fn default_dirs() -> Option<DefaultDirs> {
+    use etcetera::base_strategy::BaseStrategy;
+    let xdg = etcetera::base_strategy::Xdg::new().ok()?;
+    Some(DefaultDirs {
+        config_file: xdg.config_dir().join("duet").join("duet.toml"),
+        data_dir: xdg.data_dir().join("duet"),
+    })
 }
 
-fn xdg_dir(var: &str, home_rel: &str) -> Option<PathBuf> {
-    let set = |v: Option<std::ffi::OsString>| v.filter(|s| !s.is_empty()).map(PathBuf::from);
-    set(std::env::var_os(var)).or_else(|| set(std::env::var_os("HOME")).map(|h| h.join(home_rel)))
+/// The default data directory (`duet serve` and the embedded backend).
+pub fn default_data_dir() -> Option<PathBuf> {
+    default_dirs().map(|d| d.data_dir)
 }
 
 /// The default name: `$USER`, else `guest`.
@@ -100,31 +112,38 @@ pub fn default_name() -> String {
 
 /// Applies the layers: `args` (flags, then environment, via clap), then
 /// `file`, then defaults. `data_dir` is the flag/env value of the data
-/// directory, if any.
-pub fn resolve(args: &ClientArgs, data_dir: Option<PathBuf>, file: &FileConfig) -> ClientSettings {
+/// directory, if any; `default_dir` the default one, if there is one.
+pub fn resolve(
+    args: &ClientArgs,
+    data_dir: Option<PathBuf>,
+    file: &FileConfig,
+    default_dir: Option<PathBuf>,
+) -> Result<ClientSettings, ConfigError> {
     let pick = |a: &Option<String>, f: &Option<String>| {
         a.clone()
             .or_else(|| f.clone())
             .filter(|s| !s.trim().is_empty())
     };
     let chosen_dir = data_dir.or_else(|| file.data_dir.clone());
-    ClientSettings {
+    let default_data_dir = chosen_dir.is_none();
+    Ok(ClientSettings {
         server: pick(&args.server, &file.server).map(|s| s.trim_end_matches('/').to_string()),
         room: pick(&args.room, &file.room),
         token: pick(&args.token, &file.token),
         name: pick(&args.name, &file.name).unwrap_or_else(default_name),
-        default_data_dir: chosen_dir.is_none(),
-        data_dir: chosen_dir.unwrap_or_else(default_data_dir),
-    }
+        default_data_dir,
+        data_dir: chosen_dir.or(default_dir).ok_or(ConfigError::NoDataDir)?,
+    })
 }
 
 /// Reads the config file (if any) and resolves the settings.
 pub fn load(args: &ClientArgs, data_dir: Option<PathBuf>) -> Result<ClientSettings, ConfigError> {
-    let file = match config_path() {
-        Some(path) => FileConfig::load(&path)?,
+    let dirs = default_dirs();
+    let file = match &dirs {
+        Some(dirs) => FileConfig::load(&dirs.config_file)?,
         None => FileConfig::default(),
     };
-    Ok(resolve(args, data_dir, &file))
+    resolve(args, data_dir, &file, dirs.map(|d| d.data_dir))
 }
 
 #[cfg(test)]
@@ -147,14 +166,44 @@ mod tests {
             Path::new("duet.toml"),
         )
         .unwrap();
-        let s = resolve(&args(Some("http://flag:2/"), None), None, &file);
+        let default = Some(PathBuf::from("/home/ada/.local/share/duet"));
+        let s = resolve(
+            &args(Some("http://flag:2/"), None),
+            None,
+            &file,
+            default.clone(),
+        )
+        .unwrap();
         assert_eq!(s.server.as_deref(), Some("http://flag:2"));
         assert_eq!(s.room.as_deref(), Some("r1"));
         assert_eq!(s.name, "filer");
         assert!(s.default_data_dir);
-        let s = resolve(&args(None, Some("ada")), None, &FileConfig::default());
+        assert_eq!(s.data_dir, PathBuf::from("/home/ada/.local/share/duet"));
+        let s = resolve(
+            &args(None, Some("ada")),
+            None,
+            &FileConfig::default(),
+            default,
+        )
+        .unwrap();
         assert_eq!(s.server, None);
         assert_eq!(s.name, "ada");
+        let flag = Some(PathBuf::from("/d"));
+        let s = resolve(&args(None, None), flag, &FileConfig::default(), None).unwrap();
+        assert!(!s.default_data_dir);
+        let none = resolve(&args(None, None), None, &FileConfig::default(), None);
+        assert!(matches!(none, Err(ConfigError::NoDataDir)));
+    }
+
+    #[test]
+    fn the_default_dirs_follow_xdg() {
+        // The test process's own environment: whatever it is, both paths
+        // come from the same base directories.
+        if let Some(dirs) = default_dirs() {
+            assert!(dirs.config_file.ends_with("duet/duet.toml"));
+            assert!(dirs.data_dir.ends_with("duet"));
+            assert!(dirs.config_file.is_absolute() && dirs.data_dir.is_absolute());
+        }
     }
 
     #[test]

@@ -8,5 +8,11 @@ pub mod client;
 pub mod config;
 pub mod protocol;
 pub mod sandbox;
+#[cfg(feature = "server")]
 pub mod server;
+/// Without the `server` feature: a backend that says how to get one.
+#[cfg(not(feature = "server"))]
+#[path = "server/absent.rs"]
+pub mod server;
+pub mod support;
 pub mod tui;

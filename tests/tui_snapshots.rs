@@ -124,10 +124,10 @@ fn a_toast_and_a_multiline_input_in_run_mode() {
     let mut app = app();
     app.update(ctrl('r'));
     app.update(Msg::Paste("for i in 1 2 3; do\n  echo $i\ndone".into()));
-    app.toast(
-        "exec failed: 400 Bad Request: invalid request; cmd: must not be empty",
-        true,
-    );
+    // Any error the App reports whole shows as this toast.
+    app.update(Msg::TransferDone(Err(
+        "exec failed: 400 Bad Request: invalid request; cmd: must not be empty".into(),
+    )));
     snap_all("toast_multiline", &mut app);
 }
 

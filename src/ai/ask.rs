@@ -35,6 +35,7 @@ pub async fn ask(args: AskArgs) -> anyhow::Result<ExitCode> {
         name: settings.name.clone(),
         token: settings.token.clone(),
         connection_id: format!("ask-{:016x}", rand::random::<u64>()),
+        deltas: false,
     };
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let (socket, _task) = socket::spawn(params, events_tx);
@@ -64,7 +65,7 @@ pub async fn ask(args: AskArgs) -> anyhow::Result<ExitCode> {
             answer = &mut post => break answer,
             event = events.recv() => match event {
                 Some(SocketEvent::Frame(frame)) => view.show(*frame),
-                Some(SocketEvent::State(_)) => {}
+                Some(_) => {}
                 None => streaming = false,
             },
         }
@@ -85,7 +86,7 @@ pub async fn ask(args: AskArgs) -> anyhow::Result<ExitCode> {
             tokio::select! {
                 event = events.recv() => match event {
                     Some(SocketEvent::Frame(frame)) => view.show(*frame),
-                    Some(SocketEvent::State(_)) => {}
+                    Some(_) => {}
                     None => break,
                 },
                 () = &mut deadline => break,
@@ -110,7 +111,7 @@ async fn first_state(
             }
             SocketEvent::State(ConnState::Offline(reason))
             | SocketEvent::State(ConnState::Reconnecting { reason, .. }) => return Err(reason),
-            SocketEvent::State(_) => {}
+            _ => {}
         }
     }
     Err("the socket stopped".into())

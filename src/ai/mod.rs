@@ -1,201 +1,23 @@
 //! The agent: a model that answers in the room and runs its commands in the
-//! sandbox. This file holds the interface the room uses; the provider
-//! (provider.rs, openai.rs), the prompt and the turn live beside it.
+//! sandbox (agent.rs: the interface the room uses; the provider in
+//! provider.rs and openai.rs, the prompt and the turn beside it), and
+//! `duet ask`, the client's one question to it.
 
 pub mod ask;
+
+// The backend's parts: the agent that answers in rooms.
+#[cfg(feature = "server")]
+mod agent;
+#[cfg(feature = "server")]
 pub mod openai;
+#[cfg(feature = "server")]
 pub(crate) mod prompt;
+#[cfg(feature = "server")]
 pub mod provider;
+#[cfg(feature = "server")]
 pub(crate) mod sse;
+#[cfg(feature = "server")]
 mod turn;
 
-use crate::protocol::{DuetMessage, Run, ServerFrame};
-use provider::{ModelError, Provider};
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-use tokio_util::sync::CancellationToken;
-
-/// Where Ollama listens by default: tried when no model is configured.
-pub const OLLAMA_URL: &str = "http://127.0.0.1:11434/v1";
-/// Default time to connect to the model's service.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// Default time one answer of the model may take.
-pub const TURN_TIMEOUT: Duration = Duration::from_secs(120);
-/// What the room is told when no model can be reached.
-pub const NO_MODEL_TEXT: &str = "No model is configured, and nothing answers at Ollama's default address (http://127.0.0.1:11434). Start Ollama (`ollama serve`, then `ollama pull llama3.2`), or start the server with --ai-url, --ai-model and --ai-key (or DUET_AI_URL, DUET_AI_MODEL, DUET_AI_KEY); see the README.";
-
-/// A future that may be sent between tasks.
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
-
-/// How the backend reaches a model: from flags, environment or config file.
-#[derive(Debug, Clone, Default)]
-pub struct AiConfig {
-    /// Base URL of an OpenAI-compatible API (e.g. http://127.0.0.1:11434/v1).
-    pub url: Option<String>,
-    pub model: Option<String>,
-    pub key: Option<String>,
-    /// Rounds of commands the model may run in one turn (default 1).
-    pub steps: u32,
-    /// Time to connect to the model's service (zero: `CONNECT_TIMEOUT`).
-    pub connect_timeout: Duration,
-    /// Time one answer of the model may take (zero: `TURN_TIMEOUT`).
-    pub timeout: Duration,
-}
-
-impl AiConfig {
-    /// The connect timeout in force.
-    pub fn connect_timeout(&self) -> Duration {
-        nonzero_or(self.connect_timeout, CONNECT_TIMEOUT)
-    }
-
-    /// The answer timeout in force.
-    pub fn turn_timeout(&self) -> Duration {
-        nonzero_or(self.timeout, TURN_TIMEOUT)
-    }
-}
-
-fn nonzero_or(value: Duration, default: Duration) -> Duration {
-    if value.is_zero() { default } else { value }
-}
-
-/// What the room gives a turn: a way to tell the room and a way to run
-/// commands in its sandbox.
-pub trait TurnHost: Send + Sync + 'static {
-    /// Broadcast a frame (`duet_ai`) to everyone in the room.
-    fn emit(&self, frame: ServerFrame);
-    /// Run one command in the room's sandbox as the agent, streaming
-    /// `duet_exec` frames with `source: "agent"`; resolves when it ended.
-    fn run(&self, cmd: String) -> BoxFuture<Run>;
-}
-
-/// What a turn produced: the agent message's text and runs.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AgentReply {
-    pub text: String,
-    pub runs: Vec<Run>,
-}
-
-/// Why a turn ended without a reply; the text is what the room's `system`
-/// message says.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum TurnError {
-    #[error("{0}")]
-    NoModel(String),
-    #[error("{0}")]
-    Model(String),
-    #[error("the agent's turn was cancelled")]
-    Cancelled,
-}
-
-/// The agent of a server: holds the provider, shared by every room.
-#[derive(Clone)]
-pub struct Agent {
-    config: Arc<AiConfig>,
-    backend: Arc<Backend>,
-}
-
-/// Where the agent's model comes from.
-enum Backend {
-    /// A provider given by the caller (tests, embedders).
-    Fixed(Arc<dyn Provider>),
-    /// The OpenAI-compatible API of the configuration (or Ollama's default).
-    Http {
-        client: Result<reqwest::Client, String>,
-        /// The model found by asking the service, once found.
-        discovered: Mutex<Option<String>>,
-    },
-}
-
-impl Agent {
-    /// The agent of `config`: its model is reached over HTTP, found (and
-    /// Ollama tried) at each turn until it answers.
-    pub fn new(config: AiConfig) -> Self {
-        let client = openai::http_client(config.connect_timeout());
-        Agent {
-            config: Arc::new(config),
-            backend: Arc::new(Backend::Http {
-                client,
-                discovered: Mutex::new(None),
-            }),
-        }
-    }
-
-    /// An agent whose model is `provider` (the configuration's URL, model
-    /// and key are not used).
-    pub fn with_provider(config: AiConfig, provider: Arc<dyn Provider>) -> Self {
-        Agent {
-            config: Arc::new(config),
-            backend: Arc::new(Backend::Fixed(provider)),
-        }
-    }
-
-    /// Runs one turn: `history` is the room's messages, oldest first, the
-    /// new user message last. Emits `duet_ai` frames with `turn_id`, runs
-    /// the reply's commands through `host`, and returns the reply.
-    pub async fn run_turn(
-        &self,
-        host: Arc<dyn TurnHost>,
-        history: Vec<DuetMessage>,
-        turn_id: String,
-        cancel: CancellationToken,
-    ) -> Result<AgentReply, TurnError> {
-        let turn = turn::Turn {
-            host,
-            turn_id,
-            cancel,
-            steps: self.config.steps,
-            timeout: self.config.turn_timeout(),
-        };
-        turn.run(self.provider(), history).await
-    }
-
-    /// The provider for a turn: the configured one, or Ollama's default.
-    async fn provider(&self) -> Result<Arc<dyn Provider>, TurnError> {
-        let (client, discovered) = match self.backend.as_ref() {
-            Backend::Fixed(provider) => return Ok(provider.clone()),
-            Backend::Http { client, discovered } => (client, discovered),
-        };
-        let client = client
-            .as_ref()
-            .map_err(|err| TurnError::Model(format!("Model error: no HTTP client: {err}")))?;
-        let configured = self.config.url.is_some();
-        let base = self.config.url.as_deref().unwrap_or(OLLAMA_URL);
-        let key = self.config.key.clone();
-        let known = self
-            .config
-            .model
-            .clone()
-            .or_else(|| discovered.lock().ok().and_then(|found| found.clone()));
-        let model = match known {
-            // Without a configured URL, first make sure Ollama answers.
-            Some(model) if configured => model,
-            known => match openai::discover_model(client, base, key.as_deref()).await {
-                Ok(Some(found_model)) => {
-                    if let Ok(mut found) = discovered.lock() {
-                        *found = Some(found_model.clone());
-                    }
-                    known.unwrap_or(found_model)
-                }
-                Ok(None) if known.is_some() => known.unwrap_or_default(),
-                Ok(None) if configured => {
-                    return Err(TurnError::Model(format!(
-                        "Model error: the service at {base} lists no model; set --ai-model (DUET_AI_MODEL)"
-                    )));
-                }
-                Ok(None) => {
-                    return Err(TurnError::NoModel(format!(
-                        "Ollama answers at {base} but has no model: run `ollama pull llama3.2`, or set --ai-model (DUET_AI_MODEL)."
-                    )));
-                }
-                Err(ModelError::Unreachable { .. }) if !configured => {
-                    return Err(TurnError::NoModel(NO_MODEL_TEXT.into()));
-                }
-                Err(err) => return Err(TurnError::Model(format!("Model error: {err}"))),
-            },
-        };
-        let provider = openai::OpenAiProvider::new(client.clone(), base, &model, key);
-        Ok(Arc::new(provider))
-    }
-}
+#[cfg(feature = "server")]
+pub use agent::*;

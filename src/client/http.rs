@@ -3,8 +3,8 @@
 //! 429 retried after `Retry-After`, every other error kept whole.
 
 use crate::protocol::{
-    CleanupResponse, Details, ErrorBody, ExecRequest, ExecResponse, FileResponse, MessageRequest,
-    MessageResponse, MessagesPage,
+    CancelResponse, CleanupResponse, Details, ErrorBody, ExecRequest, ExecResponse, FileResponse,
+    InterruptResponse, MessageRequest, MessageResponse, MessagesPage,
 };
 use reqwest::{Method, StatusCode};
 use serde::Serialize;
@@ -185,15 +185,11 @@ impl HttpClient {
             exec_id: Option<&'a str>,
             user_id: &'a str,
         }
-        #[derive(serde::Deserialize)]
-        struct Answer {
-            interrupted: bool,
-        }
         let body = Body {
             exec_id,
             user_id: &self.name,
         };
-        let answer: Answer = self.post("sandbox/interrupt", &body).await?;
+        let answer: InterruptResponse = self.post("sandbox/interrupt", &body).await?;
         Ok(answer.interrupted)
     }
 
@@ -206,15 +202,11 @@ impl HttpClient {
             turn_id: Option<&'a str>,
             user_id: &'a str,
         }
-        #[derive(serde::Deserialize)]
-        struct Answer {
-            cancelled: bool,
-        }
         let body = Body {
             turn_id,
             user_id: &self.name,
         };
-        let answer: Answer = self.post("cancel", &body).await?;
+        let answer: CancelResponse = self.post("cancel", &body).await?;
         Ok(answer.cancelled)
     }
 

@@ -78,25 +78,14 @@ pub fn running_backend(data_dir: &Path) -> Option<String> {
     (!url.is_empty()).then(|| url.to_string())
 }
 
-#[cfg(unix)]
+/// Takes `file`'s exclusive lock without waiting (`flock` on Unix, as
+/// before): `false` when someone else holds it.
 fn try_lock(file: &File) -> std::io::Result<bool> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: flock on a descriptor we own; no memory is shared.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc == 0 {
-        return Ok(true);
+    match file.try_lock() {
+        Ok(()) => Ok(true),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(false),
+        Err(std::fs::TryLockError::Error(err)) => Err(err),
     }
-    let err = std::io::Error::last_os_error();
-    if err.kind() == std::io::ErrorKind::WouldBlock {
-        Ok(false)
-    } else {
-        Err(err)
-    }
-}
-
-#[cfg(not(unix))]
-fn try_lock(_file: &File) -> std::io::Result<bool> {
-    Ok(true)
 }
 
 #[cfg(test)]

@@ -2,6 +2,8 @@
 
 pub mod commands;
 pub mod cp;
+pub mod deltas;
 pub mod http;
 pub mod local;
+pub mod rpc;
 pub mod socket;

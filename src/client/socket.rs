@@ -2,6 +2,8 @@
 //! exponential backoff, measures the round trip with ping/pong, and reports
 //! to the UI as messages. The UI never awaits the network.
 
+use crate::client::deltas::Delta;
+use crate::client::rpc::{Answer, Calls, RoomOp, not_sent};
 use crate::protocol::{ClientFrame, ServerFrame};
 use futures_util::{SinkExt, StreamExt};
 use std::time::{Duration, Instant};
@@ -27,6 +29,9 @@ pub struct SocketParams {
     pub token: Option<String>,
     /// This connection's id (`_pk`).
     pub connection_id: String,
+    /// Ask for state deltas (`deltas=1`) instead of a full state after
+    /// every change; they come as `SocketEvent::Delta`.
+    pub deltas: bool,
 }
 
 /// The connection's state, as the status bar shows it.
@@ -51,6 +56,11 @@ pub enum ConnState {
 pub enum SocketEvent {
     State(ConnState),
     Frame(Box<ServerFrame>),
+    /// A state delta (only when `SocketParams::deltas` asked for them).
+    Delta(Box<Delta>),
+    /// A room operation's answer, in order after the frames it caused
+    /// (or why there is none).
+    Answer(Box<Answer>),
 }
 
 /// What the UI asks of the actor.
@@ -58,12 +68,9 @@ pub enum SocketEvent {
 pub enum SocketCommand {
     /// Send `duet_typing`.
     Typing,
-    /// Send an `rpc` frame.
-    Rpc {
-        id: String,
-        method: String,
-        args: Vec<serde_json::Value>,
-    },
+    /// Send a room operation as an `rpc` frame; its answer comes back as
+    /// `SocketEvent::Answer`.
+    Call(RoomOp),
     /// Reconnect now under another name (`/name`).
     Rejoin { name: String },
     /// Reconnect now to another backend (the embedded one moved).
@@ -111,6 +118,9 @@ pub fn socket_url(params: &SocketParams) -> Result<url::Url, String> {
         q.clear();
         q.append_pair("user", &params.name);
         q.append_pair("_pk", &params.connection_id);
+        if params.deltas {
+            q.append_pair("deltas", "1");
+        }
         if let Some(token) = &params.token {
             q.append_pair("token", token);
         }
@@ -141,6 +151,7 @@ async fn actor(
 ) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let report = |state: ConnState| events.send(SocketEvent::State(state)).is_ok();
+    let mut calls = Calls::default();
     let mut attempt: u32 = 0;
     loop {
         if !report(ConnState::Connecting) {
@@ -149,21 +160,27 @@ async fn actor(
         let reason = match connect(&params).await {
             Ok(ws) => {
                 attempt = 0;
-                match connection(ws, &events, &mut commands).await {
+                let ended = connection(ws, &events, &mut commands, &mut calls).await;
+                match ended {
                     Ended::Close => return,
                     Ended::Rejoin(name) => {
+                        calls.lose_all(&events, "you rejoined under another name");
                         params.name = name;
                         continue;
                     }
                     Ended::Retarget(base) => {
+                        calls.lose_all(&events, "the backend moved");
                         params.base = base;
                         continue;
                     }
-                    Ended::Dropped(reason) => reason,
+                    Ended::Dropped(reason) => {
+                        calls.lose_all(&events, &reason);
+                        reason
+                    }
                 }
             }
             Err(ConnectError::Refused(reason)) => {
-                report(ConnState::Offline(reason));
+                report(ConnState::Offline(reason.clone()));
                 // Refused for good (bad token, bad room): wait for the person.
                 loop {
                     match commands.recv().await {
@@ -176,7 +193,8 @@ async fn actor(
                             params.base = base;
                             break;
                         }
-                        Some(_) => {}
+                        Some(SocketCommand::Call(op)) => not_sent(&events, op, &reason),
+                        Some(SocketCommand::Typing) => {}
                     }
                 }
                 continue;
@@ -207,7 +225,10 @@ async fn actor(
                     None | Some(SocketCommand::Close) => return,
                     Some(SocketCommand::Rejoin { name }) => { params.name = name; break; }
                     Some(SocketCommand::Retarget { base }) => { params.base = base; break; }
-                    Some(_) => {}
+                    Some(SocketCommand::Call(op)) => {
+                        not_sent(&events, op, &format!("reconnecting in {secs} s: {reason}"));
+                    }
+                    Some(SocketCommand::Typing) => {}
                 },
             }
         }
@@ -253,6 +274,7 @@ async fn connection(
     ws: Ws,
     events: &mpsc::UnboundedSender<SocketEvent>,
     commands: &mut mpsc::UnboundedReceiver<SocketCommand>,
+    calls: &mut Calls,
 ) -> Ended {
     let (mut sink, mut stream) = ws.split();
     let mut ping = tokio::time::interval(PING_EVERY);
@@ -272,13 +294,25 @@ async fn connection(
                 match message {
                     Message::Text(text) => {
                         match serde_json::from_str::<ServerFrame>(text.as_str()) {
+                            Ok(ServerFrame::Rpc(reply)) => {
+                                if let Some(done) = calls.finish(reply, tokio::time::Instant::now()) {
+                                    let _ = events.send(SocketEvent::Answer(Box::new(done)));
+                                }
+                            }
                             Ok(frame) => {
                                 if events.send(SocketEvent::Frame(Box::new(frame))).is_err() {
                                     return Ended::Close;
                                 }
                             }
-                            // Frames of types we do not know are ignored (docs/protocol.md).
-                            Err(err) => tracing::debug!(%err, "ignored frame"),
+                            Err(err) => match serde_json::from_str::<Delta>(text.as_str()) {
+                                Ok(delta) => {
+                                    if events.send(SocketEvent::Delta(Box::new(delta))).is_err() {
+                                        return Ended::Close;
+                                    }
+                                }
+                                // Frames of types we do not know are ignored (docs/protocol.md).
+                                Err(_) => tracing::debug!(%err, "ignored frame"),
+                            },
                         }
                     }
                     Message::Pong(payload) => {
@@ -307,6 +341,16 @@ async fn connection(
                     return Ended::Dropped(err.to_string());
                 }
             }
+            _ = sleep_until(calls.next_retry()), if calls.next_retry().is_some() => {
+                for (id, frame) in calls.due(tokio::time::Instant::now()) {
+                    if let Err(err) = send_frame(&mut sink, &frame).await {
+                        if let Some(op) = calls.forget(&id) {
+                            not_sent(events, op, &err);
+                        }
+                        return Ended::Dropped(err);
+                    }
+                }
+            }
             command = commands.recv() => {
                 let frame = match command {
                     None | Some(SocketCommand::Close) => {
@@ -321,19 +365,41 @@ async fn connection(
                         let _ = sink.send(Message::Close(None)).await;
                         return Ended::Retarget(base);
                     }
-                    Some(SocketCommand::Typing) => ClientFrame::Typing {},
-                    Some(SocketCommand::Rpc { id, method, args }) => ClientFrame::Rpc {
-                        id: serde_json::Value::String(id),
-                        method,
-                        args,
-                    },
+                    Some(SocketCommand::Typing) => (None, ClientFrame::Typing {}),
+                    Some(SocketCommand::Call(op)) => {
+                        let (id, frame) = calls.start(op);
+                        (Some(id), frame)
+                    }
                 };
-                let Ok(text) = serde_json::to_string(&frame) else { continue };
-                if let Err(err) = sink.send(Message::text(text)).await {
-                    return Ended::Dropped(err.to_string());
+                let (call, frame) = frame;
+                if let Err(err) = send_frame(&mut sink, &frame).await {
+                    // A frame that could not be written was not sent.
+                    if let Some(op) = call.and_then(|id| calls.forget(&id)) {
+                        not_sent(events, op, &err);
+                    }
+                    return Ended::Dropped(err);
                 }
             }
         }
+    }
+}
+
+/// Writes one frame of ours.
+async fn send_frame(
+    sink: &mut futures_util::stream::SplitSink<Ws, Message>,
+    frame: &ClientFrame,
+) -> Result<(), String> {
+    let text = serde_json::to_string(frame).map_err(|err| err.to_string())?;
+    sink.send(Message::text(text))
+        .await
+        .map_err(|err| err.to_string())
+}
+
+/// Sleeps until `at` (forever without one).
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -349,10 +415,19 @@ mod tests {
             name: "ada lovelace".into(),
             token: Some("t&1".into()),
             connection_id: "c1".into(),
+            deltas: false,
         };
         assert_eq!(
             socket_url(&params).unwrap().as_str(),
             "wss://duet.example/api/rooms/r-1/ws?user=ada+lovelace&_pk=c1&token=t%261"
+        );
+        let params = SocketParams {
+            deltas: true,
+            ..params
+        };
+        assert_eq!(
+            socket_url(&params).unwrap().as_str(),
+            "wss://duet.example/api/rooms/r-1/ws?user=ada+lovelace&_pk=c1&deltas=1&token=t%261"
         );
     }
 

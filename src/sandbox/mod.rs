@@ -5,20 +5,17 @@
 //! implements the traits and keeps its host details to itself.
 
 pub mod files;
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", feature = "server"))]
 pub mod local;
 pub mod policy;
 
 pub use policy::Policy;
 
+pub use crate::support::BoxFuture;
+
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// A future that may be sent between tasks.
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
 /// Where a command's output goes as it comes.
 pub type OnOutput = Box<dyn FnMut(Chunk) + Send>;
@@ -170,14 +167,14 @@ pub enum SandboxError {
 }
 
 /// Entry of the hidden `duet sandbox-init` helper process.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", feature = "server"))]
 pub fn helper_main() -> std::process::ExitCode {
     local::helper_main()
 }
 
 /// Entry of the hidden `duet sandbox-init` helper process.
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(all(target_os = "linux", feature = "server")))]
 pub fn helper_main() -> std::process::ExitCode {
-    eprintln!("duet: sandboxes need Linux");
+    eprintln!("duet: this duet has no sandboxes (they need Linux and the server feature)");
     std::process::ExitCode::FAILURE
 }

@@ -158,6 +158,8 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
         policy,
         limits,
         shutdown: shutdown.clone(),
+        room_idle: std::time::Duration::from_secs(args.room_idle_secs),
+        rooms: Default::default(),
     });
     let app = Arc::new(router::App {
         registry: registry::Registry::new(shared),

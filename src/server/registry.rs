@@ -8,6 +8,7 @@ use crate::ai::Agent;
 use crate::sandbox::{Policy, SandboxFactory};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// What every room of a server shares.
@@ -22,26 +23,26 @@ pub(crate) struct Shared {
     pub(crate) limits: super::limits::LimitConfig,
     /// Cancelled when the server stops: actors and sockets end.
     pub(crate) shutdown: CancellationToken,
+    /// A room idle this long unloads (its history and files stay).
+    pub(crate) room_idle: Duration,
+    /// The rooms loaded now, by id.
+    pub(crate) rooms: Mutex<HashMap<String, RoomHandle>>,
 }
 
 /// The live rooms.
 pub(crate) struct Registry {
     pub(crate) shared: Arc<Shared>,
-    rooms: Mutex<HashMap<String, RoomHandle>>,
 }
 
 impl Registry {
     /// An empty registry; rooms start on first use.
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
-        Registry {
-            shared,
-            rooms: Mutex::new(HashMap::new()),
-        }
+        Registry { shared }
     }
 
     /// The handle of a room already started.
     fn live(&self, id: &str) -> Option<RoomHandle> {
-        self.rooms.lock().ok()?.get(id).cloned()
+        self.shared.rooms.lock().ok()?.get(id).cloned()
     }
 
     /// The room's handle, starting its actor on first use. `id` must be a
@@ -61,6 +62,7 @@ impl Registry {
                 ApiError::internal(format!("the room could not be loaded: {e}"))
             })?;
         let mut rooms = self
+            .shared
             .rooms
             .lock()
             .map_err(|_| ApiError::internal("the room registry is unusable"))?;

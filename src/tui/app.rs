@@ -2,14 +2,14 @@
 //! No I/O here; the event loop runs the effects and feeds results back as
 //! messages, so every behaviour is testable without a terminal.
 
+use crate::client::rpc::RoomOp;
 use crate::client::socket::{ConnState, SocketEvent};
-use crate::protocol::{
-    AiPhase, CleanupResponse, ExecResponse, MessageResponse, MessagesPage, PresenceUser,
-    ServerFrame,
-};
-use crate::tui::chat::{ChatLog, LiveTurn, RenderCtx};
-use crate::tui::composer::{Composer, Mode};
+use crate::protocol::{MessagesPage, PresenceUser};
+use crate::tui::cell::{Cell, RenderCtx};
+use crate::tui::chat::ChatLog;
+use crate::tui::composer::Composer;
 use crate::tui::execs::ExecLog;
+use crate::tui::scroll::{self, Scroll};
 use crate::tui::theme::Theme;
 use crossterm::event::{KeyEvent, MouseEvent};
 
@@ -66,14 +66,6 @@ pub struct Typist {
     pub until_ms: i64,
 }
 
-/// A pane's scroll position: lines up from the bottom (0 follows the
-/// latest), and whether new lines arrived below while scrolled up.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Scroll {
-    pub offset: usize,
-    pub new_below: bool,
-}
-
 /// Everything that can happen to the client.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Msg {
@@ -82,25 +74,12 @@ pub enum Msg {
     Resize(u16, u16),
     Mouse(MouseEvent),
     Socket(SocketEvent),
-    MessageDone {
-        text: String,
-        result: Result<MessageResponse, String>,
-    },
-    ExecDone {
-        cmd: String,
-        result: Result<ExecResponse, String>,
-    },
     OlderLoaded(Result<MessagesPage, String>),
-    CleanupDone(Result<CleanupResponse, String>),
-    /// An interrupt or cancel answered.
-    StopDone {
-        what: &'static str,
-        result: Result<bool, String>,
-    },
     /// A `/put` or `/get` ended: what to tell the person.
     TransferDone(Result<String, String>),
-    /// The embedded backend moved (its owner quit; another took over).
-    ServerMoved(String),
+    /// The embedded backend moved (its owner quit; another took over):
+    /// its new URL, or why this client cannot follow it.
+    ServerMoved(Result<String, String>),
     /// A timer fired (toasts, typing, spinner).
     Tick,
 }
@@ -108,11 +87,9 @@ pub enum Msg {
 /// What the event loop does for the App.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
-    SendMessage(String),
-    Exec(String),
-    Interrupt(Option<String>),
-    Cancel(Option<String>),
-    Cleanup,
+    /// A room operation, sent on the socket; its answer comes back as
+    /// `SocketEvent::Answer`.
+    Call(RoomOp),
     /// `/put`: a local file into the workspace (`remote` empty: same name).
     Put {
         local: String,
@@ -128,8 +105,9 @@ pub enum Effect {
     },
     Typing,
     Rejoin(String),
-    /// Turn mouse capture off (to select text) or back on.
-    ToggleMouse,
+    /// Mouse capture on (the wheel scrolls) or off (the terminal selects
+    /// text).
+    SetMouse(bool),
     /// Clear the terminal and draw everything again.
     Redraw,
     Quit,
@@ -146,6 +124,9 @@ pub struct App {
     pub presence: Vec<PresenceUser>,
     pub typing: Vec<Typist>,
     pub toasts: Vec<Toast>,
+    /// Whether the mouse is captured (the wheel scrolls); off, the
+    /// terminal selects text.
+    pub mouse_capture: bool,
     pub modals: Vec<Modal>,
     /// Lines the help overlay is scrolled down.
     pub help_scroll: u16,
@@ -182,6 +163,7 @@ impl App {
             presence: Vec::new(),
             typing: Vec::new(),
             toasts: Vec::new(),
+            mouse_capture: true,
             modals: Vec::new(),
             help_scroll: 0,
             focus: Pane::Chat,
@@ -231,8 +213,8 @@ impl App {
             .min()
     }
 
-    /// Shows a note for a while.
-    pub fn toast(&mut self, text: impl Into<String>, error: bool) {
+    /// Shows a note for a while (from `update` only).
+    pub(crate) fn toast(&mut self, text: impl Into<String>, error: bool) {
         let until_ms = self.now_ms + if error { ERROR_TOAST_MS } else { TOAST_MS };
         self.toasts.push(Toast {
             text: text.into(),
@@ -270,26 +252,9 @@ impl App {
                 changed
             }
             Msg::Socket(SocketEvent::Frame(frame)) => self.on_frame(*frame),
-            Msg::MessageDone { text, result } => {
-                self.pending_messages = self.pending_messages.saturating_sub(1);
-                match result {
-                    Ok(answer) => {
-                        if !answer.messages.is_empty() {
-                            self.apply_messages(&answer.messages);
-                        }
-                    }
-                    Err(err) => self.failed("message not sent", &err, &text),
-                }
-                true
-            }
-            Msg::ExecDone { cmd, result } => {
-                if let Err(err) = result {
-                    let line = match self.composer.mode {
-                        Mode::Ask => format!("!{cmd}"),
-                        Mode::Run => cmd,
-                    };
-                    self.failed("command not run", &err, &line);
-                }
+            Msg::Socket(SocketEvent::Delta(delta)) => self.on_delta(*delta),
+            Msg::Socket(SocketEvent::Answer(answer)) => {
+                self.on_answer(*answer);
                 true
             }
             Msg::OlderLoaded(result) => {
@@ -309,46 +274,19 @@ impl App {
                 }
                 true
             }
-            Msg::CleanupDone(result) => {
-                match result {
-                    Ok(answer) => {
-                        if let Some(errors) = answer.errors.filter(|e| !e.is_empty()) {
-                            self.toast(
-                                format!("cleanup partly failed: {}", errors.join("; ")),
-                                true,
-                            );
-                        }
-                    }
-                    Err(err) => self.toast(format!("cleanup failed: {err}"), true),
-                }
-                true
-            }
-            Msg::StopDone { what, result } => {
-                match result {
-                    Ok(true) => {}
-                    Ok(false) => self.toast(format!("nothing to {what}"), false),
-                    Err(err) => self.toast(format!("{what} failed: {err}"), true),
-                }
-                true
-            }
-            Msg::ServerMoved(url) => {
+            Msg::ServerMoved(Ok(url)) => {
                 self.toast(format!("the room's backend moved to {url}"), false);
                 self.session.server = url;
+                true
+            }
+            Msg::ServerMoved(Err(why)) => {
+                self.toast(why, true);
                 true
             }
             Msg::Tick => self.on_tick(),
         };
         self.dirty |= visible;
         effects
-    }
-
-    /// A request failed: say so, whole, and put the text back if the line
-    /// is free (it is in the history anyway).
-    fn failed(&mut self, what: &str, err: &str, text: &str) {
-        self.toast(format!("{what}: {err}"), true);
-        if self.composer.is_empty() {
-            self.composer.set_text(text);
-        }
     }
 
     fn on_tick(&mut self) -> bool {
@@ -359,105 +297,8 @@ impl App {
         before != self.toasts.len() + self.typing.len() || self.busy()
     }
 
-    fn on_frame(&mut self, frame: ServerFrame) -> bool {
-        match frame {
-            ServerFrame::Identity { .. } | ServerFrame::Rpc(_) => false,
-            ServerFrame::State { state } => {
-                self.apply_messages(&state.messages);
-                if self.with_output_anchor(|execs| execs.apply_records(&state.execs)) {
-                    self.mark_unseen(Pane::Output);
-                }
-                true
-            }
-            ServerFrame::StateError { error } | ServerFrame::Error { error, .. } => {
-                self.toast(format!("backend: {error}"), true);
-                true
-            }
-            ServerFrame::Presence { users } => {
-                self.presence = users;
-                let ids: Vec<&str> = self.presence.iter().map(|u| u.id.as_str()).collect();
-                self.typing.retain(|t| ids.contains(&t.id.as_str()));
-                true
-            }
-            ServerFrame::Typing { id, name } => {
-                if id == self.session.connection_id {
-                    return false;
-                }
-                let until_ms = self.now_ms + TYPING_MS;
-                match self.typing.iter_mut().find(|t| t.id == id) {
-                    Some(t) => t.until_ms = until_ms,
-                    None => self.typing.push(Typist { id, name, until_ms }),
-                }
-                true
-            }
-            ServerFrame::Ai {
-                phase,
-                turn_id,
-                text,
-                error,
-            } => {
-                let now = self.now_ms;
-                self.with_chat_anchor(|chat| {
-                    // A frame of another turn starts a fresh live reply.
-                    if chat.turn.as_ref().is_none_or(|t| t.turn_id != turn_id) {
-                        chat.turn = Some(LiveTurn {
-                            turn_id: turn_id.clone(),
-                            text: String::new(),
-                            started_ms: now,
-                            ended: false,
-                        });
-                    }
-                    let Some(turn) = chat.turn.as_mut() else {
-                        return;
-                    };
-                    match phase {
-                        // A later round of the same turn streams on.
-                        AiPhase::Start => turn.ended = false,
-                        AiPhase::Delta => turn.text.push_str(text.as_deref().unwrap_or("")),
-                        AiPhase::End => turn.ended = true,
-                        AiPhase::Error => chat.turn = None,
-                    }
-                });
-                // An ended turn's reason is stored as a system message and
-                // shows in the chat; it is logged here for the record.
-                if let Some(error) = error {
-                    tracing::debug!(%error, "agent turn ended with an error");
-                }
-                true
-            }
-            ServerFrame::Exec(frame) => {
-                let now = self.now_ms;
-                let changed = self.with_output_anchor(|execs| execs.apply_frame(&frame, now));
-                if changed {
-                    self.mark_unseen(Pane::Output);
-                }
-                changed
-            }
-            ServerFrame::Cleanup { by } => {
-                self.chat.clear_all();
-                self.execs.clear_all();
-                self.chat_scroll = Scroll::default();
-                self.output_scroll = Scroll::default();
-                self.toast(format!("{by} cleaned up the room"), false);
-                true
-            }
-        }
-    }
-
-    fn apply_messages(&mut self, messages: &[crate::protocol::DuetMessage]) {
-        let first = !self.got_state;
-        self.got_state = true;
-        let mut grew = false;
-        self.with_chat_anchor(|chat| {
-            grew = chat.apply_state(messages, first);
-        });
-        if grew {
-            self.mark_unseen(Pane::Chat);
-        }
-    }
-
     /// Notes new content in `pane` if the narrow layout hides it.
-    fn mark_unseen(&mut self, pane: Pane) {
+    pub(crate) fn mark_unseen(&mut self, pane: Pane) {
         if self.size.0 >= crate::tui::view::layout::WIDE || self.focus == pane {
             return;
         }
@@ -467,46 +308,45 @@ impl App {
         }
     }
 
-    /// Runs a change of the chat keeping a scrolled-up view where it is
-    /// (and noting "new below"); a following view simply follows.
-    fn with_chat_anchor(&mut self, change: impl FnOnce(&mut ChatLog)) {
-        if self.chat_scroll.offset == 0 {
-            change(&mut self.chat);
-            return;
+    /// The cells of `pane`, newest first.
+    pub fn cells(&self, pane: Pane) -> Box<dyn Iterator<Item = &dyn Cell> + '_> {
+        match pane {
+            Pane::Chat => Box::new(self.chat.cells_rev()),
+            Pane::Output => Box::new(self.execs.cells_rev()),
         }
-        let width = self.pane_size(Pane::Chat).0;
-        let ctx = self.render_ctx();
-        let before = self.chat.total_height(width, &ctx);
-        change(&mut self.chat);
-        let after = self.chat.total_height(width, &ctx);
-        self.shift(Pane::Chat, before, after);
     }
 
-    fn with_output_anchor(&mut self, change: impl FnOnce(&mut ExecLog) -> bool) -> bool {
-        if self.output_scroll.offset == 0 {
-            return change(&mut self.execs);
+    /// The scroll state of `pane`.
+    pub fn scroll(&self, pane: Pane) -> &Scroll {
+        match pane {
+            Pane::Chat => &self.chat_scroll,
+            Pane::Output => &self.output_scroll,
         }
-        let before = self.execs.total_height();
-        let changed = change(&mut self.execs);
-        let after = self.execs.total_height();
-        self.shift(Pane::Output, before, after);
-        changed
     }
 
-    fn shift(&mut self, pane: Pane, before: usize, after: usize) {
-        let scroll = match pane {
+    pub(crate) fn scroll_mut(&mut self, pane: Pane) -> &mut Scroll {
+        match pane {
             Pane::Chat => &mut self.chat_scroll,
             Pane::Output => &mut self.output_scroll,
-        };
-        if after > before {
-            scroll.offset += after - before;
-            scroll.new_below = true;
-        } else {
-            scroll.offset = scroll.offset.saturating_sub(before - after);
         }
-        if scroll.offset == 0 {
-            scroll.new_below = false;
+    }
+
+    /// Lines of `pane`'s content at its width.
+    fn total_height(&self, pane: Pane) -> usize {
+        scroll::total_height(self.cells(pane), self.pane_size(pane).0, &self.render_ctx())
+    }
+
+    /// Runs a change of `pane`'s content keeping a scrolled-up view where
+    /// it is (and noting "new below"); a following view simply follows.
+    pub(crate) fn with_anchor<R>(&mut self, pane: Pane, change: impl FnOnce(&mut App) -> R) -> R {
+        if self.scroll(pane).following() {
+            return change(self);
         }
+        let before = self.total_height(pane);
+        let result = change(self);
+        let after = self.total_height(pane);
+        self.scroll_mut(pane).keep_anchor(before, after);
+        result
     }
 
     /// The inner size (width, height) of a pane at the current size.

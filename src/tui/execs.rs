@@ -2,6 +2,8 @@
 //! `duet_exec` frames and rebuilt from state's `execs`, in bounded memory.
 
 use crate::protocol::{ExecFrame, ExecRecord, ExecSource};
+use crate::tui::cell::Cell;
+use crate::tui::exec_cell::RenderCache;
 use crate::tui::termtext::{OutputBuffer, Stream};
 use std::collections::VecDeque;
 
@@ -31,12 +33,32 @@ pub struct ExecRun {
     pub started_ms: i64,
     pub output: OutputBuffer,
     pub done: Option<Completion>,
+    /// Counts changes of the output and the ending, for the render cache.
+    pub(crate) revision: u64,
+    /// Lines of the output rendered at (width, revision).
+    pub(crate) cache: RenderCache,
 }
 
 impl ExecRun {
-    /// Lines it takes in the pane: header, output, fold marker, and the
-    /// error when the sandbox could not run it whole.
-    pub fn height(&self) -> usize {
+    /// A run that just started (or whose start this client saw).
+    fn new(exec_id: String, cmd: String, by: String, source: ExecSource, started_ms: i64) -> Self {
+        ExecRun {
+            exec_id,
+            cmd,
+            by,
+            source,
+            started_ms,
+            output: OutputBuffer::new(),
+            done: None,
+            revision: 0,
+            cache: RenderCache::default(),
+        }
+    }
+
+    /// Lines it takes in the pane (at any width: lines are cut, not
+    /// wrapped): header, output, fold marker, and the error when the
+    /// sandbox could not run it whole.
+    pub fn line_count(&self) -> usize {
         1 + self.output.line_count()
             + usize::from(self.output.folded() > 0)
             + usize::from(self.error().is_some())
@@ -48,22 +70,23 @@ impl ExecRun {
     }
 
     fn from_record(record: &ExecRecord) -> ExecRun {
-        ExecRun {
-            exec_id: record.exec_id.clone(),
-            cmd: record.cmd.clone(),
-            by: record.by.clone(),
-            source: record.source,
-            started_ms: record.ts,
-            output: OutputBuffer::from_streams(&record.stdout, &record.stderr),
-            done: Some(Completion {
-                exit_code: record.exit_code,
-                duration_ms: record.duration,
-                timed_out: false,
-                interrupted: false,
-                truncated: record.truncated,
-                error: None,
-            }),
-        }
+        let mut run = ExecRun::new(
+            record.exec_id.clone(),
+            record.cmd.clone(),
+            record.by.clone(),
+            record.source,
+            record.ts,
+        );
+        run.output = OutputBuffer::from_streams(&record.stdout, &record.stderr);
+        run.done = Some(Completion {
+            exit_code: record.exit_code,
+            duration_ms: record.duration,
+            timed_out: false,
+            interrupted: false,
+            truncated: record.truncated,
+            error: None,
+        });
+        run
     }
 }
 
@@ -108,15 +131,13 @@ impl ExecLog {
                 if self.hidden.contains(exec_id) || self.find_mut(exec_id).is_some() {
                     return false;
                 }
-                self.push(ExecRun {
-                    exec_id: exec_id.clone(),
-                    cmd: cmd.clone(),
-                    by: by.clone(),
-                    source: *source,
-                    started_ms: now_ms,
-                    output: OutputBuffer::new(),
-                    done: None,
-                });
+                self.push(ExecRun::new(
+                    exec_id.clone(),
+                    cmd.clone(),
+                    by.clone(),
+                    *source,
+                    now_ms,
+                ));
                 true
             }
             ExecFrame::Stdout { exec_id, data } | ExecFrame::Stderr { exec_id, data } => {
@@ -128,6 +149,7 @@ impl ExecLog {
                 match self.find_mut(exec_id) {
                     Some(run) if run.done.is_none() => {
                         run.output.push(stream, data);
+                        run.revision += 1;
                         true
                     }
                     _ => false,
@@ -144,6 +166,7 @@ impl ExecLog {
             } => match self.find_mut(exec_id) {
                 Some(run) => {
                     run.output.finish();
+                    run.revision += 1;
                     run.done = Some(Completion {
                         exit_code: *exit_code,
                         duration_ms: *duration,
@@ -184,6 +207,7 @@ impl ExecLog {
                     let run = &mut self.runs[pos];
                     run.done = finished.done;
                     run.output = finished.output;
+                    run.revision += 1;
                     changed = true;
                 }
                 continue;
@@ -213,9 +237,10 @@ impl ExecLog {
         self.hidden.clear();
     }
 
-    /// Total lines of the pane (runs separated by nothing: headers stand out).
-    pub fn total_height(&self) -> usize {
-        self.runs.iter().map(ExecRun::height).sum()
+    /// The cells, newest first (runs are separated by nothing: their
+    /// headers stand out).
+    pub fn cells_rev(&self) -> impl Iterator<Item = &dyn Cell> {
+        self.runs.iter().rev().map(|r| r as &dyn Cell)
     }
 }
 

@@ -1,9 +1,11 @@
 //! Keys, mouse and the command line's submit: the person's side of
 //! `App::update`.
 
-use crate::tui::app::{App, Effect, Modal, Pane, Scroll};
+use crate::client::rpc::RoomOp;
+use crate::tui::app::{App, Effect, Modal, Pane};
 use crate::tui::composer::Mode;
 use crate::tui::keymap::{self, Action};
+use crate::tui::slash::Outcome;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
 
 /// Lines one wheel step scrolls.
@@ -41,42 +43,30 @@ impl App {
     }
 
     fn on_modal_key(&mut self, modal: Modal, key: KeyEvent, effects: &mut Vec<Effect>) {
-        let ctrl_c =
-            key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL);
-        match modal {
-            Modal::Help => {
-                match key.code {
-                    KeyCode::Up => self.help_scroll = self.help_scroll.saturating_sub(1),
-                    KeyCode::Down => self.help_scroll = self.help_scroll.saturating_add(1).min(200),
-                    KeyCode::PageUp => self.help_scroll = self.help_scroll.saturating_sub(10),
-                    KeyCode::PageDown => {
-                        self.help_scroll = self.help_scroll.saturating_add(10).min(200)
-                    }
-                    _ => {}
-                }
-                if matches!(
-                    key.code,
-                    KeyCode::Esc | KeyCode::Enter | KeyCode::F(1) | KeyCode::Char('q' | '?')
-                ) || ctrl_c
-                {
-                    self.modals.pop();
-                    self.help_scroll = 0;
-                }
+        let table = match modal {
+            Modal::Help => keymap::HELP_KEYS,
+            Modal::ConfirmCleanup => keymap::CONFIRM_KEYS,
+        };
+        let Some(action) = keymap::lookup_in(table, &key) else {
+            return;
+        };
+        match (modal, action) {
+            (Modal::Help, Action::Up) => self.help_scroll = self.help_scroll.saturating_sub(1),
+            (Modal::Help, Action::Down) => self.help_scroll = (self.help_scroll + 1).min(200),
+            (Modal::Help, Action::PageUp) => self.help_scroll = self.help_scroll.saturating_sub(10),
+            (Modal::Help, Action::PageDown) => {
+                self.help_scroll = (self.help_scroll + 10).min(200);
             }
-            Modal::ConfirmCleanup => match key.code {
-                KeyCode::Char('y' | 'Y') if !ctrl_c => {
-                    self.modals.pop();
-                    effects.push(Effect::Cleanup);
-                    self.toast(format!("cleaning up room {}…", self.session.room), false);
-                }
-                KeyCode::Char('n' | 'N') | KeyCode::Esc | KeyCode::Enter => {
-                    self.modals.pop();
-                }
-                _ if ctrl_c => {
-                    self.modals.pop();
-                }
-                _ => {}
-            },
+            (Modal::ConfirmCleanup, Action::Confirm) => {
+                self.modals.pop();
+                effects.push(Effect::Call(RoomOp::Cleanup));
+                self.toast(format!("cleaning up room {}…", self.session.room), false);
+            }
+            (_, Action::Close) => {
+                self.modals.pop();
+                self.help_scroll = 0;
+            }
+            _ => {}
         }
     }
 
@@ -137,8 +127,21 @@ impl App {
             }
             Action::ScrollTop => self.scroll_to(self.focus, true, effects),
             Action::ScrollBottom => self.scroll_to(self.focus, false, effects),
-            Action::ToggleMouse => effects.push(Effect::ToggleMouse),
+            Action::ToggleMouse => {
+                self.mouse_capture = !self.mouse_capture;
+                effects.push(Effect::SetMouse(self.mouse_capture));
+                self.toast(
+                    if self.mouse_capture {
+                        "mouse: wheel scrolls (F2 to select text)"
+                    } else {
+                        "mouse: select text with it (F2 to scroll again)"
+                    },
+                    false,
+                );
+            }
             Action::Redraw => effects.push(Effect::Redraw),
+            // Dialog actions: their tables are not looked up here.
+            Action::Confirm | Action::Close => {}
             Action::SwitchPane => {
                 self.focus = match self.focus {
                     Pane::Chat => Pane::Output,
@@ -156,11 +159,11 @@ impl App {
     fn escape(&mut self, effects: &mut Vec<Effect>) {
         if let Some(run) = self.execs.running() {
             let (id, cmd) = (run.exec_id.clone(), run.cmd.clone());
-            effects.push(Effect::Interrupt(Some(id)));
+            effects.push(Effect::Call(RoomOp::Interrupt(Some(id))));
             self.toast(format!("interrupting `{cmd}`"), false);
         } else if self.agent_busy() {
             let turn = self.chat.turn.as_ref().map(|t| t.turn_id.clone());
-            effects.push(Effect::Cancel(turn));
+            effects.push(Effect::Call(RoomOp::Cancel(turn)));
             self.toast("cancelling the agent's turn", false);
         }
     }
@@ -172,11 +175,13 @@ impl App {
         if trimmed.is_empty() {
             return;
         }
-        if let Some(handled) = self.slash(trimmed, effects) {
-            if handled {
+        match self.slash(trimmed, effects) {
+            Outcome::NotOne => {}
+            Outcome::Done => {
                 self.composer.take();
+                return;
             }
-            return;
+            Outcome::Refused => return,
         }
         let (is_cmd, body) = match self.composer.mode {
             Mode::Run => (true, trimmed),
@@ -203,78 +208,16 @@ impl App {
         self.composer.take();
         self.last_typing_sent = None;
         if is_cmd {
-            effects.push(Effect::Exec(body));
+            effects.push(Effect::Call(RoomOp::Exec(body)));
         } else {
             self.pending_messages += 1;
-            effects.push(Effect::SendMessage(body));
+            effects.push(Effect::Call(RoomOp::Message(body)));
         }
         self.scroll_to(
             if is_cmd { Pane::Output } else { Pane::Chat },
             false,
             effects,
         );
-    }
-
-    /// Slash commands: `None` when `line` is not one; `Some(false)` when it
-    /// was refused and stays on the line.
-    fn slash(&mut self, line: &str, effects: &mut Vec<Effect>) -> Option<bool> {
-        let rest = line.strip_prefix('/')?;
-        let (word, arg) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-        let arg = arg.trim();
-        match word {
-            "help" => self.modals.push(Modal::Help),
-            "cleanup" => self.modals.push(Modal::ConfirmCleanup),
-            "clear" => {
-                self.chat.clear_local();
-                self.execs.clear_local();
-                self.chat_scroll = Scroll::default();
-                self.output_scroll = Scroll::default();
-            }
-            "quit" | "exit" => {
-                self.quit = true;
-                effects.push(Effect::Quit);
-            }
-            "name" => {
-                if let Some(problem) = crate::protocol::name_problem(arg) {
-                    self.toast(format!("/name NAME: the name {problem}"), true);
-                    return Some(false);
-                }
-                self.session.name = arg.to_string();
-                effects.push(Effect::Rejoin(arg.to_string()));
-                self.toast(format!("you are now {arg}"), false);
-            }
-            "put" | "get" => {
-                let mut words = arg.split_whitespace().map(str::to_string);
-                let (Some(first), second, None) = (words.next(), words.next(), words.next()) else {
-                    let usage = if word == "put" {
-                        "/put FILE [PATH]"
-                    } else {
-                        "/get PATH [FILE]"
-                    };
-                    self.toast(format!("usage: {usage}"), true);
-                    return Some(false);
-                };
-                let second = second.unwrap_or_default();
-                effects.push(if word == "put" {
-                    Effect::Put {
-                        local: first,
-                        remote: second,
-                    }
-                } else {
-                    Effect::Get {
-                        remote: first,
-                        local: second,
-                    }
-                });
-            }
-            // In run mode an unknown `/x` is a path to run.
-            _ if self.composer.mode == Mode::Run => return None,
-            _ => {
-                self.toast(format!("unknown command /{word} (see /help)"), true);
-                return Some(false);
-            }
-        }
-        Some(true)
     }
 
     pub(crate) fn on_mouse(&mut self, mouse: MouseEvent, effects: &mut Vec<Effect>) -> bool {
@@ -301,68 +244,23 @@ impl App {
         (self.pane_size(pane).1.saturating_sub(1)).max(1) as isize
     }
 
-    fn scroll_mut(&mut self, pane: Pane) -> &mut Scroll {
-        match pane {
-            Pane::Chat => &mut self.chat_scroll,
-            Pane::Output => &mut self.output_scroll,
-        }
-    }
-
     fn scroll_to(&mut self, pane: Pane, top: bool, effects: &mut Vec<Effect>) {
         if top {
             self.scroll_by(pane, isize::MAX / 2, effects);
         } else {
-            *self.scroll_mut(pane) = Scroll::default();
+            self.scroll_mut(pane).follow();
         }
     }
 
     /// Scrolls `pane` by `delta` lines (positive: up, towards older);
-    /// reaching the top of the chat asks for an older page.
+    /// going past the top of the chat asks for an older page.
     pub(crate) fn scroll_by(&mut self, pane: Pane, delta: isize, effects: &mut Vec<Effect>) {
         let (width, height) = self.pane_size(pane);
-        let height = usize::from(height);
-        let current = self.scroll_mut(pane).offset;
-        let want = current.saturating_add_signed(delta);
-        // Sum heights from the bottom until the wanted view is covered.
-        let mut sum = 0;
-        let mut reached = false;
-        match pane {
-            Pane::Chat => {
-                let ctx = self.render_ctx();
-                for i in (0..self.chat.len()).rev() {
-                    sum += self.chat.item_lines(i, width, &ctx).len();
-                    if sum >= want + height {
-                        reached = true;
-                        break;
-                    }
-                }
-            }
-            Pane::Output => {
-                for run in self.execs.runs().iter().rev() {
-                    sum += run.height();
-                    if sum >= want + height {
-                        reached = true;
-                        break;
-                    }
-                }
-            }
-        }
-        let offset = if reached {
-            want
-        } else {
-            sum.saturating_sub(height)
-        };
-        let scroll = self.scroll_mut(pane);
-        scroll.offset = offset;
-        if offset == 0 {
-            scroll.new_below = false;
-        }
-        if pane == Pane::Chat
-            && !reached
-            && delta > 0
-            && self.chat.has_more
-            && !self.chat.loading_older
-        {
+        let ctx = self.render_ctx();
+        let mut scroll = *self.scroll(pane);
+        let past_top = scroll.scroll_by(delta, self.cells(pane), width, usize::from(height), &ctx);
+        *self.scroll_mut(pane) = scroll;
+        if pane == Pane::Chat && past_top && self.chat.has_more && !self.chat.loading_older {
             self.chat.loading_older = true;
             effects.push(Effect::LoadOlder {
                 before: self.chat.oldest_id().map(str::to_string),

@@ -1,25 +1,16 @@
 //! The event loop: one `tokio::select!` over terminal events, the socket
-//! actor, answers of HTTP calls and the App's next timer; a frame is drawn
-//! only when something changed (at most ~60 a second). Also the terminal
-//! guard that restores the terminal exactly once, whatever happens.
+//! actor (frames and the answers of room operations), answers of HTTP calls
+//! (files, older pages) and the App's next timer; a frame is drawn
+//! only when something changed (at most ~60 a second).
 
 use crate::client::http::HttpClient;
 use crate::client::socket::{self, ConnState, SocketCommand, SocketEvent, SocketParams};
-use crate::protocol::ExecRequest;
 use crate::tui::app::{App, Effect, Msg};
-use crossterm::event::{
-    DisableBracketedPaste, DisableFocusChange, DisableMouseCapture, EnableBracketedPaste,
-    EnableFocusChange, EnableMouseCapture, Event, EventStream, KeyboardEnhancementFlags,
-    PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
-};
-use crossterm::terminal::{
-    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
-};
+use crate::tui::terminal::{TerminalGuard, set_mouse};
+use crossterm::event::{Event, EventStream};
 use futures_util::StreamExt;
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
-use std::sync::Once;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
@@ -27,140 +18,6 @@ use tokio::sync::mpsc;
 const FRAME: Duration = Duration::from_millis(16);
 /// Messages per older page.
 const PAGE: usize = 50;
-
-/// Whether the terminal is in the UI's modes (and must be restored).
-static ACTIVE: AtomicBool = AtomicBool::new(false);
-/// Whether keyboard enhancement flags were pushed.
-static KEYBOARD_FLAGS: AtomicBool = AtomicBool::new(false);
-/// The panic hook that restores the terminal is installed once.
-static PANIC_HOOK: Once = Once::new();
-/// The terminal's stderr, saved while stderr goes to the log file (-1: not
-/// redirected).
-static SAVED_STDERR: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
-
-/// Puts the terminal in the UI's modes; dropping it (or a panic) undoes
-/// raw mode, the alternate screen, mouse capture, bracketed paste, focus
-/// reporting and keyboard flags, exactly once.
-#[derive(Debug)]
-pub struct TerminalGuard(());
-
-impl TerminalGuard {
-    /// Enters the UI's modes; while they last, anything written to stderr
-    /// (by this process or the sandboxes it starts) goes to `stderr_log`
-    /// instead of over the UI.
-    pub fn enter(stderr_log: Option<&std::path::Path>) -> std::io::Result<TerminalGuard> {
-        PANIC_HOOK.call_once(|| {
-            let previous = std::panic::take_hook();
-            std::panic::set_hook(Box::new(move |info| {
-                restore();
-                previous(info);
-            }));
-        });
-        enable_raw_mode()?;
-        ACTIVE.store(true, Ordering::SeqCst);
-        if let Some(path) = stderr_log {
-            redirect_stderr(path);
-        }
-        let guard = TerminalGuard(());
-        let mut out = std::io::stdout();
-        crossterm::execute!(
-            out,
-            EnterAlternateScreen,
-            EnableMouseCapture,
-            EnableBracketedPaste,
-            EnableFocusChange
-        )?;
-        if crossterm::terminal::supports_keyboard_enhancement().unwrap_or(false) {
-            crossterm::execute!(
-                out,
-                PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
-            )?;
-            KEYBOARD_FLAGS.store(true, Ordering::SeqCst);
-        }
-        Ok(guard)
-    }
-}
-
-impl Drop for TerminalGuard {
-    fn drop(&mut self) {
-        restore();
-    }
-}
-
-/// Leaves the UI's modes if they are on; safe to call any number of times.
-pub fn restore() {
-    if !ACTIVE.swap(false, Ordering::SeqCst) {
-        return;
-    }
-    let mut out = std::io::stdout();
-    if KEYBOARD_FLAGS.swap(false, Ordering::SeqCst) {
-        let _ = crossterm::execute!(out, PopKeyboardEnhancementFlags);
-    }
-    let _ = crossterm::execute!(
-        out,
-        DisableFocusChange,
-        DisableBracketedPaste,
-        DisableMouseCapture,
-        LeaveAlternateScreen,
-        crossterm::cursor::Show
-    );
-    let _ = disable_raw_mode();
-    restore_stderr();
-}
-
-/// Points fd 2 at `path`, keeping the terminal's for `restore_stderr`.
-#[cfg(unix)]
-fn redirect_stderr(path: &std::path::Path) {
-    use std::os::fd::AsRawFd;
-    let Ok(file) = std::fs::File::options()
-        .create(true)
-        .append(true)
-        .open(path)
-    else {
-        return;
-    };
-    // SAFETY: dup/dup2 on descriptors this process owns; `file` stays open
-    // until after dup2 made fd 2 its copy.
-    unsafe {
-        let saved = libc::dup(2);
-        if saved < 0 {
-            return;
-        }
-        if libc::dup2(file.as_raw_fd(), 2) < 0 {
-            libc::close(saved);
-            return;
-        }
-        SAVED_STDERR.store(saved, Ordering::SeqCst);
-    }
-}
-
-#[cfg(not(unix))]
-fn redirect_stderr(_path: &std::path::Path) {}
-
-/// Gives fd 2 back to the terminal (once).
-fn restore_stderr() {
-    let saved = SAVED_STDERR.swap(-1, Ordering::SeqCst);
-    #[cfg(unix)]
-    if saved >= 0 {
-        // SAFETY: `saved` is the descriptor dup'ed in redirect_stderr.
-        unsafe {
-            libc::dup2(saved, 2);
-            libc::close(saved);
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = saved;
-}
-
-/// Turns mouse capture on or off (off lets the terminal select text).
-fn set_mouse(on: bool) {
-    let mut out = std::io::stdout();
-    let _ = if on {
-        crossterm::execute!(out, EnableMouseCapture)
-    } else {
-        crossterm::execute!(out, DisableMouseCapture)
-    };
-}
 
 /// Runs the UI until the person quits.
 pub async fn run(
@@ -182,7 +39,6 @@ pub async fn run(
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Msg>();
     let mut events = EventStream::new();
     let mut last_draw: Option<Instant> = None;
-    let mut mouse = true;
 
     let result: anyhow::Result<()> = loop {
         if app.dirty && last_draw.is_none_or(|t| t.elapsed() >= FRAME) {
@@ -228,10 +84,10 @@ pub async fn run(
                     Ok(client) => {
                         http = client;
                         socket.send(SocketCommand::Retarget { base: url.clone() });
+                        Msg::ServerMoved(Ok(url))
                     }
-                    Err(err) => app.toast(format!("the backend moved, but: {err}"), true),
+                    Err(err) => Msg::ServerMoved(Err(format!("the backend moved to {url}, but: {err}"))),
                 }
-                Msg::ServerMoved(url)
             }
             Some(msg) = done_rx.recv() => msg,
             _ = sleep_until(deadline), if deadline.is_some() => {
@@ -243,6 +99,7 @@ pub async fn run(
             match effect {
                 Effect::Quit => {}
                 Effect::Typing => socket.send(SocketCommand::Typing),
+                Effect::Call(op) => socket.send(SocketCommand::Call(op)),
                 Effect::Rejoin(name) => {
                     http.set_name(&name);
                     socket.send(SocketCommand::Rejoin { name });
@@ -250,20 +107,8 @@ pub async fn run(
                 Effect::Redraw => {
                     // A failed clear shows as a stale screen, not an exit.
                     let _ = terminal.clear();
-                    app.dirty = true;
                 }
-                Effect::ToggleMouse => {
-                    mouse = !mouse;
-                    set_mouse(mouse);
-                    app.toast(
-                        if mouse {
-                            "mouse: wheel scrolls (F2 to select text)"
-                        } else {
-                            "mouse: select text with it (F2 to scroll again)"
-                        },
-                        false,
-                    );
-                }
+                Effect::SetMouse(on) => set_mouse(on),
                 other => spawn_call(other, http.clone(), done_tx.clone()),
             }
         }
@@ -307,33 +152,6 @@ fn to_msg(event: Event) -> Option<Msg> {
 fn spawn_call(effect: Effect, http: HttpClient, done: mpsc::UnboundedSender<Msg>) {
     tokio::spawn(async move {
         let msg = match effect {
-            Effect::SendMessage(text) => {
-                let result = http.message(&text).await.map_err(|e| e.to_string());
-                Msg::MessageDone { text, result }
-            }
-            Effect::Exec(cmd) => {
-                let request = ExecRequest {
-                    cmd: cmd.clone(),
-                    ..ExecRequest::default()
-                };
-                let result = http.exec(request).await.map_err(|e| e.to_string());
-                Msg::ExecDone { cmd, result }
-            }
-            Effect::Interrupt(exec_id) => Msg::StopDone {
-                what: "interrupt",
-                result: http
-                    .interrupt(exec_id.as_deref())
-                    .await
-                    .map_err(|e| e.to_string()),
-            },
-            Effect::Cancel(turn_id) => Msg::StopDone {
-                what: "cancel",
-                result: http
-                    .cancel(turn_id.as_deref())
-                    .await
-                    .map_err(|e| e.to_string()),
-            },
-            Effect::Cleanup => Msg::CleanupDone(http.cleanup().await.map_err(|e| e.to_string())),
             Effect::Put { local, remote } => Msg::TransferDone(
                 crate::client::cp::upload(&http, std::path::Path::new(&local), &remote)
                     .await
@@ -359,9 +177,10 @@ fn spawn_call(effect: Effect, http: HttpClient, done: mpsc::UnboundedSender<Msg>
                     .map_err(|e| e.to_string()),
             ),
             Effect::Typing
+            | Effect::Call(_)
             | Effect::Rejoin(_)
             | Effect::Quit
-            | Effect::ToggleMouse
+            | Effect::SetMouse(_)
             | Effect::Redraw => return,
         };
         let _ = done.send(msg);

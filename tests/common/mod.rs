@@ -3,6 +3,8 @@
 //! stack of `worker/dev.sh`), an HTTP client and a WebSocket client.
 #![allow(dead_code)]
 
+pub mod tmux;
+
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -3,6 +3,8 @@
 #![allow(dead_code)]
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use duet::client::deltas::Delta;
+use duet::client::rpc::{Answer, RoomOp, RpcError};
 use duet::client::socket::{ConnState, SocketEvent};
 use duet::protocol::*;
 use duet::tui::app::{App, Effect, Msg, Session};
@@ -54,6 +56,24 @@ pub fn type_text(app: &mut App, text: &str) -> Vec<Effect> {
 pub fn submit(app: &mut App, text: &str) -> Vec<Effect> {
     type_text(app, text);
     app.update(key(KeyCode::Enter))
+}
+
+/// The answer of a room operation, as the socket reports it.
+pub fn answer(op: RoomOp, result: Result<serde_json::Value, RpcError>) -> Msg {
+    Msg::Socket(SocketEvent::Answer(Box::new(Answer { op, result })))
+}
+
+/// A `duet_message` delta.
+pub fn delta(message: DuetMessage) -> Msg {
+    Msg::Socket(SocketEvent::Delta(Box::new(Delta::Message { message })))
+}
+
+/// A `duet_state` patch.
+pub fn patch(patch: serde_json::Value) -> Msg {
+    let serde_json::Value::Object(patch) = patch else {
+        panic!("a patch is an object")
+    };
+    Msg::Socket(SocketEvent::Delta(Box::new(Delta::State { patch })))
 }
 
 pub fn frame(frame: ServerFrame) -> Msg {

@@ -53,6 +53,7 @@ impl RoomActor {
     ) -> String {
         let n = self.next_exec;
         self.next_exec = n + 1;
+        self.running += 1;
         if let Err(e) = self
             .shared
             .store
@@ -127,6 +128,7 @@ impl RoomActor {
             result,
             then,
         } = done;
+        self.running = self.running.saturating_sub(1);
         if let Some(current) = &mut self.current
             && current.running.as_deref() == Some(exec_id.as_str())
         {

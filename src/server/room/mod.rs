@@ -5,6 +5,7 @@
 //! back to its inbox.
 
 mod exec;
+mod idle;
 mod presence;
 mod state;
 mod turn;
@@ -111,6 +112,9 @@ pub(crate) struct RoomHandle {
     pub(crate) frames: broadcast::Sender<Outgoing>,
     /// The room's sandbox, for file transfers (which need no room state).
     pub(crate) sandbox: Arc<dyn Sandbox>,
+    /// Counts the handles alive: the room unloads only when the server's
+    /// own is the last.
+    holders: Arc<()>,
 }
 
 impl RoomHandle {
@@ -160,6 +164,14 @@ pub(crate) fn frame_text(frame: &impl Serialize) -> Utf8Bytes {
     }
 }
 
+/// Sleeps until `at` (forever without one).
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Sends a frame to every connection of a room (but `skip`).
 pub(crate) fn send_frame(
     frames: &broadcast::Sender<Outgoing>,
@@ -192,6 +204,10 @@ pub(crate) struct RoomActor {
     current: Option<CurrentTurn>,
     /// Bumped by cleanup: commands of an older generation are not recorded.
     generation: u64,
+    /// Commands launched and not yet done.
+    running: usize,
+    /// The handles' count (see `RoomHandle::holders`).
+    holders: std::sync::Weak<()>,
     state_cache: Option<Utf8Bytes>,
     /// Messages and commands of the room per minute, HTTP and sockets.
     rates: super::limits::OpRates,
@@ -201,6 +217,7 @@ pub(crate) struct RoomActor {
 pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle {
     let (inbox, rx) = mpsc::channel(INBOX_CAPACITY);
     let (frames, _) = broadcast::channel(BROADCAST_CAPACITY);
+    let holders = Arc::new(());
     let sandbox = shared.sandboxes.open(&SandboxId {
         room: id.clone(),
         opaque: row.opaque.clone(),
@@ -225,6 +242,8 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
         turns: VecDeque::new(),
         current: None,
         generation: 0,
+        running: 0,
+        holders: Arc::downgrade(&holders),
         state_cache: None,
         rates,
     };
@@ -233,23 +252,38 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
         inbox,
         frames,
         sandbox,
+        holders,
     }
 }
 
 impl RoomActor {
-    /// Serves the inbox, one command at a time, until the server stops.
+    /// Serves the inbox, one command at a time, until the server stops
+    /// or the room unloads after being idle.
     async fn run(mut self, mut rx: mpsc::Receiver<Command>) {
         self.note_unfinished_turn().await;
         let shutdown = self.shared.shutdown.clone();
+        let idle_for = self.shared.room_idle;
+        let mut idle_since = Some(tokio::time::Instant::now());
         loop {
+            let unload_at = idle_since.map(|t| t + idle_for);
             let command = tokio::select! {
                 _ = shutdown.cancelled() => break,
                 c = rx.recv() => match c {
                     Some(c) => c,
                     None => break,
                 },
+                () = sleep_until(unload_at), if unload_at.is_some() => {
+                    if self.try_unload(&rx) {
+                        return;
+                    }
+                    // Busy after all (a handle held, a command queued):
+                    // counted again from now.
+                    idle_since = Some(tokio::time::Instant::now());
+                    continue;
+                }
             };
             self.handle(command).await;
+            idle_since = self.idle().then(tokio::time::Instant::now);
         }
         if let Some(current) = &self.current {
             current.cancel.cancel();

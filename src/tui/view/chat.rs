@@ -1,7 +1,8 @@
-//! The chat pane: the visible slice of the chat, and "new below".
+//! The chat pane: its title (older pages) and its cells.
 
 use crate::tui::app::{App, Pane};
 use crate::tui::view::layout::pane_inner;
+use crate::tui::view::pane::{draw_cells, other_pane, title_style};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -45,76 +46,5 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
         frame.render_widget(hint, inner);
         return;
     }
-    let lines = visible_lines(app, inner.width, usize::from(inner.height));
-    frame.render_widget(Paragraph::new(lines), inner);
-    if app.chat_scroll.new_below {
-        new_below(frame, app, inner);
-    }
-}
-
-/// In the narrow layout, the title's pointer to the hidden pane, with a
-/// dot when it has something new.
-pub fn other_pane(app: &App, area: Rect, other: Pane) -> Vec<Span<'static>> {
-    if app.size.0 >= crate::tui::view::layout::WIDE || area.width < 30 {
-        return Vec::new();
-    }
-    let (name, unseen) = match other {
-        Pane::Chat => ("Chat", app.unseen.0),
-        Pane::Output => ("Output", app.unseen.1),
-    };
-    let mut spans = vec![Span::styled(format!("· Tab: {name} "), app.theme.dim())];
-    if unseen {
-        spans.push(Span::styled("● ", app.theme.warn()));
-    }
-    spans
-}
-
-/// The title style of a pane: bold when focused.
-pub fn title_style(app: &App, pane: Pane) -> ratatui::style::Style {
-    if app.focus == pane {
-        app.theme
-            .focused()
-            .add_modifier(ratatui::style::Modifier::BOLD)
-    } else {
-        app.theme.dim()
-    }
-}
-
-/// The `height` lines that end `offset` lines above the bottom, rendering
-/// only the items they come from.
-fn visible_lines(app: &App, width: u16, height: usize) -> Vec<Line<'static>> {
-    let ctx = app.render_ctx();
-    let mut skip = app.chat_scroll.offset;
-    let mut out: Vec<Line<'static>> = Vec::with_capacity(height);
-    'items: for i in (0..app.chat.len()).rev() {
-        let lines = app.chat.item_lines(i, width, &ctx);
-        for line in lines.iter().rev() {
-            if skip > 0 {
-                skip -= 1;
-                continue;
-            }
-            out.push(line.clone());
-            if out.len() == height {
-                break 'items;
-            }
-        }
-    }
-    out.reverse();
-    out
-}
-
-/// The "new below" marker on the last line of a pane.
-pub fn new_below(frame: &mut Frame, app: &App, inner: Rect) {
-    let label = " ↓ new below — End ";
-    let width = (crate::tui::text::width(label) as u16).min(inner.width);
-    let rect = Rect {
-        x: inner.x + inner.width.saturating_sub(width),
-        y: inner.y + inner.height.saturating_sub(1),
-        width,
-        height: 1,
-    };
-    frame.render_widget(
-        Paragraph::new(Line::styled(label, app.theme.marker())),
-        rect,
-    );
+    draw_cells(frame, app, Pane::Chat, inner);
 }

@@ -6,6 +6,7 @@ pub mod composer;
 pub mod layout;
 pub mod output;
 pub mod overlay;
+pub mod pane;
 pub mod status;
 
 use crate::tui::app::{App, Modal};

@@ -2,7 +2,8 @@
 //! keymap) and the cleanup confirmation.
 
 use crate::tui::app::App;
-use crate::tui::keymap::{self, BINDINGS, SLASH_COMMANDS};
+use crate::tui::keymap::{self, BINDINGS};
+use crate::tui::slash::{BANG, SLASH_COMMANDS};
 use crate::tui::text::{width, wrap};
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -66,7 +67,8 @@ pub fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
         .iter()
         .filter(|b| !b.edit)
         .map(|b| width_of(&keymap::keys_label(b)))
-        .chain(SLASH_COMMANDS.iter().map(|(c, _)| width_of(c)))
+        .chain(SLASH_COMMANDS.iter().map(|c| width_of(c.usage)))
+        .chain([width_of(BANG.0)])
         .max()
         .unwrap_or(10);
     let row = |key: String, what: &str| {
@@ -77,9 +79,10 @@ pub fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
         ])
     };
     let mut lines = vec![Line::styled("Commands", theme.agent())];
-    for (cmd, what) in SLASH_COMMANDS {
-        lines.push(row(cmd.to_string(), what));
+    for command in SLASH_COMMANDS {
+        lines.push(row(command.usage.to_string(), command.help));
     }
+    lines.push(row(BANG.0.to_string(), BANG.1));
     lines.push(Line::default());
     lines.push(Line::styled("Keys", theme.agent()));
     for binding in BINDINGS.iter().filter(|b| !b.edit) {

@@ -1,0 +1,168 @@
+//! A command run as a cell of the output pane: a header (who, the
+//! command, exit badge and duration), the output with colours kept, the
+//! fold marker and the error when the sandbox could not run it.
+
+use crate::protocol::ExecSource;
+use crate::tui::cell::{Cell, Lines, RenderCtx, elapsed, spinner};
+use crate::tui::execs::ExecRun;
+use crate::tui::termtext::{OutLine, Stream};
+use crate::tui::text::{truncate, width};
+use ansi_to_tui::IntoText;
+use ratatui::text::{Line, Span};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// The output's lines (all but the header) as last rendered, with the
+/// width and revision they were rendered for.
+#[derive(Debug, Clone, Default)]
+pub struct RenderCache(RefCell<Option<(u16, u64, Lines)>>);
+
+impl Cell for ExecRun {
+    fn lines(&self, width: u16, ctx: &RenderCtx) -> Lines {
+        let body = self.body(width, ctx);
+        let mut lines = Vec::with_capacity(body.len() + 1);
+        // The header is fresh each time: a running command's spinner moves.
+        lines.push(header(ctx, self, width));
+        lines.extend(body.iter().cloned());
+        Rc::new(lines)
+    }
+
+    fn height(&self, _width: u16, _ctx: &RenderCtx) -> usize {
+        self.line_count()
+    }
+}
+
+impl ExecRun {
+    /// The lines below the header, rendered once per width and revision.
+    fn body(&self, width: u16, ctx: &RenderCtx) -> Lines {
+        if let Some((w, rev, lines)) = &*self.cache.0.borrow()
+            && (*w, *rev) == (width, self.revision)
+        {
+            return lines.clone();
+        }
+        let lines: Vec<Line<'static>> = (1..self.line_count())
+            .map(|index| run_line(ctx, self, index))
+            .collect();
+        let lines = Rc::new(lines);
+        *self.cache.0.borrow_mut() = Some((width, self.revision, lines.clone()));
+        lines
+    }
+}
+
+/// Line `index` of a run below its header (1 on): head, fold, tail, error.
+fn run_line(ctx: &RenderCtx, run: &ExecRun, index: usize) -> Line<'static> {
+    let head = run.output.head();
+    let i = index - 1;
+    if i < head.len() {
+        return output_line(ctx, &head[i]);
+    }
+    let mut i = i - head.len();
+    if run.output.folded() > 0 {
+        if i == 0 {
+            return Line::styled(
+                format!("… {} lines hidden", run.output.folded()),
+                ctx.theme.dim(),
+            );
+        }
+        i -= 1;
+    }
+    match run.output.tail().nth(i) {
+        Some(line) => output_line(ctx, &line),
+        None => match run.error() {
+            Some(error) => Line::styled(format!("error: {error}"), ctx.theme.error()),
+            None => Line::default(),
+        },
+    }
+}
+
+fn output_line(ctx: &RenderCtx, line: &OutLine) -> Line<'static> {
+    let has_sgr = line.text.contains('\u{1b}');
+    let parsed = if has_sgr && ctx.theme.color {
+        line.text
+            .as_bytes()
+            .into_text()
+            .ok()
+            .and_then(|t| t.lines.into_iter().next())
+    } else {
+        None
+    };
+    let mut rendered = parsed.unwrap_or_else(|| {
+        Line::raw(if has_sgr {
+            crate::tui::termtext::strip_sgr(&line.text)
+        } else {
+            line.text.clone()
+        })
+    });
+    if line.stream == Stream::Stderr && !has_sgr {
+        rendered = rendered.style(ctx.theme.error());
+    }
+    rendered
+}
+
+/// `● ada $ cmd …… ✓ 0 · 12ms`
+fn header(ctx: &RenderCtx, run: &ExecRun, cells: u16) -> Line<'static> {
+    let theme = ctx.theme;
+    let (badge, badge_style) = badge(ctx, run);
+    let who_style = match run.source {
+        ExecSource::Agent => theme.agent(),
+        ExecSource::User => theme.person(&run.by),
+    };
+    let who = match run.source {
+        ExecSource::Agent => format!("✦ {}", run.by),
+        ExecSource::User => run.by.clone(),
+    };
+    let cmd = run.cmd.lines().next().unwrap_or("");
+    let cmd = if run.cmd.lines().nth(1).is_some() {
+        format!("{cmd} …")
+    } else {
+        cmd.to_string()
+    };
+    let total = usize::from(cells);
+    let fixed = width(&who) + 3 + width(&badge) + 1;
+    let cmd = truncate(&cmd, total.saturating_sub(fixed).max(1));
+    let pad = total.saturating_sub(fixed + width(&cmd));
+    Line::from(vec![
+        Span::styled(who, who_style),
+        Span::styled(" $ ", theme.dim()),
+        Span::styled(cmd, theme.command()),
+        Span::raw(" ".repeat(pad + 1)),
+        Span::styled(badge, badge_style),
+    ])
+}
+
+fn badge(ctx: &RenderCtx, run: &ExecRun) -> (String, ratatui::style::Style) {
+    let theme = ctx.theme;
+    let Some(done) = &run.done else {
+        let frame = spinner(ctx.now_ms);
+        return (
+            format!("{frame} {}", elapsed(ctx.now_ms - run.started_ms)),
+            theme.warn(),
+        );
+    };
+    let took = duration(done.duration_ms);
+    if done.error.is_some() {
+        return (format!("✗ error · {took}"), theme.error());
+    }
+    if done.timed_out {
+        return (format!("⏱ timed out · {took}"), theme.warn());
+    }
+    if done.interrupted {
+        return (format!("■ interrupted · {took}"), theme.warn());
+    }
+    match done.exit_code {
+        Some(0) => (format!("✓ 0 · {took}"), theme.ok()),
+        Some(code) => (format!("✗ {code} · {took}"), theme.error()),
+        None => (format!("✗ killed · {took}"), theme.error()),
+    }
+}
+
+/// `12ms`, `1.2s`, `3m04s`.
+pub fn duration(ms: u64) -> String {
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else if ms < 60_000 {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    } else {
+        elapsed(ms as i64)
+    }
+}

@@ -1,0 +1,178 @@
+//! What the room's frames do to the App: full states, deltas, presence,
+//! typing, the agent's streamed reply, command output, cleanup.
+
+use crate::client::deltas::Delta;
+use crate::protocol::{AiPhase, DuetMessage, ExecRecord, ServerFrame};
+use crate::tui::app::{App, Pane, TYPING_MS, Typist};
+use crate::tui::chat::LiveTurn;
+use crate::tui::scroll::Scroll;
+use serde_json::Value;
+
+/// How a field of a `duet_state` patch applies; answers whether the view
+/// changed. Fields not in [`PATCH_FIELDS`] are ignored (docs/protocol.md:
+/// a client ignores fields it does not know).
+type PatchField = fn(&mut App, Value) -> bool;
+
+/// The room state's fields a patch may carry, by name. `messages` and
+/// `execs` travel as `duet_message` and `duet_exec`; a backend that
+/// patches them anyway is understood.
+const PATCH_FIELDS: &[(&str, PatchField)] = &[
+    ("messages", |app, value| {
+        match serde_json::from_value::<Vec<DuetMessage>>(value) {
+            Ok(messages) => {
+                app.apply_messages(&messages);
+                true
+            }
+            Err(err) => app.bad_patch("messages", &err),
+        }
+    }),
+    ("execs", |app, value| {
+        match serde_json::from_value::<Vec<ExecRecord>>(value) {
+            Ok(records) => app.apply_records(&records),
+            Err(err) => app.bad_patch("execs", &err),
+        }
+    }),
+];
+
+impl App {
+    pub(crate) fn on_frame(&mut self, frame: ServerFrame) -> bool {
+        match frame {
+            ServerFrame::Identity { .. } | ServerFrame::Rpc(_) => false,
+            ServerFrame::State { state } => {
+                self.apply_messages(&state.messages);
+                self.apply_records(&state.execs);
+                true
+            }
+            ServerFrame::StateError { error } | ServerFrame::Error { error, .. } => {
+                self.toast(format!("backend: {error}"), true);
+                true
+            }
+            ServerFrame::Presence { users } => {
+                self.presence = users;
+                let ids: Vec<&str> = self.presence.iter().map(|u| u.id.as_str()).collect();
+                self.typing.retain(|t| ids.contains(&t.id.as_str()));
+                true
+            }
+            ServerFrame::Typing { id, name } => {
+                if id == self.session.connection_id {
+                    return false;
+                }
+                let until_ms = self.now_ms + TYPING_MS;
+                match self.typing.iter_mut().find(|t| t.id == id) {
+                    Some(t) => t.until_ms = until_ms,
+                    None => self.typing.push(Typist { id, name, until_ms }),
+                }
+                true
+            }
+            ServerFrame::Ai {
+                phase,
+                turn_id,
+                text,
+                error,
+            } => {
+                let now = self.now_ms;
+                self.with_anchor(Pane::Chat, |app| {
+                    let chat = &mut app.chat;
+                    // A frame of another turn starts a fresh live reply.
+                    if chat.turn.as_ref().is_none_or(|t| t.turn_id != turn_id) {
+                        chat.turn = Some(LiveTurn {
+                            turn_id: turn_id.clone(),
+                            text: String::new(),
+                            started_ms: now,
+                            ended: false,
+                        });
+                    }
+                    let Some(turn) = chat.turn.as_mut() else {
+                        return;
+                    };
+                    match phase {
+                        // A later round of the same turn streams on.
+                        AiPhase::Start => turn.ended = false,
+                        AiPhase::Delta => turn.text.push_str(text.as_deref().unwrap_or("")),
+                        AiPhase::End => turn.ended = true,
+                        AiPhase::Error => chat.turn = None,
+                    }
+                });
+                // An ended turn's reason is stored as a system message and
+                // shows in the chat; it is logged here for the record.
+                if let Some(error) = error {
+                    tracing::debug!(%error, "agent turn ended with an error");
+                }
+                true
+            }
+            ServerFrame::Exec(frame) => {
+                let now = self.now_ms;
+                let changed =
+                    self.with_anchor(Pane::Output, |app| app.execs.apply_frame(&frame, now));
+                if changed {
+                    self.mark_unseen(Pane::Output);
+                }
+                changed
+            }
+            ServerFrame::Cleanup { by } => {
+                self.chat.clear_all();
+                self.execs.clear_all();
+                self.chat_scroll = Scroll::default();
+                self.output_scroll = Scroll::default();
+                self.toast(format!("{by} cleaned up the room"), false);
+                true
+            }
+        }
+    }
+
+    /// A full list of the latest messages (a state): it replaces the view
+    /// from its first message on.
+    fn apply_messages(&mut self, messages: &[DuetMessage]) {
+        let first = !self.got_state;
+        self.got_state = true;
+        let mut grew = false;
+        self.with_anchor(Pane::Chat, |app| {
+            grew = app.chat.apply_state(messages, first);
+        });
+        if grew {
+            self.mark_unseen(Pane::Chat);
+        }
+    }
+
+    /// A state delta: one message by id, or a patch field by field.
+    pub(crate) fn on_delta(&mut self, delta: Delta) -> bool {
+        match delta {
+            Delta::Message { message } => {
+                let mut grew = false;
+                self.with_anchor(Pane::Chat, |app| grew = app.chat.apply_message(message));
+                if grew {
+                    self.mark_unseen(Pane::Chat);
+                }
+                // As a state would: the latest 100 in view, older ones a
+                // page away; never under the eyes of someone scrolled up.
+                if self.chat_scroll.following() {
+                    self.chat.keep_latest(crate::protocol::STATE_MESSAGES);
+                }
+                true
+            }
+            Delta::State { patch } => {
+                let mut changed = false;
+                for (field, value) in patch {
+                    if let Some((_, apply)) = PATCH_FIELDS.iter().find(|(name, _)| *name == field) {
+                        changed |= apply(self, value);
+                    }
+                }
+                changed
+            }
+        }
+    }
+
+    fn apply_records(&mut self, records: &[ExecRecord]) -> bool {
+        let changed = self.with_anchor(Pane::Output, |app| app.execs.apply_records(records));
+        if changed {
+            self.mark_unseen(Pane::Output);
+        }
+        changed
+    }
+
+    /// A patch field of a known name with a value of the wrong shape.
+    fn bad_patch(&mut self, field: &str, err: &serde_json::Error) -> bool {
+        tracing::debug!(%field, %err, "ignored a patch field of the wrong shape");
+        false
+    }
+}

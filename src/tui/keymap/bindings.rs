@@ -1,0 +1,250 @@
+//! The tables: which key does what, outside dialogs and in each dialog.
+//! The help overlay and the footer hints are drawn from `BINDINGS`.
+
+use super::{Action, Binding, ctrl, k, with};
+use crossterm::event::{KeyCode, KeyModifiers};
+
+/// Every binding outside dialogs. The first key of a row is the one shown.
+pub const BINDINGS: &[Binding] = &[
+    Binding {
+        keys: &[k(KeyCode::Enter)],
+        action: Action::Submit,
+        help: "send: a message to the agent, `!cmd` runs cmd, `/help` lists commands",
+        hint: None,
+        edit: false,
+    },
+    Binding {
+        keys: &[
+            with(KeyCode::Enter, KeyModifiers::ALT),
+            ctrl('j'),
+            with(KeyCode::Enter, KeyModifiers::SHIFT),
+        ],
+        action: Action::Newline,
+        help: "new line in the input",
+        hint: None,
+        edit: false,
+    },
+    Binding {
+        keys: &[ctrl('g')],
+        action: Action::ModeAsk,
+        help: "mode: ask the agent",
+        hint: Some("ask"),
+        edit: false,
+    },
+    Binding {
+        keys: &[ctrl('r')],
+        action: Action::ModeRun,
+        help: "mode: run a command in the sandbox",
+        hint: Some("run"),
+        edit: false,
+    },
+    Binding {
+        keys: &[k(KeyCode::Esc)],
+        action: Action::Escape,
+        help: "interrupt the running command, else cancel the agent's turn; close a dialog",
+        hint: Some("stop"),
+        edit: false,
+    },
+    Binding {
+        keys: &[ctrl('x')],
+        action: Action::Cleanup,
+        help: "clean the room up (asks first)",
+        hint: Some("cleanup"),
+        edit: false,
+    },
+    Binding {
+        keys: &[k(KeyCode::F(1))],
+        action: Action::Help,
+        help: "this help (also `?` on an empty line)",
+        hint: Some("help"),
+        edit: false,
+    },
+    Binding {
+        keys: &[ctrl('c')],
+        action: Action::ClearOrQuit,
+        help: "clear the input; twice to quit",
+        hint: None,
+        edit: false,
+    },
+    Binding {
+        keys: &[k(KeyCode::Up)],
+        action: Action::Up,
+        help: "previous input (history) / line up",
+        hint: None,
+        edit: true,
+    },
+    Binding {
+        keys: &[k(KeyCode::Down)],
+        action: Action::Down,
+        help: "next input (history) / line down",
+        hint: None,
+        edit: true,
+    },
+    Binding {
+        keys: &[k(KeyCode::PageUp)],
+        action: Action::PageUp,
+        help: "scroll up (at the top: load older messages)",
+        hint: None,
+        edit: false,
+    },
+    Binding {
+        keys: &[k(KeyCode::PageDown)],
+        action: Action::PageDown,
+        help: "scroll down",
+        hint: None,
+        edit: false,
+    },
+    Binding {
+        keys: &[with(KeyCode::Home, KeyModifiers::CONTROL)],
+        action: Action::ScrollTop,
+        help: "scroll to the top (Home on an empty line too)",
+        hint: None,
+        edit: false,
+    },
+    Binding {
+        keys: &[with(KeyCode::End, KeyModifiers::CONTROL)],
+        action: Action::ScrollBottom,
+        help: "follow the latest (End on an empty line too)",
+        hint: None,
+        edit: false,
+    },
+    Binding {
+        keys: &[k(KeyCode::Tab)],
+        action: Action::SwitchPane,
+        help: "switch between chat and output",
+        hint: Some("pane"),
+        edit: false,
+    },
+    Binding {
+        keys: &[k(KeyCode::F(2))],
+        action: Action::ToggleMouse,
+        help: "mouse: wheel scrolling, or selecting text to copy",
+        hint: Some("mouse"),
+        edit: false,
+    },
+    Binding {
+        keys: &[ctrl('l')],
+        action: Action::Redraw,
+        help: "redraw the whole screen",
+        hint: None,
+        edit: false,
+    },
+    Binding {
+        keys: &[k(KeyCode::Left)],
+        action: Action::Left,
+        help: "cursor left",
+        hint: None,
+        edit: true,
+    },
+    Binding {
+        keys: &[k(KeyCode::Right)],
+        action: Action::Right,
+        help: "cursor right",
+        hint: None,
+        edit: true,
+    },
+    Binding {
+        keys: &[k(KeyCode::Home), ctrl('a')],
+        action: Action::Home,
+        help: "start of the line",
+        hint: None,
+        edit: true,
+    },
+    Binding {
+        keys: &[k(KeyCode::End), ctrl('e')],
+        action: Action::End,
+        help: "end of the line",
+        hint: None,
+        edit: true,
+    },
+    Binding {
+        keys: &[k(KeyCode::Backspace)],
+        action: Action::Backspace,
+        help: "delete back",
+        hint: None,
+        edit: true,
+    },
+    Binding {
+        keys: &[k(KeyCode::Delete)],
+        action: Action::Delete,
+        help: "delete forward",
+        hint: None,
+        edit: true,
+    },
+    Binding {
+        keys: &[ctrl('w'), with(KeyCode::Backspace, KeyModifiers::ALT)],
+        action: Action::DeleteWord,
+        help: "delete the word before the cursor",
+        hint: None,
+        edit: true,
+    },
+    Binding {
+        keys: &[ctrl('u')],
+        action: Action::DeleteToStart,
+        help: "delete to the start of the line",
+        hint: None,
+        edit: true,
+    },
+    Binding {
+        keys: &[ctrl('k')],
+        action: Action::DeleteToEnd,
+        help: "delete to the end of the line",
+        hint: None,
+        edit: true,
+    },
+];
+
+/// A dialog's row: no footer hint, no editing key.
+const fn dialog(keys: &'static [super::Key], action: Action, help: &'static str) -> Binding {
+    Binding {
+        keys,
+        action,
+        help,
+        hint: None,
+        edit: false,
+    }
+}
+
+/// Keys of the help overlay.
+pub const HELP_KEYS: &[Binding] = &[
+    dialog(&[k(KeyCode::Up)], Action::Up, "scroll up"),
+    dialog(&[k(KeyCode::Down)], Action::Down, "scroll down"),
+    dialog(&[k(KeyCode::PageUp)], Action::PageUp, "scroll a page up"),
+    dialog(
+        &[k(KeyCode::PageDown)],
+        Action::PageDown,
+        "scroll a page down",
+    ),
+    dialog(
+        &[
+            k(KeyCode::Esc),
+            k(KeyCode::Char('q')),
+            k(KeyCode::Char('?')),
+            k(KeyCode::Enter),
+            k(KeyCode::F(1)),
+            ctrl('c'),
+        ],
+        Action::Close,
+        "close",
+    ),
+];
+
+/// Keys of the cleanup confirmation: only these do anything.
+pub const CONFIRM_KEYS: &[Binding] = &[
+    dialog(
+        &[k(KeyCode::Char('y')), k(KeyCode::Char('Y'))],
+        Action::Confirm,
+        "clean up",
+    ),
+    dialog(
+        &[
+            k(KeyCode::Char('n')),
+            k(KeyCode::Char('N')),
+            k(KeyCode::Esc),
+            k(KeyCode::Enter),
+            ctrl('c'),
+        ],
+        Action::Close,
+        "keep",
+    ),
+];

@@ -1,0 +1,244 @@
+//! Keybindings as data: one table says which key does what, and both the
+//! help overlay and the footer hints are generated from it.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// What a key asks for. The App decides what it means in its state
+/// (e.g. Esc interrupts a command, else cancels the agent's turn).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Submit,
+    Newline,
+    ModeAsk,
+    ModeRun,
+    Up,
+    Down,
+    Left,
+    Right,
+    Home,
+    End,
+    Backspace,
+    Delete,
+    DeleteWord,
+    DeleteToStart,
+    DeleteToEnd,
+    Escape,
+    ClearOrQuit,
+    Cleanup,
+    Help,
+    PageUp,
+    PageDown,
+    ScrollTop,
+    ScrollBottom,
+    SwitchPane,
+    ToggleMouse,
+    Redraw,
+    /// In a dialog: do what it asks.
+    Confirm,
+    /// In a dialog: close it (and do nothing).
+    Close,
+}
+
+mod bindings;
+
+pub use bindings::{BINDINGS, CONFIRM_KEYS, HELP_KEYS};
+
+/// One key with its modifiers (Ctrl and Alt; Shift only where it matters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Key {
+    pub code: KeyCode,
+    pub mods: KeyModifiers,
+}
+
+/// A key without modifiers.
+pub(crate) const fn k(code: KeyCode) -> Key {
+    Key {
+        code,
+        mods: KeyModifiers::NONE,
+    }
+}
+
+/// Ctrl and a letter.
+pub(crate) const fn ctrl(c: char) -> Key {
+    Key {
+        code: KeyCode::Char(c),
+        mods: KeyModifiers::CONTROL,
+    }
+}
+
+/// A key with these modifiers.
+pub(crate) const fn with(code: KeyCode, mods: KeyModifiers) -> Key {
+    Key { code, mods }
+}
+
+/// A row of the table.
+#[derive(Debug, Clone, Copy)]
+pub struct Binding {
+    pub keys: &'static [Key],
+    pub action: Action,
+    /// What the help overlay says it does.
+    pub help: &'static str,
+    /// A short label for the footer, for the few bindings shown there.
+    pub hint: Option<&'static str>,
+    /// Line editing keys are listed together, compactly, in the help.
+    pub edit: bool,
+}
+
+/// The action bound to `event` outside dialogs, if any.
+pub fn lookup(event: &KeyEvent) -> Option<Action> {
+    lookup_in(BINDINGS, event)
+}
+
+/// The action `table` binds to `event`, if any.
+pub fn lookup_in(table: &[Binding], event: &KeyEvent) -> Option<Action> {
+    let mods = event.modifiers & (KeyModifiers::CONTROL | KeyModifiers::ALT | KeyModifiers::SHIFT);
+    let code = match event.code {
+        KeyCode::Char(c) if mods.contains(KeyModifiers::CONTROL) => {
+            KeyCode::Char(c.to_ascii_lowercase())
+        }
+        other => other,
+    };
+    let wanted = |key: &Key| {
+        key.code == code
+            && match code {
+                // Shift is part of a character, and ignored on plain keys
+                // unless the binding names it.
+                KeyCode::Char(_) => key.mods == mods - KeyModifiers::SHIFT,
+                _ => key.mods == mods || key.mods == mods - KeyModifiers::SHIFT,
+            }
+    };
+    let exact = |key: &Key| key.code == code && key.mods == mods;
+    table
+        .iter()
+        .find(|b| b.keys.iter().any(exact))
+        .or_else(|| table.iter().find(|b| b.keys.iter().any(wanted)))
+        .map(|b| b.action)
+}
+
+/// How a key is written in the help: `Ctrl+G`, `Alt+Enter`, `PgUp`.
+pub fn label(key: &Key) -> String {
+    let mut out = String::new();
+    if key.mods.contains(KeyModifiers::CONTROL) {
+        out.push_str("Ctrl+");
+    }
+    if key.mods.contains(KeyModifiers::ALT) {
+        out.push_str("Alt+");
+    }
+    if key.mods.contains(KeyModifiers::SHIFT) {
+        out.push_str("Shift+");
+    }
+    let name = match key.code {
+        KeyCode::Char(c) => c.to_ascii_uppercase().to_string(),
+        KeyCode::F(n) => format!("F{n}"),
+        KeyCode::Enter => "Enter".into(),
+        KeyCode::Esc => "Esc".into(),
+        KeyCode::Tab => "Tab".into(),
+        KeyCode::Up => "Up".into(),
+        KeyCode::Down => "Down".into(),
+        KeyCode::Left => "Left".into(),
+        KeyCode::Right => "Right".into(),
+        KeyCode::Home => "Home".into(),
+        KeyCode::End => "End".into(),
+        KeyCode::PageUp => "PgUp".into(),
+        KeyCode::PageDown => "PgDn".into(),
+        KeyCode::Backspace => "Backspace".into(),
+        KeyCode::Delete => "Del".into(),
+        other => format!("{other:?}"),
+    };
+    out.push_str(&name);
+    out
+}
+
+/// The keys of a row, as the help shows them (the first two): `Alt+Enter, Ctrl+J`.
+pub fn keys_label(binding: &Binding) -> String {
+    binding
+        .keys
+        .iter()
+        .take(2)
+        .map(label)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The footer hints: `^G ask  ^R run …`, from the table.
+pub fn hints() -> Vec<(String, &'static str)> {
+    BINDINGS
+        .iter()
+        .filter_map(|b| {
+            let hint = b.hint?;
+            let key = b.keys.first()?;
+            let short = label(key).replace("Ctrl+", "^");
+            Some((short, hint))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(code: KeyCode, mods: KeyModifiers) -> KeyEvent {
+        KeyEvent::new(code, mods)
+    }
+
+    #[test]
+    fn keys_find_their_actions() {
+        assert_eq!(
+            lookup(&ev(KeyCode::Char('g'), KeyModifiers::CONTROL)),
+            Some(Action::ModeAsk)
+        );
+        assert_eq!(
+            lookup(&ev(
+                KeyCode::Char('G'),
+                KeyModifiers::CONTROL | KeyModifiers::SHIFT
+            )),
+            Some(Action::ModeAsk)
+        );
+        assert_eq!(
+            lookup(&ev(KeyCode::Enter, KeyModifiers::ALT)),
+            Some(Action::Newline)
+        );
+        assert_eq!(
+            lookup(&ev(KeyCode::Enter, KeyModifiers::NONE)),
+            Some(Action::Submit)
+        );
+        assert_eq!(
+            lookup(&ev(KeyCode::Home, KeyModifiers::CONTROL)),
+            Some(Action::ScrollTop)
+        );
+        assert_eq!(lookup(&ev(KeyCode::Char('x'), KeyModifiers::NONE)), None);
+        assert_eq!(lookup(&ev(KeyCode::Char('X'), KeyModifiers::SHIFT)), None);
+    }
+
+    #[test]
+    fn every_key_is_bound_once() {
+        for table in [BINDINGS, HELP_KEYS, CONFIRM_KEYS] {
+            let mut seen = Vec::new();
+            for b in table {
+                for key in b.keys {
+                    assert!(!seen.contains(key), "{} bound twice", label(key));
+                    seen.push(*key);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn dialogs_have_their_own_keys() {
+        let y = ev(KeyCode::Char('Y'), KeyModifiers::SHIFT);
+        assert_eq!(lookup_in(CONFIRM_KEYS, &y), Some(Action::Confirm));
+        assert_eq!(lookup(&y), None);
+        let ctrl_c = ev(KeyCode::Char('c'), KeyModifiers::CONTROL);
+        assert_eq!(lookup_in(HELP_KEYS, &ctrl_c), Some(Action::Close));
+        assert_eq!(lookup_in(CONFIRM_KEYS, &ctrl_c), Some(Action::Close));
+        let ctrl_y = ev(KeyCode::Char('y'), KeyModifiers::CONTROL);
+        assert_eq!(lookup_in(CONFIRM_KEYS, &ctrl_y), None);
+    }
+
+    #[test]
+    fn hints_come_from_the_table() {
+        let hints = hints();
+        assert!(hints.contains(&("^X".to_string(), "cleanup")));
+        assert!(hints.contains(&("F1".to_string(), "help")));
+    }
+}

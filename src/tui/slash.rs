@@ -1,0 +1,156 @@
+//! Slash commands as one table: name, usage, help and handler. The help
+//! overlay is drawn from it, and a new command is one row.
+
+use crate::tui::app::{App, Effect, Modal};
+use crate::tui::composer::Mode;
+
+/// What a handler makes of the rest of the line: `Err` says why it is
+/// refused (the line stays for the person to fix).
+type Handler = fn(&mut App, &str, &mut Vec<Effect>) -> Result<(), String>;
+
+/// One slash command.
+pub struct SlashCommand {
+    /// `/NAME`.
+    pub name: &'static str,
+    /// Other names for it.
+    pub aliases: &'static [&'static str],
+    /// How it is written, as the help shows it.
+    pub usage: &'static str,
+    /// What it does.
+    pub help: &'static str,
+    run: Handler,
+}
+
+/// Every slash command, in the order the help lists them.
+pub const SLASH_COMMANDS: &[SlashCommand] = &[
+    SlashCommand {
+        name: "help",
+        aliases: &[],
+        usage: "/help",
+        help: "show this help",
+        run: |app, _, _| {
+            app.modals.push(Modal::Help);
+            Ok(())
+        },
+    },
+    SlashCommand {
+        name: "cleanup",
+        aliases: &[],
+        usage: "/cleanup",
+        help: "clean the room up: history and sandbox (asks first)",
+        run: |app, _, _| {
+            app.modals.push(Modal::ConfirmCleanup);
+            Ok(())
+        },
+    },
+    SlashCommand {
+        name: "name",
+        aliases: &[],
+        usage: "/name NAME",
+        help: "rejoin under another name",
+        run: |app, arg, effects| {
+            if let Some(problem) = crate::protocol::name_problem(arg) {
+                return Err(format!("/name NAME: the name {problem}"));
+            }
+            app.session.name = arg.to_string();
+            effects.push(Effect::Rejoin(arg.to_string()));
+            app.toast(format!("you are now {arg}"), false);
+            Ok(())
+        },
+    },
+    SlashCommand {
+        name: "put",
+        aliases: &[],
+        usage: "/put FILE [PATH]",
+        help: "copy a file of yours into the workspace",
+        run: |_, arg, effects| {
+            let (local, remote) = one_or_two(arg).ok_or("usage: /put FILE [PATH]")?;
+            effects.push(Effect::Put { local, remote });
+            Ok(())
+        },
+    },
+    SlashCommand {
+        name: "get",
+        aliases: &[],
+        usage: "/get PATH [FILE]",
+        help: "copy a workspace file here",
+        run: |_, arg, effects| {
+            let (remote, local) = one_or_two(arg).ok_or("usage: /get PATH [FILE]")?;
+            effects.push(Effect::Get { remote, local });
+            Ok(())
+        },
+    },
+    SlashCommand {
+        name: "clear",
+        aliases: &[],
+        usage: "/clear",
+        help: "clear this screen only (nobody else's)",
+        run: |app, _, _| {
+            app.chat.clear_local();
+            app.execs.clear_local();
+            app.chat_scroll.follow();
+            app.output_scroll.follow();
+            Ok(())
+        },
+    },
+    SlashCommand {
+        name: "quit",
+        aliases: &["exit"],
+        usage: "/quit",
+        help: "leave",
+        run: |app, _, effects| {
+            app.quit = true;
+            effects.push(Effect::Quit);
+            Ok(())
+        },
+    },
+];
+
+/// The row the help adds after the slash commands.
+pub const BANG: (&str, &str) = ("!cmd", "run cmd in the room's sandbox");
+
+/// One word, or two (the second empty when absent); more is refused.
+fn one_or_two(arg: &str) -> Option<(String, String)> {
+    let mut words = arg.split_whitespace().map(str::to_string);
+    match (words.next(), words.next(), words.next()) {
+        (Some(first), second, None) => Some((first, second.unwrap_or_default())),
+        _ => None,
+    }
+}
+
+/// What became of a line that starts with `/`.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Not a slash command (in run mode, `/bin/ls` is a path to run).
+    NotOne,
+    Done,
+    /// Refused: the line stays.
+    Refused,
+}
+
+impl App {
+    /// Runs `line` if it is a slash command.
+    pub(crate) fn slash(&mut self, line: &str, effects: &mut Vec<Effect>) -> Outcome {
+        let Some(rest) = line.strip_prefix('/') else {
+            return Outcome::NotOne;
+        };
+        let (word, arg) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+        let found = SLASH_COMMANDS
+            .iter()
+            .find(|c| c.name == word || c.aliases.contains(&word));
+        let Some(command) = found else {
+            if self.composer.mode == Mode::Run {
+                return Outcome::NotOne;
+            }
+            self.toast(format!("unknown command /{word} (see /help)"), true);
+            return Outcome::Refused;
+        };
+        match (command.run)(self, arg.trim(), effects) {
+            Ok(()) => Outcome::Done,
+            Err(why) => {
+                self.toast(why, true);
+                Outcome::Refused
+            }
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! The tmux harness every end-to-end test of the terminal client shares:
+//! a private tmux server, the real `duet` binary in its sessions, keys
+//! typed as a person would, and screens read back as text.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// How long a screen may take to show what is expected.
+pub const SCREEN_WAIT: Duration = Duration::from_secs(30);
+
+/// A private tmux server, killed when dropped.
+pub struct Tmux {
+    socket: PathBuf,
+}
+
+impl Tmux {
+    /// A tmux server with its socket in `dir`; `Err` when tmux is missing.
+    pub fn try_new(dir: &Path) -> Result<Tmux, String> {
+        match Command::new("tmux").arg("-V").output() {
+            Ok(out) if out.status.success() => Ok(Tmux {
+                socket: dir.join("tmux.sock"),
+            }),
+            _ => Err("tmux is not installed (apt-get install tmux)".into()),
+        }
+    }
+
+    /// A tmux server for a test, which needs it.
+    pub fn new(dir: &Path) -> Tmux {
+        Tmux::try_new(dir).unwrap_or_else(|why| panic!("this test needs tmux: {why}"))
+    }
+
+    /// Runs a tmux command on this server; answers its stdout.
+    pub fn run(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux runs");
+        String::from_utf8_lossy(&out.stdout).to_string()
+    }
+
+    /// Starts `duet ARGS` with `env` in a new 120×40 session; the shell
+    /// says how it ended and stays.
+    pub fn start(&self, name: &str, env: &[(&str, String)], args: &str) {
+        let env: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let line = format!(
+            "env {} {} {args}; echo EXITED $?; sleep 600",
+            env.join(" "),
+            env!("CARGO_BIN_EXE_duet")
+        );
+        self.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            name,
+            "-x",
+            "120",
+            "-y",
+            "40",
+            &line,
+        ]);
+    }
+
+    /// Sends keys by tmux name (`Enter`, `C-x`, `PageUp`).
+    pub fn keys(&self, name: &str, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", name];
+        args.extend_from_slice(keys);
+        self.run(&args);
+    }
+
+    /// Types literal text.
+    pub fn type_text(&self, name: &str, text: &str) {
+        self.run(&["send-keys", "-t", name, "-l", text]);
+    }
+
+    /// The session's screen as text.
+    pub fn screen(&self, name: &str) -> String {
+        self.run(&["capture-pane", "-p", "-t", name])
+    }
+
+    /// A format of the session's pane (`#{alternate_on}`, `#{pane_pid}`).
+    pub fn display(&self, name: &str, format: &str) -> String {
+        self.run(&["display", "-p", "-t", name, format])
+            .trim()
+            .to_string()
+    }
+
+    /// Waits until the screen satisfies `ok`; answers it.
+    pub async fn wait(&self, name: &str, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let deadline = tokio::time::Instant::now() + SCREEN_WAIT;
+        loop {
+            let screen = self.screen(name);
+            if ok(&screen) {
+                return screen;
+            }
+            if tokio::time::Instant::now() > deadline {
+                panic!("{name}: never showed {what}; the screen:\n{screen}");
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .output();
+    }
+}
+
+/// The environment of a person's client: its own config and data
+/// directories under `dir`, and the name `who`.
+pub fn client_env(dir: &Path, who: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("XDG_CONFIG_HOME", dir.join("config").display().to_string()),
+        (
+            "DUET_DATA_DIR",
+            dir.join(format!("data-{who}")).display().to_string(),
+        ),
+        ("DUET_NAME", who.to_string()),
+    ]
+}

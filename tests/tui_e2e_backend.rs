@@ -1,0 +1,147 @@
+//! End to end, the backend's comings and goings: a second `duet` on the
+//! same data directory joins the first one's embedded backend (and so does
+//! `duet exec`) and takes it over when the first leaves; after a backend
+//! restart the view comes back without duplicates, and a message typed
+//! while offline is not lost. Needs tmux (the CI script installs it).
+
+mod common;
+
+use common::Server;
+use common::tmux::{Tmux, client_env};
+use std::path::Path;
+use std::process::Command;
+
+#[tokio::test]
+async fn a_second_duet_joins_the_embedded_backend_and_so_does_exec() {
+    if common::only_duet_serve("the embedded backend (duet without --server)") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(dir.path());
+    let mut env = client_env(dir.path(), "ada");
+    env[1].1 = dir.path().join("shared").display().to_string();
+    tmux.start("first", &env, "--room local-room");
+    tmux.wait("first", "a connected client", |s| s.contains("1 here"))
+        .await;
+    let screen = tmux.screen("first");
+    // A non-default data directory is part of the join command.
+    let hint = format!(
+        "join: duet --data-dir {} --room local-room",
+        dir.path().join("shared").display()
+    );
+    assert!(screen.contains(&hint), "{screen}");
+    env[2].1 = "bob".into();
+    tmux.start("second", &env, "--room local-room");
+    for who in ["first", "second"] {
+        tmux.wait(who, "both clients", |s| s.contains("2 here"))
+            .await;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_duet"))
+        .args([
+            "exec",
+            "--room",
+            "local-room",
+            "--",
+            "echo",
+            "via-port-file",
+        ])
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env("DUET_DATA_DIR", dir.path().join("shared"))
+        .env_remove("DUET_SERVER")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "via-port-file\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    tmux.wait("second", "the command run through exec", |s| {
+        s.contains("echo via-port-file")
+    })
+    .await;
+    // The backend logs to its file, never to the screen.
+    let log = std::fs::read_to_string(dir.path().join("shared/duet.log")).unwrap();
+    assert!(log.contains("embedded backend started"), "{log}");
+    assert!(!tmux.screen("first").contains("INFO"));
+
+    // The first duet leaves, taking its backend along: the second takes
+    // over with the same data directory, and the room goes on.
+    tmux.keys("first", &["C-c"]);
+    tmux.keys("first", &["C-c"]);
+    tmux.wait("first", "a clean exit", |s| s.contains("EXITED 0"))
+        .await;
+    tmux.wait("second", "the backend taken over", |s| {
+        s.contains("backend moved") && s.contains("1 here") && s.contains("● connected")
+    })
+    .await;
+    tmux.type_text("second", "!echo still-here");
+    tmux.keys("second", &["Enter"]);
+    tmux.wait("second", "a command on the new backend", |s| {
+        s.contains("bob $ echo still-here") && s.contains("echo via-port-file")
+    })
+    .await;
+}
+
+/// The backend on a given port (so that a restart keeps the address).
+async fn serve_on(port: u16, data: &Path) -> Server {
+    Server::start_at(&format!("127.0.0.1:{port}"), data, &[]).await
+}
+
+#[tokio::test]
+async fn after_a_backend_restart_the_view_comes_back_without_duplicates() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let data = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let server = serve_on(port, data.path()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(dir.path());
+    tmux.start(
+        "ada",
+        &client_env(dir.path(), "ada"),
+        &format!("--server {url} --room again-room"),
+    );
+    tmux.wait("ada", "connected", |s| s.contains("● connected"))
+        .await;
+    tmux.type_text("ada", "said once");
+    tmux.keys("ada", &["Enter"]);
+    // Sent, not just typed: the input line no longer holds it.
+    tmux.wait("ada", "the message", |s| {
+        s.contains("said once") && !s.contains("› said once")
+    })
+    .await;
+    server.stop().await;
+    tmux.wait("ada", "reconnecting", |s| s.contains("reconnecting in"))
+        .await;
+    tmux.type_text("ada", "typed while away");
+    // Enter while offline: nothing is sent, the line stays, and it says why.
+    tmux.keys("ada", &["Enter"]);
+    tmux.wait("ada", "the message refused while offline", |s| {
+        s.contains("message not sent: not connected") && s.contains("› typed while away")
+    })
+    .await;
+    let server = serve_on(port, data.path()).await;
+    let screen = tmux
+        .wait("ada", "connected again", |s| {
+            s.contains("● connected") && s.contains("1 here")
+        })
+        .await;
+    assert_eq!(screen.matches("said once").count(), 1, "{screen}");
+    assert!(
+        screen.contains("› typed while away"),
+        "nothing typed is lost"
+    );
+    tmux.keys("ada", &["Enter"]);
+    let screen = tmux
+        .wait("ada", "the new message after the old one", |s| {
+            s.contains("  typed while away") && !s.contains("› typed")
+        })
+        .await;
+    assert_eq!(screen.matches("said once").count(), 1, "{screen}");
+    assert_eq!(screen.matches("typed while away").count(), 1, "{screen}");
+    server.stop().await;
+}

@@ -1,0 +1,259 @@
+//! End to end, as people use it: the real binary in tmux on a real
+//! backend. Two people in one room see each other's chat and commands, Esc
+//! interrupts, Ctrl+X then `y` empties both screens; the agent's reply
+//! streams to both with its command; PageUp loads older pages; /put and
+//! /get move files. Needs tmux (the CI script installs it).
+
+mod agent_support;
+mod common;
+
+use common::Server;
+use common::tmux::{SCREEN_WAIT, Tmux, client_env};
+use std::time::Duration;
+
+#[tokio::test]
+async fn two_people_share_a_room_and_clean_it_up() {
+    let (server, data) = Server::fresh().await;
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(dir.path());
+    let url = server.url("");
+    let args = format!("--server {url} --room e2e-room");
+    tmux.start("ada", &client_env(dir.path(), "ada"), &args);
+    tmux.start("bob", &client_env(dir.path(), "bob"), &args);
+    for who in ["ada", "bob"] {
+        tmux.wait(who, "both people present", |s| s.contains("2 here"))
+            .await;
+    }
+    let ada = tmux.screen("ada");
+    assert!(ada.contains("e2e-room"), "{ada}");
+    assert_eq!(
+        tmux.display("bob", "#{alternate_on}#{mouse_any_flag}"),
+        "11",
+        "the UI uses the alternate screen and the mouse"
+    );
+    assert!(
+        ada.contains(&format!("join: duet --server {url} --room e2e-room")),
+        "{ada}"
+    );
+
+    // A bracketed paste inserts its lines without sending them.
+    tmux.run(&["set-buffer", "pasted one\npasted two"]);
+    tmux.run(&["paste-buffer", "-p", "-t", "ada"]);
+    tmux.wait("ada", "the pasted lines in the input", |s| {
+        s.contains("› pasted one") && s.contains("  pasted two")
+    })
+    .await;
+    tmux.keys("ada", &["C-c"]);
+    tmux.wait("ada", "an empty input", |s| !s.contains("pasted one"))
+        .await;
+
+    tmux.type_text("ada", "hello from ada");
+    tmux.keys("ada", &["Enter"]);
+    tmux.type_text("ada", "!echo hi");
+    tmux.keys("ada", &["Enter"]);
+    for who in ["ada", "bob"] {
+        tmux.wait(who, "the message and the command", |s| {
+            s.contains("hello from ada")
+                && s.contains("ada $ echo hi")
+                && s.lines().any(|l| l.contains("│hi "))
+                && s.contains("✓ 0")
+        })
+        .await;
+    }
+
+    assert!(
+        !tmux.screen("bob").contains("pasted"),
+        "a paste is never sent"
+    );
+
+    // Esc interrupts a running command, whoever started it.
+    tmux.type_text("ada", "!sleep 30");
+    tmux.keys("ada", &["Enter"]);
+    tmux.wait("bob", "the command running", |s| {
+        s.contains("ada $ sleep 30")
+    })
+    .await;
+    tmux.keys("bob", &["Escape"]);
+    for who in ["ada", "bob"] {
+        tmux.wait(who, "the command interrupted", |s| {
+            s.contains("■ interrupted")
+        })
+        .await;
+    }
+
+    tmux.keys("ada", &["C-x"]);
+    tmux.wait("ada", "the cleanup dialog", |s| {
+        s.contains("Clean up room e2e-room?")
+    })
+    .await;
+    tmux.keys("ada", &["y"]);
+    for who in ["ada", "bob"] {
+        tmux.wait(who, "an empty room", |s| {
+            s.contains("No messages yet.")
+                && s.contains("No commands yet")
+                && !s.contains("hello from ada")
+        })
+        .await;
+    }
+
+    // /name rejoins under the new name.
+    tmux.type_text("ada", "/name ada-two");
+    tmux.keys("ada", &["Enter"]);
+    tmux.wait("bob", "ada's new name", |s| s.contains("● ada-two"))
+        .await;
+
+    // Ctrl+C twice leaves, and the terminal is given back.
+    tmux.keys("bob", &["C-c"]);
+    tmux.keys("bob", &["C-c"]);
+    tmux.wait("bob", "a clean exit", |s| s.contains("EXITED 0"))
+        .await;
+    assert_eq!(
+        tmux.display("bob", "#{alternate_on}"),
+        "0",
+        "the alternate screen is left"
+    );
+    assert_eq!(
+        tmux.display("bob", "#{mouse_any_flag}"),
+        "0",
+        "mouse capture is off"
+    );
+    drop(tmux);
+    drop(server);
+    drop(data);
+}
+
+#[tokio::test]
+async fn the_agent_reply_streams_to_everyone_with_its_command() {
+    use agent_support::{FakeModel, Script};
+    let pieces = [
+        "Checking ",
+        "the ",
+        "room ",
+        "for ",
+        "you. ",
+        "<run>echo from-agent</run>",
+    ];
+    let model = FakeModel::start(vec![Script::Paced(
+        pieces.iter().map(|p| p.to_string()).collect(),
+        Duration::from_millis(600),
+    )])
+    .await;
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(
+        data.path(),
+        &["--ai-url", &model.url, "--ai-model", "fake-model"],
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(dir.path());
+    let args = format!("--server {} --room agent-room", server.url(""));
+    tmux.start("ada", &client_env(dir.path(), "ada"), &args);
+    tmux.start("bob", &client_env(dir.path(), "bob"), &args);
+    for who in ["ada", "bob"] {
+        tmux.wait(who, "both people present", |s| s.contains("2 here"))
+            .await;
+    }
+    tmux.type_text("ada", "please check the room");
+    tmux.keys("ada", &["Enter"]);
+    // While it streams: the spinner, the elapsed time and the text so far.
+    tmux.wait("bob", "the reply streaming", |s| {
+        s.contains("✦ agent ")
+            && s.contains("Checking the")
+            && duet::tui::cell::SPINNER
+                .iter()
+                .any(|f| s.contains(&format!("{f} ")))
+            && !s.contains("╭ $ echo from-agent")
+    })
+    .await;
+    for who in ["ada", "bob"] {
+        tmux.wait(who, "the stored reply with its command block", |s| {
+            s.contains("please check the room")
+                && s.contains("Checking the room for you.")
+                && s.contains("╭ $ echo from-agent")
+                && s.contains("│ from-agent")
+                && s.contains("✦ agent $ echo from-agent")
+        })
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn page_up_at_the_top_loads_older_messages_from_the_backend() {
+    let (server, _data) = Server::fresh().await;
+    let url = server.url("");
+    let client = duet::client::http::HttpClient::new(&url, "long-room", None, "carol").unwrap();
+    // Each message gets a system answer (no model): 140 messages in all,
+    // more than the 100 a state carries.
+    for i in 0..70 {
+        client.message(&format!("note number {i}")).await.unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(dir.path());
+    let args = format!("--server {url} --room long-room");
+    tmux.start("ada", &client_env(dir.path(), "ada"), &args);
+    tmux.wait("ada", "the latest note", |s| s.contains("note number 69"))
+        .await;
+    let first_note = |s: &str| s.lines().any(|l| l.starts_with("  note number 0 "));
+    assert!(!first_note(&tmux.screen("ada")), "older than the state");
+    let deadline = tokio::time::Instant::now() + SCREEN_WAIT;
+    loop {
+        tmux.keys("ada", &["PageUp"]);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if first_note(&tmux.screen("ada")) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the first note never showed:\n{}",
+            tmux.screen("ada")
+        );
+    }
+    // End follows the latest again.
+    tmux.keys("ada", &["C-End"]);
+    tmux.wait("ada", "the latest note again", |s| {
+        s.contains("note number 69")
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn put_and_get_move_files_between_here_and_the_workspace() {
+    let (server, _data) = Server::fresh().await;
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(dir.path());
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "from my machine\n").unwrap();
+    let back = dir.path().join("back");
+    std::fs::create_dir(&back).unwrap();
+    let args = format!("--server {} --room files-room", server.url(""));
+    tmux.start("ada", &client_env(dir.path(), "ada"), &args);
+    tmux.wait("ada", "connected", |s| s.contains("connected"))
+        .await;
+
+    tmux.type_text("ada", &format!("/put {} docs/", notes.display()));
+    tmux.keys("ada", &["Enter"]);
+    tmux.wait("ada", "the upload", |s| {
+        s.contains("sent 16 bytes to docs/notes.txt")
+    })
+    .await;
+    let (_, body) = server
+        .post(
+            "/api/rooms/files-room/sandbox/exec",
+            serde_json::json!({"cmd": "cat docs/notes.txt; echo made here > result.txt"}),
+        )
+        .await;
+    assert_eq!(body["result"]["stdout"], "from my machine\n");
+
+    tmux.type_text("ada", &format!("/get result.txt {}", back.display()));
+    tmux.keys("ada", &["Enter"]);
+    tmux.wait("ada", "the download", |s| s.contains("got 10 bytes"))
+        .await;
+    assert_eq!(
+        std::fs::read_to_string(back.join("result.txt")).unwrap(),
+        "made here\n"
+    );
+
+    tmux.type_text("ada", "/get missing.txt");
+    tmux.keys("ada", &["Enter"]);
+    tmux.wait("ada", "the error", |s| s.contains("404")).await;
+}
