@@ -50,6 +50,16 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// Stops a server with SIGTERM and waits: it unmounts its rooms' disk
+/// images on the way out (a kill would leave them mounted).
+fn stop(server: &mut Child) {
+    let pid = nix::unistd::Pid::from_raw(server.id() as i32);
+    if nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).is_err() {
+        let _ = server.kill();
+    }
+    let _ = server.wait();
+}
+
 /// A model that accepts and never answers, as a model still thinking: the
 /// agent's turn then does not compete with a message's fan-out.
 fn thinking_model() -> anyhow::Result<String> {
@@ -374,8 +384,7 @@ async fn rooms_figures(http: &reqwest::Client, idle_secs: &str) -> anyhow::Resul
         anyhow::Ok(())
     }
     .await;
-    let _ = server.kill();
-    let _ = server.wait();
+    stop(&mut server);
     result
 }
 
@@ -441,8 +450,7 @@ fn main() -> anyhow::Result<()> {
         Ok::<_, anyhow::Error>(())
     });
     for child in [&mut server, &mut failing] {
-        let _ = child.kill();
-        let _ = child.wait();
+        stop(child);
     }
     result
 }
