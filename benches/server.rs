@@ -305,15 +305,16 @@ async fn settled_rss(pid: u32) -> u64 {
     last
 }
 
-/// Resident memory of a server whose rooms unload after 1 s: empty, after
-/// 10,000 chat-only rooms came and went, after 100 rooms ran a command.
-async fn rooms_figures(http: &reqwest::Client) -> anyhow::Result<()> {
+/// Resident memory of a server whose rooms unload after `idle_secs`:
+/// empty, after 10,000 chat-only rooms came and went, after 100 rooms ran
+/// a command.
+async fn rooms_figures(http: &reqwest::Client, idle_secs: &str) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let (mut server, addr) = support::serve(
         dir.path(),
         &[
             "--room-idle-secs",
-            "1",
+            idle_secs,
             "--ai-url",
             "http://127.0.0.1:9/v1",
             "--ai-model",
@@ -364,7 +365,7 @@ async fn rooms_figures(http: &reqwest::Client) -> anyhow::Result<()> {
         execs.into_iter().collect::<anyhow::Result<Vec<()>>>()?;
         let after_execs = settled_rss(pid).await;
         let mib = |k: u64| k as f64 / 1024.0;
-        println!("rooms unloading after 1 s idle (--room-idle-secs 1)");
+        println!("rooms unloading after {idle_secs} s idle (--room-idle-secs {idle_secs})");
         println!(
             "{:<48} {:>8.1} MiB",
             "server resident memory, empty",
@@ -384,8 +385,7 @@ async fn rooms_figures(http: &reqwest::Client) -> anyhow::Result<()> {
         anyhow::Ok(())
     }
     .await;
-    let _ = server.kill();
-    let _ = server.wait();
+    support::stop(&mut server);
     result
 }
 
@@ -448,7 +448,11 @@ fn main() -> anyhow::Result<()> {
             println!();
         }
         if wants("rooms") {
-            rooms_figures(&http).await?;
+            // Rooms that stay loaded (as before they could unload), then
+            // rooms that unload after a second.
+            rooms_figures(&http, "86400").await?;
+            println!();
+            rooms_figures(&http, "1").await?;
         }
         Ok::<_, anyhow::Error>(())
     });

@@ -27,7 +27,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Host rooms for a team over HTTP and WebSocket
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Run a command in a room's sandbox; exits with its exit code
     /// (124 when it timed out, 130 when interrupted)
     Exec(ExecArgs),
@@ -274,7 +274,7 @@ fn run_async(command: Command) -> ExitCode {
     };
     let result = runtime.block_on(async move {
         match command {
-            Command::Serve(args) => crate::server::serve(args).await.map(|_| ExitCode::SUCCESS),
+            Command::Serve(args) => crate::server::serve(*args).await.map(|_| ExitCode::SUCCESS),
             Command::Exec(args) => crate::client::commands::exec(args).await,
             Command::Cleanup(args) => crate::client::commands::cleanup(args).await,
             Command::Cp(args) => crate::client::cp::cp(args).await,

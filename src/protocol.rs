@@ -84,6 +84,20 @@ pub struct Run {
     pub truncated: bool,
 }
 
+impl Run {
+    /// A command that could not run: no output, no exit code, `error`.
+    pub fn failed(cmd: String, error: impl Into<String>) -> Run {
+        Run {
+            cmd,
+            stdout: String::new(),
+            stderr: String::new(),
+            exit_code: None,
+            error: Some(error.into()),
+            truncated: false,
+        }
+    }
+}
+
 /// The answer of `POST /sandbox/exec`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

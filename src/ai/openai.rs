@@ -3,7 +3,7 @@
 
 use super::BoxFuture;
 use super::provider::{ChatMessage, DeltaStream, ModelError, Provider};
-use super::sse::{Event, SseParser, chunk_events, error_text};
+use super::sse::{self, Event, chunk_events, error_text};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -14,7 +14,7 @@ const ERROR_BODY_CHARS: usize = 2_000;
 
 /// Builds the HTTP client the agent uses (TLS through rustls with ring).
 pub(crate) fn http_client(connect_timeout: Duration) -> Result<reqwest::Client, String> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    crate::support::install_tls();
     reqwest::Client::builder()
         .connect_timeout(connect_timeout)
         .build()
@@ -174,8 +174,7 @@ async fn whole_answer(response: reqwest::Response) -> Result<DeltaStream, ModelE
 
 /// Where a streamed answer stands.
 struct StreamState {
-    bytes: futures_util::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
-    parser: SseParser,
+    events: futures_util::stream::BoxStream<'static, Result<Vec<Event>, String>>,
     pending: VecDeque<Event>,
     finished: bool,
     /// The bytes ended.
@@ -186,9 +185,11 @@ struct StreamState {
 
 /// The answer's pieces, read from its server-sent events.
 fn delta_stream(response: reqwest::Response) -> DeltaStream {
+    let bytes = response
+        .bytes_stream()
+        .map(|piece| piece.map_err(|err| describe(&err)));
     let state = StreamState {
-        bytes: response.bytes_stream().boxed(),
-        parser: SseParser::default(),
+        events: sse::events(bytes).boxed(),
         pending: VecDeque::new(),
         finished: false,
         ended: false,
@@ -221,20 +222,13 @@ fn delta_stream(response: reqwest::Response) -> DeltaStream {
                     ModelError::Stream("the connection closed before the answer ended".into());
                 return Some((Err(err), state));
             }
-            match state.bytes.next().await {
-                Some(Ok(bytes)) => {
-                    let events = state.parser.feed(&bytes);
-                    state.pending.extend(events);
-                }
-                Some(Err(err)) => {
+            match state.events.next().await {
+                Some(Ok(events)) => state.pending.extend(events),
+                Some(Err(reason)) => {
                     state.over = true;
-                    return Some((Err(ModelError::Stream(describe(&err))), state));
+                    return Some((Err(ModelError::Stream(reason)), state));
                 }
-                None => {
-                    let events = state.parser.finish();
-                    state.pending.extend(events);
-                    state.ended = true;
-                }
+                None => state.ended = true,
             }
         }
     })
@@ -260,17 +254,4 @@ fn unreachable(url: &str, err: &reqwest::Error) -> ModelError {
     }
 }
 
-/// An error with its causes, for a person to read.
-pub(crate) fn describe(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
+pub(crate) use crate::support::error_chain as describe;

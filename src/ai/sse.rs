@@ -1,7 +1,9 @@
-//! Server-sent events of the OpenAI streaming API: `data:` lines, each a
+//! Server-sent events of the OpenAI streaming API: each event's data is a
 //! JSON chunk or `[DONE]`. Kept apart from the HTTP code so that it can be
 //! tested on its own.
 
+use eventsource_stream::{EventStreamError, Eventsource};
+use futures_util::{Stream, StreamExt};
 use serde_json::Value;
 
 /// What one event of the stream says.
@@ -17,37 +19,23 @@ pub(crate) enum Event {
     Error(String),
 }
 
-/// Splits a byte stream into lines and lines into events.
-#[derive(Debug, Default)]
-pub(crate) struct SseParser {
-    buffer: Vec<u8>,
+/// The events of a server-sent-event byte stream, one batch per SSE
+/// event (parsed by `eventsource-stream`, so a split anywhere in the bytes
+/// changes nothing); an error is the reason the stream broke.
+pub(crate) fn events<S, B>(bytes: S) -> impl Stream<Item = Result<Vec<Event>, String>>
+where
+    S: Stream<Item = Result<B, String>>,
+    B: AsRef<[u8]>,
+{
+    bytes.eventsource().map(|event| match event {
+        Ok(event) => Ok(data_events(&event.data)),
+        Err(EventStreamError::Transport(reason)) => Err(reason),
+        Err(other) => Err(other.to_string()),
+    })
 }
 
-impl SseParser {
-    /// Feeds bytes; returns the events of every complete line.
-    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Vec<Event> {
-        self.buffer.extend_from_slice(bytes);
-        let mut events = Vec::new();
-        while let Some(newline) = self.buffer.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = self.buffer.drain(..=newline).collect();
-            events.extend(parse_line(&String::from_utf8_lossy(&line)));
-        }
-        events
-    }
-
-    /// The events of a last line that had no line end.
-    pub(crate) fn finish(&mut self) -> Vec<Event> {
-        let line = std::mem::take(&mut self.buffer);
-        parse_line(&String::from_utf8_lossy(&line))
-    }
-}
-
-/// The events of one line (`data: …`); other fields and comments say nothing.
-fn parse_line(line: &str) -> Vec<Event> {
-    let line = line.trim_end_matches(['\r', '\n']);
-    let Some(data) = line.strip_prefix("data:") else {
-        return Vec::new();
-    };
+/// The events of one SSE event's data: a JSON chunk or `[DONE]`.
+fn data_events(data: &str) -> Vec<Event> {
     let data = data.trim();
     if data == "[DONE]" {
         return vec![Event::Done];
@@ -103,17 +91,29 @@ pub(crate) fn error_text(error: &Value) -> String {
 mod tests {
     use super::*;
 
+    /// The events of `pieces` of bytes, fed in that order.
+    fn parse(pieces: Vec<Vec<u8>>) -> Vec<Event> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let bytes = futures_util::stream::iter(pieces.into_iter().map(Ok::<_, String>));
+            let batches: Vec<_> = events(bytes).collect().await;
+            batches
+                .into_iter()
+                .flat_map(|batch| batch.unwrap())
+                .collect()
+        })
+    }
+
     #[test]
     fn deltas_come_from_data_lines_split_anywhere() {
-        let mut parser = SseParser::default();
-        let mut events =
-            parser.feed(b": comment\r\ndata: {\"choices\":[{\"delta\":{\"content\":\"Hel");
-        assert!(events.is_empty());
-        events.extend(parser.feed(
-            b"lo\"}}]}\r\n\r\ndata: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n",
-        ));
-        events.extend(parser.feed(b"data: [DONE]"));
-        events.extend(parser.finish());
+        let events = parse(vec![
+            b": comment\r\ndata: {\"choices\":[{\"delta\":{\"content\":\"Hel".to_vec(),
+            b"lo\"}}]}\r\n\r\ndata: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
+                .to_vec(),
+            b"data: [DONE]\n\n".to_vec(),
+        ]);
         assert_eq!(
             events,
             vec![Event::Delta("Hello".into()), Event::Finished, Event::Done]
@@ -135,29 +135,28 @@ mod tests {
             let bytes = body.as_bytes();
             let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(bytes.len())).collect();
             cuts.sort();
-            let mut parser = SseParser::default();
-            let mut events = Vec::new();
+            let mut split = Vec::new();
             let mut start = 0;
             for cut in cuts.into_iter().chain([bytes.len()]) {
-                events.extend(parser.feed(&bytes[start..cut]));
+                split.push(bytes[start..cut].to_vec());
                 start = cut;
             }
-            events.extend(parser.finish());
             let mut expected: Vec<Event> = pieces.into_iter().map(Event::Delta).collect();
             expected.push(Event::Done);
-            proptest::prop_assert_eq!(events, expected);
+            proptest::prop_assert_eq!(parse(split), expected);
         }
     }
 
     #[test]
     fn errors_inside_the_stream_are_reported() {
-        let mut parser = SseParser::default();
         assert_eq!(
-            parser.feed(b"data: {\"error\":{\"message\":\"overloaded\"}}\n"),
+            parse(vec![
+                b"data: {\"error\":{\"message\":\"overloaded\"}}\n\n".to_vec()
+            ]),
             vec![Event::Error("overloaded".into())]
         );
         assert!(matches!(
-            parser.feed(b"data: {oops\n")[..],
+            parse(vec![b"data: {oops\n\n".to_vec()])[..],
             [Event::Error(_)]
         ));
     }

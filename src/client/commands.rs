@@ -4,6 +4,7 @@ use crate::cli::{ClientArgs, ExecArgs};
 use crate::client::http::HttpClient;
 use crate::config::{self, ClientSettings};
 use crate::protocol::ExecRequest;
+use crate::support::shell_quote;
 use anyhow::Context;
 use std::io::Write;
 use std::process::ExitCode;
@@ -98,18 +99,6 @@ pub fn shell_join(args: &[String]) -> String {
         .map(|a| shell_quote(a))
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-fn shell_quote(arg: &str) -> String {
-    let plain = !arg.is_empty()
-        && arg
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%^".contains(c));
-    if plain {
-        arg.to_string()
-    } else {
-        format!("'{}'", arg.replace('\'', "'\\''"))
-    }
 }
 
 pub(crate) fn data_dir_from_env() -> Option<std::path::PathBuf> {

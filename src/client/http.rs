@@ -6,6 +6,7 @@ use crate::protocol::{
     CancelResponse, CleanupResponse, Details, ErrorBody, ExecRequest, ExecResponse, FileResponse,
     InterruptResponse, MessageRequest, MessageResponse, MessagesPage,
 };
+use crate::support::error_chain;
 use reqwest::{Method, StatusCode};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -96,7 +97,7 @@ impl HttpClient {
         token: Option<String>,
         name: &str,
     ) -> Result<HttpClient, HttpError> {
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        crate::support::install_tls();
         let base = base.trim_end_matches('/').to_string();
         let parsed = url::Url::parse(&base)
             .map_err(|err| HttpError::Invalid(format!("server URL {base:?}: {err}")))?;
@@ -359,17 +360,7 @@ impl HttpClient {
 /// A failure to reach the backend, with its causes.
 fn transport(url: &str, err: &reqwest::Error) -> HttpError {
     // reqwest's own text repeats the URL; its causes say what happened.
-    let mut causes = Vec::new();
-    let mut source = std::error::Error::source(err);
-    while let Some(inner) = source {
-        causes.push(inner.to_string());
-        source = inner.source();
-    }
-    let message = if causes.is_empty() {
-        err.to_string()
-    } else {
-        causes.join(": ")
-    };
+    let message = std::error::Error::source(err).map_or_else(|| err.to_string(), error_chain);
     HttpError::Transport {
         url: url.to_string(),
         message,

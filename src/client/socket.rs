@@ -149,7 +149,7 @@ async fn actor(
     events: mpsc::UnboundedSender<SocketEvent>,
     mut commands: mpsc::UnboundedReceiver<SocketCommand>,
 ) {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    crate::support::install_tls();
     let report = |state: ConnState| events.send(SocketEvent::State(state)).is_ok();
     let mut calls = Calls::default();
     let mut attempt: u32 = 0;

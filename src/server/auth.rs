@@ -72,11 +72,7 @@ fn authorized(req: &Request, token: &str) -> bool {
 
 /// Compares secrets in time independent of where they differ.
 fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
+    subtle::ConstantTimeEq::ct_eq(a.as_bytes(), b.as_bytes()).into()
 }
 
 #[cfg(test)]

@@ -38,10 +38,7 @@ pub const SHELL_ENV: [(&str, &str); 4] = [
     ("TERM", "xterm-256color"),
 ];
 
-/// Quotes `s` for bash as one word (single quotes; `'` becomes `'\''`).
-pub fn quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
+pub use crate::support::shell_quote as quote;
 
 /// The text written to the shell to run one command.
 pub fn script(

@@ -167,14 +167,7 @@ impl RoomActor {
                         let _ = reply.send(Err(ApiError::internal(error)));
                     }
                     Then::Agent(reply) => {
-                        let _ = reply.send(Run {
-                            cmd,
-                            stdout: String::new(),
-                            stderr: String::new(),
-                            exit_code: None,
-                            error: Some(error),
-                            truncated: false,
-                        });
+                        let _ = reply.send(Run::failed(cmd, error));
                     }
                 }
                 return;

@@ -70,14 +70,7 @@ impl TurnHost for RoomHost {
         let turn_id = self.turn_id.clone();
         Box::pin(async move {
             let (reply, answer) = oneshot::channel();
-            let failed = |cmd: String| Run {
-                cmd,
-                stdout: String::new(),
-                stderr: String::new(),
-                exit_code: None,
-                error: Some("the room stopped".into()),
-                truncated: false,
-            };
+            let failed = |cmd: String| Run::failed(cmd, "the room stopped");
             let sent = inbox
                 .send(Command::AgentRun {
                     turn_id,
@@ -161,14 +154,7 @@ impl RoomActor {
             .as_ref()
             .is_some_and(|c| c.id == turn_id && !c.cancel.is_cancelled());
         if !live {
-            let _ = reply.send(Run {
-                cmd,
-                stdout: String::new(),
-                stderr: String::new(),
-                exit_code: None,
-                error: Some(TurnError::Cancelled.to_string()),
-                truncated: false,
-            });
+            let _ = reply.send(Run::failed(cmd, TurnError::Cancelled.to_string()));
             return;
         }
         let spec = self
