@@ -31,19 +31,6 @@ pub struct RunningServer {
     pub shutdown: tokio_util::sync::CancellationToken,
 }
 
-/// The default data directory: `$XDG_DATA_HOME/duet`, else
-/// `$HOME/.local/share/duet`.
-fn default_data_dir() -> Option<PathBuf> {
-    let nonempty = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    nonempty("XDG_DATA_HOME")
-        .map(|d| d.join("duet"))
-        .or_else(|| nonempty("HOME").map(|h| h.join(".local/share/duet")))
-}
-
 /// The data directory holds every room's chat and command history: only
 /// its owner may read it (the directory 0700, the database 0600; SQLite
 /// gives its WAL files the database's mode). The sandboxes do not need to
@@ -115,7 +102,7 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
             args.listen
         );
     }
-    let data_dir = match args.data_dir.clone().or_else(default_data_dir) {
+    let data_dir = match args.data_dir.clone().or_else(crate::config::default_data_dir) {
         Some(dir) => dir,
         None => anyhow::bail!("no data directory: pass --data-dir DIR or set HOME"),
     };
