@@ -60,6 +60,17 @@ async fn a_second_duet_joins_the_embedded_backend_and_so_does_exec() {
         s.contains("echo via-port-file")
     })
     .await;
+    // Other users of the machine cannot reach in: the embedded backend has
+    // a token of its own, kept where only this user reads it.
+    let url = std::fs::read_to_string(dir.path().join("shared/duet.port")).unwrap();
+    let (status, _) =
+        common::answer(common::http().get(format!("{}/api/rooms/local-room/messages", url.trim())))
+            .await;
+    assert_eq!(status, 401, "a request without the token");
+    let token = dir.path().join("shared/duet.token");
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&token).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
     // The backend logs to its file, never to the screen.
     let log = std::fs::read_to_string(dir.path().join("shared/duet.log")).unwrap();
     assert!(log.contains("embedded backend started"), "{log}");

@@ -33,7 +33,7 @@ pub async fn ask(args: AskArgs) -> anyhow::Result<ExitCode> {
         base: server_url(&settings)?,
         room: client.room().to_string(),
         name: settings.name.clone(),
-        token: settings.token.clone(),
+        token: crate::client::commands::token_for(&settings),
         connection_id: format!("ask-{:016x}", rand::random::<u64>()),
         deltas: false,
     };

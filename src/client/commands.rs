@@ -122,6 +122,18 @@ pub fn server_url(settings: &ClientSettings) -> anyhow::Result<String> {
     })
 }
 
+/// The token to send: the one given, else for the embedded backend of the
+/// data directory, the token it keeps there.
+pub fn token_for(settings: &ClientSettings) -> Option<String> {
+    settings.token.clone().or_else(|| {
+        settings
+            .server
+            .is_none()
+            .then(|| crate::client::local::embedded_token(&settings.data_dir).ok())
+            .flatten()
+    })
+}
+
 pub(crate) fn client_for(settings: &ClientSettings) -> anyhow::Result<HttpClient> {
     let server = server_url(settings)?;
     let room = settings
@@ -131,7 +143,7 @@ pub(crate) fn client_for(settings: &ClientSettings) -> anyhow::Result<HttpClient
     Ok(HttpClient::new(
         &server,
         room,
-        settings.token.clone(),
+        token_for(settings),
         &settings.name,
     )?)
 }

@@ -17,6 +17,47 @@ pub fn port_path(data_dir: &Path) -> PathBuf {
     data_dir.join("duet.port")
 }
 
+/// The embedded backend's token, readable by its owner alone.
+pub fn token_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("duet.token")
+}
+
+/// The embedded backend's token: made at random the first time, then kept
+/// (mode 0600) in the data directory. Without it any user of the machine
+/// could join the loopback backend and run commands in its rooms; the
+/// clients that find the backend through the data directory read it here.
+pub fn embedded_token(data_dir: &Path) -> std::io::Result<String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = token_path(data_dir);
+    if let Ok(text) = std::fs::read_to_string(&path)
+        && !text.trim().is_empty()
+    {
+        return Ok(text.trim().to_string());
+    }
+    std::fs::create_dir_all(data_dir)?;
+    let token = format!("{:032x}", rand::random::<u128>());
+    let tmp = path.with_extension("token.tmp");
+    let _ = std::fs::remove_file(&tmp);
+    let mut file = File::options()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    writeln!(file, "{token}")?;
+    file.sync_all()?;
+    // Two clients starting at once: the first to rename wins, and both
+    // read what won.
+    std::fs::hard_link(&tmp, &path).or_else(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            Ok(())
+        } else {
+            Err(e)
+        }
+    })?;
+    let _ = std::fs::remove_file(&tmp);
+    Ok(std::fs::read_to_string(&path)?.trim().to_string())
+}
+
 /// The log file of the embedded backend and the client.
 pub fn log_path(data_dir: &Path) -> PathBuf {
     data_dir.join("duet.log")
@@ -91,6 +132,20 @@ fn try_lock(file: &File) -> std::io::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_embedded_token_is_made_once_and_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let token = embedded_token(dir.path()).unwrap();
+        assert_eq!(token.len(), 32);
+        assert_eq!(embedded_token(dir.path()).unwrap(), token);
+        let mode = std::fs::metadata(token_path(dir.path()))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
 
     #[test]
     fn a_second_process_finds_the_backend_through_the_lock() {

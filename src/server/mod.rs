@@ -102,7 +102,11 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
             args.listen
         );
     }
-    let data_dir = match args.data_dir.clone().or_else(crate::config::default_data_dir) {
+    let data_dir = match args
+        .data_dir
+        .clone()
+        .or_else(crate::config::default_data_dir)
+    {
         Some(dir) => dir,
         None => anyhow::bail!("no data directory: pass --data-dir DIR or set HOME"),
     };

@@ -53,6 +53,13 @@ pub async fn start_owned(dir: &Path) -> anyhow::Result<Option<(String, Owned)>> 
     ])
     .context("embedded backend settings")?
     .serve;
+    let mut args = args;
+    if args.token.as_deref().is_none_or(str::is_empty) {
+        args.token = Some(
+            local::embedded_token(dir)
+                .with_context(|| format!("cannot keep a token in {}", dir.display()))?,
+        );
+    }
     let running = crate::server::start(args)
         .await
         .context("cannot start the embedded backend")?;

@@ -119,7 +119,8 @@ async fn start(settings: ClientSettings, tz: time::UtcOffset) -> anyhow::Result<
             stop_watch.clone(),
         )
     });
-    let http = HttpClient::new(&server, &room, settings.token.clone(), &settings.name)?;
+    let token = crate::client::commands::token_for(&settings);
+    let http = HttpClient::new(&server, &room, token.clone(), &settings.name)?;
     let connection_id = format!("c{}", random_room());
     let session = Session {
         server: server.clone(),
@@ -132,7 +133,7 @@ async fn start(settings: ClientSettings, tz: time::UtcOffset) -> anyhow::Result<
         base: server,
         room,
         name: settings.name.clone(),
-        token: settings.token.clone(),
+        token,
         connection_id,
         deltas: true,
     };
