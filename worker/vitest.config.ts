@@ -23,6 +23,7 @@ function project(name: string, include: string[], vars: Record<string, string>) 
             DUET_AI_MODEL: "scripted",
             DUET_AI_KEY: "sk-test",
             DUET_AI_TIMEOUT_SECS: "120",
+            DUET_ALLOW_ORIGIN: "https://ide.example, HTTPS://Other.example/",
             ...vars,
           },
         },

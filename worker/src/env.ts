@@ -11,6 +11,8 @@ export interface Env {
   WORKSPACES: R2Bucket;
   /** The bearer token (a secret); empty or absent: no token needed. */
   DUET_TOKEN?: string;
+  /** Origins (comma list) whose browser pages may call the API; default none. */
+  DUET_ALLOW_ORIGIN?: string;
   /** The model: an OpenAI-compatible base URL, its model and key (a secret). */
   DUET_AI_URL?: string;
   DUET_AI_MODEL?: string;
