@@ -67,9 +67,11 @@ class Fields {
     return s;
   }
 
+  /** A person's name (`userId`), trimmed. */
   name(name: string): string | undefined {
-    const s = this.string(name);
-    if (s === undefined) return undefined;
+    const raw = this.string(name);
+    if (raw === undefined) return undefined;
+    const s = trim(raw);
     const p = nameProblem(s);
     if (p) {
       this.problem(name, p);
@@ -110,7 +112,9 @@ export function parseOp(method: Method, obj: JsonObject, details: Details = {}, 
   let op: Op | undefined;
   switch (method) {
     case "message": {
-      const text = f.requiredText("text");
+      // Stored trimmed; the limit counts what is stored.
+      const raw = f.requiredText("text");
+      const text = raw === undefined ? undefined : trim(raw);
       if (text !== undefined && charCount(text) > MAX_TEXT_CHARS) {
         f.problem("text", "must be at most 8000 characters");
       }
