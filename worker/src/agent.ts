@@ -65,6 +65,14 @@ export class DuetAgent extends Agent<Env> {
       this.frame(connection as DuetConnection, message);
   }
 
+  /**
+   * Before the first request or socket of each start: the room loads (and
+   * notes a turn that the restart cut off) before anyone's connect frames.
+   */
+  async onStart(): Promise<void> {
+    this.room();
+  }
+
   shouldSendProtocolMessages(): boolean {
     return false;
   }
@@ -75,11 +83,15 @@ export class DuetAgent extends Agent<Env> {
 
   /** The room, loaded from storage on first use after each start. */
   private room(): Room {
-    return (this.roomCore ??= new Room(this.name, this.env, new Store(this.ctx.storage), {
+    if (this.roomCore) return this.roomCore;
+    this.roomCore = new Room(this.name, this.env, new Store(this.ctx.storage), {
       all: (text) => this.sendAll(text),
       message: (m) => this.sendMessage(m),
       state: () => this.sendAll(this.room().stateText()),
-    }));
+    });
+    // No turn runs in an object that just started: a question left unanswered was cut off.
+    this.roomCore.noteUnfinishedTurn();
+    return this.roomCore;
   }
 
   // ---- Requests the Worker forwards (index.ts) ----
