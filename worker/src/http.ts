@@ -1,6 +1,6 @@
 // Answers of docs/protocol.md: successes (a status and a body serialized
 // once, in the wire's field order) and errors (400 with per-field
-// `details`, 401, 405, 413, 500, 503 with `Retry-After`), and reading a
+// `details`, 401, 405, 413, 429 and 500, 503 with `Retry-After`), and reading a
 // request's body within its limit.
 
 import { MAX_BODY } from "./protocol";
@@ -40,8 +40,20 @@ export class ApiError extends Error {
     readonly error: string,
     readonly details?: Details,
     readonly retryAfter?: number,
+    /** 429 and 503: when to try again, also in the body. */
+    readonly retryAfterMs?: number,
   ) {
     super(error);
+  }
+
+  /** 429: over a rate limit (`rule` says which); try again after `ms`. */
+  static rateLimited(rule: string, ms: number): ApiError {
+    return new ApiError(429, "rate limited", { limit: [rule] }, Math.max(1, Math.ceil(ms / 1000)), ms);
+  }
+
+  /** 503: the room has as many sockets as it takes. */
+  static tooManySockets(ms: number): ApiError {
+    return new ApiError(503, "too many sockets", undefined, Math.max(1, Math.ceil(ms / 1000)), ms);
   }
 
   /** 400 with the given per-field details. */
@@ -80,6 +92,7 @@ export class ApiError extends Error {
     return {
       error: this.error,
       ...(this.details !== undefined && { details: sortedDetails(this.details) }),
+      ...(this.retryAfterMs !== undefined && { retryAfterMs: this.retryAfterMs }),
     };
   }
 

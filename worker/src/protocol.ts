@@ -171,6 +171,11 @@ export function errorFrame(error: string): string {
   return JSON.stringify({ type: "duet_error", error });
 }
 
+/** The answer to a frame over its socket's rate: it was dropped. */
+export function rateLimitedFrame(retryAfterMs: number): string {
+  return JSON.stringify({ type: "duet_error", error: "rate limited", retryAfterMs });
+}
+
 export function messageFrame(m: DuetMessage): string {
   return JSON.stringify({ type: "duet_message", message: messageJson(m) });
 }

@@ -6,6 +6,7 @@
 import { limits, type Env, type Limits } from "./env";
 import { Commands, execResult, runOf, type CommandEnd } from "./exec";
 import { ApiError, describe, ok, type Reply } from "./http";
+import { RoomBuckets, rateLimits, type RateLimits } from "./limits";
 import type { Op } from "./ops";
 import {
   STATE_EXECS,
@@ -44,6 +45,8 @@ export interface Sockets {
 export class Room {
   readonly limits: Limits;
   readonly config: AgentConfig;
+  readonly rates: RateLimits;
+  private readonly buckets: RoomBuckets;
   private messageList: DuetMessage[];
   private execList: ExecRecord[];
   private stateCache?: string;
@@ -64,6 +67,8 @@ export class Room {
   ) {
     this.limits = limits(env);
     this.config = agentConfig(env);
+    this.rates = rateLimits(env);
+    this.buckets = new RoomBuckets(this.rates);
     this.messageList = store.recentMessages();
     this.execList = store.recentExecs();
     this.commands = new Commands({
@@ -108,6 +113,7 @@ export class Room {
           return await this.message(op.text, op.user, op.clientId);
         case "exec": {
           await this.cleaning;
+          this.buckets.commands.takeOrThrow();
           const { cmd, timeoutMs, cwd, env } = op;
           const end = await this.commands.run({ cmd, timeoutMs, cwd, env, by: op.user ?? "anonymous", source: "user" });
           return this.execReply(end);
@@ -131,7 +137,10 @@ export class Room {
    * answers that it was).
    */
   private async message(text: string, user: string | undefined, clientId: string | undefined): Promise<Reply> {
-    if (clientId === undefined) return this.turns.ask(user, this.storeMessage("user", user, text).id);
+    if (clientId === undefined) {
+      this.buckets.messages.takeOrThrow();
+      return this.turns.ask(user, this.storeMessage("user", user, text).id);
+    }
     const running = this.asked.get(clientId);
     if (running) return running;
     const seen = this.store.clientAnswer(clientId);
@@ -139,6 +148,7 @@ export class Room {
       const { reply, error } = seen.answer ?? { reply: null, error: CUT_OFF_TEXT };
       return ok(messageResponseJson(reply, error, this.messages()));
     }
+    this.buckets.messages.takeOrThrow();
     const m = this.storeMessage("user", user, text, undefined, clientId);
     const answer = this.turns.ask(user, m.id).then((reply) => {
       this.keepAnswer(m.id, reply);
