@@ -10,7 +10,7 @@
 
 import { Agent, type Connection, type ConnectionContext } from "agents";
 import type { Env } from "./env";
-import { ApiError, describe, isObject, response, type JsonObject, type Reply } from "./http";
+import { ApiError, describe, isObject, response, unpairedSurrogate, type JsonObject, type Reply } from "./http";
 import { SOCKETS_RETRY_MS, SocketBuckets, rateLimits } from "./limits";
 import { UnknownMethod, rpcOp, type Op } from "./ops";
 import {
@@ -212,6 +212,8 @@ export class DuetAgent extends Agent<Env> {
     } catch (e) {
       return send(c, over ? rateLimitedFrame(over.retryAfterMs ?? 1) : errorFrame(`the frame is not JSON: ${describe(e)}`));
     }
+    const lone = over ? undefined : unpairedSurrogate(value);
+    if (lone) return send(c, errorFrame(`the frame ${lone}`));
     const type = isObject(value) ? value.type : undefined;
     if (over) {
       // Dropped: an rpc is answered as one, anything else with duet_error.

@@ -168,7 +168,29 @@ export function parseObject(bytes: Uint8Array): JsonObject {
     throw ApiError.field("body", `is not valid JSON: ${describe(e)}`);
   }
   if (!isObject(value)) throw ApiError.field("body", "must be a JSON object");
+  const problem = unpairedSurrogate(value);
+  if (problem) throw ApiError.field("body", problem);
   return value;
+}
+
+/** A lone UTF-16 surrogate (`"\ud800"`), not a character. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * Why a parsed JSON value is not text `duet serve` would accept, if it is
+ * not: JSON lets a string escape a lone surrogate, which is no character
+ * (serde_json refuses it, and the sandbox could not pass it on).
+ */
+export function unpairedSurrogate(value: unknown, depth = 0): string | undefined {
+  if (typeof value === "string") {
+    return LONE_SURROGATE.test(value) ? "is not valid JSON: a string holds a lone UTF-16 surrogate" : undefined;
+  }
+  if (typeof value !== "object" || value === null || depth > 64) return undefined;
+  for (const [k, v] of Array.isArray(value) ? value.entries() : Object.entries(value)) {
+    const problem = unpairedSurrogate(k, depth + 1) ?? unpairedSurrogate(v, depth + 1);
+    if (problem) return problem;
+  }
+  return undefined;
 }
 
 /** A JSON body of at most 1 MiB that is an object. */
