@@ -275,7 +275,9 @@ function failure(id: string, reply: Reply): string {
     body = { error: reply.body };
   }
   const details = body.details !== undefined ? `,"details":${JSON.stringify(body.details)}` : "";
-  const retry = typeof body.retryAfterMs === "number" ? `,"retryAfterMs":${body.retryAfterMs}` : "";
+  // A 503 (the sandbox is starting) says when to retry in the frame too, as a 429 does.
+  const retryMs = typeof body.retryAfterMs === "number" ? body.retryAfterMs : reply.retryAfter !== undefined ? reply.retryAfter * 1000 : undefined;
+  const retry = retryMs !== undefined ? `,"retryAfterMs":${retryMs}` : "";
   return `{"type":"rpc","id":${id},"success":false,"error":${JSON.stringify(String(body.error))},"status":${reply.status}${details}${retry},"done":true}`;
 }
 
