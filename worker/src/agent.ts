@@ -256,7 +256,8 @@ export class DuetAgent extends Agent<Env> {
       return send(c, failure(id, (e instanceof ApiError ? e : ApiError.internal(describe(e))).reply()));
     }
     const buckets = this.bucketsOf(c);
-    const bucket = op.kind === "message" ? buckets.messages : op.kind === "exec" ? buckets.commands : undefined;
+    const repeat = op.kind === "message" && op.clientId !== undefined && this.room().knowsClient(op.clientId);
+    const bucket = op.kind === "message" && !repeat ? buckets.messages : op.kind === "exec" ? buckets.commands : undefined;
     const wait = bucket?.take() ?? 0;
     if (bucket && wait > 0) return send(c, failure(id, ApiError.rateLimited(bucket.rule, wait).reply()));
     const reply = await this.room().perform(op);

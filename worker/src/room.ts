@@ -162,6 +162,11 @@ export class Room {
     }
   }
 
+  /** Whether a message with this `clientId` was already stored (a repeat stores nothing and is not counted). */
+  knowsClient(clientId: string): boolean {
+    return this.asked.has(clientId) || this.store.clientAnswer(clientId) !== undefined;
+  }
+
   /** Keeps a turn's answer beside its question, for a repeated `clientId`. */
   private keepAnswer(id: string, reply: Reply): void {
     try {

@@ -40,7 +40,9 @@ describe("limits", () => {
   it("limits a socket's messages and commands, then the room's people's commands", async () => {
     const r = room("lim");
     const s = await joined(r, "user=ada");
-    for (const id of ["a", "b"]) expect((await s.rpc(id, "message", [{ text: id }])).success).toBe(true);
+    for (const id of ["a", "b"]) expect((await s.rpc(id, "message", [{ text: id, clientId: id }])).success).toBe(true);
+    // A repeat stores nothing and is not counted.
+    expect((await s.rpc("again", "message", [{ text: "a", clientId: "a" }])).success).toBe(true);
     const third = await s.rpc("c", "message", [{ text: "c" }]);
     expect(third.status).toBe(429);
     expectRateLimited(third, "DUET_SOCKET_MESSAGES_PER_MIN");
