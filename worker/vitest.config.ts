@@ -3,9 +3,10 @@
 // front of a real `duet serve`) and a fake model, both started by
 // test/global-setup.mjs. Several projects, because the model settings are
 // vars of the whole Worker: `room` (one round, a model), `rounds` (five
-// rounds), `nomodel` (no model configured) and `starting` (containers that
-// take 3 s to start). The sandbox tests of test/sandbox have their own
-// configuration, run as a fifth project.
+// rounds), `nomodel` (no model configured), `starting` (containers that
+// take 3 s to start) and `limits` (small rate limits and socket cap). The
+// sandbox tests of test/sandbox have their own configuration, run as one
+// more project.
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
@@ -23,6 +24,7 @@ function project(name: string, include: string[], vars: Record<string, string>) 
             DUET_AI_MODEL: "scripted",
             DUET_AI_KEY: "sk-test",
             DUET_AI_TIMEOUT_SECS: "120",
+            DUET_ALLOW_ORIGIN: "https://ide.example, HTTPS://Other.example/",
             ...vars,
           },
         },
@@ -45,6 +47,15 @@ export default defineConfig({
       project("rounds", ["test/rounds/*.test.ts"], { DUET_AGENT_STEPS: "5", DUET_AI_TIMEOUT_SECS: "2" }),
       project("nomodel", ["test/nomodel/*.test.ts"], { DUET_AI_URL: "" }),
       project("starting", ["test/starting/*.test.ts"], { DUET_STANDIN_START_SECS: "3" }),
+      project("limits", ["test/limits/*.test.ts"], {
+        DUET_SOCKET_FRAMES_PER_SEC: "20",
+        DUET_SOCKET_BYTES_PER_SEC: "4096",
+        DUET_SOCKET_MESSAGES_PER_MIN: "2",
+        DUET_SOCKET_COMMANDS_PER_MIN: "3",
+        DUET_ROOM_MESSAGES_PER_MIN: "3",
+        DUET_ROOM_COMMANDS_PER_MIN: "4",
+        DUET_MAX_ROOM_SOCKETS: "2",
+      }),
       "./test/sandbox/vitest.config.mjs",
     ],
   },

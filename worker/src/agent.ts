@@ -10,7 +10,8 @@
 
 import { Agent, type Connection, type ConnectionContext } from "agents";
 import type { Env } from "./env";
-import { ApiError, describe, isObject, response, type JsonObject, type Reply } from "./http";
+import { ApiError, describe, isObject, response, unpairedSurrogate, type JsonObject, type Reply } from "./http";
+import { SOCKETS_RETRY_MS, SocketBuckets, rateLimits } from "./limits";
 import { UnknownMethod, rpcOp, type Op } from "./ops";
 import {
   READONLY_FRAME,
@@ -19,6 +20,7 @@ import {
   messageFrame,
   presenceFrame,
   randomHex,
+  rateLimitedFrame,
   typingFrame,
   type DuetMessage,
   type PresenceUser,
@@ -54,6 +56,7 @@ type DuetConnection = Connection<{ duet?: Peer }>;
 export class DuetAgent extends Agent<Env> {
   private roomCore?: Room;
   private lastSeq = 0;
+  private readonly socketBuckets = new Map<string, SocketBuckets>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -63,6 +66,14 @@ export class DuetAgent extends Agent<Env> {
     // pinned, with a test on each of those frames.
     this.onMessage = (connection: Connection, message: string | ArrayBuffer | ArrayBufferView) =>
       this.frame(connection as DuetConnection, message);
+  }
+
+  /**
+   * Before the first request or socket of each start: the room loads (and
+   * notes a turn that the restart cut off) before anyone's connect frames.
+   */
+  async onStart(): Promise<void> {
+    this.room();
   }
 
   shouldSendProtocolMessages(): boolean {
@@ -75,11 +86,15 @@ export class DuetAgent extends Agent<Env> {
 
   /** The room, loaded from storage on first use after each start. */
   private room(): Room {
-    return (this.roomCore ??= new Room(this.name, this.env, new Store(this.ctx.storage), {
+    if (this.roomCore) return this.roomCore;
+    this.roomCore = new Room(this.name, this.env, new Store(this.ctx.storage), {
       all: (text) => this.sendAll(text),
       message: (m) => this.sendMessage(m),
       state: () => this.sendAll(this.room().stateText()),
-    }));
+    });
+    // No turn runs in an object that just started: a question left unanswered was cut off.
+    this.roomCore.noteUnfinishedTurn();
+    return this.roomCore;
   }
 
   // ---- Requests the Worker forwards (index.ts) ----
@@ -108,6 +123,22 @@ export class DuetAgent extends Agent<Env> {
   }
 
   // ---- Sockets ----
+
+  /** A socket upgrade over the room's socket cap answers 503; anything else goes to the SDK. */
+  async fetch(request: Request): Promise<Response> {
+    if (request.headers.get("upgrade")?.toLowerCase() === "websocket") {
+      const cap = rateLimits(this.env).maxRoomSockets;
+      if (this.connections().length >= cap) return response(ApiError.tooManySockets(SOCKETS_RETRY_MS).reply());
+    }
+    return super.fetch(request);
+  }
+
+  /** A socket's rate buckets (in memory: a hibernation or restart refills them). */
+  private bucketsOf(c: Connection): SocketBuckets {
+    let b = this.socketBuckets.get(c.id);
+    if (!b) this.socketBuckets.set(c.id, (b = new SocketBuckets(rateLimits(this.env))));
+    return b;
+  }
 
   private connections(): DuetConnection[] {
     return [...this.getConnections()] as DuetConnection[];
@@ -163,6 +194,7 @@ export class DuetAgent extends Agent<Env> {
   }
 
   async onClose(connection: Connection): Promise<void> {
+    this.socketBuckets.delete(connection.id);
     this.sendAll(presenceFrame(this.presence(connection)), connection);
   }
 
@@ -172,14 +204,22 @@ export class DuetAgent extends Agent<Env> {
 
   /** A client's frame: typing, rpc, a refused state, or garbage answered with `duet_error`. */
   private async frame(c: DuetConnection, message: string | ArrayBuffer | ArrayBufferView): Promise<void> {
-    if (typeof message !== "string") return send(c, errorFrame("binary frames are not supported"));
+    const over = this.bucketsOf(c).frame(typeof message === "string" ? utf8Length(message) : message.byteLength);
+    if (typeof message !== "string") return send(c, over ? rateLimitedFrame(over.retryAfterMs ?? 1) : errorFrame("binary frames are not supported"));
     let value: unknown;
     try {
       value = JSON.parse(message);
     } catch (e) {
-      return send(c, errorFrame(`the frame is not JSON: ${describe(e)}`));
+      return send(c, over ? rateLimitedFrame(over.retryAfterMs ?? 1) : errorFrame(`the frame is not JSON: ${describe(e)}`));
     }
+    const lone = over ? undefined : unpairedSurrogate(value);
+    if (lone) return send(c, errorFrame(`the frame ${lone}`));
     const type = isObject(value) ? value.type : undefined;
+    if (over) {
+      // Dropped: an rpc is answered as one, anything else with duet_error.
+      const rpcId = isObject(value) && type === "rpc" && Object.prototype.hasOwnProperty.call(value, "id");
+      return send(c, rpcId && isObject(value) ? failure(JSON.stringify(value.id ?? null), over.reply()) : rateLimitedFrame(over.retryAfterMs ?? 1));
+    }
     if (!isObject(value) || typeof type !== "string") return send(c, errorFrame('a frame needs a string "type"'));
     switch (type) {
       case "duet_typing":
@@ -215,6 +255,11 @@ export class DuetAgent extends Agent<Env> {
       }
       return send(c, failure(id, (e instanceof ApiError ? e : ApiError.internal(describe(e))).reply()));
     }
+    const buckets = this.bucketsOf(c);
+    const repeat = op.kind === "message" && op.clientId !== undefined && this.room().knowsClient(op.clientId);
+    const bucket = op.kind === "message" && !repeat ? buckets.messages : op.kind === "exec" ? buckets.commands : undefined;
+    const wait = bucket?.take() ?? 0;
+    if (bucket && wait > 0) return send(c, failure(id, ApiError.rateLimited(bucket.rule, wait).reply()));
     const reply = await this.room().perform(op);
     // The body keeps its field order: spliced in, not re-parsed.
     if (reply.status < 300) send(c, `{"type":"rpc","id":${id},"success":true,"result":${reply.body},"done":true}`);
@@ -224,14 +269,28 @@ export class DuetAgent extends Agent<Env> {
 
 /** An error answer as a failed rpc. */
 function failure(id: string, reply: Reply): string {
-  let body: { error?: unknown; details?: unknown } = {};
+  let body: { error?: unknown; details?: unknown; retryAfterMs?: unknown } = {};
   try {
     body = JSON.parse(reply.body) as typeof body;
   } catch {
     body = { error: reply.body };
   }
   const details = body.details !== undefined ? `,"details":${JSON.stringify(body.details)}` : "";
-  return `{"type":"rpc","id":${id},"success":false,"error":${JSON.stringify(String(body.error))},"status":${reply.status}${details},"done":true}`;
+  // A 503 (the sandbox is starting) says when to retry in the frame too, as a 429 does.
+  const retryMs = typeof body.retryAfterMs === "number" ? body.retryAfterMs : reply.retryAfter !== undefined ? reply.retryAfter * 1000 : undefined;
+  const retry = retryMs !== undefined ? `,"retryAfterMs":${retryMs}` : "";
+  return `{"type":"rpc","id":${id},"success":false,"error":${JSON.stringify(String(body.error))},"status":${reply.status}${details}${retry},"done":true}`;
+}
+
+/** Bytes of `text` in UTF-8 (what the socket carried), counted without copying it. */
+function utf8Length(text: string): number {
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    // A surrogate pair is 4 bytes: 2 for each half.
+    n += c < 0x80 ? 1 : c < 0x800 || (c >= 0xd800 && c <= 0xdfff) ? 2 : 3;
+  }
+  return n;
 }
 
 /** Sends a frame, tolerating a peer that left. */

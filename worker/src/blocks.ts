@@ -54,14 +54,18 @@ function blockParts(run: Run): [string, string] {
   return isErrorRun(run) ? [ERROR_HEAD, run.error ?? ""] : [OUTPUT_HEAD, summary(run.stdout, run.stderr)];
 }
 
-/** The agent message's text: the prose, then one block per run, trailing white space trimmed. */
+/**
+ * The agent message's text: the prose, then one block per run, the whole
+ * trimmed at both ends as the original worker does, so a reply with no prose
+ * starts with `Output (` (src/blocks.rs).
+ */
 export function renderReply(prose: string, runs: Run[]): string {
   let text = prose;
   for (const run of runs) {
     const [head, body] = blockParts(run);
     text += SEP + head + run.cmd + HEAD_END + "\n" + body;
   }
-  return trimEnd(text);
+  return trim(text);
 }
 
 /** A piece of an agent reply, as a client shows it. */

@@ -11,6 +11,8 @@ export interface Env {
   WORKSPACES: R2Bucket;
   /** The bearer token (a secret); empty or absent: no token needed. */
   DUET_TOKEN?: string;
+  /** Origins (comma list) whose browser pages may call the API; default none. */
+  DUET_ALLOW_ORIGIN?: string;
   /** The model: an OpenAI-compatible base URL, its model and key (a secret). */
   DUET_AI_URL?: string;
   DUET_AI_MODEL?: string;
@@ -28,6 +30,14 @@ export interface Env {
   DUET_OUTPUT_CAP?: string;
   /** A sandbox without a command for this long sleeps. */
   DUET_SANDBOX_IDLE_SECS?: string;
+  /** Limits (src/limits.ts; docs/protocol.md "Limits"), each a positive whole number. */
+  DUET_SOCKET_FRAMES_PER_SEC?: string;
+  DUET_SOCKET_BYTES_PER_SEC?: string;
+  DUET_SOCKET_MESSAGES_PER_MIN?: string;
+  DUET_SOCKET_COMMANDS_PER_MIN?: string;
+  DUET_ROOM_MESSAGES_PER_MIN?: string;
+  DUET_ROOM_COMMANDS_PER_MIN?: string;
+  DUET_MAX_ROOM_SOCKETS?: string;
   /** Local configuration only: the `duet serve` the stand-in Sandbox forwards to. */
   DUET_STANDIN_URL?: string;
   DUET_STANDIN_TOKEN?: string;

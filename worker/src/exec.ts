@@ -164,7 +164,7 @@ export class Commands {
           });
           // An interrupt the room sent counts even if the sandbox did not say so.
           const interrupted = outcome.interrupted || (running.interrupted && outcome.exitCode !== 0);
-          end.outcome = { ...outcome, interrupted };
+          end.outcome = settled(outcome, interrupted);
           end.duration = outcome.durationMs;
           return;
         } catch (e) {
@@ -191,6 +191,21 @@ export class Commands {
       if (this.running === running) this.running = undefined;
     }
   }
+}
+
+/** Exit status of a command ended by its timeout (as `timeout(1)` answers). */
+export const TIMED_OUT_EXIT = 124;
+/** Exit status of a command ended by an interrupt or a cancel (128 + SIGINT). */
+export const INTERRUPTED_EXIT = 130;
+
+/**
+ * The outcome as docs/protocol.md states it, whatever the sandbox reported:
+ * an interrupted (or cancelled) command answers 130, a timed-out one 124.
+ */
+export function settled(o: ExecOutcome, interrupted: boolean): ExecOutcome {
+  if (interrupted) return { ...o, interrupted: true, timedOut: false, exitCode: INTERRUPTED_EXIT };
+  if (o.timedOut) return { ...o, interrupted: false, exitCode: TIMED_OUT_EXIT };
+  return { ...o, interrupted: false };
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {

@@ -1,6 +1,6 @@
 // Answers of docs/protocol.md: successes (a status and a body serialized
 // once, in the wire's field order) and errors (400 with per-field
-// `details`, 401, 405, 413, 500, 503 with `Retry-After`), and reading a
+// `details`, 401, 405, 413, 429 and 500, 503 with `Retry-After`), and reading a
 // request's body within its limit.
 
 import { MAX_BODY } from "./protocol";
@@ -40,8 +40,20 @@ export class ApiError extends Error {
     readonly error: string,
     readonly details?: Details,
     readonly retryAfter?: number,
+    /** 429 and 503: when to try again, also in the body. */
+    readonly retryAfterMs?: number,
   ) {
     super(error);
+  }
+
+  /** 429: over a rate limit (`rule` says which); try again after `ms`. */
+  static rateLimited(rule: string, ms: number): ApiError {
+    return new ApiError(429, "rate limited", { limit: [rule] }, Math.max(1, Math.ceil(ms / 1000)), ms);
+  }
+
+  /** 503: the room has as many sockets as it takes. */
+  static tooManySockets(ms: number): ApiError {
+    return new ApiError(503, "too many sockets", undefined, Math.max(1, Math.ceil(ms / 1000)), ms);
   }
 
   /** 400 with the given per-field details. */
@@ -80,6 +92,7 @@ export class ApiError extends Error {
     return {
       error: this.error,
       ...(this.details !== undefined && { details: sortedDetails(this.details) }),
+      ...(this.retryAfterMs !== undefined && { retryAfterMs: this.retryAfterMs }),
     };
   }
 
@@ -155,7 +168,29 @@ export function parseObject(bytes: Uint8Array): JsonObject {
     throw ApiError.field("body", `is not valid JSON: ${describe(e)}`);
   }
   if (!isObject(value)) throw ApiError.field("body", "must be a JSON object");
+  const problem = unpairedSurrogate(value);
+  if (problem) throw ApiError.field("body", problem);
   return value;
+}
+
+/** A lone UTF-16 surrogate (`"\ud800"`), not a character. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * Why a parsed JSON value is not text `duet serve` would accept, if it is
+ * not: JSON lets a string escape a lone surrogate, which is no character
+ * (serde_json refuses it, and the sandbox could not pass it on).
+ */
+export function unpairedSurrogate(value: unknown, depth = 0): string | undefined {
+  if (typeof value === "string") {
+    return LONE_SURROGATE.test(value) ? "is not valid JSON: a string holds a lone UTF-16 surrogate" : undefined;
+  }
+  if (typeof value !== "object" || value === null || depth > 64) return undefined;
+  for (const [k, v] of Array.isArray(value) ? value.entries() : Object.entries(value)) {
+    const problem = unpairedSurrogate(k, depth + 1) ?? unpairedSurrogate(v, depth + 1);
+    if (problem) return problem;
+  }
+  return undefined;
 }
 
 /** A JSON body of at most 1 MiB that is an object. */

@@ -9,6 +9,7 @@ import type { Env } from "./env";
 import { getFile, putFile } from "./files";
 import { ApiError, addDetail, describe, errorResponse, jsonBody, notFound, type Details } from "./http";
 import { parseOp, roomDetails, type Method, type Op } from "./ops";
+import { originRefusal } from "./origin";
 import { PAGE_DEFAULT, PAGE_MAX, isControl, nameProblem, trim } from "./protocol";
 
 export { DuetAgent } from "./agent";
@@ -51,6 +52,9 @@ const OPERATIONS: Record<string, Method> = {
 };
 
 async function route(request: Request, env: Env): Promise<Response> {
+  // A browser is refused before anything else is looked at.
+  const refused = originRefusal(request, env);
+  if (refused) return errorResponse(refused);
   const [path, query] = target(request.url);
   const method = request.method === "HEAD" ? "GET" : request.method;
   if (path === "/health") return method === "GET" ? text("ok") : errorResponse(ApiError.methodNotAllowed());

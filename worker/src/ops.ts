@@ -3,10 +3,10 @@
 // the messages of `duet serve` (src/server/ops.rs).
 
 import { ApiError, addDetail, isObject, type Details, type JsonObject } from "./http";
-import { MAX_TEXT_CHARS, ROOM_RULE, charCount, nameProblem, trim, validRoomId } from "./protocol";
+import { MAX_TEXT_CHARS, ROOM_RULE, charCount, isControl, nameProblem, trim, validRoomId } from "./protocol";
 
 export type Op =
-  | { kind: "message"; text: string; user?: string }
+  | { kind: "message"; text: string; user?: string; clientId?: string }
   | { kind: "exec"; cmd: string; timeoutMs?: number; cwd?: string; env: Record<string, string>; user?: string }
   | { kind: "interrupt"; execId?: string }
   | { kind: "cancel"; turnId?: string }
@@ -67,9 +67,11 @@ class Fields {
     return s;
   }
 
+  /** A person's name (`userId`), trimmed. */
   name(name: string): string | undefined {
-    const s = this.string(name);
-    if (s === undefined) return undefined;
+    const raw = this.string(name);
+    if (raw === undefined) return undefined;
+    const s = trim(raw);
     const p = nameProblem(s);
     if (p) {
       this.problem(name, p);
@@ -110,11 +112,16 @@ export function parseOp(method: Method, obj: JsonObject, details: Details = {}, 
   let op: Op | undefined;
   switch (method) {
     case "message": {
-      const text = f.requiredText("text");
+      // Stored trimmed; the limit counts what is stored.
+      const raw = f.requiredText("text");
+      const text = raw === undefined ? undefined : trim(raw);
       if (text !== undefined && charCount(text) > MAX_TEXT_CHARS) {
         f.problem("text", "must be at most 8000 characters");
       }
-      if (text !== undefined) op = { kind: "message", text, user };
+      const clientId = f.string("clientId");
+      const bad = clientId !== undefined && (clientId === "" || charCount(clientId) > 64 || Array.from(clientId).some(isControl));
+      if (bad) f.problem("clientId", "must be 1-64 printable characters");
+      if (text !== undefined) op = { kind: "message", text, user, ...(clientId !== undefined && { clientId }) };
       break;
     }
     case "exec":

@@ -36,6 +36,8 @@ export interface DuetMessage {
   id: string;
   role: Role;
   userId?: string;
+  /** The id the client gave a user message (`clientId`), if it gave one. */
+  clientId?: string;
   text: string;
   ts: number;
   runs?: Run[];
@@ -94,6 +96,7 @@ export function messageJson(m: DuetMessage): object {
     id: m.id,
     role: m.role,
     ...(m.userId !== undefined && { userId: m.userId }),
+    ...(m.clientId !== undefined && { clientId: m.clientId }),
     text: m.text,
     ts: m.ts,
     ...(m.runs !== undefined && { runs: m.runs.map(runJson) }),
@@ -166,6 +169,11 @@ export function typingFrame(id: string, name: string): string {
 
 export function errorFrame(error: string): string {
   return JSON.stringify({ type: "duet_error", error });
+}
+
+/** The answer to a frame over its socket's rate: it was dropped. */
+export function rateLimitedFrame(retryAfterMs: number): string {
+  return JSON.stringify({ type: "duet_error", error: "rate limited", retryAfterMs });
 }
 
 export function messageFrame(m: DuetMessage): string {

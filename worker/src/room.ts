@@ -6,6 +6,7 @@
 import { limits, type Env, type Limits } from "./env";
 import { Commands, execResult, runOf, type CommandEnd } from "./exec";
 import { ApiError, describe, ok, type Reply } from "./http";
+import { RoomBuckets, rateLimits, type RateLimits } from "./limits";
 import type { Op } from "./ops";
 import {
   STATE_EXECS,
@@ -14,6 +15,7 @@ import {
   execResultJson,
   messageId,
   messageJson,
+  messageResponseJson,
   sandboxName,
   stateFrame,
   type DuetMessage,
@@ -25,6 +27,10 @@ import { roomSandbox } from "./sandbox/adapter";
 import type { RoomSandbox } from "./sandbox/types";
 import { Store, fitRuns } from "./store";
 import { Turns, agentConfig, type AgentConfig, type TurnHost } from "./turn";
+
+/** What the room says of a turn a restart cut off (`duet serve`'s words). */
+export const CUT_OFF_TEXT =
+  "The server restarted before the agent answered; nothing was lost, but that question has no reply: ask again.";
 
 /** How the room reaches its sockets. */
 export interface Sockets {
@@ -39,6 +45,8 @@ export interface Sockets {
 export class Room {
   readonly limits: Limits;
   readonly config: AgentConfig;
+  readonly rates: RateLimits;
+  private readonly buckets: RoomBuckets;
   private messageList: DuetMessage[];
   private execList: ExecRecord[];
   private stateCache?: string;
@@ -48,6 +56,8 @@ export class Room {
   private sandboxHandle?: RoomSandbox;
   private readonly commands: Commands;
   private readonly turns: Turns;
+  /** Answers of the turns still running for messages with a `clientId`. */
+  private readonly asked = new Map<string, Promise<Reply>>();
 
   constructor(
     readonly id: string,
@@ -57,6 +67,8 @@ export class Room {
   ) {
     this.limits = limits(env);
     this.config = agentConfig(env);
+    this.rates = rateLimits(env);
+    this.buckets = new RoomBuckets(this.rates);
     this.messageList = store.recentMessages();
     this.execList = store.recentExecs();
     this.commands = new Commands({
@@ -96,13 +108,12 @@ export class Room {
   async perform(op: Op): Promise<Reply> {
     try {
       switch (op.kind) {
-        case "message": {
+        case "message":
           await this.cleaning;
-          const m = this.storeMessage("user", op.user, op.text);
-          return await this.turns.ask(op.user, m.id);
-        }
+          return await this.message(op.text, op.user, op.clientId);
         case "exec": {
           await this.cleaning;
+          this.buckets.commands.takeOrThrow();
           const { cmd, timeoutMs, cwd, env } = op;
           const end = await this.commands.run({ cmd, timeoutMs, cwd, env, by: op.user ?? "anonymous", source: "user" });
           return this.execReply(end);
@@ -119,6 +130,69 @@ export class Room {
     }
   }
 
+  /**
+   * Stores a user message and answers when its turn ended. A `clientId`
+   * already used in the room stores nothing: it answers as the first request
+   * did (waiting for its turn if it still runs; a turn a restart cut off
+   * answers that it was).
+   */
+  private async message(text: string, user: string | undefined, clientId: string | undefined): Promise<Reply> {
+    if (clientId === undefined) {
+      this.buckets.messages.takeOrThrow();
+      return this.turns.ask(user, this.storeMessage("user", user, text).id);
+    }
+    const running = this.asked.get(clientId);
+    if (running) return running;
+    const seen = this.store.clientAnswer(clientId);
+    if (seen) {
+      const { reply, error } = seen.answer ?? { reply: null, error: CUT_OFF_TEXT };
+      return ok(messageResponseJson(reply, error, this.messages()));
+    }
+    this.buckets.messages.takeOrThrow();
+    const m = this.storeMessage("user", user, text, undefined, clientId);
+    const answer = this.turns.ask(user, m.id).then((reply) => {
+      this.keepAnswer(m.id, reply);
+      return reply;
+    });
+    this.asked.set(clientId, answer);
+    try {
+      return await answer;
+    } finally {
+      this.asked.delete(clientId);
+    }
+  }
+
+  /** Whether a message with this `clientId` was already stored (a repeat stores nothing and is not counted). */
+  knowsClient(clientId: string): boolean {
+    return this.asked.has(clientId) || this.store.clientAnswer(clientId) !== undefined;
+  }
+
+  /** Keeps a turn's answer beside its question, for a repeated `clientId`. */
+  private keepAnswer(id: string, reply: Reply): void {
+    try {
+      const body = JSON.parse(reply.body) as { reply?: string | null; error?: string };
+      if (reply.status === 200) this.store.setAnswer(id, body.reply ?? null, body.error);
+      else this.store.setAnswer(id, null, body.error ?? "the agent's answer could not be stored");
+    } catch (e) {
+      // A cleanup removed the question, or storage failed: a repeat then stores it again.
+      console.error(`room ${this.id}: keeping an answer failed: ${describe(e)}`);
+    }
+  }
+
+  /**
+   * A turn that a restart cut off: the room's last message is a question
+   * nobody answered. Says so once, in a `system` message (src/server/room/mod.rs).
+   */
+  noteUnfinishedTurn(): void {
+    const last = this.messageList[this.messageList.length - 1];
+    if (last?.role !== "user") return;
+    try {
+      this.storeMessage("system", last.userId, CUT_OFF_TEXT);
+    } catch (e) {
+      console.error(`room ${this.id}: noting an unfinished turn failed: ${describe(e)}`);
+    }
+  }
+
   /** A page of stored messages (`GET /messages`). */
   page(before: string | undefined, limit: number): Reply {
     try {
@@ -130,10 +204,11 @@ export class Room {
   }
 
   /** Stores a message, keeps it in the state and tells the sockets. */
-  storeMessage(role: Role, userId: string | undefined, text: string, runs?: Run[]): DuetMessage {
+  storeMessage(role: Role, userId: string | undefined, text: string, runs?: Run[], clientId?: string): DuetMessage {
     const n = this.store.nextMessage();
     const m: DuetMessage = { id: messageId(n), role, text, ts: Date.now() };
     if (userId !== undefined) m.userId = userId;
+    if (clientId !== undefined) m.clientId = clientId;
     if (runs !== undefined) m.runs = fitRuns(text, runs);
     try {
       this.store.insertMessage(m, n + 1);

@@ -15,7 +15,22 @@ const SCHEMA = [
      ts INTEGER NOT NULL, truncated INTEGER NOT NULL)`,
 ];
 
+/** Columns added since the first schema, added to older tables when the room loads. */
+const ADDED_COLUMNS: [string, string][] = [
+  // The client's id of a user message (`clientId`), and its turn's answer
+  // `{reply, error?}` once the turn ended: a repeated `clientId` is answered from them.
+  ["client_id", "TEXT"],
+  ["answer", "TEXT"],
+];
+
 type Row = Record<string, SqlStorageValue>;
+
+/** What a message with a `clientId` was answered, if its turn ended. */
+export interface ClientAnswer {
+  messageId: string;
+  /** Absent while the turn runs, or when a restart cut it off. */
+  answer?: { reply: string | null; error?: string };
+}
 
 /** Bytes a message's row may take: production caps a row at 2 MB. */
 export const ROW_BUDGET = 1_800_000;
@@ -48,6 +63,26 @@ export class Store {
   constructor(private readonly storage: DurableObjectStorage) {
     this.sql = storage.sql;
     for (const statement of SCHEMA) this.sql.exec(statement);
+    const have = new Set(this.sql.exec("PRAGMA table_info(duet_messages)").toArray().map((r) => String(r.name)));
+    for (const [name, type] of ADDED_COLUMNS) {
+      if (!have.has(name)) this.sql.exec(`ALTER TABLE duet_messages ADD COLUMN ${name} ${type}`);
+    }
+    this.sql.exec("CREATE UNIQUE INDEX IF NOT EXISTS duet_messages_client_id ON duet_messages (client_id)");
+  }
+
+  /** The message a `clientId` stored, and its turn's answer if it ended. */
+  clientAnswer(clientId: string): ClientAnswer | undefined {
+    const row = this.sql.exec("SELECT id, answer FROM duet_messages WHERE client_id = ?", clientId).toArray()[0];
+    if (!row) return undefined;
+    const found: ClientAnswer = { messageId: String(row.id) };
+    if (row.answer !== null) found.answer = JSON.parse(String(row.answer)) as ClientAnswer["answer"];
+    return found;
+  }
+
+  /** Keeps the answer of the turn of message `id` (one stored with a `clientId`). */
+  setAnswer(id: string, reply: string | null, error: string | undefined): void {
+    const answer = JSON.stringify({ reply, ...(error !== undefined && { error }) });
+    this.sql.exec("UPDATE duet_messages SET answer = ? WHERE id = ?", answer, id);
   }
 
   /** The next number of counter `name` (message or command), starting at 1. */
@@ -79,10 +114,11 @@ export class Store {
   insertMessage(m: DuetMessage, next: number): void {
     this.storage.transactionSync(() => {
       this.sql.exec(
-        "INSERT INTO duet_messages (id, role, user_id, text, ts, runs) VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO duet_messages (id, role, user_id, client_id, text, ts, runs) VALUES (?, ?, ?, ?, ?, ?, ?)",
         m.id,
         m.role,
         m.userId ?? null,
+        m.clientId ?? null,
         m.text,
         m.ts,
         m.runs === undefined ? null : JSON.stringify(m.runs.map(runJson)),
@@ -142,7 +178,7 @@ export class Store {
 
   /** Messages strictly older than `before` (default: all), oldest first, and whether older ones remain. */
   page(before: string | undefined, limit: number): [DuetMessage[], boolean] {
-    const columns = "id, role, user_id, text, ts, runs";
+    const columns = "id, role, user_id, client_id, text, ts, runs";
     const rows =
       before === undefined
         ? this.sql.exec(`SELECT ${columns} FROM duet_messages ORDER BY id DESC LIMIT ?`, limit + 1).toArray()
@@ -157,6 +193,7 @@ export class Store {
 function messageFromRow(r: Row): DuetMessage {
   const m: DuetMessage = { id: String(r.id), role: String(r.role) as Role, text: String(r.text), ts: Number(r.ts) };
   if (r.user_id !== null) m.userId = String(r.user_id);
+  if (r.client_id !== null) m.clientId = String(r.client_id);
   if (r.runs !== null) m.runs = JSON.parse(String(r.runs)) as Run[];
   return m;
 }

@@ -47,6 +47,7 @@ describe("exec", () => {
     res = await post(`/api/rooms/${r}/sandbox/exec`, { cmd: "sleep 30", timeoutMs: 300 });
     expect(res.body.result.timedOut, JSON.stringify(res.body)).toBe(true);
     expect(res.body.result.success).toBe(false);
+    expect(res.body.result.exitCode).toBe(124);
     res = await post(`/api/rooms/${r}/sandbox/exec`, { cmd: 'pwd; echo "$GREETING"', cwd: "/tmp", env: { GREETING: "hello" } });
     expect(res.body.result.stdout, JSON.stringify(res.body)).toBe("/tmp\nhello\n");
     res = await post(`/api/rooms/${r}/sandbox/exec`, { cmd: 'pwd; echo "[$GREETING]"' });
@@ -72,8 +73,14 @@ describe("exec", () => {
     expect(status).toBe(200);
     expect(body.result.interrupted, JSON.stringify(body)).toBe(true);
     expect(body.result.success).toBe(false);
+    expect(body.result.exitCode).toBe(130);
     const complete = await ada.until((f) => f.phase === "complete");
     expect(complete.interrupted).toBe(true);
+    expect(complete.exitCode).toBe(130);
+    // The record says so too.
+    const bob = await ws(r);
+    await bob.next();
+    expect((await bob.next()).state.execs[0].exitCode).toBe(130);
   });
 
   it("answers rpc exec with the HTTP body and keeps twenty commands in the state", async () => {

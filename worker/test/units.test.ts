@@ -45,7 +45,9 @@ describe("blocks", () => {
     expect(renderReply("Here goes.", runs)).toBe(
       "Here goes.\n\nOutput (echo hi):\nhi\n\n\nOutput (ls nope):\nls: cannot access 'nope': No such file or directory\n\n\nOutput (true):\n[no output]\n\nOutput (echo $(echo (a)): b\necho c):\n(a): b\nc\n\n\nError (make):\nsandbox: not built yet",
     );
-    expect(renderReply("", [run("echo hi", "hi\n\n", "", 0)])).toBe("\n\nOutput (echo hi):\nhi");
+    // Trimmed at both ends: a reply with no prose starts with the block.
+    expect(renderReply("", [run("echo hi", "hi\n\n", "", 0)])).toBe("Output (echo hi):\nhi");
+    expect(renderReply("", [run("  ", "", " \n", 0)])).toBe("Output (  ):");
     expect(renderReply("Nothing to run.", [])).toBe("Nothing to run.");
     expect(renderReply("x", [run("false; echo no", "no\n", "", 1)])).toBe("x\n\nOutput (false; echo no):\nno");
   });

@@ -15,7 +15,7 @@ describe("rounds", () => {
     const bob = await joined(r, "user=bob");
     const { status, body } = await post(`/api/rooms/${r}/message`, { text: `go ${key}`, userId: "ada" });
     expect(status, JSON.stringify(body)).toBe(200);
-    expect(body.reply).toBe("\n\nOutput (echo one):\none\n\nNow two.\n\nOutput (echo two; exit 3):\ntwo\n\nDone.");
+    expect(body.reply).toBe("Output (echo one):\none\n\nNow two.\n\nOutput (echo two; exit 3):\ntwo\n\nDone.");
     const stored = body.messages[1];
     expect(stored.runs.length).toBe(2);
     expect(stored.runs[1].exitCode).toBe(3);

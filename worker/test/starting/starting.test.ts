@@ -27,11 +27,21 @@ describe("a starting sandbox", () => {
     expect((await carl.next()).state.execs.map((e: { stdout: string }) => e.stdout)).toEqual(["hi\n"]);
   });
 
+  it("answers an rpc exec meanwhile with status 503 and retryAfterMs", async () => {
+    const r = room("s");
+    const ada = await joined(r, "user=ada");
+    const answer = await ada.rpc("x", "exec", [{ cmd: "echo hi" }]);
+    expect([answer.success, answer.status, answer.error]).toEqual([false, 503, "the sandbox is starting"]);
+    expect(answer.retryAfterMs).toBeGreaterThan(0);
+    expect(answer.retryAfterMs % 1000).toBe(0);
+  });
+
   it("makes the agent's command wait for it", async () => {
     const r = room("s");
     const key = await script(r, [chunked("<run>echo waited</run>", 5)]);
     const { status, body } = await post(`/api/rooms/${r}/message`, { text: `go ${key}` });
     expect(status).toBe(200);
-    expect(body.reply).toBe("\n\nOutput (echo waited):\nwaited");
+    // Trimmed at both ends: no prose, so it starts with the block.
+    expect(body.reply).toBe("Output (echo waited):\nwaited");
   });
 });
