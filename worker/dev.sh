@@ -34,6 +34,13 @@ The same flags and DUET_* variables as `duet serve`:
   --ai-key K                  [env: DUET_AI_KEY]
   --agent-steps N             rounds of commands per turn (1)
   --ai-timeout-secs N         [env: DUET_AI_TIMEOUT_SECS] (120)
+  --allow-origin O[,O…]       [env: DUET_ALLOW_ORIGIN] web origins that may call the API
+  --socket-frames-per-sec, --socket-bytes-per-sec, --socket-messages-per-min,
+  --socket-commands-per-min, --room-messages-per-min, --room-commands-per-min,
+  --max-room-sockets N        the limits (same defaults and DUET_* variables; 0: none)
+  --public-host, --room-idle-secs, --max-sockets
+                              accepted and ignored: Cloudflare routes by host, evicts
+                              idle rooms itself and has no server-wide socket count
 The stand-in's duet serve: $DUET_BIN, else target/{debug,release}/duet, else duet on PATH.
 DUET_STANDIN_START_SECS=N: each start of a room's stand-in container takes N s
 (requests answer 503 with Retry-After meanwhile, as on Cloudflare).
@@ -58,6 +65,14 @@ max_exec_timeout=600000
 output_cap=1048576
 idle_secs=600
 sandbox_limits=() # only the stand-in's duet serve applies these
+allow_origin="${DUET_ALLOW_ORIGIN:-}"
+# The limits, as the worker's vars (the doc's defaults apply when unset).
+declare -A limits=()
+for name in SOCKET_FRAMES_PER_SEC SOCKET_BYTES_PER_SEC SOCKET_MESSAGES_PER_MIN \
+  SOCKET_COMMANDS_PER_MIN ROOM_MESSAGES_PER_MIN ROOM_COMMANDS_PER_MIN MAX_ROOM_SOCKETS; do
+  var="DUET_$name"
+  [ -z "${!var:-}" ] || limits[$var]="${!var}"
+done
 
 number() { [[ "$2" =~ ^[0-9]+$ ]] || die "$1 must be a whole number, not '$2'"; }
 
@@ -100,6 +115,14 @@ while [ $# -gt 0 ]; do
     [[ "$value" == none || "$value" == nat ]] || die "--sandbox-network is none or nat, not '$value'"
     sandbox_limits+=("$flag" "$value")
     ;;
+  --allow-origin) allow_origin="$value" ;;
+  --socket-frames-per-sec | --socket-bytes-per-sec | --socket-messages-per-min | \
+    --socket-commands-per-min | --room-messages-per-min | --room-commands-per-min | --max-room-sockets)
+    number "$flag" "$value"
+    var="DUET_$(echo "${flag#--}" | tr 'a-z-' 'A-Z_')"
+    limits[$var]="$value"
+    ;;
+  --public-host | --room-idle-secs | --max-sockets) ;;
   *) die "unknown flag $flag (see --help)" ;;
   esac
 done
@@ -178,8 +201,13 @@ watch_groups() {
 
 # 1. The stand-in's duet serve, on a loopback port of its own choosing.
 standin_token="$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+# The worker enforces the limits; its one stand-in connection carries every
+# room's commands, so the stand-in's own server has none.
 setsid env -u DUET_TOKEN -u DUET_AI_URL -u DUET_AI_MODEL -u DUET_AI_KEY -u DUET_LISTEN -u DUET_DATA_DIR \
-  DUET_LOG="${DUET_LOG:-warn}" \
+  -u DUET_ALLOW_ORIGIN DUET_LOG="${DUET_LOG:-warn}" \
+  DUET_SOCKET_FRAMES_PER_SEC=0 DUET_SOCKET_BYTES_PER_SEC=0 DUET_SOCKET_MESSAGES_PER_MIN=0 \
+  DUET_SOCKET_COMMANDS_PER_MIN=0 DUET_ROOM_MESSAGES_PER_MIN=0 DUET_ROOM_COMMANDS_PER_MIN=0 \
+  DUET_MAX_ROOM_SOCKETS=0 DUET_MAX_SOCKETS=0 \
   "$duet" serve --listen 127.0.0.1:0 --data-dir "$data_dir/sandbox" --token "$standin_token" \
   --exec-timeout-ms "$exec_timeout" --max-exec-timeout-ms "$((max_exec_timeout + 60000))" \
   --output-cap "$output_cap" --sandbox-idle-secs "$((idle_secs + 60))" \
@@ -217,6 +245,8 @@ fi
   echo "DUET_STANDIN_URL=$standin_url"
   echo "DUET_STANDIN_TOKEN=$standin_token"
   echo "DUET_STANDIN_START_SECS=${DUET_STANDIN_START_SECS:-0}"
+  echo "DUET_ALLOW_ORIGIN=$allow_origin"
+  for var in "${!limits[@]}"; do echo "$var=${limits[$var]}"; done
 } >"$run/vars.env"
 (
   cd "$here"

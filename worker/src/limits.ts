@@ -6,7 +6,6 @@
 // (DUET_MAX_SOCKETS) has no counterpart: each room's object caps its own.
 
 import type { Env } from "./env";
-import { positiveVar } from "./env";
 import { ApiError } from "./http";
 
 /** The limits, as numbers. */
@@ -20,15 +19,24 @@ export interface RateLimits {
   maxRoomSockets: number;
 }
 
+/** A limit var: unset or not a whole number gives the default; 0 (as for
+ * `duet serve`) means no limit. */
+function limitVar(value: string | undefined, fallback: number): number {
+  const text = (value ?? "").trim();
+  const n = Number(text);
+  if (text === "" || !Number.isSafeInteger(n) || n < 0) return fallback;
+  return n === 0 ? Number.POSITIVE_INFINITY : n;
+}
+
 export function rateLimits(env: Env): RateLimits {
   return {
-    socketFramesPerSec: positiveVar(env.DUET_SOCKET_FRAMES_PER_SEC, 100),
-    socketBytesPerSec: positiveVar(env.DUET_SOCKET_BYTES_PER_SEC, 1_048_576),
-    socketMessagesPerMin: positiveVar(env.DUET_SOCKET_MESSAGES_PER_MIN, 30),
-    socketCommandsPerMin: positiveVar(env.DUET_SOCKET_COMMANDS_PER_MIN, 120),
-    roomMessagesPerMin: positiveVar(env.DUET_ROOM_MESSAGES_PER_MIN, 120),
-    roomCommandsPerMin: positiveVar(env.DUET_ROOM_COMMANDS_PER_MIN, 600),
-    maxRoomSockets: positiveVar(env.DUET_MAX_ROOM_SOCKETS, 256),
+    socketFramesPerSec: limitVar(env.DUET_SOCKET_FRAMES_PER_SEC, 100),
+    socketBytesPerSec: limitVar(env.DUET_SOCKET_BYTES_PER_SEC, 1_048_576),
+    socketMessagesPerMin: limitVar(env.DUET_SOCKET_MESSAGES_PER_MIN, 30),
+    socketCommandsPerMin: limitVar(env.DUET_SOCKET_COMMANDS_PER_MIN, 120),
+    roomMessagesPerMin: limitVar(env.DUET_ROOM_MESSAGES_PER_MIN, 120),
+    roomCommandsPerMin: limitVar(env.DUET_ROOM_COMMANDS_PER_MIN, 600),
+    maxRoomSockets: limitVar(env.DUET_MAX_ROOM_SOCKETS, 256),
   };
 }
 
