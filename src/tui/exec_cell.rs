@@ -140,14 +140,16 @@ fn badge(ctx: &RenderCtx, run: &ExecRun) -> (String, ratatui::style::Style) {
         );
     };
     let took = duration(done.duration_ms);
-    if done.error.is_some() {
-        return (format!("✗ error · {took}"), theme.error());
-    }
+    // Why it ended first: a timed-out or interrupted command also says its
+    // shell was restarted (in `error`, shown below the header).
     if done.timed_out {
         return (format!("⏱ timed out · {took}"), theme.warn());
     }
     if done.interrupted {
         return (format!("■ interrupted · {took}"), theme.warn());
+    }
+    if done.error.is_some() {
+        return (format!("✗ error · {took}"), theme.error());
     }
     match done.exit_code {
         Some(0) => (format!("✓ 0 · {took}"), theme.ok()),
