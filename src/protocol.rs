@@ -318,6 +318,9 @@ pub struct MessageRequest {
     pub text: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_id: Option<String>,
+    /// Makes the request safe to repeat (docs/protocol.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
 }
 
 /// Answer of `POST /message`.

@@ -167,6 +167,7 @@ impl HttpClient {
         let body = MessageRequest {
             text: text.to_string(),
             user_id: Some(self.name.clone()),
+            client_id: Some(crate::client::rpc::new_client_id()),
         };
         self.post("message", &body).await
     }

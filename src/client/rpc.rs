@@ -42,10 +42,17 @@ impl RoomOp {
 
     /// The rpc arguments; `userId` is left to the connection's `user`.
     pub fn args(&self) -> Vec<Value> {
+        self.args_as(None)
+    }
+
+    /// The rpc arguments, a message carrying `client_id` (which makes it
+    /// safe to send again).
+    fn args_as(&self, client_id: Option<&str>) -> Vec<Value> {
         match self {
             RoomOp::Message(text) => vec![to_arg(&MessageRequest {
                 text: text.clone(),
                 user_id: None,
+                client_id: client_id.map(String::from),
             })],
             RoomOp::Exec(cmd) => vec![to_arg(&ExecRequest {
                 cmd: cmd.clone(),
@@ -151,11 +158,21 @@ const MAX_RETRIES: u32 = 5;
 /// The wait before trying a busy operation again (an rpc answer carries no
 /// `Retry-After`).
 const RETRY_WAIT: Duration = Duration::from_secs(1);
+/// The longest wait a busy answer may ask for before it is tried again.
+const MAX_RETRY_WAIT_MS: u64 = 60_000;
 
-/// An operation sent, and how many times it was tried before.
+/// A fresh `clientId` for a message (docs/protocol.md: a repeat of it
+/// stores nothing new and answers as the first did).
+pub fn new_client_id() -> String {
+    format!("m{:024x}", rand::random::<u128>() >> 32)
+}
+
+/// An operation sent, how many times it was tried before, and the
+/// `clientId` a message carries across its tries and reconnects.
 struct Pending {
     op: RoomOp,
     attempt: u32,
+    client_id: Option<String>,
 }
 
 /// Room operations sent on the current connection, waiting for answers,
@@ -164,26 +181,43 @@ struct Pending {
 pub(crate) struct Calls {
     next: u64,
     waiting: HashMap<String, Pending>,
-    /// When to send each busy operation again, with its attempt.
-    retries: Vec<(Instant, RoomOp, u32)>,
+    /// When to send each busy operation again.
+    retries: Vec<(Instant, Pending)>,
+    /// Messages in flight when the connection dropped: sent again, with
+    /// the same `clientId`, once connected (a message the backend stored
+    /// is then answered, not stored twice).
+    resend: Vec<Pending>,
 }
 
 impl Calls {
     /// A fresh rpc id for `op`, remembered until its answer.
     pub(crate) fn start(&mut self, op: RoomOp) -> (String, ClientFrame) {
-        self.start_attempt(op, 0)
+        let client_id = matches!(op, RoomOp::Message(_)).then(new_client_id);
+        self.send(Pending {
+            op,
+            attempt: 0,
+            client_id,
+        })
     }
 
-    fn start_attempt(&mut self, op: RoomOp, attempt: u32) -> (String, ClientFrame) {
+    fn send(&mut self, pending: Pending) -> (String, ClientFrame) {
         self.next += 1;
         let id = format!("r{}", self.next);
         let frame = ClientFrame::Rpc {
             id: serde_json::Value::String(id.clone()),
-            method: op.method().to_string(),
-            args: op.args(),
+            method: pending.op.method().to_string(),
+            args: pending.op.args_as(pending.client_id.as_deref()),
         };
-        self.waiting.insert(id.clone(), Pending { op, attempt });
+        self.waiting.insert(id.clone(), pending);
         (id, frame)
+    }
+
+    /// The messages to send again on a new connection.
+    pub(crate) fn resends(&mut self) -> Vec<(String, ClientFrame)> {
+        std::mem::take(&mut self.resend)
+            .into_iter()
+            .map(|pending| self.send(pending))
+            .collect()
     }
 
     /// What an answer frame says, if it is for one of ours: the answer to
@@ -194,8 +228,18 @@ impl Calls {
         let busy = !reply.success && matches!(reply.status, Some(503 | 429));
         if busy && pending.attempt < MAX_RETRIES {
             tracing::debug!(method = pending.op.method(), status = ?reply.status, "busy: trying again");
-            let at = now + RETRY_WAIT;
-            self.retries.push((at, pending.op, pending.attempt + 1));
+            // The backend says when (429 and 503 carry retryAfterMs).
+            let wait = reply
+                .retry_after_ms
+                .map(|ms| Duration::from_millis(ms.min(MAX_RETRY_WAIT_MS)))
+                .unwrap_or(RETRY_WAIT);
+            self.retries.push((
+                now + wait,
+                Pending {
+                    attempt: pending.attempt + 1,
+                    ..pending
+                },
+            ));
             return None;
         }
         Some(Answer {
@@ -206,7 +250,7 @@ impl Calls {
 
     /// When the next busy operation is due again.
     pub(crate) fn next_retry(&self) -> Option<Instant> {
-        self.retries.iter().map(|(at, _, _)| *at).min()
+        self.retries.iter().map(|(at, _)| *at).min()
     }
 
     /// The busy operations due at `now`, as frames to send (each waits
@@ -214,10 +258,10 @@ impl Calls {
     pub(crate) fn due(&mut self, now: Instant) -> Vec<(String, ClientFrame)> {
         let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.retries)
             .into_iter()
-            .partition(|(at, _, _)| *at <= now);
+            .partition(|(at, _)| *at <= now);
         self.retries = later;
         due.into_iter()
-            .map(|(_, op, attempt)| self.start_attempt(op, attempt))
+            .map(|(_, pending)| self.send(pending))
             .collect()
     }
 
@@ -226,16 +270,33 @@ impl Calls {
         self.waiting.remove(id).map(|p| p.op)
     }
 
-    /// The connection ended: every call in flight is lost, and said so; a
-    /// busy one waiting to be sent again surely was not done.
+    /// The connection ended: a message in flight is kept to send again
+    /// (its `clientId` makes that safe); any other call in flight is lost,
+    /// and said so; a busy one waiting to be sent again surely was not done.
     pub(crate) fn lose_all(&mut self, events: &mpsc::UnboundedSender<SocketEvent>, why: &str) {
         let mut lost: Vec<(String, Pending)> = self.waiting.drain().collect();
         lost.sort_by_key(|(id, _)| id[1..].parse::<u64>().unwrap_or(0));
         for (_, pending) in lost {
-            answer(events, pending.op, Err(RpcError::Lost(why.to_string())));
+            if pending.client_id.is_some() {
+                self.resend.push(pending);
+            } else {
+                answer(events, pending.op, Err(RpcError::Lost(why.to_string())));
+            }
         }
-        for (_, op, _) in std::mem::take(&mut self.retries) {
-            not_sent(events, op, why);
+        for (_, pending) in std::mem::take(&mut self.retries) {
+            not_sent(events, pending.op, why);
+        }
+    }
+
+    /// The backend refused the connection for good: messages kept to send
+    /// again are lost after all, and said so.
+    pub(crate) fn give_up_resends(
+        &mut self,
+        events: &mpsc::UnboundedSender<SocketEvent>,
+        why: &str,
+    ) {
+        for pending in std::mem::take(&mut self.resend) {
+            answer(events, pending.op, Err(RpcError::Lost(why.to_string())));
         }
     }
 }

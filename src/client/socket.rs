@@ -181,6 +181,7 @@ async fn actor(
             }
             Err(ConnectError::Refused(reason)) => {
                 report(ConnState::Offline(reason.clone()));
+                calls.give_up_resends(&events, &reason);
                 // Refused for good (bad token, bad room): wait for the person.
                 loop {
                     match commands.recv().await {
@@ -282,6 +283,13 @@ async fn connection(
     let mut seq: u64 = 0;
     let mut last_heard = Instant::now();
     let _ = events.send(SocketEvent::State(ConnState::Connected { rtt_ms: None }));
+    // Messages whose answers the last connection lost go again first.
+    // (One that cannot be written stays in flight, to go again next time.)
+    for (_, frame) in calls.resends() {
+        if let Err(err) = send_frame(&mut sink, &frame).await {
+            return Ended::Dropped(err);
+        }
+    }
     loop {
         tokio::select! {
             message = stream.next() => {

@@ -17,7 +17,6 @@ use crate::cli::ServeArgs;
 use anyhow::Context;
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
