@@ -383,3 +383,31 @@ fn output_drawn_once_still_shows_what_streams_after() {
         "{screen}"
     );
 }
+
+#[test]
+fn a_reply_cut_off_by_a_backend_restart_stops_spinning_and_gives_way_to_the_note() {
+    let mut app = app();
+    let conn = |state: ConnState| Msg::Socket(SocketEvent::State(state));
+    app.update(conn(ConnState::Connected { rtt_ms: None }));
+    app.update(state(vec![user_msg(1, "ada", "explain")], vec![]));
+    app.update(ai(AiPhase::Start, "t1", None));
+    app.update(ai(AiPhase::Delta, "t1", Some("Half a")));
+    assert!(!app.chat.turn.as_ref().unwrap().ended, "streaming");
+    app.update(conn(ConnState::Reconnecting {
+        in_secs: 1,
+        reason: "the backend closed the connection".into(),
+    }));
+    app.update(conn(ConnState::Connected { rtt_ms: None }));
+    assert!(
+        app.chat.turn.as_ref().unwrap().ended,
+        "no spinner after the reconnect"
+    );
+    // The restarted backend's note about the cut-off turn replaces it.
+    let mut note = user_msg(2, "ada", "The server restarted before the agent answered");
+    note.role = Role::System;
+    app.update(state(vec![user_msg(1, "ada", "explain"), note], vec![]));
+    assert!(
+        app.chat.turn.is_none(),
+        "the live reply gave way to the note"
+    );
+}

@@ -248,6 +248,16 @@ impl App {
             Msg::Mouse(mouse) => self.on_mouse(mouse, &mut effects),
             Msg::Socket(SocketEvent::State(state)) => {
                 let changed = self.conn != state;
+                let reconnected = matches!(state, ConnState::Connected { .. })
+                    && !matches!(self.conn, ConnState::Connected { .. });
+                if reconnected {
+                    // A reply streaming when the link dropped may never end
+                    // (the backend restarted: the room then says so); its
+                    // spinner stops, and frames that still come resume it.
+                    if let Some(turn) = self.chat.turn.as_mut() {
+                        turn.ended = true;
+                    }
+                }
                 self.conn = state;
                 changed
             }

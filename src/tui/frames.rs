@@ -88,7 +88,10 @@ impl App {
                     match phase {
                         // A later round of the same turn streams on.
                         AiPhase::Start => turn.ended = false,
-                        AiPhase::Delta => turn.text.push_str(text.as_deref().unwrap_or("")),
+                        AiPhase::Delta => {
+                            turn.ended = false;
+                            turn.text.push_str(text.as_deref().unwrap_or(""));
+                        }
                         AiPhase::End => turn.ended = true,
                         AiPhase::Error => chat.turn = None,
                     }
