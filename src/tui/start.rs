@@ -82,11 +82,18 @@ pub fn join_hint(settings: &ClientSettings, room: &str) -> String {
             };
             format!("duet --server {server} --room {room}{token}")
         }
-        None if settings.default_data_dir => format!("duet --room {room}"),
-        None => format!(
-            "duet --data-dir {} --room {room}",
-            settings.data_dir.display()
-        ),
+        // The embedded backend's own token goes along: the hint then works
+        // from any terminal of this machine, whatever its HOME.
+        None => {
+            let dir = match settings.default_data_dir {
+                true => String::new(),
+                false => format!(" --data-dir {}", settings.data_dir.display()),
+            };
+            let token = crate::client::commands::token_for(settings)
+                .map(|t| format!(" --token {t}"))
+                .unwrap_or_default();
+            format!("duet{dir} --room {room}{token}")
+        }
     }
 }
 
