@@ -228,6 +228,9 @@ async fn bombs_are_held_by_the_room_limits() {
     )
     .await;
     eprintln!("fork bomb: {out:?}");
+    // The bomb's background forks outlive its command and hold the room's
+    // processes: the next bombs start in a fresh sandbox (destroy ends them).
+    sb.destroy().await.unwrap();
     let out = run_with(
         &sb,
         "x=$(head -c 400000000 /dev/zero | tr '\\0' x); echo ${#x}; echo status $?",
