@@ -61,6 +61,11 @@ fn watch(
             if text.contains("rate limited") {
                 counts.limited.fetch_add(1, Ordering::Relaxed);
             }
+            // A message reaches a deltas socket as its own `duet_message`
+            // (answers and later frames quote it again: not counted).
+            if !text.contains(r#""type":"duet_message""#) {
+                continue;
+            }
             if let Some(at) = text.find("load-") {
                 let marker: String = text[at..]
                     .chars()
@@ -159,6 +164,7 @@ async fn phase(
     // to see a marker gives its fan-out.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let mut last: std::collections::HashMap<String, (usize, Instant)> = Default::default();
+    // Each socket sees each message once, as it is stored.
     while let Ok((marker, at)) = seen.try_recv() {
         let e = last.entry(marker).or_insert((0, at));
         e.0 += 1;
