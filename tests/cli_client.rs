@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Server, WAIT};
+use common::{Server, next_matching};
 use duet::client::deltas::Delta;
 use duet::client::http::{HttpClient, HttpError};
 use duet::client::rpc::{RoomOp, RpcError};
@@ -23,24 +23,6 @@ fn params(base: &str, room: &str, name: &str, token: Option<&str>) -> SocketPara
         connection_id: format!("c-{name}"),
         deltas: false,
     }
-}
-
-async fn next_matching(
-    rx: &mut mpsc::UnboundedReceiver<SocketEvent>,
-    what: &str,
-    mut ok: impl FnMut(&SocketEvent) -> bool,
-) -> SocketEvent {
-    tokio::time::timeout(WAIT, async {
-        loop {
-            match rx.recv().await {
-                Some(event) if ok(&event) => return event,
-                Some(_) => {}
-                None => panic!("the actor stopped before {what}"),
-            }
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("no {what}"))
 }
 
 #[tokio::test]

@@ -6,29 +6,11 @@ mod agent_support;
 mod common;
 
 use agent_support::{FakeModel, Script};
-use common::{Server, WAIT};
+use common::{Server, next_matching};
 use duet::client::rpc::RoomOp;
 use duet::client::socket::{self, SocketCommand, SocketEvent, SocketParams};
 use duet::protocol::ServerFrame;
 use tokio::sync::mpsc;
-
-async fn next_matching(
-    rx: &mut mpsc::UnboundedReceiver<SocketEvent>,
-    what: &str,
-    ok: impl Fn(&SocketEvent) -> bool,
-) -> SocketEvent {
-    tokio::time::timeout(WAIT, async {
-        loop {
-            match rx.recv().await {
-                Some(event) if ok(&event) => return event,
-                Some(_) => {}
-                None => panic!("the actor stopped before {what}"),
-            }
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("no {what}"))
-}
 
 #[tokio::test]
 async fn a_message_lost_to_a_crash_is_sent_again_and_stored_once() {

@@ -11,39 +11,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 async fn tokens_stay_out_of_the_log() {
     let dir = tempfile::tempdir().unwrap();
     let token = "s3cret-token-never-logged";
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_duet"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--token",
-            token,
-            "--data-dir",
-        ])
-        .arg(dir.path())
-        .env("DUET_LOG", "trace")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
-    let line = tokio::time::timeout(WAIT, stdout.next_line())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    let addr = line
-        .strip_prefix("duet: listening on http://")
-        .unwrap()
-        .to_string();
-    let mut stderr = child.stderr.take().unwrap();
-    let log = tokio::spawn(async move {
-        let mut all = String::new();
-        let _ = stderr.read_to_string(&mut all).await;
-        all
-    });
+    let (mut child, addr, log) = logged_server(dir.path(), &["--token", token], "trace").await;
 
     let url = |p: &str| format!("http://{addr}{p}");
     let (status, _) = answer(
@@ -121,11 +89,34 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 #[tokio::test]
 async fn serving_on_loopback_without_a_token_says_who_can_use_it() {
     let dir = tempfile::tempdir().unwrap();
+    let (mut child, _addr, log) = logged_server(dir.path(), &[], "warn").await;
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGTERM) };
+    tokio::time::timeout(WAIT, child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    let log = log.await.unwrap();
+    assert!(log.contains("every user of this machine"), "{log}");
+}
+
+/// `duet serve` with `args` whose log (at `level`) the test reads: the
+/// process, its address, and its whole log once it stops.
+async fn logged_server(
+    dir: &std::path::Path,
+    args: &[&str],
+    level: &str,
+) -> (
+    tokio::process::Child,
+    String,
+    tokio::task::JoinHandle<String>,
+) {
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_duet"))
         .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir.path())
+        .arg(dir)
+        .args(args)
         .env_remove("DUET_TOKEN")
-        .env("DUET_LOG", "warn")
+        .env("DUET_LOG", level)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -133,19 +124,20 @@ async fn serving_on_loopback_without_a_token_says_who_can_use_it() {
         .spawn()
         .unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
-    tokio::time::timeout(WAIT, stdout.next_line())
+    let line = tokio::time::timeout(WAIT, stdout.next_line())
         .await
         .unwrap()
-        .unwrap();
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGTERM) };
-    let mut log = String::new();
-    child
-        .stderr
-        .take()
         .unwrap()
-        .read_to_string(&mut log)
-        .await
         .unwrap();
-    assert!(log.contains("every user of this machine"), "{log}");
+    let addr = line
+        .strip_prefix("duet: listening on http://")
+        .unwrap()
+        .to_string();
+    let mut stderr = child.stderr.take().unwrap();
+    let log = tokio::spawn(async move {
+        let mut all = String::new();
+        let _ = stderr.read_to_string(&mut all).await;
+        all
+    });
+    (child, addr, log)
 }

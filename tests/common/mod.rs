@@ -337,3 +337,23 @@ impl Drop for Server {
         }
     }
 }
+
+/// The next event of a socket actor that `ok` accepts (others are skipped),
+/// within `WAIT`; `what` names it when it never comes.
+pub async fn next_matching(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<duet::client::socket::SocketEvent>,
+    what: &str,
+    mut ok: impl FnMut(&duet::client::socket::SocketEvent) -> bool,
+) -> duet::client::socket::SocketEvent {
+    tokio::time::timeout(WAIT, async {
+        loop {
+            match rx.recv().await {
+                Some(event) if ok(&event) => return event,
+                Some(_) => {}
+                None => panic!("the actor stopped before {what}"),
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no {what}"))
+}
