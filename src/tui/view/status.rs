@@ -38,11 +38,12 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
             theme.status().add_modifier(ratatui::style::Modifier::BOLD),
         ),
         (conn, theme.status().patch(conn_style)),
+        // Who is here before the join hint: a long hint is cut, not them.
+        (here(app, people), theme.status()),
         (
             format!(" · join: {}", app.session.join_hint),
             theme.status(),
         ),
-        (here(app, people), theme.status()),
         (format!(" · {}", app.session.server), theme.status()),
     ];
     let total = usize::from(area.width);
