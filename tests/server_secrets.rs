@@ -11,7 +11,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 async fn tokens_stay_out_of_the_log() {
     let dir = tempfile::tempdir().unwrap();
     let token = "s3cret-token-never-logged";
-    let (mut child, addr, log) = logged_server(dir.path(), &["--token", token], "trace").await;
+    let (child, addr, log) = logged_server(dir.path(), &["--token", token], "trace").await;
 
     let url = |p: &str| format!("http://{addr}{p}");
     let (status, _) = answer(
@@ -35,13 +35,7 @@ async fn tokens_stay_out_of_the_log() {
             .await;
     assert!(refused.is_err());
 
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGTERM) };
-    tokio::time::timeout(WAIT, child.wait())
-        .await
-        .unwrap()
-        .unwrap();
-    let log = log.await.unwrap();
+    let log = stop(child, log).await;
     assert!(log.lines().count() > 5, "the trace log was written: {log}");
     assert!(
         !log.contains(token),
@@ -89,14 +83,8 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 #[tokio::test]
 async fn serving_on_loopback_without_a_token_says_who_can_use_it() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut child, _addr, log) = logged_server(dir.path(), &[], "warn").await;
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGTERM) };
-    tokio::time::timeout(WAIT, child.wait())
-        .await
-        .unwrap()
-        .unwrap();
-    let log = log.await.unwrap();
+    let (child, _addr, log) = logged_server(dir.path(), &[], "warn").await;
+    let log = stop(child, log).await;
     assert!(log.contains("every user of this machine"), "{log}");
 }
 
@@ -140,4 +128,15 @@ async fn logged_server(
         all
     });
     (child, addr, log)
+}
+
+/// Stops a `logged_server` with SIGTERM and answers its whole log.
+async fn stop(mut child: tokio::process::Child, log: tokio::task::JoinHandle<String>) -> String {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGTERM) };
+    tokio::time::timeout(WAIT, child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    log.await.unwrap()
 }
