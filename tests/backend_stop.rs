@@ -6,43 +6,8 @@
 mod common;
 
 use common::Server;
+use common::procs::descendants;
 use serde_json::json;
-
-/// The live descendants of `pid` (children first found through /proc).
-fn descendants(pid: u32) -> Vec<u32> {
-    let mut links = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(p) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|n| n.parse::<u32>().ok());
-        if let Some(ppid) = ppid {
-            links.push((p, ppid));
-        }
-    }
-    let mut found = vec![pid];
-    let mut i = 0;
-    while i < found.len() {
-        let parent = found[i];
-        found.extend(
-            links
-                .iter()
-                .filter(|(_, pp)| *pp == parent)
-                .map(|(p, _)| *p),
-        );
-        i += 1;
-    }
-    found.remove(0);
-    found
-}
 
 /// Whether `pid` still runs (a zombie counts as gone).
 fn alive(pid: u32) -> bool {

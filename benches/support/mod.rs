@@ -3,6 +3,9 @@
 //! `DUET_BENCH_BACKEND=worker` the local Cloudflare stack (worker/dev.sh).
 #![allow(dead_code)]
 
+#[path = "../../tests/common/procs.rs"]
+mod procs;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -91,40 +94,11 @@ pub fn stop(child: &mut Child) {
 
 /// Resident memory of process `pid` and all its descendants, in KiB.
 pub fn tree_rss_kib(pid: u32) -> u64 {
-    let mut parents = Vec::new();
-    if let Ok(entries) = std::fs::read_dir("/proc") {
-        for entry in entries.flatten() {
-            let Some(p) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            // The field after the parenthesized name, then the state: ppid.
-            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-            let ppid = stat
-                .rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-                .and_then(|n| n.parse::<u32>().ok());
-            if let Some(ppid) = ppid {
-                parents.push((p, ppid));
-            }
-        }
-    }
-    let mut tree = vec![pid];
-    let mut i = 0;
-    while i < tree.len() {
-        let parent = tree[i];
-        tree.extend(
-            parents
-                .iter()
-                .filter(|(_, pp)| *pp == parent)
-                .map(|(p, _)| *p),
-        );
-        i += 1;
-    }
-    tree.into_iter().map(rss_kib).sum()
+    rss_kib(pid)
+        + procs::descendants(pid)
+            .into_iter()
+            .map(rss_kib)
+            .sum::<u64>()
 }
 
 /// Resident memory of process `pid`, in KiB.

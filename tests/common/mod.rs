@@ -3,6 +3,7 @@
 //! stack of `worker/dev.sh`), an HTTP client and a WebSocket client.
 #![allow(dead_code)]
 
+pub mod procs;
 pub mod tmux;
 
 use futures_util::{SinkExt, StreamExt};
