@@ -104,15 +104,6 @@ impl Bucket {
     }
 }
 
-/// The operations that count against the message and command rates.
-fn counted(method: Method) -> Option<&'static str> {
-    match method {
-        Method::Message => Some("messages"),
-        Method::Exec => Some("commands"),
-        _ => None,
-    }
-}
-
 /// Messages and commands of one owner (a socket, a room) per minute.
 #[derive(Debug)]
 pub(crate) struct OpRates {
@@ -131,14 +122,12 @@ impl OpRates {
     }
 
     /// Admits one operation, or answers 429.
+    /// Only messages and commands count.
     pub(crate) fn admit(&mut self, method: Method) -> Result<(), ApiError> {
-        let Some(what) = counted(method) else {
-            return Ok(());
-        };
-        let (rate, bucket) = if method == Method::Message {
-            &mut self.messages
-        } else {
-            &mut self.commands
+        let (what, (rate, bucket)) = match method {
+            Method::Message => ("messages", &mut self.messages),
+            Method::Exec => ("commands", &mut self.commands),
+            _ => return Ok(()),
         };
         bucket.take(1.0).map_err(|wait| {
             ApiError::rate_limited(
