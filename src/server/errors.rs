@@ -31,9 +31,13 @@ impl ApiError {
 
     /// 400 naming one field.
     pub(crate) fn field(field: &str, message: impl Into<String>) -> Self {
-        let mut details = Details::new();
-        details.insert(field.into(), vec![message.into()]);
-        Self::invalid(details)
+        Self::one_detail(
+            StatusCode::BAD_REQUEST,
+            "invalid request",
+            field,
+            message,
+            None,
+        )
     }
 
     /// An error answer without details.
@@ -58,60 +62,55 @@ impl ApiError {
         Self::plain(StatusCode::UNAUTHORIZED, "unauthorized")
     }
 
-    /// 403 naming why in `details.FIELD` (a browser, a role).
-    pub(crate) fn forbidden(field: &str, message: impl Into<String>) -> Self {
+    /// An error answer whose `details` name one field, and maybe when to
+    /// try again.
+    fn one_detail(
+        status: StatusCode,
+        error: &str,
+        field: &str,
+        message: impl Into<String>,
+        retry_after_ms: Option<u64>,
+    ) -> Self {
         let mut details = Details::new();
         details.insert(field.into(), vec![message.into()]);
         ApiError {
-            status: StatusCode::FORBIDDEN,
+            status,
             body: ErrorBody {
-                error: "forbidden".into(),
+                error: error.into(),
                 details: Some(details),
-                retry_after_ms: None,
+                retry_after_ms,
             },
         }
+    }
+
+    /// 403 naming why in `details.FIELD` (a browser, a role).
+    pub(crate) fn forbidden(field: &str, message: impl Into<String>) -> Self {
+        Self::one_detail(StatusCode::FORBIDDEN, "forbidden", field, message, None)
     }
 
     /// 421: a `Host` this server does not answer (DNS rebinding).
     pub(crate) fn misdirected(message: impl Into<String>) -> Self {
-        let mut details = Details::new();
-        details.insert("host".into(), vec![message.into()]);
-        ApiError {
-            status: StatusCode::MISDIRECTED_REQUEST,
-            body: ErrorBody {
-                error: "misdirected request".into(),
-                details: Some(details),
-                retry_after_ms: None,
-            },
-        }
+        let status = StatusCode::MISDIRECTED_REQUEST;
+        Self::one_detail(status, "misdirected request", "host", message, None)
     }
 
     /// 429: over a rate; `why` names the limit.
     pub(crate) fn rate_limited(wait: std::time::Duration, why: String) -> Self {
-        let mut details = Details::new();
-        details.insert("limit".into(), vec![why]);
-        ApiError {
-            status: StatusCode::TOO_MANY_REQUESTS,
-            body: ErrorBody {
-                error: "rate limited".into(),
-                details: Some(details),
-                retry_after_ms: Some(wait.as_millis().max(1) as u64),
-            },
-        }
+        let ms = Some(wait.as_millis().max(1) as u64);
+        Self::one_detail(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate limited",
+            "limit",
+            why,
+            ms,
+        )
     }
 
     /// 503: the socket caps are reached; `why` says which.
     pub(crate) fn too_many_sockets(wait: std::time::Duration, why: String) -> Self {
-        let mut details = Details::new();
-        details.insert("sockets".into(), vec![why]);
-        ApiError {
-            status: StatusCode::SERVICE_UNAVAILABLE,
-            body: ErrorBody {
-                error: "too many sockets".into(),
-                details: Some(details),
-                retry_after_ms: Some(wait.as_millis() as u64),
-            },
-        }
+        let ms = Some(wait.as_millis() as u64);
+        let status = StatusCode::SERVICE_UNAVAILABLE;
+        Self::one_detail(status, "too many sockets", "sockets", why, ms)
     }
 
     /// 413: a body over `MAX_BODY`.
