@@ -85,9 +85,10 @@ pub fn join_hint(settings: &ClientSettings, room: &str) -> String {
         // The embedded backend's own token goes along: the hint then works
         // from any terminal of this machine, whatever its HOME.
         None => {
-            let dir = match settings.default_data_dir {
-                true => String::new(),
-                false => format!(" --data-dir {}", settings.data_dir.display()),
+            let dir = if settings.default_data_dir {
+                String::new()
+            } else {
+                format!(" --data-dir {}", settings.data_dir.display())
             };
             let token = crate::client::commands::token_for(settings)
                 .map(|t| format!(" --token {t}"))
