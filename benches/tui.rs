@@ -47,6 +47,7 @@ fn history(n: usize) -> Vec<DuetMessage> {
             ),
             ts: 1_767_348_000_000 + i as i64 * 1000,
             runs: None,
+            ..DuetMessage::default()
         })
         .collect()
 }
@@ -59,6 +60,7 @@ fn app_with(n: usize) -> App {
             state: RoomState {
                 messages: history(n),
                 execs: vec![],
+                shell: None,
             },
         }),
     )));

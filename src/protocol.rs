@@ -68,6 +68,84 @@ pub struct DuetMessage {
     /// stores nothing new.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_id: Option<String>,
+    /// User messages: whom they are for (absent: the agent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<Addressee>,
+    /// System records: what happened in the room, and who did it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<Event>,
+    /// Agent messages of a cancelled turn: who cancelled it (the text is
+    /// what had streamed by then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled_by: Option<String>,
+}
+
+/// Whom a person's message is for: the agent runs a turn for it, the
+/// room only stores and broadcasts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Addressee {
+    #[default]
+    Agent,
+    Room,
+}
+
+/// What a system record (`role: "system"` with `event`) says happened.
+/// `by` is the person who did it, or `"duet"` when the backend did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Event {
+    /// The room was cleaned up: the one message an emptied room holds.
+    Cleanup { by: String },
+    /// The agent's turn was cancelled.
+    #[serde(rename_all = "camelCase")]
+    Cancel { by: String, turn_id: String },
+    /// A running command was interrupted.
+    #[serde(rename_all = "camelCase")]
+    Interrupt {
+        by: String,
+        exec_id: String,
+        cmd: String,
+    },
+    /// A file was uploaded into `/workspace`.
+    Upload { by: String, path: String, size: u64 },
+    /// A connection changed its name from `from` to `to` (`by` is `from`).
+    Rename {
+        by: String,
+        from: String,
+        to: String,
+    },
+    /// The shell was replaced: `reason` is `exit` (it ended: the new shell
+    /// starts afresh in `/workspace`, `reset: true`), `timeout` or
+    /// `stopped` (working directory and exports kept, `reset: false`);
+    /// `cwd` is where the next command runs.
+    #[serde(rename_all = "camelCase")]
+    Shell {
+        by: String,
+        reason: String,
+        cwd: String,
+        reset: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exec_id: Option<String>,
+    },
+    /// A kind this client does not know: show the record's `text`.
+    #[serde(other)]
+    Other,
+}
+
+impl Event {
+    /// Who did it, where the kind is known.
+    pub fn by(&self) -> Option<&str> {
+        match self {
+            Event::Cleanup { by }
+            | Event::Cancel { by, .. }
+            | Event::Interrupt { by, .. }
+            | Event::Upload { by, .. }
+            | Event::Rename { by, .. }
+            | Event::Shell { by, .. } => Some(by),
+            Event::Other => None,
+        }
+    }
 }
 
 /// One command an agent reply ran.
@@ -162,7 +240,21 @@ pub struct ExecRecord {
 pub struct RoomState {
     pub messages: Vec<DuetMessage>,
     pub execs: Vec<ExecRecord>,
+    /// The shell that runs people's and the agent's commands (absent from
+    /// backends older than it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell: Option<ShellState>,
 }
+
+/// `shell` of the room state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShellState {
+    /// Where the next command runs.
+    pub cwd: String,
+}
+
+/// The working directory of a fresh shell.
+pub const WORKSPACE: &str = "/workspace";
 
 /// One connection in the presence list.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -205,6 +297,14 @@ pub enum ServerFrame {
         text: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// `start` only: the `_pk` of the socket whose message began the
+        /// turn, when a socket did.
+        #[serde(
+            default,
+            rename = "byConnection",
+            skip_serializing_if = "Option::is_none"
+        )]
+        by_connection: Option<String>,
     },
     #[serde(rename = "duet_exec")]
     Exec(ExecFrame),
@@ -235,6 +335,10 @@ pub enum ExecFrame {
         cmd: String,
         by: String,
         source: ExecSource,
+        /// The `_pk` of the socket that caused it (its rpc, or the message
+        /// that began the agent's turn), when a socket did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by_connection: Option<String>,
     },
     #[serde(rename_all = "camelCase")]
     Stdout { exec_id: String, data: String },
@@ -253,6 +357,9 @@ pub enum ExecFrame {
         interrupted: bool,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// The shell's working directory after the command.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cwd: Option<String>,
     },
 }
 
@@ -321,6 +428,9 @@ pub struct MessageRequest {
     /// Makes the request safe to repeat (docs/protocol.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_id: Option<String>,
+    /// Whom it is for (absent: the agent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<Addressee>,
 }
 
 /// Answer of `POST /message`.
@@ -517,12 +627,13 @@ mod tests {
             truncated: true,
             interrupted: false,
             error: None,
+            cwd: Some("/workspace/app".into()),
         });
         let json = serde_json::to_value(&frame).unwrap();
         assert_eq!(
             json,
             serde_json::json!({"type":"duet_exec","phase":"complete","execId":"e1",
-                "exitCode":0,"duration":3,"truncated":true})
+                "exitCode":0,"duration":3,"truncated":true,"cwd":"/workspace/app"})
         );
         let typing: ClientFrame = serde_json::from_str(r#"{"type":"duet_typing"}"#).unwrap();
         assert_eq!(typing, ClientFrame::Typing {});
@@ -531,10 +642,32 @@ mod tests {
             turn_id: "t1".into(),
             text: Some("hi".into()),
             error: None,
+            by_connection: None,
         };
         assert_eq!(
             serde_json::to_string(&ai).unwrap(),
             r#"{"type":"duet_ai","phase":"delta","turnId":"t1","text":"hi"}"#
+        );
+    }
+
+    #[test]
+    fn records_have_the_wire_shape() {
+        let record: DuetMessage = serde_json::from_value(serde_json::json!({
+            "id":"9","role":"system","text":"bob renamed to ann","ts":1,
+            "event":{"kind":"rename","by":"bob","from":"bob","to":"ann"}}))
+        .unwrap();
+        assert_eq!(record.event.as_ref().and_then(Event::by), Some("bob"));
+        let unknown: DuetMessage = serde_json::from_value(serde_json::json!({
+            "id":"9","role":"system","text":"?","ts":1,"event":{"kind":"new_kind","by":"x"}}))
+        .unwrap();
+        assert_eq!(unknown.event, Some(Event::Other));
+        let cancel = Event::Cancel {
+            by: "ann".into(),
+            turn_id: "t1".into(),
+        };
+        assert_eq!(
+            serde_json::to_value(&cancel).unwrap(),
+            serde_json::json!({"kind":"cancel","by":"ann","turnId":"t1"})
         );
     }
 

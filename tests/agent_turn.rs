@@ -29,6 +29,7 @@ fn question(text: &str) -> Vec<DuetMessage> {
         text: text.into(),
         ts: 0,
         runs: None,
+        ..DuetMessage::default()
     }]
 }
 
@@ -49,6 +50,7 @@ fn ai_frames(host: &BashHost) -> Vec<(AiPhase, Option<String>)> {
                 turn_id,
                 text,
                 error,
+                ..
             } => {
                 assert_eq!(turn_id, "t1");
                 Some((phase, text.or(error)))
@@ -389,6 +391,7 @@ async fn the_model_sees_the_last_ten_messages() {
             text: format!("message {i}"),
             ts: i,
             runs: None,
+            ..DuetMessage::default()
         })
         .collect();
     Agent::new(config(&model))

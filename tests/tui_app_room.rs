@@ -74,6 +74,7 @@ fn an_agent_error_ends_the_live_reply() {
         turn_id: "t1".into(),
         text: None,
         error: Some("model unreachable".into()),
+        by_connection: None,
     }));
     assert!(
         app.chat.turn.is_none(),

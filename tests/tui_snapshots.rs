@@ -52,6 +52,7 @@ fn busy_room() -> App {
                 text: "No model is configured: set --ai-url and --ai-model.".into(),
                 ts: T0 + 5 * 60_000,
                 runs: None,
+                ..DuetMessage::default()
             },
         ],
         vec![record("e1", "cat notes.txt", "remember the milk\n")],
@@ -206,6 +207,7 @@ fn a_command_the_sandbox_could_not_run_says_why() {
         truncated: false,
         interrupted: false,
         error: Some("the shell was restarted".into()),
+        cwd: None,
     })));
     let screen = render(&mut app, 120, 40);
     assert!(screen.contains("✗ error · 20ms"), "{screen}");

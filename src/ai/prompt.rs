@@ -122,6 +122,7 @@ mod tests {
             text: text.into(),
             ts: 0,
             runs,
+            ..DuetMessage::default()
         }
     }
 

@@ -31,6 +31,7 @@ impl Turn {
             turn_id: self.turn_id.clone(),
             text,
             error,
+            by_connection: None,
         });
     }
 

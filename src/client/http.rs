@@ -168,6 +168,7 @@ impl HttpClient {
             text: text.to_string(),
             user_id: Some(self.name.clone()),
             client_id: Some(crate::client::rpc::new_client_id()),
+            to: None,
         };
         self.post("message", &body).await
     }

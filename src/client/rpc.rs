@@ -53,6 +53,7 @@ impl RoomOp {
                 text: text.clone(),
                 user_id: None,
                 client_id: client_id.map(String::from),
+                to: None,
             })],
             RoomOp::Exec(cmd) => vec![to_arg(&ExecRequest {
                 cmd: cmd.clone(),

@@ -422,6 +422,7 @@ fn message_from_row(r: &Row<'_>) -> rusqlite::Result<DuetMessage> {
             None => None,
         },
         client_id: r.get(6)?,
+        ..DuetMessage::default()
     })
 }
 
@@ -464,6 +465,7 @@ mod tests {
             text: format!("m{n}"),
             ts: 1_700_000_000_000 + n as i64,
             runs,
+            ..DuetMessage::default()
         }
     }
 

@@ -245,6 +245,7 @@ mod tests {
             text: text.into(),
             ts: 0,
             runs: None,
+            ..DuetMessage::default()
         }
     }
 

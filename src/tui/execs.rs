@@ -127,6 +127,7 @@ impl ExecLog {
                 cmd,
                 by,
                 source,
+                ..
             } => {
                 if self.hidden.contains(exec_id) || self.find_mut(exec_id).is_some() {
                     return false;
@@ -163,6 +164,7 @@ impl ExecLog {
                 truncated,
                 interrupted,
                 error,
+                ..
             } => match self.find_mut(exec_id) {
                 Some(run) => {
                     run.output.finish();
@@ -254,6 +256,7 @@ mod tests {
             cmd: "echo hi".into(),
             by: "ada".into(),
             source: ExecSource::User,
+            by_connection: None,
         }
     }
 
@@ -279,6 +282,7 @@ mod tests {
                 truncated: false,
                 interrupted: false,
                 error: None,
+                cwd: None,
             },
             0,
         );

@@ -69,6 +69,7 @@ impl App {
                 turn_id,
                 text,
                 error,
+                ..
             } => {
                 let now = self.now_ms;
                 self.with_anchor(Pane::Chat, |app| {

@@ -89,6 +89,7 @@ pub fn user_msg(id: u32, who: &str, text: &str) -> DuetMessage {
         text: text.into(),
         ts: T0 + i64::from(id) * 60_000,
         runs: None,
+        ..DuetMessage::default()
     }
 }
 
@@ -101,12 +102,17 @@ pub fn agent_msg(id: u32, text: &str, runs: Option<Vec<Run>>) -> DuetMessage {
         text: text.into(),
         ts: T0 + i64::from(id) * 60_000,
         runs,
+        ..DuetMessage::default()
     }
 }
 
 pub fn state(messages: Vec<DuetMessage>, execs: Vec<ExecRecord>) -> Msg {
     frame(ServerFrame::State {
-        state: RoomState { messages, execs },
+        state: RoomState {
+            messages,
+            execs,
+            shell: None,
+        },
     })
 }
 
@@ -120,6 +126,7 @@ pub fn exec_start(id: &str, cmd: &str, by: &str) -> Msg {
         } else {
             ExecSource::User
         },
+        by_connection: None,
     }))
 }
 
@@ -146,6 +153,7 @@ pub fn exec_done(id: &str, code: i32, ms: u64) -> Msg {
         truncated: false,
         interrupted: false,
         error: None,
+        cwd: None,
     }))
 }
 
@@ -170,6 +178,7 @@ pub fn ai(phase: AiPhase, turn: &str, text: Option<&str>) -> Msg {
         turn_id: turn.into(),
         text: text.map(str::to_string),
         error: None,
+        by_connection: None,
     })
 }
 

@@ -72,6 +72,7 @@ impl RoomActor {
             cmd: cmd.clone(),
             by: by.clone(),
             source,
+            by_connection: None,
         }));
         let frames = self.frames.clone();
         let id = exec_id.clone();
@@ -147,6 +148,7 @@ impl RoomActor {
                     truncated: false,
                     interrupted: false,
                     error: Some(error.clone()),
+                    cwd: None,
                 }));
                 // Recorded like any command: it was announced to everyone.
                 let record = ExecRecord {
@@ -182,6 +184,7 @@ impl RoomActor {
             truncated: outcome.truncated,
             interrupted: outcome.interrupted,
             error: outcome.error.clone(),
+            cwd: None,
         }));
         let (stdout, cut_out) = cap_text(&outcome.stdout, STORED_OUTPUT_CAP);
         let (stderr, cut_err) = cap_text(&outcome.stderr, STORED_OUTPUT_CAP);

@@ -121,6 +121,7 @@ mod tests {
             text: "hi".into(),
             ts: 1,
             runs: None,
+            ..DuetMessage::default()
         }
     }
 
@@ -138,6 +139,7 @@ mod tests {
             state: RoomState {
                 messages: messages.into(),
                 execs: Vec::new(),
+                shell: None,
             },
         })
         .unwrap();
