@@ -491,9 +491,7 @@ impl RoomActor {
             errors.push(format!("sandbox: {e}"));
         }
         self.shell.cwd = WORKSPACE.to_string();
-        let event = Event::Cleanup { by };
-        let text = records::text(&event);
-        if let Err(e) = self.keep(records::draft(event, text)).await {
+        if let Err(e) = self.keep(records::draft(Event::Cleanup { by })).await {
             errors.push(format!("record: {}", e.body.error));
         }
         self.publish_whole();
