@@ -1,9 +1,12 @@
 // Commands in the room's sandbox: announced when asked for, run one at a
 // time in that order, their output streamed to the room as `duet_exec`
-// frames, their end announced and recorded (src/server/room/exec.rs).
+// frames, their end announced and recorded, with where the shell is now
+// and the room's record when a person interrupted one or its shell was
+// replaced (src/server/room/exec.rs).
 
 import type { Limits } from "./env";
 import { describe } from "./http";
+import { recordText } from "./records";
 import {
   STORED_OUTPUT_CAP,
   capText,
@@ -14,7 +17,9 @@ import {
   type ExecRecord,
   type ExecResult,
   type ExecSource,
+  type RoomEvent,
   type Run,
+  type ShellReason,
   isoTimestamp,
 } from "./protocol";
 import { SandboxStarting, type ExecOutcome, type RoomSandbox } from "./sandbox/types";
@@ -29,6 +34,12 @@ export interface CommandHost {
   broadcast(text: string): void;
   /** Keeps a command's record (unless a cleanup came since it started). */
   record(generation: number, record: ExecRecord): void;
+  /** Where the shell is, as last known. */
+  shellCwd(): string;
+  /** The shell is now in `cwd` (unless a cleanup came since the command started). */
+  shellMoved(generation: number, cwd: string): void;
+  /** Stores a record of the room (unless a cleanup came since the command started). */
+  note(generation: number, event: RoomEvent, text: string): void;
 }
 
 export interface CommandRequest {
@@ -38,6 +49,8 @@ export interface CommandRequest {
   env?: Record<string, string>;
   by: string;
   source: ExecSource;
+  /** The socket that caused it (its rpc, or the message whose turn it is). */
+  byConnection?: string;
   /** The agent's turn: when it is cancelled, its command is interrupted (or not started). */
   signal?: AbortSignal;
 }
@@ -55,6 +68,8 @@ export interface CommandEnd {
   /** It could not run because the sandbox is starting: retry after this many seconds. */
   startingSecs?: number;
   record?: ExecRecord;
+  /** Who interrupted it (a person's interrupt, not a cancelled turn's). */
+  interruptedBy?: string;
 }
 
 /** The text of a turn's command that was not started because the turn was cancelled. */
@@ -66,6 +81,8 @@ const AGENT_START_WAIT_MS = 120_000;
 interface Running {
   execId: string;
   interrupted: boolean;
+  /** The person whose interrupt it was. */
+  by?: string;
 }
 
 export class Commands {
@@ -77,7 +94,7 @@ export class Commands {
   /** Announces a command, queues it behind the others and resolves when it ended. */
   run(req: CommandRequest): Promise<CommandEnd> {
     const execId = execIdOf(this.host.takeExecNumber());
-    this.host.broadcast(execStartFrame(execId, req.cmd, req.by, req.source));
+    this.host.broadcast(execStartFrame(execId, req.cmd, req.by, req.source, req.byConnection));
     const ts = Date.now();
     const generation = this.host.generation();
     const ended = this.queue.then(() => this.runOne(execId, req, ts, generation));
@@ -85,13 +102,20 @@ export class Commands {
     return ended;
   }
 
-  /** SIGINT to the running command (`execId`, or whichever runs); whether one was running. */
-  async interrupt(execId?: string): Promise<boolean> {
+  /**
+   * SIGINT to the running command (`execId`, or whichever runs); whether
+   * one was running. `by` is the person who asked (none: a cancelled turn).
+   */
+  async interrupt(execId?: string, by?: string): Promise<boolean> {
     const running = this.running;
     if (!running || (execId !== undefined && execId !== running.execId)) return false;
     running.interrupted = true;
+    running.by ??= by;
     const done = await this.host.sandbox().interrupt();
-    if (!done) running.interrupted = false;
+    if (!done) {
+      running.interrupted = false;
+      if (running.by === by) running.by = undefined;
+    }
     return done;
   }
 
@@ -103,6 +127,8 @@ export class Commands {
     if (!end.outcome) end.duration = Date.now() - ts;
     const o = end.outcome;
     const interrupted = o ? o.interrupted : false;
+    // A command that ran leaves the shell somewhere; one that could not start, where it was.
+    const cwd = o ? (o.cwd ?? this.host.shellCwd()) : undefined;
     this.host.broadcast(
       execCompleteFrame(execId, {
         exitCode: o ? o.exitCode : null,
@@ -111,6 +137,7 @@ export class Commands {
         truncated: o?.truncated,
         interrupted,
         error: o ? o.error : end.failure,
+        cwd,
       }),
     );
     // A command that waits for a starting sandbox is asked for again: not a record.
@@ -131,7 +158,24 @@ export class Commands {
       };
       this.host.record(generation, end.record);
     }
+    if (o && cwd !== undefined) {
+      this.host.shellMoved(generation, cwd);
+      this.noteEnd(generation, end, req, o, cwd);
+    }
     return end;
+  }
+
+  /** The room's record of how a command that ran ended, if it says something: an interrupt, or a replaced shell. */
+  private noteEnd(generation: number, end: CommandEnd, req: CommandRequest, o: ExecOutcome, cwd: string): void {
+    if (o.interrupted) {
+      if (end.interruptedBy === undefined) return;
+      const event: RoomEvent = { kind: "interrupt", by: end.interruptedBy, execId: end.execId, cmd: req.cmd };
+      return this.host.note(generation, event, recordText(event));
+    }
+    const reason = shellReason(o);
+    if (reason === undefined) return;
+    const event: RoomEvent = { kind: "shell", by: req.by, reason, cwd, reset: reason === "exit", execId: end.execId };
+    this.host.note(generation, event, recordText(event, req.cmd));
   }
 
   /** Runs the command in the sandbox; fills `end`. */
@@ -165,6 +209,7 @@ export class Commands {
           // An interrupt the room sent counts even if the sandbox did not say so.
           const interrupted = outcome.interrupted || (running.interrupted && outcome.exitCode !== 0);
           end.outcome = settled(outcome, interrupted);
+          if (interrupted) end.interruptedBy = running.by;
           end.duration = outcome.durationMs;
           return;
         } catch (e) {
@@ -191,6 +236,14 @@ export class Commands {
       if (this.running === running) this.running = undefined;
     }
   }
+}
+
+/** Why the shell of a command that was not interrupted was replaced, if it was. */
+function shellReason(o: ExecOutcome): ShellReason | undefined {
+  if (o.timedOut) return "timeout";
+  if (o.shell === "exited") return "exit";
+  if (o.shell === "stopped") return "stopped";
+  return undefined;
 }
 
 /** Exit status of a command ended by its timeout (as `timeout(1)` answers). */

@@ -23,7 +23,7 @@ describe("clientId", () => {
     const first = await post(`/api/rooms/${r}/message`, { text: `hi ${key}`, userId: "ada", clientId: "c-1" });
     expect(first.status, JSON.stringify(first.body)).toBe(200);
     expect(first.body.reply).toBe("Hello.");
-    expect(Object.keys(first.body.messages[0])).toEqual(["id", "role", "userId", "clientId", "text", "ts"]);
+    expect(Object.keys(first.body.messages[0])).toEqual(["id", "role", "userId", "text", "ts", "clientId", "to"]);
     expect(first.body.messages[0].clientId).toBe("c-1");
     expect(first.body.messages[1].clientId).toBeUndefined();
     const again = await post(`/api/rooms/${r}/message`, { text: `hi ${key}`, userId: "ada", clientId: "c-1" });
@@ -52,7 +52,8 @@ describe("clientId", () => {
     expect(a.body.error).toBe("the agent's turn was cancelled");
     expect(b.body).toEqual(a.body);
     expect(c.result).toEqual(a.body);
-    expect((await rows(r)).map((m) => m.role)).toEqual(["user", "system"]);
+    // The cancelled turn's (empty) reply, then the record of who cancelled it.
+    expect((await rows(r)).map((m) => m.role)).toEqual(["user", "agent", "system"]);
     s.close();
   });
 

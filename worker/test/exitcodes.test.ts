@@ -35,6 +35,9 @@ function commands(report: ExecOutcome, waitForInterrupt = false) {
     takeExecNumber: () => ++n,
     broadcast: (text) => frames.push(JSON.parse(text)),
     record: (_g, r) => records.push(r),
+    shellCwd: () => "/workspace",
+    shellMoved: () => {},
+    note: () => {},
   });
   return { c, frames, records };
 }
