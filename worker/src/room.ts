@@ -98,7 +98,7 @@ export class Room {
       record: (generation, record) => this.keepExec(generation, record),
       shellCwd: () => this.cwd,
       shellMoved: (generation, cwd) => current(generation) && this.moveShell(cwd),
-      note: (generation, event, text) => current(generation) && this.storeRecord(event, text),
+      note: (generation, event, text) => current(generation) && this.noteQuietly(event, text),
     });
     const host: TurnHost = {
       emit: (frame) => this.sockets.all(frame),
@@ -262,6 +262,15 @@ export class Room {
   /** Stores a record of what someone did to the room (`text`: its readable text). */
   private storeRecord(event: RoomEvent, text = recordText(event), quiet = false): DuetMessage {
     return this.storeMessage({ role: "system", userId: event.by, text, event }, quiet);
+  }
+
+  /** A record of a command's end: the command's answer stands even when it could not be stored. */
+  private noteQuietly(event: RoomEvent, text: string): void {
+    try {
+      this.storeRecord(event, text);
+    } catch (e) {
+      console.error(`room ${this.id}: storing a ${event.kind} record failed: ${describe(e)}`);
+    }
   }
 
   /** The shell is now in `cwd`: kept, and the sockets told, when it moved. */

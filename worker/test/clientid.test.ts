@@ -87,6 +87,29 @@ describe("a turn cut off by a restart", () => {
     await evictDurableObject(stub(r));
   }
 
+  it("is found past the room messages and records that came after the question", async () => {
+    const r = room("cut");
+    expect((await post(`/api/rooms/${r}/message`, { text: "earlier" })).status).toBe(200);
+    await runInDurableObject(stub(r), (_i, state) => {
+      const sql = state.storage.sql;
+      sql.exec("INSERT INTO duet_messages (id, role, user_id, text, ts, addressee) VALUES ('000000000003', 'user', 'ada', 'unanswered?', 1, 'agent')");
+      sql.exec("INSERT INTO duet_messages (id, role, user_id, text, ts, addressee) VALUES ('000000000004', 'user', 'bob', 'brb', 2, 'room')");
+      sql.exec(
+        "INSERT INTO duet_messages (id, role, user_id, text, ts, event) VALUES ('000000000005', 'system', 'bob', 'bob uploaded a (1 byte)', 3, ?)",
+        JSON.stringify({ kind: "upload", by: "bob", path: "a", size: 1 }),
+      );
+      sql.exec("UPDATE duet_counters SET value = 6 WHERE name = 'message'");
+    });
+    await evictDurableObject(stub(r));
+    const page = (await get(`/api/rooms/${r}/messages`)).body.messages;
+    expect(page.slice(2).map((m: any) => [m.role, m.userId, m.text])).toEqual([
+      ["user", "ada", "unanswered?"],
+      ["user", "bob", "brb"],
+      ["system", "bob", "bob uploaded a (1 byte)"],
+      ["system", "ada", CUT_OFF_TEXT],
+    ]);
+  });
+
   it("gets one system message saying so when the room is next used", async () => {
     const r = room("cut");
     await cutOff(r);
