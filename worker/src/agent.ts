@@ -11,7 +11,7 @@
 
 import { Agent, type Connection, type ConnectionContext } from "agents";
 import type { Env } from "./env";
-import { ApiError, describe, isObject, response, unpairedSurrogate, type JsonObject, type Reply } from "./http";
+import { ApiError, describe, isObject, ok, response, unpairedSurrogate, type JsonObject, type Reply } from "./http";
 import { SOCKETS_RETRY_MS, SocketBuckets, rateLimits } from "./limits";
 import { UnknownMethod, rpcOp, type Op } from "./ops";
 import { OP_PATH, PAGE_PATH, SANDBOX_STOPPED_PATH } from "./rooms";
@@ -279,16 +279,17 @@ export class DuetAgent extends Agent<Env> {
     else send(c, failure(id, reply));
   }
 
-  /** rpc `rename`: the connection's name for what it does from now on, its record, and the new presence. */
+  /** rpc `rename`: the connection's name for what it does from now on, the new presence, and its record. */
   private async rename(c: DuetConnection, name: string): Promise<Reply> {
     const peer = c.state?.duet;
-    if (!peer) return ApiError.internal("the connection has not joined the room").reply();
-    const reply = await this.room().perform({ kind: "rename", name, user: peer.name });
-    if (reply.status !== 200) return reply;
+    if (!peer) return ApiError.field("name", "only a socket of the room can change its name").reply();
     // In the connection's state, so that the name survives a hibernation.
     c.setState({ ...c.state, duet: { ...peer, user: name, name } });
     if (peer.name !== name) this.sendAll(presenceFrame(this.presence()));
-    return reply;
+    // The rename happened either way: a record that could not be stored is only logged.
+    const recorded = await this.room().perform({ kind: "rename", name, user: peer.name });
+    if (recorded.status !== 200) console.error(`room ${this.name}: storing a rename record failed: ${recorded.body}`);
+    return ok({ name });
   }
 }
 

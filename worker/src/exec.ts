@@ -68,8 +68,6 @@ export interface CommandEnd {
   /** It could not run because the sandbox is starting: retry after this many seconds. */
   startingSecs?: number;
   record?: ExecRecord;
-  /** Who interrupted it (a person's interrupt, not a cancelled turn's). */
-  interruptedBy?: string;
 }
 
 /** The text of a turn's command that was not started because the turn was cancelled. */
@@ -80,9 +78,8 @@ const AGENT_START_WAIT_MS = 120_000;
 /** The command running now. */
 interface Running {
   execId: string;
+  cmd: string;
   interrupted: boolean;
-  /** The person whose interrupt it was. */
-  by?: string;
 }
 
 export class Commands {
@@ -104,17 +101,19 @@ export class Commands {
 
   /**
    * SIGINT to the running command (`execId`, or whichever runs); whether
-   * one was running. `by` is the person who asked (none: a cancelled turn).
+   * one was running. `by` is the person who asked, whose `interrupt`
+   * record is stored before the answer (none: a cancelled turn's).
    */
   async interrupt(execId?: string, by?: string): Promise<boolean> {
     const running = this.running;
     if (!running || (execId !== undefined && execId !== running.execId)) return false;
+    const generation = this.host.generation();
     running.interrupted = true;
-    running.by ??= by;
     const done = await this.host.sandbox().interrupt();
-    if (!done) {
-      running.interrupted = false;
-      if (running.by === by) running.by = undefined;
+    if (!done) running.interrupted = false;
+    else if (by !== undefined) {
+      const event: RoomEvent = { kind: "interrupt", by, execId: running.execId, cmd: running.cmd };
+      this.host.note(generation, event, recordText(event));
     }
     return done;
   }
@@ -160,28 +159,19 @@ export class Commands {
     }
     if (o && cwd !== undefined) {
       this.host.shellMoved(generation, cwd);
-      this.noteEnd(generation, end, req, o, cwd);
+      const reason = shellReason(o);
+      if (reason !== undefined) {
+        const event: RoomEvent = { kind: "shell", by: req.by, reason, cwd, reset: reason === "exit", execId };
+        this.host.note(generation, event, recordText(event, req.cmd));
+      }
     }
     return end;
-  }
-
-  /** The room's record of how a command that ran ended, if it says something: an interrupt, or a replaced shell. */
-  private noteEnd(generation: number, end: CommandEnd, req: CommandRequest, o: ExecOutcome, cwd: string): void {
-    if (o.interrupted) {
-      if (end.interruptedBy === undefined) return;
-      const event: RoomEvent = { kind: "interrupt", by: end.interruptedBy, execId: end.execId, cmd: req.cmd };
-      return this.host.note(generation, event, recordText(event));
-    }
-    const reason = shellReason(o);
-    if (reason === undefined) return;
-    const event: RoomEvent = { kind: "shell", by: req.by, reason, cwd, reset: reason === "exit", execId: end.execId };
-    this.host.note(generation, event, recordText(event, req.cmd));
   }
 
   /** Runs the command in the sandbox; fills `end`. */
   private async execute(end: CommandEnd, req: CommandRequest): Promise<void> {
     const { limits } = this.host;
-    const running: Running = { execId: end.execId, interrupted: false };
+    const running: Running = { execId: end.execId, cmd: req.cmd, interrupted: false };
     this.running = running;
     // The command may not have reached the sandbox's shell yet: ask again
     // until it stops or ends.
@@ -209,7 +199,6 @@ export class Commands {
           // An interrupt the room sent counts even if the sandbox did not say so.
           const interrupted = outcome.interrupted || (running.interrupted && outcome.exitCode !== 0);
           end.outcome = settled(outcome, interrupted);
-          if (interrupted) end.interruptedBy = running.by;
           end.duration = outcome.durationMs;
           return;
         } catch (e) {
@@ -238,8 +227,12 @@ export class Commands {
   }
 }
 
-/** Why the shell of a command that was not interrupted was replaced, if it was. */
+/**
+ * Why the shell was replaced after a command, if it was; not for an
+ * interrupt or a cancel, which have their own records.
+ */
 function shellReason(o: ExecOutcome): ShellReason | undefined {
+  if (o.interrupted) return undefined;
   if (o.timedOut) return "timeout";
   if (o.shell === "exited") return "exit";
   if (o.shell === "stopped") return "stopped";

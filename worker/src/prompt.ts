@@ -13,8 +13,8 @@ export const CONTEXT_MESSAGES = 10;
 /** Characters of one command's output given back to the model. */
 const RESULT_CHARS = 4_000;
 
-/** How the model is shown a message people addressed to each other, and a record of the room. */
-export const ROOM_MARK = "[to the room]";
+/** How the model is shown a message people wrote to each other, and a record of the room (src/ai/prompt.rs). */
+export const ROOM_MARK = "[to the room, not to you]";
 export const RECORD_MARK = "[in the room]";
 
 /**
@@ -39,7 +39,7 @@ export function conversation(history: DuetMessage[]): ChatMessage[] {
   return out;
 }
 
-/** An earlier agent reply as the model wrote it (commands back in tags), then its outputs as a note. */
+/** An earlier agent reply as the model wrote it (commands back in tags; a cancelled one says so), then its outputs as a note. */
 function agentTurn(m: DuetMessage): ChatMessage[] {
   const said: string[] = [];
   const results: string[] = [];
@@ -53,6 +53,7 @@ function agentTurn(m: DuetMessage): ChatMessage[] {
       results.push(`Error (${block.cmd}):\n${block.message}`);
     }
   }
+  if (m.cancelledBy !== undefined) said.push(`[${m.cancelledBy} cancelled this reply before it was finished]`);
   const out: ChatMessage[] = [{ role: "assistant", content: said.join("\n") }];
   if (results.length > 0) {
     out.push({ role: "user", content: `[outputs of the commands above]\n\n${results.join("\n\n")}` });

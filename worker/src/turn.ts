@@ -368,17 +368,17 @@ export class Turns {
     const { answer, user } = current.pending;
     try {
       if (current.discarded) answer(noReply(CLEANED, this.room.messages()));
-      else if (reply) {
-        this.room.storeMessage({ role: "agent", text: reply.text, ...withRuns(reply.runs) });
-        answer(ok(messageResponseJson(reply.text, undefined, this.room.messages())));
-      } else if (current.cancelledBy !== undefined) {
-        // What had streamed and run stays, then who cancelled it.
+      else if (current.cancelledBy !== undefined) {
+        // What had streamed and run stays (all of it, if the turn ended as it was cancelled), then who cancelled it.
         const by = current.cancelledBy;
-        const partial = partialReply(current.progress);
+        const partial = reply ?? partialReply(current.progress);
         this.room.storeMessage({ role: "agent", text: partial.text, ...withRuns(partial.runs), cancelledBy: by });
         const event: RoomEvent = { kind: "cancel", by, turnId: current.id };
         this.room.storeMessage({ role: "system", userId: by, text: recordText(event), event });
         answer(noReply(CANCELLED_TEXT, this.room.messages()));
+      } else if (reply) {
+        this.room.storeMessage({ role: "agent", text: reply.text, ...withRuns(reply.runs) });
+        answer(ok(messageResponseJson(reply.text, undefined, this.room.messages())));
       } else {
         const text = error?.text ?? CANCELLED_TEXT;
         this.room.storeMessage({ role: "system", userId: user, text });

@@ -110,7 +110,7 @@ describe("messages to the room", () => {
     const [request] = await modelRequests(r);
     const said = request.body.messages.slice(1).map((m: Json) => [m.role, m.content]);
     expect(said).toEqual([
-      ["user", "[to the room] bob: ok thanks"],
+      ["user", "[to the room, not to you] bob: ok thanks"],
       ["user", "[in the room] ann uploaded notes.txt (12 bytes)"],
       ["user", `ann: what happened? ${key}`],
     ]);
@@ -130,17 +130,19 @@ describe("records", () => {
       if (!interrupted) await new Promise((ok) => setTimeout(ok, 50));
     }
     expect(interrupted).toBe(true);
-    expect((await running).body.result.interrupted).toBe(true);
-    const frames = await framesUntil(ada, isMessage);
-    expect(frames.find((f) => f.phase === "complete").interrupted).toBe(true);
-    expect(frames.at(-1).message).toEqual({
+    // Stored before the interrupt's answer.
+    const [record] = (await get(`/api/rooms/${r}/messages`)).body.messages;
+    expect(record).toEqual({
       id: "000000000001",
       role: "system",
       userId: "bob",
       text: "bob interrupted `sleep 100`",
-      ts: frames.at(-1).message.ts,
+      ts: record.ts,
       event: { kind: "interrupt", by: "bob", execId: start.execId, cmd: "sleep 100" },
     });
+    expect((await ada.until(isMessage)).message).toEqual(record);
+    expect((await running).body.result.interrupted).toBe(true);
+    expect((await ada.until((f) => f.phase === "complete")).interrupted).toBe(true);
     // An interrupt with nothing running records nothing.
     await post(`/api/rooms/${r}/sandbox/interrupt`, { userId: "bob" });
     expect((await get(`/api/rooms/${r}/messages`)).body.messages.length).toBe(1);
@@ -177,14 +179,18 @@ describe("records", () => {
     }
     const answer = await bob.rpc("n", "rename", [{ name: "ann" }]);
     expect(answer.result).toEqual({ name: "ann" });
-    const record = (await ada.untilType("cf_agent_state")).state.messages[0];
-    expect([record.role, record.userId, record.text]).toEqual(["system", "bob", "bob is now ann"]);
-    expect(record.event).toEqual({ kind: "rename", by: "bob", from: "bob", to: "ann" });
-    const presence = await ada.untilType("duet_presence");
+    // The new presence, then the record (as duet serve sends them).
+    const presence = await ada.next();
+    expect(presence.type).toBe("duet_presence");
     expect(presence.users.map((u: Json) => [u.id, u.name])).toEqual([
       ["pb", "ann"],
       ["pa", "ada"],
     ]);
+    const record = (await ada.next()).state.messages[0];
+    expect([record.role, record.userId, record.text]).toEqual(["system", "bob", "bob is now ann"]);
+    expect(record.event).toEqual({ kind: "rename", by: "bob", from: "bob", to: "ann" });
+    // The same name again changes nothing.
+    expect((await bob.rpc("n2", "rename", [{ name: "ann" }])).result).toEqual({ name: "ann" });
     await evictDurableObject(testEnv.DuetAgent.get(testEnv.DuetAgent.idFromName(r)));
     const said = await bob.rpc("m", "message", [{ text: "hi all", to: "room" }]);
     expect(said.result.messages.at(-1).userId).toBe("ann");
@@ -206,7 +212,7 @@ describe("records", () => {
     expect(complete.cwd).toBe("/tmp");
     const record = frames.at(-1).message;
     expect(record.event).toEqual({ kind: "shell", by: "bob", reason: "timeout", cwd: "/tmp", reset: false, execId: complete.execId });
-    expect(record.text).toBe("`sleep 30` timed out: the shell was replaced; the next command runs in /tmp");
+    expect(record.text).toBe("`sleep 30` ran out of time: the next command runs in /tmp, with the exported variables kept");
     expect((await exec(r, 'pwd; echo "[$KEPT]"')).stdout).toBe("/tmp\n[1]\n");
   });
 });

@@ -180,6 +180,11 @@ describe("the prompt", () => {
     expect(chat[9].content).toBe("ada: m11");
   });
 
+  it("says an earlier reply was cancelled, and by whom", () => {
+    const chat = conversation([{ ...message("agent", undefined, "Half"), cancelledBy: "bob" }]);
+    expect(chat[1]).toEqual({ role: "assistant", content: "Half\n[bob cancelled this reply before it was finished]" });
+  });
+
   it("gives earlier replies back as tags and outputs", () => {
     const r = run("ls", "a\n", "", 0);
     const chat = conversation([message("agent", undefined, renderReply("Listing.", [r]), [r])]);
@@ -196,7 +201,7 @@ describe("the prompt", () => {
       { ...message("user", "ann", "and now?"), to: "agent" },
     ];
     expect(conversation(history).slice(1)).toEqual([
-      { role: "user", content: "[to the room] bob: ok thanks" },
+      { role: "user", content: "[to the room, not to you] bob: ok thanks" },
       { role: "user", content: "[in the room] ann uploaded a.txt (3 bytes)" },
       { role: "user", content: "ann: and now?" },
     ]);
@@ -235,14 +240,18 @@ describe("records", () => {
     expect(recordText({ kind: "interrupt", by: "bob", execId: "x1", cmd: "sleep 100" })).toBe("bob interrupted `sleep 100`");
     expect(recordText({ kind: "upload", by: "ann", path: "notes.txt", size: 12 })).toBe("ann uploaded notes.txt (12 bytes)");
     expect(recordText({ kind: "upload", by: "ann", path: "a", size: 1 })).toBe("ann uploaded a (1 byte)");
+    expect(recordText({ kind: "upload", by: "ann", path: "a", size: 3 * 1024 * 1024 })).toBe("ann uploaded a (3.0 MiB)");
+    const long = `echo ${"x".repeat(80)}\necho two`;
+    expect(recordText({ kind: "interrupt", by: "bob", execId: "x1", cmd: long })).toBe(`bob interrupted \`echo ${"x".repeat(55)}…\``);
+    expect(recordText({ kind: "interrupt", by: "bob", execId: "x1", cmd: "ls  " })).toBe("bob interrupted `ls`");
     expect(recordText({ kind: "rename", by: "bob", from: "bob", to: "ann" })).toBe("bob is now ann");
     const shell = { kind: "shell", by: "ann", cwd: "/workspace", reset: true, execId: "x2" } as const;
     expect(recordText({ ...shell, reason: "exit" }, "exit")).toBe("`exit` ended the shell: the next command runs in a fresh shell in /workspace");
     expect(recordText({ ...shell, reason: "timeout", cwd: "/tmp", reset: false }, "sleep 9")).toBe(
-      "`sleep 9` timed out: the shell was replaced; the next command runs in /tmp",
+      "`sleep 9` ran out of time: the next command runs in /tmp, with the exported variables kept",
     );
     expect(recordText({ ...shell, reason: "stopped", cwd: "/tmp", reset: false }, "kill -STOP $$")).toBe(
-      "`kill -STOP $$` stopped the shell: it was replaced; the next command runs in /tmp",
+      "The shell was stopped while running `kill -STOP $$`: the next command runs in /tmp, with the exported variables kept",
     );
   });
 });
