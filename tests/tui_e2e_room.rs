@@ -88,8 +88,9 @@ async fn two_people_share_a_room_and_clean_it_up() {
     .await;
     tmux.keys("ada", &["y"]);
     for who in ["ada", "bob"] {
+        // Emptied but for the record of who cleaned it up.
         tmux.wait(who, "an empty room", |s| {
-            s.contains("No messages yet.")
+            s.contains("ada cleaned up the room")
                 && s.contains("No commands yet")
                 && !s.contains("hello from ada")
         })
