@@ -11,7 +11,7 @@
 
 import { Agent, type Connection, type ConnectionContext } from "agents";
 import type { Env } from "./env";
-import { ApiError, describe, isObject, ok, response, unpairedSurrogate, type JsonObject, type Reply } from "./http";
+import { ApiError, describe, isObject, response, unpairedSurrogate, type JsonObject, type Reply } from "./http";
 import { SOCKETS_RETRY_MS, SocketBuckets, rateLimits } from "./limits";
 import { UnknownMethod, rpcOp, type Op } from "./ops";
 import { OP_PATH, PAGE_PATH, SANDBOX_STOPPED_PATH } from "./rooms";
@@ -270,26 +270,26 @@ export class DuetAgent extends Agent<Env> {
     }
     const buckets = this.bucketsOf(c);
     const repeat = op.kind === "message" && op.clientId !== undefined && this.room().knowsClient(op.clientId);
-    const bucket = op.kind === "message" && !repeat ? buckets.messages : op.kind === "exec" ? buckets.commands : undefined;
+    // A rename stores a record: it counts as a message.
+    const counted = (op.kind === "message" && !repeat) || op.kind === "rename";
+    const bucket = counted ? buckets.messages : op.kind === "exec" ? buckets.commands : undefined;
     const wait = bucket?.take() ?? 0;
     if (bucket && wait > 0) return send(c, failure(id, ApiError.rateLimited(bucket.rule, wait).reply()));
-    const reply = op.kind === "rename" ? await this.rename(c, op.name) : await this.room().perform(op);
+    const reply = op.kind === "rename" ? this.rename(c, op.name) : await this.room().perform(op);
     // The body keeps its field order: spliced in, not re-parsed.
     if (reply.status < 300) send(c, `{"type":"rpc","id":${id},"success":true,"result":${reply.body},"done":true}`);
     else send(c, failure(id, reply));
   }
 
   /** rpc `rename`: the connection's name for what it does from now on, the new presence, and its record. */
-  private async rename(c: DuetConnection, name: string): Promise<Reply> {
+  private rename(c: DuetConnection, name: string): Reply {
     const peer = c.state?.duet;
     if (!peer) return ApiError.field("name", "only a socket of the room can change its name").reply();
-    // In the connection's state, so that the name survives a hibernation.
-    c.setState({ ...c.state, duet: { ...peer, user: name, name } });
-    if (peer.name !== name) this.sendAll(presenceFrame(this.presence()));
-    // The rename happened either way: a record that could not be stored is only logged.
-    const recorded = await this.room().perform({ kind: "rename", name, user: peer.name });
-    if (recorded.status !== 200) console.error(`room ${this.name}: storing a rename record failed: ${recorded.body}`);
-    return ok({ name });
+    return this.room().rename(peer.name, name, () => {
+      // In the connection's state, so that the name survives a hibernation.
+      c.setState({ ...c.state, duet: { ...peer, user: name, name } });
+      if (peer.name !== name) this.sendAll(presenceFrame(this.presence()));
+    });
   }
 }
 

@@ -146,11 +146,9 @@ export class Room {
           return ok({ cancelled: this.turns.cancel(op.turnId, op.user ?? ANONYMOUS) });
         case "cleanup":
           return await this.cleanup(op.user ?? ANONYMOUS);
-        case "rename": {
-          const from = op.user ?? ANONYMOUS;
-          if (from !== op.name) this.storeRecord({ kind: "rename", by: from, from, to: op.name });
-          return ok({ name: op.name });
-        }
+        case "rename":
+          // The socket's own name: agent.ts asks rename() with it.
+          throw ApiError.field("name", "only a socket of the room can change its name");
         case "upload": {
           const { path, size } = op;
           this.storeRecord({ kind: "upload", by: op.user ?? ANONYMOUS, path, size });
@@ -232,6 +230,23 @@ export class Room {
     }
   }
 
+  /**
+   * A socket goes by `to` instead of `from`: counted as a message (it
+   * stores one), then `renamed()` (the socket's name and presence), then the
+   * `rename` record when the name changed; answers `{name}`.
+   */
+  rename(from: string, to: string, renamed: () => void): Reply {
+    try {
+      this.buckets.messages.takeOrThrow();
+    } catch (e) {
+      return (e instanceof ApiError ? e : ApiError.internal(describe(e))).reply();
+    }
+    renamed();
+    // The rename happened either way: a record that cannot be stored is only logged.
+    if (from !== to) this.noteQuietly({ kind: "rename", by: from, from, to });
+    return ok({ name: to });
+  }
+
   /** A page of stored messages (`GET /messages`). */
   page(before: string | undefined, limit: number): Reply {
     try {
@@ -264,8 +279,8 @@ export class Room {
     return this.storeMessage({ role: "system", userId: event.by, text, event }, quiet);
   }
 
-  /** A record of a command's end: the command's answer stands even when it could not be stored. */
-  private noteQuietly(event: RoomEvent, text: string): void {
+  /** A record of what happened anyway (a command's end, a rename): its answer stands even when the record cannot be stored. */
+  private noteQuietly(event: RoomEvent, text = recordText(event)): void {
     try {
       this.storeRecord(event, text);
     } catch (e) {
