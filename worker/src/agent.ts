@@ -1,7 +1,8 @@
 // The room's Durable Object, an Agents SDK `Agent`: its sockets (on both
 // `/api/rooms/{room}/ws` and `/agents/duet-agent/{room}`), the connect
 // sequence, presence, typing, the client's frames (rpc, the refused state,
-// garbage) and the operations the Worker forwards to it (onRequest).
+// garbage), a socket's new name (rpc `rename`) and the operations the
+// Worker forwards to it (onRequest).
 //
 // The SDK's own protocol is switched off where it differs from
 // docs/protocol.md: no `cf_agent_mcp_servers`, no `stateFollows`, rpc
@@ -13,6 +14,7 @@ import type { Env } from "./env";
 import { ApiError, describe, isObject, response, unpairedSurrogate, type JsonObject, type Reply } from "./http";
 import { SOCKETS_RETRY_MS, SocketBuckets, rateLimits } from "./limits";
 import { UnknownMethod, rpcOp, type Op } from "./ops";
+import { OP_PATH, PAGE_PATH, SANDBOX_STOPPED_PATH } from "./rooms";
 import {
   READONLY_FRAME,
   errorFrame,
@@ -27,10 +29,6 @@ import {
 } from "./protocol";
 import { Room } from "./room";
 import { Store } from "./store";
-
-/** Where the Worker sends a room's operations and page requests. */
-export const OP_PATH = "/duet/op";
-export const PAGE_PATH = "/duet/messages";
 
 /** Typing is relayed at most this often per connection. */
 const TYPING_EVERY_MS = 2_000;
@@ -91,6 +89,7 @@ export class DuetAgent extends Agent<Env> {
       all: (text) => this.sendAll(text),
       message: (m) => this.sendMessage(m),
       state: () => this.sendAll(this.room().stateText()),
+      patch: (patch) => this.sendChange(patch),
     });
     // No turn runs in an object that just started: a question left unanswered was cut off.
     this.roomCore.noteUnfinishedTurn();
@@ -114,6 +113,10 @@ export class DuetAgent extends Agent<Env> {
         return response(ApiError.field("body", `is not valid JSON: ${describe(e)}`).reply());
       }
       return response(await this.room().perform(op));
+    }
+    if (request.method === "POST" && url.pathname === SANDBOX_STOPPED_PATH) {
+      this.room().sandboxStopped();
+      return new Response(null, { status: 204 });
     }
     if (request.method === "GET" && url.pathname === PAGE_PATH) {
       const before = url.searchParams.get("before") ?? undefined;
@@ -154,6 +157,15 @@ export class DuetAgent extends Agent<Env> {
     let delta: string | undefined;
     for (const c of this.connections()) {
       if (c.state?.duet?.deltas) send(c, (delta ??= messageFrame(m)));
+      else send(c, (full ??= this.room().stateText()));
+    }
+  }
+
+  /** A field of the state other than messages changed: `patch` to deltas sockets, the whole state to the others. */
+  private sendChange(patch: string): void {
+    let full: string | undefined;
+    for (const c of this.connections()) {
+      if (c.state?.duet?.deltas) send(c, patch);
       else send(c, (full ??= this.room().stateText()));
     }
   }
@@ -246,9 +258,10 @@ export class DuetAgent extends Agent<Env> {
   private async rpc(c: DuetConnection, frame: JsonObject): Promise<void> {
     if (!Object.prototype.hasOwnProperty.call(frame, "id")) return send(c, errorFrame('an rpc frame needs an "id"'));
     const id = JSON.stringify(frame.id ?? null);
+    const peer = c.state?.duet;
     let op: Op;
     try {
-      op = rpcOp(frame, c.state?.duet?.user);
+      op = rpcOp(frame, peer?.user, peer?.id);
     } catch (e) {
       if (e instanceof UnknownMethod) {
         return send(c, `{"type":"rpc","id":${id},"success":false,"error":${JSON.stringify(e.message)},"done":true}`);
@@ -257,13 +270,26 @@ export class DuetAgent extends Agent<Env> {
     }
     const buckets = this.bucketsOf(c);
     const repeat = op.kind === "message" && op.clientId !== undefined && this.room().knowsClient(op.clientId);
-    const bucket = op.kind === "message" && !repeat ? buckets.messages : op.kind === "exec" ? buckets.commands : undefined;
+    // A rename stores a record: it counts as a message.
+    const counted = (op.kind === "message" && !repeat) || op.kind === "rename";
+    const bucket = counted ? buckets.messages : op.kind === "exec" ? buckets.commands : undefined;
     const wait = bucket?.take() ?? 0;
     if (bucket && wait > 0) return send(c, failure(id, ApiError.rateLimited(bucket.rule, wait).reply()));
-    const reply = await this.room().perform(op);
+    const reply = op.kind === "rename" ? this.rename(c, op.name) : await this.room().perform(op);
     // The body keeps its field order: spliced in, not re-parsed.
     if (reply.status < 300) send(c, `{"type":"rpc","id":${id},"success":true,"result":${reply.body},"done":true}`);
     else send(c, failure(id, reply));
+  }
+
+  /** rpc `rename`: the connection's name for what it does from now on, the new presence, and its record. */
+  private rename(c: DuetConnection, name: string): Reply {
+    const peer = c.state?.duet;
+    if (!peer) return ApiError.field("name", "only a socket of the room can change its name").reply();
+    return this.room().rename(peer.name, name, () => {
+      // In the connection's state, so that the name survives a hibernation.
+      c.setState({ ...c.state, duet: { ...peer, user: name, name } });
+      if (peer.name !== name) this.sendAll(presenceFrame(this.presence()));
+    });
   }
 }
 

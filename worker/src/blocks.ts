@@ -38,6 +38,15 @@ export function extractCommands(reply: string): [string, string[]] {
   return [trim(prose), cmds];
 }
 
+/**
+ * The prose of a reply still streaming: as extractCommands', less a `<run>`
+ * tag that is not closed yet (its command never ran) and what follows it.
+ */
+export function partialProse(raw: string): string {
+  const open = raw.lastIndexOf(OPEN);
+  return extractCommands(open > raw.lastIndexOf(CLOSE) ? raw.slice(0, open) : raw)[0];
+}
+
 /** The first 500 characters of stdout, else of stderr, else `[no output]`. */
 export function summary(stdout: string, stderr: string): string {
   const source = stdout !== "" ? stdout : stderr !== "" ? stderr : undefined;

@@ -1,9 +1,12 @@
 // Commands in the room's sandbox: announced when asked for, run one at a
 // time in that order, their output streamed to the room as `duet_exec`
-// frames, their end announced and recorded (src/server/room/exec.rs).
+// frames, their end announced and recorded, with where the shell is now
+// and the room's record when a person interrupted one or its shell was
+// replaced (src/server/room/exec.rs).
 
 import type { Limits } from "./env";
 import { describe } from "./http";
+import { recordText } from "./records";
 import {
   STORED_OUTPUT_CAP,
   capText,
@@ -14,7 +17,9 @@ import {
   type ExecRecord,
   type ExecResult,
   type ExecSource,
+  type RoomEvent,
   type Run,
+  type ShellReason,
   isoTimestamp,
 } from "./protocol";
 import { SandboxStarting, type ExecOutcome, type RoomSandbox } from "./sandbox/types";
@@ -29,6 +34,12 @@ export interface CommandHost {
   broadcast(text: string): void;
   /** Keeps a command's record (unless a cleanup came since it started). */
   record(generation: number, record: ExecRecord): void;
+  /** Where the shell is, as last known. */
+  shellCwd(): string;
+  /** The shell is now in `cwd` (unless a cleanup came since the command started). */
+  shellMoved(generation: number, cwd: string): void;
+  /** Stores a record of the room (unless a cleanup came since the command started). */
+  note(generation: number, event: RoomEvent, text: string): void;
 }
 
 export interface CommandRequest {
@@ -38,6 +49,8 @@ export interface CommandRequest {
   env?: Record<string, string>;
   by: string;
   source: ExecSource;
+  /** The socket that caused it (its rpc, or the message whose turn it is). */
+  byConnection?: string;
   /** The agent's turn: when it is cancelled, its command is interrupted (or not started). */
   signal?: AbortSignal;
 }
@@ -65,6 +78,7 @@ const AGENT_START_WAIT_MS = 120_000;
 /** The command running now. */
 interface Running {
   execId: string;
+  cmd: string;
   interrupted: boolean;
 }
 
@@ -77,7 +91,7 @@ export class Commands {
   /** Announces a command, queues it behind the others and resolves when it ended. */
   run(req: CommandRequest): Promise<CommandEnd> {
     const execId = execIdOf(this.host.takeExecNumber());
-    this.host.broadcast(execStartFrame(execId, req.cmd, req.by, req.source));
+    this.host.broadcast(execStartFrame(execId, req.cmd, req.by, req.source, req.byConnection));
     const ts = Date.now();
     const generation = this.host.generation();
     const ended = this.queue.then(() => this.runOne(execId, req, ts, generation));
@@ -85,13 +99,22 @@ export class Commands {
     return ended;
   }
 
-  /** SIGINT to the running command (`execId`, or whichever runs); whether one was running. */
-  async interrupt(execId?: string): Promise<boolean> {
+  /**
+   * SIGINT to the running command (`execId`, or whichever runs); whether
+   * one was running. `by` is the person who asked, whose `interrupt`
+   * record is stored before the answer (none: a cancelled turn's).
+   */
+  async interrupt(execId?: string, by?: string): Promise<boolean> {
     const running = this.running;
     if (!running || (execId !== undefined && execId !== running.execId)) return false;
+    const generation = this.host.generation();
     running.interrupted = true;
     const done = await this.host.sandbox().interrupt();
     if (!done) running.interrupted = false;
+    else if (by !== undefined) {
+      const event: RoomEvent = { kind: "interrupt", by, execId: running.execId, cmd: running.cmd };
+      this.host.note(generation, event, recordText(event));
+    }
     return done;
   }
 
@@ -103,6 +126,8 @@ export class Commands {
     if (!end.outcome) end.duration = Date.now() - ts;
     const o = end.outcome;
     const interrupted = o ? o.interrupted : false;
+    // A command that ran leaves the shell somewhere; one that could not start, where it was.
+    const cwd = o ? (o.cwd ?? this.host.shellCwd()) : undefined;
     this.host.broadcast(
       execCompleteFrame(execId, {
         exitCode: o ? o.exitCode : null,
@@ -111,6 +136,7 @@ export class Commands {
         truncated: o?.truncated,
         interrupted,
         error: o ? o.error : end.failure,
+        cwd,
       }),
     );
     // A command that waits for a starting sandbox is asked for again: not a record.
@@ -131,13 +157,21 @@ export class Commands {
       };
       this.host.record(generation, end.record);
     }
+    if (o && cwd !== undefined) {
+      this.host.shellMoved(generation, cwd);
+      const reason = shellReason(o);
+      if (reason !== undefined) {
+        const event: RoomEvent = { kind: "shell", by: req.by, reason, cwd, reset: reason === "exit", execId };
+        this.host.note(generation, event, recordText(event, req.cmd));
+      }
+    }
     return end;
   }
 
   /** Runs the command in the sandbox; fills `end`. */
   private async execute(end: CommandEnd, req: CommandRequest): Promise<void> {
     const { limits } = this.host;
-    const running: Running = { execId: end.execId, interrupted: false };
+    const running: Running = { execId: end.execId, cmd: req.cmd, interrupted: false };
     this.running = running;
     // The command may not have reached the sandbox's shell yet: ask again
     // until it stops or ends.
@@ -191,6 +225,18 @@ export class Commands {
       if (this.running === running) this.running = undefined;
     }
   }
+}
+
+/**
+ * Why the shell was replaced after a command, if it was; not for an
+ * interrupt or a cancel, which have their own records.
+ */
+function shellReason(o: ExecOutcome): ShellReason | undefined {
+  if (o.interrupted) return undefined;
+  if (o.timedOut) return "timeout";
+  if (o.shell === "exited") return "exit";
+  if (o.shell === "stopped") return "stopped";
+  return undefined;
 }
 
 /** Exit status of a command ended by its timeout (as `timeout(1)` answers). */

@@ -1,12 +1,14 @@
 // `GET` and `PUT /api/rooms/{room}/files/{path}`: files in and out of a
 // room's workspace (docs/protocol.md "Files"), with the path rules of
-// src/sandbox/files.rs. The sandbox refuses symlinks; the room's state is
-// not involved, so the Worker talks to the room's sandbox directly.
+// src/sandbox/files.rs. The sandbox refuses symlinks. The Worker talks to
+// the room's sandbox directly; a written file is then the room's `upload`
+// record.
 
 import type { Env } from "./env";
 import { ApiError, addDetail, describe, errorResponse, readBody, type Details } from "./http";
-import { roomDetails } from "./ops";
-import { MAX_FILE_BODY } from "./protocol";
+import { roomDetails, type Op } from "./ops";
+import { MAX_FILE_BODY, nameProblem, trim } from "./protocol";
+import { roomOp } from "./rooms";
 import { roomSandbox } from "./sandbox/adapter";
 import { BadPath, DiskFull, SandboxStarting } from "./sandbox/types";
 
@@ -22,8 +24,7 @@ export function pathComponents(path: string): string[] | string {
 }
 
 /** Checks the room and the path before anything is touched; the path for the sandbox. */
-function check(room: string, path: string): string {
-  const details: Details = roomDetails(room);
+function check(room: string, path: string, details: Details = roomDetails(room)): string {
   const parts = pathComponents(path);
   if (typeof parts === "string") addDetail(details, "path", parts);
   if (Object.keys(details).length > 0) throw ApiError.invalid(details);
@@ -54,16 +55,40 @@ export async function getFile(env: Env, room: string, path: string): Promise<Res
   }
 }
 
-/** `PUT /api/rooms/{room}/files/{path}` (body: the bytes, at most 64 MiB) */
-export async function putFile(env: Env, room: string, path: string, request: Request): Promise<Response> {
+/** `userId` of a query (trimmed; absent: undefined); a bad one is a problem in `details`. */
+function queryUser(query: string, details: Details): string | undefined {
+  const raw = new URLSearchParams(query).get("userId");
+  if (raw === null) return undefined;
+  const name = trim(raw);
+  const problem = nameProblem(name);
+  if (problem) addDetail(details, "userId", problem);
+  return problem ? undefined : name;
+}
+
+/** `PUT /api/rooms/{room}/files/{path}?userId=NAME` (body: the bytes, at most 64 MiB) */
+export async function putFile(env: Env, room: string, path: string, query: string, request: Request): Promise<Response> {
   try {
-    const inside = check(room, path);
+    const details = roomDetails(room);
+    const user = queryUser(query, details);
+    const inside = check(room, path, details);
     const bytes = await readBody(request, MAX_FILE_BODY);
     await roomSandbox(env, room).writeFile(inside, bytes);
+    await recordUpload(env, room, { kind: "upload", path: inside, size: bytes.byteLength, user });
     return new Response(JSON.stringify({ path, size: bytes.byteLength }), {
       headers: { "content-type": "application/json" },
     });
   } catch (e) {
     return fileError(e);
+  }
+}
+
+/** Stores the upload's record; the file is written either way, so a failure is only logged. */
+async function recordUpload(env: Env, room: string, op: Op): Promise<void> {
+  try {
+    const res = await roomOp(env, room, op);
+    if (!res.ok) console.error(`room ${room}: the upload's record was not stored: ${await res.text()}`);
+    else await res.body?.cancel();
+  } catch (e) {
+    console.error(`room ${room}: the upload's record was not stored: ${describe(e)}`);
   }
 }

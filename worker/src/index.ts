@@ -4,13 +4,13 @@
 // (agent.ts) as requests it serves; sockets are forwarded to it; files go
 // to the room's sandbox (files.ts).
 
-import { OP_PATH, PAGE_PATH, type DuetAgent } from "./agent";
 import type { Env } from "./env";
 import { getFile, putFile } from "./files";
 import { ApiError, addDetail, describe, errorResponse, jsonBody, notFound, type Details } from "./http";
 import { parseOp, roomDetails, type Method, type Op } from "./ops";
 import { originRefusal } from "./origin";
 import { PAGE_DEFAULT, PAGE_MAX, isControl, nameProblem, trim } from "./protocol";
+import { PAGE_PATH, roomOp, roomRequest, roomStub } from "./rooms";
 
 export { DuetAgent } from "./agent";
 export { Sandbox, SandboxStandIn } from "./sandbox/adapter";
@@ -42,7 +42,7 @@ function decoded(segment: string): string | undefined {
   }
 }
 
-/** The room operation of each POST path under `/api/rooms/{room}/`. */
+/** The room operation of each POST path under `/api/rooms/{room}/` (rpc `rename` has none). */
 const OPERATIONS: Record<string, Method> = {
   message: "message",
   cancel: "cancel",
@@ -79,7 +79,7 @@ async function route(request: Request, env: Env): Promise<Response> {
     const filePath = decoded(seg.slice(4).join("/"));
     if (filePath === undefined) return errorResponse(ApiError.field("path", "is not valid percent-encoded UTF-8"));
     if (method === "GET") return getFile(env, room, filePath);
-    if (method === "PUT") return putFile(env, room, filePath, request);
+    if (method === "PUT") return putFile(env, room, filePath, query, request);
     return errorResponse(ApiError.methodNotAllowed());
   }
   return notFound();
@@ -111,16 +111,6 @@ function same(a: string, b: string): boolean {
   return diff === 0;
 }
 
-/** The room's Durable Object (named, so that it knows its room). */
-function agent(env: Env, room: string): DurableObjectStub<DuetAgent> {
-  return env.DuetAgent.get(env.DuetAgent.idFromName(room));
-}
-
-/** A request to the room's Durable Object (agent.ts, onRequest). */
-function internal(path: string, init?: RequestInit): Request {
-  return new Request(`https://duet-agent${path}`, init);
-}
-
 /** `POST /api/rooms/{room}/{…}`: checks the room and the body, then asks the room. */
 async function operation(request: Request, env: Env, room: string, method: Method): Promise<Response> {
   const details = roomDetails(room);
@@ -132,7 +122,7 @@ async function operation(request: Request, env: Env, room: string, method: Metho
     throw e;
   }
   const op: Op = parseOp(method, body, details);
-  return agent(env, room).fetch(internal(OP_PATH, { method: "POST", body: JSON.stringify(op) }));
+  return roomOp(env, room, op);
 }
 
 /** `GET /api/rooms/{room}/messages?before&limit` */
@@ -152,7 +142,7 @@ async function messages(env: Env, room: string, query: string): Promise<Response
   }
   if (Object.keys(details).length > 0) throw ApiError.invalid(details);
   const page = new URLSearchParams({ limit: String(limit), ...(before !== undefined && { before }) });
-  return agent(env, room).fetch(internal(`${PAGE_PATH}?${page}`));
+  return roomStub(env, room).fetch(roomRequest(`${PAGE_PATH}?${page}`));
 }
 
 /** Who a socket says it is (`user`, `_pk`), checked, and whether it wants deltas. */
@@ -185,5 +175,5 @@ async function socket(request: Request, env: Env, rawRoom: string, query: string
       : "Connection header did not include 'upgrade'";
     throw ApiError.field("upgrade", problem);
   }
-  return agent(env, room).fetch(new Request(`https://duet-agent/ws?${peer}`, request));
+  return roomStub(env, room).fetch(new Request(`https://duet-agent/ws?${peer}`, request));
 }

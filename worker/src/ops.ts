@@ -3,17 +3,33 @@
 // the messages of `duet serve` (src/server/ops.rs).
 
 import { ApiError, addDetail, isObject, type Details, type JsonObject } from "./http";
-import { MAX_TEXT_CHARS, ROOM_RULE, charCount, isControl, nameProblem, trim, validRoomId } from "./protocol";
+import { MAX_TEXT_CHARS, ROOM_RULE, charCount, isControl, nameProblem, trim, validRoomId, type Addressee } from "./protocol";
 
+/**
+ * A room operation. `user` is who asks (`userId`, or the socket's `user`);
+ * `connection` the socket's id (`_pk`) when a socket asked.
+ */
 export type Op =
-  | { kind: "message"; text: string; user?: string; clientId?: string }
-  | { kind: "exec"; cmd: string; timeoutMs?: number; cwd?: string; env: Record<string, string>; user?: string }
-  | { kind: "interrupt"; execId?: string }
-  | { kind: "cancel"; turnId?: string }
-  | { kind: "cleanup"; user?: string };
+  | { kind: "message"; text: string; user?: string; clientId?: string; to: Addressee; connection?: string }
+  | {
+      kind: "exec";
+      cmd: string;
+      timeoutMs?: number;
+      cwd?: string;
+      env: Record<string, string>;
+      user?: string;
+      connection?: string;
+    }
+  | { kind: "interrupt"; execId?: string; user?: string }
+  | { kind: "cancel"; turnId?: string; user?: string }
+  | { kind: "cleanup"; user?: string }
+  /** rpc only: the socket's name changes from `user` to `name`. */
+  | { kind: "rename"; name: string; user?: string }
+  /** From files.ts once a `PUT /files/{path}` wrote the file: its record. */
+  | { kind: "upload"; path: string; size: number; user?: string };
 
-/** The methods of `rpc`, and the HTTP paths' operations. */
-export const METHODS = ["message", "exec", "interrupt", "cancel", "cleanup"] as const;
+/** The methods of `rpc` (the HTTP paths' operations are in index.ts). */
+export const METHODS = ["message", "exec", "interrupt", "cancel", "cleanup", "rename"] as const;
 export type Method = (typeof METHODS)[number];
 
 export function isMethod(name: string): name is Method {
@@ -121,24 +137,42 @@ export function parseOp(method: Method, obj: JsonObject, details: Details = {}, 
       const clientId = f.string("clientId");
       const bad = clientId !== undefined && (clientId === "" || charCount(clientId) > 64 || Array.from(clientId).some(isControl));
       if (bad) f.problem("clientId", "must be 1-64 printable characters");
-      if (text !== undefined) op = { kind: "message", text, user, ...(clientId !== undefined && { clientId }) };
+      const to = addressee(f);
+      if (text !== undefined && to !== undefined) {
+        op = { kind: "message", text, user, ...(clientId !== undefined && { clientId }), to };
+      }
       break;
     }
     case "exec":
       op = exec(f, user);
       break;
     case "interrupt":
-      op = { kind: "interrupt", execId: f.string("execId") };
+      op = { kind: "interrupt", execId: f.string("execId"), user };
       break;
     case "cancel":
-      op = { kind: "cancel", turnId: f.string("turnId") };
+      op = { kind: "cancel", turnId: f.string("turnId"), user };
       break;
     case "cleanup":
       op = { kind: "cleanup", user };
       break;
+    case "rename": {
+      if (f.get("name") === undefined) f.problem("name", "is required");
+      const name = f.name("name");
+      if (name !== undefined) op = { kind: "rename", name, user };
+      break;
+    }
   }
   if (op === undefined || Object.keys(f.details).length > 0) throw ApiError.invalid(f.details);
   return op;
+}
+
+/** Whom a message is for: `to`, "agent" when absent; undefined when it is neither. */
+function addressee(f: Fields): Addressee | undefined {
+  const to = f.get("to");
+  if (to === undefined) return "agent";
+  if (to === "agent" || to === "room") return to;
+  f.problem("to", 'must be "agent" or "room"');
+  return undefined;
 }
 
 function exec(f: Fields, user: string | undefined): Op | undefined {
@@ -172,14 +206,15 @@ function exec(f: Fields, user: string | undefined): Op | undefined {
   return { kind: "exec", cmd, timeoutMs, cwd, env, user };
 }
 
-/** The operation an rpc frame asks for; throws its failure. */
+/** An rpc method that is none of METHODS. */
 export class UnknownMethod extends Error {
   constructor(readonly method: string) {
     super(`unknown method ${quoted(method)}`);
   }
 }
 
-export function rpcOp(frame: JsonObject, user?: string): Op {
+/** The operation of an rpc frame from socket `connection` whose name is `user`; throws its failure. */
+export function rpcOp(frame: JsonObject, user?: string, connection?: string): Op {
   const method = frame.method;
   if (typeof method !== "string") throw ApiError.field("method", "must be a string");
   let obj: JsonObject = {};
@@ -193,5 +228,9 @@ export function rpcOp(frame: JsonObject, user?: string): Op {
     }
   }
   if (!isMethod(method)) throw new UnknownMethod(method);
-  return parseOp(method, obj, {}, user);
+  const op = parseOp(method, obj, {}, user);
+  // Only the socket's own name changes; `userId` does not pick whose.
+  if (op.kind === "rename") op.user = user;
+  if ((op.kind === "message" || op.kind === "exec") && connection !== undefined) op.connection = connection;
+  return op;
 }

@@ -13,24 +13,33 @@ export const CONTEXT_MESSAGES = 10;
 /** Characters of one command's output given back to the model. */
 const RESULT_CHARS = 4_000;
 
+/** How the model is shown a message people wrote to each other, and a record of the room (src/ai/prompt.rs). */
+export const ROOM_MARK = "[to the room, not to you]";
+export const RECORD_MARK = "[in the room]";
+
 /**
  * The conversation for the first round: the system prompt and the last
- * messages of the room (people as `user` with their names, the agent as
- * `assistant`; `system` notes are the room's and are left out).
+ * messages of the room: people as `user` with their names (messages they
+ * sent each other and the room's records marked as such), the agent as
+ * `assistant`; other `system` notes (why a turn had no reply) are the
+ * room's and are left out.
  */
 export function conversation(history: DuetMessage[]): ChatMessage[] {
   const out: ChatMessage[] = [{ role: "system", content: trim(SYSTEM_PROMPT) }];
   for (const m of history.slice(Math.max(0, history.length - CONTEXT_MESSAGES))) {
     if (m.role === "user") {
-      out.push({ role: "user", content: m.userId !== undefined ? `${m.userId}: ${m.text}` : m.text });
+      const said = m.userId !== undefined ? `${m.userId}: ${m.text}` : m.text;
+      out.push({ role: "user", content: m.to === "room" ? `${ROOM_MARK} ${said}` : said });
     } else if (m.role === "agent") {
       out.push(...agentTurn(m));
+    } else if (m.event !== undefined) {
+      out.push({ role: "user", content: `${RECORD_MARK} ${m.text}` });
     }
   }
   return out;
 }
 
-/** An earlier agent reply as the model wrote it (commands back in tags), then its outputs as a note. */
+/** An earlier agent reply as the model wrote it (commands back in tags; a cancelled one says so), then its outputs as a note. */
 function agentTurn(m: DuetMessage): ChatMessage[] {
   const said: string[] = [];
   const results: string[] = [];
@@ -44,6 +53,7 @@ function agentTurn(m: DuetMessage): ChatMessage[] {
       results.push(`Error (${block.cmd}):\n${block.message}`);
     }
   }
+  if (m.cancelledBy !== undefined) said.push(`[${m.cancelledBy} cancelled this reply before it was finished]`);
   const out: ChatMessage[] = [{ role: "assistant", content: said.join("\n") }];
   if (results.length > 0) {
     out.push({ role: "user", content: `[outputs of the commands above]\n\n${results.join("\n\n")}` });

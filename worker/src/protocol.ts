@@ -19,9 +19,24 @@ export const PAGE_DEFAULT = 50;
 export const PAGE_MAX = 100;
 /** The agent's name on the socket (`cf_agent_identity`). */
 export const AGENT_NAME = "duet-agent";
+/** The working directory of a fresh shell. */
+export const WORKSPACE = "/workspace";
 
 export type Role = "user" | "agent" | "system";
 export type ExecSource = "user" | "agent";
+/** Whom a person's message is for: the agent runs a turn for it, the room only reads it. */
+export type Addressee = "agent" | "room";
+/** Why a shell was replaced (a `shell` record's `reason`). */
+export type ShellReason = "exit" | "timeout" | "stopped";
+
+/** What a record (`role: "system"` with `event`) says happened; `by` is who did it. */
+export type RoomEvent =
+  | { kind: "cleanup"; by: string }
+  | { kind: "cancel"; by: string; turnId: string }
+  | { kind: "interrupt"; by: string; execId: string; cmd: string }
+  | { kind: "upload"; by: string; path: string; size: number }
+  | { kind: "rename"; by: string; from: string; to: string }
+  | { kind: "shell"; by: string; reason: ShellReason; cwd: string; reset: boolean; execId?: string };
 
 export interface Run {
   cmd: string;
@@ -36,11 +51,17 @@ export interface DuetMessage {
   id: string;
   role: Role;
   userId?: string;
-  /** The id the client gave a user message (`clientId`), if it gave one. */
-  clientId?: string;
   text: string;
   ts: number;
   runs?: Run[];
+  /** The id the client gave a user message (`clientId`), if it gave one. */
+  clientId?: string;
+  /** User messages: whom they are for. */
+  to?: Addressee;
+  /** Records: what happened. */
+  event?: RoomEvent;
+  /** The agent message of a cancelled turn: who cancelled it. */
+  cancelledBy?: string;
 }
 
 export interface ExecRecord {
@@ -96,11 +117,39 @@ export function messageJson(m: DuetMessage): object {
     id: m.id,
     role: m.role,
     ...(m.userId !== undefined && { userId: m.userId }),
-    ...(m.clientId !== undefined && { clientId: m.clientId }),
     text: m.text,
     ts: m.ts,
     ...(m.runs !== undefined && { runs: m.runs.map(runJson) }),
+    ...(m.clientId !== undefined && { clientId: m.clientId }),
+    ...(m.to !== undefined && { to: m.to }),
+    ...(m.event !== undefined && { event: eventJson(m.event) }),
+    ...(m.cancelledBy !== undefined && { cancelledBy: m.cancelledBy }),
   };
+}
+
+/** An event with `kind` first and its fields in the order of docs/protocol.md. */
+export function eventJson(e: RoomEvent): object {
+  switch (e.kind) {
+    case "cleanup":
+      return { kind: e.kind, by: e.by };
+    case "cancel":
+      return { kind: e.kind, by: e.by, turnId: e.turnId };
+    case "interrupt":
+      return { kind: e.kind, by: e.by, execId: e.execId, cmd: e.cmd };
+    case "upload":
+      return { kind: e.kind, by: e.by, path: e.path, size: e.size };
+    case "rename":
+      return { kind: e.kind, by: e.by, from: e.from, to: e.to };
+    case "shell":
+      return {
+        kind: e.kind,
+        by: e.by,
+        reason: e.reason,
+        cwd: e.cwd,
+        reset: e.reset,
+        ...(e.execId !== undefined && { execId: e.execId }),
+      };
+  }
 }
 
 export function execRecordJson(r: ExecRecord): object {
@@ -144,12 +193,22 @@ export function messageResponseJson(reply: string | null, error: string | undefi
   };
 }
 
-/** `cf_agent_state` of the given lists. */
-export function stateFrame(messages: DuetMessage[], execs: ExecRecord[]): string {
+/** `shell` of the room state: where the next command runs. */
+export interface ShellState {
+  cwd: string;
+}
+
+/** `cf_agent_state` of the given lists and shell. */
+export function stateFrame(messages: DuetMessage[], execs: ExecRecord[], shell: ShellState): string {
   return JSON.stringify({
     type: "cf_agent_state",
-    state: { messages: messages.map(messageJson), execs: execs.map(execRecordJson) },
+    state: { messages: messages.map(messageJson), execs: execs.map(execRecordJson), shell: { cwd: shell.cwd } },
   });
+}
+
+/** `duet_state`: the new value of a field of the room state (deltas sockets). */
+export function statePatchFrame(patch: { shell: ShellState }): string {
+  return JSON.stringify({ type: "duet_state", patch: { shell: { cwd: patch.shell.cwd } } });
 }
 
 export function identityFrame(room: string): string {
@@ -188,18 +247,27 @@ export const READONLY_FRAME = JSON.stringify({ type: "cf_agent_state_error", err
 
 export type AiPhase = "start" | "delta" | "end" | "error";
 
-export function aiFrame(phase: AiPhase, turnId: string, text?: string, error?: string): string {
+export function aiFrame(phase: AiPhase, turnId: string, text?: string, error?: string, byConnection?: string): string {
   return JSON.stringify({
     type: "duet_ai",
     phase,
     turnId,
     ...(text !== undefined && { text }),
     ...(error !== undefined && { error }),
+    ...(byConnection !== undefined && { byConnection }),
   });
 }
 
-export function execStartFrame(execId: string, cmd: string, by: string, source: ExecSource): string {
-  return JSON.stringify({ type: "duet_exec", phase: "start", execId, cmd, by, source });
+export function execStartFrame(execId: string, cmd: string, by: string, source: ExecSource, byConnection?: string): string {
+  return JSON.stringify({
+    type: "duet_exec",
+    phase: "start",
+    execId,
+    cmd,
+    by,
+    source,
+    ...(byConnection !== undefined && { byConnection }),
+  });
 }
 
 export function execOutputFrame(phase: "stdout" | "stderr", execId: string, data: string): string {
@@ -213,6 +281,8 @@ export interface Completion {
   truncated?: boolean;
   interrupted?: boolean;
   error?: string;
+  /** The shell's working directory after the command (absent when it could not start). */
+  cwd?: string;
 }
 
 export function execCompleteFrame(execId: string, c: Completion): string {
@@ -226,6 +296,7 @@ export function execCompleteFrame(execId: string, c: Completion): string {
     ...(c.truncated && { truncated: true }),
     ...(c.interrupted && { interrupted: true }),
     ...(c.error !== undefined && { error: c.error }),
+    ...(c.cwd !== undefined && { cwd: c.cwd }),
   });
 }
 

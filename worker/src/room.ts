@@ -1,7 +1,8 @@
-// One room inside its Durable Object: its recent messages and commands (the
-// state clients receive), the operations of docs/protocol.md on it, its
-// turns and its commands. The Durable Object (agent.ts) owns the sockets
-// and gives the room a way to reach them.
+// One room inside its Durable Object: its recent messages and commands and
+// where its shell is (the state clients receive), the operations of
+// docs/protocol.md on it, its turns, its commands and its records. The
+// Durable Object (agent.ts) owns the sockets and gives the room a way to
+// reach them.
 
 import { limits, type Env, type Limits } from "./env";
 import { Commands, execResult, runOf, type CommandEnd } from "./exec";
@@ -11,6 +12,7 @@ import type { Op } from "./ops";
 import {
   STATE_EXECS,
   STATE_MESSAGES,
+  WORKSPACE,
   cleanupFrame,
   execResultJson,
   messageId,
@@ -18,15 +20,25 @@ import {
   messageResponseJson,
   sandboxName,
   stateFrame,
+  statePatchFrame,
   type DuetMessage,
   type ExecRecord,
-  type Role,
+  type RoomEvent,
   type Run,
 } from "./protocol";
+import { recordText } from "./records";
 import { roomSandbox } from "./sandbox/adapter";
 import type { RoomSandbox } from "./sandbox/types";
 import { Store, fitRuns } from "./store";
-import { Turns, agentConfig, type AgentConfig, type TurnHost } from "./turn";
+import { Turns, agentConfig, type AgentConfig, type NewMessage, type TurnHost } from "./turn";
+
+/** Who asks when nobody says: `userId` absent and a socket without `user`. */
+const ANONYMOUS = "anonymous";
+
+/** `fields` without its absent ones, so that a stored message has no `undefined` field. */
+function withoutUndefined<T extends object>(fields: T): T {
+  return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) as T;
+}
 
 /** What the room says of a turn a restart cut off (`duet serve`'s words). */
 export const CUT_OFF_TEXT =
@@ -40,6 +52,8 @@ export interface Sockets {
   message(m: DuetMessage): void;
   /** The whole state to every connection (cleanup). */
   state(): void;
+  /** Another field of the state changed: `patch` (duet_state) to sockets that asked for deltas, the state to the others. */
+  patch(patch: string): void;
 }
 
 export class Room {
@@ -49,6 +63,8 @@ export class Room {
   private readonly buckets: RoomBuckets;
   private messageList: DuetMessage[];
   private execList: ExecRecord[];
+  /** Where the shell is: where the next command runs. */
+  private cwd: string;
   private stateCache?: string;
   private gen = 0;
   /** Resolves when a cleanup's destroy ended: commands and messages after it wait. */
@@ -71,22 +87,27 @@ export class Room {
     this.buckets = new RoomBuckets(this.rates);
     this.messageList = store.recentMessages();
     this.execList = store.recentExecs();
+    this.cwd = store.shellCwd();
+    const current = (generation: number) => generation === this.gen;
     this.commands = new Commands({
       limits: this.limits,
       sandbox: () => this.sandbox(),
       generation: () => this.gen,
       takeExecNumber: () => this.store.takeExecNumber(),
       broadcast: (text) => this.sockets.all(text),
-      record: (generation, record) => this.record(generation, record),
+      record: (generation, record) => this.keepExec(generation, record),
+      shellCwd: () => this.cwd,
+      shellMoved: (generation, cwd) => current(generation) && this.moveShell(cwd),
+      note: (generation, event, text) => current(generation) && this.noteQuietly(event, text),
     });
     const host: TurnHost = {
       emit: (frame) => this.sockets.all(frame),
-      run: (cmd, signal) => this.agentRun(cmd, signal),
+      run: (cmd, signal, byConnection) => this.agentRun(cmd, signal, byConnection),
     };
     this.turns = new Turns({
       config: this.config,
       messages: () => this.messages(),
-      storeMessage: (role, userId, text, runs) => this.storeMessage(role, userId, text, runs),
+      storeMessage: (m) => this.storeMessage(m),
       host,
     });
   }
@@ -101,7 +122,7 @@ export class Room {
 
   /** The current `cf_agent_state`, serialized once per change. */
   stateText(): string {
-    return (this.stateCache ??= stateFrame(this.messageList, this.execList));
+    return (this.stateCache ??= stateFrame(this.messageList, this.execList, { cwd: this.cwd }));
   }
 
   /** Performs an operation; errors come back as their answers. */
@@ -110,20 +131,29 @@ export class Room {
       switch (op.kind) {
         case "message":
           await this.cleaning;
-          return await this.message(op.text, op.user, op.clientId);
+          return await this.message(op);
         case "exec": {
           await this.cleaning;
           this.buckets.commands.takeOrThrow();
-          const { cmd, timeoutMs, cwd, env } = op;
-          const end = await this.commands.run({ cmd, timeoutMs, cwd, env, by: op.user ?? "anonymous", source: "user" });
+          const { cmd, timeoutMs, cwd, env, connection: byConnection } = op;
+          const by = op.user ?? ANONYMOUS;
+          const end = await this.commands.run({ cmd, timeoutMs, cwd, env, by, source: "user", byConnection });
           return this.execReply(end);
         }
         case "interrupt":
-          return ok({ interrupted: await this.commands.interrupt(op.execId) });
+          return ok({ interrupted: await this.commands.interrupt(op.execId, op.user ?? ANONYMOUS) });
         case "cancel":
-          return ok({ cancelled: this.turns.cancel(op.turnId) });
+          return ok({ cancelled: this.turns.cancel(op.turnId, op.user ?? ANONYMOUS) });
         case "cleanup":
-          return await this.cleanup(op.user ?? "anonymous");
+          return await this.cleanup(op.user ?? ANONYMOUS);
+        case "rename":
+          // The socket's own name: agent.ts asks rename() with it.
+          throw ApiError.field("name", "only a socket of the room can change its name");
+        case "upload": {
+          const { path, size } = op;
+          this.storeRecord({ kind: "upload", by: op.user ?? ANONYMOUS, path, size });
+          return ok({ path, size });
+        }
       }
     } catch (e) {
       return (e instanceof ApiError ? e : ApiError.internal(describe(e))).reply();
@@ -131,32 +161,38 @@ export class Room {
   }
 
   /**
-   * Stores a user message and answers when its turn ended. A `clientId`
-   * already used in the room stores nothing: it answers as the first request
-   * did (waiting for its turn if it still runs; a turn a restart cut off
-   * answers that it was).
+   * Stores a user message; one for the agent is answered when its turn
+   * ended, one for the room at once. A `clientId` already used in the room
+   * stores nothing: it answers as the first request did (waiting for its
+   * turn if it still runs; a turn a restart cut off answers that it was).
    */
-  private async message(text: string, user: string | undefined, clientId: string | undefined): Promise<Reply> {
-    if (clientId === undefined) {
-      this.buckets.messages.takeOrThrow();
-      return this.turns.ask(user, this.storeMessage("user", user, text).id);
-    }
-    const running = this.asked.get(clientId);
-    if (running) return running;
-    const seen = this.store.clientAnswer(clientId);
-    if (seen) {
-      const { reply, error } = seen.answer ?? { reply: null, error: CUT_OFF_TEXT };
-      return ok(messageResponseJson(reply, error, this.messages()));
+  private async message(op: Extract<Op, { kind: "message" }>): Promise<Reply> {
+    const { text, user, clientId, to, connection } = op;
+    if (clientId !== undefined) {
+      const running = this.asked.get(clientId);
+      if (running) return running;
+      const seen = this.store.clientAnswer(clientId);
+      if (seen) {
+        const { reply, error } = seen.answer ?? { reply: null, error: CUT_OFF_TEXT };
+        return ok(messageResponseJson(reply, error, this.messages()));
+      }
     }
     this.buckets.messages.takeOrThrow();
-    const m = this.storeMessage("user", user, text, undefined, clientId);
-    const answer = this.turns.ask(user, m.id).then((reply) => {
+    const m = this.storeMessage({ role: "user", userId: user, text, clientId, to });
+    if (to === "room") {
+      const reply = ok(messageResponseJson(null, undefined, this.messages()));
+      if (clientId !== undefined) this.keepAnswer(m.id, reply);
+      return reply;
+    }
+    const answer = this.turns.ask(user, m.id, connection);
+    if (clientId === undefined) return answer;
+    const kept = answer.then((reply) => {
       this.keepAnswer(m.id, reply);
       return reply;
     });
-    this.asked.set(clientId, answer);
+    this.asked.set(clientId, kept);
     try {
-      return await answer;
+      return await kept;
     } finally {
       this.asked.delete(clientId);
     }
@@ -184,13 +220,31 @@ export class Room {
    * nobody answered. Says so once, in a `system` message (src/server/room/mod.rs).
    */
   noteUnfinishedTurn(): void {
-    const last = this.messageList[this.messageList.length - 1];
+    // Room messages and records may follow the question; a reply (or a note why none) ends its turn.
+    const last = [...this.messageList].reverse().find((m) => !(m.role === "user" && m.to === "room") && m.event === undefined);
     if (last?.role !== "user") return;
     try {
-      this.storeMessage("system", last.userId, CUT_OFF_TEXT);
+      this.storeMessage({ role: "system", userId: last.userId, text: CUT_OFF_TEXT });
     } catch (e) {
       console.error(`room ${this.id}: noting an unfinished turn failed: ${describe(e)}`);
     }
+  }
+
+  /**
+   * A socket goes by `to` instead of `from`: counted as a message (it
+   * stores one), then `renamed()` (the socket's name and presence), then the
+   * `rename` record when the name changed; answers `{name}`.
+   */
+  rename(from: string, to: string, renamed: () => void): Reply {
+    try {
+      this.buckets.messages.takeOrThrow();
+    } catch (e) {
+      return (e instanceof ApiError ? e : ApiError.internal(describe(e))).reply();
+    }
+    renamed();
+    // The rename happened either way: a record that cannot be stored is only logged.
+    if (from !== to) this.noteQuietly({ kind: "rename", by: from, from, to });
+    return ok({ name: to });
   }
 
   /** A page of stored messages (`GET /messages`). */
@@ -203,13 +257,11 @@ export class Room {
     }
   }
 
-  /** Stores a message, keeps it in the state and tells the sockets. */
-  storeMessage(role: Role, userId: string | undefined, text: string, runs?: Run[], clientId?: string): DuetMessage {
+  /** Stores a message, keeps it in the state and tells the sockets (unless `quiet`: a cleanup sends the whole state). */
+  storeMessage(fields: NewMessage, quiet = false): DuetMessage {
     const n = this.store.nextMessage();
-    const m: DuetMessage = { id: messageId(n), role, text, ts: Date.now() };
-    if (userId !== undefined) m.userId = userId;
-    if (clientId !== undefined) m.clientId = clientId;
-    if (runs !== undefined) m.runs = fitRuns(text, runs);
+    const m: DuetMessage = { id: messageId(n), ts: Date.now(), ...withoutUndefined(fields) };
+    if (m.runs !== undefined) m.runs = fitRuns(m.text, m.runs);
     try {
       this.store.insertMessage(m, n + 1);
     } catch (e) {
@@ -218,11 +270,43 @@ export class Room {
     this.messageList.push(m);
     if (this.messageList.length > STATE_MESSAGES) this.messageList.splice(0, this.messageList.length - STATE_MESSAGES);
     this.stateCache = undefined;
-    this.sockets.message(m);
+    if (!quiet) this.sockets.message(m);
     return m;
   }
 
-  private record(generation: number, record: ExecRecord): void {
+  /** Stores a record of what someone did to the room (`text`: its readable text). */
+  private storeRecord(event: RoomEvent, text = recordText(event), quiet = false): DuetMessage {
+    return this.storeMessage({ role: "system", userId: event.by, text, event }, quiet);
+  }
+
+  /** A record of what happened anyway (a command's end, a rename): its answer stands even when the record cannot be stored. */
+  private noteQuietly(event: RoomEvent, text = recordText(event)): void {
+    try {
+      this.storeRecord(event, text);
+    } catch (e) {
+      console.error(`room ${this.id}: storing a ${event.kind} record failed: ${describe(e)}`);
+    }
+  }
+
+  /** The shell is now in `cwd`: kept, and the sockets told, when it moved. */
+  private moveShell(cwd: string): void {
+    if (cwd === this.cwd) return;
+    this.cwd = cwd;
+    this.stateCache = undefined;
+    try {
+      this.store.setShellCwd(cwd);
+    } catch (e) {
+      console.error(`room ${this.id}: storing the shell's directory failed: ${describe(e)}`);
+    }
+    this.sockets.patch(statePatchFrame({ shell: { cwd } }));
+  }
+
+  /** The sandbox stopped (its container slept): the next command runs in a fresh shell. */
+  sandboxStopped(): void {
+    this.moveShell(WORKSPACE);
+  }
+
+  private keepExec(generation: number, record: ExecRecord): void {
     if (generation !== this.gen) return;
     try {
       this.store.insertExec(record);
@@ -240,25 +324,35 @@ export class Room {
     return ok({ result: execResultJson(execResult(end, end.outcome)), sandboxName: sandboxName(this.id) });
   }
 
-  /** Runs a command for the agent's turn, like an exec by "agent". */
-  private async agentRun(cmd: string, signal: AbortSignal): Promise<Run> {
+  /** Runs a command for the agent's turn (begun by socket `byConnection`), like an exec by "agent". */
+  private async agentRun(cmd: string, signal: AbortSignal, byConnection?: string): Promise<Run> {
     if (signal.aborted) return { cmd, stdout: "", stderr: "", exitCode: null, error: "the agent's turn was cancelled" };
-    return runOf(await this.commands.run({ cmd, by: "agent", source: "agent", signal }));
+    return runOf(await this.commands.run({ cmd, by: "agent", source: "agent", signal, byConnection }));
   }
 
-  /** Cancels the turns, clears history and commands, destroys the sandbox. */
+  /**
+   * Cancels the turns, clears history and commands, destroys the sandbox;
+   * the emptied room holds the one record of who cleaned it up.
+   */
   private async cleanup(by: string): Promise<Reply> {
     this.turns.cleanup();
     this.sockets.all(cleanupFrame(by));
     this.messageList = [];
     this.execList = [];
     this.gen++;
+    this.cwd = WORKSPACE;
     this.stateCache = undefined;
     const errors: string[] = [];
     try {
       this.store.clear();
+      this.store.setShellCwd(WORKSPACE);
     } catch (e) {
       errors.push(`history: ${describe(e)}`);
+    }
+    try {
+      this.storeRecord({ kind: "cleanup", by }, undefined, true);
+    } catch (e) {
+      errors.push(`record: ${describe(e)}`);
     }
     let release = () => {};
     const cleaning = new Promise<void>((resolve) => (release = resolve));

@@ -1,8 +1,21 @@
 // A room's persistence in its Durable Object's SQLite: one row per message
-// and per command (never the SDK's `setState`, whose single row is capped
-// at 2 MB in production), and the counters that keep ids unique.
+// (records too) and per command (never the SDK's `setState`, whose single
+// row is capped at 2 MB in production), the counters that keep ids unique,
+// and the shell's working directory.
 
-import { STATE_EXECS, STATE_MESSAGES, STORED_OUTPUT_CAP, capText, runJson, type DuetMessage, type ExecRecord, type Role, type Run } from "./protocol";
+import {
+  STATE_EXECS,
+  STATE_MESSAGES,
+  STORED_OUTPUT_CAP,
+  WORKSPACE,
+  capText,
+  runJson,
+  type DuetMessage,
+  type ExecRecord,
+  type Role,
+  type RoomEvent,
+  type Run,
+} from "./protocol";
 
 const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS duet_counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)`,
@@ -13,6 +26,7 @@ const SCHEMA = [
      exec_id TEXT PRIMARY KEY, cmd TEXT NOT NULL, by_name TEXT NOT NULL, source TEXT NOT NULL,
      stdout TEXT NOT NULL, stderr TEXT NOT NULL, exit_code INTEGER, duration INTEGER NOT NULL,
      ts INTEGER NOT NULL, truncated INTEGER NOT NULL)`,
+  `CREATE TABLE IF NOT EXISTS duet_values (name TEXT PRIMARY KEY, value TEXT NOT NULL)`,
 ];
 
 /** Columns added since the first schema, added to older tables when the room loads. */
@@ -21,7 +35,15 @@ const ADDED_COLUMNS: [string, string][] = [
   // `{reply, error?}` once the turn ended: a repeated `clientId` is answered from them.
   ["client_id", "TEXT"],
   ["answer", "TEXT"],
+  // Whom a user message is for (`to`), a record's event (JSON), and who
+  // cancelled an agent message's turn.
+  ["addressee", "TEXT"],
+  ["event", "TEXT"],
+  ["cancelled_by", "TEXT"],
 ];
+
+/** The columns a message is read from, in messageFromRow's terms. */
+const MESSAGE_COLUMNS = "id, role, user_id, client_id, text, ts, runs, addressee, event, cancelled_by";
 
 type Row = Record<string, SqlStorageValue>;
 
@@ -114,7 +136,7 @@ export class Store {
   insertMessage(m: DuetMessage, next: number): void {
     this.storage.transactionSync(() => {
       this.sql.exec(
-        "INSERT INTO duet_messages (id, role, user_id, client_id, text, ts, runs) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        `INSERT INTO duet_messages (${MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         m.id,
         m.role,
         m.userId ?? null,
@@ -122,9 +144,25 @@ export class Store {
         m.text,
         m.ts,
         m.runs === undefined ? null : JSON.stringify(m.runs.map(runJson)),
+        m.to ?? null,
+        m.event === undefined ? null : JSON.stringify(m.event),
+        m.cancelledBy ?? null,
       );
       this.setCounter("message", next);
     });
+  }
+
+  /** The shell's working directory as last known (a fresh shell's at first). */
+  shellCwd(): string {
+    const row = this.sql.exec("SELECT value FROM duet_values WHERE name = 'shell.cwd'").toArray()[0];
+    return row ? String(row.value) : WORKSPACE;
+  }
+
+  setShellCwd(cwd: string): void {
+    this.sql.exec(
+      "INSERT INTO duet_values (name, value) VALUES ('shell.cwd', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+      cwd,
+    );
   }
 
   /** Stores a command's record, keeping only the room's most recent ones. */
@@ -178,7 +216,7 @@ export class Store {
 
   /** Messages strictly older than `before` (default: all), oldest first, and whether older ones remain. */
   page(before: string | undefined, limit: number): [DuetMessage[], boolean] {
-    const columns = "id, role, user_id, client_id, text, ts, runs";
+    const columns = MESSAGE_COLUMNS;
     const rows =
       before === undefined
         ? this.sql.exec(`SELECT ${columns} FROM duet_messages ORDER BY id DESC LIMIT ?`, limit + 1).toArray()
@@ -195,6 +233,9 @@ function messageFromRow(r: Row): DuetMessage {
   if (r.user_id !== null) m.userId = String(r.user_id);
   if (r.client_id !== null) m.clientId = String(r.client_id);
   if (r.runs !== null) m.runs = JSON.parse(String(r.runs)) as Run[];
+  if (r.addressee === "agent" || r.addressee === "room") m.to = r.addressee;
+  if (r.event !== null) m.event = JSON.parse(String(r.event)) as RoomEvent;
+  if (r.cancelled_by !== null) m.cancelledBy = String(r.cancelled_by);
   return m;
 }
 

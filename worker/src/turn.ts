@@ -1,9 +1,10 @@
 // The agent's turn: one at a time per room, in the order messages came
 // (queued turns see the answers before them); each streams the model's
 // reply to the room, runs its commands and gives their outputs back for up
-// to DUET_AGENT_STEPS rounds (src/ai/turn.rs, src/server/room/turn.rs).
+// to DUET_AGENT_STEPS rounds (src/ai/turn.rs, src/server/room/turn.rs). A
+// cancelled turn keeps what it had streamed and run.
 
-import { extractCommands, renderReply } from "./blocks";
+import { extractCommands, partialProse, renderReply } from "./blocks";
 import { positiveVar, type Env } from "./env";
 import { ApiError, describe, ok, type Reply } from "./http";
 import { ModelError, chat, discoverModel, type ChatMessage, type ModelConfig } from "./model";
@@ -15,9 +16,10 @@ import {
   messageResponseJson,
   randomHex,
   type DuetMessage,
-  type Role,
+  type RoomEvent,
   type Run,
 } from "./protocol";
+import { recordText } from "./records";
 
 /** Shortest time between two `delta` frames of a turn. */
 const DELTA_INTERVAL_MS = 25;
@@ -68,8 +70,28 @@ export interface AgentReply {
 export interface TurnHost {
   /** Broadcast a frame (`duet_ai`) to the room. */
   emit(frame: string): void;
-  /** Run one command as the agent; resolves when it ended. */
-  run(cmd: string, signal: AbortSignal): Promise<Run>;
+  /** Run one command as the agent for socket `byConnection`'s turn; resolves when it ended. */
+  run(cmd: string, signal: AbortSignal, byConnection?: string): Promise<Run>;
+}
+
+/** How far a turn got: its finished rounds' reply, and the round under way. */
+export interface Progress {
+  /** The reply of the finished rounds (prose and blocks). */
+  text: string;
+  runs: Run[];
+  /** What the model streamed of the current round so far, and the commands it ran. */
+  raw: string;
+  roundRuns: Run[];
+}
+
+/** The reply a turn would store if it ended now (a cancel). */
+export function partialReply(p: Progress): AgentReply {
+  return { text: renderReply(joinRounds(p.text, partialProse(p.raw)), p.roundRuns), runs: [...p.runs, ...p.roundRuns] };
+}
+
+/** The reply so far and the next round's prose, a blank line between. */
+function joinRounds(text: string, prose: string): string {
+  return text === "" ? prose : prose === "" ? text : `${text}\n\n${prose}`;
 }
 
 interface TurnContext {
@@ -77,6 +99,9 @@ interface TurnContext {
   host: TurnHost;
   turnId: string;
   signal: AbortSignal;
+  /** The socket whose message began the turn. */
+  byConnection?: string;
+  progress: Progress;
 }
 
 /** Resolves with `promise`, or rejects with the turn's cancellation first. */
@@ -116,7 +141,8 @@ async function resolveModel(config: AgentConfig, signal: AbortSignal): Promise<M
 
 /** Runs one turn: `history` is the room's messages, the question last. */
 export async function runTurn(t: TurnContext, history: DuetMessage[]): Promise<AgentReply> {
-  const emit = (phase: "start" | "end") => t.host.emit(aiFrame(phase, t.turnId));
+  const emit = (phase: "start" | "end") =>
+    t.host.emit(aiFrame(phase, t.turnId, undefined, undefined, phase === "start" ? t.byConnection : undefined));
   const fail = (e: unknown): TurnError => {
     const err = asTurnError(e);
     t.host.emit(aiFrame("error", t.turnId, undefined, err.text));
@@ -130,10 +156,11 @@ export async function runTurn(t: TurnContext, history: DuetMessage[]): Promise<A
     throw fail(e);
   }
   const chatLog = conversation(history);
-  let text = "";
-  const runs: Run[] = [];
+  const p = t.progress;
   for (let round = 0; round < Math.max(1, t.config.steps); round++) {
     if (round > 0) emit("start");
+    p.raw = "";
+    p.roundRuns = [];
     let raw: string;
     try {
       // Later rounds' text streams after a blank line.
@@ -146,17 +173,18 @@ export async function runTurn(t: TurnContext, history: DuetMessage[]): Promise<A
       throw fail(new TurnError("Model error: the model answered with an empty reply"));
     }
     emit("end");
-    const roundRuns: Run[] = [];
     for (const cmd of cmds) {
-      roundRuns.push(capped(await unlessCancelled(t.host.run(cmd, t.signal), t.signal)));
+      p.roundRuns.push(capped(await unlessCancelled(t.host.run(cmd, t.signal, t.byConnection), t.signal)));
     }
-    const joined = text === "" ? prose : prose === "" ? text : `${text}\n\n${prose}`;
-    text = renderReply(joined, roundRuns);
-    runs.push(...roundRuns);
+    const roundRuns = p.roundRuns;
+    p.text = renderReply(joinRounds(p.text, prose), roundRuns);
+    p.runs.push(...roundRuns);
+    p.raw = "";
+    p.roundRuns = [];
     if (roundRuns.length === 0) break;
     chatLog.push({ role: "assistant", content: raw }, { role: "user", content: resultsNote(roundRuns) });
   }
-  return { text, runs };
+  return { text: p.text, runs: p.runs };
 }
 
 /**
@@ -195,6 +223,7 @@ async function streamRound(t: TurnContext, model: ModelConfig, chatLog: ChatMess
       if (next.done) break;
       if (text === "") pending += lead;
       text += next.value;
+      t.progress.raw = text;
       pending += next.value;
       const now = Date.now();
       if (lastSent === undefined || now >= lastSent + DELTA_INTERVAL_MS) flush();
@@ -203,8 +232,12 @@ async function streamRound(t: TurnContext, model: ModelConfig, chatLog: ChatMess
     flush();
     return text;
   } catch (e) {
+    if (t.signal.aborted) {
+      // The room sees all the cancelled turn keeps.
+      flush();
+      throw new TurnError(CANCELLED_TEXT);
+    }
     if (flushTimer !== undefined) clearTimeout(flushTimer);
-    if (t.signal.aborted) throw new TurnError(CANCELLED_TEXT);
     if (timedOut) {
       throw new TurnError(`Model error: the model did not finish within ${Math.round(t.config.timeoutMs / 1000)} seconds`);
     }
@@ -225,12 +258,15 @@ function capped(run: Run): Run {
   return { ...run, stdout, stderr, ...(truncated && { truncated: true }) };
 }
 
+/** A message a room stores: all but its id and time. */
+export type NewMessage = Omit<DuetMessage, "id" | "ts">;
+
 /** What the queue needs of its room. */
 export interface TurnRoom {
   readonly config: AgentConfig;
   messages(): DuetMessage[];
   /** Stores a message and broadcasts it; throws `ApiError` (500). */
-  storeMessage(role: Role, userId: string | undefined, text: string, runs?: Run[]): DuetMessage;
+  storeMessage(m: NewMessage): DuetMessage;
   host: TurnHost;
 }
 
@@ -238,6 +274,8 @@ interface Pending {
   user?: string;
   /** The id of the question: the turn sees the history up to it. */
   upto: string;
+  /** The socket that sent it. */
+  connection?: string;
   answer(reply: Reply): void;
 }
 
@@ -245,8 +283,16 @@ interface Current {
   id: string;
   ctrl: AbortController;
   pending: Pending;
+  progress: Progress;
   /** Set by cleanup: the turn's end is answered but not stored. */
   discarded: boolean;
+  /** Who cancelled it. */
+  cancelledBy?: string;
+}
+
+/** `runs` of an agent message: absent when it ran none. */
+function withRuns(runs: Run[]): { runs?: Run[] } {
+  return runs.length > 0 ? { runs } : {};
 }
 
 /** The answer of a turn that ended without a reply. */
@@ -261,18 +307,19 @@ export class Turns {
 
   constructor(private readonly room: TurnRoom) {}
 
-  /** Queues the turn of the stored question `upto`; resolves with the message's answer. */
-  ask(user: string | undefined, upto: string): Promise<Reply> {
+  /** Queues the turn of the stored question `upto` (sent by socket `connection`); resolves with its answer. */
+  ask(user: string | undefined, upto: string, connection?: string): Promise<Reply> {
     return new Promise((answer) => {
-      this.waiting.push({ user, upto, answer });
+      this.waiting.push({ user, upto, connection, answer });
       this.next();
     });
   }
 
-  /** Ends the current turn (if `turnId` names it, or none is named). */
-  cancel(turnId?: string): boolean {
+  /** Ends the current turn (if `turnId` names it, or none is named); `by` cancelled it. */
+  cancel(turnId?: string, by?: string): boolean {
     const c = this.current;
     if (!c || (turnId !== undefined && turnId !== c.id) || c.ctrl.signal.aborted) return false;
+    c.cancelledBy = by;
     c.ctrl.abort();
     return true;
   }
@@ -288,7 +335,8 @@ export class Turns {
     if (this.current) return;
     const pending = this.waiting.shift();
     if (!pending) return;
-    const current: Current = { id: `t${randomHex()}`, ctrl: new AbortController(), pending, discarded: false };
+    const progress: Progress = { text: "", runs: [], raw: "", roundRuns: [] };
+    const current: Current = { id: `t${randomHex()}`, ctrl: new AbortController(), pending, progress, discarded: false };
     this.current = current;
     // Everything said so far, replies to earlier turns included, but not
     // what people asked after this message (their turns come later); this
@@ -300,7 +348,14 @@ export class Turns {
       else if (!(m.role === "user" && m.id > pending.upto)) history.push(m);
     }
     if (asked) history.push(asked);
-    const context = { config: this.room.config, host: this.room.host, turnId: current.id, signal: current.ctrl.signal };
+    const context: TurnContext = {
+      config: this.room.config,
+      host: this.room.host,
+      turnId: current.id,
+      signal: current.ctrl.signal,
+      byConnection: pending.connection,
+      progress,
+    };
     runTurn(context, history).then(
       (reply) => this.done(current, reply, undefined),
       (e) => this.done(current, undefined, asTurnError(e)),
@@ -313,12 +368,20 @@ export class Turns {
     const { answer, user } = current.pending;
     try {
       if (current.discarded) answer(noReply(CLEANED, this.room.messages()));
-      else if (reply) {
-        this.room.storeMessage("agent", undefined, reply.text, reply.runs.length > 0 ? reply.runs : undefined);
+      else if (current.cancelledBy !== undefined) {
+        // What had streamed and run stays (all of it, if the turn ended as it was cancelled), then who cancelled it.
+        const by = current.cancelledBy;
+        const partial = reply ?? partialReply(current.progress);
+        this.room.storeMessage({ role: "agent", text: partial.text, ...withRuns(partial.runs), cancelledBy: by });
+        const event: RoomEvent = { kind: "cancel", by, turnId: current.id };
+        this.room.storeMessage({ role: "system", userId: by, text: recordText(event), event });
+        answer(noReply(CANCELLED_TEXT, this.room.messages()));
+      } else if (reply) {
+        this.room.storeMessage({ role: "agent", text: reply.text, ...withRuns(reply.runs) });
         answer(ok(messageResponseJson(reply.text, undefined, this.room.messages())));
       } else {
         const text = error?.text ?? CANCELLED_TEXT;
-        this.room.storeMessage("system", user, text);
+        this.room.storeMessage({ role: "system", userId: user, text });
         answer(noReply(text, this.room.messages()));
       }
     } catch (e) {

@@ -23,7 +23,7 @@ describe("clientId", () => {
     const first = await post(`/api/rooms/${r}/message`, { text: `hi ${key}`, userId: "ada", clientId: "c-1" });
     expect(first.status, JSON.stringify(first.body)).toBe(200);
     expect(first.body.reply).toBe("Hello.");
-    expect(Object.keys(first.body.messages[0])).toEqual(["id", "role", "userId", "clientId", "text", "ts"]);
+    expect(Object.keys(first.body.messages[0])).toEqual(["id", "role", "userId", "text", "ts", "clientId", "to"]);
     expect(first.body.messages[0].clientId).toBe("c-1");
     expect(first.body.messages[1].clientId).toBeUndefined();
     const again = await post(`/api/rooms/${r}/message`, { text: `hi ${key}`, userId: "ada", clientId: "c-1" });
@@ -52,7 +52,8 @@ describe("clientId", () => {
     expect(a.body.error).toBe("the agent's turn was cancelled");
     expect(b.body).toEqual(a.body);
     expect(c.result).toEqual(a.body);
-    expect((await rows(r)).map((m) => m.role)).toEqual(["user", "system"]);
+    // The cancelled turn's (empty) reply, then the record of who cancelled it.
+    expect((await rows(r)).map((m) => m.role)).toEqual(["user", "agent", "system"]);
     s.close();
   });
 
@@ -85,6 +86,29 @@ describe("a turn cut off by a restart", () => {
     });
     await evictDurableObject(stub(r));
   }
+
+  it("is found past the room messages and records that came after the question", async () => {
+    const r = room("cut");
+    expect((await post(`/api/rooms/${r}/message`, { text: "earlier" })).status).toBe(200);
+    await runInDurableObject(stub(r), (_i, state) => {
+      const sql = state.storage.sql;
+      sql.exec("INSERT INTO duet_messages (id, role, user_id, text, ts, addressee) VALUES ('000000000003', 'user', 'ada', 'unanswered?', 1, 'agent')");
+      sql.exec("INSERT INTO duet_messages (id, role, user_id, text, ts, addressee) VALUES ('000000000004', 'user', 'bob', 'brb', 2, 'room')");
+      sql.exec(
+        "INSERT INTO duet_messages (id, role, user_id, text, ts, event) VALUES ('000000000005', 'system', 'bob', 'bob uploaded a (1 byte)', 3, ?)",
+        JSON.stringify({ kind: "upload", by: "bob", path: "a", size: 1 }),
+      );
+      sql.exec("UPDATE duet_counters SET value = 6 WHERE name = 'message'");
+    });
+    await evictDurableObject(stub(r));
+    const page = (await get(`/api/rooms/${r}/messages`)).body.messages;
+    expect(page.slice(2).map((m: any) => [m.role, m.userId, m.text])).toEqual([
+      ["user", "ada", "unanswered?"],
+      ["user", "bob", "brb"],
+      ["system", "bob", "bob uploaded a (1 byte)"],
+      ["system", "ada", CUT_OFF_TEXT],
+    ]);
+  });
 
   it("gets one system message saying so when the room is next used", async () => {
     const r = room("cut");

@@ -21,8 +21,8 @@ describe("exec", () => {
       const { start, out, err, complete } = await execFrames(s);
       expect(start).toEqual({ type: "duet_exec", phase: "start", execId: "x00000000001", cmd: "echo hi; echo oops >&2", by: "ada", source: "user" });
       expect([out, err]).toEqual(["hi\n", "oops\n"]);
-      expect(Object.keys(complete)).toEqual(["type", "phase", "execId", "exitCode", "duration"]);
-      expect(complete.exitCode).toBe(0);
+      expect(Object.keys(complete)).toEqual(["type", "phase", "execId", "exitCode", "duration", "cwd"]);
+      expect([complete.exitCode, complete.cwd]).toEqual([0, "/workspace"]);
     }
     const carl = await ws(r);
     await carl.next();

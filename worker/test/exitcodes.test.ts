@@ -15,6 +15,8 @@ function outcome(o: Partial<ExecOutcome>): ExecOutcome {
 function commands(report: ExecOutcome, waitForInterrupt = false) {
   const frames: any[] = [];
   const records: any[] = [];
+  const notes: any[] = [];
+  const moves: string[] = [];
   let release = () => {};
   const interrupted = new Promise<void>((ok) => (release = ok));
   const sandbox = {
@@ -35,8 +37,11 @@ function commands(report: ExecOutcome, waitForInterrupt = false) {
     takeExecNumber: () => ++n,
     broadcast: (text) => frames.push(JSON.parse(text)),
     record: (_g, r) => records.push(r),
+    shellCwd: () => "/workspace",
+    shellMoved: (_g, cwd) => moves.push(cwd),
+    note: (_g, event, text) => notes.push({ event, text }),
   });
-  return { c, frames, records };
+  return { c, frames, records, notes, moves };
 }
 
 describe("exit codes", () => {
@@ -72,6 +77,39 @@ describe("exit codes", () => {
     turn.abort();
     const run = runOf(await running);
     expect(run.exitCode).toBe(130);
+  });
+
+  it("come with the room's record of a replaced shell, and of a person's interrupt only", async () => {
+    const stopped = commands(outcome({ exitCode: null, shell: "stopped", error: "restarted", cwd: "/tmp" }));
+    await stopped.c.run({ cmd: "kill -STOP $$", by: "ada", source: "user" });
+    expect(stopped.notes.map((n) => n.event)).toEqual([{ kind: "shell", by: "ada", reason: "stopped", cwd: "/tmp", reset: false, execId: "x00000000001" }]);
+    expect([stopped.frames.at(-1).cwd, stopped.moves]).toEqual(["/tmp", ["/tmp"]]);
+    const exited = commands(outcome({ exitCode: 4, shell: "exited", error: "restarted", cwd: "/workspace" }));
+    await exited.c.run({ cmd: "exit 4", by: "ada", source: "user" });
+    expect(exited.notes.map((n) => [n.event.reason, n.event.reset])).toEqual([["exit", true]]);
+    // A timeout says so whatever the shell reported; an interrupt is the interrupt's record.
+    const late = commands(outcome({ exitCode: null, timedOut: true, shell: "stopped" }));
+    await late.c.run({ cmd: "sleep 9", by: "ada", source: "user" });
+    expect(late.notes.map((n) => [n.event.reason, n.event.cwd])).toEqual([["timeout", "/workspace"]]);
+    const cut = commands(outcome({ exitCode: null, interrupted: true, shell: "stopped" }), true);
+    const running = cut.c.run({ cmd: "sleep 9", by: "ada", source: "user" });
+    await new Promise((ok) => setTimeout(ok, 0));
+    expect(await cut.c.interrupt(undefined, "bob")).toBe(true);
+    await running;
+    expect(cut.notes.map((n) => n.event)).toEqual([{ kind: "interrupt", by: "bob", execId: "x00000000001", cmd: "sleep 9" }]);
+    const turn = new AbortController();
+    const cancelled = commands(outcome({ exitCode: null, interrupted: true }), true);
+    const agent = cancelled.c.run({ cmd: "sleep 9", by: "agent", source: "agent", signal: turn.signal });
+    await new Promise((ok) => setTimeout(ok, 0));
+    turn.abort();
+    await agent;
+    expect(cancelled.notes).toEqual([]);
+    // A command that could not start leaves the shell where it was, and says nothing of it.
+    const failed = commands(outcome({}));
+    const gone = new AbortController();
+    gone.abort();
+    await failed.c.run({ cmd: "true", by: "agent", source: "agent", signal: gone.signal });
+    expect(["cwd" in failed.frames.at(-1), failed.moves, failed.notes]).toEqual([false, [], []]);
   });
 
   it("are left alone otherwise", async () => {

@@ -46,6 +46,31 @@ describe("storage", () => {
     expect((await ada.untilType("cf_agent_state")).state.messages.length).toBe(7);
   });
 
+  it("adds the new columns to an older room's table, keeping its rows and its unanswered question", async () => {
+    const r = room("old");
+    const stub = testEnv.DuetAgent.get(testEnv.DuetAgent.idFromName(r));
+    const columns = await runInDurableObject(stub, (_instance, state) => {
+      const sql = state.storage.sql;
+      // The table as rooms stored it before records and room messages.
+      sql.exec(`CREATE TABLE duet_messages (id TEXT PRIMARY KEY, role TEXT NOT NULL, user_id TEXT, text TEXT NOT NULL,
+                ts INTEGER NOT NULL, runs TEXT, client_id TEXT, answer TEXT)`);
+      sql.exec("INSERT INTO duet_messages (id, role, user_id, text, ts) VALUES ('000000000001', 'user', 'ada', 'from before', 1)");
+      sql.exec("CREATE TABLE duet_counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)");
+      sql.exec("INSERT INTO duet_counters (name, value) VALUES ('message', 2)");
+      return sql.exec("PRAGMA table_info(duet_messages)").toArray().map((c) => String(c.name));
+    });
+    expect(columns).not.toContain("event");
+    await evictDurableObject(stub);
+    const messages = (await get(`/api/rooms/${r}/messages`)).body.messages;
+    // The old question had no answer: the room says so, as it always did.
+    expect(messages.map((m: { id: string; text: string; to?: string }) => [m.id, m.text, m.to])).toEqual([
+      ["000000000001", "from before", undefined],
+      ["000000000002", messages[1].text, undefined],
+    ]);
+    const said = await post(`/api/rooms/${r}/message`, { text: "hi", userId: "bob", to: "room" });
+    expect(said.body.messages[2]).toMatchObject({ id: "000000000003", to: "room" });
+  });
+
   it("keeps the room in its own tables, never in the SDK's state", async () => {
     const r = room("row");
     const text = `marker-${"x".repeat(7000)}`;

@@ -167,23 +167,30 @@ describe("turn", () => {
     expect(history.some((m: Json) => m.role === "assistant" && m.content === "first")).toBe(true);
   });
 
-  it("cancels a hanging turn and says so", async () => {
+  it("cancels a hanging turn, keeping what it had said, and records who did", async () => {
     const r = room("c");
     const key = await script(r, [{ kind: "hang", pieces: ["thinking"] }]);
     const bob = await joined(r, "user=bob");
     const answer = ask(r, `hang ${key}`);
     const start = await bob.until((f) => f.type === "duet_ai" && f.phase === "start");
+    await bob.until((f) => f.type === "duet_ai" && f.phase === "delta");
     expect((await post(`/api/rooms/${r}/cancel`, { turnId: "t-other" })).body).toEqual({ cancelled: false });
-    expect((await post(`/api/rooms/${r}/cancel`, { turnId: start.turnId })).body).toEqual({ cancelled: true });
+    expect((await post(`/api/rooms/${r}/cancel`, { turnId: start.turnId, userId: "bob" })).body).toEqual({ cancelled: true });
     const { status, body } = await answer;
     expect(status).toBe(200);
     expect(body.reply).toBeNull();
     expect(body.error).toBe("the agent's turn was cancelled");
-    expect([body.messages[1].role, body.messages[1].userId, body.messages[1].text]).toEqual([
-      "system",
-      "ada",
-      "the agent's turn was cancelled",
-    ]);
+    const [question, reply, record] = body.messages;
+    expect(question.role).toBe("user");
+    expect(reply).toEqual({ id: "000000000002", role: "agent", text: "thinking", ts: reply.ts, cancelledBy: "bob" });
+    expect(record).toEqual({
+      id: "000000000003",
+      role: "system",
+      userId: "bob",
+      text: "bob cancelled the agent's turn",
+      ts: record.ts,
+      event: { kind: "cancel", by: "bob", turnId: start.turnId },
+    });
     const error = await bob.until((f) => f.type === "duet_ai" && f.phase === "error");
     expect(error.error).toBe("the agent's turn was cancelled");
     expect((await post(`/api/rooms/${r}/cancel`, {})).body).toEqual({ cancelled: false });
@@ -215,6 +222,8 @@ describe("turn", () => {
     expect(body.reply).toBeNull();
     expect(body.error).toBe("the room was cleaned up");
     expect((await post(`/api/rooms/${r}/cancel`, {})).body).toEqual({ cancelled: false });
-    expect((await get(`/api/rooms/${r}/messages`)).body.messages).toEqual([]);
+    // Nothing of the turn is kept, only who cleaned up.
+    const left = (await get(`/api/rooms/${r}/messages`)).body.messages;
+    expect(left.map((m: Json) => [m.role, m.event])).toEqual([["system", { kind: "cleanup", by: "bob" }]]);
   });
 });

@@ -2,10 +2,12 @@
 // (src/blocks_tests.rs), the SSE parser (src/ai/sse.rs), the prompt
 // (src/ai/prompt.rs) and the text rules (src/protocol.rs).
 import { describe, expect, it, inject } from "vitest";
-import { extractCommands, parseBlocks, renderReply, summary, type Block } from "../src/blocks";
+import { extractCommands, parseBlocks, partialProse, renderReply, summary, type Block } from "../src/blocks";
 import { SseParser } from "../src/model";
 import { SYSTEM_PROMPT, conversation, resultsNote } from "../src/prompt";
+import { recordText } from "../src/records";
 import { ROW_BUDGET, fitRuns } from "../src/store";
+import { partialReply } from "../src/turn";
 import { capText, charCount, nameProblem, trim, validRoomId, type DuetMessage, type Run } from "../src/protocol";
 
 const run = (cmd: string, stdout: string, stderr: string, exitCode: number | null): Run => ({ cmd, stdout, stderr, exitCode });
@@ -178,6 +180,11 @@ describe("the prompt", () => {
     expect(chat[9].content).toBe("ada: m11");
   });
 
+  it("says an earlier reply was cancelled, and by whom", () => {
+    const chat = conversation([{ ...message("agent", undefined, "Half"), cancelledBy: "bob" }]);
+    expect(chat[1]).toEqual({ role: "assistant", content: "Half\n[bob cancelled this reply before it was finished]" });
+  });
+
   it("gives earlier replies back as tags and outputs", () => {
     const r = run("ls", "a\n", "", 0);
     const chat = conversation([message("agent", undefined, renderReply("Listing.", [r]), [r])]);
@@ -186,10 +193,65 @@ describe("the prompt", () => {
     expect(chat[2].content.endsWith("Output (ls):\na\n")).toBe(true);
   });
 
+  it("marks messages people sent each other, and the room's records", () => {
+    const history: DuetMessage[] = [
+      { ...message("user", "bob", "ok thanks"), to: "room" },
+      { ...message("system", "ann", "ann uploaded a.txt (3 bytes)"), event: { kind: "upload", by: "ann", path: "a.txt", size: 3 } },
+      message("system", "ann", "Model error: down"),
+      { ...message("user", "ann", "and now?"), to: "agent" },
+    ];
+    expect(conversation(history).slice(1)).toEqual([
+      { role: "user", content: "[to the room, not to you] bob: ok thanks" },
+      { role: "user", content: "[in the room] ann uploaded a.txt (3 bytes)" },
+      { role: "user", content: "ann: and now?" },
+    ]);
+  });
+
   it("tells the results of a round", () => {
     const note = resultsNote([run("echo one", "one\n", "err\n", 0), failedToStart("make", "gone")]);
     expect(note).toBe(
       "The commands ran. Their results:\n\nOutput (echo one) [exit code 0]:\none\n[stderr]\nerr\n\n\nError (make):\ngone\n\nContinue: run more commands in <run> tags if needed, or give your answer.",
+    );
+  });
+});
+
+describe("cancelled replies", () => {
+  it("keep the prose streamed so far, never a command tag still open", () => {
+    expect(partialProse("Let me see.\n<run>ls</run>\nAnd <run>cat a")).toBe("Let me see.\n\nAnd");
+    expect(partialProse("Half a sent")).toBe("Half a sent");
+    expect(partialProse("")).toBe("");
+  });
+
+  it("are the finished rounds, then the current one's prose and commands", () => {
+    const one = run("echo one", "one\n", "", 0);
+    const two = run("echo two", "two\n", "", 0);
+    expect(partialReply({ text: "", runs: [], raw: "", roundRuns: [] })).toEqual({ text: "", runs: [] });
+    expect(partialReply({ text: "First.\n\nOutput (echo one):\none", runs: [one], raw: "Then <run>echo two</run> <run>sle", roundRuns: [two] })).toEqual({
+      text: "First.\n\nOutput (echo one):\none\n\nThen\n\nOutput (echo two):\ntwo",
+      runs: [one, two],
+    });
+  });
+});
+
+describe("records", () => {
+  it("read as what people did", () => {
+    expect(recordText({ kind: "cleanup", by: "bob" })).toBe("bob cleaned up the room");
+    expect(recordText({ kind: "cancel", by: "ann", turnId: "t1" })).toBe("ann cancelled the agent's turn");
+    expect(recordText({ kind: "interrupt", by: "bob", execId: "x1", cmd: "sleep 100" })).toBe("bob interrupted `sleep 100`");
+    expect(recordText({ kind: "upload", by: "ann", path: "notes.txt", size: 12 })).toBe("ann uploaded notes.txt (12 bytes)");
+    expect(recordText({ kind: "upload", by: "ann", path: "a", size: 1 })).toBe("ann uploaded a (1 byte)");
+    expect(recordText({ kind: "upload", by: "ann", path: "a", size: 3 * 1024 * 1024 })).toBe("ann uploaded a (3.0 MiB)");
+    const long = `echo ${"x".repeat(80)}\necho two`;
+    expect(recordText({ kind: "interrupt", by: "bob", execId: "x1", cmd: long })).toBe(`bob interrupted \`echo ${"x".repeat(55)}…\``);
+    expect(recordText({ kind: "interrupt", by: "bob", execId: "x1", cmd: "ls  " })).toBe("bob interrupted `ls`");
+    expect(recordText({ kind: "rename", by: "bob", from: "bob", to: "ann" })).toBe("bob is now ann");
+    const shell = { kind: "shell", by: "ann", cwd: "/workspace", reset: true, execId: "x2" } as const;
+    expect(recordText({ ...shell, reason: "exit" }, "exit")).toBe("`exit` ended the shell: the next command runs in a fresh shell in /workspace");
+    expect(recordText({ ...shell, reason: "timeout", cwd: "/tmp", reset: false }, "sleep 9")).toBe(
+      "`sleep 9` ran out of time: the next command runs in /tmp, with the exported variables kept",
+    );
+    expect(recordText({ ...shell, reason: "stopped", cwd: "/tmp", reset: false }, "kill -STOP $$")).toBe(
+      "The shell was stopped while running `kill -STOP $$`: the next command runs in /tmp, with the exported variables kept",
     );
   });
 });

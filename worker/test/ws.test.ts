@@ -148,13 +148,20 @@ describe("socket", () => {
     bob.send({ type: "rpc", id: 1, method: "cleanup", args: [] });
     for (const s of [ada, bob]) {
       expect(await s.untilType("duet_cleanup")).toEqual({ type: "duet_cleanup", by: "bob" });
-      expect(await s.next()).toEqual({ type: "cf_agent_state", state: { messages: [], execs: [] } });
+      const emptied = await s.next();
+      expect(emptied.type).toBe("cf_agent_state");
+      expect(emptied.state.execs).toEqual([]);
+      expect(emptied.state.shell).toEqual({ cwd: "/workspace" });
+      // Only the record of who cleaned up.
+      expect(emptied.state.messages.map((m: Json) => [m.role, m.userId, m.text, m.event])).toEqual([
+        ["system", "bob", "bob cleaned up the room", { kind: "cleanup", by: "bob" }],
+      ]);
     }
     const answer = await bob.next();
     expect(answer.result, JSON.stringify(answer)).toEqual({ cleaned: true, roomId: r });
     const carl = await ws(r);
     await carl.next();
-    expect((await carl.next()).state).toEqual({ messages: [], execs: [] });
+    expect((await carl.next()).state.messages.map((m: Json) => m.event)).toEqual([{ kind: "cleanup", by: "bob" }]);
   });
 
   it("sends deltas to a socket that asks for them, full states to the others", async () => {
@@ -171,6 +178,9 @@ describe("socket", () => {
     // After a cleanup, the full (empty) state.
     await post(`/api/rooms/${r}/cleanup`, {});
     expect(await delta.untilType("duet_cleanup")).toEqual({ type: "duet_cleanup", by: "anonymous" });
-    expect(await delta.next()).toEqual({ type: "cf_agent_state", state: { messages: [], execs: [] } });
+    const emptied = await delta.next();
+    expect(emptied.type).toBe("cf_agent_state");
+    expect(emptied.state.messages.map((m: Json) => m.event)).toEqual([{ kind: "cleanup", by: "anonymous" }]);
+    expect([emptied.state.execs, emptied.state.shell]).toEqual([[], { cwd: "/workspace" }]);
   });
 });

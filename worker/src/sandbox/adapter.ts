@@ -5,6 +5,7 @@
 import { getSandbox, parseSSEStream, Sandbox as SdkSandbox } from "@cloudflare/sandbox";
 import type { ExecEvent } from "@cloudflare/sandbox";
 import type { Env } from "../env";
+import { ROOM_LABEL, tellSandboxStopped } from "../rooms";
 import { WorkspacePersistence, deleteBackup, type WorkspaceHost } from "./backup";
 import { byteLength, cutToBytes, fromBase64, shortHash, toBase64 } from "./bytes";
 import { type Signal, signalCommand } from "./signal";
@@ -69,6 +70,15 @@ export class Sandbox extends SdkSandbox<Env> {
     this.restoring = undefined;
     this.started = false;
     await super.onStop(params);
+    // Its shell is gone: the room's next command runs in a fresh one in /workspace.
+    await tellSandboxStopped(this.env, await this.ctx.storage.get<string>(ROOM_KEY));
+  }
+
+  /** Keeps the room the labels name (getSandbox sets them), to tell it when the container stops. */
+  override async setLabels(labels: Record<string, string>): Promise<void> {
+    await super.setLabels(labels);
+    const room = labels[ROOM_LABEL];
+    if (room) await this.ctx.storage.put(ROOM_KEY, room);
   }
 
   override async onActivityExpired(): Promise<void> {
@@ -107,6 +117,9 @@ export class Sandbox extends SdkSandbox<Env> {
     return super.readFile(path, options);
   }
 }
+
+/** Where the production Sandbox keeps the id of its room. */
+const ROOM_KEY = "duetRoom";
 
 /** SIGINT first, SIGKILL this long after (docs/protocol.md, interrupt). */
 const KILL_AFTER_MS = 2_000;
@@ -153,7 +166,8 @@ class CloudflareSandbox implements RoomSandbox {
   private async stub(): Promise<SdkStub> {
     const idle = Number(this.env.DUET_SANDBOX_IDLE_SECS) || 600;
     const ns = this.env.Sandbox as DurableObjectNamespace<SdkSandbox>;
-    return getSandbox(ns, await sandboxId(this.roomId), { sleepAfter: `${idle}s` });
+    // The label names the room, which the sandbox tells when it stops.
+    return getSandbox(ns, await sandboxId(this.roomId), { sleepAfter: `${idle}s`, labels: { [ROOM_LABEL]: this.roomId } });
   }
 
   async exec(req: ExecRequest): Promise<ExecOutcome> {
@@ -203,8 +217,10 @@ class CloudflareSandbox implements RoomSandbox {
           this.output(req, outcome, run, event.type, event.data ?? "");
         } else if (event.type === "complete") {
           outcome.exitCode = typeof event.exitCode === "number" ? event.exitCode : null;
-          if (outcome.exitCode === null) {
+          // An end that carries an error is a shell that ended: by itself (it has a status) or killed.
+          if (outcome.exitCode === null || event.error !== undefined) {
             outcome.error = event.error ?? "the shell was restarted";
+            outcome.shell = outcome.exitCode === null ? "stopped" : "exited";
           }
           ended = true;
           break;
@@ -238,7 +254,23 @@ class CloudflareSandbox implements RoomSandbox {
     // Killed at the SDK's timeout: it reports only the exit status.
     if (outcome.durationMs >= req.timeoutMs && outcome.exitCode !== 0) outcome.timedOut = true;
     if (outcome.interrupted) outcome.timedOut = false;
+    outcome.cwd = await this.workingDirectory(sandbox);
     return outcome;
+  }
+
+  /**
+   * Where the session's shell is: `pwd` in it (the SDK tells no other way;
+   * `exec` runs in the session's shell itself). Undefined when it cannot say.
+   */
+  private async workingDirectory(sandbox: SdkStub): Promise<string | undefined> {
+    try {
+      const result = await sandbox.exec("pwd");
+      const cwd = result.stdout.replace(/\n$/, "");
+      return result.exitCode === 0 && cwd.startsWith("/") && !cwd.includes("\n") ? cwd : undefined;
+    } catch (e) {
+      console.error(`the working directory of room ${this.roomId} is unknown: ${message(e)}`);
+      return undefined;
+    }
   }
 
   /** Keeps output up to the cap; beyond it the command is killed. */

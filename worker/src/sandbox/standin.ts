@@ -13,17 +13,21 @@
 //   fail as the SDK's do, CONTAINER_UNAVAILABLE with a retry delay;
 // - `killProcess` ignores its signal (it always ends the command);
 // - the only background processes are the adapter's `kill` commands
-//   (src/sandbox/signal.ts), mapped to duet serve's interrupt.
+//   (src/sandbox/signal.ts), mapped to duet serve's interrupt;
+// and where the production class (adapter.ts) adds to the SDK: the label
+// `duet-room` names its room, which it tells when its container sleeps.
 
 import { DurableObject } from "cloudflare:workers";
 import { fromBase64, toBase64 } from "./bytes";
 import type { Env } from "../env";
+import { ROOM_LABEL, tellSandboxStopped } from "../rooms";
 import { WorkspacePersistence, type WorkspaceHost } from "./backup";
 import { SIGNAL_COMMAND } from "./signal";
 
 interface Configuration {
   sandboxName?: { name: string };
   sleepAfter?: string | number;
+  labels?: Record<string, string>;
 }
 
 interface StreamOptions {
@@ -55,6 +59,8 @@ const LONGEST_MS = 3_600_000;
 
 export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost {
   private name: string | null = null;
+  /** The room this sandbox is of (the `duet-room` label). */
+  private roomId?: string;
   private sleepAfterMs = DEFAULT_SLEEP_AFTER_MS;
   /** Whether a "container" runs (its workspace restored); kept in storage. */
   private awake = false;
@@ -78,6 +84,7 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
     // getSandbox configures once per isolate; workerd evicts idle objects.
     ctx.blockConcurrencyWhile(async () => {
       this.name = (await ctx.storage.get<string>("name")) ?? null;
+      this.roomId = await ctx.storage.get<string>("room");
       this.sleepAfterMs = (await ctx.storage.get<number>("sleepAfterMs")) ?? DEFAULT_SLEEP_AFTER_MS;
       this.awake = (await ctx.storage.get<boolean>("awake")) ?? false;
     });
@@ -94,6 +101,11 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
     if (configuration.sleepAfter !== undefined) {
       this.sleepAfterMs = parseDuration(configuration.sleepAfter);
       await this.ctx.storage.put("sleepAfterMs", this.sleepAfterMs);
+    }
+    const room = configuration.labels?.[ROOM_LABEL];
+    if (room && room !== this.roomId) {
+      this.roomId = room;
+      await this.ctx.storage.put("room", room);
     }
   }
 
@@ -241,6 +253,7 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
     }
     if (await this.workspace().backup(this.host())) {
       await this.wipe();
+      await tellSandboxStopped(this.env, this.roomId);
     } else {
       // Nothing is lost: stay awake and try again later.
       await this.ctx.storage.setAlarm(Date.now() + this.sleepAfterMs);

@@ -1,6 +1,7 @@
 // The seam between a room and its sandbox. The room agent (src/agent.ts and
 // the turn) use only this; src/sandbox/adapter.ts implements it with the
-// Cloudflare Sandbox SDK, the one file that calls that SDK.
+// Cloudflare Sandbox SDK, the one file that calls that SDK. The other way,
+// a sandbox that stops (its container sleeps) tells its room (src/rooms.ts).
 
 /** One command to run, with the policy the room applies to it. */
 export interface ExecRequest {
@@ -29,6 +30,13 @@ export interface ExecOutcome {
   interrupted: boolean;
   /** The shell had to be restarted, or the command could not run. */
   error?: string;
+  /**
+   * The shell ended during the command and was replaced: it exited by
+   * itself (`exit`), or it stopped and had to be killed.
+   */
+  shell?: "exited" | "stopped";
+  /** The shell's working directory after the command: where the next one runs. */
+  cwd?: string;
 }
 
 /** The sandbox could not be reached because its container is starting. */

@@ -60,6 +60,21 @@ describe("limits", () => {
     s.close();
   });
 
+  it("counts a rename as a message (it stores a record), refusing it whole over the rate", async () => {
+    const r = room("lim");
+    const s = await joined(r, "user=ada");
+    expect((await s.rpc("n1", "rename", [{ name: "ann" }])).result).toEqual({ name: "ann" });
+    expect((await s.rpc("m", "message", [{ text: "hi", to: "room" }])).success).toBe(true);
+    const over = await s.rpc("n2", "rename", [{ name: "bea" }]);
+    expect([over.success, over.status]).toEqual([false, 429]);
+    expectRateLimited(over, "DUET_SOCKET_MESSAGES_PER_MIN");
+    // Still ann: the refused rename changed nothing.
+    const later = await joined(r, "user=carl");
+    const said = await later.rpc("m2", "message", [{ text: "who?", to: "room" }]);
+    expect(said.result.messages.map((m: Json) => m.userId)).toEqual(["ada", "ann", "carl"]);
+    s.close();
+  });
+
   it("drops frames over a socket's frame and byte rates with duet_error, and answers an rpc as one", async () => {
     const r = room("lim");
     const s = await joined(r, "user=ada");

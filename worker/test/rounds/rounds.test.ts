@@ -16,7 +16,9 @@ describe("rounds", () => {
     const { status, body } = await post(`/api/rooms/${r}/message`, { text: `go ${key}`, userId: "ada" });
     expect(status, JSON.stringify(body)).toBe(200);
     expect(body.reply).toBe("Output (echo one):\none\n\nNow two.\n\nOutput (echo two; exit 3):\ntwo\n\nDone.");
-    const stored = body.messages[1];
+    // `exit 3` ended the shell: its record comes before the reply.
+    expect(body.messages[1].event).toMatchObject({ kind: "shell", by: "agent", reason: "exit", reset: true });
+    const stored = body.messages[2];
     expect(stored.runs.length).toBe(2);
     expect(stored.runs[1].exitCode).toBe(3);
     const requests = await modelRequests(r);
@@ -31,7 +33,7 @@ describe("rounds", () => {
     for (;;) {
       const f = await bob.next();
       frames.push(f);
-      if (f.type === "cf_agent_state" && f.state.messages.length === 2) break;
+      if (f.type === "cf_agent_state" && f.state.messages.length === 3) break;
     }
     const ai = frames.filter((f) => f.type === "duet_ai");
     expect(ai.filter((f) => f.phase === "delta").map((f) => f.text).join("")).toBe(

@@ -55,6 +55,15 @@ describe("exec", () => {
     expect((await box.exec(request('echo "[$ONCE]"').req)).stdout).toBe("[]\n");
   });
 
+  it("says where the shell is after each command, and that a shell ended", async () => {
+    const box = roomSandbox(testEnv, "exec-cwd");
+    const moved = await box.exec(request("mkdir -p sub && cd sub").req);
+    expect([moved.cwd, moved.shell, moved.error]).toEqual(["/workspace/sub", undefined, undefined]);
+    expect((await box.exec(request("pwd", { cwd: "/tmp" }).req)).cwd).toBe("/workspace/sub");
+    const ended = await box.exec(request("exit 4").req);
+    expect([ended.exitCode, ended.shell, typeof ended.error]).toEqual([4, "exited", "string"]);
+  });
+
   it("rooms differing in case have separate sandboxes", async () => {
     await roomSandbox(testEnv, "CaseRoom").writeFile("who", new TextEncoder().encode("upper"));
     expect(await roomSandbox(testEnv, "caseroom").readFile("who")).toBeNull();
