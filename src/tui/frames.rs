@@ -130,19 +130,20 @@ impl App {
                     self.mark_unseen(Pane::Output);
                 }
                 // A person's command is also a line of the chat (unless
-                // `/clear` hid it here).
-                let hidden = match &frame {
-                    ExecFrame::Start { exec_id, .. } => self.execs.is_hidden(exec_id),
+                // `/clear` hid it here); only its start adds a line.
+                let in_chat = match &frame {
+                    ExecFrame::Start { exec_id, .. } if !self.execs.is_hidden(exec_id) => {
+                        let added = self
+                            .with_anchor(Pane::Chat, |app| app.chat.apply_exec_frame(&frame, now));
+                        if added {
+                            self.mark_unseen(Pane::Chat);
+                        }
+                        added
+                    }
+                    ExecFrame::Complete { .. } => self.chat.apply_exec_frame(&frame, now),
                     _ => false,
                 };
-                if !hidden {
-                    let in_chat =
-                        self.with_anchor(Pane::Chat, |app| app.chat.apply_exec_frame(&frame, now));
-                    if in_chat && matches!(frame, ExecFrame::Start { .. }) {
-                        self.mark_unseen(Pane::Chat);
-                    }
-                    changed |= in_chat;
-                }
+                changed |= in_chat;
                 changed || shown
             }
             ServerFrame::Cleanup { by } => {
