@@ -422,6 +422,67 @@ mod tests {
         assert_eq!(log.oldest_id(), Some("1"));
     }
 
+    /// The timeline as (kind, id) newest last.
+    fn timeline(log: &ChatLog) -> Vec<String> {
+        let ctx = RenderCtx {
+            theme: crate::tui::theme::Theme { color: false },
+            tz: time::UtcOffset::UTC,
+            now_ms: 0,
+        };
+        let mut out: Vec<String> = log
+            .cells_rev()
+            .map(|c| c.lines(60, &ctx)[0].to_string())
+            .collect();
+        out.reverse();
+        out
+    }
+
+    #[test]
+    fn commands_go_among_messages_by_the_backends_time() {
+        use crate::protocol::{ExecFrame, ExecRecord, ExecSource};
+        let mut log = ChatLog::default();
+        let at = |id: &str, ts: i64| DuetMessage { ts, ..msg(id, id) };
+        log.apply_state(&[at("1", 60_000), at("2", 120_000)], true);
+        let start = ExecFrame::Start {
+            exec_id: "e1".into(),
+            cmd: "make".into(),
+            by: "bob".into(),
+            source: ExecSource::User,
+            by_connection: None,
+        };
+        // This machine's clock says nothing about the order.
+        assert!(log.apply_exec_frame(&start, 9_999_999_999));
+        assert!(!log.apply_exec_frame(&start, 0), "once");
+        log.apply_message(at("3", 180_000));
+        let lines = timeline(&log);
+        assert!(lines[2].contains("bob $ make"), "{lines:#?}");
+        assert!(lines[3].starts_with("00:03 ada"), "{lines:#?}");
+        // Its record puts it where the backend says it started.
+        let record = ExecRecord {
+            exec_id: "e1".into(),
+            cmd: "make".into(),
+            by: "bob".into(),
+            source: ExecSource::User,
+            stdout: String::new(),
+            stderr: String::new(),
+            exit_code: Some(0),
+            duration: 1,
+            ts: 30_000,
+            truncated: false,
+        };
+        let agents = ExecRecord {
+            exec_id: "e2".into(),
+            source: ExecSource::Agent,
+            ..record.clone()
+        };
+        assert!(log.apply_exec_records([&record, &agents]));
+        let lines = timeline(&log);
+        assert!(lines[0].starts_with("00:00 bob $ make  ✓ 0"), "{lines:#?}");
+        assert_eq!(log.commands().len(), 1, "the agent's stay in its replies");
+        log.clear_local();
+        assert!(log.is_empty());
+    }
+
     #[test]
     fn clear_hides_what_was_shown_only() {
         let mut log = ChatLog::default();
