@@ -223,9 +223,16 @@ async fn a_slow_turn_is_cancelled() {
     assert_eq!(status, 200);
     assert_eq!(body["reply"], Value::Null);
     assert_eq!(body["error"], "the agent's turn was cancelled");
-    let last = body["messages"].as_array().unwrap().last().unwrap().clone();
-    assert_eq!(last["role"], "system");
-    assert_eq!(last["text"], "the agent's turn was cancelled");
+    // What had streamed is kept, then a record of who cancelled.
+    let messages = body["messages"].as_array().unwrap();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "agent", "system"]);
+    assert_eq!(messages[1]["text"], "Thinking");
+    assert_eq!(messages[1]["cancelledBy"], "anonymous");
+    assert_eq!(messages[2]["text"], "anonymous cancelled the agent's turn");
 }
 
 #[tokio::test]

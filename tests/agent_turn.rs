@@ -4,7 +4,7 @@
 mod agent_support;
 
 use agent_support::{BashHost, FakeModel, Script};
-use duet::ai::{Agent, AiConfig, TurnError, TurnHost};
+use duet::ai::{Agent, AgentReply, AiConfig, TurnError, TurnHost};
 use duet::protocol::{AiPhase, DuetMessage, Role, Run, ServerFrame};
 use std::sync::Arc;
 use std::time::Duration;
@@ -223,7 +223,7 @@ async fn a_stream_that_ends_without_done_is_broken() {
 }
 
 #[tokio::test]
-async fn a_slow_model_is_cancelled_and_returns_nothing() {
+async fn a_slow_model_is_cancelled_and_keeps_what_it_streamed() {
     let model = FakeModel::start(vec![Script::Hang(vec!["Thinking".into()])]).await;
     let host = BashHost::new();
     let agent = Agent::new(config(&model));
@@ -250,7 +250,11 @@ async fn a_slow_model_is_cancelled_and_returns_nothing() {
     .await;
     cancel.cancel();
     let result = running.await.unwrap();
-    assert_eq!(result, Err(TurnError::Cancelled));
+    let partial = AgentReply {
+        text: "Thinking".into(),
+        runs: Vec::new(),
+    };
+    assert_eq!(result, Err(TurnError::Cancelled(partial)));
     assert_eq!(
         ai_frames(&host).last().unwrap(),
         &(
@@ -258,6 +262,46 @@ async fn a_slow_model_is_cancelled_and_returns_nothing() {
             Some("the agent's turn was cancelled".into())
         )
     );
+}
+
+#[tokio::test]
+async fn a_cancel_in_a_later_round_keeps_the_rounds_before_and_what_streamed() {
+    let model = FakeModel::start(vec![
+        Script::chunked("Listing.<run>echo hi</run><run>echo there</run>", 6),
+        Script::Hang(vec!["It says ".into(), "hi <run>cat".into()]),
+    ])
+    .await;
+    let host = BashHost::new();
+    let agent = Agent::new(AiConfig {
+        steps: 3,
+        ..config(&model)
+    });
+    let cancel = CancellationToken::new();
+    let running = {
+        let host: Arc<dyn TurnHost> = host.clone();
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            agent
+                .run_turn(host, question("hi"), "t1".into(), cancel)
+                .await
+        })
+    };
+    // The second round streamed its pieces.
+    host.wait_for(|f| {
+        matches!(f, ServerFrame::Ai { phase: AiPhase::Delta, text: Some(t), .. } if t.contains("<run>cat"))
+    })
+    .await;
+    cancel.cancel();
+    let Err(TurnError::Cancelled(partial)) = running.await.unwrap() else {
+        panic!("the turn was cancelled");
+    };
+    // The unfinished tag is not prose; both commands of the first round ran.
+    assert_eq!(
+        partial.text,
+        "Listing.\n\nOutput (echo hi):\nhi\n\n\nOutput (echo there):\nthere\n\nIt says hi"
+    );
+    let cmds: Vec<&str> = partial.runs.iter().map(|r| r.cmd.as_str()).collect();
+    assert_eq!(cmds, ["echo hi", "echo there"]);
 }
 
 #[tokio::test]
@@ -286,7 +330,9 @@ async fn a_running_command_is_abandoned_on_cancel() {
     })
     .await;
     cancel.cancel();
-    assert_eq!(running.await.unwrap(), Err(TurnError::Cancelled));
+    // Nothing was said and the command did not end: nothing to keep.
+    let nothing = AgentReply::default();
+    assert_eq!(running.await.unwrap(), Err(TurnError::Cancelled(nothing)));
 }
 
 #[tokio::test]

@@ -426,3 +426,78 @@ async fn an_idle_sandbox_stops_and_its_files_stay() {
     assert_ne!(first.session_id, second.session_id, "a new sandbox");
     sb.destroy().await.unwrap();
 }
+
+#[tokio::test]
+async fn results_say_where_the_next_command_runs_and_an_exit_starts_afresh() {
+    use duet::sandbox::{RestartReason, ShellRestart};
+    let dir = tempfile::tempdir().unwrap();
+    let sb = sandbox(dir.path(), "cwd", Limits::default());
+    let out = run(&sb, "mkdir -p 'a b' && cd 'a b' && export KEEP=1").await;
+    assert_eq!(out.cwd.as_deref(), Some("/workspace/a b"));
+    assert_eq!(out.restart, None);
+    // A command's own directory does not move the shell.
+    let spec = ExecSpec {
+        cmd: "pwd".into(),
+        cwd: Some("/tmp".into()),
+        ..ExecSpec::default()
+    };
+    let out = sb.exec("x2".into(), spec, Box::new(|_| {})).await.unwrap();
+    assert_eq!(
+        (out.stdout.as_str(), out.cwd.as_deref()),
+        ("/tmp\n", Some("/workspace/a b"))
+    );
+    // A timeout replaces the shell where it was.
+    let out = run_with(&sb, "cd /; sleep 10", Duration::from_millis(300)).await;
+    let kept = ShellRestart {
+        reason: RestartReason::Timeout,
+        reset: false,
+    };
+    assert_eq!(
+        (out.restart, out.cwd.as_deref()),
+        (Some(kept), Some("/workspace/a b"))
+    );
+    // An exit starts afresh: /workspace, no exports.
+    let out = run(&sb, "exit 3").await;
+    let fresh = ShellRestart {
+        reason: RestartReason::Exit,
+        reset: true,
+    };
+    assert_eq!(out.exit_code, Some(3));
+    assert_eq!(
+        (out.restart, out.cwd.as_deref()),
+        (Some(fresh), Some("/workspace"))
+    );
+    assert!(out.error.unwrap_or_default().contains("/workspace"));
+    assert_eq!(
+        run(&sb, "pwd; echo \"[$KEEP]\"").await.stdout,
+        "/workspace\n[]\n"
+    );
+    // A directory gone by the time the shell is replaced: /workspace, truly.
+    run(&sb, "mkdir /tmp/gone && cd /tmp/gone").await;
+    let out = run_with(&sb, "rmdir /tmp/gone; sleep 10", Duration::from_millis(300)).await;
+    assert_eq!(out.cwd.as_deref(), Some("/workspace"));
+    assert_eq!(run(&sb, "pwd").await.stdout, "/workspace\n");
+    sb.destroy().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_idle_sandbox_that_stops_tells_its_room() {
+    use duet::sandbox::Sandbox;
+    let dir = tempfile::tempdir().unwrap();
+    let limits = Limits {
+        idle_stop: Duration::from_millis(300),
+        ..Limits::default()
+    };
+    let sb = sandbox(dir.path(), "idle", limits);
+    run(&sb, "cd /tmp").await;
+    tokio::time::timeout(Duration::from_secs(30), Sandbox::stopped(&sb))
+        .await
+        .expect("the idle sandbox stops and says so");
+    // Started again by the next command: a fresh shell.
+    let out = run(&sb, "pwd").await;
+    assert_eq!(
+        (out.stdout.as_str(), out.cwd.as_deref()),
+        ("/workspace\n", Some("/workspace"))
+    );
+    sb.destroy().await.unwrap();
+}

@@ -164,7 +164,10 @@ async fn cancel_ends_a_hanging_turn_and_says_so() {
     );
     assert_eq!(
         server
-            .post("/api/rooms/t3/cancel", json!({"turnId":turn_id}))
+            .post(
+                "/api/rooms/t3/cancel",
+                json!({"turnId":turn_id,"userId":"bob"})
+            )
             .await
             .1,
         json!({"cancelled":true})
@@ -173,11 +176,18 @@ async fn cancel_ends_a_hanging_turn_and_says_so() {
     assert_eq!(status, 200);
     assert_eq!(body["reply"], Value::Null);
     assert_eq!(body["error"], "the agent's turn was cancelled");
-    let system = &body["messages"][1];
+    // The reply keeps what had streamed, then the record says who cancelled.
+    let agent = &body["messages"][1];
+    assert_eq!(agent["role"], "agent");
+    assert_eq!(agent["text"], "thinking");
+    assert_eq!(agent["cancelledBy"], "bob");
+    let record = &body["messages"][2];
+    assert_eq!(record["role"], "system");
     assert_eq!(
-        (system["role"].clone(), system["userId"].clone()),
-        (json!("system"), json!("ada"))
+        record["event"],
+        json!({"kind":"cancel","by":"bob","turnId":turn_id})
     );
+    assert_eq!(record["text"], "bob cancelled the agent's turn");
     assert_eq!(
         server.post("/api/rooms/t3/cancel", json!({})).await.1,
         json!({"cancelled":false})
@@ -217,8 +227,8 @@ async fn cleanup_during_a_turn_answers_it_and_keeps_the_room_empty() {
     let (_, body) = answer.await.unwrap();
     assert_eq!(body["reply"], Value::Null);
     assert_eq!(body["error"], "the room was cleaned up");
-    assert_eq!(
-        server.get("/api/rooms/t5/messages").await.1["messages"],
-        json!([])
-    );
+    // Nothing of the turn is stored: the room holds its cleanup record alone.
+    let left = server.get("/api/rooms/t5/messages").await.1["messages"].clone();
+    assert_eq!(left.as_array().unwrap().len(), 1, "{left}");
+    assert_eq!(left[0]["event"], json!({"kind":"cleanup","by":"bob"}));
 }

@@ -211,10 +211,8 @@ async fn cleanup_empties_every_client() {
         let cleanup = ws.until_type("duet_cleanup").await;
         assert_eq!(cleanup, json!({"type":"duet_cleanup","by":"bob"}));
         let state = ws.next().await;
-        assert_eq!(
-            state,
-            json!({"type":"cf_agent_state","state":{"messages":[],"execs":[]}})
-        );
+        assert_eq!(state["type"], "cf_agent_state");
+        assert_only_the_cleanup_record(&state["state"], "bob");
     }
     // The answer comes after the frames.
     let answer = bob.next().await;
@@ -225,10 +223,19 @@ async fn cleanup_empties_every_client() {
     );
     let mut carl = server.ws("w7", "").await;
     carl.next().await;
-    assert_eq!(
-        carl.next().await["state"],
-        json!({"messages":[],"execs":[]})
-    );
+    assert_only_the_cleanup_record(&carl.next().await["state"], "bob");
+}
+
+/// An emptied room's state: one record saying who cleaned it up, no
+/// command, a fresh shell.
+fn assert_only_the_cleanup_record(state: &Value, by: &str) {
+    let messages = state["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 1, "{state}");
+    assert_eq!(messages[0]["role"], "system");
+    assert_eq!(messages[0]["event"], json!({"kind":"cleanup","by":by}));
+    assert_eq!(messages[0]["text"], format!("{by} cleaned up the room"));
+    assert_eq!(state["execs"], json!([]));
+    assert_eq!(state["shell"], json!({"cwd":"/workspace"}));
 }
 
 #[tokio::test]
@@ -286,10 +293,11 @@ async fn deltas_sockets_get_messages_and_others_keep_full_states() {
     // A cleanup: the emptied full state to both kinds, before the answer.
     ada.send(json!({"type":"rpc","id":1,"method":"cleanup","args":[]}))
         .await;
-    let empty = json!({"type":"cf_agent_state","state":{"messages":[],"execs":[]}});
     for ws in [&mut ada, &mut bob] {
         assert_eq!(ws.until_type("duet_cleanup").await["by"], "ada");
-        assert_eq!(ws.next().await, empty);
+        let emptied = ws.next().await;
+        assert_eq!(emptied["type"], "cf_agent_state");
+        assert_only_the_cleanup_record(&emptied["state"], "ada");
     }
     let answer = ada.next().await;
     assert_eq!(answer["type"], "rpc");

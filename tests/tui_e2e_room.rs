@@ -94,6 +94,7 @@ async fn two_people_share_a_room_and_clean_it_up() {
     .await;
     tmux.keys("ada", &["y"]);
     for who in ["ada", "bob"] {
+        // Emptied but for the record of who cleaned it up.
         tmux.wait(who, "who cleaned the room up", |s| {
             s.contains("ada cleaned up the room") && !s.contains("hello from ada")
         })

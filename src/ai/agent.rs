@@ -60,11 +60,14 @@ pub trait TurnHost: Send + Sync + 'static {
 }
 
 /// What a turn produced: the agent message's text and runs.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct AgentReply {
     pub text: String,
     pub runs: Vec<Run>,
 }
+
+/// What a cancelled turn's request is answered (its `error`).
+pub const CANCELLED: &str = "the agent's turn was cancelled";
 
 /// Why a turn ended without a reply; the text is what the room's `system`
 /// message says.
@@ -74,8 +77,10 @@ pub enum TurnError {
     NoModel(String),
     #[error("{0}")]
     Model(String),
-    #[error("the agent's turn was cancelled")]
-    Cancelled,
+    /// Cancelled: what the reply held by then (the text streamed so far,
+    /// the commands that ran).
+    #[error("{}", CANCELLED)]
+    Cancelled(AgentReply),
 }
 
 /// The agent of a server: holds the provider, shared by every room.

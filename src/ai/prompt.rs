@@ -3,7 +3,7 @@
 
 use super::provider::{ChatMessage, ChatRole};
 use crate::blocks::{self, Block};
-use crate::protocol::{DuetMessage, Role, Run};
+use crate::protocol::{Addressee, DuetMessage, Role, Run};
 
 /// The system prompt (assets/system_prompt.md).
 pub(crate) const SYSTEM_PROMPT: &str = include_str!("../../assets/system_prompt.md");
@@ -12,23 +12,37 @@ pub(crate) const CONTEXT_MESSAGES: usize = 10;
 /// Characters of one command's output given back to the model.
 const RESULT_CHARS: usize = 4_000;
 
+/// What marks a message people wrote to each other, not to the model.
+const TO_THE_ROOM: &str = "[to the room, not to you]";
+/// What marks a record of what someone did in the room.
+const IN_THE_ROOM: &str = "[in the room]";
+
 /// The conversation for the first round: the system prompt and the last
-/// messages of the room (people as `user` with their names, the agent as
-/// `assistant`; `system` notes are the room's, not the model's, and are left
-/// out).
+/// messages of the room: people as `user` with their names (what they said
+/// to each other marked so), the agent as `assistant`, the room's records
+/// as marked `user` notes. Other `system` notes (errors) are the room's,
+/// not the model's, and are left out.
 pub(crate) fn conversation(history: &[DuetMessage]) -> Vec<ChatMessage> {
     let mut out = vec![ChatMessage::new(ChatRole::System, SYSTEM_PROMPT.trim())];
     let start = history.len().saturating_sub(CONTEXT_MESSAGES);
     for message in &history[start..] {
         match message.role {
             Role::User => {
-                let text = match &message.user_id {
+                let said = match &message.user_id {
                     Some(name) => format!("{name}: {}", message.text),
                     None => message.text.clone(),
+                };
+                let text = match message.to {
+                    Some(Addressee::Room) => format!("{TO_THE_ROOM} {said}"),
+                    _ => said,
                 };
                 out.push(ChatMessage::new(ChatRole::User, text));
             }
             Role::Agent => out.extend(agent_turn(message)),
+            Role::System if message.event.is_some() => {
+                let text = format!("{IN_THE_ROOM} {}", message.text);
+                out.push(ChatMessage::new(ChatRole::User, text));
+            }
             Role::System => {}
         }
     }
@@ -36,7 +50,7 @@ pub(crate) fn conversation(history: &[DuetMessage]) -> Vec<ChatMessage> {
 }
 
 /// An earlier agent reply as the model wrote it (commands back in `<run>`
-/// tags), then its commands' outputs as a note.
+/// tags; a cancelled one says so), then its commands' outputs as a note.
 fn agent_turn(message: &DuetMessage) -> Vec<ChatMessage> {
     let mut said = Vec::new();
     let mut results = Vec::new();
@@ -52,6 +66,11 @@ fn agent_turn(message: &DuetMessage) -> Vec<ChatMessage> {
                 results.push(format!("Error ({cmd}):\n{message}"));
             }
         }
+    }
+    if let Some(by) = &message.cancelled_by {
+        said.push(format!(
+            "[{by} cancelled this reply before it was finished]"
+        ));
     }
     let mut out = vec![ChatMessage::new(ChatRole::Assistant, said.join("\n"))];
     if !results.is_empty() {
@@ -137,6 +156,41 @@ mod tests {
         assert_eq!(chat.len(), 1 + 9);
         assert_eq!(chat[1].content, "ada: m3");
         assert_eq!(chat[9].content, "ada: m11");
+    }
+
+    #[test]
+    fn room_messages_and_records_are_marked_and_notes_left_out() {
+        use crate::protocol::Event;
+        let chat_to_room = DuetMessage {
+            to: Some(Addressee::Room),
+            ..message(Role::User, Some("bob"), "ok thanks", None)
+        };
+        let record = DuetMessage {
+            event: Some(Event::Cleanup { by: "ann".into() }),
+            ..message(Role::System, Some("ann"), "ann cleaned up the room", None)
+        };
+        let note = message(Role::System, Some("ann"), "Model error: 500", None);
+        let cancelled = DuetMessage {
+            cancelled_by: Some("ann".into()),
+            ..message(Role::Agent, None, "Let me", None)
+        };
+        let question = DuetMessage {
+            to: Some(Addressee::Agent),
+            ..message(Role::User, Some("ann"), "what now?", None)
+        };
+        let chat = conversation(&[chat_to_room, record, note, cancelled, question]);
+        let contents: Vec<&str> = chat[1..].iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(
+            contents,
+            [
+                "[to the room, not to you] bob: ok thanks",
+                "[in the room] ann cleaned up the room",
+                "Let me\n[ann cancelled this reply before it was finished]",
+                "ann: what now?",
+            ]
+        );
+        assert_eq!(chat[2].role, ChatRole::User);
+        assert_eq!(chat[3].role, ChatRole::Assistant);
     }
 
     #[test]

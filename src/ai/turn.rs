@@ -48,71 +48,86 @@ impl Turn {
         error
     }
 
-    /// Runs the turn with the provider `resolve` yields.
+    /// Runs the turn with the provider `resolve` yields. Cancelled, it
+    /// answers what the reply held by then.
     pub(crate) async fn run(
         self,
         resolve: impl Future<Output = Result<Arc<dyn Provider>, TurnError>>,
         history: Vec<DuetMessage>,
     ) -> Result<AgentReply, TurnError> {
+        let mut progress = Progress::default();
+        match self.rounds(resolve, history, &mut progress).await {
+            Ok(()) => Ok(progress.reply()),
+            Err(TurnError::Cancelled(_)) => Err(TurnError::Cancelled(progress.reply())),
+            Err(err) => Err(err),
+        }
+    }
+
+    /// The rounds of the turn; what they did goes to `progress` as it is done.
+    async fn rounds(
+        &self,
+        resolve: impl Future<Output = Result<Arc<dyn Provider>, TurnError>>,
+        history: Vec<DuetMessage>,
+        progress: &mut Progress,
+    ) -> Result<(), TurnError> {
         self.emit(AiPhase::Start, None, None);
         let provider = tokio::select! {
             resolved = resolve => resolved.map_err(|err| self.fail(err))?,
-            () = self.cancel.cancelled() => return Err(self.fail(TurnError::Cancelled)),
+            () = self.cancel.cancelled() => return Err(self.fail(cancelled())),
         };
         let mut conversation = prompt::conversation(&history);
-        let mut text = String::new();
-        let mut runs = Vec::new();
         for round in 0..self.steps.max(1) {
             if round > 0 {
                 self.emit(AiPhase::Start, None, None);
             }
             // Later rounds' text streams after a blank line.
             let lead = if round > 0 { "\n\n" } else { "" };
-            let raw = self
-                .stream_round(provider.as_ref(), conversation.clone(), lead)
-                .await
-                .map_err(|err| self.fail(err))?;
-            let (prose, cmds) = blocks::extract_commands(&raw);
+            self.stream_round(
+                provider.as_ref(),
+                conversation.clone(),
+                lead,
+                &mut progress.streamed,
+            )
+            .await
+            .map_err(|err| self.fail(err))?;
+            let (prose, cmds) = blocks::extract_commands(&progress.streamed);
             if round == 0 && prose.is_empty() && cmds.is_empty() {
                 return Err(self.fail(TurnError::Model(
                     "Model error: the model answered with an empty reply".into(),
                 )));
             }
             self.emit(AiPhase::End, None, None);
-            let round_runs = self.run_commands(cmds).await?;
-            let joined = match (text.is_empty(), prose.is_empty()) {
-                (true, _) => prose,
-                (false, true) => text,
-                (false, false) => format!("{text}\n\n{prose}"),
-            };
-            text = blocks::render_reply(&joined, &round_runs);
-            let more = !round_runs.is_empty();
+            self.run_commands(cmds, &mut progress.round_runs).await?;
+            let more = !progress.round_runs.is_empty();
             if more {
-                conversation.push(ChatMessage::new(ChatRole::Assistant, raw));
+                conversation.push(ChatMessage::new(
+                    ChatRole::Assistant,
+                    progress.streamed.clone(),
+                ));
                 conversation.push(ChatMessage::new(
                     ChatRole::User,
-                    prompt::results_note(&round_runs),
+                    prompt::results_note(&progress.round_runs),
                 ));
             }
-            runs.extend(round_runs);
+            progress.end_round();
             if !more {
                 break;
             }
         }
-        Ok(AgentReply { text, runs })
+        Ok(())
     }
 
     /// Streams one answer of the model to the room, `lead` before its first
-    /// piece; returns its whole text (without `lead`).
+    /// piece, into `text` (without `lead`), as it comes.
     async fn stream_round(
         &self,
         provider: &dyn Provider,
         conversation: Vec<ChatMessage>,
         lead: &str,
-    ) -> Result<String, TurnError> {
+        text: &mut String,
+    ) -> Result<(), TurnError> {
         let work = async {
             let mut stream = provider.chat(conversation).await?;
-            let mut text = String::new();
             // Pieces go out at most every DELTA_INTERVAL, gathered, so that a
             // fast model does not flood the room (the first goes at once).
             let mut pending = String::new();
@@ -145,29 +160,77 @@ impl Turn {
                 }
             }
             self.send_delta(&mut pending);
-            Ok::<_, ModelError>(text)
+            Ok::<_, ModelError>(())
         };
         tokio::select! {
-            () = self.cancel.cancelled() => Err(TurnError::Cancelled),
+            () = self.cancel.cancelled() => Err(cancelled()),
             done = tokio::time::timeout(self.timeout, work) => match done {
-                Ok(Ok(text)) => Ok(text),
+                Ok(Ok(())) => Ok(()),
                 Ok(Err(err)) => Err(model_error(err)),
                 Err(_) => Err(model_error(ModelError::Timeout(self.timeout.as_secs()))),
             },
         }
     }
 
-    /// Runs the commands in order through the room; stops at cancel.
-    async fn run_commands(&self, cmds: Vec<String>) -> Result<Vec<Run>, TurnError> {
-        let mut runs = Vec::with_capacity(cmds.len());
+    /// Runs the commands in order through the room, into `runs` as each
+    /// ends; stops at cancel.
+    async fn run_commands(&self, cmds: Vec<String>, runs: &mut Vec<Run>) -> Result<(), TurnError> {
         for cmd in cmds {
             let run = tokio::select! {
                 run = self.host.run(cmd) => run,
-                () = self.cancel.cancelled() => return Err(TurnError::Cancelled),
+                () = self.cancel.cancelled() => return Err(cancelled()),
             };
             runs.push(capped(run));
         }
-        Ok(runs)
+        Ok(())
+    }
+}
+
+/// A cancel found inside the turn: `Turn::run` fills in what it had done.
+fn cancelled() -> TurnError {
+    TurnError::Cancelled(AgentReply::default())
+}
+
+/// What a turn has done so far (all of it when it ends, a part of it when
+/// it is cancelled).
+#[derive(Default)]
+struct Progress {
+    /// The reply of the rounds that ended: prose and blocks.
+    text: String,
+    /// The commands of those rounds.
+    runs: Vec<Run>,
+    /// What the model streamed of the round under way.
+    streamed: String,
+    /// Its commands that ran.
+    round_runs: Vec<Run>,
+}
+
+impl Progress {
+    /// Adds the round under way to the reply.
+    fn end_round(&mut self) {
+        // A command tag the model had not closed when cut off is not prose.
+        let (prose, _) = blocks::extract_commands(&std::mem::take(&mut self.streamed));
+        let prose = prose
+            .find("<run>")
+            .map_or(prose.as_str(), |at| prose[..at].trim_end());
+        let joined = match (self.text.is_empty(), prose.is_empty()) {
+            (true, _) => prose.to_string(),
+            (false, true) => std::mem::take(&mut self.text),
+            (false, false) => format!("{}\n\n{prose}", self.text),
+        };
+        self.text = blocks::render_reply(&joined, &self.round_runs);
+        self.runs.append(&mut self.round_runs);
+    }
+
+    /// The reply as it stands.
+    fn reply(mut self) -> AgentReply {
+        if !self.streamed.is_empty() || !self.round_runs.is_empty() {
+            self.end_round();
+        }
+        AgentReply {
+            text: self.text,
+            runs: self.runs,
+        }
     }
 }
 

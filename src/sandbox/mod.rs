@@ -61,6 +61,11 @@ pub trait Sandbox: Send + Sync + 'static {
     /// command; later a terminal or background processes): a busy
     /// sandbox keeps its room loaded.
     fn busy(&self) -> bool;
+
+    /// Resolves when the sandbox next stops by itself (idle): its shell is
+    /// gone, and the next command starts a fresh one in `/workspace`.
+    /// Cancel-safe: a stop while nobody waits is kept for the next call.
+    fn stopped(&self) -> BoxFuture<()>;
 }
 
 /// Which room a sandbox is for: its id and the names kept with the room
@@ -153,6 +158,48 @@ pub struct ExecOutcome {
     pub duration: Duration,
     /// Identifies the shell session that ran the command.
     pub session_id: String,
+    /// The shell's working directory after the command: where the next
+    /// one runs. `None` when the command could not run.
+    pub cwd: Option<String>,
+    /// Set when the shell was replaced after the command.
+    pub restart: Option<ShellRestart>,
+}
+
+/// Why the shell that ran a command was replaced after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RestartReason {
+    /// It exited (`exit`, `exec`, a signal).
+    Exit,
+    /// Its command ran out of time.
+    Timeout,
+    /// Its command was interrupted (or the agent's turn cancelled).
+    Interrupt,
+    /// It was stuck (a builtin loop, a stopped shell) or the sandbox
+    /// stopped under it.
+    Stopped,
+}
+
+impl RestartReason {
+    /// Its name on the wire (a `shell` record's `reason`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RestartReason::Exit => "exit",
+            RestartReason::Timeout => "timeout",
+            RestartReason::Interrupt => "interrupt",
+            RestartReason::Stopped => "stopped",
+        }
+    }
+}
+
+/// A shell replaced after a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ShellRestart {
+    pub reason: RestartReason,
+    /// The new shell starts afresh: in `/workspace`, no exported
+    /// variables. Otherwise it carries over the working directory and
+    /// exports of the last command that finished.
+    pub reset: bool,
 }
 
 /// Why a command could not be run at all.

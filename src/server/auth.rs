@@ -17,19 +17,34 @@ pub(crate) enum Access {
     Full,
 }
 
-/// Who is calling: the name they go by (`userId`, the socket's `user`)
-/// and what their credential allows. Found once per request or socket and
-/// carried with each operation.
+/// Who is calling: the name they go by (`userId`, the socket's `user`),
+/// what their credential allows, and the socket they call on (none over
+/// HTTP). Found once per request or socket and carried with each operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Caller {
     pub(crate) name: Option<String>,
     pub(crate) access: Access,
+    pub(crate) socket: Option<SocketRef>,
+}
+
+/// A socket of the room, as an operation's caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SocketRef {
+    /// Its number in the process (its presence entry in the room).
+    pub(crate) number: u64,
+    /// Its `_pk` (or the id the server gave it): `byConnection`.
+    pub(crate) id: String,
 }
 
 impl Caller {
     /// The name for records and frames: "anonymous" when none was given.
     pub(crate) fn name_or_anonymous(&self) -> String {
         self.name.clone().unwrap_or_else(|| "anonymous".into())
+    }
+
+    /// The `_pk` of its socket, for `byConnection` (none over HTTP).
+    pub(crate) fn connection(&self) -> Option<String> {
+        self.socket.as_ref().map(|s| s.id.clone())
     }
 }
 

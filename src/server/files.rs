@@ -1,16 +1,17 @@
 //! `GET` and `PUT /api/rooms/{room}/files/{path}`: files in and out of a
-//! room's workspace (docs/protocol.md "Files"). The sandbox module does the
-//! path resolution that never leaves the workspace.
+//! room's workspace (docs/protocol.md "Files"); an upload is kept as a
+//! record in the room. The sandbox module does the path resolution that
+//! never leaves the workspace.
 
-use super::errors::ApiError;
 use super::errors::Path;
+use super::errors::{ApiError, add_detail};
 use super::http::room_details;
 use super::router::App;
-use crate::protocol::{FileResponse, MAX_FILE_BODY};
+use crate::protocol::{Details, Event, FileResponse, MAX_FILE_BODY, name_problem};
 use crate::sandbox::files::FileError;
 use axum::Json;
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
@@ -28,16 +29,38 @@ fn file_error(e: FileError) -> Response {
     }
 }
 
-/// Checks the room and the path before anything is touched.
-fn check(room: &str, path: &str) -> Result<(), ApiError> {
+/// Checks the room and the path before anything is touched; answers the
+/// path's problems in `details`.
+fn check(room: &str, path: &str) -> Details {
     let mut details = room_details(room);
     if let Err(FileError::BadPath(message)) = crate::sandbox::files::components(path) {
-        details.entry("path".into()).or_default().push(message);
+        add_detail(&mut details, "path", message);
     }
+    details
+}
+
+/// The 400 of `details`, if they hold a problem.
+fn problems(details: Details) -> Result<(), ApiError> {
     if details.is_empty() {
         Ok(())
     } else {
         Err(ApiError::invalid(details))
+    }
+}
+
+/// Who uploads: `?userId=NAME` (trimmed), "anonymous" without one.
+fn uploader(query: Option<&str>, details: &mut Details) -> String {
+    let given = url::form_urlencoded::parse(query.unwrap_or("").as_bytes())
+        .find(|(key, _)| key == "userId")
+        .map(|(_, value)| value.trim().to_string());
+    match given {
+        None => "anonymous".to_string(),
+        Some(name) => {
+            if let Some(problem) = name_problem(&name) {
+                add_detail(details, "userId", problem);
+            }
+            name
+        }
     }
 }
 
@@ -46,7 +69,7 @@ pub(crate) async fn get_file(
     State(app): State<Arc<App>>,
     Path((room, path)): Path<(String, String)>,
 ) -> Response {
-    if let Err(e) = check(&room, &path) {
+    if let Err(e) = problems(check(&room, &path)) {
         return e.into_response();
     }
     let handle = match app.registry.room(&room).await {
@@ -59,14 +82,17 @@ pub(crate) async fn get_file(
     }
 }
 
-/// `PUT /api/rooms/{room}/files/{path}` (body: the bytes)
+/// `PUT /api/rooms/{room}/files/{path}?userId=NAME` (body: the bytes)
 pub(crate) async fn put_file(
     State(app): State<Arc<App>>,
     Path((room, path)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    if let Err(e) = check(&room, &path) {
+    let mut details = check(&room, &path);
+    let by = uploader(query.as_deref(), &mut details);
+    if let Err(e) = problems(details) {
         return e.into_response();
     }
     let declared = headers
@@ -85,7 +111,19 @@ pub(crate) async fn put_file(
         Err(e) => return e.into_response(),
     };
     match handle.sandbox.write_file(path.clone(), bytes).await {
-        Ok(size) => Json(FileResponse { path, size }).into_response(),
+        Ok(size) => {
+            // The record names the file as the workspace does (no `./`, no `//`).
+            let shown = crate::sandbox::files::components(&path)
+                .map(|parts| parts.join("/"))
+                .unwrap_or_else(|_| path.clone());
+            let event = Event::Upload {
+                by,
+                path: shown,
+                size,
+            };
+            handle.record(event).await;
+            Json(FileResponse { path, size }).into_response()
+        }
         Err(e) => file_error(e),
     }
 }

@@ -47,7 +47,11 @@ async fn run_op(
         Err(e) if details.is_empty() => return Err(e),
         Err(_) => return Err(ApiError::invalid(details)),
     };
-    let caller = Caller { name: None, access };
+    let caller = Caller {
+        name: None,
+        access,
+        socket: None,
+    };
     let request = ops::parse(method, &obj, details, caller)?;
     app.registry.room(&room).await?.perform(request).await
 }

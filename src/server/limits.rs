@@ -122,10 +122,10 @@ impl OpRates {
     }
 
     /// Admits one operation, or answers 429.
-    /// Only messages and commands count.
+    /// Only messages (a rename stores one too) and commands count.
     pub(crate) fn admit(&mut self, method: Method) -> Result<(), ApiError> {
         let (what, (rate, bucket)) = match method {
-            Method::Message => ("messages", &mut self.messages),
+            Method::Message | Method::Rename => ("messages", &mut self.messages),
             Method::Exec => ("commands", &mut self.commands),
             _ => return Ok(()),
         };

@@ -23,8 +23,10 @@ pub(crate) struct App {
 pub(crate) fn build(app: Arc<App>) -> Router {
     let mut router = Router::new().route("/health", get(http::health));
     for method in Method::ALL {
-        let path = format!("/api/rooms/{{room}}{}", method.path());
-        router = router.route(&path, http::operation(*method));
+        if let Some(path) = method.path() {
+            let path = format!("/api/rooms/{{room}}{path}");
+            router = router.route(&path, http::operation(*method));
+        }
     }
     router
         .route("/api/rooms/{room}/messages", get(http::messages))

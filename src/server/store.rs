@@ -1,8 +1,11 @@
-//! SQLite persistence of rooms, messages and commands. SQLite calls block,
+//! SQLite persistence of rooms, messages (records among them) and
+//! commands. SQLite calls block,
 //! so one dedicated thread owns the connection and runs jobs in the order
 //! they were sent; async code awaits their answers.
 
-use crate::protocol::{DuetMessage, ExecRecord, ExecSource, Role, STATE_EXECS, STATE_MESSAGES};
+use crate::protocol::{
+    Addressee, DuetMessage, ExecRecord, ExecSource, Role, STATE_EXECS, STATE_MESSAGES,
+};
 use rusqlite::{Connection, Row, params};
 use std::path::PathBuf;
 use tokio::sync::oneshot;
@@ -66,24 +69,42 @@ CREATE TABLE IF NOT EXISTS execs (
 ";
 
 /// Columns of a message, in `message_from_row` order.
-const MESSAGE_COLUMNS: &str = "id, role, user_id, text, ts, runs, client_id";
+const MESSAGE_COLUMNS: &str = "id, role, user_id, text, ts, runs, client_id, to_whom, event, \
+     cancelled_by";
 
-/// Columns added after version 1, for databases made before them.
-const MIGRATIONS: [&str; 2] = [
-    "ALTER TABLE messages ADD COLUMN client_id TEXT",
-    "CREATE UNIQUE INDEX IF NOT EXISTS messages_client_id ON messages (room, client_id) \
-     WHERE client_id IS NOT NULL",
-];
+/// Columns of `messages` added after version 1, in the order they came,
+/// for databases made before them: `clientId`, `to` ("agent" or "room"),
+/// a record's `event` (JSON) and `cancelledBy`.
+const ADDED_COLUMNS: [&str; 4] = ["client_id", "to_whom", "event", "cancelled_by"];
+
+/// The index that finds a message by its `clientId`.
+const CLIENT_ID_INDEX: &str = "CREATE UNIQUE INDEX IF NOT EXISTS messages_client_id \
+     ON messages (room, client_id) WHERE client_id IS NOT NULL";
 
 /// Brings an older database to the current schema.
 fn migrate(conn: &Connection) -> rusqlite::Result<()> {
-    let has_client_id = conn
-        .prepare("SELECT client_id FROM messages LIMIT 0")
-        .is_ok();
-    if !has_client_id {
-        conn.execute_batch(MIGRATIONS[0])?;
+    for column in ADDED_COLUMNS {
+        let present = conn
+            .prepare(&format!("SELECT {column} FROM messages LIMIT 0"))
+            .is_ok();
+        if !present {
+            conn.execute_batch(&format!("ALTER TABLE messages ADD COLUMN {column} TEXT"))?;
+        }
     }
-    conn.execute_batch(MIGRATIONS[1])
+    conn.execute_batch(CLIENT_ID_INDEX)
+}
+
+/// A value kept as JSON text.
+fn json_text(value: &impl serde::Serialize) -> rusqlite::Result<String> {
+    serde_json::to_string(value).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
+}
+
+/// `to` as stored.
+fn addressee(to: Addressee) -> &'static str {
+    match to {
+        Addressee::Agent => "agent",
+        Addressee::Room => "room",
+    }
 }
 
 /// What became of a message sent with a `clientId`.
@@ -196,17 +217,12 @@ impl Store {
         next_message: u64,
     ) -> Result<(), StoreError> {
         self.call(move |conn| {
-            let runs = match &message.runs {
-                Some(runs) => Some(
-                    serde_json::to_string(runs)
-                        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?,
-                ),
-                None => None,
-            };
+            let runs = message.runs.as_ref().map(json_text).transpose()?;
+            let event = message.event.as_ref().map(json_text).transpose()?;
             let tx = conn.transaction()?;
             tx.execute(
-                "INSERT INTO messages (room, id, role, user_id, text, ts, runs, client_id) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                "INSERT INTO messages (room, id, role, user_id, text, ts, runs, client_id, \
+                 to_whom, event, cancelled_by) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                 params![
                     room,
                     message.id,
@@ -215,7 +231,10 @@ impl Store {
                     message.text,
                     message.ts,
                     runs,
-                    message.client_id
+                    message.client_id,
+                    message.to.map(addressee),
+                    event,
+                    message.cancelled_by
                 ],
             )?;
             tx.execute(
@@ -316,15 +335,22 @@ impl Store {
     ) -> Result<ClientMessage, StoreError> {
         use rusqlite::OptionalExtension;
         self.call(move |conn| {
-            let stored = conn
+            let stored: Option<Option<String>> = conn
                 .query_row(
-                    "SELECT 1 FROM messages WHERE room = ?1 AND client_id = ?2",
+                    "SELECT to_whom FROM messages WHERE room = ?1 AND client_id = ?2",
                     params![room, client_id],
-                    |_| Ok(()),
+                    |r| r.get(0),
                 )
                 .optional()?;
-            if stored.is_none() {
+            let Some(to) = stored else {
                 return Ok(ClientMessage::Unknown);
+            };
+            // A message to the room was answered as it was stored.
+            if to.as_deref() == Some(addressee(Addressee::Room)) {
+                return Ok(ClientMessage::Answered {
+                    reply: None,
+                    error: None,
+                });
             }
             let answer = conn
                 .query_row(
@@ -411,6 +437,8 @@ struct UnknownValue(String);
 fn message_from_row(r: &Row<'_>) -> rusqlite::Result<DuetMessage> {
     let role: String = r.get(1)?;
     let runs: Option<String> = r.get(5)?;
+    let to: Option<String> = r.get(7)?;
+    let event: Option<String> = r.get(8)?;
     Ok(DuetMessage {
         id: r.get(0)?,
         role: Role::parse(&role).ok_or_else(|| conversion(1, UnknownValue(role)))?,
@@ -422,7 +450,17 @@ fn message_from_row(r: &Row<'_>) -> rusqlite::Result<DuetMessage> {
             None => None,
         },
         client_id: r.get(6)?,
-        ..DuetMessage::default()
+        to: match to.as_deref() {
+            None => None,
+            Some("agent") => Some(Addressee::Agent),
+            Some("room") => Some(Addressee::Room),
+            Some(other) => return Err(conversion(7, UnknownValue(other.to_string()))),
+        },
+        event: match event {
+            Some(json) => Some(serde_json::from_str(&json).map_err(|e| conversion(8, e))?),
+            None => None,
+        },
+        cancelled_by: r.get(9)?,
     })
 }
 
@@ -512,6 +550,77 @@ mod tests {
         let row = store.load_room("r".into(), String::new()).await.unwrap();
         assert!(row.messages.is_empty());
         assert_eq!(row.next_message, 6);
+    }
+
+    #[tokio::test]
+    async fn older_databases_keep_their_messages_and_gain_records() {
+        use crate::protocol::{Addressee, Event};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("duet.db");
+        {
+            // A database of version 1: no column added since.
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(SCHEMA).unwrap();
+            conn.execute_batch(
+                "INSERT INTO rooms (id, opaque, slot) VALUES ('r', 'o', 1);
+                 INSERT INTO messages (room, id, role, user_id, text, ts) VALUES
+                 ('r', '000000000001', 'user', 'ada', 'old', 5);",
+            )
+            .unwrap();
+        }
+        let store = Store::open(path.clone()).await.unwrap();
+        let row = store.load_room("r".into(), String::new()).await.unwrap();
+        assert_eq!(row.messages.len(), 1);
+        assert_eq!(
+            (row.messages[0].text.as_str(), row.messages[0].to),
+            ("old", None)
+        );
+        let record = DuetMessage {
+            id: format!("{:012}", 2),
+            role: Role::System,
+            user_id: Some("bob".into()),
+            text: "bob interrupted `sleep 9`".into(),
+            ts: 6,
+            event: Some(Event::Interrupt {
+                by: "bob".into(),
+                exec_id: "x1".into(),
+                cmd: "sleep 9".into(),
+            }),
+            ..DuetMessage::default()
+        };
+        let to_room = DuetMessage {
+            id: format!("{:012}", 3),
+            role: Role::User,
+            text: "ok thanks".into(),
+            client_id: Some("c1".into()),
+            to: Some(Addressee::Room),
+            ..record.clone()
+        };
+        let cancelled = DuetMessage {
+            id: format!("{:012}", 4),
+            role: Role::Agent,
+            text: "Let me".into(),
+            cancelled_by: Some("bob".into()),
+            ..DuetMessage::default()
+        };
+        for (n, m) in [&record, &to_room, &cancelled].into_iter().enumerate() {
+            store
+                .insert_message("r".into(), m.clone(), n as u64 + 3)
+                .await
+                .unwrap();
+        }
+        drop(store);
+        // Opened again (a restart): the migration is not repeated.
+        let store = Store::open(path).await.unwrap();
+        let row = store.load_room("r".into(), String::new()).await.unwrap();
+        assert_eq!(row.messages[1..], [record, to_room, cancelled]);
+        assert_eq!(
+            store.client_message("r".into(), "c1".into()).await.unwrap(),
+            ClientMessage::Answered {
+                reply: None,
+                error: None
+            }
+        );
     }
 
     #[tokio::test]

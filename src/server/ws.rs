@@ -2,7 +2,7 @@
 //! client's frames in (typing, rpc, refused state), keepalive, and dropping
 //! a client that cannot keep up.
 
-use super::auth::{Access, Caller};
+use super::auth::{Access, Caller, SocketRef};
 use super::errors::Path;
 use super::errors::{ApiError, add_detail};
 use super::http::room_details;
@@ -110,12 +110,17 @@ pub(crate) async fn socket(
         .max_message_size(MAX_FRAME)
         .max_frame_size(MAX_FRAME)
         .on_upgrade(move |socket| async move {
+            let number = CONNECTIONS.fetch_add(1, Ordering::Relaxed);
             let caller = Caller {
                 name: peer.user.clone(),
                 access,
+                socket: Some(SocketRef {
+                    number,
+                    id: peer.id.clone(),
+                }),
             };
             let conn = Connection {
-                number: CONNECTIONS.fetch_add(1, Ordering::Relaxed),
+                number,
                 name: caller.name_or_anonymous(),
                 caller,
                 peer,
@@ -134,11 +139,18 @@ pub(crate) async fn socket(
         })
 }
 
+/// An rpc's answer for the client, and the socket's new name when it
+/// was a `rename` that succeeded.
+struct Answered {
+    text: Utf8Bytes,
+    renamed: Option<String>,
+}
+
 /// One client's connection to a room.
 struct Connection {
     number: u64,
     peer: Peer,
-    /// The presence name: `user` or "anonymous".
+    /// The presence name: `user` (or the last `rename`) or "anonymous".
     name: String,
     /// Who calls this connection's rpcs (unless one says `userId`).
     caller: Caller,
@@ -206,7 +218,7 @@ impl Connection {
         frames: &mut broadcast::Receiver<Outgoing>,
         shutdown: &CancellationToken,
     ) {
-        let (answers, mut answered) = mpsc::channel::<Utf8Bytes>(64);
+        let (answers, mut answered) = mpsc::channel::<Answered>(64);
         let mut ping =
             tokio::time::interval_at(tokio::time::Instant::now() + PING_EVERY, PING_EVERY);
         ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -247,7 +259,12 @@ impl Connection {
                     }
                     Err(broadcast::error::RecvError::Closed) => return,
                 },
-                Some(text) = answered.recv() => {
+                Some(Answered { text, renamed }) = answered.recv() => {
+                    // Frames read after the client has this answer carry the new name.
+                    if let Some(name) = renamed {
+                        self.caller.name = Some(name.clone());
+                        self.name = name;
+                    }
                     // What the room broadcast before answering goes first:
                     // a command's frames, a cleanup's emptied state.
                     loop {
@@ -298,7 +315,7 @@ impl Connection {
     }
 
     /// Handles a client's text frame; returns a frame for this client alone.
-    fn on_text(&mut self, text: &str, answers: &mpsc::Sender<Utf8Bytes>) -> Option<Utf8Bytes> {
+    fn on_text(&mut self, text: &str, answers: &mpsc::Sender<Answered>) -> Option<Utf8Bytes> {
         let over = self.frame_rates.admit(text.len()).err();
         let value: Value = match serde_json::from_str(text) {
             Ok(v) => v,
@@ -336,7 +353,7 @@ impl Connection {
     }
 
     /// Starts an rpc; its answer comes through `answers`.
-    fn rpc(&mut self, value: Value, answers: &mpsc::Sender<Utf8Bytes>) -> Option<Utf8Bytes> {
+    fn rpc(&mut self, value: Value, answers: &mpsc::Sender<Answered>) -> Option<Utf8Bytes> {
         let Some(id) = value.get("id").cloned() else {
             return Some(error_frame("an rpc frame needs an \"id\""));
         };
@@ -352,15 +369,25 @@ impl Connection {
         };
         let handle = self.handle.clone();
         let answers = answers.clone();
+        let new_name = match &request.op {
+            ops::Op::Rename(rename) => Some(rename.name.clone()),
+            _ => None,
+        };
         tokio::spawn(async move {
             let answer = match handle.perform(request).await {
                 // The body keeps its field order: spliced in, not re-parsed.
-                Ok(reply) => Utf8Bytes::from(format!(
-                    r#"{{"type":"rpc","id":{},"success":true,"result":{},"done":true}}"#,
-                    serde_json::to_string(&id).unwrap_or_else(|_| "null".into()),
-                    reply.body
-                )),
-                Err(e) => frame_text(&ServerFrame::Rpc(failure(e).with_id(id))),
+                Ok(reply) => Answered {
+                    text: Utf8Bytes::from(format!(
+                        r#"{{"type":"rpc","id":{},"success":true,"result":{},"done":true}}"#,
+                        serde_json::to_string(&id).unwrap_or_else(|_| "null".into()),
+                        reply.body
+                    )),
+                    renamed: new_name,
+                },
+                Err(e) => Answered {
+                    text: frame_text(&ServerFrame::Rpc(failure(e).with_id(id))),
+                    renamed: None,
+                },
             };
             let _ = answers.send(answer).await;
         });
@@ -463,6 +490,7 @@ mod tests {
         Caller {
             name: name.map(str::to_string),
             access: Access::Full,
+            socket: None,
         }
     }
 

@@ -22,8 +22,8 @@ mod worker;
 
 use super::files::FileError;
 pub(crate) use super::{
-    BoxFuture, Chunk, ExecOutcome, ExecSpec, Network, OnOutput, Sandbox, SandboxError,
-    SandboxFactory, SandboxId,
+    BoxFuture, Chunk, ExecOutcome, ExecSpec, Network, OnOutput, RestartReason, Sandbox,
+    SandboxError, SandboxFactory, SandboxId, ShellRestart,
 };
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -194,6 +194,8 @@ pub struct RoomSandbox {
     control: tokio::sync::mpsc::UnboundedSender<Control>,
     /// Commands queued or running (the worker counts them down).
     pending: Arc<AtomicUsize>,
+    /// Told by the worker when the sandbox stopped for being idle.
+    stopped: Arc<tokio::sync::Notify>,
     place: Arc<SandboxPlace>,
     limits: Arc<Limits>,
 }
@@ -208,10 +210,12 @@ impl RoomSandbox {
         let (control, control_rx) = tokio::sync::mpsc::unbounded_channel();
         let place = Arc::new(place);
         let pending = Arc::new(AtomicUsize::new(0));
+        let stopped = Arc::new(tokio::sync::Notify::new());
         tokio::spawn(worker::run(
             place.clone(),
             limits.clone(),
             pending.clone(),
+            stopped.clone(),
             jobs_rx,
             control_rx,
         ));
@@ -219,6 +223,7 @@ impl RoomSandbox {
             jobs,
             control,
             pending,
+            stopped,
             place,
             limits,
         }
@@ -446,6 +451,12 @@ impl Sandbox for RoomSandbox {
 
     fn busy(&self) -> bool {
         self.pending.load(Ordering::SeqCst) > 0
+    }
+
+    fn stopped(&self) -> BoxFuture<()> {
+        // One waiter (the room): a stop nobody awaited is kept as a permit.
+        let stopped = self.stopped.clone();
+        Box::pin(async move { stopped.notified().await })
     }
 }
 

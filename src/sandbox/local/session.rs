@@ -3,6 +3,7 @@
 //! available, and the sandbox's loopback.
 
 use super::shell;
+use crate::protocol::WORKSPACE;
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -42,7 +43,7 @@ pub(super) fn start_shell() -> io::Result<Shell> {
         .args(["--noprofile", "--norc"])
         .env_clear()
         .envs(shell::SHELL_ENV)
-        .current_dir("/workspace")
+        .current_dir(WORKSPACE)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -65,6 +66,28 @@ pub(super) fn start_shell() -> io::Result<Shell> {
         ctl_buf: Vec::new(),
         session: random_hex(12),
     })
+}
+
+/// Where the next command runs: the directory the last finished command
+/// left, which a replacement shell goes back to; `/workspace` (where a
+/// shell starts) without one, or when it is gone.
+pub(super) fn next_cwd() -> String {
+    let mut saved = Vec::new();
+    let read = File::open(shell::CWD_FILE).and_then(|f| f.take(4096).read_to_end(&mut saved));
+    let cwd = String::from_utf8_lossy(&saved).into_owned();
+    if read.is_ok() && cwd.starts_with('/') && std::path::Path::new(&cwd).is_dir() {
+        cwd
+    } else {
+        WORKSPACE.to_string()
+    }
+}
+
+/// Forgets the last finished command's directory and exports: the next
+/// shell starts afresh (after an `exit`).
+pub(super) fn forget_state() {
+    for file in [shell::STATE_FILE, shell::CWD_FILE] {
+        let _ = std::fs::remove_file(file);
+    }
 }
 
 /// Reads what is available; true when the other end hung up.

@@ -18,6 +18,10 @@ pub const FIFO_DIR: &str = "/tmp/.duet";
 /// sources: a timeout or an interrupt replaces the shell, and these persist.
 pub const STATE_FILE: &str = "/tmp/.duet/state";
 
+/// Where the shell keeps, beside the state, its working directory as is
+/// (`$PWD`, unquoted): where the next command runs.
+pub const CWD_FILE: &str = "/tmp/.duet/cwd";
+
 /// The first line a replacement shell reads: back to the last finished
 /// command's directory and exports.
 pub fn restore_line() -> String {
@@ -67,6 +71,7 @@ pub fn script(
     format!(
         "{{ {body}\n}} </dev/null >{} 2>{}; __duet_status=$?; \
          {{ export -p; printf 'cd -- %q\\n' \"$PWD\"; }} 2>/dev/null >{STATE_FILE}; \
+         printf %s \"$PWD\" 2>/dev/null >{CWD_FILE}; \
          printf '\\036%s:%d\\036\\n' {nonce} \"$__duet_status\"\n",
         quote(out),
         quote(err)

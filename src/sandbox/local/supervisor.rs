@@ -5,11 +5,12 @@
 
 use super::procs::{command_alive, kill_command, list_processes};
 use super::session::{
-    Shell, bring_up_loopback, random_hex, read_available, set_nonblocking, start_shell,
-    wait_briefly,
+    Shell, bring_up_loopback, forget_state, next_cwd, random_hex, read_available, set_nonblocking,
+    start_shell, wait_briefly,
 };
 use super::shell;
 use super::wire::{self, Done, Request};
+use crate::sandbox::{RestartReason, ShellRestart};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use std::collections::HashSet;
 use std::fs::File;
@@ -29,6 +30,8 @@ const REAP_EVERY: Duration = Duration::from_millis(250);
 const SHELL_RESET: &str = "the shell was restarted: the working directory and exported \
      variables are those of the last command that finished; functions, aliases and other \
      variables were reset";
+const SHELL_EXITED: &str = "the shell exited and was restarted: the next command runs in a \
+     fresh shell in /workspace, without the exported variables";
 
 /// The exit code of a command stopped at its timeout (as coreutils' timeout).
 const EXIT_TIMED_OUT: i32 = 124;
@@ -207,7 +210,7 @@ impl Supervisor {
                 };
                 run.done.interrupted = true;
                 if hard {
-                    return self.end_stopped(EXIT_INTERRUPTED);
+                    return self.end_stopped(EXIT_INTERRUPTED, RestartReason::Interrupt);
                 }
                 if !run.stopping {
                     // The shell stops first, so nothing after the running
@@ -303,29 +306,29 @@ impl Supervisor {
         let shell_gone = read_available(&mut self.shell.ctl, &mut self.shell.ctl_buf)?;
         if let Some(code) = shell::find_sentinel(&self.shell.ctl_buf, &run.nonce) {
             run.done.exit_code = Some(code);
-            return self.finish(false);
+            return self.finish(None);
         }
         if shell_gone {
             run.done.exit_code = wait_briefly(&mut self.shell.child);
-            return self.finish(true);
+            return self.finish(Some(RestartReason::Exit));
         }
         let now = Instant::now();
         if now >= run.deadline && !run.done.timed_out {
             run.done.timed_out = true;
-            return self.end_stopped(EXIT_TIMED_OUT);
+            return self.end_stopped(EXIT_TIMED_OUT, RestartReason::Timeout);
         }
         if run.stopping
             && (run.hard_kill_at.is_some_and(|t| now >= t)
                 || !command_alive(&run.snapshot, shell_pid))
         {
-            return self.end_stopped(EXIT_INTERRUPTED);
+            return self.end_stopped(EXIT_INTERRUPTED, RestartReason::Interrupt);
         }
         if run.give_up_at.is_some_and(|t| now >= t) {
             // The shell itself is busy (a builtin loop) or stopped.
             let _ = self.shell.child.kill();
             let _ = self.shell.child.wait();
             run.done.exit_code = None;
-            return self.finish(true);
+            return self.finish(Some(RestartReason::Stopped));
         }
         Ok(())
     }
@@ -334,7 +337,7 @@ impl Supervisor {
     /// processes and the shell are killed, so nothing more of it runs and
     /// no job-control message is printed; the next shell starts where the
     /// last finished command left the directory and exports.
-    fn end_stopped(&mut self, exit_code: i32) -> io::Result<()> {
+    fn end_stopped(&mut self, exit_code: i32, reason: RestartReason) -> io::Result<()> {
         let Some(run) = &mut self.current else {
             return Ok(());
         };
@@ -343,12 +346,14 @@ impl Supervisor {
         unsafe { libc::kill(shell_pid, libc::SIGKILL) };
         kill_command(&run.snapshot, shell_pid, libc::SIGKILL);
         run.done.exit_code = Some(exit_code);
-        self.finish(true)
+        self.finish(Some(reason))
     }
 
-    /// Ends the current command: drains its output, reports, and replaces
-    /// the shell when it died.
-    fn finish(&mut self, shell_died: bool) -> io::Result<()> {
+    /// Ends the current command: drains its output, replaces the shell
+    /// when it died (`restart`: why), and reports where the next command
+    /// runs. A shell that exited is replaced afresh; one that was killed
+    /// keeps the last finished command's directory and exports.
+    fn finish(&mut self, restart: Option<RestartReason>) -> io::Result<()> {
         let Some(mut run) = self.current.take() else {
             return Ok(());
         };
@@ -360,10 +365,17 @@ impl Supervisor {
             let _ = std::fs::remove_file(path);
         }
         self.orphans.extend(run.pipes.into_iter().flatten());
-        if shell_died {
-            run.done.error = Some(SHELL_RESET.to_string());
+        if let Some(reason) = restart {
+            let reset = reason == RestartReason::Exit;
+            if reset {
+                forget_state();
+            }
+            let error = if reset { SHELL_EXITED } else { SHELL_RESET };
+            run.done.error = Some(error.to_string());
+            run.done.restart = Some(ShellRestart { reason, reset });
             self.replace_shell()?;
         }
+        run.done.cwd = Some(next_cwd());
         self.send_done(&run.done)
     }
 

@@ -60,6 +60,12 @@ pub struct Done {
     pub interrupted: bool,
     pub truncated: bool,
     pub error: Option<String>,
+    /// Where the next command runs (absent when the command never ran).
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Set when the shell was replaced after the command.
+    #[serde(default)]
+    pub restart: Option<crate::sandbox::ShellRestart>,
 }
 
 /// Frame kinds from the supervisor.

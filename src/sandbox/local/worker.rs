@@ -4,13 +4,16 @@
 //! sandbox when it has been idle.
 
 use super::wire::{self, Done, Request, Setup};
-use super::{Chunk, ExecOutcome, ExecSpec, Limits, SandboxError, SandboxPlace};
+use super::{
+    Chunk, ExecOutcome, ExecSpec, Limits, RestartReason, SandboxError, SandboxPlace, ShellRestart,
+};
+use crate::protocol::WORKSPACE;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 
 /// A queued command.
 pub(super) struct Job {
@@ -51,11 +54,13 @@ const START_TIMEOUT: Duration = Duration::from_secs(15);
 const WEDGE_SLACK: Duration = Duration::from_secs(10);
 
 /// Serves one room's sandbox until its last handle is dropped; `pending`
-/// counts the commands queued or running.
+/// counts the commands queued or running; `stopped` is told when the
+/// sandbox stops for being idle.
 pub(super) async fn run(
     place: Arc<SandboxPlace>,
     limits: Arc<Limits>,
     pending: Arc<AtomicUsize>,
+    stopped: Arc<Notify>,
     mut jobs: mpsc::UnboundedReceiver<Job>,
     mut control: mpsc::UnboundedReceiver<Control>,
 ) {
@@ -79,6 +84,7 @@ pub(super) async fn run(
             _ = idle, if process.is_some() => {
                 tracing::info!(room = %place.room, "sandbox idle: stopping it (its files stay)");
                 stop(&place, &mut process).await;
+                stopped.notify_one();
             }
         }
     }
@@ -140,10 +146,15 @@ async fn run_job(
                     outcome.interrupted = done.interrupted;
                     outcome.truncated = done.truncated;
                     outcome.error = done.error;
+                    outcome.cwd = done.cwd;
+                    outcome.restart = done.restart;
                     outcome.session_id = session;
                     break Ok(());
                 }
-                None => break Err("the sandbox stopped unexpectedly; it starts again with the next command".to_string()),
+                None => break Err((
+                    RestartReason::Stopped,
+                    "the sandbox stopped unexpectedly; it starts again with the next command",
+                )),
             },
             ctl = control.recv() => match ctl {
                 Some(Control::Interrupt { exec_id, hard, reply }) => {
@@ -159,11 +170,11 @@ async fn run_job(
                     let _ = job.reply.send(Err(SandboxError::Destroyed));
                     return;
                 }
-                None => break Err("the room closed".to_string()),
+                None => break Err((RestartReason::Stopped, "the room closed")),
             },
             _ = &mut wedged => {
                 outcome.timed_out = true;
-                break Err("the sandbox stopped answering and was restarted".to_string());
+                break Err((RestartReason::Timeout, "the sandbox stopped answering and was restarted"));
             }
         }
     };
@@ -171,10 +182,16 @@ async fn run_job(
         let rest = decoder.finish();
         emit(&mut outcome, &mut job.on_output, stream, rest);
     }
-    if let Err(message) = ended {
+    if let Err((reason, message)) = ended {
+        // The whole sandbox goes: the next command starts a fresh shell.
         stop(place, process).await;
         outcome.exit_code = None;
-        outcome.error = Some(message);
+        outcome.error = Some(message.to_string());
+        outcome.cwd = Some(WORKSPACE.to_string());
+        outcome.restart = Some(ShellRestart {
+            reason,
+            reset: true,
+        });
     }
     outcome.duration = started.elapsed();
     let _ = job.reply.send(Ok(outcome));

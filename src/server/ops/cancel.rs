@@ -18,8 +18,8 @@ impl Operation for Cancel {
         })
     }
 
-    async fn apply(self, room: &mut RoomActor, _caller: Caller, answer: Answer) {
-        let cancelled = room.cancel(self.turn_id.as_deref());
+    async fn apply(self, room: &mut RoomActor, caller: Caller, answer: Answer) {
+        let cancelled = room.cancel(self.turn_id.as_deref(), caller.name_or_anonymous());
         let _ = answer.send(Ok(Reply::ok(CancelResponse { cancelled })));
     }
 }

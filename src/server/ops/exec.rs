@@ -50,7 +50,7 @@ impl Operation for Exec {
     }
 
     async fn apply(self, room: &mut RoomActor, caller: Caller, answer: Answer) {
-        room.exec(self, caller.name_or_anonymous(), answer).await;
+        room.exec(self, caller, answer).await;
     }
 }
 

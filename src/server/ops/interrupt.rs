@@ -1,9 +1,8 @@
 //! `interrupt` (`POST /api/rooms/{room}/sandbox/interrupt` `{execId?}`):
 //! SIGINT to the running command, SIGKILL 2 s later; answers
-//! `InterruptResponse`.
+//! `InterruptResponse`, after an `interrupt` record when it stopped one.
 
 use super::{Answer, Caller, Fields, Operation};
-use crate::protocol::InterruptResponse;
 use crate::server::room::RoomActor;
 
 /// Stop a running command (the given one, else the current).
@@ -19,12 +18,7 @@ impl Operation for Interrupt {
         })
     }
 
-    async fn apply(self, room: &mut RoomActor, _caller: Caller, answer: Answer) {
-        let sandbox = room.sandbox();
-        // Awaited apart from the actor: the sandbox answers when it signalled.
-        tokio::spawn(async move {
-            let interrupted = sandbox.interrupt(self.exec_id, false).await;
-            let _ = answer.send(Ok(super::Reply::ok(InterruptResponse { interrupted })));
-        });
+    async fn apply(self, room: &mut RoomActor, caller: Caller, answer: Answer) {
+        room.interrupt(self.exec_id, caller.name_or_anonymous(), answer);
     }
 }

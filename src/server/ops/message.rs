@@ -1,17 +1,19 @@
 //! `message` (`POST /api/rooms/{room}/message` `{text, userId?,
-//! clientId?}`): stores the user message and queues the agent's turn;
-//! answers `MessageResponse` when the turn ends. A repeated `clientId`
-//! stores nothing and answers as the first did.
+//! clientId?, to?}`): stores the user message; one for the agent queues
+//! its turn and answers `MessageResponse` when the turn ends, one for the
+//! room answers at once. A repeated `clientId` stores nothing and answers
+//! as the first did.
 
 use super::{Answer, Caller, Fields, Operation};
-use crate::protocol::MAX_TEXT_CHARS;
+use crate::protocol::{Addressee, MAX_TEXT_CHARS};
 use crate::server::room::RoomActor;
 
-/// A chat line for the room and its agent.
+/// A chat line for the room's agent, or for the people in it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Message {
     pub(crate) text: String,
     pub(crate) client_id: Option<String>,
+    pub(crate) to: Addressee,
 }
 
 impl Operation for Message {
@@ -23,14 +25,24 @@ impl Operation for Message {
             f.problem("text", "must be at most 8000 characters");
         }
         let client_id = f.client_id("clientId");
+        let to = match f.get("to") {
+            None => Addressee::Agent,
+            Some(value) => match serde_json::from_value(value.clone()) {
+                Ok(to) => to,
+                Err(_) => {
+                    f.problem("to", r#"must be "agent" or "room""#);
+                    Addressee::Agent
+                }
+            },
+        };
         Some(Message {
             text: text?,
             client_id,
+            to,
         })
     }
 
     async fn apply(self, room: &mut RoomActor, caller: Caller, answer: Answer) {
-        room.message(self.text, caller.name, self.client_id, answer)
-            .await;
+        room.message(self, caller, answer).await;
     }
 }

@@ -1,7 +1,8 @@
 //! The room operations of docs/protocol.md, shared by HTTP and the
 //! socket's `rpc`. Each is one module (its request type, its parser, what
 //! it does in the room) and one line in the `operations!` table below,
-//! which gives it its rpc method and its HTTP route.
+//! which gives it its rpc method and its HTTP route (none for what only a
+//! socket can do).
 
 mod cancel;
 mod cleanup;
@@ -9,9 +10,11 @@ mod exec;
 mod fields;
 mod interrupt;
 mod message;
+mod rename;
 
 pub(crate) use exec::Exec;
 pub(crate) use fields::Fields;
+pub(crate) use message::Message;
 
 use super::auth::Caller;
 use super::errors::ApiError;
@@ -69,10 +72,11 @@ pub(crate) trait Operation: Sized + Send + 'static {
     ) -> impl Future<Output = ()> + Send;
 }
 
-/// Declares the operations: `Variant => module::Type, "method", "/path";`
-/// gives the `Method` enum, the `Op` enum and their dispatch.
+/// Declares the operations: `Variant => module::Type, "method",
+/// Some("/path");` (or `None`: no HTTP route) gives the `Method` enum, the
+/// `Op` enum and their dispatch.
 macro_rules! operations {
-    ($($variant:ident => $module:ident::$ty:ident, $name:literal, $path:literal;)*) => {
+    ($($variant:ident => $module:ident::$ty:ident, $name:literal, $path:expr;)*) => {
         /// The method of a room operation: its rpc `method` and HTTP route.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub(crate) enum Method {
@@ -90,8 +94,9 @@ macro_rules! operations {
                 }
             }
 
-            /// Its HTTP route below `/api/rooms/{room}` (`POST`).
-            pub(crate) fn path(self) -> &'static str {
+            /// Its HTTP route below `/api/rooms/{room}` (`POST`), if it
+            /// has one.
+            pub(crate) fn path(self) -> Option<&'static str> {
                 match self {
                     $(Method::$variant => $path),*
                 }
@@ -129,11 +134,12 @@ macro_rules! operations {
 }
 
 operations! {
-    Message => message::Message, "message", "/message";
-    Exec => exec::Exec, "exec", "/sandbox/exec";
-    Interrupt => interrupt::Interrupt, "interrupt", "/sandbox/interrupt";
-    Cancel => cancel::Cancel, "cancel", "/cancel";
-    Cleanup => cleanup::Cleanup, "cleanup", "/cleanup";
+    Message => message::Message, "message", Some("/message");
+    Exec => exec::Exec, "exec", Some("/sandbox/exec");
+    Interrupt => interrupt::Interrupt, "interrupt", Some("/sandbox/interrupt");
+    Cancel => cancel::Cancel, "cancel", Some("/cancel");
+    Cleanup => cleanup::Cleanup, "cleanup", Some("/cleanup");
+    Rename => rename::Rename, "rename", None;
 }
 
 impl std::str::FromStr for Method {
@@ -182,6 +188,7 @@ mod tests {
         Caller {
             name: None,
             access: Access::Full,
+            socket: None,
         }
     }
 
@@ -217,6 +224,17 @@ mod tests {
         assert!(details(Method::Exec, json!({"cmd":"a\u{0}b"})).contains_key("cmd"));
         // A bad name is refused for every operation.
         assert!(details(Method::Cancel, json!({"userId": 3})).contains_key("userId"));
+        assert_eq!(
+            details(Method::Message, json!({"text":"hi","to":"everyone"}))["to"],
+            [r#"must be "agent" or "room""#]
+        );
+        assert!(details(Method::Message, json!({"text":"hi","to":1})).contains_key("to"));
+        assert_eq!(details(Method::Rename, json!({}))["name"], ["is required"]);
+        assert_eq!(
+            details(Method::Rename, json!({"name":"x".repeat(33)}))["name"],
+            ["must be at most 32 characters"]
+        );
+        assert!(details(Method::Rename, json!({"name":"  "})).contains_key("name"));
     }
 
     #[test]
@@ -225,6 +243,7 @@ mod tests {
         let caller = Caller {
             name: Some("ada".into()),
             access: Access::Full,
+            socket: None,
         };
         let request = parse(
             Method::Message,
@@ -233,8 +252,24 @@ mod tests {
             caller,
         )
         .unwrap();
-        assert!(matches!(request.op, Op::Message(_)));
+        assert!(matches!(
+            request.op,
+            Op::Message(message::Message {
+                to: crate::protocol::Addressee::Agent,
+                ..
+            })
+        ));
         assert_eq!(request.caller.name.as_deref(), Some("ada"));
+        let room = parsed(Method::Message, json!({"text":"ok thanks","to":"room"})).unwrap();
+        assert!(matches!(
+            room.op,
+            Op::Message(message::Message {
+                to: crate::protocol::Addressee::Room,
+                ..
+            })
+        ));
+        let rename = parsed(Method::Rename, json!({"name":" ann "})).unwrap();
+        assert_eq!(rename.op, Op::Rename(rename::Rename { name: "ann".into() }));
         let request = parsed(
             Method::Exec,
             json!({"cmd":"ls","env":{"A_1":"x"},"timeoutMs":5,"userId":"bob"}),

@@ -3,12 +3,14 @@
 //! their end reported back to the actor, which records and answers them.
 
 use super::super::errors::ApiError;
-use super::{Answer, Command, Reply, RoomActor, send_frame};
+use super::{Answer, Command, Reply, RoomActor, records, send_frame};
 use crate::protocol::{
-    ExecFrame, ExecRecord, ExecResponse, ExecResult, ExecSource, Run, STATE_EXECS,
-    STORED_OUTPUT_CAP, ServerFrame, cap_text, iso_timestamp, now_ms, sandbox_name,
+    Event, ExecFrame, ExecRecord, ExecResponse, ExecResult, ExecSource, InterruptResponse, Run,
+    STATE_EXECS, STORED_OUTPUT_CAP, ServerFrame, WORKSPACE, cap_text, iso_timestamp, now_ms,
+    sandbox_name,
 };
 use crate::sandbox::{Chunk, ExecOutcome, ExecSpec, SandboxError};
+use crate::server::auth::Caller;
 use crate::server::ops::Exec;
 use std::time::Instant;
 use tokio::sync::oneshot;
@@ -36,24 +38,52 @@ pub(crate) struct ExecDone {
 
 impl RoomActor {
     /// Runs a person's command; `answer` gets `{result, sandboxName}`.
-    pub(crate) async fn exec(&mut self, exec: Exec, by: String, answer: Answer) {
+    pub(crate) async fn exec(&mut self, exec: Exec, caller: Caller, answer: Answer) {
         let policy = &self.shared.policy;
         let spec = policy.spec(exec.cmd.clone(), exec.timeout_ms, exec.cwd, exec.env);
-        self.launch(exec.cmd, spec, by, Then::Http(answer)).await;
+        let by = caller.name_or_anonymous();
+        let then = Then::Http(answer);
+        self.launch(exec.cmd, spec, by, caller.connection(), then)
+            .await;
     }
 
-    /// Queues a command in the sandbox, announces it and streams its output;
-    /// returns its id.
+    /// Stops a running command (`exec_id`, else the one running now) for
+    /// `by`; answers whether one was, after storing its `interrupt` record.
+    pub(crate) fn interrupt(&mut self, exec_id: Option<String>, by: String, answer: Answer) {
+        let target = match &exec_id {
+            Some(id) => self.running.get_key_value(id),
+            // Commands run one at a time in the order they came: the oldest.
+            None => self.running.iter().next(),
+        };
+        let Some((exec_id, cmd)) = target.map(|(id, cmd)| (id.clone(), cmd.clone())) else {
+            let _ = answer.send(Ok(Reply::ok(InterruptResponse { interrupted: false })));
+            return;
+        };
+        let sandbox = self.sandbox.clone();
+        let inbox = self.inbox.clone();
+        // Awaited apart from the actor: the sandbox answers when it signalled.
+        tokio::spawn(async move {
+            let interrupted = sandbox.interrupt(Some(exec_id.clone()), false).await;
+            if interrupted {
+                let event = Event::Interrupt { by, exec_id, cmd };
+                super::record_in(&inbox, event).await;
+            }
+            let _ = answer.send(Ok(Reply::ok(InterruptResponse { interrupted })));
+        });
+    }
+
+    /// Queues a command in the sandbox, announces it (with the socket that
+    /// caused it) and streams its output; returns its id.
     pub(super) async fn launch(
         &mut self,
         cmd: String,
         spec: ExecSpec,
         by: String,
+        by_connection: Option<String>,
         then: Then,
     ) -> String {
         let n = self.next_exec;
         self.next_exec = n + 1;
-        self.running += 1;
         if let Err(e) = self
             .shared
             .store
@@ -63,6 +93,7 @@ impl RoomActor {
             tracing::warn!(room = %self.id, "storing the command counter failed: {e}");
         }
         let exec_id = format!("x{n:011}");
+        self.running.insert(exec_id.clone(), cmd.clone());
         let source = match then {
             Then::Http(_) => ExecSource::User,
             Then::Agent(_) => ExecSource::Agent,
@@ -72,7 +103,7 @@ impl RoomActor {
             cmd: cmd.clone(),
             by: by.clone(),
             source,
-            by_connection: None,
+            by_connection,
         }));
         let frames = self.frames.clone();
         let id = exec_id.clone();
@@ -129,7 +160,7 @@ impl RoomActor {
             result,
             then,
         } = done;
-        self.running = self.running.saturating_sub(1);
+        self.running.remove(&exec_id);
         if let Some(current) = &mut self.current
             && current.running.as_deref() == Some(exec_id.as_str())
         {
@@ -150,6 +181,10 @@ impl RoomActor {
                     error: Some(error.clone()),
                     cwd: None,
                 }));
+                // No shell runs now: the next command starts a fresh one.
+                if generation == self.generation {
+                    self.set_cwd(WORKSPACE.to_string());
+                }
                 // Recorded like any command: it was announced to everyone.
                 let record = ExecRecord {
                     exec_id,
@@ -163,7 +198,7 @@ impl RoomActor {
                     ts,
                     truncated: false,
                 };
-                self.record(generation, record).await;
+                self.record_exec(generation, record).await;
                 match then {
                     Then::Http(reply) => {
                         let _ = reply.send(Err(ApiError::internal(error)));
@@ -184,7 +219,7 @@ impl RoomActor {
             truncated: outcome.truncated,
             interrupted: outcome.interrupted,
             error: outcome.error.clone(),
-            cwd: None,
+            cwd: outcome.cwd.clone(),
         }));
         let (stdout, cut_out) = cap_text(&outcome.stdout, STORED_OUTPUT_CAP);
         let (stderr, cut_err) = cap_text(&outcome.stderr, STORED_OUTPUT_CAP);
@@ -200,7 +235,10 @@ impl RoomActor {
             ts,
             truncated: outcome.truncated || cut_out || cut_err,
         };
-        self.record(generation, record.clone()).await;
+        self.record_exec(generation, record.clone()).await;
+        if generation == self.generation {
+            self.shell_after(&record, &outcome).await;
+        }
         match then {
             Then::Http(reply) => {
                 let result = ExecResult {
@@ -238,9 +276,26 @@ impl RoomActor {
         }
     }
 
+    /// Where the shell is after a command: the state's `shell.cwd`, and a
+    /// `shell` record when the shell was replaced (not for an interrupt).
+    async fn shell_after(&mut self, record: &ExecRecord, outcome: &ExecOutcome) {
+        let Some(cwd) = outcome.cwd.clone() else {
+            return;
+        };
+        self.set_cwd(cwd.clone());
+        let replaced = outcome.restart.and_then(|restart| {
+            records::shell_record(&record.exec_id, &record.cmd, &record.by, restart, &cwd)
+        });
+        if let Some(draft) = replaced
+            && let Err(e) = self.store(draft).await
+        {
+            tracing::warn!(room = %self.id, "storing a record failed: {}", e.body.error);
+        }
+    }
+
     /// Keeps a command's record in the store and the state, unless a
     /// cleanup came since it started.
-    async fn record(&mut self, generation: u64, record: ExecRecord) {
+    async fn record_exec(&mut self, generation: u64, record: ExecRecord) {
         if generation != self.generation {
             return;
         }

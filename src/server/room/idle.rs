@@ -13,7 +13,7 @@ impl RoomActor {
         self.presence.is_empty()
             && self.current.is_none()
             && self.turns.is_empty()
-            && self.running == 0
+            && self.running.is_empty()
             && !self.sandbox.busy()
     }
 

@@ -8,6 +8,7 @@ mod exec;
 mod idle;
 mod message;
 mod presence;
+mod records;
 mod state;
 mod turn;
 
@@ -17,14 +18,14 @@ use super::registry::Shared;
 use super::store::RoomRow;
 use crate::ai::{AgentReply, TurnError};
 use crate::protocol::{
-    CleanupResponse, DuetMessage, ExecRecord, PresenceUser, Role, STATE_MESSAGES, ServerFrame,
-    now_ms,
+    Addressee, CleanupResponse, DuetMessage, Event, ExecRecord, PresenceUser, Role, STATE_MESSAGES,
+    ServerFrame, ShellState, WORKSPACE, now_ms,
 };
 use crate::sandbox::{Sandbox, SandboxId};
 use axum::extract::ws::Utf8Bytes;
 use axum::http::StatusCode;
 use serde::Serialize;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
@@ -103,6 +104,12 @@ pub(crate) enum Command {
     },
     /// Answered once the room has loaded (what it notes on loading is stored).
     Ready(oneshot::Sender<()>),
+    /// Something happened that the room keeps a record of (an upload, an
+    /// interrupt); `done` is told once it is stored.
+    Record {
+        event: Event,
+        done: oneshot::Sender<()>,
+    },
 }
 
 /// Handle to a room's actor. Cheap to clone.
@@ -152,6 +159,20 @@ impl RoomHandle {
     /// Removes a connection from the room.
     pub(crate) async fn leave(&self, conn: u64) {
         let _ = self.inbox.send(Command::Leave { conn }).await;
+    }
+
+    /// Stores a record of `event` and waits until it is stored (or the
+    /// room stopped).
+    pub(crate) async fn record(&self, event: Event) {
+        record_in(&self.inbox, event).await;
+    }
+}
+
+/// Asks the actor behind `inbox` to store a record of `event`, and waits.
+async fn record_in(inbox: &mpsc::Sender<Command>, event: Event) {
+    let (done, stored) = oneshot::channel();
+    if inbox.send(Command::Record { event, done }).await.is_ok() {
+        let _ = stored.await;
     }
 }
 
@@ -205,8 +226,12 @@ pub(crate) struct RoomActor {
     current: Option<CurrentTurn>,
     /// Bumped by cleanup: commands of an older generation are not recorded.
     generation: u64,
-    /// Commands launched and not yet done.
-    running: usize,
+    /// Commands launched and not yet done, by id (the oldest runs), with
+    /// their command lines.
+    running: BTreeMap<String, String>,
+    /// The state's `shell`: where the next command runs. A room loads with
+    /// its sandbox stopped, so with a fresh shell to come.
+    shell: ShellState,
     /// The handles' count (see `RoomHandle::holders`).
     holders: std::sync::Weak<()>,
     state_cache: Option<Utf8Bytes>,
@@ -243,7 +268,10 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
         turns: VecDeque::new(),
         current: None,
         generation: 0,
-        running: 0,
+        running: BTreeMap::new(),
+        shell: ShellState {
+            cwd: WORKSPACE.to_string(),
+        },
         holders: Arc::downgrade(&holders),
         state_cache: None,
         rates,
@@ -265,10 +293,16 @@ impl RoomActor {
         let shutdown = self.shared.shutdown.clone();
         let idle_for = self.shared.room_idle;
         let mut idle_since = Some(tokio::time::Instant::now());
+        let mut sandbox_stopped = self.sandbox.stopped();
         loop {
             let unload_at = idle_since.map(|t| t + idle_for);
             let command = tokio::select! {
                 _ = shutdown.cancelled() => break,
+                () = &mut sandbox_stopped => {
+                    sandbox_stopped = self.sandbox.stopped();
+                    self.set_cwd(WORKSPACE.to_string());
+                    continue;
+                }
                 c = rx.recv() => match c {
                     Some(c) => c,
                     None => break,
@@ -296,7 +330,13 @@ impl RoomActor {
     /// answer were cut off by a crash or restart: the room is told, once
     /// (the note is itself the answer that ends the run of questions).
     async fn note_unfinished_turn(&mut self) {
-        let Some(last) = self.messages.back() else {
+        // What people said to each other and the records came after it.
+        let last = self
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.event.is_none() && m.to != Some(Addressee::Room));
+        let Some(last) = last else {
             return;
         };
         if last.role != Role::User {
@@ -330,12 +370,11 @@ impl RoomActor {
             Command::Ready(reply) => {
                 let _ = reply.send(());
             }
+            Command::Record { event, done } => {
+                self.record_or_log(event).await;
+                let _ = done.send(());
+            }
         }
-    }
-
-    /// The room's sandbox, for work awaited outside the actor.
-    pub(crate) fn sandbox(&self) -> Arc<dyn Sandbox> {
-        self.sandbox.clone()
     }
 
     /// Sends a frame to every connection.
@@ -364,6 +403,13 @@ impl RoomActor {
     /// Stores `draft` as the room's next message (its id and time set
     /// here), keeps it in the state and publishes it.
     async fn store(&mut self, draft: DuetMessage) -> Result<DuetMessage, ApiError> {
+        let message = self.keep(draft).await?;
+        self.publish(&[state::Change::Message(&message)]);
+        Ok(message)
+    }
+
+    /// Stores `draft` and keeps it in the state, unpublished.
+    async fn keep(&mut self, draft: DuetMessage) -> Result<DuetMessage, ApiError> {
         let n = self.next_message;
         let message = DuetMessage {
             id: format!("{n:012}"),
@@ -383,38 +429,50 @@ impl RoomActor {
         while self.messages.len() > STATE_MESSAGES {
             self.messages.pop_front();
         }
-        self.publish(&[state::Change::Message(&message)]);
+        self.state_cache = None;
         Ok(message)
     }
 
-    /// Ends the current turn (if `turn_id` names it, or none is named).
-    pub(crate) fn cancel(&mut self, turn_id: Option<&str>) -> bool {
-        let Some(current) = &self.current else {
+    /// The shell's working directory is now `cwd`: the state says so.
+    fn set_cwd(&mut self, cwd: String) {
+        if self.shell.cwd != cwd {
+            self.shell.cwd = cwd;
+            let shell = serde_json::to_value(&self.shell).unwrap_or_default();
+            self.publish(&[state::Change::Field("shell", shell)]);
+        }
+    }
+
+    /// Ends the current turn (if `turn_id` names it, or none is named),
+    /// for `by`.
+    pub(crate) fn cancel(&mut self, turn_id: Option<&str>, by: String) -> bool {
+        let Some(current) = &mut self.current else {
             return false;
         };
         if turn_id.is_some_and(|t| t != current.id) || current.cancel.is_cancelled() {
             return false;
         }
         current.cancel.cancel();
-        if current.running.is_some() {
+        current.cancelled_by = Some(by);
+        if let Some(exec_id) = current.running.clone() {
             let sandbox = self.sandbox.clone();
             tokio::spawn(async move {
-                sandbox.interrupt(None, true).await;
+                sandbox.interrupt(Some(exec_id), true).await;
             });
         }
         true
     }
 
-    /// Cancels the turn, clears history and commands, destroys the sandbox.
+    /// Cancels the turn, clears history and commands, destroys the
+    /// sandbox; the emptied room holds one record saying who did it.
     pub(crate) async fn cleanup(&mut self, by: String, reply: Answer) {
-        self.cancel(None);
+        self.cancel(None, by.clone());
         if let Some(current) = &mut self.current {
             current.discarded = true;
         }
         for turn in self.turns.drain(..) {
             turn.answer(Ok(turn::no_reply(CLEANED, Vec::new())));
         }
-        self.broadcast(&ServerFrame::Cleanup { by });
+        self.broadcast(&ServerFrame::Cleanup { by: by.clone() });
         self.messages.clear();
         self.execs.clear();
         self.generation += 1;
@@ -429,6 +487,12 @@ impl RoomActor {
         if let Err(e) = self.sandbox.destroy().await {
             tracing::error!(room = %self.id, "destroying the sandbox failed: {e}");
             errors.push(format!("sandbox: {e}"));
+        }
+        self.shell.cwd = WORKSPACE.to_string();
+        let event = Event::Cleanup { by };
+        let text = records::text(&event);
+        if let Err(e) = self.keep(records::draft(event, text)).await {
+            errors.push(format!("record: {}", e.body.error));
         }
         self.publish_whole();
         let status = if errors.is_empty() {

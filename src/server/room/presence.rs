@@ -1,9 +1,12 @@
 //! Who is in the room: one presence entry per connection, announced to
-//! everyone on join and leave. A joining connection subscribes to the
-//! room's frames at the moment its state snapshot is taken.
+//! everyone on join, leave and rename. A joining connection subscribes to
+//! the room's frames at the moment its state snapshot is taken.
 
 use super::{Joined, RoomActor, frame_text, outgoing};
-use crate::protocol::{PresenceUser, ServerFrame};
+use crate::protocol::{Event, PresenceUser, ServerFrame};
+use crate::server::auth::Caller;
+use crate::server::errors::ApiError;
+use crate::server::ops::{Answer, Reply};
 use tokio::sync::oneshot;
 
 impl RoomActor {
@@ -30,6 +33,31 @@ impl RoomActor {
             self.presence.retain(|(c, _)| *c != conn);
             self.broadcast(&self.presence_frame());
         }
+    }
+
+    /// The caller's socket goes by `name` from now on: presence to
+    /// everyone and a `rename` record (when the name changed); answers
+    /// `{name}`.
+    pub(crate) async fn rename(&mut self, name: String, caller: Caller, answer: Answer) {
+        let entry = caller
+            .socket
+            .and_then(|socket| self.presence.iter_mut().find(|(c, _)| *c == socket.number));
+        let Some((_, user)) = entry else {
+            let e = ApiError::field("name", "only a socket of the room can change its name");
+            let _ = answer.send(Err(e));
+            return;
+        };
+        let from = std::mem::replace(&mut user.name, name.clone());
+        if from != name {
+            self.broadcast(&self.presence_frame());
+            let event = Event::Rename {
+                by: from.clone(),
+                from,
+                to: name.clone(),
+            };
+            self.record_or_log(event).await;
+        }
+        let _ = answer.send(Ok(Reply::ok(serde_json::json!({ "name": name }))));
     }
 
     /// Removes a connection and tells the others.

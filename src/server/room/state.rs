@@ -6,7 +6,7 @@
 //! `Change::Field` where it changes.
 
 use super::{OutFrame, RoomActor, frame_text};
-use crate::protocol::{DuetMessage, ExecRecord};
+use crate::protocol::{DuetMessage, ExecRecord, ShellState};
 use axum::extract::ws::Utf8Bytes;
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -25,6 +25,7 @@ pub(super) struct StateFrame<'a> {
 pub(super) struct StateRef<'a> {
     pub(super) messages: &'a VecDeque<DuetMessage>,
     pub(super) execs: &'a VecDeque<ExecRecord>,
+    pub(super) shell: &'a ShellState,
 }
 
 /// `duet_message`: one stored or changed message.
@@ -45,9 +46,8 @@ struct PatchFrame {
 pub(super) enum Change<'a> {
     /// A message was stored or changed.
     Message(&'a DuetMessage),
-    /// Another field of the state has a new value (none yet besides
-    /// `messages`; `execs` stream as `duet_exec` instead).
-    #[allow(dead_code)]
+    /// Another field of the state has a new value (`shell`; `execs`
+    /// stream as `duet_exec` instead).
     Field(&'static str, serde_json::Value),
 }
 
@@ -80,6 +80,7 @@ impl RoomActor {
             state: StateRef {
                 messages: &self.messages,
                 execs: &self.execs,
+                shell: &self.shell,
             },
         });
         self.state_cache = Some(text.clone());
@@ -129,17 +130,21 @@ mod tests {
     fn borrowed_state_frame_has_the_wire_bytes() {
         let messages: VecDeque<DuetMessage> = vec![message()].into();
         let execs = VecDeque::new();
+        let shell = ShellState {
+            cwd: "/workspace/app".into(),
+        };
         let borrowed = frame_text(&StateFrame {
             state: StateRef {
                 messages: &messages,
                 execs: &execs,
+                shell: &shell,
             },
         });
         let owned = serde_json::to_string(&ServerFrame::State {
             state: RoomState {
                 messages: messages.into(),
                 execs: Vec::new(),
-                shell: None,
+                shell: Some(shell),
             },
         })
         .unwrap();

@@ -5,8 +5,8 @@
 
 use super::exec::Then;
 use super::{Answer, CLEANED, Command, OpResult, Outgoing, Reply, RoomActor, send_frame};
-use crate::ai::{AgentReply, BoxFuture, TurnError, TurnHost};
-use crate::protocol::{DuetMessage, MessageResponse, Role, Run, ServerFrame};
+use crate::ai::{AgentReply, BoxFuture, CANCELLED, TurnError, TurnHost};
+use crate::protocol::{AiPhase, DuetMessage, Event, MessageResponse, Role, Run, ServerFrame};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -20,6 +20,8 @@ pub(super) struct PendingTurn {
     pub(super) upto: String,
     /// The message's `clientId`: repeats of it wait for this turn's answer.
     pub(super) client_id: Option<String>,
+    /// The socket that sent it (`byConnection` of the turn's frames).
+    pub(super) by_connection: Option<String>,
     /// Who waits for the answer: the request, and any repeats of it.
     pub(super) replies: Vec<Answer>,
 }
@@ -42,6 +44,8 @@ pub(super) struct CurrentTurn {
     pub(super) running: Option<String>,
     /// Set by cleanup: the turn's end is answered but not stored.
     pub(super) discarded: bool,
+    /// Who cancelled it, once someone did.
+    pub(super) cancelled_by: Option<String>,
 }
 
 /// The answer of a turn that ended without a reply.
@@ -58,10 +62,21 @@ struct RoomHost {
     inbox: mpsc::Sender<Command>,
     frames: broadcast::Sender<Outgoing>,
     turn_id: String,
+    /// The socket whose message began the turn.
+    by_connection: Option<String>,
 }
 
 impl TurnHost for RoomHost {
-    fn emit(&self, frame: ServerFrame) {
+    fn emit(&self, mut frame: ServerFrame) {
+        // The room says who caused the turn: the turn itself does not know.
+        if let ServerFrame::Ai {
+            phase: AiPhase::Start,
+            by_connection,
+            ..
+        } = &mut frame
+        {
+            by_connection.clone_from(&self.by_connection);
+        }
         send_frame(&self.frames, &frame, None);
     }
 
@@ -114,6 +129,7 @@ impl RoomActor {
             inbox: self.inbox.clone(),
             frames: self.frames.clone(),
             turn_id: turn_id.clone(),
+            by_connection: pending.by_connection.clone(),
         });
         let agent = self.shared.agent.clone();
         let inbox = self.inbox.clone();
@@ -139,6 +155,7 @@ impl RoomActor {
             pending,
             running: None,
             discarded: false,
+            cancelled_by: None,
         });
     }
 
@@ -152,17 +169,18 @@ impl RoomActor {
         let live = self
             .current
             .as_ref()
-            .is_some_and(|c| c.id == turn_id && !c.cancel.is_cancelled());
-        if !live {
-            let _ = reply.send(Run::failed(cmd, TurnError::Cancelled.to_string()));
+            .filter(|c| c.id == turn_id && !c.cancel.is_cancelled());
+        let Some(by_connection) = live.map(|c| c.pending.by_connection.clone()) else {
+            let _ = reply.send(Run::failed(cmd, CANCELLED));
             return;
-        }
+        };
         let spec = self
             .shared
             .policy
             .spec(cmd.clone(), None, None, BTreeMap::new());
+        let then = Then::Agent(reply);
         let exec_id = self
-            .launch(cmd, spec, "agent".into(), Then::Agent(reply))
+            .launch(cmd, spec, "agent".into(), by_connection, then)
             .await;
         if let Some(current) = &mut self.current {
             current.running = Some(exec_id);
@@ -183,13 +201,16 @@ impl RoomActor {
         };
         let pending = current.pending;
         if current.discarded {
-            pending.answer(Ok(no_reply(
-                CLEANED,
-                self.messages.iter().cloned().collect(),
-            )));
+            pending.answer(Ok(no_reply(CLEANED, self.messages())));
         } else {
-            let answer = match result {
-                Ok(agent) => {
+            let answer = match (result, current.cancelled_by) {
+                (Err(TurnError::Cancelled(partial)), by) => {
+                    let by = by.unwrap_or_else(|| "duet".into());
+                    self.cancelled(current.id, partial, by).await
+                }
+                // It ended as it was cancelled: cancelled all the same.
+                (Ok(agent), Some(by)) => self.cancelled(current.id, agent, by).await,
+                (Ok(agent), None) => {
                     let runs = (!agent.runs.is_empty()).then_some(agent.runs);
                     let stored = self
                         .store_message(Role::Agent, None, agent.text.clone(), runs)
@@ -198,16 +219,16 @@ impl RoomActor {
                         Reply::ok(MessageResponse {
                             reply: Some(agent.text),
                             error: None,
-                            messages: self.messages.iter().cloned().collect(),
+                            messages: self.messages(),
                         })
                     })
                 }
-                Err(e) => {
+                (Err(e), _) => {
                     let text = e.to_string();
                     let stored = self
                         .store_message(Role::System, pending.user.clone(), text.clone(), None)
                         .await;
-                    stored.map(|_| no_reply(&text, self.messages.iter().cloned().collect()))
+                    stored.map(|_| no_reply(&text, self.messages()))
                 }
             };
             if let (Some(client_id), Ok(reply)) = (&pending.client_id, &answer) {
@@ -216,5 +237,20 @@ impl RoomActor {
             pending.answer(answer);
         }
         self.next_turn();
+    }
+
+    /// Stores what a cancelled turn had replied (`cancelledBy`), then the
+    /// `cancel` record; its request is answered that it was cancelled.
+    async fn cancelled(&mut self, turn_id: String, partial: AgentReply, by: String) -> OpResult {
+        let draft = DuetMessage {
+            role: Role::Agent,
+            text: partial.text,
+            runs: (!partial.runs.is_empty()).then_some(partial.runs),
+            cancelled_by: Some(by.clone()),
+            ..Default::default()
+        };
+        self.store(draft).await?;
+        self.record_or_log(Event::Cancel { by, turn_id }).await;
+        Ok(no_reply(CANCELLED, self.messages()))
     }
 }
