@@ -570,30 +570,36 @@ fn a_long_directory_is_abbreviated_before_anything_important_goes() {
     let mut app = app();
     app.update(presence(&[("c-ada", "ada"), ("c-bob", "bob")]));
     app.update(patch(serde_json::json!({
-        "shell": {"cwd": "/workspace/services/payments/src/handlers/refunds"}
+        "shell": {"cwd": "/workspace/services/payments/src/handlers/api"}
     })));
     let wide = status_bar(&mut app, 120, 40);
     assert!(
-        wide.contains("/workspace/services/payments/src/handlers/refunds"),
+        wide.contains("cwd /workspace/services/payments/src/handlers/api")
+            && wide.contains("join: duet --room demo-room"),
         "{wide}"
     );
     let bar = status_bar(&mut app, 80, 24);
-    assert!(bar.contains("2 here") && bar.contains("connected"), "{bar}");
     assert!(
-        bar.contains("…") && bar.contains("/refunds"),
-        "cut from the left: {bar}"
+        bar.contains("2 here")
+            && bar.contains("connected")
+            && bar.contains("duet --room demo-room"),
+        "{bar}"
     );
+    assert!(bar.contains("cwd …/api"), "cut from the left: {bar}");
     let tiny = status_bar(&mut app, 40, 12);
     assert!(
-        tiny.contains("demo-room") && tiny.contains("connected"),
+        tiny.contains("demo-room") && tiny.contains('●') && !tiny.contains("cwd"),
         "{tiny}"
     );
-    use duet::tui::view::status::abbreviate_dir;
-    assert_eq!(abbreviate_dir("/workspace/app", 20), "/workspace/app");
-    assert_eq!(abbreviate_dir("/workspace/app", 8), "~w/app");
-    assert_eq!(abbreviate_dir("/workspace/src/app", 10), "~w/src/app");
-    assert_eq!(abbreviate_dir("/workspace/src/app", 9), "…/src/app");
-    assert_eq!(abbreviate_dir("/a/averyveryverylongname", 8), "…ongname");
+    assert_eq!(
+        duet::tui::view::status::dir_forms("/workspace/src/app"),
+        ["/workspace/src/app", "~w/src/app", "…/src/app", "…/app"]
+    );
+    assert_eq!(
+        duet::tui::view::status::dir_forms("/tmp"),
+        ["/tmp"],
+        "nothing shorter to say"
+    );
 }
 
 #[test]

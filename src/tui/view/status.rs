@@ -27,152 +27,134 @@ pub fn connection(app: &App) -> (String, ratatui::style::Style) {
     }
 }
 
-/// The narrowest the shell's directory gets before it is dropped.
-const MIN_CWD: usize = 6;
-
-/// One item of the status bar; `rank` 0 is the most important: the
-/// least important are dropped first when the bar is too narrow, after
-/// their `short` form was tried.
-struct Item {
-    rank: u8,
-    text: String,
-    short: Option<String>,
+/// One part of the status bar: the forms it can take, longest first (an
+/// empty one drops it), and when it gives way to the others.
+struct Part {
+    forms: Vec<String>,
     style: Style,
+    /// Parts with a lower number are shortened first.
+    gives_way: u8,
 }
 
-/// The rank of the shell's directory: shortened before it is dropped.
-const CWD_RANK: u8 = 3;
-const CWD_LABEL: &str = " · cwd ";
-
 /// Draws the status bar: room, who you are, connection, people, the
-/// shell's directory, how to join, the server.
+/// shell's directory, how to join, the server. When it does not fit,
+/// parts give way in turn: the server, the names of who is here, your
+/// name, then the directory (shortened step by step), the count of
+/// people, the words around the join hint (never dropped while online).
 pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     if area.height == 0 {
         return;
     }
     let theme = app.theme;
-    let (conn, conn_style) = connection(app);
-    let people = app.presence.len();
     let bar = theme.status();
-    let item = |rank, text, style| Item {
-        rank,
-        text,
-        short: None,
-        style,
+    let (conn, conn_style) = connection(app);
+    let symbol = conn
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let online = matches!(app.conn, ConnState::Connected { .. });
+    let part = |forms: Vec<String>, gives_way| Part {
+        forms,
+        style: bar,
+        gives_way,
     };
-    let mut items = vec![
-        item(
-            0,
-            format!(" {} ", app.session.room),
-            bar.add_modifier(Modifier::BOLD),
-        ),
-        item(4, format!("as {} ", app.session.name), bar),
-        item(1, conn, bar.patch(conn_style)),
-        // Who is here before the join hint: a long hint is cut, not them.
-        Item {
-            short: Some(format!(" · {people} here")),
-            ..item(2, here(app, people), bar)
+    let hint = &app.session.join_hint;
+    let (count, names) = here(app);
+    let mut parts = vec![
+        Part {
+            style: bar.add_modifier(Modifier::BOLD),
+            ..part(vec![format!(" {} ", app.session.room), String::new()], 8)
         },
+        part(vec![format!("as {} ", app.session.name), String::new()], 3),
+        Part {
+            style: bar.patch(conn_style),
+            ..part(vec![conn, symbol], 7)
+        },
+        // Who is here before the join hint: a long hint is cut, not them.
+        part(vec![count, String::new()], 5),
+        part(vec![names, String::new()], 2),
     ];
     if let Some(cwd) = &app.shell_cwd {
-        items.push(item(CWD_RANK, cwd.clone(), bar));
+        let forms = dir_forms(cwd).into_iter().map(|f| format!(" · cwd {f}"));
+        parts.push(part(forms.chain([String::new()]).collect(), 4));
     }
-    items.push(item(5, format!(" · join: {}", app.session.join_hint), bar));
-    items.push(item(6, format!(" · {}", app.session.server), bar));
+    parts.push(part(
+        [format!(" · join: {hint}"), format!(" · {hint}")]
+            .into_iter()
+            .chain((!online).then(String::new))
+            .collect(),
+        6,
+    ));
+    parts.push(part(
+        vec![format!(" · {}", app.session.server), String::new()],
+        1,
+    ));
     let total = usize::from(area.width);
-    // The most important first, each whole while it fits; the directory
-    // shortened to what is left; the rest dropped. The room and the
-    // connection always stay (cut at the end if they must).
-    let mut order: Vec<usize> = (0..items.len()).collect();
-    order.sort_by_key(|&i| items[i].rank);
-    let mut left = total;
-    let mut keep = vec![false; items.len()];
-    for i in order {
-        let item = &mut items[i];
-        if item.rank == CWD_RANK {
-            let room = left.saturating_sub(width(CWD_LABEL));
-            if room >= width(&item.text).min(MIN_CWD) {
-                item.text = format!("{CWD_LABEL}{}", abbreviate_dir(&item.text, room));
-                left -= width(&item.text);
-                keep[i] = true;
+    let used = |parts: &[Part]| parts.iter().map(|p| width(&p.forms[0])).sum::<usize>();
+    while used(&parts) > total {
+        let next = parts
+            .iter_mut()
+            .filter(|p| p.forms.len() > 1)
+            .min_by_key(|p| p.gives_way);
+        match next {
+            Some(part) => {
+                part.forms.remove(0);
             }
-        } else {
-            if width(&item.text) > left
-                && let Some(short) = item.short.take()
-            {
-                item.text = short;
-            }
-            if width(&item.text) <= left || item.rank <= 1 {
-                left = left.saturating_sub(width(&item.text));
-                keep[i] = true;
-            }
+            None => break,
         }
     }
-    let mut kept = keep.iter();
-    items.retain(|_| kept.next().copied().unwrap_or(false));
-    let mut used = 0;
     let mut spans = Vec::new();
-    for Item { text, style, .. } in items {
-        let w = width(&text);
+    let mut used = 0;
+    for part in parts {
+        let text = &part.forms[0];
+        let w = width(text);
         if used + w > total {
             let left = total.saturating_sub(used);
             if left > 1 {
-                spans.push(Span::styled(truncate(&text, left), style));
+                spans.push(Span::styled(truncate(text, left), part.style));
                 used += left;
             }
             break;
         }
         used += w;
-        spans.push(Span::styled(text, style));
+        spans.push(Span::styled(text.clone(), part.style));
     }
     spans.push(Span::styled(" ".repeat(total.saturating_sub(used)), bar));
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
-/// A directory in at most `max` cells: whole if it fits, else with
-/// `/workspace` as `~w`, else cut from the left at a `/` (`…/src/app`):
-/// the end of a path says where one is.
-pub fn abbreviate_dir(dir: &str, max: usize) -> String {
-    if width(dir) <= max {
-        return dir.to_string();
-    }
+/// The shorter and shorter ways to write a directory: whole, with
+/// `/workspace` as `~w`, then cut from the left at each `/` (`…/src/app`,
+/// `…/app`): the end of a path says where one is.
+pub fn dir_forms(dir: &str) -> Vec<String> {
+    let mut forms = vec![dir.to_string()];
     let short = match dir.strip_prefix(crate::protocol::WORKSPACE) {
         Some(rest) if rest.is_empty() || rest.starts_with('/') => format!("~w{rest}"),
         _ => dir.to_string(),
     };
-    if width(&short) <= max {
-        return short;
-    }
-    let avail = max.saturating_sub(1);
-    let at_slash = short
+    let cuts = short
         .match_indices('/')
         .map(|(i, _)| &short[i..])
-        .find(|tail| width(tail) <= avail);
-    let tail = at_slash.map(str::to_string).unwrap_or_else(|| {
-        // Not even the last part fits: its end, cell by cell.
-        let mut tail: Vec<char> = Vec::new();
-        for c in short.chars().rev() {
-            let mut s: String = tail.iter().rev().collect();
-            s.insert(0, c);
-            if width(&s) > avail {
-                break;
-            }
-            tail.push(c);
-        }
-        tail.iter().rev().collect()
-    });
-    format!("…{tail}")
+        .filter(|tail| tail.len() > 1 && tail.len() < short.len())
+        .map(|tail| format!("…{tail}"));
+    forms.push(short.clone());
+    forms.extend(cuts);
+    forms.dedup();
+    forms
 }
 
-/// `· 2 here`, with the names when there is no presence column.
-fn here(app: &App, people: usize) -> String {
+/// `· 2 here` and, when there is no presence column, `: ada, bob`.
+fn here(app: &App) -> (String, String) {
+    let people = app.presence.len();
+    let count = format!(" · {people} here");
     if app.size.0 >= crate::tui::view::layout::WIDE || people == 0 {
-        return format!(" · {people} here");
+        return (count, String::new());
     }
     let mut names: Vec<&str> = app.presence.iter().map(|u| u.name.as_str()).collect();
     names.sort_unstable();
     names.dedup();
-    format!(" · {people} here: {}", names.join(", "))
+    (count, format!(": {}", names.join(", ")))
 }
 
 /// Draws the presence column (wide layout).
