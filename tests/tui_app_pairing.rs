@@ -531,7 +531,7 @@ fn the_status_bar_shows_the_shells_directory_and_its_reset() {
     assert!(status_bar(&mut app, 120, 40).contains("cwd /workspace"));
     app.update(exec_start("e1", "cd /tmp", "bob"));
     app.update(done_with("e1", 0, false, false, Some("/tmp")));
-    for (w, h) in [(120, 40), (80, 24)] {
+    for (w, h) in [(120, 40), (100, 30)] {
         let bar = status_bar(&mut app, w, h);
         assert!(bar.contains("cwd /tmp"), "{w}x{h}: {bar}");
         assert!(bar.contains("2 here"), "{w}x{h}: {bar}");
@@ -575,17 +575,22 @@ fn a_long_directory_is_abbreviated_before_anything_important_goes() {
     let wide = status_bar(&mut app, 120, 40);
     assert!(
         wide.contains("cwd /workspace/services/payments/src/handlers/api")
+            && wide.contains("as ada")
             && wide.contains("join: duet --room demo-room"),
         "{wide}"
+    );
+    let bar = status_bar(&mut app, 100, 30);
+    assert!(
+        bar.contains("cwd …/src/handlers/api") && bar.contains("join: duet --room demo-room"),
+        "cut from the left at a slash: {bar}"
     );
     let bar = status_bar(&mut app, 80, 24);
     assert!(
         bar.contains("2 here")
             && bar.contains("connected")
-            && bar.contains("duet --room demo-room"),
-        "{bar}"
+            && bar.contains("join: duet --room demo-room"),
+        "the directory goes before them: {bar}"
     );
-    assert!(bar.contains("cwd …/api"), "cut from the left: {bar}");
     let tiny = status_bar(&mut app, 40, 12);
     assert!(
         tiny.contains("demo-room") && tiny.contains('●') && !tiny.contains("cwd"),

@@ -38,9 +38,9 @@ struct Part {
 
 /// Draws the status bar: room, who you are, connection, people, the
 /// shell's directory, how to join, the server. When it does not fit,
-/// parts give way in turn: the server, the names of who is here, your
-/// name, then the directory (shortened step by step), the count of
-/// people, the words around the join hint (never dropped while online).
+/// parts give way in turn: the round trip, the server, the names of who
+/// is here, the directory (shortened step by step), your name; the join
+/// hint is not dropped while online (cut at the end if it must).
 pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     if area.height == 0 {
         return;
@@ -48,11 +48,6 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     let theme = app.theme;
     let bar = theme.status();
     let (conn, conn_style) = connection(app);
-    let symbol = conn
-        .split_whitespace()
-        .next()
-        .unwrap_or_default()
-        .to_string();
     let online = matches!(app.conn, ConnState::Connected { .. });
     let part = |forms: Vec<String>, gives_way| Part {
         forms,
@@ -61,26 +56,37 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     };
     let hint = &app.session.join_hint;
     let (count, names) = here(app);
+    // The room, the connection and the count stay: a long join hint is
+    // cut at the end rather than them.
     let mut parts = vec![
         Part {
             style: bar.add_modifier(Modifier::BOLD),
-            ..part(vec![format!(" {} ", app.session.room), String::new()], 8)
+            ..part(vec![format!(" {} ", app.session.room)], 9)
         },
-        part(vec![format!("as {} ", app.session.name), String::new()], 3),
+        part(vec![format!("as {} ", app.session.name), String::new()], 5),
+        // The round trip is the first thing to go.
         Part {
             style: bar.patch(conn_style),
-            ..part(vec![conn, symbol], 7)
+            ..part(
+                match app.conn {
+                    ConnState::Connected { rtt_ms: Some(_) } => {
+                        vec![conn, "● connected".to_string()]
+                    }
+                    _ => vec![conn],
+                },
+                1,
+            )
         },
-        // Who is here before the join hint: a long hint is cut, not them.
-        part(vec![count, String::new()], 5),
-        part(vec![names, String::new()], 2),
+        part(vec![count], 7),
+        part(vec![names, String::new()], 3),
     ];
     if let Some(cwd) = &app.shell_cwd {
         let forms = dir_forms(cwd).into_iter().map(|f| format!(" · cwd {f}"));
         parts.push(part(forms.chain([String::new()]).collect(), 4));
     }
+    // Online, the hint is never dropped (only cut at the end).
     parts.push(part(
-        [format!(" · join: {hint}"), format!(" · {hint}")]
+        [format!(" · join: {hint}")]
             .into_iter()
             .chain((!online).then(String::new))
             .collect(),
@@ -88,7 +94,7 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     ));
     parts.push(part(
         vec![format!(" · {}", app.session.server), String::new()],
-        1,
+        2,
     ));
     let total = usize::from(area.width);
     let used = |parts: &[Part]| parts.iter().map(|p| width(&p.forms[0])).sum::<usize>();
