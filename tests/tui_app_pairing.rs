@@ -361,12 +361,14 @@ fn every_kind_of_record_is_one_readable_line() {
         .join(" ");
     assert!(
         all.contains(
-            "10:05 · the shell exited after ann's command: reset to /workspace, variables cleared"
+            "10:05 · the shell exited after ann's command: a fresh shell in /workspace, directory and variables reset"
         ),
         "a reset says so: {lines:#?}"
     );
     assert!(
-        all.contains("timed out") && all.contains("/workspace/app"),
+        all.contains(
+            "10:06 · bob's command timed out: a new shell goes on in /workspace/app, variables kept"
+        ),
         "{all}"
     );
     assert!(
@@ -555,7 +557,7 @@ fn the_status_bar_shows_the_shells_directory_and_its_reset() {
     assert!(
         chat_lines(&mut app)
             .iter()
-            .any(|l| l.contains("variables cleared")),
+            .any(|l| l.contains("directory and variables reset")),
         "the record says so"
     );
     // A patch moves it; a cleanup takes it back to /workspace.

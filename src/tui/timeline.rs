@@ -162,20 +162,20 @@ pub fn record_text(event: &Event, text: &str) -> String {
             cwd,
             reset,
             ..
-        } => match (reason.as_str(), reset) {
-            (_, true) => {
-                format!("the shell exited after {by}'s command: reset to {cwd}, variables cleared")
-            }
-            ("timeout", false) => {
-                format!("{by}'s command timed out: a new shell goes on in {cwd}")
-            }
-            ("stopped", false) => {
-                format!("{by}'s command stopped the shell: a new one goes on in {cwd}")
-            }
-            (other, false) => {
-                format!("the shell was replaced ({other}) after {by}'s command: still in {cwd}")
-            }
-        },
+        } => {
+            let what = match reason.as_str() {
+                "exit" => format!("the shell exited after {by}'s command"),
+                "timeout" => format!("{by}'s command timed out"),
+                "stopped" => format!("{by}'s command stopped the shell"),
+                other => format!("the shell was replaced after {by}'s command ({other})"),
+            };
+            let next = if *reset {
+                format!("a fresh shell in {cwd}, directory and variables reset")
+            } else {
+                format!("a new shell goes on in {cwd}, variables kept")
+            };
+            format!("{what}: {next}")
+        }
         Event::Other => text.split_whitespace().collect::<Vec<_>>().join(" "),
     }
 }
