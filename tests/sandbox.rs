@@ -488,7 +488,7 @@ async fn an_idle_sandbox_that_stops_tells_its_room() {
         idle_stop: Duration::from_millis(300),
         ..Limits::default()
     };
-    let sb = sandbox(dir.path(), "idle", limits);
+    let sb = sandbox(dir.path(), "idle-told", limits);
     run(&sb, "cd /tmp").await;
     tokio::time::timeout(Duration::from_secs(30), Sandbox::stopped(&sb))
         .await

@@ -395,7 +395,9 @@ async fn an_interrupt_is_recorded_with_the_command_it_stopped() {
     // Nothing runs: nothing is interrupted, nothing recorded.
     let idle = bob.rpc(1, "interrupt", json!([{}])).await;
     assert_eq!(idle["result"], json!({"interrupted":false}));
-    send_rpc(&mut ada, 2, "exec", json!([{"cmd":"sleep 100"}])).await;
+    // It ignores SIGINT: it runs on until the SIGKILL 2 s later.
+    let cmd = "trap '' INT; sleep 100";
+    send_rpc(&mut ada, 2, "exec", json!([{ "cmd": cmd }])).await;
     let start = exec_frame(&mut bob, "start").await;
     let exec_id = start["execId"].as_str().unwrap().to_string();
     let interrupted = bob.rpc(3, "interrupt", json!([{}])).await;
@@ -404,12 +406,14 @@ async fn an_interrupt_is_recorded_with_the_command_it_stopped() {
         json!({"interrupted":true}),
         "{interrupted}"
     );
+    // Pressed again while it stops: still one record.
+    bob.rpc(4, "interrupt", json!([{"execId":exec_id}])).await;
     let ended = rpc_answer(&mut ada, 2).await;
     assert_eq!(ended["result"]["result"]["interrupted"], true, "{ended}");
     let record = the_record(&server, "p9", "interrupt").await;
     assert_eq!(
         record["event"],
-        json!({"kind":"interrupt","by":"bob","execId":exec_id,"cmd":"sleep 100"})
+        json!({"kind":"interrupt","by":"bob","execId":exec_id,"cmd":cmd})
     );
     assert!(
         record["text"].as_str().unwrap().contains("sleep 100"),

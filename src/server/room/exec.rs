@@ -23,6 +23,13 @@ pub(super) enum Then {
     Agent(oneshot::Sender<Run>),
 }
 
+/// A command launched and not yet done.
+pub(super) struct Launched {
+    cmd: String,
+    /// Its interrupt is recorded (once, however often people press Esc).
+    interrupted: bool,
+}
+
 /// A command that ended, as reported to the actor.
 pub(crate) struct ExecDone {
     exec_id: String,
@@ -55,7 +62,7 @@ impl RoomActor {
             // Commands run one at a time in the order they came: the oldest.
             None => self.running.iter().next(),
         };
-        let Some((exec_id, cmd)) = target.map(|(id, cmd)| (id.clone(), cmd.clone())) else {
+        let Some((exec_id, cmd)) = target.map(|(id, c)| (id.clone(), c.cmd.clone())) else {
             let _ = answer.send(Ok(Reply::ok(InterruptResponse { interrupted: false })));
             return;
         };
@@ -70,6 +77,18 @@ impl RoomActor {
             }
             let _ = answer.send(Ok(Reply::ok(InterruptResponse { interrupted })));
         });
+    }
+
+    /// Whether `event` is worth a record: a command's interrupt is
+    /// recorded once.
+    pub(super) fn is_news(&mut self, event: &Event) -> bool {
+        match event {
+            Event::Interrupt { exec_id, .. } => self
+                .running
+                .get_mut(exec_id)
+                .is_none_or(|c| !std::mem::replace(&mut c.interrupted, true)),
+            _ => true,
+        }
     }
 
     /// Queues a command in the sandbox, announces it (with the socket that
@@ -93,7 +112,11 @@ impl RoomActor {
             tracing::warn!(room = %self.id, "storing the command counter failed: {e}");
         }
         let exec_id = format!("x{n:011}");
-        self.running.insert(exec_id.clone(), cmd.clone());
+        let launched = Launched {
+            cmd: cmd.clone(),
+            interrupted: false,
+        };
+        self.running.insert(exec_id.clone(), launched);
         let source = match then {
             Then::Http(_) => ExecSource::User,
             Then::Agent(_) => ExecSource::Agent,

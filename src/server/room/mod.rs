@@ -30,6 +30,7 @@ use std::sync::Arc;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 pub(crate) use exec::ExecDone;
+use exec::Launched;
 use turn::{CurrentTurn, PendingTurn};
 
 /// Frames buffered per connection before a slow one is dropped.
@@ -226,9 +227,8 @@ pub(crate) struct RoomActor {
     current: Option<CurrentTurn>,
     /// Bumped by cleanup: commands of an older generation are not recorded.
     generation: u64,
-    /// Commands launched and not yet done, by id (the oldest runs), with
-    /// their command lines.
-    running: BTreeMap<String, String>,
+    /// Commands launched and not yet done, by id (the oldest runs).
+    running: BTreeMap<String, Launched>,
     /// The state's `shell`: where the next command runs. A room loads with
     /// its sandbox stopped, so with a fresh shell to come.
     shell: ShellState,
@@ -371,7 +371,9 @@ impl RoomActor {
                 let _ = reply.send(());
             }
             Command::Record { event, done } => {
-                self.record_or_log(event).await;
+                if self.is_news(&event) {
+                    self.record_or_log(event).await;
+                }
                 let _ = done.send(());
             }
         }
@@ -489,9 +491,7 @@ impl RoomActor {
             errors.push(format!("sandbox: {e}"));
         }
         self.shell.cwd = WORKSPACE.to_string();
-        let event = Event::Cleanup { by };
-        let text = records::text(&event);
-        if let Err(e) = self.keep(records::draft(event, text)).await {
+        if let Err(e) = self.keep(records::draft(Event::Cleanup { by })).await {
             errors.push(format!("record: {}", e.body.error));
         }
         self.publish_whole();

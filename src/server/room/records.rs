@@ -11,8 +11,7 @@ use crate::server::errors::ApiError;
 impl RoomActor {
     /// Stores the record of `event` and publishes it.
     pub(super) async fn record(&mut self, event: Event) -> Result<DuetMessage, ApiError> {
-        let text = text(&event);
-        self.store(draft(event, text)).await
+        self.store(draft(event)).await
     }
 
     /// Stores a record, or logs why it could not be: what it records has
@@ -24,8 +23,14 @@ impl RoomActor {
     }
 }
 
-/// A record of `event` saying `text`, by whoever did it.
-pub(super) fn draft(event: Event, text: String) -> DuetMessage {
+/// A record of `event`, by whoever did it.
+pub(super) fn draft(event: Event) -> DuetMessage {
+    let text = text(&event);
+    saying(event, text)
+}
+
+/// A record of `event` saying `text`.
+fn saying(event: Event, text: String) -> DuetMessage {
     DuetMessage {
         role: Role::System,
         user_id: event.by().map(str::to_string),
@@ -36,7 +41,7 @@ pub(super) fn draft(event: Event, text: String) -> DuetMessage {
 }
 
 /// What a record says.
-pub(super) fn text(event: &Event) -> String {
+fn text(event: &Event) -> String {
     match event {
         Event::Cleanup { by } => format!("{by} cleaned up the room"),
         Event::Cancel { by, .. } => format!("{by} cancelled the agent's turn"),
@@ -74,7 +79,7 @@ pub(super) fn shell_record(
         exec_id: Some(exec_id.to_string()),
     };
     let text = format!("{what}: {}", next_command(cwd, restart.reset));
-    Some(draft(event, text))
+    Some(saying(event, text))
 }
 
 /// Where the next command runs, after the shell was replaced.
