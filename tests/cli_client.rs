@@ -178,7 +178,7 @@ async fn a_deltas_socket_gets_each_stored_message_once_as_a_delta() {
         |e| matches!(e, SocketEvent::Frame(f) if matches!(**f, ServerFrame::State { .. })),
     )
     .await;
-    handle.send(SocketCommand::Call(RoomOp::Message("hello deltas".into())));
+    handle.send(SocketCommand::Call(RoomOp::to_agent("hello deltas")));
     let mut full_states = 0;
     let mut stored = Vec::new();
     next_matching(&mut rx, "the answer", |e| {
@@ -212,7 +212,7 @@ async fn an_operation_while_refused_is_not_sent_and_says_why() {
         matches!(e, SocketEvent::State(ConnState::Offline(_)))
     })
     .await;
-    handle.send(SocketCommand::Call(RoomOp::Message("hello?".into())));
+    handle.send(SocketCommand::Call(RoomOp::to_agent("hello?")));
     let answer = next_matching(&mut rx, "the answer", |e| {
         matches!(e, SocketEvent::Answer(_))
     })

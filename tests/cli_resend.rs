@@ -34,9 +34,7 @@ async fn a_message_lost_to_a_crash_is_sent_again_and_stored_once() {
         deltas: true,
     };
     let (handle, _task) = socket::spawn(params, tx);
-    handle.send(SocketCommand::Call(RoomOp::Message(
-        "are you there?".into(),
-    )));
+    handle.send(SocketCommand::Call(RoomOp::to_agent("are you there?")));
     next_matching(
         &mut rx,
         "the agent starting",
@@ -52,7 +50,7 @@ async fn a_message_lost_to_a_crash_is_sent_again_and_stored_once() {
     let SocketEvent::Answer(answer) = answer else {
         unreachable!()
     };
-    assert_eq!(answer.op, RoomOp::Message("are you there?".into()));
+    assert_eq!(answer.op, RoomOp::to_agent("are you there?"));
     let body = answer.result.as_ref().expect("answered, not lost");
     assert_eq!(body["reply"], serde_json::Value::Null, "{body}");
     assert!(

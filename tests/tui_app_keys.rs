@@ -15,7 +15,7 @@ fn plain_text_is_a_message_to_the_agent() {
     let mut app = app();
     assert_eq!(
         submit(&mut app, "hello agent")[0],
-        Effect::Call(RoomOp::Message("hello agent".into()))
+        Effect::Call(RoomOp::to_agent("hello agent"))
     );
     assert!(app.composer.is_empty());
     assert!(app.agent_busy());
@@ -47,12 +47,18 @@ fn empty_lines_and_a_bare_bang_send_nothing() {
 }
 
 #[test]
-fn name_rejoins_under_the_new_name_and_refuses_a_bad_one() {
+fn name_renames_in_place_and_refuses_a_bad_one() {
     let mut app = app();
     assert_eq!(
         submit(&mut app, "/name bob"),
-        vec![Effect::Rejoin("bob".into())]
+        vec![Effect::Call(RoomOp::Rename("bob".into()))]
     );
+    assert_eq!(app.session.name, "ada", "until the backend says so");
+    let effects = app.update(answer(
+        RoomOp::Rename("bob".into()),
+        Ok(serde_json::json!({"name": "bob"})),
+    ));
+    assert_eq!(effects, vec![Effect::NameChanged("bob".into())]);
     assert_eq!(app.session.name, "bob");
     let long = format!("/name {}", "x".repeat(40));
     assert!(submit(&mut app, &long).is_empty());
@@ -125,24 +131,30 @@ fn cleanup_asks_first_and_y_cleans_up() {
 }
 
 #[test]
-fn esc_interrupts_a_running_command_else_cancels_the_turn() {
+fn esc_interrupts_your_running_command_else_cancels_your_turn() {
     let mut app = app();
     assert!(app.update(key(KeyCode::Esc)).is_empty(), "nothing to stop");
-    app.update(ai(AiPhase::Start, "t1", None));
+    app.update(ai_start_by("t1", "c-ada"));
     assert_eq!(
         app.update(key(KeyCode::Esc)),
         vec![Effect::Call(RoomOp::Cancel(Some("t1".into())))]
     );
-    app.update(exec_start("e1", "sleep 100", "bob"));
+    app.update(exec_start_by("e1", "sleep 100", "ada", "c-ada"));
     assert_eq!(
         app.update(key(KeyCode::Esc)),
         vec![Effect::Call(RoomOp::Interrupt(Some("e1".into())))]
+    );
+    assert!(
+        app.toasts.last().unwrap().text.contains("turn goes on"),
+        "it says which is stopped: {}",
+        app.toasts.last().unwrap().text
     );
     app.update(exec_done("e1", 130, 10));
     assert_eq!(
         app.update(key(KeyCode::Esc)),
         vec![Effect::Call(RoomOp::Cancel(Some("t1".into())))]
     );
+    assert!(app.modals.is_empty(), "nothing asked: all of it was ada's");
 }
 
 #[test]
@@ -169,12 +181,12 @@ fn paste_inserts_newlines_without_sending() {
     assert!(
         !effects
             .iter()
-            .any(|e| matches!(e, Effect::Call(RoomOp::Message(_))))
+            .any(|e| matches!(e, Effect::Call(RoomOp::Message { .. })))
     );
     assert_eq!(app.composer.text(), "line one\nline two\nthree");
     assert_eq!(
         app.update(key(KeyCode::Enter))[0],
-        Effect::Call(RoomOp::Message("line one\nline two\nthree".into()))
+        Effect::Call(RoomOp::to_agent("line one\nline two\nthree"))
     );
 }
 

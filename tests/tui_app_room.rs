@@ -59,7 +59,7 @@ fn the_agent_reply_streams_then_becomes_the_stored_message() {
     assert!(app.chat.turn.is_none());
     assert_eq!(app.chat.len(), 2);
     app.update(answer(
-        RoomOp::Message("what is here?".into()),
+        RoomOp::to_agent("what is here?"),
         Ok(serde_json::json!({"reply": "Let me look.", "messages": []})),
     ));
     assert!(!app.agent_busy());
@@ -262,10 +262,14 @@ fn patches_apply_field_by_field_and_unknown_fields_are_ignored() {
         "execs": [serde_json::to_value(record("e1", "ls", "a\n")).unwrap()],
     })));
     assert_eq!(app.execs.runs().len(), 1);
-    assert_eq!(app.chat.len(), 1);
+    assert_eq!(app.chat.len(), 2, "bob's message and his command's line");
+    assert_eq!(app.shell_cwd.as_deref(), Some("/workspace/src"));
     // A field of the wrong shape changes nothing.
-    app.update(patch(serde_json::json!({"execs": "not a list"})));
+    app.update(patch(
+        serde_json::json!({"execs": "not a list", "shell": 7}),
+    ));
     assert_eq!(app.execs.runs().len(), 1);
+    assert_eq!(app.shell_cwd.as_deref(), Some("/workspace/src"));
 }
 
 #[test]
@@ -273,7 +277,7 @@ fn a_failed_message_is_shown_whole_and_the_text_comes_back() {
     let mut app = app();
     submit(&mut app, "hello");
     app.update(answer(
-        RoomOp::Message("hello".into()),
+        RoomOp::to_agent("hello"),
         Err(RpcError::Failed(StatusError {
             status: 400,
             error: "invalid request".into(),
@@ -294,7 +298,7 @@ fn a_message_sent_while_offline_comes_back_to_the_line() {
     let mut app = app();
     submit(&mut app, "are you there?");
     app.update(answer(
-        RoomOp::Message("are you there?".into()),
+        RoomOp::to_agent("are you there?"),
         Err(RpcError::NotSent("reconnecting in 2 s: refused".into())),
     ));
     assert_eq!(app.composer.text(), "are you there?");
@@ -312,7 +316,7 @@ fn a_message_whose_answer_was_lost_is_reported_not_put_back() {
     let mut app = app();
     submit(&mut app, "run the tests");
     app.update(answer(
-        RoomOp::Message("run the tests".into()),
+        RoomOp::to_agent("run the tests"),
         Err(RpcError::Lost("no answer from the backend".into())),
     ));
     assert!(

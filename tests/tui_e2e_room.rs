@@ -1,6 +1,7 @@
 //! End to end, as people use it: the real binary in tmux on a real
 //! backend. Two people in one room see each other's chat and commands, Esc
-//! interrupts, Ctrl+X then `y` empties both screens; the agent's reply
+//! on someone else's command asks then interrupts, Ctrl+X then `y` empties
+//! both screens; the agent's reply
 //! streams to both with its command; PageUp loads older pages; /put and
 //! /get move files. Needs tmux (the CI script installs it).
 
@@ -66,7 +67,7 @@ async fn two_people_share_a_room_and_clean_it_up() {
         "a paste is never sent"
     );
 
-    // Esc interrupts a running command, whoever started it.
+    // Esc on someone else's command asks first; y interrupts it.
     tmux.type_text("ada", "!sleep 30");
     tmux.keys("ada", &["Enter"]);
     tmux.wait("bob", "the command running", |s| {
@@ -74,6 +75,11 @@ async fn two_people_share_a_room_and_clean_it_up() {
     })
     .await;
     tmux.keys("bob", &["Escape"]);
+    tmux.wait("bob", "the question", |s| {
+        s.contains("Stop ada's `sleep 30`?")
+    })
+    .await;
+    tmux.keys("bob", &["y"]);
     for who in ["ada", "bob"] {
         tmux.wait(who, "the command interrupted", |s| {
             s.contains("■ interrupted")
@@ -89,15 +95,17 @@ async fn two_people_share_a_room_and_clean_it_up() {
     tmux.keys("ada", &["y"]);
     for who in ["ada", "bob"] {
         // Emptied but for the record of who cleaned it up.
-        tmux.wait(who, "an empty room", |s| {
-            s.contains("ada cleaned up the room")
-                && s.contains("No commands yet")
-                && !s.contains("hello from ada")
+        tmux.wait(who, "who cleaned the room up", |s| {
+            s.contains("ada cleaned up the room") && !s.contains("hello from ada")
         })
         .await;
     }
+    for who in ["ada", "bob"] {
+        tmux.wait(who, "no commands left", |s| s.contains("No commands yet"))
+            .await;
+    }
 
-    // /name rejoins under the new name.
+    // /name: the new name for everyone.
     tmux.type_text("ada", "/name ada-two");
     tmux.keys("ada", &["Enter"]);
     tmux.wait("bob", "ada's new name", |s| s.contains("● ada-two"))

@@ -8,6 +8,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 /// One delta frame.
+// It travels boxed (`SocketEvent::Delta`), so a large message is no burden.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "type")]
 pub enum Delta {

@@ -5,7 +5,7 @@
 
 use crate::client::http::StatusError;
 use crate::client::socket::SocketEvent;
-use crate::protocol::{ClientFrame, Details, ExecRequest, MessageRequest, RpcAnswer};
+use crate::protocol::{Addressee, ClientFrame, Details, ExecRequest, MessageRequest, RpcAnswer};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt;
@@ -16,8 +16,9 @@ use tokio::time::Instant;
 /// One room operation, as the rpc method and its arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RoomOp {
-    /// `message [{text}]`: a message to the agent (and the room).
-    Message(String),
+    /// `message [{text, to}]`: a message for the agent (it runs a turn)
+    /// or for the people in the room (no turn).
+    Message { text: String, to: Addressee },
     /// `exec [{cmd}]`: a command in the room's sandbox.
     Exec(String),
     /// `interrupt [{execId?}]`: the given command, else the running one.
@@ -26,17 +27,36 @@ pub enum RoomOp {
     Cancel(Option<String>),
     /// `cleanup []`: history and sandbox, for everyone.
     Cleanup,
+    /// `rename [{name}]`: this connection's name, without reconnecting.
+    Rename(String),
 }
 
 impl RoomOp {
+    /// A question for the agent.
+    pub fn to_agent(text: impl Into<String>) -> RoomOp {
+        RoomOp::Message {
+            text: text.into(),
+            to: Addressee::Agent,
+        }
+    }
+
+    /// A message for the people in the room.
+    pub fn to_room(text: impl Into<String>) -> RoomOp {
+        RoomOp::Message {
+            text: text.into(),
+            to: Addressee::Room,
+        }
+    }
+
     /// The rpc method name.
     pub fn method(&self) -> &'static str {
         match self {
-            RoomOp::Message(_) => "message",
+            RoomOp::Message { .. } => "message",
             RoomOp::Exec(_) => "exec",
             RoomOp::Interrupt(_) => "interrupt",
             RoomOp::Cancel(_) => "cancel",
             RoomOp::Cleanup => "cleanup",
+            RoomOp::Rename(_) => "rename",
         }
     }
 
@@ -49,11 +69,11 @@ impl RoomOp {
     /// safe to send again).
     fn args_as(&self, client_id: Option<&str>) -> Vec<Value> {
         match self {
-            RoomOp::Message(text) => vec![to_arg(&MessageRequest {
+            RoomOp::Message { text, to } => vec![to_arg(&MessageRequest {
                 text: text.clone(),
                 user_id: None,
                 client_id: client_id.map(String::from),
-                to: None,
+                to: Some(*to),
             })],
             RoomOp::Exec(cmd) => vec![to_arg(&ExecRequest {
                 cmd: cmd.clone(),
@@ -62,6 +82,7 @@ impl RoomOp {
             RoomOp::Interrupt(exec_id) => vec![optional("execId", exec_id)],
             RoomOp::Cancel(turn_id) => vec![optional("turnId", turn_id)],
             RoomOp::Cleanup => Vec::new(),
+            RoomOp::Rename(name) => vec![serde_json::json!({ "name": name })],
         }
     }
 }
@@ -188,12 +209,15 @@ pub(crate) struct Calls {
     /// the same `clientId`, once connected (a message the backend stored
     /// is then answered, not stored twice).
     resend: Vec<Pending>,
+    /// The name a `rename` gave this connection: the next connection
+    /// joins under it (the socket's `user`).
+    renamed: Option<String>,
 }
 
 impl Calls {
     /// A fresh rpc id for `op`, remembered until its answer.
     pub(crate) fn start(&mut self, op: RoomOp) -> (String, ClientFrame) {
-        let client_id = matches!(op, RoomOp::Message(_)).then(new_client_id);
+        let client_id = matches!(op, RoomOp::Message { .. }).then(new_client_id);
         self.send(Pending {
             op,
             attempt: 0,
@@ -243,10 +267,21 @@ impl Calls {
             ));
             return None;
         }
+        let result = outcome(reply);
+        if let (RoomOp::Rename(asked), Ok(body)) = (&pending.op, &result) {
+            // The backend answers `{name}` as it stored it.
+            let name = body.get("name").and_then(Value::as_str).unwrap_or(asked);
+            self.renamed = Some(name.to_string());
+        }
         Some(Answer {
             op: pending.op,
-            result: outcome(reply),
+            result,
         })
+    }
+
+    /// The name a `rename` answered since last asked, if any.
+    pub(crate) fn take_renamed(&mut self) -> Option<String> {
+        self.renamed.take()
     }
 
     /// When the next busy operation is due again.
@@ -323,9 +358,19 @@ mod tests {
     #[test]
     fn operations_have_the_wire_shape() {
         assert_eq!(
-            RoomOp::Message("hi".into()).args(),
-            vec![json!({"text":"hi"})]
+            RoomOp::to_agent("hi").args(),
+            vec![json!({"text":"hi","to":"agent"})]
         );
+        assert_eq!(
+            RoomOp::to_room("ok thanks").args(),
+            vec![json!({"text":"ok thanks","to":"room"})]
+        );
+        assert_eq!(RoomOp::to_room("x").method(), "message");
+        assert_eq!(
+            RoomOp::Rename("bob".into()).args(),
+            vec![json!({"name":"bob"})]
+        );
+        assert_eq!(RoomOp::Rename("bob".into()).method(), "rename");
         assert_eq!(RoomOp::Interrupt(None).args(), vec![json!({})]);
         assert_eq!(
             RoomOp::Cancel(Some("t1".into())).args(),
@@ -379,6 +424,31 @@ mod tests {
         assert!(
             calls.finish(reply("r999", None), later).is_none(),
             "not ours"
+        );
+    }
+
+    #[test]
+    fn a_rename_that_worked_names_the_next_connection() {
+        let mut calls = Calls::default();
+        let now = Instant::now();
+        let (id, _) = calls.start(RoomOp::Rename("bob ".into()));
+        let mut ok = reply(&id, None);
+        ok.result = Some(json!({"name": "bob"}));
+        assert!(calls.finish(ok, now).unwrap().result.is_ok());
+        assert_eq!(calls.take_renamed().as_deref(), Some("bob"), "as stored");
+        assert_eq!(calls.take_renamed(), None);
+        let (id, _) = calls.start(RoomOp::Rename("x".repeat(40)));
+        assert!(
+            calls
+                .finish(reply(&id, Some(400)), now)
+                .unwrap()
+                .result
+                .is_err()
+        );
+        assert_eq!(
+            calls.take_renamed(),
+            None,
+            "a refused rename changes nothing"
         );
     }
 

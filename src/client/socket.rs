@@ -161,6 +161,10 @@ async fn actor(
             Ok(ws) => {
                 attempt = 0;
                 let ended = connection(ws, &events, &mut commands, &mut calls).await;
+                // A `rename` that worked: the next connection joins under it.
+                if let Some(name) = calls.take_renamed() {
+                    params.name = name;
+                }
                 match ended {
                     Ended::Close => return,
                     Ended::Rejoin(name) => {

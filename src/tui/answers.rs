@@ -4,9 +4,8 @@
 //! acted on comes back to the input.
 
 use crate::client::rpc::{Answer, RoomOp, RpcError};
-use crate::protocol::{CancelResponse, CleanupResponse, InterruptResponse};
+use crate::protocol::{Addressee, CancelResponse, CleanupResponse, InterruptResponse};
 use crate::tui::app::App;
-use crate::tui::composer::Mode;
 
 impl App {
     pub(crate) fn on_answer(&mut self, answer: Answer) {
@@ -15,29 +14,29 @@ impl App {
             return;
         };
         match &answer.op {
-            RoomOp::Message(text) => {
-                self.pending_messages = self.pending_messages.saturating_sub(1);
-                self.failed("message not sent", err, text);
+            RoomOp::Message { to, .. } => {
+                if *to == Addressee::Agent {
+                    self.pending_messages = self.pending_messages.saturating_sub(1);
+                }
+                self.failed("message not sent", err, &answer.op);
             }
-            RoomOp::Exec(cmd) => {
-                let line = match self.composer.mode {
-                    Mode::Ask => format!("!{cmd}"),
-                    Mode::Run => cmd.clone(),
-                };
-                self.failed("command not run", err, &line);
-            }
+            RoomOp::Exec(_) => self.failed("command not run", err, &answer.op),
             RoomOp::Interrupt(_) => self.toast(format!("interrupt failed: {err}"), true),
             RoomOp::Cancel(_) => self.toast(format!("cancel failed: {err}"), true),
             RoomOp::Cleanup => self.toast(format!("cleanup failed: {err}"), true),
+            // Answered in src/tui/rename.rs.
+            RoomOp::Rename(_) => {}
         }
     }
 
     fn on_success(&mut self, answer: &Answer) {
         match &answer.op {
-            RoomOp::Message(_) => {
-                self.pending_messages = self.pending_messages.saturating_sub(1);
+            RoomOp::Message { to, .. } => {
+                if *to == Addressee::Agent {
+                    self.pending_messages = self.pending_messages.saturating_sub(1);
+                }
             }
-            RoomOp::Exec(_) => {}
+            RoomOp::Exec(_) | RoomOp::Rename(_) => {}
             RoomOp::Interrupt(_) => {
                 let done = answer.decode::<InterruptResponse>().map(|a| a.interrupted);
                 self.stopped("interrupt", done);
@@ -72,11 +71,15 @@ impl App {
     /// An operation failed: say so, whole. When the backend surely did
     /// nothing, put the line back if the input is free (it is in the
     /// history anyway); when it may have, say where to look instead.
-    fn failed(&mut self, what: &str, err: &RpcError, line: &str) {
+    fn failed(&mut self, what: &str, err: &RpcError, op: &RoomOp) {
+        let Some((line, mode)) = self.line_for(op) else {
+            return;
+        };
         if err.surely_not_done() {
             self.toast(format!("{what}: {err}"), true);
             if self.composer.is_empty() {
-                self.composer.set_text(line);
+                self.composer.set_text(&line);
+                self.composer.mode = mode;
             }
         } else {
             self.toast(format!("no answer for `{line}`: {err}"), true);

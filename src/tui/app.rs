@@ -10,6 +10,7 @@ use crate::tui::chat::ChatLog;
 use crate::tui::composer::Composer;
 use crate::tui::execs::ExecLog;
 use crate::tui::scroll::{self, Scroll};
+use crate::tui::stop::Stop;
 use crate::tui::theme::Theme;
 use crossterm::event::{KeyEvent, MouseEvent};
 
@@ -44,10 +45,12 @@ pub enum Pane {
 }
 
 /// Dialogs that see keys first; the last is on top.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Modal {
     Help,
     ConfirmCleanup,
+    /// Esc on someone else's command or turn: stop it? (src/tui/stop.rs)
+    ConfirmStop(Stop),
 }
 
 /// A note that goes away by itself.
@@ -105,6 +108,8 @@ pub enum Effect {
     },
     Typing,
     Rejoin(String),
+    /// A `rename` worked: later HTTP calls (files) carry the new name.
+    NameChanged(String),
     /// Mouse capture on (the wheel scrolls) or off (the terminal selects
     /// text).
     SetMouse(bool),
@@ -122,6 +127,9 @@ pub struct App {
     pub execs: ExecLog,
     pub composer: Composer,
     pub presence: Vec<PresenceUser>,
+    /// Where the room's next command runs (`shell.cwd`), once the backend
+    /// said it.
+    pub shell_cwd: Option<String>,
     pub typing: Vec<Typist>,
     pub toasts: Vec<Toast>,
     /// Whether the mouse is captured (the wheel scrolls); off, the
@@ -161,6 +169,7 @@ impl App {
             execs: ExecLog::default(),
             composer: Composer::default(),
             presence: Vec::new(),
+            shell_cwd: None,
             typing: Vec::new(),
             toasts: Vec::new(),
             mouse_capture: true,
@@ -264,7 +273,10 @@ impl App {
             Msg::Socket(SocketEvent::Frame(frame)) => self.on_frame(*frame),
             Msg::Socket(SocketEvent::Delta(delta)) => self.on_delta(*delta),
             Msg::Socket(SocketEvent::Answer(answer)) => {
-                self.on_answer(*answer);
+                match answer.op {
+                    RoomOp::Rename(_) => self.on_renamed(*answer, &mut effects),
+                    _ => self.on_answer(*answer),
+                }
                 true
             }
             Msg::OlderLoaded(result) => {

@@ -1,12 +1,16 @@
-//! The chat's content: messages by id (merged from states, deltas and
-//! older pages, never duplicated) and the agent's reply while it streams;
-//! each a cell, a message's lines cached per width, so a frame renders
-//! only what shows.
+//! The chat's content, the room's timeline: messages by id (merged from
+//! states, deltas and older pages, never duplicated), people's commands
+//! among them by time, and the agent's reply while it streams; each a
+//! cell, a message's lines cached per width, so a frame renders only what
+//! shows.
 
-use crate::protocol::{DuetMessage, Role};
+use crate::protocol::{DuetMessage, ExecFrame, ExecRecord, ExecSource, Role};
 use crate::tui::cell::{Cell, Lines, RenderCtx};
-use crate::tui::chat_render::{render_message, render_turn};
+use crate::tui::chat_render::render_turn;
+use crate::tui::execs::{Completion, MAX_RUNS};
+use crate::tui::timeline::{CommandLine, render_entry};
 use std::cell::RefCell;
+use std::iter::Peekable;
 use std::rc::Rc;
 
 /// A message with its rendering cache (by width).
@@ -33,7 +37,7 @@ impl Cell for ChatEntry {
         {
             return lines.clone();
         }
-        let lines = Rc::new(render_message(&self.msg, width, ctx));
+        let lines = Rc::new(render_entry(&self.msg, width, ctx));
         *self.cache.borrow_mut() = Some((width, lines.clone()));
         lines
     }
@@ -47,6 +51,9 @@ pub struct LiveTurn {
     pub started_ms: i64,
     /// The stream ended; the stored message is on its way.
     pub ended: bool,
+    /// The `_pk` of the socket whose message began it, when one did (and
+    /// this client saw its start).
+    pub by_connection: Option<String>,
 }
 
 impl Cell for LiveTurn {
@@ -62,10 +69,15 @@ pub fn id_key(id: &str) -> (usize, &str) {
     (id.len(), id)
 }
 
-/// Every message this client shows, oldest first.
+/// Every message this client shows, oldest first, and people's commands.
 #[derive(Debug, Clone, Default)]
 pub struct ChatLog {
     entries: Vec<ChatEntry>,
+    /// People's commands, by `ts` (the agent's are in its replies).
+    commands: Vec<CommandLine>,
+    /// The newest `ts` the backend gave (messages, records): where a
+    /// command that starts now goes.
+    latest_ts: i64,
     /// `/clear`: messages up to this id are not shown again.
     hidden_upto: Option<String>,
     /// Whether older pages may exist on the backend.
@@ -81,9 +93,14 @@ impl ChatLog {
         self.entries.iter().map(|e| &e.msg)
     }
 
-    /// Number of items: messages, plus the live turn.
+    /// People's commands shown, oldest first.
+    pub fn commands(&self) -> &[CommandLine] {
+        &self.commands
+    }
+
+    /// Number of items: messages, commands, plus the live turn.
     pub fn len(&self) -> usize {
-        self.entries.len() + usize::from(self.turn.is_some())
+        self.entries.len() + self.commands.len() + usize::from(self.turn.is_some())
     }
 
     /// Whether nothing shows.
@@ -114,6 +131,7 @@ impl ChatLog {
             self.entries.clear();
             return false;
         };
+        self.saw(messages.iter().map(|m| m.ts));
         let mut old = std::mem::take(&mut self.entries);
         let keep = old
             .iter()
@@ -145,6 +163,7 @@ impl ChatLog {
     /// replaces the one of its id, or inserts it in id order. Answers
     /// whether it came at the end.
     pub fn apply_message(&mut self, msg: DuetMessage) -> bool {
+        self.saw([msg.ts]);
         if self.hidden(&msg) {
             return false;
         }
@@ -168,6 +187,85 @@ impl ChatLog {
         };
         self.settle_turn();
         grew
+    }
+
+    fn saw(&mut self, ts: impl IntoIterator<Item = i64>) {
+        self.latest_ts = ts.into_iter().fold(self.latest_ts, i64::max);
+    }
+
+    /// Takes a person's command as it streams: a start adds its line, a
+    /// completion gives it its badge. Answers whether the chat changed.
+    pub fn apply_exec_frame(&mut self, frame: &ExecFrame, now_ms: i64) -> bool {
+        match frame {
+            ExecFrame::Start {
+                exec_id,
+                source: ExecSource::User,
+                ..
+            } => {
+                if self.commands.iter().any(|c| c.exec_id == *exec_id) {
+                    return false;
+                }
+                let ts = self.latest_ts;
+                self.commands
+                    .extend(CommandLine::started(frame, ts, now_ms));
+                self.trim_commands();
+                true
+            }
+            ExecFrame::Complete { exec_id, .. } => {
+                match self.commands.iter_mut().find(|c| c.exec_id == *exec_id) {
+                    Some(line) => {
+                        line.done = Completion::from_frame(frame);
+                        true
+                    }
+                    None => false,
+                }
+            }
+            _ => false,
+        }
+    }
+
+    /// Takes a state's `execs`: people's commands this client missed are
+    /// added; known ones move to the backend's time and end as recorded.
+    pub fn apply_exec_records<'a>(
+        &mut self,
+        records: impl IntoIterator<Item = &'a ExecRecord>,
+    ) -> bool {
+        let mut changed = false;
+        for record in records {
+            self.saw([record.ts]);
+            if record.source != ExecSource::User {
+                continue;
+            }
+            match self
+                .commands
+                .iter_mut()
+                .find(|c| c.exec_id == record.exec_id)
+            {
+                Some(line) => {
+                    if line.ts != record.ts || line.done.is_none() {
+                        line.ts = record.ts;
+                        line.done
+                            .get_or_insert_with(|| Completion::from_record(record));
+                        changed = true;
+                    }
+                }
+                None => {
+                    self.commands.push(CommandLine::from_record(record));
+                    changed = true;
+                }
+            }
+        }
+        if changed {
+            self.commands.sort_by_key(|c| c.ts);
+            self.trim_commands();
+        }
+        changed
+    }
+
+    fn trim_commands(&mut self) {
+        if self.commands.len() > MAX_RUNS {
+            self.commands.drain(..self.commands.len() - MAX_RUNS);
+        }
     }
 
     /// Keeps the latest `n` messages; older ones dropped here come back
@@ -207,28 +305,63 @@ impl ChatLog {
         self.entries.splice(0..0, older);
     }
 
-    /// `/clear`: hides everything shown so far, on this screen only.
+    /// `/clear`: hides everything shown so far, on this screen only (the
+    /// output pane remembers which commands it hid).
     pub fn clear_local(&mut self) {
         if let Some(last) = self.entries.last() {
             self.hidden_upto = Some(last.msg.id.clone());
         }
         self.entries.clear();
+        self.commands.clear();
         self.has_more = false;
     }
 
     /// The room was cleaned up: nothing is left.
     pub fn clear_all(&mut self) {
         self.entries.clear();
+        self.commands.clear();
         self.hidden_upto = None;
         self.has_more = false;
         self.loading_older = false;
         self.turn = None;
     }
 
-    /// The cells, newest first: the live reply, then the messages.
+    /// The cells, newest first: the live reply, then messages and
+    /// commands by time (a command after a message of the same time).
     pub fn cells_rev(&self) -> impl Iterator<Item = &dyn Cell> {
         let turn = self.turn.iter().map(|t| t as &dyn Cell);
-        turn.chain(self.entries.iter().rev().map(|e| e as &dyn Cell))
+        let merged = NewestFirst {
+            messages: self.entries.iter().rev().peekable(),
+            commands: self.commands.iter().rev().peekable(),
+        };
+        turn.chain(merged)
+    }
+}
+
+/// Messages and commands, each newest first, merged by time.
+struct NewestFirst<'a, M: Iterator<Item = &'a ChatEntry>, C: Iterator<Item = &'a CommandLine>> {
+    messages: Peekable<M>,
+    commands: Peekable<C>,
+}
+
+impl<'a, M, C> Iterator for NewestFirst<'a, M, C>
+where
+    M: Iterator<Item = &'a ChatEntry>,
+    C: Iterator<Item = &'a CommandLine>,
+{
+    type Item = &'a dyn Cell;
+
+    fn next(&mut self) -> Option<&'a dyn Cell> {
+        let command_first = match (self.messages.peek(), self.commands.peek()) {
+            (Some(m), Some(c)) => c.ts >= m.msg.ts,
+            (None, Some(_)) => true,
+            _ => false,
+        };
+        if command_first {
+            self.commands.next().map(|c| c as &dyn Cell)
+        } else {
+            self.messages.next().map(|e| e as &dyn Cell)
+        }
     }
 }
 
@@ -287,6 +420,67 @@ mod tests {
         log.has_more = true;
         assert!(!log.apply_message(msg("0", "z")), "comes with its page");
         assert_eq!(log.oldest_id(), Some("1"));
+    }
+
+    /// The timeline as (kind, id) newest last.
+    fn timeline(log: &ChatLog) -> Vec<String> {
+        let ctx = RenderCtx {
+            theme: crate::tui::theme::Theme { color: false },
+            tz: time::UtcOffset::UTC,
+            now_ms: 0,
+        };
+        let mut out: Vec<String> = log
+            .cells_rev()
+            .map(|c| c.lines(60, &ctx)[0].to_string())
+            .collect();
+        out.reverse();
+        out
+    }
+
+    #[test]
+    fn commands_go_among_messages_by_the_backends_time() {
+        use crate::protocol::{ExecFrame, ExecRecord, ExecSource};
+        let mut log = ChatLog::default();
+        let at = |id: &str, ts: i64| DuetMessage { ts, ..msg(id, id) };
+        log.apply_state(&[at("1", 60_000), at("2", 120_000)], true);
+        let start = ExecFrame::Start {
+            exec_id: "e1".into(),
+            cmd: "make".into(),
+            by: "bob".into(),
+            source: ExecSource::User,
+            by_connection: None,
+        };
+        // This machine's clock says nothing about the order.
+        assert!(log.apply_exec_frame(&start, 9_999_999_999));
+        assert!(!log.apply_exec_frame(&start, 0), "once");
+        log.apply_message(at("3", 180_000));
+        let lines = timeline(&log);
+        assert!(lines[2].contains("bob $ make"), "{lines:#?}");
+        assert!(lines[3].starts_with("00:03 ada"), "{lines:#?}");
+        // Its record puts it where the backend says it started.
+        let record = ExecRecord {
+            exec_id: "e1".into(),
+            cmd: "make".into(),
+            by: "bob".into(),
+            source: ExecSource::User,
+            stdout: String::new(),
+            stderr: String::new(),
+            exit_code: Some(0),
+            duration: 1,
+            ts: 30_000,
+            truncated: false,
+        };
+        let agents = ExecRecord {
+            exec_id: "e2".into(),
+            source: ExecSource::Agent,
+            ..record.clone()
+        };
+        assert!(log.apply_exec_records([&record, &agents]));
+        let lines = timeline(&log);
+        assert!(lines[0].starts_with("00:00 bob $ make  ✓ 0"), "{lines:#?}");
+        assert_eq!(log.commands().len(), 1, "the agent's stay in its replies");
+        log.clear_local();
+        assert!(log.is_empty());
     }
 
     #[test]

@@ -1,18 +1,33 @@
 //! The command line: a multi-line text with a cursor, its mode (ask the
-//! agent or run a command) and the input history.
+//! agent, talk to the room or run a command) and the input history.
 
+use crate::protocol::Addressee;
 use unicode_segmentation::UnicodeSegmentation;
 
 /// Entries kept in the input history.
 const HISTORY_MAX: usize = 500;
 
-/// What plain text on the line does.
+/// What plain text on the line does. In every mode `/cmd` is a slash
+/// command and `@agent …` asks the agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
-    /// A message to the agent (and the room); `!cmd` runs a command.
+    /// A question for the agent (everyone sees it); `!cmd` runs a command.
     Ask,
+    /// A message for the people in the room, no agent turn; `!cmd` runs.
+    Room,
     /// A command for the sandbox.
     Run,
+}
+
+impl Mode {
+    /// Whom a plain line is for, in a chat mode.
+    pub fn addressee(self) -> Option<Addressee> {
+        match self {
+            Mode::Ask => Some(Addressee::Agent),
+            Mode::Room => Some(Addressee::Room),
+            Mode::Run => None,
+        }
+    }
 }
 
 /// The line being edited.

@@ -23,6 +23,45 @@ pub struct Completion {
     pub error: Option<String>,
 }
 
+impl Completion {
+    /// How a `duet_exec complete` frame says it ended (`None` for the
+    /// other phases).
+    pub fn from_frame(frame: &ExecFrame) -> Option<Completion> {
+        let ExecFrame::Complete {
+            exit_code,
+            duration,
+            timed_out,
+            truncated,
+            interrupted,
+            error,
+            ..
+        } = frame
+        else {
+            return None;
+        };
+        Some(Completion {
+            exit_code: *exit_code,
+            duration_ms: *duration,
+            timed_out: *timed_out,
+            interrupted: *interrupted,
+            truncated: *truncated,
+            error: error.clone(),
+        })
+    }
+
+    /// How a stored record says it ended (records keep only the code).
+    pub fn from_record(record: &ExecRecord) -> Completion {
+        Completion {
+            exit_code: record.exit_code,
+            duration_ms: record.duration,
+            timed_out: false,
+            interrupted: false,
+            truncated: record.truncated,
+            error: None,
+        }
+    }
+}
+
 /// One command and its output.
 #[derive(Debug, Clone)]
 pub struct ExecRun {
@@ -30,6 +69,9 @@ pub struct ExecRun {
     pub cmd: String,
     pub by: String,
     pub source: ExecSource,
+    /// The `_pk` of the socket that caused it, when one did (live
+    /// commands only: records do not say).
+    pub by_connection: Option<String>,
     pub started_ms: i64,
     pub output: OutputBuffer,
     pub done: Option<Completion>,
@@ -47,6 +89,7 @@ impl ExecRun {
             cmd,
             by,
             source,
+            by_connection: None,
             started_ms,
             output: OutputBuffer::new(),
             done: None,
@@ -78,14 +121,7 @@ impl ExecRun {
             record.ts,
         );
         run.output = OutputBuffer::from_streams(&record.stdout, &record.stderr);
-        run.done = Some(Completion {
-            exit_code: record.exit_code,
-            duration_ms: record.duration,
-            timed_out: false,
-            interrupted: false,
-            truncated: record.truncated,
-            error: None,
-        });
+        run.done = Some(Completion::from_record(record));
         run
     }
 }
@@ -108,6 +144,18 @@ impl ExecLog {
         self.runs.iter().rev().find(|r| r.done.is_none())
     }
 
+    /// Whether the command of `exec_id` is shown and still running.
+    pub fn is_running(&self, exec_id: &str) -> bool {
+        self.runs
+            .iter()
+            .any(|r| r.exec_id == exec_id && r.done.is_none())
+    }
+
+    /// Whether `/clear` hid the command of `exec_id` from this screen.
+    pub fn is_hidden(&self, exec_id: &str) -> bool {
+        self.hidden.iter().any(|id| id == exec_id)
+    }
+
     fn find_mut(&mut self, exec_id: &str) -> Option<&mut ExecRun> {
         self.runs.iter_mut().rev().find(|r| r.exec_id == exec_id)
     }
@@ -127,18 +175,15 @@ impl ExecLog {
                 cmd,
                 by,
                 source,
-                ..
+                by_connection,
             } => {
                 if self.hidden.contains(exec_id) || self.find_mut(exec_id).is_some() {
                     return false;
                 }
-                self.push(ExecRun::new(
-                    exec_id.clone(),
-                    cmd.clone(),
-                    by.clone(),
-                    *source,
-                    now_ms,
-                ));
+                let mut run =
+                    ExecRun::new(exec_id.clone(), cmd.clone(), by.clone(), *source, now_ms);
+                run.by_connection = by_connection.clone();
+                self.push(run);
                 true
             }
             ExecFrame::Stdout { exec_id, data } | ExecFrame::Stderr { exec_id, data } => {
@@ -156,27 +201,11 @@ impl ExecLog {
                     _ => false,
                 }
             }
-            ExecFrame::Complete {
-                exec_id,
-                exit_code,
-                duration,
-                timed_out,
-                truncated,
-                interrupted,
-                error,
-                ..
-            } => match self.find_mut(exec_id) {
+            ExecFrame::Complete { exec_id, .. } => match self.find_mut(exec_id) {
                 Some(run) => {
                     run.output.finish();
                     run.revision += 1;
-                    run.done = Some(Completion {
-                        exit_code: *exit_code,
-                        duration_ms: *duration,
-                        timed_out: *timed_out,
-                        interrupted: *interrupted,
-                        truncated: *truncated,
-                        error: error.clone(),
-                    });
+                    run.done = Completion::from_frame(frame);
                     true
                 }
                 None => false,

@@ -1,8 +1,9 @@
 //! What the room's frames do to the App: full states, deltas, presence,
-//! typing, the agent's streamed reply, command output, cleanup.
+//! typing, the agent's streamed reply, command output, the shell's
+//! directory, cleanup.
 
 use crate::client::deltas::Delta;
-use crate::protocol::{AiPhase, DuetMessage, ExecRecord, ServerFrame};
+use crate::protocol::{AiPhase, DuetMessage, ExecFrame, ExecRecord, ServerFrame, ShellState};
 use crate::tui::app::{App, Pane, TYPING_MS, Typist};
 use crate::tui::chat::LiveTurn;
 use crate::tui::scroll::Scroll;
@@ -32,6 +33,12 @@ const PATCH_FIELDS: &[(&str, PatchField)] = &[
             Err(err) => app.bad_patch("execs", &err),
         }
     }),
+    ("shell", |app, value| {
+        match serde_json::from_value::<ShellState>(value) {
+            Ok(shell) => app.set_cwd(shell.cwd),
+            Err(err) => app.bad_patch("shell", &err),
+        }
+    }),
 ];
 
 impl App {
@@ -41,6 +48,9 @@ impl App {
             ServerFrame::State { state } => {
                 self.apply_messages(&state.messages);
                 self.apply_records(&state.execs);
+                if let Some(shell) = state.shell {
+                    self.set_cwd(shell.cwd);
+                }
                 true
             }
             ServerFrame::StateError { error } | ServerFrame::Error { error, .. } => {
@@ -69,7 +79,7 @@ impl App {
                 turn_id,
                 text,
                 error,
-                ..
+                by_connection,
             } => {
                 let now = self.now_ms;
                 self.with_anchor(Pane::Chat, |app| {
@@ -81,6 +91,7 @@ impl App {
                             text: String::new(),
                             started_ms: now,
                             ended: false,
+                            by_connection: None,
                         });
                     }
                     let Some(turn) = chat.turn.as_mut() else {
@@ -88,7 +99,10 @@ impl App {
                     };
                     match phase {
                         // A later round of the same turn streams on.
-                        AiPhase::Start => turn.ended = false,
+                        AiPhase::Start => {
+                            turn.ended = false;
+                            turn.by_connection = by_connection.or(turn.by_connection.take());
+                        }
                         AiPhase::Delta => {
                             turn.ended = false;
                             turn.text.push_str(text.as_deref().unwrap_or(""));
@@ -106,14 +120,34 @@ impl App {
             }
             ServerFrame::Exec(frame) => {
                 let now = self.now_ms;
-                let changed =
+                let mut changed = false;
+                if let ExecFrame::Complete { cwd: Some(cwd), .. } = &frame {
+                    changed |= self.set_cwd(cwd.clone());
+                }
+                let shown =
                     self.with_anchor(Pane::Output, |app| app.execs.apply_frame(&frame, now));
-                if changed {
+                if shown {
                     self.mark_unseen(Pane::Output);
                 }
-                changed
+                // A person's command is also a line of the chat (unless
+                // `/clear` hid it here); only its start adds a line.
+                let in_chat = match &frame {
+                    ExecFrame::Start { exec_id, .. } if !self.execs.is_hidden(exec_id) => {
+                        let added = self
+                            .with_anchor(Pane::Chat, |app| app.chat.apply_exec_frame(&frame, now));
+                        if added {
+                            self.mark_unseen(Pane::Chat);
+                        }
+                        added
+                    }
+                    ExecFrame::Complete { .. } => self.chat.apply_exec_frame(&frame, now),
+                    _ => false,
+                };
+                changed |= in_chat;
+                changed || shown
             }
             ServerFrame::Cleanup { by } => {
+                self.set_cwd(crate::protocol::WORKSPACE.to_string());
                 self.chat.clear_all();
                 self.execs.clear_all();
                 self.chat_scroll = Scroll::default();
@@ -171,6 +205,21 @@ impl App {
         if changed {
             self.mark_unseen(Pane::Output);
         }
+        // People's commands are lines of the chat too, unless `/clear`
+        // hid them here.
+        let in_chat = self.with_anchor(Pane::Chat, |app| {
+            let execs = &app.execs;
+            let shown = records.iter().filter(|r| !execs.is_hidden(&r.exec_id));
+            app.chat.apply_exec_records(shown)
+        });
+        changed | in_chat
+    }
+
+    /// Where the room's next command runs, as the backend last said.
+    /// Answers whether it changed.
+    pub(crate) fn set_cwd(&mut self, cwd: String) -> bool {
+        let changed = self.shell_cwd.as_deref() != Some(cwd.as_str());
+        self.shell_cwd = Some(cwd);
         changed
     }
 

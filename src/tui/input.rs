@@ -2,6 +2,7 @@
 //! `App::update`.
 
 use crate::client::rpc::RoomOp;
+use crate::protocol::Addressee;
 use crate::tui::app::{App, Effect, Modal, Pane};
 use crate::tui::composer::Mode;
 use crate::tui::keymap::{self, Action};
@@ -11,12 +12,54 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent
 /// Lines one wheel step scrolls.
 const WHEEL_LINES: isize = 3;
 
+/// A line that starts with it asks the agent, whatever the mode.
+pub const AT_AGENT: &str = "@agent";
+
+/// What a (trimmed, non-slash) line sends in `mode`: `@agent …` asks the
+/// agent from any mode, `!cmd` runs a command from the chat modes.
+/// Nothing when nothing is left to send.
+pub fn read_line(mode: Mode, line: &str) -> Option<RoomOp> {
+    let op = if let Some(question) = strip_agent(line) {
+        RoomOp::to_agent(question)
+    } else {
+        match (mode.addressee(), line.strip_prefix('!')) {
+            (None, _) => RoomOp::Exec(line.to_string()),
+            (Some(_), Some(cmd)) => RoomOp::Exec(cmd.trim().to_string()),
+            (Some(to), None) => RoomOp::Message {
+                text: line.to_string(),
+                to,
+            },
+        }
+    };
+    let empty = match &op {
+        RoomOp::Exec(body) | RoomOp::Message { text: body, .. } => body.is_empty(),
+        _ => false,
+    };
+    (!empty).then_some(op)
+}
+
+/// The question after a leading `@agent` (any case; followed by a space,
+/// `:` or `,`, or nothing), if the line starts so.
+fn strip_agent(line: &str) -> Option<&str> {
+    let head = line.get(..AT_AGENT.len())?;
+    if !head.eq_ignore_ascii_case(AT_AGENT) {
+        return None;
+    }
+    let rest = &line[AT_AGENT.len()..];
+    let question = match rest.chars().next() {
+        None => rest,
+        Some(c) if c.is_whitespace() || c == ':' || c == ',' => &rest[c.len_utf8()..],
+        Some(_) => return None,
+    };
+    Some(question.trim())
+}
+
 impl App {
     pub(crate) fn on_key(&mut self, key: KeyEvent, effects: &mut Vec<Effect>) {
         if key.kind != KeyEventKind::Press {
             return;
         }
-        if let Some(modal) = self.modals.last().copied() {
+        if let Some(modal) = self.modals.last().cloned() {
             self.on_modal_key(modal, key, effects);
             return;
         }
@@ -45,7 +88,7 @@ impl App {
     fn on_modal_key(&mut self, modal: Modal, key: KeyEvent, effects: &mut Vec<Effect>) {
         let table = match modal {
             Modal::Help => keymap::HELP_KEYS,
-            Modal::ConfirmCleanup => keymap::CONFIRM_KEYS,
+            Modal::ConfirmCleanup | Modal::ConfirmStop(_) => keymap::CONFIRM_KEYS,
         };
         let Some(action) = keymap::lookup_in(table, &key) else {
             return;
@@ -62,6 +105,10 @@ impl App {
                 effects.push(Effect::Call(RoomOp::Cleanup));
                 self.toast(format!("cleaning up room {}…", self.session.room), false);
             }
+            (Modal::ConfirmStop(stop), Action::Confirm) => {
+                self.modals.pop();
+                self.confirm_stop(stop, effects);
+            }
             (_, Action::Close) => {
                 self.modals.pop();
                 self.help_scroll = 0;
@@ -76,6 +123,7 @@ impl App {
             Action::Submit => self.submit(effects),
             Action::Newline => self.composer.insert("\n"),
             Action::ModeAsk => self.composer.mode = Mode::Ask,
+            Action::ModeRoom => self.composer.mode = Mode::Room,
             Action::ModeRun => self.composer.mode = Mode::Run,
             Action::Up => {
                 if self.composer.on_first_line() || self.composer.browsing() {
@@ -155,20 +203,7 @@ impl App {
         }
     }
 
-    /// Esc: interrupt the running command, else cancel the agent's turn.
-    fn escape(&mut self, effects: &mut Vec<Effect>) {
-        if let Some(run) = self.execs.running() {
-            let (id, cmd) = (run.exec_id.clone(), run.cmd.clone());
-            effects.push(Effect::Call(RoomOp::Interrupt(Some(id))));
-            self.toast(format!("interrupting `{cmd}`"), false);
-        } else if self.agent_busy() {
-            let turn = self.chat.turn.as_ref().map(|t| t.turn_id.clone());
-            effects.push(Effect::Call(RoomOp::Cancel(turn)));
-            self.toast("cancelling the agent's turn", false);
-        }
-    }
-
-    /// Enter: a message, `!cmd`, a command (run mode) or a slash command.
+    /// Enter: a slash command, else what the line sends in its mode.
     fn submit(&mut self, effects: &mut Vec<Effect>) {
         let text = self.composer.text().to_string();
         let trimmed = text.trim();
@@ -183,41 +218,61 @@ impl App {
             }
             Outcome::Refused => return,
         }
-        let (is_cmd, body) = match self.composer.mode {
-            Mode::Run => (true, trimmed),
-            Mode::Ask => match trimmed.strip_prefix('!') {
-                Some(cmd) => (true, cmd.trim()),
-                None => (false, trimmed),
-            },
-        };
-        if body.is_empty() {
+        let Some(op) = read_line(self.composer.mode, trimmed) else {
             return;
-        }
-        if !is_cmd && body.chars().count() > crate::protocol::MAX_TEXT_CHARS {
+        };
+        if let RoomOp::Message { text, .. } = &op
+            && text.chars().count() > crate::protocol::MAX_TEXT_CHARS
+        {
             self.toast(
                 format!(
                     "too long: {} characters, at most {}",
-                    body.chars().count(),
+                    text.chars().count(),
                     crate::protocol::MAX_TEXT_CHARS
                 ),
                 true,
             );
             return;
         }
-        let body = body.to_string();
         self.composer.take();
         self.last_typing_sent = None;
-        if is_cmd {
-            effects.push(Effect::Call(RoomOp::Exec(body)));
-        } else {
-            self.pending_messages += 1;
-            effects.push(Effect::Call(RoomOp::Message(body)));
-        }
-        self.scroll_to(
-            if is_cmd { Pane::Output } else { Pane::Chat },
-            false,
-            effects,
-        );
+        let pane = match &op {
+            RoomOp::Exec(_) => Pane::Output,
+            RoomOp::Message { to, .. } => {
+                // Only a question makes the agent busy.
+                if *to == Addressee::Agent {
+                    self.pending_messages += 1;
+                }
+                Pane::Chat
+            }
+            _ => Pane::Chat,
+        };
+        effects.push(Effect::Call(op));
+        self.scroll_to(pane, false, effects);
+    }
+
+    /// The line that sends `op` again as it was, and the mode it needs
+    /// (a message for the room needs room mode).
+    pub(crate) fn line_for(&self, op: &RoomOp) -> Option<(String, Mode)> {
+        let mode = self.composer.mode;
+        Some(match op {
+            RoomOp::Exec(cmd) if mode == Mode::Run => (cmd.clone(), mode),
+            RoomOp::Exec(cmd) => (format!("!{cmd}"), mode),
+            RoomOp::Message {
+                text,
+                to: Addressee::Agent,
+            } if mode == Mode::Ask => (text.clone(), mode),
+            RoomOp::Message {
+                text,
+                to: Addressee::Agent,
+            } => (format!("{AT_AGENT} {text}"), mode),
+            RoomOp::Message {
+                text,
+                to: Addressee::Room,
+            } => (text.clone(), Mode::Room),
+            RoomOp::Rename(name) => (format!("/name {name}"), mode),
+            _ => return None,
+        })
     }
 
     pub(crate) fn on_mouse(&mut self, mouse: MouseEvent, effects: &mut Vec<Effect>) -> bool {

@@ -104,6 +104,7 @@ pub async fn run(
                     http.set_name(&name);
                     socket.send(SocketCommand::Rejoin { name });
                 }
+                Effect::NameChanged(name) => http.set_name(&name),
                 Effect::Redraw => {
                     // A failed clear shows as a stale screen, not an exit.
                     let _ = terminal.clear();
@@ -179,6 +180,7 @@ fn spawn_call(effect: Effect, http: HttpClient, done: mpsc::UnboundedSender<Msg>
             Effect::Typing
             | Effect::Call(_)
             | Effect::Rejoin(_)
+            | Effect::NameChanged(_)
             | Effect::Quit
             | Effect::SetMouse(_)
             | Effect::Redraw => return,

@@ -47,16 +47,8 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         name: "name",
         aliases: &[],
         usage: "/name NAME",
-        help: "rejoin under another name",
-        run: |app, arg, effects| {
-            if let Some(problem) = crate::protocol::name_problem(arg) {
-                return Err(format!("/name NAME: the name {problem}"));
-            }
-            app.session.name = arg.to_string();
-            effects.push(Effect::Rejoin(arg.to_string()));
-            app.toast(format!("you are now {arg}"), false);
-            Ok(())
-        },
+        help: "change your name in the room (everyone sees it)",
+        run: |app, arg, effects| app.rename(arg, effects),
     },
     SlashCommand {
         name: "put",
@@ -106,8 +98,12 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
     },
 ];
 
-/// The row the help adds after the slash commands.
-pub const BANG: (&str, &str) = ("!cmd", "run cmd in the room's sandbox");
+/// The rows the help adds after the slash commands: what a line's first
+/// characters do in any chat mode.
+pub const PREFIXES: &[(&str, &str)] = &[
+    ("!cmd", "run cmd in the room's sandbox"),
+    ("@agent TEXT", "ask the agent, whatever the mode"),
+];
 
 /// One word, or two (the second empty when absent); more is refused.
 fn one_or_two(arg: &str) -> Option<(String, String)> {

@@ -130,6 +130,28 @@ pub fn exec_start(id: &str, cmd: &str, by: &str) -> Msg {
     }))
 }
 
+/// A command `by` started from the socket `conn` (its `byConnection`).
+pub fn exec_start_by(id: &str, cmd: &str, by: &str, conn: &str) -> Msg {
+    frame(ServerFrame::Exec(ExecFrame::Start {
+        exec_id: id.into(),
+        cmd: cmd.into(),
+        by: by.into(),
+        source: ExecSource::User,
+        by_connection: Some(conn.into()),
+    }))
+}
+
+/// The start of an agent turn that the socket `conn`'s message began.
+pub fn ai_start_by(turn: &str, conn: &str) -> Msg {
+    frame(ServerFrame::Ai {
+        phase: AiPhase::Start,
+        turn_id: turn.into(),
+        text: None,
+        error: None,
+        by_connection: Some(conn.into()),
+    })
+}
+
 pub fn exec_out(id: &str, data: &str) -> Msg {
     frame(ServerFrame::Exec(ExecFrame::Stdout {
         exec_id: id.into(),

@@ -9,7 +9,7 @@ pub const BINDINGS: &[Binding] = &[
     Binding {
         keys: &[k(KeyCode::Enter)],
         action: Action::Submit,
-        help: "send: a message to the agent, `!cmd` runs cmd, `/help` lists commands",
+        help: "send: to whom the mode says; `!cmd` runs cmd, `/help` lists commands",
         hint: None,
         edit: false,
     },
@@ -27,8 +27,15 @@ pub const BINDINGS: &[Binding] = &[
     Binding {
         keys: &[ctrl('g')],
         action: Action::ModeAsk,
-        help: "mode: ask the agent",
-        hint: Some("ask"),
+        help: "mode: ask the agent (the mode Duet starts in)",
+        hint: Some("agent"),
+        edit: false,
+    },
+    Binding {
+        keys: &[ctrl('t')],
+        action: Action::ModeRoom,
+        help: "mode: talk to the room, no agent turn (`@agent …` still asks it)",
+        hint: Some("room"),
         edit: false,
     },
     Binding {
@@ -41,7 +48,7 @@ pub const BINDINGS: &[Binding] = &[
     Binding {
         keys: &[k(KeyCode::Esc)],
         action: Action::Escape,
-        help: "interrupt the running command, else cancel the agent's turn; close a dialog",
+        help: "stop your command, else your agent turn (anyone else's: asks first)",
         hint: Some("stop"),
         edit: false,
     },
@@ -229,12 +236,13 @@ pub const HELP_KEYS: &[Binding] = &[
     ),
 ];
 
-/// Keys of the cleanup confirmation: only these do anything.
+/// Keys of a yes/no dialog (cleanup, stopping someone's command): only
+/// these do anything.
 pub const CONFIRM_KEYS: &[Binding] = &[
     dialog(
         &[k(KeyCode::Char('y')), k(KeyCode::Char('Y'))],
         Action::Confirm,
-        "clean up",
+        "yes, do it",
     ),
     dialog(
         &[
@@ -245,6 +253,6 @@ pub const CONFIRM_KEYS: &[Binding] = &[
             ctrl('c'),
         ],
         Action::Close,
-        "keep",
+        "no, keep it",
     ),
 ];

@@ -10,6 +10,7 @@ pub enum Action {
     Submit,
     Newline,
     ModeAsk,
+    ModeRoom,
     ModeRun,
     Up,
     Down,
@@ -160,15 +161,16 @@ pub fn keys_label(binding: &Binding) -> String {
         .join(", ")
 }
 
-/// The footer hints: `^G ask  ^R run …`, from the table.
-pub fn hints() -> Vec<(String, &'static str)> {
+/// The footer hints: `^G agent  ^T room  ^R run …`, from the table,
+/// with the action of each.
+pub fn hints() -> Vec<(String, &'static str, Action)> {
     BINDINGS
         .iter()
         .filter_map(|b| {
             let hint = b.hint?;
             let key = b.keys.first()?;
             let short = label(key).replace("Ctrl+", "^");
-            Some((short, hint))
+            Some((short, hint, b.action))
         })
         .collect()
 }
@@ -193,6 +195,10 @@ mod tests {
                 KeyModifiers::CONTROL | KeyModifiers::SHIFT
             )),
             Some(Action::ModeAsk)
+        );
+        assert_eq!(
+            lookup(&ev(KeyCode::Char('t'), KeyModifiers::CONTROL)),
+            Some(Action::ModeRoom)
         );
         assert_eq!(
             lookup(&ev(KeyCode::Enter, KeyModifiers::ALT)),
@@ -237,8 +243,11 @@ mod tests {
 
     #[test]
     fn hints_come_from_the_table() {
-        let hints = hints();
+        let hints: Vec<(String, &str)> = hints().into_iter().map(|(k, h, _)| (k, h)).collect();
         assert!(hints.contains(&("^X".to_string(), "cleanup")));
         assert!(hints.contains(&("F1".to_string(), "help")));
+        for mode in ["^G", "^T", "^R"] {
+            assert!(hints.iter().any(|(k, _)| k == mode), "{mode} in the footer");
+        }
     }
 }

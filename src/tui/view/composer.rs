@@ -1,4 +1,5 @@
-//! The command line: its mode in the prompt, the text, the cursor.
+//! The command line: its mode in the title and the prompt (always
+//! visible: whom a line is for), the text, the cursor.
 
 use crate::tui::app::App;
 use crate::tui::composer::Mode;
@@ -16,7 +17,12 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
     }
     let theme = app.theme;
     let (label, prompt, style) = match app.composer.mode {
-        Mode::Ask => (" ask the agent · !cmd runs ", "› ", theme.agent()),
+        Mode::Ask => (" to the agent · !cmd runs ", "› ", theme.agent()),
+        Mode::Room => (
+            " to the room, no agent · @agent asks it ",
+            "» ",
+            theme.person(&app.session.name),
+        ),
         Mode::Run => (" run in the sandbox ", "$ ", theme.command()),
     };
     let has_border = area.height >= 2;

@@ -1,9 +1,11 @@
 //! What is drawn over the panes: toasts, the help overlay (from the
-//! keymap) and the cleanup confirmation.
+//! keymap), the cleanup confirmation and the question before stopping
+//! someone else's command or turn.
 
 use crate::tui::app::App;
 use crate::tui::keymap::{self, BINDINGS};
-use crate::tui::slash::{BANG, SLASH_COMMANDS};
+use crate::tui::slash::{PREFIXES, SLASH_COMMANDS};
+use crate::tui::stop::Stop;
 use crate::tui::text::{width, wrap};
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -68,7 +70,7 @@ pub fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
         .filter(|b| !b.edit)
         .map(|b| width_of(&keymap::keys_label(b)))
         .chain(SLASH_COMMANDS.iter().map(|c| width_of(c.usage)))
-        .chain([width_of(BANG.0)])
+        .chain(PREFIXES.iter().map(|(usage, _)| width_of(usage)))
         .max()
         .unwrap_or(10);
     let row = |key: String, what: &str| {
@@ -82,7 +84,9 @@ pub fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
     for command in SLASH_COMMANDS {
         lines.push(row(command.usage.to_string(), command.help));
     }
-    lines.push(row(BANG.0.to_string(), BANG.1));
+    for (usage, what) in PREFIXES {
+        lines.push(row(usage.to_string(), what));
+    }
     lines.push(Line::default());
     lines.push(Line::styled("Keys", theme.agent()));
     for binding in BINDINGS.iter().filter(|b| !b.edit) {
@@ -165,6 +169,36 @@ pub fn draw_confirm(frame: &mut Frame, app: &App, area: Rect) {
                     .borders(Borders::ALL)
                     .border_style(theme.error())
                     .title(" Cleanup "),
+            ),
+        rect,
+    );
+}
+
+/// "Stop bob's `sleep 100`? y/n": Esc on someone else's command or turn.
+pub fn draw_stop(frame: &mut Frame, app: &App, stop: &Stop, area: Rect) {
+    let theme = app.theme;
+    let lines = vec![
+        Line::raw(stop.question()),
+        Line::from(vec![
+            Span::styled("y", theme.error()),
+            Span::raw(" stop it   "),
+            Span::styled("n", theme.ok()),
+            Span::raw(" / Esc let it run"),
+        ]),
+        Line::default(),
+        Line::raw("It is not yours: the room will see that you stopped it."),
+    ];
+    let w = lines.iter().map(|l| l.width()).max().unwrap_or(0) as u16 + 4;
+    let rect = centered(area, w.clamp(40, 70), lines.len() as u16 + 3);
+    frame.render_widget(Clear, rect);
+    frame.render_widget(
+        Paragraph::new(lines)
+            .wrap(ratatui::widgets::Wrap { trim: false })
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .border_style(theme.warn())
+                    .title(" Stop? "),
             ),
         rect,
     );

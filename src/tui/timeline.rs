@@ -1,0 +1,254 @@
+//! The chat as the room's timeline: people's commands as one line each
+//! (who, the command, how it ended) among the messages, records of what
+//! people did as dim lines, and the marks a message carries beyond its
+//! body (said to the room, cancelled by someone). Bodies are drawn by
+//! `chat_render`.
+
+use crate::protocol::{DuetMessage, Event, ExecFrame, ExecRecord, Role};
+use crate::tui::cell::{Cell, Lines, RenderCtx, clock, elapsed, spinner};
+use crate::tui::chat_render::render_message;
+use crate::tui::execs::Completion;
+use crate::tui::text::{truncate, width, wrap};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use std::rc::Rc;
+
+/// A person's command (`!cmd`) as the chat shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommandLine {
+    pub exec_id: String,
+    pub cmd: String,
+    pub by: String,
+    /// Where it goes in the timeline: the backend's start time once a
+    /// record says it, until then the newest time the backend gave (so a
+    /// live command follows what is shown, whatever this machine's clock).
+    pub ts: i64,
+    /// When this client saw it start (its running time).
+    pub started_ms: i64,
+    pub done: Option<Completion>,
+}
+
+impl CommandLine {
+    /// The line of a command that just started.
+    pub fn started(frame: &ExecFrame, ts: i64, now_ms: i64) -> Option<CommandLine> {
+        let ExecFrame::Start {
+            exec_id, cmd, by, ..
+        } = frame
+        else {
+            return None;
+        };
+        Some(CommandLine {
+            exec_id: exec_id.clone(),
+            cmd: cmd.clone(),
+            by: by.clone(),
+            ts,
+            started_ms: now_ms,
+            done: None,
+        })
+    }
+
+    /// The line of a stored command.
+    pub fn from_record(record: &ExecRecord) -> CommandLine {
+        CommandLine {
+            exec_id: record.exec_id.clone(),
+            cmd: record.cmd.clone(),
+            by: record.by.clone(),
+            ts: record.ts,
+            started_ms: record.ts,
+            done: Some(Completion::from_record(record)),
+        }
+    }
+}
+
+impl Cell for CommandLine {
+    /// `10:04 bob $ make test  ✓ 0`: the command is cut, never the badge.
+    fn lines(&self, cells: u16, ctx: &RenderCtx) -> Lines {
+        let theme = ctx.theme;
+        let time = format!("{} ", clock(self.ts, ctx.tz));
+        let (badge, badge_style) = badge(self.done.as_ref(), self.started_ms, ctx);
+        let cmd = one_line(&self.cmd);
+        let total = usize::from(cells);
+        let who = truncate(&self.by, 16);
+        let fixed = width(&time) + width(&who) + 3 + 2 + width(&badge);
+        let cmd = truncate(&cmd, total.saturating_sub(fixed).max(1));
+        Rc::new(vec![Line::from(vec![
+            Span::styled(time, theme.dim()),
+            Span::styled(who, theme.person(&self.by)),
+            Span::styled(" $ ", theme.dim()),
+            Span::styled(cmd, theme.command()),
+            Span::raw("  "),
+            Span::styled(badge, badge_style),
+        ])])
+    }
+
+    fn height(&self, _width: u16, _ctx: &RenderCtx) -> usize {
+        1
+    }
+}
+
+/// How a command ended, in a few cells: `✓ 0`, `✗ 2`, `⏱ timed out`,
+/// `■ interrupted`, or the spinner and its running time.
+pub fn badge(done: Option<&Completion>, started_ms: i64, ctx: &RenderCtx) -> (String, Style) {
+    let theme = ctx.theme;
+    let Some(done) = done else {
+        let frame = spinner(ctx.now_ms);
+        let took = elapsed(ctx.now_ms - started_ms);
+        return (format!("{frame} {took}"), theme.warn());
+    };
+    // Why it ended first: a timed-out or interrupted command also has an
+    // `error` (its shell was replaced).
+    if done.timed_out {
+        ("⏱ timed out".into(), theme.warn())
+    } else if done.interrupted {
+        ("■ interrupted".into(), theme.warn())
+    } else if done.error.is_some() {
+        ("✗ error".into(), theme.error())
+    } else {
+        match done.exit_code {
+            Some(0) => ("✓ 0".into(), theme.ok()),
+            Some(code) => (format!("✗ {code}"), theme.error()),
+            None => ("✗ killed".into(), theme.error()),
+        }
+    }
+}
+
+/// A message's lines in the timeline: a record as its dim line, any
+/// other message as `chat_render` draws it, with its marks.
+pub fn render_entry(msg: &DuetMessage, width: u16, ctx: &RenderCtx) -> Vec<Line<'static>> {
+    if msg.role == Role::System
+        && let Some(event) = &msg.event
+    {
+        return record_lines(msg, event, width, ctx);
+    }
+    let mut lines = render_message(msg, width, ctx);
+    mark(msg, &mut lines, ctx);
+    lines
+}
+
+/// `10:05 · bob interrupted `sleep 100``: a record, dim, wrapped under its
+/// time when it is long.
+fn record_lines(
+    msg: &DuetMessage,
+    event: &Event,
+    cells: u16,
+    ctx: &RenderCtx,
+) -> Vec<Line<'static>> {
+    let style = ctx.theme.dim();
+    let time = format!("{} · ", clock(msg.ts, ctx.tz));
+    let indent = " ".repeat(width(&time));
+    let avail = usize::from(cells).saturating_sub(width(&time)).max(1);
+    wrap(&record_text(event, &msg.text), avail)
+        .into_iter()
+        .enumerate()
+        .map(|(i, piece)| {
+            let lead = if i == 0 { time.clone() } else { indent.clone() };
+            Line::from(vec![Span::styled(lead, style), Span::styled(piece, style)])
+        })
+        .collect()
+}
+
+/// What a record says, from its event where this client knows the kind
+/// (the same words whichever backend wrote it), else its `text`.
+pub fn record_text(event: &Event, text: &str) -> String {
+    match event {
+        Event::Cleanup { by } => format!("{by} cleaned up the room (history and sandbox)"),
+        Event::Cancel { by, .. } => format!("{by} cancelled the agent's turn"),
+        Event::Interrupt { by, cmd, .. } => format!("{by} interrupted `{}`", one_line(cmd)),
+        Event::Upload { by, path, size } => format!("{by} uploaded {path} ({})", bytes(*size)),
+        Event::Rename { from, to, .. } => format!("{from} is now {to}"),
+        Event::Shell {
+            by,
+            reason,
+            cwd,
+            reset,
+            ..
+        } => {
+            let what = match reason.as_str() {
+                "exit" => format!("the shell exited after {by}'s command"),
+                "timeout" => format!("{by}'s command timed out"),
+                "stopped" => format!("{by}'s command stopped the shell"),
+                other => format!("the shell was replaced after {by}'s command ({other})"),
+            };
+            let next = if *reset {
+                format!("a fresh shell in {cwd}, directory and variables reset")
+            } else {
+                format!("a new shell goes on in {cwd}, variables kept")
+            };
+            format!("{what}: {next}")
+        }
+        Event::Other => text.split_whitespace().collect::<Vec<_>>().join(" "),
+    }
+}
+
+/// The first line of a command, with `…` when it has more.
+pub fn one_line(cmd: &str) -> String {
+    let first = cmd.lines().next().unwrap_or("");
+    if cmd.trim_end().lines().nth(1).is_some() {
+        format!("{first} …")
+    } else {
+        first.to_string()
+    }
+}
+
+/// `812 bytes`, `2.1 KB`, `3.4 MB`.
+fn bytes(size: u64) -> String {
+    match size {
+        0..1_000 => format!("{size} bytes"),
+        1_000..1_000_000 => format!("{:.1} KB", size as f64 / 1e3),
+        _ => format!("{:.1} MB", size as f64 / 1e6),
+    }
+}
+
+/// The marks beyond the body: `→ room` after the name of a message for
+/// the room; `cancelled by bob` under a reply whose turn was cancelled.
+fn mark(msg: &DuetMessage, lines: &mut Vec<Line<'static>>, ctx: &RenderCtx) {
+    let theme = ctx.theme;
+    if msg.role == Role::User
+        && msg.to == Some(crate::protocol::Addressee::Room)
+        && let Some(header) = lines.first_mut()
+    {
+        header.spans.push(Span::styled(" → room", theme.dim()));
+    }
+    if msg.role == Role::Agent
+        && let Some(by) = &msg.cancelled_by
+    {
+        let said = if msg.text.trim().is_empty() {
+            format!("  ■ cancelled by {by} before the agent said anything")
+        } else {
+            format!("  ■ cancelled by {by}")
+        };
+        let line = Line::styled(said, theme.dim().add_modifier(Modifier::ITALIC));
+        // Before the blank line that ends a message.
+        let at = match lines.last() {
+            Some(last) if last.width() == 0 => lines.len() - 1,
+            _ => lines.len(),
+        };
+        lines.insert(at, line);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_as_people_say_them() {
+        assert_eq!(bytes(12), "12 bytes");
+        assert_eq!(bytes(2_100), "2.1 KB");
+        assert_eq!(bytes(3_400_000), "3.4 MB");
+    }
+
+    #[test]
+    fn records_of_unknown_kinds_say_their_text_on_one_line() {
+        assert_eq!(
+            record_text(&Event::Other, "a\n  new   thing"),
+            "a new thing"
+        );
+        let interrupt = Event::Interrupt {
+            by: "ann".into(),
+            exec_id: "e1".into(),
+            cmd: "sleep 1\necho done".into(),
+        };
+        assert_eq!(record_text(&interrupt, ""), "ann interrupted `sleep 1 …`");
+    }
+}
