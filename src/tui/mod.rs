@@ -6,6 +6,7 @@ pub mod backend;
 pub mod cell;
 pub mod chat;
 pub mod chat_render;
+pub mod clipboard;
 pub mod composer;
 pub mod exec_cell;
 pub mod execs;

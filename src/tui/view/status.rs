@@ -146,7 +146,7 @@ pub fn draw_hints(frame: &mut Frame, app: &App, area: Rect) {
         let mut spans = Vec::new();
         let mut used = 0;
         for (key, what) in keymap::hints() {
-            let w = width(&key) + width(what) + 3;
+            let w = width(&key) + width(what) + 4;
             if used + w > total {
                 break;
             }
