@@ -15,6 +15,7 @@ pub mod highlight;
 mod input;
 pub mod keymap;
 pub mod markdown;
+pub mod print;
 pub mod run;
 pub mod scroll;
 pub mod slash;
