@@ -15,8 +15,11 @@ use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Options, Par
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
-/// Narrowest column of a table drawn as a table; below it, records.
+/// A table's column is at least this wide, and wide enough for its
+/// longest word up to `LONG_WORD` (a longer word is cut); a table that
+/// cannot give every column that much becomes records.
 const MIN_COLUMN: usize = 5;
+const LONG_WORD: usize = 16;
 /// Bullets of nested lists, by depth.
 const BULLETS: &[&str] = &["• ", "◦ ", "▪ "];
 /// What code lines stand behind.
@@ -588,58 +591,58 @@ fn table_lines(table: &Table, avail: usize, theme: Theme) -> Vec<Spans> {
     if columns == 0 {
         return Vec::new();
     }
+    let cells = |c: usize| table.rows.iter().filter_map(move |row| row.get(c));
     let natural: Vec<usize> = (0..columns)
         .map(|c| {
-            table
-                .rows
-                .iter()
-                .filter_map(|row| row.get(c))
+            cells(c)
                 .map(|cell| spans_width(cell))
                 .max()
                 .unwrap_or(0)
                 .max(1)
         })
         .collect();
+    let words: Vec<usize> = (0..columns)
+        .map(|c| cells(c).map(|cell| longest_word(cell)).max().unwrap_or(0))
+        .collect();
     // `│ ` before each column, ` ` after, and the last `│`.
     let borders = 3 * columns + 1;
-    match fit(&natural, avail.saturating_sub(borders)) {
+    match fit(&natural, &words, avail.saturating_sub(borders)) {
         Some(widths) => bordered(table, &widths, theme),
         None => records(table, avail, theme),
     }
 }
 
-/// Column widths within `room`: the natural ones when they fit, else the
-/// narrow columns keep theirs and the wide share the rest; `None` when a
-/// column would be narrower than `MIN_COLUMN`.
-fn fit(natural: &[usize], room: usize) -> Option<Vec<usize>> {
+/// The widest word of a cell.
+fn longest_word(cell: &[Span]) -> usize {
+    let text: String = cell.iter().map(|s| s.content.as_ref()).collect();
+    text.split_whitespace().map(width).max().unwrap_or(0)
+}
+
+/// Column widths within `room`: the natural ones when they fit; else each
+/// column holds its longest word (up to `LONG_WORD`, at least
+/// `MIN_COLUMN`) and what is left goes, a cell at a time, to the narrowest
+/// column still short of its natural width; `None` when not even the words fit.
+fn fit(natural: &[usize], words: &[usize], room: usize) -> Option<Vec<usize>> {
     if natural.iter().sum::<usize>() <= room {
         return Some(natural.to_vec());
     }
-    if room < natural.len() * MIN_COLUMN {
-        return None;
-    }
-    let mut widths = vec![0; natural.len()];
-    let mut open: Vec<usize> = (0..natural.len()).collect();
-    let mut left = room;
-    loop {
-        let share = left / open.len();
-        let (narrow, wide): (Vec<usize>, Vec<usize>) =
-            open.iter().partition(|&&c| natural[c] <= share);
-        if narrow.is_empty() {
-            for (i, &c) in wide.iter().enumerate() {
-                widths[c] = share + usize::from(i < left % wide.len());
-            }
-            return Some(widths);
-        }
-        for &c in &narrow {
-            widths[c] = natural[c];
-            left -= natural[c];
-        }
-        open = wide;
-        if open.is_empty() {
-            return Some(widths);
+    let mut widths: Vec<usize> = natural
+        .iter()
+        .zip(words)
+        .map(|(&n, &w)| n.min(w.clamp(MIN_COLUMN, LONG_WORD)))
+        .collect();
+    let left = room.checked_sub(widths.iter().sum())?;
+    for _ in 0..left {
+        // The narrowest column still short of its natural width grows.
+        let short = (0..widths.len())
+            .filter(|&c| widths[c] < natural[c])
+            .min_by_key(|&c| widths[c]);
+        match short {
+            Some(c) => widths[c] += 1,
+            None => break,
         }
     }
+    Some(widths)
 }
 
 fn bordered(table: &Table, widths: &[usize], theme: Theme) -> Vec<Spans> {
@@ -810,8 +813,9 @@ mod tests {
 
     #[test]
     fn column_widths_share_what_is_left() {
-        assert_eq!(fit(&[3, 4], 10), Some(vec![3, 4]));
-        assert_eq!(fit(&[3, 40, 30], 33), Some(vec![3, 15, 15]));
-        assert_eq!(fit(&[30, 40], 9), None);
+        assert_eq!(fit(&[3, 4], &[3, 4], 10), Some(vec![3, 4]));
+        assert_eq!(fit(&[3, 40, 30], &[3, 8, 6], 33), Some(vec![3, 15, 15]));
+        assert_eq!(fit(&[3, 40, 12], &[3, 8, 12], 30), Some(vec![3, 15, 12]));
+        assert_eq!(fit(&[30, 40], &[12, 10], 21), None, "the words do not fit");
     }
 }
