@@ -5,6 +5,8 @@
 //! with syntax colour whose long lines continue behind a `↪` mark.
 //! pulldown-cmark parses (CommonMark with GitHub's tables, strikethrough
 //! and task lists); a single line break stays a line break, as in a chat.
+//! Links are plain text: ratatui has no clean way to draw OSC 8 hyperlinks
+//! (an escape inside a cell breaks its width).
 //! People's messages are not documents: `plain` draws them with inline
 //! code and fenced code blocks only.
 

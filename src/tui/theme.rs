@@ -1,5 +1,6 @@
 //! Colours and styles in one place; `NO_COLOR` turns colours off and keeps
-//! only bold, dim and reverse.
+//! only text attributes (bold, dim, italic, underline, strikethrough,
+//! reverse).
 
 use crate::tui::highlight::Token;
 use ratatui::style::{Color, Modifier, Style};
