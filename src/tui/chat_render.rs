@@ -6,7 +6,7 @@ use crate::blocks::{self, Block};
 use crate::protocol::{DuetMessage, Role};
 use crate::tui::cell::{RenderCtx, clock, elapsed, spinner};
 use crate::tui::chat::LiveTurn;
-use crate::tui::text::{self, CONTINUED, truncate, wrap_marked};
+use crate::tui::text::truncate;
 use crate::tui::theme::Theme;
 use crate::tui::{markdown, termtext};
 use ratatui::style::Style;
@@ -136,17 +136,17 @@ fn render_block(block: &Block, width: usize, theme: Theme, out: &mut Vec<Line<'s
                 .collect();
             let shown = lines.len().min(BLOCK_LINES);
             for line in &lines[..shown] {
-                gutter_lines(line, width, theme, theme.dim(), out);
+                marked_lines("│ ", line, width, theme, theme.dim(), out);
             }
             if lines.len() > shown {
                 let more = format!("… {} more lines", lines.len() - shown);
-                gutter_lines(&more, width, theme, theme.dim(), out);
+                marked_lines("│ ", &more, width, theme, theme.dim(), out);
             }
         }
         Block::Error { cmd, message } => {
             render_command(cmd, width, theme, out);
             for line in message.lines() {
-                gutter_lines(line, width, theme, theme.error(), out);
+                marked_lines("│ ", line, width, theme, theme.error(), out);
             }
         }
     }
@@ -160,18 +160,8 @@ fn render_command(cmd: &str, width: usize, theme: Theme, out: &mut Vec<Line<'sta
     }
 }
 
-/// `text` behind the `│` gutter of command blocks, cut with the
-/// continuation mark where it is too long.
-fn gutter_lines(
-    text: &str,
-    width: usize,
-    theme: Theme,
-    style: Style,
-    out: &mut Vec<Line<'static>>,
-) {
-    marked_lines("│ ", text, width, theme, style, out);
-}
-
+/// `text` behind `mark` (the gutter of command blocks), a long line going
+/// on behind the continuation mark.
 fn marked_lines(
     mark: &'static str,
     text: &str,
@@ -180,18 +170,10 @@ fn marked_lines(
     style: Style,
     out: &mut Vec<Line<'static>>,
 ) {
-    let avail = width.saturating_sub(text::width(mark)).max(1);
-    let rest = avail.saturating_sub(text::width(CONTINUED)).max(1);
-    let pieces = wrap_marked(&[Span::styled(text.to_string(), style)], avail, rest);
-    for (i, piece) in pieces.into_iter().enumerate() {
-        let mut line = vec![Span::styled(
-            if i == 0 { mark } else { "│ " },
-            theme.gutter(),
-        )];
-        if i > 0 {
-            line.push(Span::styled(CONTINUED, theme.dim()));
-        }
-        line.extend(piece);
-        out.push(Line::from(line));
-    }
+    let spans = [Span::styled(text.to_string(), style)];
+    out.extend(
+        markdown::behind_gutter(mark, &spans, width, theme)
+            .into_iter()
+            .map(Line::from),
+    );
 }

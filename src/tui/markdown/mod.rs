@@ -10,24 +10,23 @@
 //! People's messages are not documents: `plain` draws them with inline
 //! code and fenced code blocks only.
 
-use crate::tui::highlight;
-use crate::tui::text::{CONTINUED, Spans, spans_width, width, wrap_marked, wrap_words};
+mod code;
+mod plain;
+mod table;
+
+pub use code::{behind_gutter, code_block};
+pub use plain::{plain, plain_code_blocks};
+
+use crate::tui::text::{Spans, width, wrap_words};
 use crate::tui::theme::Theme;
-use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use code::strip_newline;
+use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
+use table::{Table, table_lines};
 
-/// A table's column is at least this wide, and wide enough for its
-/// longest word up to `LONG_WORD` (a longer word is cut); a table that
-/// cannot give every column that much becomes records.
-const MIN_COLUMN: usize = 5;
-const LONG_WORD: usize = 16;
 /// Bullets of nested lists, by depth.
 const BULLETS: &[&str] = &["• ", "◦ ", "▪ "];
-/// What code lines stand behind.
-const GUTTER: &str = "│ ";
-/// Tabs in code take this many cells.
-const TAB: &str = "    ";
 
 fn options() -> Options {
     Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS
@@ -66,142 +65,6 @@ pub fn code_blocks(text: &str) -> Vec<String> {
     blocks
 }
 
-/// A person's message: lines as typed (wrapped at spaces), inline code
-/// set apart, and fenced code blocks drawn as code.
-pub fn plain(text: &str, width: usize, style: Style, theme: Theme) -> Vec<Line<'static>> {
-    let mut out = Vec::new();
-    for piece in split_fences(text) {
-        match piece {
-            Piece::Text(line) => {
-                let spans = inline_code(line, style, theme);
-                out.extend(wrap_words(&spans, width, width).into_iter().map(Line::from));
-            }
-            Piece::Code { lang, code } => {
-                out.extend(
-                    code_block(lang, &code, width, theme)
-                        .into_iter()
-                        .map(Line::from),
-                );
-            }
-        }
-    }
-    out
-}
-
-/// The code of each fenced block of a person's message, in order.
-pub fn plain_code_blocks(text: &str) -> Vec<String> {
-    split_fences(text)
-        .into_iter()
-        .filter_map(|piece| match piece {
-            Piece::Code { code, .. } => Some(code),
-            Piece::Text(_) => None,
-        })
-        .collect()
-}
-
-/// A line of a person's message, or one of its fenced blocks.
-enum Piece<'a> {
-    Text(&'a str),
-    Code { lang: &'a str, code: String },
-}
-
-/// A message's lines, its ``` fences (an unclosed one runs to the end)
-/// made blocks.
-fn split_fences(text: &str) -> Vec<Piece<'_>> {
-    let mut pieces = Vec::new();
-    let mut open: Option<(&str, Vec<&str>)> = None;
-    for line in text.split('\n') {
-        let fence = line.trim_start().strip_prefix("```");
-        match (open.take(), fence) {
-            (None, Some(lang)) => open = Some((lang.trim(), Vec::new())),
-            (None, None) => pieces.push(Piece::Text(line)),
-            (Some((lang, lines)), Some(_)) => pieces.push(Piece::Code {
-                lang,
-                code: lines.join("\n"),
-            }),
-            (Some((lang, mut lines)), None) => {
-                lines.push(line);
-                open = Some((lang, lines));
-            }
-        }
-    }
-    if let Some((lang, lines)) = open {
-        pieces.push(Piece::Code {
-            lang,
-            code: lines.join("\n"),
-        });
-    }
-    pieces
-}
-
-/// `text` with its `` `code` `` spans in the code style (without colour,
-/// the backticks stay to show them).
-fn inline_code(text: &str, style: Style, theme: Theme) -> Spans {
-    let mut spans = Vec::new();
-    let mut rest = text;
-    while let Some(open) = rest.find('`') {
-        let Some(len) = rest[open + 1..].find('`') else {
-            break;
-        };
-        let code = &rest[open + 1..open + 1 + len];
-        if !rest[..open].is_empty() {
-            spans.push(Span::styled(rest[..open].to_string(), style));
-        }
-        spans.push(code_span(code, theme));
-        rest = &rest[open + 2 + len..];
-    }
-    if !rest.is_empty() || spans.is_empty() {
-        spans.push(Span::styled(rest.to_string(), style));
-    }
-    spans
-}
-
-fn code_span(code: &str, theme: Theme) -> Span<'static> {
-    if theme.color {
-        Span::styled(code.to_string(), theme.code())
-    } else {
-        Span::raw(format!("`{code}`"))
-    }
-}
-
-/// A code block of `cells` cells: `╭─ lang`, its lines behind `│` with
-/// syntax colour (a long line continues on the next behind `↪`), `╰─`.
-pub fn code_block(lang: &str, code: &str, cells: usize, theme: Theme) -> Vec<Spans> {
-    let gutter = || Span::styled(GUTTER, theme.gutter());
-    let title = if lang.is_empty() {
-        "╭─".to_string()
-    } else {
-        crate::tui::text::truncate(&format!("╭─ {lang}"), cells.max(2))
-    };
-    let mut out = vec![vec![Span::styled(title, theme.gutter())]];
-    let code = code.replace('\t', TAB);
-    let avail = cells.saturating_sub(width(GUTTER)).max(1);
-    for line in highlight::highlight(lang, &code).iter() {
-        let spans: Spans = line
-            .iter()
-            .map(|(token, text)| Span::styled(text.clone(), theme.syntax(*token)))
-            .collect();
-        let pieces = wrap_marked(&spans, avail, avail.saturating_sub(width(CONTINUED)).max(1));
-        for (i, piece) in pieces.into_iter().enumerate() {
-            let mut row = vec![gutter()];
-            if i > 0 {
-                row.push(Span::styled(CONTINUED, theme.dim()));
-            }
-            row.extend(piece);
-            out.push(row);
-        }
-    }
-    out.push(vec![Span::styled("╰─", theme.gutter())]);
-    out
-}
-
-fn strip_newline(mut code: String) -> String {
-    if code.ends_with('\n') {
-        code.pop();
-    }
-    code
-}
-
 /// A block that holds others.
 enum Container {
     Quote,
@@ -210,13 +73,6 @@ enum Container {
         marker: String,
         first: bool,
     },
-}
-
-/// A table being read.
-struct Table {
-    aligns: Vec<Alignment>,
-    /// The header row first.
-    rows: Vec<Vec<Spans>>,
 }
 
 /// The state of one walk over a document's events.
@@ -279,7 +135,7 @@ impl Renderer {
                 }
             }
             Event::Code(code) => {
-                let span = code_span(&code, self.theme);
+                let span = plain::code_span(&code, self.theme);
                 if let Some((_, text)) = self.links.last_mut() {
                     text.push_str(&code);
                 }
@@ -585,178 +441,6 @@ fn heading_level(level: HeadingLevel) -> u8 {
     }
 }
 
-/// A table in `avail` cells: bordered with aligned columns, the columns
-/// that do not fit wrapped in their cells; with no room for that, one
-/// record (`Header: value` lines) per row.
-fn table_lines(table: &Table, avail: usize, theme: Theme) -> Vec<Spans> {
-    let columns = table.rows.iter().map(Vec::len).max().unwrap_or(0);
-    if columns == 0 {
-        return Vec::new();
-    }
-    let cells = |c: usize| table.rows.iter().filter_map(move |row| row.get(c));
-    let natural: Vec<usize> = (0..columns)
-        .map(|c| {
-            cells(c)
-                .map(|cell| spans_width(cell))
-                .max()
-                .unwrap_or(0)
-                .max(1)
-        })
-        .collect();
-    let words: Vec<usize> = (0..columns)
-        .map(|c| cells(c).map(|cell| longest_word(cell)).max().unwrap_or(0))
-        .collect();
-    // `│ ` before each column, ` ` after, and the last `│`.
-    let borders = 3 * columns + 1;
-    match fit(&natural, &words, avail.saturating_sub(borders)) {
-        Some(widths) => bordered(table, &widths, theme),
-        None => records(table, avail, theme),
-    }
-}
-
-/// The widest word of a cell.
-fn longest_word(cell: &[Span]) -> usize {
-    let text: String = cell.iter().map(|s| s.content.as_ref()).collect();
-    text.split_whitespace().map(width).max().unwrap_or(0)
-}
-
-/// Column widths within `room`: the natural ones when they fit; else each
-/// column holds its longest word (up to `LONG_WORD`, at least
-/// `MIN_COLUMN`) and what is left goes, a cell at a time, to the narrowest
-/// column still short of its natural width; `None` when not even the words fit.
-fn fit(natural: &[usize], words: &[usize], room: usize) -> Option<Vec<usize>> {
-    if natural.iter().sum::<usize>() <= room {
-        return Some(natural.to_vec());
-    }
-    let mut widths: Vec<usize> = natural
-        .iter()
-        .zip(words)
-        .map(|(&n, &w)| n.min(w.clamp(MIN_COLUMN, LONG_WORD)))
-        .collect();
-    let left = room.checked_sub(widths.iter().sum())?;
-    for _ in 0..left {
-        // The narrowest column still short of its natural width grows.
-        let short = (0..widths.len())
-            .filter(|&c| widths[c] < natural[c])
-            .min_by_key(|&c| widths[c]);
-        match short {
-            Some(c) => widths[c] += 1,
-            None => break,
-        }
-    }
-    Some(widths)
-}
-
-fn bordered(table: &Table, widths: &[usize], theme: Theme) -> Vec<Spans> {
-    let border = theme.gutter();
-    let rule = |left: &str, mid: &str, right: &str| {
-        let inner: Vec<String> = widths.iter().map(|w| "─".repeat(w + 2)).collect();
-        vec![Span::styled(
-            format!("{left}{}{right}", inner.join(mid)),
-            border,
-        )]
-    };
-    let wrapped: Vec<Vec<Vec<Spans>>> = table
-        .rows
-        .iter()
-        .map(|row| {
-            widths
-                .iter()
-                .enumerate()
-                .map(|(c, &w)| {
-                    let cell = row.get(c).cloned().unwrap_or_default();
-                    wrap_words(&cell, w, w)
-                })
-                .collect()
-        })
-        .collect();
-    let tall = wrapped
-        .iter()
-        .skip(1)
-        .any(|row| row.iter().any(|cell| cell.len() > 1));
-    let mut out = vec![rule("┌", "┬", "┐")];
-    for (r, row) in wrapped.iter().enumerate() {
-        // Under the header; between rows too when some row wraps.
-        if r == 1 || (r > 1 && tall) {
-            out.push(rule("├", "┼", "┤"));
-        }
-        let height = row.iter().map(Vec::len).max().unwrap_or(1);
-        for i in 0..height {
-            let mut line = vec![Span::styled("│", border)];
-            for (c, cell) in row.iter().enumerate() {
-                let content = cell.get(i).cloned().unwrap_or_default();
-                let pad = widths[c].saturating_sub(spans_width(&content));
-                let (before, after) = match table.aligns.get(c) {
-                    Some(Alignment::Right) => (pad, 0),
-                    Some(Alignment::Center) => (pad / 2, pad - pad / 2),
-                    _ => (0, pad),
-                };
-                line.push(Span::raw(" ".repeat(before + 1)));
-                let header = r == 0;
-                line.extend(content.into_iter().map(|s| {
-                    if header {
-                        let style = s.style.add_modifier(Modifier::BOLD);
-                        s.style(style)
-                    } else {
-                        s
-                    }
-                }));
-                line.push(Span::raw(" ".repeat(after + 1)));
-                line.push(Span::styled("│", border));
-            }
-            out.push(line);
-        }
-    }
-    out.push(rule("└", "┴", "┘"));
-    out
-}
-
-/// Each row as `Header: value` lines, a blank line between rows.
-fn records(table: &Table, avail: usize, theme: Theme) -> Vec<Spans> {
-    let header = table.rows.first().cloned().unwrap_or_default();
-    let mut out: Vec<Spans> = Vec::new();
-    for (r, row) in table.rows.iter().enumerate().skip(1) {
-        if r > 1 {
-            out.push(Vec::new());
-        }
-        for (c, cell) in row.iter().enumerate() {
-            let name: String = header
-                .get(c)
-                .map(|h| h.iter().map(|s| s.content.as_ref()).collect())
-                .unwrap_or_default();
-            let mut spans = vec![Span::styled(
-                format!("{name}: "),
-                theme.dim().add_modifier(Modifier::BOLD),
-            )];
-            spans.extend(cell.iter().cloned());
-            for (i, piece) in wrap_words(&spans, avail, avail.saturating_sub(2).max(1))
-                .into_iter()
-                .enumerate()
-            {
-                let mut line = if i > 0 {
-                    vec![Span::raw("  ")]
-                } else {
-                    Vec::new()
-                };
-                line.extend(piece);
-                out.push(line);
-            }
-        }
-    }
-    if table.rows.len() == 1 {
-        // Only a header: its names in a line.
-        let mut line = Vec::new();
-        for (i, cell) in header.into_iter().enumerate() {
-            if i > 0 {
-                line.push(Span::raw("  "));
-            }
-            line.extend(cell);
-        }
-        out.push(line);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -789,35 +473,5 @@ mod tests {
             text(&lines),
             ["1. first", "2. second", "   ◦ inner", "     item here"]
         );
-    }
-
-    #[test]
-    fn tables_fit_or_become_records() {
-        let md = "| name | n |\n|:--|--:|\n| ada | 1 |\n| bob | 22 |\n";
-        let lines = render(md, 40, COLOR);
-        assert_eq!(
-            text(&lines),
-            [
-                "┌──────┬────┐",
-                "│ name │  n │",
-                "├──────┼────┤",
-                "│ ada  │  1 │",
-                "│ bob  │ 22 │",
-                "└──────┴────┘",
-            ]
-        );
-        let lines = render(md, 10, COLOR);
-        assert_eq!(
-            text(&lines),
-            ["name: ada", "n: 1", "", "name: bob", "n: 22"]
-        );
-    }
-
-    #[test]
-    fn column_widths_share_what_is_left() {
-        assert_eq!(fit(&[3, 4], &[3, 4], 10), Some(vec![3, 4]));
-        assert_eq!(fit(&[3, 40, 30], &[3, 8, 6], 33), Some(vec![3, 15, 15]));
-        assert_eq!(fit(&[3, 40, 12], &[3, 8, 12], 30), Some(vec![3, 15, 12]));
-        assert_eq!(fit(&[30, 40], &[12, 10], 21), None, "the words do not fit");
     }
 }
