@@ -64,7 +64,7 @@ const ALIASES: &[(&str, &str)] = &[
 /// Lines longer than this (bytes) are not highlighted: the regexes would
 /// be slow, and such a line is data rather than code.
 const MAX_LINE: usize = 1_000;
-/// Code beyond this (bytes) of one block is shown plain.
+/// A block longer than this (bytes) is shown plain.
 const MAX_CODE: usize = 64 * 1024;
 /// Highlighted blocks remembered (a resize or a streaming reply renders
 /// the same blocks again).
@@ -126,20 +126,42 @@ pub fn highlight(lang: &str, code: &str) -> Arc<Highlighted> {
     lines
 }
 
+/// Where colouring a block stopped after its last whole line: a block
+/// that grows (a reply streaming) goes on from there instead of parsing
+/// all its lines again on every delta.
+struct Resume {
+    lang: String,
+    /// The code up to and with its last whole line.
+    parsed: String,
+    state: ParseState,
+    stack: ScopeStack,
+    lines: Highlighted,
+}
+
 fn colour(lang: &str, code: &str) -> Highlighted {
+    static LAST: Mutex<Option<Resume>> = Mutex::new(None);
     let plain = |line: &str| vec![(Token::Plain, line.to_string())];
     let grammars = grammars();
     let Some(syntax) = syntax(&grammars.syntaxes, lang) else {
         return code.lines().map(plain).collect();
     };
-    let mut state = ParseState::new(syntax);
-    let mut stack = ScopeStack::new();
-    let mut out = Vec::new();
-    let mut seen = 0;
-    for line in LinesWithEndings::from(code) {
-        seen += line.len();
+    let last = LAST.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let (mut state, mut stack, mut out, start) = match last {
+        Some(r) if r.lang == lang && !r.parsed.is_empty() && code.starts_with(&r.parsed) => {
+            let start = r.parsed.len();
+            (r.state, r.stack, r.lines, start)
+        }
+        _ => (ParseState::new(syntax), ScopeStack::new(), Vec::new(), 0),
+    };
+    let mut resume = None;
+    for line in LinesWithEndings::from(&code[start..]) {
+        if !line.ends_with('\n') {
+            // A last line still being written: colour it, but go on later
+            // from before it.
+            resume = Some((state.clone(), stack.clone(), out.clone()));
+        }
         let text = line.trim_end_matches(['\n', '\r']);
-        if line.len() > MAX_LINE || seen > MAX_CODE {
+        if line.len() > MAX_LINE || code.len() > MAX_CODE {
             out.push(plain(text));
             continue;
         }
@@ -148,6 +170,15 @@ fn colour(lang: &str, code: &str) -> Highlighted {
             Err(_) => out.push(plain(text)),
         }
     }
+    let whole = code.rfind('\n').map_or(0, |at| at + 1);
+    let (state, stack, lines) = resume.unwrap_or_else(|| (state, stack, out.clone()));
+    *LAST.lock().unwrap_or_else(|e| e.into_inner()) = Some(Resume {
+        lang: lang.to_string(),
+        parsed: code[..whole].to_string(),
+        state,
+        stack,
+        lines,
+    });
     out
 }
 
@@ -237,6 +268,24 @@ mod tests {
             [Token::Number],
             "ts reads as JavaScript"
         );
+    }
+
+    #[test]
+    fn a_growing_block_colours_as_a_whole_one_does() {
+        let code = "fn main() {\n    /* a comment\n    still */ let s = \"str\";\n}";
+        let whole = colour("rust", code);
+        // Fed as it streams, a few characters at a time (each call goes on
+        // from the last whole line of the one before).
+        for end in (1..code.len()).step_by(3) {
+            let part = colour("rust", &code[..end]);
+            assert_eq!(part.len(), code[..end].split('\n').count(), "{end}");
+        }
+        assert_eq!(colour("rust", code), whole);
+        assert_eq!(kinds_of(&whole, "still */"), [Token::Comment]);
+        // Another block in between starts afresh.
+        let other = colour("rust", "let n = 1;");
+        assert_eq!(kinds_of(&other, "1"), [Token::Number]);
+        assert_eq!(colour("rust", code), whole);
     }
 
     #[test]
