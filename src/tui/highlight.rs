@@ -90,7 +90,9 @@ fn grammars() -> &'static Grammars {
 }
 
 /// Loads the grammars now (from a thread of its own), so the first code
-/// block does not wait for them.
+/// block does not wait for them. A language's patterns are compiled when
+/// its first block shows (tens of ms and some MB each: only for the
+/// languages a room shows).
 pub fn warm_up() {
     grammars();
 }
