@@ -229,8 +229,8 @@ fn main() {
     println!("frame, 10 messages:     first {cold:?}, median {median:?}, p99 {p99:?}");
     let large = app_with(10_000);
     let after_build = rss_kib();
-    let (cold, plain_median, p99) = time_frames(&large, 500);
-    println!("frame, 10,000 messages: first {cold:?}, median {plain_median:?}, p99 {p99:?}");
+    let (plain_first, plain_median, p99) = time_frames(&large, 500);
+    println!("frame, 10,000 messages: first {plain_first:?}, median {plain_median:?}, p99 {p99:?}");
     println!(
         "resident memory: {} KiB before, {} KiB with 10,000 messages (+{} KiB), {} KiB after drawing",
         before,
@@ -245,11 +245,16 @@ fn main() {
         "frame, 10 markdown messages:     first {cold:?}, median {small_median:?}, p99 {p99:?}"
     );
     let large = app_of(markdown_history(10_000));
-    let (cold, md_median, p99) = time_frames(&large, 500);
-    println!("frame, 10,000 markdown messages: first {cold:?}, median {md_median:?}, p99 {p99:?}");
+    let (md_first, md_median, p99) = time_frames(&large, 500);
     println!(
-        "markdown / plain, 10,000 messages, median frame: {:.2}",
-        md_median.as_secs_f64() / plain_median.as_secs_f64().max(1e-9)
+        "frame, 10,000 markdown messages: first {md_first:?}, median {md_median:?}, p99 {p99:?}"
+    );
+    // The first frame renders the cells in view; later ones reuse them.
+    let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-9);
+    println!(
+        "markdown / plain, 10,000 messages: first frame {:.1}, median frame {:.2}",
+        ratio(md_first, plain_first),
+        ratio(md_median, plain_median)
     );
     drop((small, large));
     let (same, grow) = streaming_frames();
