@@ -1,8 +1,11 @@
 //! Figures of the terminal client (issue 4): the time to draw one frame
 //! with 10 and with 10,000 messages of history (ratatui's TestBackend),
-//! the resident memory with 10,000 messages, and, when tmux is installed,
-//! the CPU time of an idle client over 30 s (the real binary joined to a
-//! real `duet serve`).
+//! plain and markdown-heavy (issue 11: headings, lists, tables, code with
+//! syntax colour), with their ratio; what loading the code grammars and
+//! colouring a block cost; a frame while a markdown reply streams; the
+//! resident memory with 10,000 messages, and, when tmux is installed, the
+//! CPU time of an idle client over 30 s (the real binary joined to a real
+//! `duet serve`).
 //!
 //! Run: `cargo bench --bench tui` (set `DUET_BENCH_IDLE=0` to skip the
 //! 30-second idle measurement).
@@ -52,19 +55,133 @@ fn history(n: usize) -> Vec<DuetMessage> {
         .collect()
 }
 
+/// An agent reply with every markdown element and a code block.
+fn markdown_reply(i: usize) -> String {
+    format!(
+        "## Step {i}\n\nThe **build** is *almost* done; see [the notes](https://example.com/{i}).\n\n\
+         1. compile with `cargo build --release`, which takes a while\n2. run the tests\n   - unit\n   - end to end\n\n\
+         > a quoted remark that is long enough to wrap once at sixty columns or so\n\n\
+         | file | lines | owner |\n|:--|--:|:--|\n| src/tui/markdown.rs | 800 | render |\n| src/tui/app.rs | 384 | flow |\n\n\
+         ```rust\nfn step_{i}(x: u32) -> u32 {{\n    // double it\n    let y = x * 2; println!(\"{{y}} and a long line to wrap behind the mark\");\n    y\n}}\n```"
+    )
+}
+
+/// People's questions and markdown replies, alternating.
+fn markdown_history(n: usize) -> Vec<DuetMessage> {
+    (0..n)
+        .map(|i| {
+            let agent = i % 2 == 1;
+            DuetMessage {
+                id: (i + 1).to_string(),
+                role: if agent { Role::Agent } else { Role::User },
+                user_id: (!agent).then(|| format!("person{}", i % 5)),
+                text: if agent {
+                    markdown_reply(i)
+                } else {
+                    format!("question {i}: how does `step_{i}` work?")
+                },
+                ts: 1_767_348_000_000 + i as i64 * 1000,
+                ..DuetMessage::default()
+            }
+        })
+        .collect()
+}
+
 fn app_with(n: usize) -> App {
+    app_of(history(n))
+}
+
+fn app_of(messages: Vec<DuetMessage>) -> App {
     let mut app = App::new(session(), Theme { color: true }, time::UtcOffset::UTC, 0);
     app.update(Msg::Resize(120, 40));
     app.update(Msg::Socket(duet::client::socket::SocketEvent::Frame(
         Box::new(ServerFrame::State {
             state: RoomState {
-                messages: history(n),
+                messages,
                 execs: vec![],
                 shell: None,
             },
         }),
     )));
     app
+}
+
+/// Loading the grammars; colouring a 60-line block with its grammar's
+/// patterns not yet compiled, another one after, and the first again.
+fn highlight_costs() -> [Duration; 4] {
+    let block = |seed: &str| {
+        let code: String = (0..60)
+            .map(|i| format!("    let {seed}_{i} = compute(\"{i}\", {i}); // note {i}\n"))
+            .collect();
+        format!("fn {seed}() {{\n{code}}}\n")
+    };
+    let timed = |f: &dyn Fn()| {
+        let start = Instant::now();
+        f();
+        start.elapsed()
+    };
+    let (first, other) = (block("first"), block("other"));
+    [
+        timed(&duet::tui::highlight::warm_up),
+        timed(&|| drop(duet::tui::highlight::highlight("rust", &first))),
+        timed(&|| drop(duet::tui::highlight::highlight("rust", &other))),
+        timed(&|| drop(duet::tui::highlight::highlight("rust", &first))),
+    ]
+}
+
+/// Frames while a markdown reply with a 60-line code block streams: a
+/// spinner frame (same text) and a frame after each of 80 deltas (the
+/// reply and its code block grow).
+fn streaming_frames() -> (Duration, Duration) {
+    use duet::protocol::AiPhase;
+    let frame = |phase, text: Option<&str>| {
+        Msg::Socket(duet::client::socket::SocketEvent::Frame(Box::new(
+            ServerFrame::Ai {
+                phase,
+                turn_id: "t1".into(),
+                text: text.map(str::to_string),
+                error: None,
+                by_connection: None,
+            },
+        )))
+    };
+    let mut app = app_of(markdown_history(4));
+    app.update(frame(AiPhase::Start, None));
+    let code: String = (0..60)
+        .map(|i| format!("    let streamed_{i} = compute(\"{i}\", {i}); // note {i}\n"))
+        .collect();
+    let reply = format!(
+        "{}\n\n```rust\nfn streamed() {{\n{code}}}\n```",
+        markdown_reply(99)
+    );
+    let pieces: Vec<String> = reply
+        .chars()
+        .collect::<Vec<_>>()
+        .chunks(reply.chars().count() / 80 + 1)
+        .map(|c| c.iter().collect())
+        .collect();
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("test backend");
+    let mut grow = Vec::new();
+    for piece in &pieces {
+        app.update(frame(AiPhase::Delta, Some(piece)));
+        let start = Instant::now();
+        terminal
+            .draw(|f| duet::tui::view::draw(f, &app))
+            .expect("draw");
+        grow.push(start.elapsed());
+    }
+    let mut same: Vec<Duration> = (0..200)
+        .map(|_| {
+            let start = Instant::now();
+            terminal
+                .draw(|f| duet::tui::view::draw(f, &app))
+                .expect("draw");
+            start.elapsed()
+        })
+        .collect();
+    grow.sort();
+    same.sort();
+    (same[same.len() / 2], grow[grow.len() / 2])
 }
 
 /// Median and p99 of `runs` draws (after one warm-up draw).
@@ -102,14 +219,18 @@ fn rss_kib() -> u64 {
 
 fn main() {
     // `cargo bench` passes --bench; any other argument is a filter we ignore.
+    let [load, first, other, again] = highlight_costs();
+    println!(
+        "code grammars: loaded in {load:?}; a 60-line Rust block coloured in {first:?} (its patterns compiled), another in {other:?}, the first again (remembered) in {again:?}"
+    );
     let before = rss_kib();
     let small = app_with(10);
     let (cold, median, p99) = time_frames(&small, 500);
     println!("frame, 10 messages:     first {cold:?}, median {median:?}, p99 {p99:?}");
     let large = app_with(10_000);
     let after_build = rss_kib();
-    let (cold, median, p99) = time_frames(&large, 500);
-    println!("frame, 10,000 messages: first {cold:?}, median {median:?}, p99 {p99:?}");
+    let (plain_first, plain_median, p99) = time_frames(&large, 500);
+    println!("frame, 10,000 messages: first {plain_first:?}, median {plain_median:?}, p99 {p99:?}");
     println!(
         "resident memory: {} KiB before, {} KiB with 10,000 messages (+{} KiB), {} KiB after drawing",
         before,
@@ -118,6 +239,28 @@ fn main() {
         rss_kib()
     );
     drop((small, large));
+    let small = app_of(markdown_history(10));
+    let (cold, small_median, p99) = time_frames(&small, 500);
+    println!(
+        "frame, 10 markdown messages:     first {cold:?}, median {small_median:?}, p99 {p99:?}"
+    );
+    let large = app_of(markdown_history(10_000));
+    let (md_first, md_median, p99) = time_frames(&large, 500);
+    println!(
+        "frame, 10,000 markdown messages: first {md_first:?}, median {md_median:?}, p99 {p99:?}"
+    );
+    // The first frame renders the cells in view; later ones reuse them.
+    let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-9);
+    println!(
+        "markdown / plain, 10,000 messages: first frame {:.1}, median frame {:.2}",
+        ratio(md_first, plain_first),
+        ratio(md_median, plain_median)
+    );
+    drop((small, large));
+    let (same, grow) = streaming_frames();
+    println!(
+        "frame while a markdown reply streams: median {same:?} (spinner only), {grow:?} after a delta"
+    );
     if std::env::var("DUET_BENCH_IDLE").as_deref() != Ok("0") {
         match idle_cpu() {
             Ok(ms) => println!(

@@ -330,6 +330,7 @@ async fn ask_with(
         .args(extra)
         .arg(question)
         .env_remove("DUET_TOKEN")
+        .env_remove("COLUMNS")
         .output()
         .await
         .unwrap();
@@ -352,7 +353,7 @@ async fn duet_ask_prints_the_reply_then_the_outputs() {
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(
         stdout,
-        "Checking.\n<run>echo hello</run><run>ls nope</run>\n\n$ echo hello\nhello\n\n$ ls nope\nls: cannot access 'nope': No such file or directory\n[exit code 2]\n"
+        "Checking.\n\n$ echo hello\nhello\n\n$ ls nope\nls: cannot access 'nope': No such file or directory\n[exit code 2]\n"
     );
     let (code, stdout, stderr) = ask(&server, "r7", "again?").await;
     assert_eq!(code, 1);
@@ -381,7 +382,7 @@ async fn duet_ask_passes_the_token_and_says_what_is_wrong() {
     assert!(stderr.contains("401"), "{stderr}");
     let (code, stdout, stderr) = ask_with(&server, "r10", "hi", &["--token", "s3cret"]).await;
     assert_eq!(code, 0, "{stderr}");
-    assert_eq!(stdout, "Fine.<run>echo ok</run>\n\n$ echo ok\nok\n");
+    assert_eq!(stdout, "Fine.\n\n$ echo ok\nok\n");
     let (code, _, stderr) = ask(&server, "bad room", "hi").await;
     assert_eq!(code, 1);
     assert!(stderr.contains("room \"bad room\""), "{stderr}");
@@ -397,10 +398,7 @@ async fn duet_ask_shows_every_round() {
     let (server, _dir) = serve_with(&model, &["--agent-steps", "2"]).await;
     let (code, stdout, stderr) = ask(&server, "r9", "go").await;
     assert_eq!(code, 0, "{stderr}");
-    assert_eq!(
-        stdout,
-        "First.<run>echo one</run>\n\n$ echo one\none\n\nSecond.\n"
-    );
+    assert_eq!(stdout, "First.\n\n$ echo one\none\n\nSecond.\n");
 }
 
 #[tokio::test]

@@ -88,10 +88,12 @@ fn the_mouse_wheel_scrolls_the_pane_under_it() {
         app.update(exec_out(&id, "1\n2\n3\n4\n5\n"));
         app.update(exec_done(&id, 0, 1));
     }
-    let (w, _) = app.size;
+    let (w, h) = app.size;
+    let output =
+        duet::tui::view::layout::areas(&app, ratatui::layout::Rect::new(0, 0, w, h)).output;
     app.update(Msg::Mouse(MouseEvent {
         kind: MouseEventKind::ScrollUp,
-        column: w / 2 + 5,
+        column: output.x + output.width / 2,
         row: 10,
         modifiers: KeyModifiers::NONE,
     }));

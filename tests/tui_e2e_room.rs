@@ -180,7 +180,7 @@ async fn the_agent_reply_streams_to_everyone_with_its_command() {
                 && s.contains("Checking the room for you.")
                 && s.contains("╭ $ echo from-agent")
                 && s.contains("│ from-agent")
-                && s.contains("✦ agent $ echo from-agent")
+                && s.contains("✦ agent $ echo")
         })
         .await;
     }

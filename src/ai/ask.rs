@@ -1,7 +1,10 @@
 //! `duet ask`: one question to a room's agent from the shell. Prints the
-//! reply as it streams on the room's socket, then its commands' outputs;
-//! exits non-zero when the turn ended without a reply. Settings, the HTTP
-//! client and the socket are the client's (src/client, src/config.rs).
+//! reply as the TUI shows it, as it streams on the room's socket: its
+//! markdown drawn for a terminal (colours on a terminal, plain text in a
+//! pipe), each paragraph once it is whole, then each command (`$ cmd`)
+//! with its output; never the model's `<run>` tags. Exits non-zero when
+//! the turn ended without a reply. Settings, the HTTP client and the
+//! socket are the client's (src/client, src/config.rs).
 
 use crate::blocks::{self, Block};
 use crate::cli::AskArgs;
@@ -9,9 +12,13 @@ use crate::client::commands::{client_for, data_dir_from_env, server_url};
 use crate::client::socket::{self, ConnState, SocketCommand, SocketEvent, SocketParams};
 use crate::config;
 use crate::protocol::{AiPhase, ExecFrame, ExecSource, MessageResponse, Role, ServerFrame};
+use crate::tui::termtext::{self, LineCleaner};
+use crate::tui::theme::Theme;
+use crate::tui::{markdown, print};
 use anyhow::bail;
-use std::collections::HashSet;
-use std::io::Write;
+use ratatui::text::{Line, Span};
+use std::collections::{HashMap, HashSet};
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -20,6 +27,8 @@ use tokio::sync::mpsc;
 const FIRST_STATE: Duration = Duration::from_secs(10);
 /// How long to wait, after the answer, for the socket to catch up.
 const SOCKET_GRACE: Duration = Duration::from_secs(2);
+/// The width replies are drawn for in a pipe (unless `COLUMNS` says).
+const PIPE_WIDTH: usize = 80;
 
 /// `duet ask "question"`.
 pub async fn ask(args: AskArgs) -> anyhow::Result<ExitCode> {
@@ -39,7 +48,7 @@ pub async fn ask(args: AskArgs) -> anyhow::Result<ExitCode> {
     };
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let (socket, _task) = socket::spawn(params, events_tx);
-    let mut view = TurnView::new(&settings.name, &question);
+    let mut view = TurnView::new(&settings.name, &question, Look::of_stdout());
     // The state on connect says which messages were there before.
     let mut streaming = match tokio::time::timeout(FIRST_STATE, first_state(&mut events)).await {
         Ok(Ok(known)) => {
@@ -117,10 +126,98 @@ async fn first_state(
     Err("the socket stopped".into())
 }
 
+/// How replies are drawn: for a terminal (its width, styles as escapes,
+/// colours unless NO_COLOR) or for a pipe (plain text).
+#[derive(Debug, Clone, Copy)]
+pub struct Look {
+    pub width: usize,
+    pub escapes: bool,
+    pub theme: Theme,
+}
+
+impl Look {
+    /// The look of this process's stdout.
+    fn of_stdout() -> Look {
+        let terminal = std::io::stdout().is_terminal();
+        let columns = std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.trim().parse::<usize>().ok())
+            .filter(|&c| c >= 20);
+        let width = match crossterm::terminal::size() {
+            Ok((w, _)) if terminal && w >= 20 => usize::from(w),
+            _ => columns.unwrap_or(PIPE_WIDTH),
+        };
+        Look {
+            width,
+            escapes: terminal,
+            theme: Theme {
+                color: terminal && Theme::from_env().color,
+            },
+        }
+    }
+
+    /// Markdown prose as this look draws it.
+    pub fn prose(&self, text: &str) -> String {
+        print::to_text(
+            &markdown::render(text, self.width, self.theme),
+            self.escapes,
+        )
+    }
+
+    /// `$ cmd` (more lines of it indented).
+    pub fn command(&self, cmd: &str) -> String {
+        let lines: Vec<Line> = cmd
+            .lines()
+            .enumerate()
+            .map(|(i, part)| {
+                let lead = if i == 0 { "$ " } else { "  " };
+                Line::from(vec![
+                    Span::styled(lead, self.theme.dim()),
+                    Span::styled(part.to_string(), self.theme.command()),
+                ])
+            })
+            .collect();
+        print::to_text(&lines, self.escapes)
+    }
+
+    /// A cleaned line of output: colours kept on a terminal (stderr in the
+    /// error colour when it has none of its own), none in a pipe.
+    pub fn output_line(&self, line: &str, stderr: bool) -> String {
+        if !self.escapes {
+            return format!("{}\n", termtext::strip_sgr(line));
+        }
+        if line.contains('\u{1b}') {
+            return format!("{line}\x1b[0m\n");
+        }
+        let style = if stderr {
+            self.theme.error()
+        } else {
+            Default::default()
+        };
+        print::to_text(&[Line::styled(line.to_string(), style)], true)
+    }
+
+    /// A note about how a command ended (`[exit code 2]`).
+    pub fn note(&self, note: &str) -> String {
+        print::to_text(
+            &[Line::styled(format!("[{note}]"), self.theme.dim())],
+            self.escapes,
+        )
+    }
+}
+
+/// A command of the turn being printed: its two streams' unfinished lines.
+#[derive(Default)]
+struct Printing {
+    stdout: LineCleaner,
+    stderr: LineCleaner,
+}
+
 /// What `ask` has seen of its turn on the socket, and printed.
 struct TurnView {
     name: String,
     question: String,
+    look: Look,
     /// Message ids there before the question.
     known: HashSet<String>,
     /// The stored question's id, once seen.
@@ -129,12 +226,12 @@ struct TurnView {
     other_turns: HashSet<String>,
     /// The question's turn, once it started.
     turn: Option<String>,
-    /// Rounds of the turn that started.
-    rounds: u32,
-    /// A later round started and printed nothing yet.
-    fresh_round: bool,
+    /// The model's text of the current round, and how much of it is
+    /// printed (whole paragraphs only, until the round ends).
+    round: String,
+    printed_upto: usize,
     /// The agent's commands of this turn, by exec id.
-    execs: HashSet<String>,
+    execs: HashMap<String, Printing>,
     printed_text: bool,
     printed_execs: bool,
     /// The last character printed, to keep one blank line between parts.
@@ -144,17 +241,18 @@ struct TurnView {
 }
 
 impl TurnView {
-    fn new(name: &str, question: &str) -> Self {
+    fn new(name: &str, question: &str, look: Look) -> Self {
         TurnView {
             name: name.to_string(),
             question: question.to_string(),
+            look,
             known: HashSet::new(),
             question_id: None,
             other_turns: HashSet::new(),
             turn: None,
-            rounds: 0,
-            fresh_round: false,
-            execs: HashSet::new(),
+            round: String::new(),
+            printed_upto: 0,
+            execs: HashMap::new(),
             printed_text: false,
             printed_execs: false,
             last: None,
@@ -215,23 +313,35 @@ impl TurnView {
         }
         match phase {
             AiPhase::Start => {
-                self.rounds += 1;
-                // A later round's text comes after a blank line of its own.
-                self.fresh_round = self.rounds > 1;
+                self.round.clear();
+                self.printed_upto = 0;
             }
             AiPhase::Delta => {
                 if let Some(text) = text {
-                    self.printed_text = true;
-                    if std::mem::take(&mut self.fresh_round) {
-                        self.separate();
-                        self.print(text.trim_start_matches('\n'));
-                    } else {
-                        self.print(&text);
-                    }
+                    self.round.push_str(&text);
+                    let whole = whole_paragraphs(&self.round, self.printed_upto);
+                    self.print_round(whole);
                 }
             }
-            AiPhase::End | AiPhase::Error => {}
+            AiPhase::End | AiPhase::Error => self.print_round(self.round.len()),
         }
+    }
+
+    /// Prints the round's text up to `upto` as prose: its `<run>` tags
+    /// left out (their commands print as they run).
+    fn print_round(&mut self, upto: usize) {
+        if upto <= self.printed_upto {
+            return;
+        }
+        let (prose, _) = blocks::extract_commands(&self.round[self.printed_upto..upto]);
+        self.printed_upto = upto;
+        if prose.is_empty() {
+            return;
+        }
+        self.printed_text = true;
+        self.separate();
+        let text = self.look.prose(&prose);
+        self.print(&text);
     }
 
     fn see_exec(&mut self, exec: ExecFrame) {
@@ -242,16 +352,14 @@ impl TurnView {
                 source: ExecSource::Agent,
                 ..
             } if self.turn.is_some() && !self.reply_stored => {
-                self.execs.insert(exec_id);
+                self.execs.insert(exec_id, Printing::default());
                 self.printed_execs = true;
                 self.separate();
-                self.print(&format!("$ {cmd}\n"));
+                let text = self.look.command(&cmd);
+                self.print(&text);
             }
-            ExecFrame::Stdout { exec_id, data } | ExecFrame::Stderr { exec_id, data }
-                if self.execs.contains(&exec_id) =>
-            {
-                self.print(&data);
-            }
+            ExecFrame::Stdout { exec_id, data } => self.see_output(&exec_id, &data, false),
+            ExecFrame::Stderr { exec_id, data } => self.see_output(&exec_id, &data, true),
             ExecFrame::Complete {
                 exec_id,
                 exit_code,
@@ -259,7 +367,18 @@ impl TurnView {
                 timed_out,
                 interrupted,
                 ..
-            } if self.execs.contains(&exec_id) => {
+            } => {
+                let Some(mut printing) = self.execs.remove(&exec_id) else {
+                    return;
+                };
+                for (stderr, cleaner) in
+                    [(false, &mut printing.stdout), (true, &mut printing.stderr)]
+                {
+                    if let Some(line) = cleaner.finish() {
+                        let text = self.look.output_line(&line, stderr);
+                        self.print(&text);
+                    }
+                }
                 let mut notes = Vec::new();
                 if let Some(code) = exit_code.filter(|c| *c != 0) {
                     notes.push(format!("exit code {code}"));
@@ -275,10 +394,27 @@ impl TurnView {
                 }
                 if !notes.is_empty() {
                     self.end_line();
-                    self.print(&format!("[{}]\n", notes.join("; ")));
+                    let text = self.look.note(&notes.join("; "));
+                    self.print(&text);
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Prints the lines a chunk of a command's output finished.
+    fn see_output(&mut self, exec_id: &str, data: &str, stderr: bool) {
+        let Some(printing) = self.execs.get_mut(exec_id) else {
+            return;
+        };
+        let cleaner = if stderr {
+            &mut printing.stderr
+        } else {
+            &mut printing.stdout
+        };
+        for line in cleaner.push(data) {
+            let text = self.look.output_line(&line, stderr);
+            self.print(&text);
         }
     }
 
@@ -293,9 +429,7 @@ impl TurnView {
             eprintln!("duet: {error}");
             return ExitCode::FAILURE;
         };
-        if !self.printed_text {
-            self.print(reply);
-        } else if !self.printed_execs {
+        if !self.printed_text || !self.printed_execs {
             let runs = answer
                 .messages
                 .iter()
@@ -303,21 +437,32 @@ impl TurnView {
                 .find(|m| m.role == Role::Agent && &m.text == reply)
                 .and_then(|m| m.runs.clone());
             for block in blocks::parse(reply, runs.as_deref()) {
-                match block {
-                    Block::Prose(_) => {}
-                    Block::Output { cmd, output } => {
-                        self.separate();
-                        self.print(&format!("Output ({cmd}):\n{output}"));
-                    }
-                    Block::Error { cmd, message } => {
-                        self.separate();
-                        self.print(&format!("Error ({cmd}):\n{message}"));
-                    }
-                }
+                self.print_block(&block);
             }
         }
         self.end_line();
         ExitCode::SUCCESS
+    }
+
+    /// A block of the stored reply that the socket did not show: prose
+    /// when no text streamed, commands when none ran on the socket.
+    fn print_block(&mut self, block: &Block) {
+        let text = match block {
+            Block::Prose(prose) if !self.printed_text => self.look.prose(prose),
+            Block::Output { cmd, output } if !self.printed_execs => {
+                let mut text = self.look.command(cmd);
+                for line in termtext::clean(output) {
+                    text.push_str(&self.look.output_line(&line, false));
+                }
+                text
+            }
+            Block::Error { cmd, message } if !self.printed_execs => {
+                self.look.command(cmd) + &self.look.note(message.trim())
+            }
+            _ => return,
+        };
+        self.separate();
+        self.print(&text);
     }
 
     /// Prints to stdout at once (the reply streams).
@@ -343,5 +488,46 @@ impl TurnView {
             self.end_line();
             self.print("\n");
         }
+    }
+}
+
+/// How much of a round's `text` is whole paragraphs (after `from`): up to
+/// its last blank line outside a code fence, with no `<run>` tag left
+/// open before it; 0 when none is.
+fn whole_paragraphs(text: &str, from: usize) -> usize {
+    let mut in_fence = false;
+    let mut whole = 0;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        at += line.len();
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            in_fence = !in_fence;
+        } else if !in_fence
+            && at > from
+            && line.ends_with('\n')
+            && line.trim().is_empty()
+            && text[..at].matches("<run>").count() == text[..at].matches("</run>").count()
+        {
+            whole = at;
+        }
+    }
+    whole
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paragraphs_print_once_whole() {
+        assert_eq!(whole_paragraphs("one line", 0), 0);
+        assert_eq!(whole_paragraphs("one\n\ntwo", 0), 5);
+        assert_eq!(whole_paragraphs("one\n\ntwo", 5), 0);
+        let fenced = "```sh\nls\n\npwd\n";
+        assert_eq!(whole_paragraphs(fenced, 0), 0, "inside a fence");
+        let closed = format!("{fenced}```\n\nafter");
+        assert_eq!(whole_paragraphs(&closed, 0), closed.len() - "after".len());
+        assert_eq!(whole_paragraphs("a <run>ls\n\n", 0), 0, "a tag still open");
     }
 }

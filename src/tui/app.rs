@@ -115,6 +115,8 @@ pub enum Effect {
     SetMouse(bool),
     /// Clear the terminal and draw everything again.
     Redraw,
+    /// Put this text on the terminal's clipboard (OSC 52).
+    Clipboard(String),
     Quit,
 }
 

@@ -1,16 +1,21 @@
-//! How chat cells look: a message (header, prose, code, command blocks)
-//! and the agent's reply while it streams.
+//! How chat cells look: a message (header, then its body: the agent's
+//! markdown and command blocks, a person's plain text) and the agent's
+//! reply while it streams.
 
 use crate::blocks::{self, Block};
 use crate::protocol::{DuetMessage, Role};
 use crate::tui::cell::{RenderCtx, clock, elapsed, spinner};
 use crate::tui::chat::LiveTurn;
-use crate::tui::termtext;
-use crate::tui::text::{truncate, wrap};
+use crate::tui::text::truncate;
+use crate::tui::theme::Theme;
+use crate::tui::{markdown, termtext};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
 /// Output lines of a block shown in the chat before folding.
 const BLOCK_LINES: usize = 12;
+/// What a message's body stands behind, under its header.
+const INDENT: &str = "  ";
 
 fn header(msg: &DuetMessage, width: u16, ctx: &RenderCtx) -> Line<'static> {
     let theme = ctx.theme;
@@ -30,17 +35,7 @@ fn header(msg: &DuetMessage, width: u16, ctx: &RenderCtx) -> Line<'static> {
 /// A message's lines: header, body (prose, code, command blocks), a blank.
 pub fn render_message(msg: &DuetMessage, width: u16, ctx: &RenderCtx) -> Vec<Line<'static>> {
     let mut out = vec![header(msg, width, ctx)];
-    let body_style = match msg.role {
-        Role::System => ctx.theme.dim(),
-        _ => ratatui::style::Style::default(),
-    };
-    if msg.role == Role::Agent {
-        for block in blocks::parse(&msg.text, msg.runs.as_deref()) {
-            render_block(&block, width, ctx, body_style, &mut out);
-        }
-    } else {
-        render_prose(&msg.text, width, ctx, body_style, &mut out);
-    }
+    out.extend(indent(body(msg, body_width(width), ctx.theme)));
     out.push(Line::default());
     out
 }
@@ -59,114 +54,126 @@ pub fn render_turn(turn: &LiveTurn, width: u16, ctx: &RenderCtx) -> Vec<Line<'st
     if turn.text.trim().is_empty() {
         out.push(Line::styled("  thinking…", theme.dim()));
     } else {
-        // Commands the model asks for show as commands while it streams;
-        // the stored reply has them as blocks.
-        let text = turn.text.replace("<run>", "`$ ").replace("</run>", "`");
-        render_prose(&text, width, ctx, Default::default(), &mut out);
+        out.extend(indent(markdown::render(
+            &streaming_prose(&turn.text),
+            body_width(width),
+            theme,
+        )));
     }
     out.push(Line::default());
     out
 }
 
+/// The body of a message as drawn in `width` cells (no header, no
+/// indent): the agent's reply as markdown with its commands as command
+/// blocks; a person's message or a record as plain text (see
+/// `markdown::plain`). `duet ask` prints the same.
+pub fn body(msg: &DuetMessage, width: usize, theme: Theme) -> Vec<Line<'static>> {
+    match msg.role {
+        Role::Agent => {
+            let mut out = Vec::new();
+            for block in blocks::parse(&msg.text, msg.runs.as_deref()) {
+                if !out.is_empty() {
+                    out.push(Line::default());
+                }
+                render_block(&block, width, theme, &mut out);
+            }
+            out
+        }
+        Role::System => markdown::plain(&msg.text, width, theme.dim(), theme),
+        Role::User => markdown::plain(&msg.text, width, Style::default(), theme),
+    }
+}
+
+/// The code of each code block a message shows, in order (what the copy
+/// key copies); command blocks are not code.
+pub fn code_blocks(msg: &DuetMessage) -> Vec<String> {
+    match msg.role {
+        Role::Agent => blocks::parse(&msg.text, msg.runs.as_deref())
+            .iter()
+            .flat_map(|block| match block {
+                Block::Prose(text) => markdown::code_blocks(text),
+                Block::Output { .. } | Block::Error { .. } => Vec::new(),
+            })
+            .collect(),
+        Role::System | Role::User => markdown::plain_code_blocks(&msg.text),
+    }
+}
+
+/// The model's text while it streams: the commands it asks for show as
+/// `$ cmd` (the stored reply has them as blocks), one still being written
+/// too.
+pub fn streaming_prose(text: &str) -> String {
+    let mut out = text.replace("<run>", "`$ ").replace("</run>", "`");
+    if text.matches("<run>").count() > text.matches("</run>").count() {
+        out.push('`');
+    }
+    out
+}
+
+/// The cells a message's body gets: the pane's, less its indent.
+fn body_width(width: u16) -> usize {
+    usize::from(width).saturating_sub(INDENT.len()).max(1)
+}
+
+/// Body lines moved in under the header.
+fn indent(lines: Vec<Line<'static>>) -> impl Iterator<Item = Line<'static>> {
+    lines.into_iter().map(|mut line| {
+        line.spans.insert(0, Span::raw(INDENT));
+        line
+    })
+}
+
 /// One block of a reply: prose, or a command with its output or error.
-fn render_block(
-    block: &Block,
-    width: u16,
-    ctx: &RenderCtx,
-    style: ratatui::style::Style,
-    out: &mut Vec<Line<'static>>,
-) {
+fn render_block(block: &Block, width: usize, theme: Theme, out: &mut Vec<Line<'static>>) {
     match block {
-        Block::Prose(text) => render_prose(text, width, ctx, style, out),
+        Block::Prose(text) => out.extend(markdown::render(text, width, theme)),
         Block::Output { cmd, output } => {
-            render_command(cmd, width, ctx, out);
+            render_command(cmd, width, theme, out);
             let lines: Vec<String> = termtext::clean(output)
                 .iter()
                 .map(|l| termtext::strip_sgr(l))
                 .collect();
             let shown = lines.len().min(BLOCK_LINES);
             for line in &lines[..shown] {
-                gutter_lines(line, width, ctx, ctx.theme.dim(), out);
+                marked_lines("│ ", line, width, theme, theme.dim(), out);
             }
             if lines.len() > shown {
                 let more = format!("… {} more lines", lines.len() - shown);
-                gutter_lines(&more, width, ctx, ctx.theme.dim(), out);
+                marked_lines("│ ", &more, width, theme, theme.dim(), out);
             }
         }
         Block::Error { cmd, message } => {
-            render_command(cmd, width, ctx, out);
+            render_command(cmd, width, theme, out);
             for line in message.lines() {
-                gutter_lines(line, width, ctx, ctx.theme.error(), out);
+                marked_lines("│ ", line, width, theme, theme.error(), out);
             }
         }
     }
 }
 
-fn render_command(cmd: &str, width: u16, ctx: &RenderCtx, out: &mut Vec<Line<'static>>) {
-    let avail = usize::from(width).saturating_sub(4).max(1);
+/// `╭ $ cmd`, each line of a multi-line command behind the gutter.
+fn render_command(cmd: &str, width: usize, theme: Theme, out: &mut Vec<Line<'static>>) {
     for (i, part) in cmd.lines().enumerate() {
-        let mark = if i == 0 { "  ╭ $ " } else { "  │   " };
-        for piece in wrap(part, avail.saturating_sub(2).max(1)) {
-            out.push(Line::from(vec![
-                Span::styled(mark, ctx.theme.gutter()),
-                Span::styled(piece, ctx.theme.command()),
-            ]));
-        }
+        let mark = if i == 0 { "╭ $ " } else { "│   " };
+        marked_lines(mark, part, width, theme, theme.command(), out);
     }
 }
 
-/// `text` wrapped behind the `│` gutter of code and command blocks.
-fn gutter_lines(
+/// `text` behind `mark` (the gutter of command blocks), a long line going
+/// on behind the continuation mark.
+fn marked_lines(
+    mark: &'static str,
     text: &str,
-    width: u16,
-    ctx: &RenderCtx,
-    style: ratatui::style::Style,
+    width: usize,
+    theme: Theme,
+    style: Style,
     out: &mut Vec<Line<'static>>,
 ) {
-    let avail = usize::from(width).saturating_sub(4).max(1);
-    for piece in wrap(text, avail) {
-        out.push(Line::from(vec![
-            Span::styled("  │ ", ctx.theme.gutter()),
-            Span::styled(piece, style),
-        ]));
-    }
-}
-
-/// Prose with fenced code set apart (gutter, code colour, no reflow).
-fn render_prose(
-    text: &str,
-    width: u16,
-    ctx: &RenderCtx,
-    style: ratatui::style::Style,
-    out: &mut Vec<Line<'static>>,
-) {
-    let avail = usize::from(width).saturating_sub(2).max(1);
-    let mut in_code = false;
-    for line in text.split('\n') {
-        let trimmed = line.trim_start();
-        if let Some(lang) = trimmed.strip_prefix("```") {
-            let mark = if in_code {
-                "  ╰─".to_string()
-            } else {
-                format!("  ╭─ {}", lang.trim())
-            };
-            in_code = !in_code;
-            out.push(Line::styled(
-                truncate(mark.trim_end(), usize::from(width)),
-                ctx.theme.gutter(),
-            ));
-            continue;
-        }
-        if in_code {
-            let expanded = line.replace('\t', "    ");
-            gutter_lines(&expanded, width, ctx, ctx.theme.code(), out);
-        } else {
-            for piece in wrap(line, avail) {
-                out.push(Line::from(vec![
-                    Span::raw("  "),
-                    Span::styled(piece, style),
-                ]));
-            }
-        }
-    }
+    let spans = [Span::styled(text.to_string(), style)];
+    out.extend(
+        markdown::behind_gutter(mark, &spans, width, theme)
+            .into_iter()
+            .map(Line::from),
+    );
 }

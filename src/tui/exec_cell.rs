@@ -1,12 +1,13 @@
 //! A command run as a cell of the output pane: a header (who, the
-//! command, exit badge and duration), the output with colours kept, the
-//! fold marker and the error when the sandbox could not run it.
+//! command, exit badge and duration: the badge is never cut), the output
+//! with colours kept and long lines continued behind `↪`, the fold marker
+//! and the error when the sandbox could not run it.
 
 use crate::protocol::ExecSource;
 use crate::tui::cell::{Cell, Lines, RenderCtx, elapsed, spinner};
 use crate::tui::execs::ExecRun;
 use crate::tui::termtext::{OutLine, Stream};
-use crate::tui::text::{truncate, width};
+use crate::tui::text::{self, CONTINUED, truncate, width, wrap_marked};
 use ansi_to_tui::IntoText;
 use ratatui::text::{Line, Span};
 use std::cell::RefCell;
@@ -27,22 +28,39 @@ impl Cell for ExecRun {
         Rc::new(lines)
     }
 
-    fn height(&self, _width: u16, _ctx: &RenderCtx) -> usize {
-        self.line_count()
+    fn height(&self, width: u16, ctx: &RenderCtx) -> usize {
+        1 + self.body(width, ctx).len()
     }
 }
 
 impl ExecRun {
-    /// The lines below the header, rendered once per width and revision.
+    /// The lines below the header, rendered once per width and revision:
+    /// each output line cut to the width, its rest on the next lines
+    /// behind the continuation mark.
     fn body(&self, width: u16, ctx: &RenderCtx) -> Lines {
         if let Some((w, rev, lines)) = &*self.cache.0.borrow()
             && (*w, *rev) == (width, self.revision)
         {
             return lines.clone();
         }
-        let lines: Vec<Line<'static>> = (1..self.line_count())
-            .map(|index| run_line(ctx, self, index))
-            .collect();
+        let cells = usize::from(width).max(1);
+        let rest = cells.saturating_sub(text::width(CONTINUED)).max(1);
+        let mut lines: Vec<Line<'static>> = Vec::new();
+        for index in 1..self.line_count() {
+            let line = run_line(ctx, self, index);
+            let style = line.style;
+            for (i, piece) in wrap_marked(&line.spans, cells, rest)
+                .into_iter()
+                .enumerate()
+            {
+                let mut spans = Vec::with_capacity(piece.len() + 1);
+                if i > 0 {
+                    spans.push(Span::styled(CONTINUED, ctx.theme.dim()));
+                }
+                spans.extend(piece);
+                lines.push(Line::from(spans).style(style));
+            }
+        }
         let lines = Rc::new(lines);
         *self.cache.0.borrow_mut() = Some((width, self.revision, lines.clone()));
         lines
@@ -99,7 +117,8 @@ fn output_line(ctx: &RenderCtx, line: &OutLine) -> Line<'static> {
     rendered
 }
 
-/// `● ada $ cmd …… ✓ 0 · 12ms`
+/// `ada $ cmd …… ✓ 0 · 12ms`: the badge always shows whole, then who
+/// ran it, then as much of the command as fits (cut with `…`).
 fn header(ctx: &RenderCtx, run: &ExecRun, cells: u16) -> Line<'static> {
     let theme = ctx.theme;
     let (badge, badge_style) = badge(ctx, run);
@@ -118,16 +137,24 @@ fn header(ctx: &RenderCtx, run: &ExecRun, cells: u16) -> Line<'static> {
         cmd.to_string()
     };
     let total = usize::from(cells);
-    let fixed = width(&who) + 3 + width(&badge) + 1;
-    let cmd = truncate(&cmd, total.saturating_sub(fixed).max(1));
-    let pad = total.saturating_sub(fixed + width(&cmd));
-    Line::from(vec![
-        Span::styled(who, who_style),
-        Span::styled(" $ ", theme.dim()),
-        Span::styled(cmd, theme.command()),
-        Span::raw(" ".repeat(pad + 1)),
-        Span::styled(badge, badge_style),
-    ])
+    // One space before the badge.
+    let room = total.saturating_sub(width(&badge) + 1);
+    let who = truncate(&who, room);
+    let mut spans = vec![Span::styled(who.clone(), who_style)];
+    let mut used = width(&who);
+    // ` $ ` and at least two cells of the command, or none of it.
+    let cmd_room = room.saturating_sub(used + 3);
+    if cmd_room >= 2 {
+        let cmd = truncate(&cmd, cmd_room);
+        used += 3 + width(&cmd);
+        spans.push(Span::styled(" $ ", theme.dim()));
+        spans.push(Span::styled(cmd, theme.command()));
+    }
+    spans.push(Span::raw(
+        " ".repeat(total.saturating_sub(used + width(&badge)).max(1)),
+    ));
+    spans.push(Span::styled(badge, badge_style));
+    Line::from(spans)
 }
 
 fn badge(ctx: &RenderCtx, run: &ExecRun) -> (String, ratatui::style::Style) {

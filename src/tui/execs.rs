@@ -98,9 +98,8 @@ impl ExecRun {
         }
     }
 
-    /// Lines it takes in the pane (at any width: lines are cut, not
-    /// wrapped): header, output, fold marker, and the error when the
-    /// sandbox could not run it whole.
+    /// Its lines before wrapping: header, output, fold marker, and the
+    /// error when the sandbox could not run it whole.
     pub fn line_count(&self) -> usize {
         1 + self.output.line_count()
             + usize::from(self.output.folded() > 0)

@@ -188,6 +188,7 @@ impl App {
                 );
             }
             Action::Redraw => effects.push(Effect::Redraw),
+            Action::Copy => self.copy_last(effects),
             // Dialog actions: their tables are not looked up here.
             Action::Confirm | Action::Close => {}
             Action::SwitchPane => {

@@ -27,6 +27,8 @@ pub async fn run(
     mut watch: Option<crate::tui::backend::Watch>,
     stderr_log: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
+    // The code grammars load beside the UI, not in its first frame.
+    std::thread::spawn(crate::tui::highlight::warm_up);
     let guard = TerminalGuard::enter(stderr_log)?;
     let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
     terminal.clear()?;
@@ -110,6 +112,11 @@ pub async fn run(
                     let _ = terminal.clear();
                 }
                 Effect::SetMouse(on) => set_mouse(on),
+                Effect::Clipboard(text) => {
+                    // A terminal without OSC 52 ignores it; a failed write
+                    // leaves the clipboard as it was, not the UI.
+                    let _ = crate::tui::clipboard::write_osc52(terminal.backend_mut(), &text);
+                }
                 other => spawn_call(other, http.clone(), done_tx.clone()),
             }
         }
@@ -183,7 +190,8 @@ fn spawn_call(effect: Effect, http: HttpClient, done: mpsc::UnboundedSender<Msg>
             | Effect::NameChanged(_)
             | Effect::Quit
             | Effect::SetMouse(_)
-            | Effect::Redraw => return,
+            | Effect::Redraw
+            | Effect::Clipboard(_) => return,
         };
         let _ = done.send(msg);
     });

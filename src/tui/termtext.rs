@@ -169,6 +169,28 @@ impl OutputBuffer {
     }
 }
 
+/// One stream cleaned as its chunks come, line by line (what `duet ask`
+/// prints): the same cleaning as `OutputBuffer`, nothing kept.
+#[derive(Debug, Clone, Default)]
+pub struct LineCleaner(Partial);
+
+impl LineCleaner {
+    /// Adds a chunk; answers the lines it finished.
+    pub fn push(&mut self, chunk: &str) -> Vec<String> {
+        let mut done = Vec::new();
+        for c in chunk.chars() {
+            feed(&mut self.0, c, &mut |text| done.push(text));
+        }
+        done
+    }
+
+    /// Ends the stream: its unfinished line, if any.
+    pub fn finish(&mut self) -> Option<String> {
+        let text = std::mem::take(&mut self.0).text;
+        (!text.is_empty()).then_some(text)
+    }
+}
+
 /// Feeds one character to a stream's line; calls `done` with each
 /// finished line.
 fn feed(p: &mut Partial, c: char, done: &mut impl FnMut(String)) {
@@ -330,6 +352,15 @@ mod tests {
         let lines = b.plain_lines();
         assert_eq!(lines.first().map(String::as_str), Some("0"));
         assert_eq!(lines.last().map(String::as_str), Some("9999"));
+    }
+
+    #[test]
+    fn a_line_cleaner_gives_lines_as_they_end() {
+        let mut c = LineCleaner::default();
+        assert_eq!(c.push("a\x1b[2Kb\r"), Vec::<String>::new());
+        assert_eq!(c.push("\nc\td"), vec!["ab"]);
+        assert_eq!(c.finish().as_deref(), Some("c       d"));
+        assert_eq!(c.finish(), None);
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Colours and styles in one place; `NO_COLOR` turns colours off and keeps
-//! only bold, dim and reverse.
+//! only text attributes (bold, dim, italic, underline, strikethrough,
+//! reverse).
 
+use crate::tui::highlight::Token;
 use ratatui::style::{Color, Modifier, Style};
 
 /// Colours people get, picked by a stable hash of the name. Magenta is the
@@ -78,9 +80,43 @@ impl Theme {
         self.fg(Color::DarkGray)
     }
 
-    /// Code inside fences.
+    /// Inline code in prose (without colour the backticks stay instead).
     pub fn code(&self) -> Style {
         self.fg(Color::LightYellow)
+    }
+
+    /// A piece of code in a block, by what it is; without colour only
+    /// comments stand back.
+    pub fn syntax(&self, token: Token) -> Style {
+        match token {
+            Token::Plain => Style::default(),
+            Token::Comment => self.dim().add_modifier(Modifier::ITALIC),
+            Token::String => self.fg(Color::Green),
+            Token::Number | Token::Constant => self.fg(Color::LightRed),
+            Token::Keyword => self.fg(Color::Magenta),
+            Token::Type => self.fg(Color::Cyan),
+            Token::Function => self.fg(Color::LightBlue),
+        }
+    }
+
+    /// A heading: level 1 underlined, all bold.
+    pub fn heading(&self, level: u8) -> Style {
+        let style = self.fg(Color::LightMagenta).add_modifier(Modifier::BOLD);
+        if level <= 1 {
+            style.add_modifier(Modifier::UNDERLINED)
+        } else {
+            style
+        }
+    }
+
+    /// A link's text (its address follows, dim).
+    pub fn link(&self) -> Style {
+        self.fg(Color::LightBlue).add_modifier(Modifier::UNDERLINED)
+    }
+
+    /// The bar of a block quote.
+    pub fn quote(&self) -> Style {
+        self.fg(Color::DarkGray)
     }
 
     /// Borders of the focused pane.

@@ -137,6 +137,13 @@ pub const BINDINGS: &[Binding] = &[
         edit: false,
     },
     Binding {
+        keys: &[ctrl('y')],
+        action: Action::Copy,
+        help: "copy the last code block (else command output) to the clipboard",
+        hint: Some("copy"),
+        edit: false,
+    },
+    Binding {
         keys: &[k(KeyCode::Left)],
         action: Action::Left,
         help: "cursor left",

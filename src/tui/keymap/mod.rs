@@ -34,6 +34,8 @@ pub enum Action {
     SwitchPane,
     ToggleMouse,
     Redraw,
+    /// Copy the last code block (else command output) to the clipboard.
+    Copy,
     /// In a dialog: do what it asks.
     Confirm,
     /// In a dialog: close it (and do nothing).

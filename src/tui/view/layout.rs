@@ -10,6 +10,12 @@ use ratatui::layout::{Constraint, Layout, Rect};
 pub const WIDE: u16 = 100;
 /// Width of the presence column in the wide layout.
 pub const PRESENCE_WIDTH: u16 = 18;
+/// In the wide layout the focused pane gets this share (percent) of the
+/// width beside the presence column: the chat reads at about 70 columns
+/// at 120, and Tab gives the room to the output instead.
+pub const FOCUSED_SHARE: u16 = 70;
+/// The other pane keeps at least this many columns.
+pub const SIDE_MIN: u16 = 28;
 /// Most lines the input grows to.
 pub const COMPOSER_MAX_LINES: usize = 6;
 
@@ -67,12 +73,16 @@ pub fn areas(app: &App, area: Rect) -> Areas {
         ..Areas::default()
     };
     if area.width >= WIDE {
-        let [chat, output, presence] = Layout::horizontal([
-            Constraint::Percentage(50),
-            Constraint::Fill(1),
-            Constraint::Length(PRESENCE_WIDTH),
-        ])
-        .areas(main);
+        let [panes, presence] =
+            Layout::horizontal([Constraint::Fill(1), Constraint::Length(PRESENCE_WIDTH)])
+                .areas(main);
+        let wide = (panes.width * FOCUSED_SHARE / 100).min(panes.width.saturating_sub(SIDE_MIN));
+        let chat_width = match app.focus {
+            Pane::Chat => wide,
+            Pane::Output => panes.width - wide,
+        };
+        let [chat, output] =
+            Layout::horizontal([Constraint::Length(chat_width), Constraint::Fill(1)]).areas(panes);
         out.chat = chat;
         out.output = output;
         out.presence = presence;
