@@ -188,6 +188,9 @@ pub(crate) struct Calls {
     /// the same `clientId`, once connected (a message the backend stored
     /// is then answered, not stored twice).
     resend: Vec<Pending>,
+    /// Messages written while not connected: sent, after `resend`, once
+    /// connected; never sent yet, so surely not done.
+    outbox: Vec<Pending>,
 }
 
 impl Calls {
@@ -213,11 +216,41 @@ impl Calls {
         (id, frame)
     }
 
-    /// The messages to send again on a new connection.
+    /// The messages to send on a new connection, oldest first: those a
+    /// drop took the answer of, then those written while offline.
     pub(crate) fn resends(&mut self) -> Vec<(String, ClientFrame)> {
-        std::mem::take(&mut self.resend)
+        let waiting: Vec<Pending> = std::mem::take(&mut self.resend)
+            .into_iter()
+            .chain(std::mem::take(&mut self.outbox))
+            .collect();
+        waiting
             .into_iter()
             .map(|pending| self.send(pending))
+            .collect()
+    }
+
+    /// Keeps a message written while not connected, to send once connected
+    /// (with its own `clientId`, so that a repeat stores nothing new).
+    /// Answers whether it was kept: only messages wait; other operations
+    /// are not run late, in a room that moved on.
+    pub(crate) fn queue(&mut self, op: RoomOp) -> Result<(), RoomOp> {
+        if !matches!(op, RoomOp::Message(_)) {
+            return Err(op);
+        }
+        self.outbox.push(Pending {
+            op,
+            attempt: 0,
+            client_id: Some(new_client_id()),
+        });
+        Ok(())
+    }
+
+    /// The messages waiting for a connection, oldest first.
+    pub(crate) fn unsent(&self) -> Vec<RoomOp> {
+        self.resend
+            .iter()
+            .chain(&self.outbox)
+            .map(|pending| pending.op.clone())
             .collect()
     }
 
@@ -290,7 +323,7 @@ impl Calls {
     }
 
     /// The backend refused the connection for good: messages kept to send
-    /// again are lost after all, and said so.
+    /// again are lost after all, and said so; those never sent were not.
     pub(crate) fn give_up_resends(
         &mut self,
         events: &mpsc::UnboundedSender<SocketEvent>,
@@ -298,6 +331,9 @@ impl Calls {
     ) {
         for pending in std::mem::take(&mut self.resend) {
             answer(events, pending.op, Err(RpcError::Lost(why.to_string())));
+        }
+        for pending in std::mem::take(&mut self.outbox) {
+            not_sent(events, pending.op, why);
         }
     }
 }

@@ -1,8 +1,12 @@
 //! The room socket as an actor task: connects, reconnects with jittered
 //! exponential backoff, measures the round trip with ping/pong, and reports
-//! to the UI as messages. The UI never awaits the network.
+//! to the UI as messages. The UI never awaits the network. Messages written
+//! while it is not connected wait in an outbox and go when it is again;
+//! why it is not connected is said as a sentence (`client::explain`), the
+//! technical chain goes to the log.
 
 use crate::client::deltas::Delta;
+use crate::client::explain;
 use crate::client::rpc::{Answer, Calls, RoomOp, not_sent};
 use crate::protocol::{ClientFrame, ServerFrame};
 use futures_util::{SinkExt, StreamExt};
@@ -61,6 +65,10 @@ pub enum SocketEvent {
     /// A room operation's answer, in order after the frames it caused
     /// (or why there is none).
     Answer(Box<Answer>),
+    /// The messages waiting for a connection, oldest first: written while
+    /// not connected, or in flight when it dropped. Sent every time the
+    /// list changes; empty once they went.
+    Outbox(Vec<RoomOp>),
 }
 
 /// What the UI asks of the actor.
@@ -69,7 +77,8 @@ pub enum SocketCommand {
     /// Send `duet_typing`.
     Typing,
     /// Send a room operation as an `rpc` frame; its answer comes back as
-    /// `SocketEvent::Answer`.
+    /// `SocketEvent::Answer`. A message while not connected waits in the
+    /// outbox (`SocketEvent::Outbox`); anything else is not sent.
     Call(RoomOp),
     /// Reconnect now under another name (`/name`).
     Rejoin { name: String },
@@ -151,6 +160,9 @@ async fn actor(
 ) {
     crate::support::install_tls();
     let report = |state: ConnState| events.send(SocketEvent::State(state)).is_ok();
+    let outbox = |calls: &Calls| {
+        let _ = events.send(SocketEvent::Outbox(calls.unsent()));
+    };
     let mut calls = Calls::default();
     let mut attempt: u32 = 0;
     loop {
@@ -160,28 +172,39 @@ async fn actor(
         let reason = match connect(&params).await {
             Ok(ws) => {
                 attempt = 0;
-                let ended = connection(ws, &events, &mut commands, &mut calls).await;
-                match ended {
+                let ended = connection(ws, &params.base, &events, &mut commands, &mut calls).await;
+                let reason = match ended {
                     Ended::Close => return,
                     Ended::Rejoin(name) => {
                         calls.lose_all(&events, "you rejoined under another name");
                         params.name = name;
-                        continue;
+                        None
                     }
                     Ended::Retarget(base) => {
                         calls.lose_all(&events, "the backend moved");
                         params.base = base;
-                        continue;
+                        None
                     }
                     Ended::Dropped(reason) => {
                         calls.lose_all(&events, &reason);
-                        reason
+                        Some(reason)
                     }
+                };
+                if !calls.unsent().is_empty() {
+                    outbox(&calls);
+                }
+                match reason {
+                    Some(reason) => reason,
+                    None => continue,
                 }
             }
             Err(ConnectError::Refused(reason)) => {
                 report(ConnState::Offline(reason.clone()));
+                let had_unsent = !calls.unsent().is_empty();
                 calls.give_up_resends(&events, &reason);
+                if had_unsent {
+                    outbox(&calls);
+                }
                 // Refused for good (bad token, bad room): wait for the person.
                 loop {
                     match commands.recv().await {
@@ -226,9 +249,10 @@ async fn actor(
                     None | Some(SocketCommand::Close) => return,
                     Some(SocketCommand::Rejoin { name }) => { params.name = name; break; }
                     Some(SocketCommand::Retarget { base }) => { params.base = base; break; }
-                    Some(SocketCommand::Call(op)) => {
-                        not_sent(&events, op, &format!("reconnecting in {secs} s: {reason}"));
-                    }
+                    Some(SocketCommand::Call(op)) => match calls.queue(op) {
+                        Ok(()) => outbox(&calls),
+                        Err(op) => not_sent(&events, op, &reason),
+                    },
                     Some(SocketCommand::Typing) => {}
                 },
             }
@@ -251,7 +275,10 @@ async fn connect(params: &SocketParams) -> Result<Ws, ConnectError> {
     let url = socket_url(params).map_err(ConnectError::Refused)?;
     let attempt = tokio_tungstenite::connect_async(url.as_str());
     match tokio::time::timeout(CONNECT_TIMEOUT, attempt).await {
-        Err(_) => Err(ConnectError::Failed("connection timed out".into())),
+        Err(_) => Err(ConnectError::Failed(explain::unreachable(
+            &params.base,
+            "timed out",
+        ))),
         Ok(Ok((ws, _response))) => Ok(ws),
         Ok(Err(tungstenite::Error::Http(response))) => {
             let status = response.status();
@@ -261,18 +288,26 @@ async fn connect(params: &SocketParams) -> Result<Ws, ConnectError> {
                 .map(|b| String::from_utf8_lossy(b).trim().to_string())
                 .unwrap_or_default();
             let shown = crate::client::http::StatusError::from_body(status.as_u16(), &body);
+            tracing::info!(%shown, "the socket was refused");
             if status.is_client_error() && status.as_u16() != 429 {
-                Err(ConnectError::Refused(shown.to_string()))
+                Err(ConnectError::Refused(explain::status(&shown)))
             } else {
-                Err(ConnectError::Failed(shown.to_string()))
+                Err(ConnectError::Failed(explain::status(&shown)))
             }
         }
-        Ok(Err(err)) => Err(ConnectError::Failed(err.to_string())),
+        Ok(Err(err)) => {
+            tracing::info!(error = %crate::support::error_chain(&err), "cannot connect the socket");
+            Err(ConnectError::Failed(explain::unreachable(
+                &params.base,
+                &explain::cause(&err),
+            )))
+        }
     }
 }
 
 async fn connection(
     ws: Ws,
+    base: &str,
     events: &mpsc::UnboundedSender<SocketEvent>,
     commands: &mut mpsc::UnboundedReceiver<SocketCommand>,
     calls: &mut Calls,
@@ -283,19 +318,27 @@ async fn connection(
     let mut seq: u64 = 0;
     let mut last_heard = Instant::now();
     let _ = events.send(SocketEvent::State(ConnState::Connected { rtt_ms: None }));
-    // Messages whose answers the last connection lost go again first.
-    // (One that cannot be written stays in flight, to go again next time.)
-    for (_, frame) in calls.resends() {
+    // Messages whose answers the last connection lost go again first,
+    // then those written while offline. (One that cannot be written stays
+    // in flight, to go again next time.)
+    let resends = calls.resends();
+    if !resends.is_empty() {
+        let _ = events.send(SocketEvent::Outbox(Vec::new()));
+    }
+    for (_, frame) in resends {
         if let Err(err) = send_frame(&mut sink, &frame).await {
-            return Ended::Dropped(err);
+            return Ended::Dropped(broke(base, &err));
         }
     }
     loop {
         tokio::select! {
             message = stream.next() => {
                 let message = match message {
-                    None => return Ended::Dropped("the backend closed the connection".into()),
-                    Some(Err(err)) => return Ended::Dropped(err.to_string()),
+                    None => return Ended::Dropped(closed(base, None)),
+                    Some(Err(err)) => {
+                        tracing::info!(error = %crate::support::error_chain(&err), "the socket broke");
+                        return Ended::Dropped(broke(base, &explain::cause(&err)));
+                    }
                     Some(Ok(m)) => m,
                 };
                 last_heard = Instant::now();
@@ -334,28 +377,33 @@ async fn connection(
                     }
                     Message::Close(frame) => {
                         let why = frame.map(|f| f.reason.to_string()).filter(|r| !r.is_empty());
-                        return Ended::Dropped(why.unwrap_or_else(|| "the backend closed the connection".into()));
+                        return Ended::Dropped(closed(base, why.as_deref()));
                     }
                     _ => {}
                 }
             }
             _ = ping.tick() => {
                 if last_heard.elapsed() > DEAD_AFTER {
-                    return Ended::Dropped("no answer from the backend".into());
+                    return Ended::Dropped(format!(
+                        "No answer from the server at {} for {} s",
+                        explain::server_name(base),
+                        DEAD_AFTER.as_secs()
+                    ));
                 }
                 seq += 1;
                 sent_at = Some((seq, Instant::now()));
                 if let Err(err) = sink.send(Message::Ping(seq.to_be_bytes().to_vec().into())).await {
-                    return Ended::Dropped(err.to_string());
+                    return Ended::Dropped(broke(base, &explain::cause(&err)));
                 }
             }
             _ = sleep_until(calls.next_retry()), if calls.next_retry().is_some() => {
                 for (id, frame) in calls.due(tokio::time::Instant::now()) {
                     if let Err(err) = send_frame(&mut sink, &frame).await {
+                        let why = broke(base, &err);
                         if let Some(op) = calls.forget(&id) {
-                            not_sent(events, op, &err);
+                            not_sent(events, op, &why);
                         }
-                        return Ended::Dropped(err);
+                        return Ended::Dropped(why);
                     }
                 }
             }
@@ -381,26 +429,49 @@ async fn connection(
                 };
                 let (call, frame) = frame;
                 if let Err(err) = send_frame(&mut sink, &frame).await {
-                    // A frame that could not be written was not sent.
+                    let why = broke(base, &err);
+                    // A frame that could not be written was not sent: a
+                    // message waits for the next connection.
                     if let Some(op) = call.and_then(|id| calls.forget(&id)) {
-                        not_sent(events, op, &err);
+                        match calls.queue(op) {
+                            Ok(()) => {}
+                            Err(op) => not_sent(events, op, &why),
+                        }
                     }
-                    return Ended::Dropped(err);
+                    return Ended::Dropped(why);
                 }
             }
         }
     }
 }
 
-/// Writes one frame of ours.
+/// "The connection to 127.0.0.1:7878 broke (the connection was reset)".
+fn broke(base: &str, cause: &str) -> String {
+    format!(
+        "The connection to {} broke ({cause})",
+        explain::server_name(base)
+    )
+}
+
+/// "The server at 127.0.0.1:7878 closed the connection (going away)".
+fn closed(base: &str, why: Option<&str>) -> String {
+    let name = explain::server_name(base);
+    match why {
+        Some(why) => format!("The server at {name} closed the connection ({why})"),
+        None => format!("The server at {name} closed the connection"),
+    }
+}
+
+/// Writes one frame of ours; the error's gist when it cannot.
 async fn send_frame(
     sink: &mut futures_util::stream::SplitSink<Ws, Message>,
     frame: &ClientFrame,
 ) -> Result<(), String> {
     let text = serde_json::to_string(frame).map_err(|err| err.to_string())?;
-    sink.send(Message::text(text))
-        .await
-        .map_err(|err| err.to_string())
+    sink.send(Message::text(text)).await.map_err(|err| {
+        tracing::info!(error = %crate::support::error_chain(&err), "cannot write to the socket");
+        explain::cause(&err)
+    })
 }
 
 /// Sleeps until `at` (forever without one).

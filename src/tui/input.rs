@@ -45,7 +45,7 @@ impl App {
     fn on_modal_key(&mut self, modal: Modal, key: KeyEvent, effects: &mut Vec<Effect>) {
         let table = match modal {
             Modal::Help => keymap::HELP_KEYS,
-            Modal::ConfirmCleanup => keymap::CONFIRM_KEYS,
+            Modal::ConfirmCleanup | Modal::ConfirmOverwrite => keymap::CONFIRM_KEYS,
         };
         let Some(action) = keymap::lookup_in(table, &key) else {
             return;
@@ -62,6 +62,8 @@ impl App {
                 effects.push(Effect::Call(RoomOp::Cleanup));
                 self.toast(format!("cleaning up room {}…", self.session.room), false);
             }
+            (Modal::ConfirmOverwrite, Action::Confirm) => self.answer_overwrite(true, effects),
+            (Modal::ConfirmOverwrite, Action::Close) => self.answer_overwrite(false, effects),
             (_, Action::Close) => {
                 self.modals.pop();
                 self.help_scroll = 0;

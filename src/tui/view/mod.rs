@@ -31,6 +31,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
         match modal {
             Modal::Help => overlay::draw_help(frame, app, area),
             Modal::ConfirmCleanup => overlay::draw_confirm(frame, app, area),
+            Modal::ConfirmOverwrite => overlay::draw_overwrite(frame, app, area),
         }
     }
 }

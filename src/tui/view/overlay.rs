@@ -1,5 +1,5 @@
 //! What is drawn over the panes: toasts, the help overlay (from the
-//! keymap) and the cleanup confirmation.
+//! keymap), the cleanup confirmation and `/get`'s "overwrite?".
 
 use crate::tui::app::App;
 use crate::tui::keymap::{self, BINDINGS};
@@ -165,6 +165,47 @@ pub fn draw_confirm(frame: &mut Frame, app: &App, area: Rect) {
                     .borders(Borders::ALL)
                     .border_style(theme.error())
                     .title(" Cleanup "),
+            ),
+        rect,
+    );
+}
+
+/// "report.txt exists here (2.1 KB). Overwrite? y/n"
+pub fn draw_overwrite(frame: &mut Frame, app: &App, area: Rect) {
+    let Some(file) = &app.overwrite else {
+        return;
+    };
+    let theme = app.theme;
+    let lines = vec![
+        Line::from(vec![
+            Span::styled(file.name(), theme.command()),
+            Span::raw(format!(
+                " exists here ({}). Overwrite?",
+                crate::tui::files::human_size(file.size)
+            )),
+        ]),
+        Line::from(vec![
+            Span::styled("y", theme.error()),
+            Span::raw(" overwrite   "),
+            Span::styled("n", theme.ok()),
+            Span::raw(" / Esc keep it"),
+        ]),
+        Line::default(),
+        Line::raw(format!(
+            "y replaces it with {} from the room's workspace.",
+            crate::client::cp::shown(&file.remote)
+        )),
+    ];
+    let rect = centered(area, 60, lines.len() as u16 + 3);
+    frame.render_widget(Clear, rect);
+    frame.render_widget(
+        Paragraph::new(lines)
+            .wrap(ratatui::widgets::Wrap { trim: false })
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .border_style(theme.warn())
+                    .title(" /get "),
             ),
         rect,
     );
