@@ -312,3 +312,35 @@ fn run_async(command: Command) -> ExitCode {
         }
     }
 }
+
+#[cfg(all(test, feature = "server"))]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Serve {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    #[test]
+    fn the_no_model_advice_names_what_works_where() {
+        let mut args = Serve::try_parse_from(["duet-serve"]).unwrap().serve;
+        let serve = args.ai_config().setup.no_model_text();
+        assert!(
+            serve.contains("--ai-url, --ai-model and --ai-key (or DUET_AI_URL"),
+            "{serve}"
+        );
+        // Plain duet's embedded backend has no --ai-* flags.
+        args.embedded_config = Some("/home/ada/.config/duet/duet.toml".into());
+        let embedded = args.ai_config().setup.no_model_text();
+        assert!(
+            embedded.contains(
+                "set DUET_AI_URL, DUET_AI_MODEL and DUET_AI_KEY before starting duet, \
+                 or ai_url, ai_model and ai_key in /home/ada/.config/duet/duet.toml"
+            ),
+            "{embedded}"
+        );
+        assert!(!embedded.contains("--ai-"), "{embedded}");
+    }
+}

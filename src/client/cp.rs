@@ -38,7 +38,7 @@ pub fn workspace_path(path: &str) -> Result<String, String> {
     };
     if relative.split('/').any(|segment| segment == "..") {
         return Err(format!(
-            "{path} goes outside {WORKSPACE} (..): a path must stay inside the room's {WORKSPACE}"
+            "{path} goes outside {WORKSPACE} with ..: a path must stay inside {WORKSPACE}"
         ));
     }
     Ok(relative.to_string())

@@ -90,12 +90,14 @@ pub fn parse_link(text: &str) -> Result<Link, String> {
     })
 }
 
-/// The command with which a second terminal joins `room` on `server`. On
-/// this machine it is the room's link, token included: it works whatever
-/// the other terminal's HOME. A remote server's token is the person's to
-/// share, so there it is left out (`--token …`).
+/// The command with which a second terminal joins `room` on `server`. A
+/// backend on this machine with a token (the embedded one's, say) gets the
+/// room's link, token included: it works whatever the other terminal's
+/// HOME, and is short. A remote server's token is the person's to share,
+/// so there it is left out (`--token …`).
 pub fn join_hint(server: &str, room: &str, token: Option<&str>) -> String {
-    if on_this_machine(server)
+    if token.is_some()
+        && on_this_machine(server)
         && let Some(link) = link(server, room, token)
     {
         return format!("duet join {link}");
@@ -168,6 +170,14 @@ mod tests {
 
     fn link_of(server: &str, room: &str, token: &str) -> String {
         link(server, room, Some(token)).unwrap()
+    }
+
+    #[test]
+    fn a_server_without_a_token_is_named_as_it_was_given() {
+        assert_eq!(
+            join_hint("http://127.0.0.1:8787", "r1", None),
+            "duet --server http://127.0.0.1:8787 --room r1"
+        );
     }
 
     #[test]

@@ -1,15 +1,12 @@
 //! What the App makes of its connection: while it is down, one toast says
-//! why (and when it tries again), the people shown are marked as of when
-//! it dropped, and messages written meanwhile show as queued. When it is
-//! back, the toasts about it go and the outbox empties as it sends.
+//! why (and counts down to the next try, while it shows), the people
+//! shown are marked as of when it dropped, and messages written meanwhile
+//! show as queued. When it is back, the toasts about it go and the outbox
+//! empties as it sends.
 
 use crate::client::rpc::RoomOp;
 use crate::client::socket::ConnState;
-use crate::tui::app::{App, Toast};
-
-/// The longest a toast about the connection stays without news (the
-/// socket reports every second while it waits, which renews it).
-const LINK_TOAST_MS: i64 = 60_000;
+use crate::tui::app::{App, ERROR_TOAST_MS, Toast};
 
 /// Which toasts are about the connection: they go when it is back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,28 +48,35 @@ impl App {
             ),
             ConnState::Offline(reason) => (Some(reason.clone()), Some(reason.clone())),
         };
-        let since_ms = match &self.link_down {
-            Some(down) => down.since_ms,
-            None if was_up || reason.is_some() => self.now_ms,
+        let (since_ms, said) = match &self.link_down {
+            Some(down) => (down.since_ms, down.reason.clone()),
+            None if was_up || reason.is_some() => (self.now_ms, None),
             None => return,
         };
+        // A new reason is said; the same one only updates its toast while
+        // it shows (it goes after a while: the status bar still counts).
+        let news = reason.is_some() && reason != said;
         self.link_down = Some(LinkDown { since_ms, reason });
-        if let Some(why) = why {
-            self.link_toast(LinkToast::Why, why);
+        let Some(why) = why else { return };
+        match self
+            .toasts
+            .iter_mut()
+            .find(|t| t.link == Some(LinkToast::Why))
+        {
+            Some(toast) => {
+                toast.text = why;
+                if news {
+                    toast.until_ms = self.now_ms + ERROR_TOAST_MS;
+                }
+            }
+            None if news => self.link_toast(LinkToast::Why, why),
+            None => {}
         }
     }
 
-    /// Shows a toast about the connection; the one saying why it is down
-    /// is replaced, not stacked.
+    /// Shows a toast about the connection, which goes when it is back.
     pub(crate) fn link_toast(&mut self, kind: LinkToast, text: String) {
-        let until_ms = self.now_ms + LINK_TOAST_MS;
-        if kind == LinkToast::Why
-            && let Some(toast) = self.toasts.iter_mut().find(|t| t.link == Some(kind))
-        {
-            toast.text = text;
-            toast.until_ms = until_ms;
-            return;
-        }
+        let until_ms = self.now_ms + ERROR_TOAST_MS;
         self.toasts.push(Toast {
             text,
             error: true,

@@ -158,9 +158,7 @@ fn spawn_call(effect: Effect, http: HttpClient, done: mpsc::UnboundedSender<Msg>
             Effect::Put { local, remote } => Msg::TransferDone(
                 cp::upload(&http, std::path::Path::new(&local), &remote)
                     .await
-                    .map(|answer| {
-                        format!("sent {} bytes to {}", answer.size, cp::shown(&answer.path))
-                    })
+                    .map(|answer| format!("sent {} bytes to {}", answer.size, answer.path))
                     .map_err(|e| format!("/put {local}: {e:#}")),
             ),
             Effect::Get {
