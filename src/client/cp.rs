@@ -97,7 +97,9 @@ pub fn upload_target(local: &End, remote: &str) -> anyhow::Result<String> {
 
 /// A failed file request as a sentence about `relative`: a 400 names what
 /// the server found wrong with the path, a 404 says the file is absent.
+/// (The error itself goes to the log.)
 pub fn file_error(relative: &str, err: &HttpError) -> String {
+    tracing::info!(%err, path = relative, "a file request failed");
     let path = shown(relative);
     let HttpError::Status(status) = err else {
         return format!("{path}: {}", crate::client::explain::http(err));
