@@ -135,6 +135,8 @@ async fn messages_written_offline_go_on_reconnect_in_order_once_each() {
         assert!(answer.result.is_ok(), "{:?}", answer.result);
         answered.push(answer.op);
     }
+    // Each is answered (in the order the backend's turns end).
+    answered.sort_by_key(|op| format!("{op:?}"));
     assert_eq!(
         answered,
         [
@@ -157,5 +159,50 @@ async fn messages_written_offline_go_on_reconnect_in_order_once_each() {
     let state = probe.until_type("cf_agent_state").await;
     let execs = state["state"]["execs"].as_array().unwrap();
     assert!(execs.is_empty(), "{execs:?}");
+    handle.send(SocketCommand::Close);
+}
+
+#[tokio::test]
+async fn messages_written_in_a_burst_are_stored_in_the_order_written() {
+    let (server, _data) = Server::fresh().await;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let params = SocketParams {
+        base: server.url(""),
+        room: "burst".into(),
+        name: "ada".into(),
+        token: None,
+        connection_id: "c-ada".into(),
+        deltas: true,
+    };
+    let (handle, _task) = socket::spawn(params, tx);
+    next(
+        &mut rx,
+        common::WAIT,
+        "the room state",
+        |e| matches!(e, SocketEvent::Frame(f) if matches!(**f, ServerFrame::State { .. })),
+    )
+    .await;
+    let written: Vec<String> = (1..=5).map(|i| format!("burst {i}")).collect();
+    for text in &written {
+        handle.send(SocketCommand::Call(RoomOp::Message(text.clone())));
+    }
+    for _ in &written {
+        next(
+            &mut rx,
+            RECONNECT_WAIT,
+            "an answer",
+            |e| matches!(e, SocketEvent::Answer(a) if a.result.is_ok()),
+        )
+        .await;
+    }
+    let (_, page) = server.get("/api/rooms/burst/messages").await;
+    let stored: Vec<&str> = page["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(stored, written, "{page}");
     handle.send(SocketCommand::Close);
 }

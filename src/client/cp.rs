@@ -224,12 +224,15 @@ fn create_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     file.sync_all()
 }
 
-/// Replaces `path` whole: written beside it, then renamed over it, so a
-/// failure leaves the old file as it was.
+/// Replaces `path` whole: written beside it (with the old file's mode),
+/// then renamed over it, so a failure leaves the old file as it was.
 fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let tmp = path.with_file_name(format!(".{name}.duet-{:08x}", rand::random::<u32>()));
-    let written = create_file(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    let mode = std::fs::metadata(path).map(|m| m.permissions()).ok();
+    let written = create_file(&tmp, bytes)
+        .and_then(|()| mode.map_or(Ok(()), |mode| std::fs::set_permissions(&tmp, mode)))
+        .and_then(|()| std::fs::rename(&tmp, path));
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
@@ -365,8 +368,12 @@ mod tests {
         let again = create_file(&path, b"theirs").unwrap_err();
         assert_eq!(again.kind(), std::io::ErrorKind::AlreadyExists);
         assert_eq!(std::fs::read(&path).unwrap(), b"mine");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o750)).unwrap();
         replace_file(&path, b"theirs").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"theirs");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o750, "the mode is kept");
         let left: Vec<_> = std::fs::read_dir(here.path()).unwrap().collect();
         assert_eq!(left.len(), 1, "no temporary file left");
     }

@@ -1,9 +1,11 @@
 //! The room socket as an actor task: connects, reconnects with jittered
 //! exponential backoff, measures the round trip with ping/pong, and reports
-//! to the UI as messages. The UI never awaits the network. Messages written
-//! while it is not connected wait in an outbox and go when it is again;
-//! why it is not connected is said as a sentence (`client::explain`), the
-//! technical chain goes to the log.
+//! to the UI as messages. The UI never awaits the network. Our messages go
+//! through an outbox, one at a time (the next once the last is stored or
+//! answered), so that they are stored in the order written, also those
+//! written while it is not connected, which go when it is again. Why it is
+//! not connected is said as a sentence (`client::explain`); the technical
+//! chain goes to the log.
 
 use crate::client::deltas::Delta;
 use crate::client::explain;
@@ -65,9 +67,11 @@ pub enum SocketEvent {
     /// A room operation's answer, in order after the frames it caused
     /// (or why there is none).
     Answer(Box<Answer>),
-    /// The messages waiting for a connection, oldest first: written while
-    /// not connected, or in flight when it dropped. Sent every time the
-    /// list changes; empty once they went.
+    /// Our messages waiting to be sent, oldest first: written while not
+    /// connected, in flight when it dropped, or written while an earlier
+    /// one was on its way (one goes at a time, so they are stored in the
+    /// order written). Sent every time the list changes; empty once they
+    /// all went.
     Outbox(Vec<RoomOp>),
 }
 
@@ -160,9 +164,6 @@ async fn actor(
 ) {
     crate::support::install_tls();
     let report = |state: ConnState| events.send(SocketEvent::State(state)).is_ok();
-    let outbox = |calls: &Calls| {
-        let _ = events.send(SocketEvent::Outbox(calls.unsent()));
-    };
     let mut calls = Calls::default();
     let mut attempt: u32 = 0;
     loop {
@@ -190,9 +191,7 @@ async fn actor(
                         Some(reason)
                     }
                 };
-                if !calls.unsent().is_empty() {
-                    outbox(&calls);
-                }
+                tell_outbox(&events, &mut calls);
                 match reason {
                     Some(reason) => reason,
                     None => continue,
@@ -200,11 +199,8 @@ async fn actor(
             }
             Err(ConnectError::Refused(reason)) => {
                 report(ConnState::Offline(reason.clone()));
-                let had_unsent = !calls.unsent().is_empty();
                 calls.give_up_resends(&events, &reason);
-                if had_unsent {
-                    outbox(&calls);
-                }
+                tell_outbox(&events, &mut calls);
                 // Refused for good (bad token, bad room): wait for the person.
                 loop {
                     match commands.recv().await {
@@ -250,7 +246,7 @@ async fn actor(
                     Some(SocketCommand::Rejoin { name }) => { params.name = name; break; }
                     Some(SocketCommand::Retarget { base }) => { params.base = base; break; }
                     Some(SocketCommand::Call(op)) => match calls.queue(op) {
-                        Ok(()) => outbox(&calls),
+                        Ok(()) => tell_outbox(&events, &mut calls),
                         Err(op) => not_sent(&events, op, &reason),
                     },
                     Some(SocketCommand::Typing) => {}
@@ -318,17 +314,10 @@ async fn connection(
     let mut seq: u64 = 0;
     let mut last_heard = Instant::now();
     let _ = events.send(SocketEvent::State(ConnState::Connected { rtt_ms: None }));
-    // Messages whose answers the last connection lost go again first,
-    // then those written while offline. (One that cannot be written stays
-    // in flight, to go again next time.)
-    let resends = calls.resends();
-    if !resends.is_empty() {
-        let _ = events.send(SocketEvent::Outbox(Vec::new()));
-    }
-    for (_, frame) in resends {
-        if let Err(err) = send_frame(&mut sink, &frame).await {
-            return Ended::Dropped(broke(base, &err));
-        }
+    // The outbox goes first, one message at a time: those whose answers
+    // the last connection lost, then those written while offline.
+    if let Err(err) = next_message(&mut sink, events, calls).await {
+        return Ended::Dropped(broke(base, &err));
     }
     loop {
         tokio::select! {
@@ -351,12 +340,22 @@ async fn connection(
                                 }
                             }
                             Ok(frame) => {
+                                if let ServerFrame::State { state } = &frame
+                                    && includes(&state.messages, calls.on_its_way())
+                                {
+                                    calls.stored();
+                                }
                                 if events.send(SocketEvent::Frame(Box::new(frame))).is_err() {
                                     return Ended::Close;
                                 }
                             }
                             Err(err) => match serde_json::from_str::<Delta>(text.as_str()) {
                                 Ok(delta) => {
+                                    if let Delta::Message { message } = &delta
+                                        && includes(std::slice::from_ref(message), calls.on_its_way())
+                                    {
+                                        calls.stored();
+                                    }
                                     if events.send(SocketEvent::Delta(Box::new(delta))).is_err() {
                                         return Ended::Close;
                                     }
@@ -364,6 +363,11 @@ async fn connection(
                                 // Frames of types we do not know are ignored (docs/protocol.md).
                                 Err(_) => tracing::debug!(%err, "ignored frame"),
                             },
+                        }
+                        // The message on its way was stored or answered:
+                        // the next one goes.
+                        if let Err(err) = next_message(&mut sink, events, calls).await {
+                            return Ended::Dropped(broke(base, &err));
                         }
                     }
                     Message::Pong(payload) => {
@@ -422,27 +426,63 @@ async fn connection(
                         return Ended::Retarget(base);
                     }
                     Some(SocketCommand::Typing) => (None, ClientFrame::Typing {}),
-                    Some(SocketCommand::Call(op)) => {
-                        let (id, frame) = calls.start(op);
-                        (Some(id), frame)
-                    }
+                    // A message joins the outbox: it goes after ours
+                    // still on their way.
+                    Some(SocketCommand::Call(op)) => match calls.queue(op) {
+                        Ok(()) => {
+                            if let Err(err) = next_message(&mut sink, events, calls).await {
+                                return Ended::Dropped(broke(base, &err));
+                            }
+                            continue;
+                        }
+                        Err(op) => {
+                            let (id, frame) = calls.start(op);
+                            (Some(id), frame)
+                        }
+                    },
                 };
                 let (call, frame) = frame;
                 if let Err(err) = send_frame(&mut sink, &frame).await {
                     let why = broke(base, &err);
-                    // A frame that could not be written was not sent: a
-                    // message waits for the next connection.
+                    // A frame that could not be written was not sent.
                     if let Some(op) = call.and_then(|id| calls.forget(&id)) {
-                        match calls.queue(op) {
-                            Ok(()) => {}
-                            Err(op) => not_sent(events, op, &why),
-                        }
+                        not_sent(events, op, &why);
                     }
                     return Ended::Dropped(why);
                 }
             }
         }
     }
+}
+
+/// Sends the outbox's next message when none of ours is on its way, and
+/// tells the UI what still waits; the error's gist when it cannot be
+/// written (the message then waits again).
+async fn next_message(
+    sink: &mut futures_util::stream::SplitSink<Ws, Message>,
+    events: &mpsc::UnboundedSender<SocketEvent>,
+    calls: &mut Calls,
+) -> Result<(), String> {
+    let sent = match calls.next_message() {
+        Some((id, frame)) => send_frame(sink, &frame)
+            .await
+            .inspect_err(|_| calls.unsend(&id)),
+        None => Ok(()),
+    };
+    tell_outbox(events, calls);
+    sent
+}
+
+/// Tells the UI the outbox, when it changed.
+fn tell_outbox(events: &mpsc::UnboundedSender<SocketEvent>, calls: &mut Calls) {
+    if let Some(ops) = calls.outbox_changed() {
+        let _ = events.send(SocketEvent::Outbox(ops));
+    }
+}
+
+/// Whether `messages` (as stored) include ours with `client_id`.
+fn includes(messages: &[crate::protocol::DuetMessage], client_id: Option<&str>) -> bool {
+    client_id.is_some_and(|id| messages.iter().any(|m| m.client_id.as_deref() == Some(id)))
 }
 
 /// "The connection to 127.0.0.1:7878 broke (the connection was reset)".

@@ -132,7 +132,8 @@ pub struct App {
     pub presence: Vec<PresenceUser>,
     /// The connection is down: since when and why (`tui::link`).
     pub link_down: Option<crate::tui::link::LinkDown>,
-    /// Messages written while offline, waiting to be sent (oldest first).
+    /// Messages waiting in the socket's outbox (oldest first): written
+    /// while offline, or behind one still on its way.
     pub outbox: Vec<String>,
     /// The file `/get` would replace, while the person is asked.
     pub overwrite: Option<crate::tui::files::Overwrite>,

@@ -216,7 +216,11 @@ pub fn draw_hints(frame: &mut Frame, app: &App, area: Rect) {
             n => format!(" (and {} more)", n - 1),
         };
         let first = first.lines().next().unwrap_or_default();
-        let text = format!("⧗ queued, sends when back online{more}: {first}");
+        let text = if matches!(app.conn, ConnState::Connected { .. }) {
+            format!("⧗ sending{more}: {first}")
+        } else {
+            format!("⧗ queued, sends when back online{more}: {first}")
+        };
         Line::styled(truncate(&text, total), theme.warn())
     } else if !app.typing.is_empty() {
         let names: Vec<&str> = app.typing.iter().map(|t| t.name.as_str()).collect();
