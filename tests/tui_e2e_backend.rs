@@ -105,6 +105,12 @@ async fn a_second_duet_joins_the_embedded_backend_and_so_does_exec() {
         s.contains("bob $ echo still-here") && s.contains("echo via-port-file")
     })
     .await;
+    // The backend it took over stops with it, as it should (its room's
+    // disk image unmounted).
+    tmux.keys("second", &["C-c"]);
+    tmux.keys("second", &["C-c"]);
+    tmux.wait("second", "a clean exit", |s| s.contains("EXITED 0"))
+        .await;
 }
 
 /// The backend on a given port (so that a restart keeps the address).

@@ -230,4 +230,9 @@ async fn plain_duet_takes_its_model_from_the_config_file() {
     let (headers, body) = model.requests().pop().expect("the model was asked");
     assert_eq!(body["model"], "scripted");
     assert_eq!(headers["authorization"], "Bearer sk-from-file");
+    // Quit, so that the backend stops as it should.
+    tmux.keys("ada", &["C-c"]);
+    tmux.keys("ada", &["C-c"]);
+    tmux.wait("ada", "a clean exit", |s| s.contains("EXITED 0"))
+        .await;
 }
