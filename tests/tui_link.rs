@@ -119,6 +119,23 @@ fn a_refused_token_is_said_as_a_sentence() {
 }
 
 #[test]
+fn a_busy_room_says_when_it_tries_again() {
+    let mut app = app();
+    let why = duet::client::explain::status(&StatusError::from_body(
+        429,
+        r#"{"error":"rate limited","retryAfterMs":3000}"#,
+    ));
+    app.update(conn(ConnState::Reconnecting {
+        in_secs: 3,
+        reason: why,
+    }));
+    assert_eq!(
+        texts(&app),
+        ["The room is busy (rate limited); trying again in 3 s"]
+    );
+}
+
+#[test]
 fn a_failure_the_server_answered_is_a_sentence_too() {
     let mut app = app();
     submit(&mut app, "!ls");

@@ -116,7 +116,7 @@ pub fn file_error(relative: &str, err: &HttpError) -> String {
         ),
         (404, _) => format!("{path}: no such file in the room's workspace (404)"),
         (413, _) => format!("{path}: too large for the server (413: {})", status.error),
-        _ => format!("{path}: {}", crate::client::explain::status(status)),
+        _ => format!("{path}: {}", crate::client::explain::http(err)),
     }
 }
 

@@ -68,7 +68,8 @@ fn io_words(err: &std::io::Error) -> Option<&'static str> {
 }
 
 /// An error answer of the server as a sentence; the status and the
-/// server's own words stay in it, in brackets.
+/// server's own words stay in it, in brackets. A busy answer (429, 503)
+/// says nothing of when to try again: that is the caller's to say.
 pub fn status(err: &StatusError) -> String {
     let said = err.to_string();
     match err.status {
@@ -79,18 +80,26 @@ pub fn status(err: &StatusError) -> String {
         421 => format!(
             "The server does not answer to this host name ({said}): use 127.0.0.1, or a name it was given with --public-host"
         ),
-        429 => format!("The room is busy ({}); try again in a moment", err.error),
-        503 => format!("The server is busy ({}); try again in a moment", err.error),
+        429 => format!("The room is busy ({})", err.error),
+        503 => format!("The server is busy ({})", err.error),
         507 => "The room's disk is full (507)".to_string(),
         400..=499 => format!("The server refused the request ({said})"),
         _ => format!("The server failed ({said})"),
     }
 }
 
+/// A busy answer that was tried again and still came back.
+fn given_up(err: &StatusError) -> String {
+    match err.status {
+        429 | 503 => format!("{}; try again in a moment", status(err)),
+        _ => status(err),
+    }
+}
+
 /// An HTTP call's failure as a sentence.
 pub fn http(err: &HttpError) -> String {
     match err {
-        HttpError::Status(status_err) => status(status_err),
+        HttpError::Status(status_err) => given_up(status_err),
         HttpError::Transport { url, cause, .. } => unreachable(url, cause),
         HttpError::Decode { url, message } => format!(
             "The server at {} answered something unexpected ({message})",
@@ -107,7 +116,7 @@ pub fn rpc(err: &RpcError) -> String {
         RpcError::Lost(_) => {
             "the connection dropped before the server answered; it may have been done".into()
         }
-        RpcError::Failed(status_err) => status(status_err),
+        RpcError::Failed(status_err) => given_up(status_err),
         RpcError::Refused(why) => format!("the server refused it ({why})"),
     }
 }
@@ -155,8 +164,9 @@ mod tests {
             "The server refused the token (401 Unauthorized: unauthorized): check --token or DUET_TOKEN"
         );
         let busy = StatusError::from_body(429, r#"{"error":"rate limited","retryAfterMs":900}"#);
+        assert_eq!(status(&busy), "The room is busy (rate limited)");
         assert_eq!(
-            status(&busy),
+            rpc(&RpcError::Failed(busy)),
             "The room is busy (rate limited); try again in a moment"
         );
         assert_eq!(
