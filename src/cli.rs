@@ -39,6 +39,9 @@ pub enum Command {
     /// Ask the room's agent; prints the reply as it streams, then the
     /// outputs of its commands; exits non-zero if the turn failed
     Ask(AskArgs),
+    /// Join a room by its link, as the status bar of the room's `duet`
+    /// shows it: `duet join [https://][TOKEN@]HOST[:PORT]/ROOM`
+    Join(JoinArgs),
     /// Internal: builds one room's sandbox (started by the server)
     #[command(hide = true)]
     SandboxInit,
@@ -56,6 +59,15 @@ pub struct ClientArgs {
     /// Bearer token, when the backend has one
     #[arg(long, env = "DUET_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// Your name in the room
+    #[arg(long, env = "DUET_NAME")]
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct JoinArgs {
+    /// The room's link: [https://][TOKEN@]HOST[:PORT]/ROOM
+    pub link: String,
     /// Your name in the room
     #[arg(long, env = "DUET_NAME")]
     pub name: Option<String>,
@@ -170,6 +182,11 @@ pub struct ServeArgs {
     pub ai_timeout_secs: u64,
     #[command(flatten)]
     pub limits: LimitArgs,
+    /// Set by plain `duet` for its embedded backend, which has no --ai-*
+    /// flags: the config file it reads the model from, which the room's
+    /// advice names when no model is configured.
+    #[arg(skip)]
+    pub embedded_config: Option<String>,
 }
 
 /// What one socket and one room may ask for (0: no limit); over a rate
@@ -239,6 +256,10 @@ impl ServeArgs {
             key: self.ai_key.clone(),
             steps: self.agent_steps.max(1),
             timeout: std::time::Duration::from_secs(self.ai_timeout_secs),
+            setup: match &self.embedded_config {
+                Some(file) => crate::ai::ModelSetup::embedded(file),
+                None => crate::ai::ModelSetup::serve(),
+            },
             ..Default::default()
         }
     }
@@ -249,6 +270,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Some(Command::SandboxInit) => crate::sandbox::helper_main(),
+        Some(Command::Join(args)) => crate::tui::start::join(args, cli.data_dir),
         Some(command) => run_async(command),
         None => crate::tui::start::main(cli.client, cli.data_dir),
     }
@@ -279,7 +301,7 @@ fn run_async(command: Command) -> ExitCode {
             Command::Cleanup(args) => crate::client::commands::cleanup(args).await,
             Command::Cp(args) => crate::client::cp::cp(args).await,
             Command::Ask(args) => crate::ai::ask::ask(args).await,
-            Command::SandboxInit => Ok(ExitCode::FAILURE),
+            Command::SandboxInit | Command::Join(_) => Ok(ExitCode::FAILURE),
         }
     });
     match result {
@@ -288,5 +310,37 @@ fn run_async(command: Command) -> ExitCode {
             eprintln!("duet: {err:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(all(test, feature = "server"))]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Serve {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    #[test]
+    fn the_no_model_advice_names_what_works_where() {
+        let mut args = Serve::try_parse_from(["duet-serve"]).unwrap().serve;
+        let serve = args.ai_config().setup.no_model_text();
+        assert!(
+            serve.contains("--ai-url, --ai-model and --ai-key (or DUET_AI_URL"),
+            "{serve}"
+        );
+        // Plain duet's embedded backend has no --ai-* flags.
+        args.embedded_config = Some("/home/ada/.config/duet/duet.toml".into());
+        let embedded = args.ai_config().setup.no_model_text();
+        assert!(
+            embedded.contains(
+                "set DUET_AI_URL, DUET_AI_MODEL and DUET_AI_KEY before starting duet, \
+                 or ai_url, ai_model and ai_key in /home/ada/.config/duet/duet.toml"
+            ),
+            "{embedded}"
+        );
+        assert!(!embedded.contains("--ai-"), "{embedded}");
     }
 }

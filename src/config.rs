@@ -21,6 +21,33 @@ pub struct FileConfig {
     pub name: Option<String>,
     /// Data directory of the embedded backend.
     pub data_dir: Option<PathBuf>,
+    /// The embedded backend's model: base URL of an OpenAI-compatible API
+    /// (`DUET_AI_URL` beats it).
+    pub ai_url: Option<String>,
+    /// The model's name (`DUET_AI_MODEL` beats it).
+    pub ai_model: Option<String>,
+    /// The API key of the model's service (`DUET_AI_KEY` beats it).
+    pub ai_key: Option<String>,
+}
+
+/// The embedded backend's model as the config file names it (the
+/// `DUET_AI_*` variables, read where the backend starts, beat it).
+#[derive(Clone, Default, PartialEq)]
+pub struct ModelSettings {
+    pub url: Option<String>,
+    pub model: Option<String>,
+    pub key: Option<String>,
+}
+
+impl std::fmt::Debug for ModelSettings {
+    /// The key is a secret: never in a log.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelSettings")
+            .field("url", &self.url)
+            .field("model", &self.model)
+            .field("key", &self.key.as_ref().map(|_| "…"))
+            .finish()
+    }
 }
 
 /// Why the config file could not be used.
@@ -49,8 +76,12 @@ pub struct ClientSettings {
     pub name: String,
     /// The data directory of the embedded backend.
     pub data_dir: PathBuf,
-    /// Whether `data_dir` is the default one (the join hint can omit it).
+    /// Whether `data_dir` is the default one (the come-back line can omit it).
     pub default_data_dir: bool,
+    /// The embedded backend's model, from the config file.
+    pub model: ModelSettings,
+    /// Where the config file is looked for (whether or not it exists).
+    pub config_file: Option<PathBuf>,
 }
 
 impl FileConfig {
@@ -133,6 +164,12 @@ pub fn resolve(
         name: pick(&args.name, &file.name).unwrap_or_else(default_name),
         default_data_dir,
         data_dir: chosen_dir.or(default_dir).ok_or(ConfigError::NoDataDir)?,
+        model: ModelSettings {
+            url: pick(&None, &file.ai_url),
+            model: pick(&None, &file.ai_model),
+            key: pick(&None, &file.ai_key),
+        },
+        config_file: None,
     })
 }
 
@@ -143,7 +180,12 @@ pub fn load(args: &ClientArgs, data_dir: Option<PathBuf>) -> Result<ClientSettin
         Some(dirs) => FileConfig::load(&dirs.config_file)?,
         None => FileConfig::default(),
     };
-    resolve(args, data_dir, &file, dirs.map(|d| d.data_dir))
+    let config_file = dirs.as_ref().map(|d| d.config_file.clone());
+    let settings = resolve(args, data_dir, &file, dirs.map(|d| d.data_dir))?;
+    Ok(ClientSettings {
+        config_file,
+        ..settings
+    })
 }
 
 #[cfg(test)]
@@ -204,6 +246,20 @@ mod tests {
             assert!(dirs.data_dir.ends_with("duet"));
             assert!(dirs.config_file.is_absolute() && dirs.data_dir.is_absolute());
         }
+    }
+
+    #[test]
+    fn the_file_names_the_embedded_backends_model() {
+        let file = FileConfig::parse(
+            "ai_url = \"http://127.0.0.1:11434/v1\"\nai_model = \"llama3.2\"\nai_key = \"sk-1\"\n",
+            Path::new("duet.toml"),
+        )
+        .unwrap();
+        let s = resolve(&args(None, None), Some("/d".into()), &file, None).unwrap();
+        assert_eq!(s.model.url.as_deref(), Some("http://127.0.0.1:11434/v1"));
+        assert_eq!(s.model.model.as_deref(), Some("llama3.2"));
+        assert_eq!(s.model.key.as_deref(), Some("sk-1"));
+        assert!(!format!("{:?}", s.model).contains("sk-1"), "no key in logs");
     }
 
     #[test]

@@ -257,7 +257,8 @@ fn put_and_get_move_files_and_say_how() {
         submit(&mut app, "/get out/report.csv"),
         vec![Effect::Get {
             remote: "out/report.csv".into(),
-            local: String::new()
+            local: String::new(),
+            replace: false,
         }]
     );
     assert!(submit(&mut app, "/put").is_empty());

@@ -2,7 +2,8 @@
 //! same data directory joins the first one's embedded backend (and so does
 //! `duet exec`) and takes it over when the first leaves; after a backend
 //! restart the view comes back without duplicates, and a message typed
-//! while offline is not lost. Needs tmux (the CI script installs it).
+//! while offline waits in the outbox and goes once. Needs tmux (the CI
+//! script installs it).
 
 mod common;
 
@@ -24,10 +25,14 @@ async fn a_second_duet_joins_the_embedded_backend_and_so_does_exec() {
     tmux.wait("first", "a connected client", |s| s.contains("1 here"))
         .await;
     let screen = tmux.screen("first");
-    // A non-default data directory is part of the join command.
+    // The join command carries where the backend listens and its token:
+    // it works from any terminal, whatever its HOME or data directory.
+    let port = std::fs::read_to_string(dir.path().join("shared/duet.port")).unwrap();
+    let token = std::fs::read_to_string(dir.path().join("shared/duet.token")).unwrap();
     let hint = format!(
-        "join: duet --data-dir {} --room local-room",
-        dir.path().join("shared").display()
+        "join: duet join {}@{}/local-room",
+        token.trim(),
+        port.trim().trim_start_matches("http://")
     );
     assert!(screen.contains(&hint), "{screen}");
     env[2].1 = "bob".into();
@@ -77,16 +82,24 @@ async fn a_second_duet_joins_the_embedded_backend_and_so_does_exec() {
     assert!(log.contains("embedded backend started"), "{log}");
     assert!(!tmux.screen("first").contains("INFO"));
 
-    // The first duet leaves, taking its backend along: the second takes
-    // over with the same data directory, and the room goes on.
+    // The first duet leaves, taking its backend along (and says how to
+    // come back): the second takes over with the same data directory, on
+    // the same port, so the join hint others were given still works.
     tmux.keys("first", &["C-c"]);
     tmux.keys("first", &["C-c"]);
-    tmux.wait("first", "a clean exit", |s| s.contains("EXITED 0"))
-        .await;
-    tmux.wait("second", "the backend taken over", |s| {
-        s.contains("backend moved") && s.contains("1 here") && s.contains("● connected")
+    tmux.wait("first", "a clean exit", |s| {
+        s.contains(&format!(
+            "Left room local-room. Back in: duet --data-dir {} --room local-room",
+            dir.path().join("shared").display()
+        )) && s.contains("EXITED 0")
     })
     .await;
+    tmux.wait("second", "the backend taken over", |s| {
+        s.contains("1 here") && s.contains("● connected") && s.contains(&hint)
+    })
+    .await;
+    let moved = std::fs::read_to_string(dir.path().join("shared/duet.port")).unwrap();
+    assert_eq!(moved, port, "the same port");
     tmux.type_text("second", "!echo still-here");
     tmux.keys("second", &["Enter"]);
     tmux.wait("second", "a command on the new backend", |s| {
@@ -95,6 +108,12 @@ async fn a_second_duet_joins_the_embedded_backend_and_so_does_exec() {
             && s.lines().any(|l| l.contains("│via-port-file"))
     })
     .await;
+    // The backend it took over stops with it, as it should (its room's
+    // disk image unmounted).
+    tmux.keys("second", &["C-c"]);
+    tmux.keys("second", &["C-c"]);
+    tmux.wait("second", "a clean exit", |s| s.contains("EXITED 0"))
+        .await;
 }
 
 /// The backend on a given port (so that a restart keeps the address).
@@ -129,30 +148,29 @@ async fn after_a_backend_restart_the_view_comes_back_without_duplicates() {
     })
     .await;
     server.stop().await;
-    tmux.wait("ada", "reconnecting", |s| s.contains("reconnecting in"))
-        .await;
+    // Offline: why, in words; who was here, as of when.
+    tmux.wait("ada", "reconnecting", |s| {
+        s.contains("reconnecting in")
+            && s.contains(&format!("Can't reach the server at 127.0.0.1:{port}"))
+            && s.contains("1 here (as of ")
+    })
+    .await;
     tmux.type_text("ada", "typed while away");
-    // Enter while offline: nothing is sent, the line stays, and it says why.
+    // Enter while offline: the message waits in the outbox, and says so.
     tmux.keys("ada", &["Enter"]);
-    tmux.wait("ada", "the message refused while offline", |s| {
-        s.contains("message not sent: not connected") && s.contains("› typed while away")
+    tmux.wait("ada", "the message queued", |s| {
+        s.contains("queued, sends when back online: typed while away")
+            && !s.contains("› typed while away")
     })
     .await;
     let server = serve_on(port, data.path()).await;
     let screen = tmux
-        .wait("ada", "connected again", |s| {
-            s.contains("● connected") && s.contains("1 here")
-        })
-        .await;
-    assert_eq!(screen.matches("said once").count(), 1, "{screen}");
-    assert!(
-        screen.contains("› typed while away"),
-        "nothing typed is lost"
-    );
-    tmux.keys("ada", &["Enter"]);
-    let screen = tmux
-        .wait("ada", "the new message after the old one", |s| {
-            s.contains("  typed while away") && !s.contains("› typed")
+        .wait("ada", "connected again, the message sent", |s| {
+            s.contains("● connected")
+                && s.contains("  typed while away")
+                && !s.contains("queued")
+                && !s.contains("as of ")
+                && !s.contains("Can't reach")
         })
         .await;
     assert_eq!(screen.matches("said once").count(), 1, "{screen}");

@@ -15,8 +15,53 @@ pub const OLLAMA_URL: &str = "http://127.0.0.1:11434/v1";
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default time one answer of the model may take.
 pub const TURN_TIMEOUT: Duration = Duration::from_secs(120);
-/// What the room is told when no model can be reached.
-pub const NO_MODEL_TEXT: &str = "No model is configured, and nothing answers at Ollama's default address (http://127.0.0.1:11434). Start Ollama (`ollama serve`, then `ollama pull llama3.2`), or start the server with --ai-url, --ai-model and --ai-key (or DUET_AI_URL, DUET_AI_MODEL, DUET_AI_KEY); see the README.";
+/// What the room is told when no model is configured and Ollama does not
+/// answer; `{configure}` is how this backend is given one.
+pub const NO_MODEL_TEXT: &str = "No model is configured, and nothing answers at Ollama's default address (http://127.0.0.1:11434). Start Ollama (`ollama serve`, then `ollama pull llama3.2`), or {configure}; see the README.";
+
+/// How a person gives this backend its model, in the words that work for
+/// it: what the room is told when it has none. `duet serve` takes flags;
+/// the embedded backend of plain `duet` takes only variables and the
+/// config file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelSetup {
+    /// How to configure a model: its URL, name and key.
+    pub configure: String,
+    /// How to name the model alone.
+    pub name_model: String,
+}
+
+impl Default for ModelSetup {
+    fn default() -> Self {
+        ModelSetup::serve()
+    }
+}
+
+impl ModelSetup {
+    /// `duet serve`: its flags, and the variables behind them.
+    pub fn serve() -> ModelSetup {
+        ModelSetup {
+            configure: "start the server with --ai-url, --ai-model and --ai-key (or DUET_AI_URL, DUET_AI_MODEL, DUET_AI_KEY)".into(),
+            name_model: "--ai-model (DUET_AI_MODEL)".into(),
+        }
+    }
+
+    /// The embedded backend of plain `duet`, which has no --ai-* flags:
+    /// the variables, or the keys of the config file at `config_file`.
+    pub fn embedded(config_file: &str) -> ModelSetup {
+        ModelSetup {
+            configure: format!(
+                "set DUET_AI_URL, DUET_AI_MODEL and DUET_AI_KEY before starting duet, or ai_url, ai_model and ai_key in {config_file}"
+            ),
+            name_model: format!("DUET_AI_MODEL (or ai_model in {config_file})"),
+        }
+    }
+
+    /// What the room is told when no model can be reached.
+    pub fn no_model_text(&self) -> String {
+        NO_MODEL_TEXT.replace("{configure}", &self.configure)
+    }
+}
 
 /// How the backend reaches a model: from flags, environment or config file.
 #[derive(Debug, Clone, Default)]
@@ -31,6 +76,9 @@ pub struct AiConfig {
     pub connect_timeout: Duration,
     /// Time one answer of the model may take (zero: `TURN_TIMEOUT`).
     pub timeout: Duration,
+    /// How a person configures a model on this backend (the advice of
+    /// the room's message when there is none).
+    pub setup: ModelSetup,
 }
 
 impl AiConfig {
@@ -175,16 +223,18 @@ impl Agent {
                 Ok(None) if known.is_some() => known.unwrap_or_default(),
                 Ok(None) if configured => {
                     return Err(TurnError::Model(format!(
-                        "Model error: the service at {base} lists no model; set --ai-model (DUET_AI_MODEL)"
+                        "Model error: the service at {base} lists no model; set {}",
+                        self.config.setup.name_model
                     )));
                 }
                 Ok(None) => {
                     return Err(TurnError::NoModel(format!(
-                        "Ollama answers at {base} but has no model: run `ollama pull llama3.2`, or set --ai-model (DUET_AI_MODEL)."
+                        "Ollama answers at {base} but has no model: run `ollama pull llama3.2`, or set {}.",
+                        self.config.setup.name_model
                     )));
                 }
                 Err(ModelError::Unreachable { .. }) if !configured => {
-                    return Err(TurnError::NoModel(NO_MODEL_TEXT.into()));
+                    return Err(TurnError::NoModel(self.config.setup.no_model_text()));
                 }
                 Err(err) => return Err(TurnError::Model(format!("Model error: {err}"))),
             },

@@ -29,7 +29,7 @@ pub async fn exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let response = match client.exec(request).await {
         Ok(response) => response,
         Err(err) => {
-            eprintln!("duet: {err}");
+            eprintln!("duet: {}", crate::client::explain::http(&err));
             return Ok(ExitCode::FAILURE);
         }
     };
@@ -69,7 +69,7 @@ pub async fn cleanup(args: ClientArgs) -> anyhow::Result<ExitCode> {
             }
         },
         Err(err) => {
-            eprintln!("duet: {err}");
+            eprintln!("duet: {}", crate::client::explain::http(&err));
             Ok(ExitCode::FAILURE)
         }
     }

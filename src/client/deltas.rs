@@ -7,11 +7,10 @@ use crate::protocol::DuetMessage;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-/// One delta frame.
-// It travels boxed (`SocketEvent::Delta`), so a large message is no burden.
-#[allow(clippy::large_enum_variant)]
+/// One delta frame (a message is most of them; the socket boxes each).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "type")]
+#[allow(clippy::large_enum_variant)]
 pub enum Delta {
     /// A message was stored or changed: replace it by id, or insert it.
     #[serde(rename = "duet_message")]

@@ -24,9 +24,15 @@ pub enum HttpError {
     /// The backend answered with an error status.
     #[error("{0}")]
     Status(StatusError),
-    /// The backend could not be reached or the connection broke.
+    /// The backend could not be reached or the connection broke: the
+    /// whole chain (`message`, for the log) and its gist (`cause`, for the
+    /// person: see `explain::http`).
     #[error("cannot reach {url}: {message}")]
-    Transport { url: String, message: String },
+    Transport {
+        url: String,
+        message: String,
+        cause: String,
+    },
     /// The backend answered 2xx with a body that is not what docs/protocol.md says.
     #[error("unexpected answer from {url}: {message}")]
     Decode { url: String, message: String },
@@ -267,9 +273,13 @@ impl HttpClient {
         self.send(Method::GET, &url, None).await
     }
 
-    /// `PUT /files/{path}`: writes a file of the workspace (parents made).
+    /// `PUT /files/{path}?userId=NAME`: writes a file of the workspace
+    /// (parents made); the room's `upload` record names this client.
     pub async fn put_file(&self, path: &str, bytes: Vec<u8>) -> Result<FileResponse, HttpError> {
-        let url = self.file_url(path)?;
+        let mut url = url::Url::parse(&self.file_url(path)?)
+            .map_err(|err| HttpError::Invalid(err.to_string()))?;
+        url.query_pairs_mut().append_pair("userId", &self.name);
+        let url = url.to_string();
         let answer = self
             .send(Method::PUT, &url, Some(("application/octet-stream", bytes)))
             .await?;
@@ -363,9 +373,15 @@ impl HttpClient {
 fn transport(url: &str, err: &reqwest::Error) -> HttpError {
     // reqwest's own text repeats the URL; its causes say what happened.
     let message = std::error::Error::source(err).map_or_else(|| err.to_string(), error_chain);
+    let cause = if err.is_timeout() {
+        "timed out".to_string()
+    } else {
+        crate::client::explain::cause(err)
+    };
     HttpError::Transport {
         url: url.to_string(),
         message,
+        cause,
     }
 }
 

@@ -35,7 +35,7 @@ pub fn embedded_token(data_dir: &Path) -> std::io::Result<String> {
         return Ok(text.trim().to_string());
     }
     std::fs::create_dir_all(data_dir)?;
-    let token = format!("{:032x}", rand::random::<u128>());
+    let token = new_token();
     let tmp = path.with_extension("token.tmp");
     let _ = std::fs::remove_file(&tmp);
     let mut file = File::options()
@@ -56,6 +56,38 @@ pub fn embedded_token(data_dir: &Path) -> std::io::Result<String> {
     })?;
     let _ = std::fs::remove_file(&tmp);
     Ok(std::fs::read_to_string(&path)?.trim().to_string())
+}
+
+/// A fresh token: 22 letters and digits (over 128 bits of chance), short
+/// enough that a join hint carrying it fits an 80-column status bar.
+fn new_token() -> String {
+    use rand::Rng;
+    const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = rand::rng();
+    (0..22)
+        .map(|_| char::from(CHARS[rng.random_range(0..CHARS.len())]))
+        .collect()
+}
+
+/// The first of the ports an embedded backend prefers.
+pub const FIRST_PORT: u16 = 20_000;
+/// How many ports, from `FIRST_PORT`, embedded backends prefer.
+pub const PORTS: u16 = 10_000;
+
+/// The port the embedded backend of `data_dir` listens on when it is free:
+/// derived from the directory, so that it is the same each time the
+/// backend starts (a join hint stays valid across restarts and takeovers)
+/// and differs between people's directories. Below Linux's ephemeral
+/// ports, so that outgoing connections rarely hold it.
+pub fn preferred_port(data_dir: &Path) -> u16 {
+    let dir = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
+    // FNV-1a: the same in every build (std's hasher is seeded).
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in dir.as_os_str().as_encoded_bytes() {
+        hash ^= u32::from(*byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    FIRST_PORT + (hash % u32::from(PORTS)) as u16
 }
 
 /// The log file of the embedded backend and the client.
@@ -138,13 +170,22 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let token = embedded_token(dir.path()).unwrap();
-        assert_eq!(token.len(), 32);
+        assert_eq!(token.len(), 22);
+        assert!(token.chars().all(|c| c.is_ascii_alphanumeric()), "{token}");
         assert_eq!(embedded_token(dir.path()).unwrap(), token);
         let mode = std::fs::metadata(token_path(dir.path()))
             .unwrap()
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn the_preferred_port_is_the_same_for_a_directory_and_in_range() {
+        let a = tempfile::tempdir().unwrap();
+        let port = preferred_port(a.path());
+        assert_eq!(preferred_port(a.path()), port);
+        assert!((FIRST_PORT..FIRST_PORT + PORTS).contains(&port));
     }
 
     #[test]

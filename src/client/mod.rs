@@ -3,7 +3,9 @@
 pub mod commands;
 pub mod cp;
 pub mod deltas;
+pub mod explain;
 pub mod http;
+pub mod join;
 pub mod local;
 pub mod rpc;
 pub mod socket;

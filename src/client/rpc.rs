@@ -7,7 +7,7 @@ use crate::client::http::StatusError;
 use crate::client::socket::SocketEvent;
 use crate::protocol::{Addressee, ClientFrame, Details, ExecRequest, MessageRequest, RpcAnswer};
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -195,20 +195,43 @@ struct Pending {
     op: RoomOp,
     attempt: u32,
     client_id: Option<String>,
+    /// Sent on a connection that dropped before its answer: the backend
+    /// may have stored it.
+    sent_before: bool,
+}
+
+impl Pending {
+    fn new(op: RoomOp, client_id: Option<String>) -> Pending {
+        Pending {
+            op,
+            attempt: 0,
+            client_id,
+            sent_before: false,
+        }
+    }
 }
 
 /// Room operations sent on the current connection, waiting for answers,
-/// and busy ones waiting to be sent again.
+/// busy ones waiting to be sent again, and our messages waiting to go.
 #[derive(Default)]
 pub(crate) struct Calls {
     next: u64,
     waiting: HashMap<String, Pending>,
     /// When to send each busy operation again.
     retries: Vec<(Instant, Pending)>,
-    /// Messages in flight when the connection dropped: sent again, with
-    /// the same `clientId`, once connected (a message the backend stored
-    /// is then answered, not stored twice).
-    resend: Vec<Pending>,
+    /// Our messages not sent yet, oldest first: those a drop took the
+    /// answer of (sent again with the same `clientId`: one the backend
+    /// stored is then answered, not stored twice), those written while
+    /// not connected, and those written while an earlier one was on its
+    /// way. One goes at a time (`next_message`): the backend may take
+    /// frames that come together in any order, and messages are stored in
+    /// the order they were written.
+    outbox: VecDeque<Pending>,
+    /// The `clientId` of our message on its way: sent, and neither seen
+    /// stored nor answered yet.
+    on_its_way: Option<String>,
+    /// The outbox as last reported (`outbox_changed`).
+    reported: Vec<RoomOp>,
     /// The name a `rename` gave this connection: the next connection
     /// joins under it (the socket's `user`).
     renamed: Option<String>,
@@ -218,11 +241,7 @@ impl Calls {
     /// A fresh rpc id for `op`, remembered until its answer.
     pub(crate) fn start(&mut self, op: RoomOp) -> (String, ClientFrame) {
         let client_id = matches!(op, RoomOp::Message { .. }).then(new_client_id);
-        self.send(Pending {
-            op,
-            attempt: 0,
-            client_id,
-        })
+        self.send(Pending::new(op, client_id))
     }
 
     fn send(&mut self, pending: Pending) -> (String, ClientFrame) {
@@ -237,12 +256,57 @@ impl Calls {
         (id, frame)
     }
 
-    /// The messages to send again on a new connection.
-    pub(crate) fn resends(&mut self) -> Vec<(String, ClientFrame)> {
-        std::mem::take(&mut self.resend)
-            .into_iter()
-            .map(|pending| self.send(pending))
-            .collect()
+    /// Puts a message in the outbox, with its own `clientId` (so that a
+    /// repeat stores nothing new); `next_message` sends it in its turn.
+    /// Only messages wait: any other operation is answered `Err` with it
+    /// (while not connected, it is not run late, in a room that moved on).
+    pub(crate) fn queue(&mut self, op: RoomOp) -> Result<(), RoomOp> {
+        if !matches!(op, RoomOp::Message { .. }) {
+            return Err(op);
+        }
+        self.outbox
+            .push_back(Pending::new(op, Some(new_client_id())));
+        Ok(())
+    }
+
+    /// The outbox's next message as a frame to send, when none is on its
+    /// way.
+    pub(crate) fn next_message(&mut self) -> Option<(String, ClientFrame)> {
+        if self.on_its_way.is_some() {
+            return None;
+        }
+        let pending = self.outbox.pop_front()?;
+        self.on_its_way = pending.client_id.clone();
+        Some(self.send(pending))
+    }
+
+    /// The `clientId` of the message on its way, if one is.
+    pub(crate) fn on_its_way(&self) -> Option<&str> {
+        self.on_its_way.as_deref()
+    }
+
+    /// The message on its way was seen stored: the next may go.
+    pub(crate) fn stored(&mut self) {
+        self.on_its_way = None;
+    }
+
+    /// A message whose frame could not be written goes back to the front
+    /// of the outbox.
+    pub(crate) fn unsend(&mut self, id: &str) {
+        if let Some(pending) = self.waiting.remove(id) {
+            self.on_its_way = None;
+            self.outbox.push_front(pending);
+        }
+    }
+
+    /// The outbox when it changed since the last call (to tell the UI).
+    pub(crate) fn outbox_changed(&mut self) -> Option<Vec<RoomOp>> {
+        let now: Vec<RoomOp> = self.outbox.iter().map(|p| p.op.clone()).collect();
+        if now == self.reported {
+            return None;
+        }
+        self.reported = now.clone();
+        Some(now)
     }
 
     /// What an answer frame says, if it is for one of ours: the answer to
@@ -266,6 +330,9 @@ impl Calls {
                 },
             ));
             return None;
+        }
+        if pending.client_id.is_some() && pending.client_id == self.on_its_way {
+            self.on_its_way = None;
         }
         let result = outcome(reply);
         if let (RoomOp::Rename(asked), Ok(body)) = (&pending.op, &result) {
@@ -306,33 +373,52 @@ impl Calls {
         self.waiting.remove(id).map(|p| p.op)
     }
 
-    /// The connection ended: a message in flight is kept to send again
-    /// (its `clientId` makes that safe); any other call in flight is lost,
-    /// and said so; a busy one waiting to be sent again surely was not done.
+    /// The connection ended: a message in flight goes back to the front
+    /// of the outbox, to be sent again (its `clientId` makes that safe),
+    /// and so does one the backend was too busy for; any other call in
+    /// flight is lost, and said so; another busy one waiting to be sent
+    /// again surely was not done.
     pub(crate) fn lose_all(&mut self, events: &mpsc::UnboundedSender<SocketEvent>, why: &str) {
         let mut lost: Vec<(String, Pending)> = self.waiting.drain().collect();
         lost.sort_by_key(|(id, _)| id[1..].parse::<u64>().unwrap_or(0));
+        let mut again = Vec::new();
         for (_, pending) in lost {
             if pending.client_id.is_some() {
-                self.resend.push(pending);
+                again.push(Pending {
+                    sent_before: true,
+                    ..pending
+                });
             } else {
                 answer(events, pending.op, Err(RpcError::Lost(why.to_string())));
             }
         }
         for (_, pending) in std::mem::take(&mut self.retries) {
-            not_sent(events, pending.op, why);
+            if pending.client_id.is_some() {
+                again.push(pending);
+            } else {
+                not_sent(events, pending.op, why);
+            }
         }
+        for pending in again.into_iter().rev() {
+            self.outbox.push_front(pending);
+        }
+        self.on_its_way = None;
     }
 
-    /// The backend refused the connection for good: messages kept to send
-    /// again are lost after all, and said so.
+    /// The backend refused the connection for good: messages of the
+    /// outbox that went before are lost after all, and said so; those
+    /// never sent were not.
     pub(crate) fn give_up_resends(
         &mut self,
         events: &mpsc::UnboundedSender<SocketEvent>,
         why: &str,
     ) {
-        for pending in std::mem::take(&mut self.resend) {
-            answer(events, pending.op, Err(RpcError::Lost(why.to_string())));
+        for pending in std::mem::take(&mut self.outbox) {
+            if pending.sent_before {
+                answer(events, pending.op, Err(RpcError::Lost(why.to_string())));
+            } else {
+                not_sent(events, pending.op, why);
+            }
         }
     }
 }
@@ -450,6 +536,40 @@ mod tests {
             None,
             "a refused rename changes nothing"
         );
+    }
+
+    #[test]
+    fn messages_go_one_at_a_time_in_the_order_written() {
+        let (events, _rx) = mpsc::unbounded_channel();
+        let mut calls = Calls::default();
+        for text in ["one", "two", "three"] {
+            calls.queue(RoomOp::to_agent(text)).unwrap();
+        }
+        assert!(calls.queue(RoomOp::Exec("ls".into())).is_err());
+        let text_of = |frame: &ClientFrame| match frame {
+            ClientFrame::Rpc { args, .. } => args[0]["text"].as_str().unwrap().to_string(),
+            other => panic!("{other:?}"),
+        };
+        let (first, frame) = calls.next_message().unwrap();
+        assert_eq!(text_of(&frame), "one");
+        assert!(calls.next_message().is_none(), "one on its way at a time");
+        calls.stored();
+        let (_, frame) = calls.next_message().unwrap();
+        assert_eq!(text_of(&frame), "two");
+        // The connection drops before any answer: both go back in front
+        // of "three", in order, to be sent again.
+        calls.lose_all(&events, "dropped");
+        let left: Vec<RoomOp> = calls.outbox_changed().unwrap();
+        let texts = ["one", "two", "three"].map(|t| RoomOp::to_agent(t));
+        assert_eq!(left, texts);
+        assert!(calls.outbox_changed().is_none(), "told once");
+        assert!(calls.finish(reply(&first, None), Instant::now()).is_none());
+        let (again, frame) = calls.next_message().unwrap();
+        assert_eq!(text_of(&frame), "one");
+        // Its answer lets the next go.
+        assert!(calls.finish(reply(&again, None), Instant::now()).is_some());
+        let (_, frame) = calls.next_message().unwrap();
+        assert_eq!(text_of(&frame), "two");
     }
 
     #[test]

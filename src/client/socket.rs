@@ -1,8 +1,14 @@
 //! The room socket as an actor task: connects, reconnects with jittered
 //! exponential backoff, measures the round trip with ping/pong, and reports
-//! to the UI as messages. The UI never awaits the network.
+//! to the UI as messages. The UI never awaits the network. Our messages go
+//! through an outbox, one at a time (the next once the last is stored or
+//! answered), so that they are stored in the order written, also those
+//! written while it is not connected, which go when it is again. Why it is
+//! not connected is said as a sentence (`client::explain`); the technical
+//! chain goes to the log.
 
 use crate::client::deltas::Delta;
+use crate::client::explain;
 use crate::client::rpc::{Answer, Calls, RoomOp, not_sent};
 use crate::protocol::{ClientFrame, ServerFrame};
 use futures_util::{SinkExt, StreamExt};
@@ -61,6 +67,12 @@ pub enum SocketEvent {
     /// A room operation's answer, in order after the frames it caused
     /// (or why there is none).
     Answer(Box<Answer>),
+    /// Our messages waiting to be sent, oldest first: written while not
+    /// connected, in flight when it dropped, or written while an earlier
+    /// one was on its way (one goes at a time, so they are stored in the
+    /// order written). Sent every time the list changes; empty once they
+    /// all went.
+    Outbox(Vec<RoomOp>),
 }
 
 /// What the UI asks of the actor.
@@ -69,7 +81,8 @@ pub enum SocketCommand {
     /// Send `duet_typing`.
     Typing,
     /// Send a room operation as an `rpc` frame; its answer comes back as
-    /// `SocketEvent::Answer`.
+    /// `SocketEvent::Answer`. A message while not connected waits in the
+    /// outbox (`SocketEvent::Outbox`); anything else is not sent.
     Call(RoomOp),
     /// Reconnect now under another name (`/name`).
     Rejoin { name: String },
@@ -160,32 +173,38 @@ async fn actor(
         let reason = match connect(&params).await {
             Ok(ws) => {
                 attempt = 0;
-                let ended = connection(ws, &events, &mut commands, &mut calls).await;
+                let ended = connection(ws, &params.base, &events, &mut commands, &mut calls).await;
                 // A `rename` that worked: the next connection joins under it.
                 if let Some(name) = calls.take_renamed() {
                     params.name = name;
                 }
-                match ended {
+                let reason = match ended {
                     Ended::Close => return,
                     Ended::Rejoin(name) => {
                         calls.lose_all(&events, "you rejoined under another name");
                         params.name = name;
-                        continue;
+                        None
                     }
                     Ended::Retarget(base) => {
                         calls.lose_all(&events, "the backend moved");
                         params.base = base;
-                        continue;
+                        None
                     }
                     Ended::Dropped(reason) => {
                         calls.lose_all(&events, &reason);
-                        reason
+                        Some(reason)
                     }
+                };
+                tell_outbox(&events, &mut calls);
+                match reason {
+                    Some(reason) => reason,
+                    None => continue,
                 }
             }
             Err(ConnectError::Refused(reason)) => {
                 report(ConnState::Offline(reason.clone()));
                 calls.give_up_resends(&events, &reason);
+                tell_outbox(&events, &mut calls);
                 // Refused for good (bad token, bad room): wait for the person.
                 loop {
                     match commands.recv().await {
@@ -230,9 +249,10 @@ async fn actor(
                     None | Some(SocketCommand::Close) => return,
                     Some(SocketCommand::Rejoin { name }) => { params.name = name; break; }
                     Some(SocketCommand::Retarget { base }) => { params.base = base; break; }
-                    Some(SocketCommand::Call(op)) => {
-                        not_sent(&events, op, &format!("reconnecting in {secs} s: {reason}"));
-                    }
+                    Some(SocketCommand::Call(op)) => match calls.queue(op) {
+                        Ok(()) => tell_outbox(&events, &mut calls),
+                        Err(op) => not_sent(&events, op, &reason),
+                    },
                     Some(SocketCommand::Typing) => {}
                 },
             }
@@ -255,7 +275,10 @@ async fn connect(params: &SocketParams) -> Result<Ws, ConnectError> {
     let url = socket_url(params).map_err(ConnectError::Refused)?;
     let attempt = tokio_tungstenite::connect_async(url.as_str());
     match tokio::time::timeout(CONNECT_TIMEOUT, attempt).await {
-        Err(_) => Err(ConnectError::Failed("connection timed out".into())),
+        Err(_) => Err(ConnectError::Failed(explain::unreachable(
+            &params.base,
+            "timed out",
+        ))),
         Ok(Ok((ws, _response))) => Ok(ws),
         Ok(Err(tungstenite::Error::Http(response))) => {
             let status = response.status();
@@ -265,18 +288,26 @@ async fn connect(params: &SocketParams) -> Result<Ws, ConnectError> {
                 .map(|b| String::from_utf8_lossy(b).trim().to_string())
                 .unwrap_or_default();
             let shown = crate::client::http::StatusError::from_body(status.as_u16(), &body);
+            tracing::info!(%shown, "the socket was refused");
             if status.is_client_error() && status.as_u16() != 429 {
-                Err(ConnectError::Refused(shown.to_string()))
+                Err(ConnectError::Refused(explain::status(&shown)))
             } else {
-                Err(ConnectError::Failed(shown.to_string()))
+                Err(ConnectError::Failed(explain::status(&shown)))
             }
         }
-        Ok(Err(err)) => Err(ConnectError::Failed(err.to_string())),
+        Ok(Err(err)) => {
+            tracing::info!(error = %crate::support::error_chain(&err), "cannot connect the socket");
+            Err(ConnectError::Failed(explain::unreachable(
+                &params.base,
+                &explain::cause(&err),
+            )))
+        }
     }
 }
 
 async fn connection(
     ws: Ws,
+    base: &str,
     events: &mpsc::UnboundedSender<SocketEvent>,
     commands: &mut mpsc::UnboundedReceiver<SocketCommand>,
     calls: &mut Calls,
@@ -287,19 +318,20 @@ async fn connection(
     let mut seq: u64 = 0;
     let mut last_heard = Instant::now();
     let _ = events.send(SocketEvent::State(ConnState::Connected { rtt_ms: None }));
-    // Messages whose answers the last connection lost go again first.
-    // (One that cannot be written stays in flight, to go again next time.)
-    for (_, frame) in calls.resends() {
-        if let Err(err) = send_frame(&mut sink, &frame).await {
-            return Ended::Dropped(err);
-        }
+    // The outbox goes first, one message at a time: those whose answers
+    // the last connection lost, then those written while offline.
+    if let Err(err) = next_message(&mut sink, events, calls).await {
+        return Ended::Dropped(broke(base, &err));
     }
     loop {
         tokio::select! {
             message = stream.next() => {
                 let message = match message {
-                    None => return Ended::Dropped("the backend closed the connection".into()),
-                    Some(Err(err)) => return Ended::Dropped(err.to_string()),
+                    None => return Ended::Dropped(closed(base, None)),
+                    Some(Err(err)) => {
+                        tracing::info!(error = %crate::support::error_chain(&err), "the socket broke");
+                        return Ended::Dropped(broke(base, &explain::cause(&err)));
+                    }
                     Some(Ok(m)) => m,
                 };
                 last_heard = Instant::now();
@@ -312,12 +344,22 @@ async fn connection(
                                 }
                             }
                             Ok(frame) => {
+                                if let ServerFrame::State { state } = &frame
+                                    && includes(&state.messages, calls.on_its_way())
+                                {
+                                    calls.stored();
+                                }
                                 if events.send(SocketEvent::Frame(Box::new(frame))).is_err() {
                                     return Ended::Close;
                                 }
                             }
                             Err(err) => match serde_json::from_str::<Delta>(text.as_str()) {
                                 Ok(delta) => {
+                                    if let Delta::Message { message } = &delta
+                                        && includes(std::slice::from_ref(message), calls.on_its_way())
+                                    {
+                                        calls.stored();
+                                    }
                                     if events.send(SocketEvent::Delta(Box::new(delta))).is_err() {
                                         return Ended::Close;
                                     }
@@ -325,6 +367,11 @@ async fn connection(
                                 // Frames of types we do not know are ignored (docs/protocol.md).
                                 Err(_) => tracing::debug!(%err, "ignored frame"),
                             },
+                        }
+                        // The message on its way was stored or answered:
+                        // the next one goes.
+                        if let Err(err) = next_message(&mut sink, events, calls).await {
+                            return Ended::Dropped(broke(base, &err));
                         }
                     }
                     Message::Pong(payload) => {
@@ -338,28 +385,33 @@ async fn connection(
                     }
                     Message::Close(frame) => {
                         let why = frame.map(|f| f.reason.to_string()).filter(|r| !r.is_empty());
-                        return Ended::Dropped(why.unwrap_or_else(|| "the backend closed the connection".into()));
+                        return Ended::Dropped(closed(base, why.as_deref()));
                     }
                     _ => {}
                 }
             }
             _ = ping.tick() => {
                 if last_heard.elapsed() > DEAD_AFTER {
-                    return Ended::Dropped("no answer from the backend".into());
+                    return Ended::Dropped(format!(
+                        "No answer from the server at {} for {} s",
+                        explain::server_name(base),
+                        DEAD_AFTER.as_secs()
+                    ));
                 }
                 seq += 1;
                 sent_at = Some((seq, Instant::now()));
                 if let Err(err) = sink.send(Message::Ping(seq.to_be_bytes().to_vec().into())).await {
-                    return Ended::Dropped(err.to_string());
+                    return Ended::Dropped(broke(base, &explain::cause(&err)));
                 }
             }
             _ = sleep_until(calls.next_retry()), if calls.next_retry().is_some() => {
                 for (id, frame) in calls.due(tokio::time::Instant::now()) {
                     if let Err(err) = send_frame(&mut sink, &frame).await {
+                        let why = broke(base, &err);
                         if let Some(op) = calls.forget(&id) {
-                            not_sent(events, op, &err);
+                            not_sent(events, op, &why);
                         }
-                        return Ended::Dropped(err);
+                        return Ended::Dropped(why);
                     }
                 }
             }
@@ -378,33 +430,92 @@ async fn connection(
                         return Ended::Retarget(base);
                     }
                     Some(SocketCommand::Typing) => (None, ClientFrame::Typing {}),
-                    Some(SocketCommand::Call(op)) => {
-                        let (id, frame) = calls.start(op);
-                        (Some(id), frame)
-                    }
+                    // A message joins the outbox: it goes after ours
+                    // still on their way.
+                    Some(SocketCommand::Call(op)) => match calls.queue(op) {
+                        Ok(()) => {
+                            if let Err(err) = next_message(&mut sink, events, calls).await {
+                                return Ended::Dropped(broke(base, &err));
+                            }
+                            continue;
+                        }
+                        Err(op) => {
+                            let (id, frame) = calls.start(op);
+                            (Some(id), frame)
+                        }
+                    },
                 };
                 let (call, frame) = frame;
                 if let Err(err) = send_frame(&mut sink, &frame).await {
+                    let why = broke(base, &err);
                     // A frame that could not be written was not sent.
                     if let Some(op) = call.and_then(|id| calls.forget(&id)) {
-                        not_sent(events, op, &err);
+                        not_sent(events, op, &why);
                     }
-                    return Ended::Dropped(err);
+                    return Ended::Dropped(why);
                 }
             }
         }
     }
 }
 
-/// Writes one frame of ours.
+/// Sends the outbox's next message when none of ours is on its way, and
+/// tells the UI what still waits; the error's gist when it cannot be
+/// written (the message then waits again).
+async fn next_message(
+    sink: &mut futures_util::stream::SplitSink<Ws, Message>,
+    events: &mpsc::UnboundedSender<SocketEvent>,
+    calls: &mut Calls,
+) -> Result<(), String> {
+    let sent = match calls.next_message() {
+        Some((id, frame)) => send_frame(sink, &frame)
+            .await
+            .inspect_err(|_| calls.unsend(&id)),
+        None => Ok(()),
+    };
+    tell_outbox(events, calls);
+    sent
+}
+
+/// Tells the UI the outbox, when it changed.
+fn tell_outbox(events: &mpsc::UnboundedSender<SocketEvent>, calls: &mut Calls) {
+    if let Some(ops) = calls.outbox_changed() {
+        let _ = events.send(SocketEvent::Outbox(ops));
+    }
+}
+
+/// Whether `messages` (as stored) include ours with `client_id`.
+fn includes(messages: &[crate::protocol::DuetMessage], client_id: Option<&str>) -> bool {
+    client_id.is_some_and(|id| messages.iter().any(|m| m.client_id.as_deref() == Some(id)))
+}
+
+/// "The connection to 127.0.0.1:7878 broke (the connection was reset)".
+fn broke(base: &str, cause: &str) -> String {
+    format!(
+        "The connection to {} broke ({cause})",
+        explain::server_name(base)
+    )
+}
+
+/// "The server at 127.0.0.1:7878 closed the connection (going away)".
+fn closed(base: &str, why: Option<&str>) -> String {
+    let name = explain::server_name(base);
+    match why {
+        Some(why) => format!("The server at {name} closed the connection ({why})"),
+        None => format!("The server at {name} closed the connection"),
+    }
+}
+
+/// Writes one frame of ours; the error's gist when it cannot.
 async fn send_frame(
     sink: &mut futures_util::stream::SplitSink<Ws, Message>,
     frame: &ClientFrame,
 ) -> Result<(), String> {
     let text = serde_json::to_string(frame).map_err(|err| err.to_string())?;
-    sink.send(Message::text(text))
-        .await
-        .map_err(|err| err.to_string())
+    sink.send(Message::text(text)).await.map_err(|err| {
+        tracing::info!(error = %crate::support::error_chain(&err), "cannot write to the socket");
+        explain::cause(&err)
+    })
 }
 
 /// Sleeps until `at` (forever without one).

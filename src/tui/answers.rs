@@ -1,11 +1,13 @@
 //! What the App makes of a room operation's answer. The frames the
 //! operation caused came first on the same socket, so a success needs
-//! nothing more; a failure is said whole, and a line that surely was not
-//! acted on comes back to the input.
+//! nothing more; a failure is said as a sentence (`client::explain`), and
+//! a line that surely was not acted on comes back to the input.
 
+use crate::client::explain;
 use crate::client::rpc::{Answer, RoomOp, RpcError};
 use crate::protocol::{Addressee, CancelResponse, CleanupResponse, InterruptResponse};
 use crate::tui::app::App;
+use crate::tui::link::LinkToast;
 
 impl App {
     pub(crate) fn on_answer(&mut self, answer: Answer) {
@@ -18,12 +20,12 @@ impl App {
                 if *to == Addressee::Agent {
                     self.pending_messages = self.pending_messages.saturating_sub(1);
                 }
-                self.failed("message not sent", err, &answer.op);
+                self.failed("your message was not sent", err, &answer.op);
             }
-            RoomOp::Exec(_) => self.failed("command not run", err, &answer.op),
-            RoomOp::Interrupt(_) => self.toast(format!("interrupt failed: {err}"), true),
-            RoomOp::Cancel(_) => self.toast(format!("cancel failed: {err}"), true),
-            RoomOp::Cleanup => self.toast(format!("cleanup failed: {err}"), true),
+            RoomOp::Exec(cmd) => self.failed(&format!("`{cmd}` was not run"), err, &answer.op),
+            RoomOp::Interrupt(_) => self.stop_failed("the interrupt", err),
+            RoomOp::Cancel(_) => self.stop_failed("cancelling", err),
+            RoomOp::Cleanup => self.stop_failed("the cleanup", err),
             // Answered in src/tui/rename.rs.
             RoomOp::Rename(_) => {}
         }
@@ -68,21 +70,64 @@ impl App {
         }
     }
 
-    /// An operation failed: say so, whole. When the backend surely did
-    /// nothing, put the line back if the input is free (it is in the
-    /// history anyway); when it may have, say where to look instead.
+    /// An interrupt, cancel or cleanup failed: say why.
+    fn stop_failed(&mut self, what: &str, err: &RpcError) {
+        match err {
+            // Why the connection is down is said once, by its own toast.
+            RpcError::NotSent(_) | RpcError::Lost(_) => self.link_toast(
+                LinkToast::Note,
+                format!("You are not connected: {what} did not go through"),
+            ),
+            _ => self.toast(
+                format!("{} failed: {}", capitalized(what), explain::rpc(err)),
+                true,
+            ),
+        }
+    }
+
+    /// An operation failed: say so. When the backend surely did nothing,
+    /// put the line back if the input is free (it is in the history
+    /// anyway); when it may have, say where to look instead.
     fn failed(&mut self, what: &str, err: &RpcError, op: &RoomOp) {
         let Some((line, mode)) = self.line_for(op) else {
             return;
         };
-        if err.surely_not_done() {
-            self.toast(format!("{what}: {err}"), true);
-            if self.composer.is_empty() {
-                self.composer.set_text(&line);
-                self.composer.mode = mode;
-            }
+        let back = err.surely_not_done() && self.composer.is_empty();
+        let back_note = if back {
+            " (it is back in the input)"
         } else {
-            self.toast(format!("no answer for `{line}`: {err}"), true);
+            ""
+        };
+        match err {
+            // Why the connection is down is said once, by its own toast;
+            // these go with it when it is back.
+            RpcError::NotSent(_) => self.link_toast(
+                LinkToast::Note,
+                format!("You are not connected: {what}{back_note}"),
+            ),
+            RpcError::Lost(_) => self.link_toast(
+                LinkToast::Note,
+                format!(
+                    "The connection dropped before the server answered `{line}`: it may have been done (see the chat and the output)"
+                ),
+            ),
+            RpcError::Failed(_) | RpcError::Refused(_) => self.toast(
+                format!("{}: {}{back_note}", capitalized(what), explain::rpc(err)),
+                true,
+            ),
         }
+        if back {
+            self.composer.set_text(&line);
+            self.composer.mode = mode;
+        }
+    }
+}
+
+/// `what` with a capital first letter, to start a sentence.
+fn capitalized(what: &str) -> String {
+    let mut chars = what.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
     }
 }

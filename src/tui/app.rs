@@ -51,6 +51,8 @@ pub enum Modal {
     ConfirmCleanup,
     /// Esc on someone else's command or turn: stop it? (src/tui/stop.rs)
     ConfirmStop(Stop),
+    /// `/get` would replace a file here: `App::overwrite` says which.
+    ConfirmOverwrite,
 }
 
 /// A note that goes away by itself.
@@ -59,6 +61,8 @@ pub struct Toast {
     pub text: String,
     pub error: bool,
     pub until_ms: i64,
+    /// About the connection: goes when it is back (see `tui::link`).
+    pub link: Option<crate::tui::link::LinkToast>,
 }
 
 /// Someone typing.
@@ -80,6 +84,8 @@ pub enum Msg {
     OlderLoaded(Result<MessagesPage, String>),
     /// A `/put` or `/get` ended: what to tell the person.
     TransferDone(Result<String, String>),
+    /// `/get` found a file where it would write: ask first.
+    WouldOverwrite(crate::tui::files::Overwrite),
     /// The embedded backend moved (its owner quit; another took over):
     /// its new URL, or why this client cannot follow it.
     ServerMoved(Result<String, String>),
@@ -98,10 +104,12 @@ pub enum Effect {
         local: String,
         remote: String,
     },
-    /// `/get`: a workspace file to a local path (`local` empty: here).
+    /// `/get`: a workspace file to a local path (`local` empty: here);
+    /// a file already there is replaced only when `replace` says so.
     Get {
         remote: String,
         local: String,
+        replace: bool,
     },
     LoadOlder {
         before: Option<String>,
@@ -132,6 +140,13 @@ pub struct App {
     /// Where the room's next command runs (`shell.cwd`), once the backend
     /// said it.
     pub shell_cwd: Option<String>,
+    /// The connection is down: since when and why (`tui::link`).
+    pub link_down: Option<crate::tui::link::LinkDown>,
+    /// Messages waiting in the socket's outbox (oldest first): written
+    /// while offline, or behind one still on its way.
+    pub outbox: Vec<String>,
+    /// The file `/get` would replace, while the person is asked.
+    pub overwrite: Option<crate::tui::files::Overwrite>,
     pub typing: Vec<Typist>,
     pub toasts: Vec<Toast>,
     /// Whether the mouse is captured (the wheel scrolls); off, the
@@ -172,6 +187,9 @@ impl App {
             composer: Composer::default(),
             presence: Vec::new(),
             shell_cwd: None,
+            link_down: None,
+            outbox: Vec::new(),
+            overwrite: None,
             typing: Vec::new(),
             toasts: Vec::new(),
             mouse_capture: true,
@@ -231,6 +249,7 @@ impl App {
             text: text.into(),
             error,
             until_ms,
+            link: None,
         });
         if self.toasts.len() > 4 {
             self.toasts.remove(0);
@@ -269,9 +288,11 @@ impl App {
                         turn.ended = true;
                     }
                 }
+                self.on_link(&state);
                 self.conn = state;
                 changed
             }
+            Msg::Socket(SocketEvent::Outbox(ops)) => self.on_outbox(ops),
             Msg::Socket(SocketEvent::Frame(frame)) => self.on_frame(*frame),
             Msg::Socket(SocketEvent::Delta(delta)) => self.on_delta(*delta),
             Msg::Socket(SocketEvent::Answer(answer)) => {
@@ -298,8 +319,17 @@ impl App {
                 }
                 true
             }
+            Msg::WouldOverwrite(file) => {
+                self.ask_overwrite(file);
+                true
+            }
             Msg::ServerMoved(Ok(url)) => {
                 self.toast(format!("the room's backend moved to {url}"), false);
+                self.session.join_hint = crate::client::join::hint_moved(
+                    &self.session.join_hint,
+                    &self.session.server,
+                    &url,
+                );
                 self.session.server = url;
                 true
             }

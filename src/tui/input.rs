@@ -88,7 +88,9 @@ impl App {
     fn on_modal_key(&mut self, modal: Modal, key: KeyEvent, effects: &mut Vec<Effect>) {
         let table = match modal {
             Modal::Help => keymap::HELP_KEYS,
-            Modal::ConfirmCleanup | Modal::ConfirmStop(_) => keymap::CONFIRM_KEYS,
+            Modal::ConfirmCleanup | Modal::ConfirmStop(_) | Modal::ConfirmOverwrite => {
+                keymap::CONFIRM_KEYS
+            }
         };
         let Some(action) = keymap::lookup_in(table, &key) else {
             return;
@@ -109,6 +111,8 @@ impl App {
                 self.modals.pop();
                 self.confirm_stop(stop, effects);
             }
+            (Modal::ConfirmOverwrite, Action::Confirm) => self.answer_overwrite(true, effects),
+            (Modal::ConfirmOverwrite, Action::Close) => self.answer_overwrite(false, effects),
             (_, Action::Close) => {
                 self.modals.pop();
                 self.help_scroll = 0;

@@ -3,9 +3,11 @@
 //! (files, older pages) and the App's next timer; a frame is drawn
 //! only when something changed (at most ~60 a second).
 
+use crate::client::cp::{self, Saved};
 use crate::client::http::HttpClient;
 use crate::client::socket::{self, ConnState, SocketCommand, SocketEvent, SocketParams};
-use crate::tui::app::{App, Effect, Msg};
+use crate::tui::app::{App, Effect, Msg, Session};
+use crate::tui::files::Overwrite;
 use crate::tui::terminal::{TerminalGuard, set_mouse};
 use crossterm::event::{Event, EventStream};
 use futures_util::StreamExt;
@@ -19,14 +21,15 @@ const FRAME: Duration = Duration::from_millis(16);
 /// Messages per older page.
 const PAGE: usize = 50;
 
-/// Runs the UI until the person quits.
+/// Runs the UI until the person quits; answers the session as it ended
+/// (the backend may have moved meanwhile, and the join hint with it).
 pub async fn run(
     mut app: App,
     mut http: HttpClient,
     params: SocketParams,
     mut watch: Option<crate::tui::backend::Watch>,
     stderr_log: Option<&std::path::Path>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Session> {
     // The code grammars load beside the UI, not in its first frame.
     std::thread::spawn(crate::tui::highlight::warm_up);
     let guard = TerminalGuard::enter(stderr_log)?;
@@ -128,7 +131,7 @@ pub async fn run(
     let _ = tokio::time::timeout(Duration::from_secs(1), socket_task).await;
     drop(terminal);
     drop(guard);
-    result
+    result.map(|()| app.session)
 }
 
 /// The next URL the backend watcher reports (never, without a watcher).
@@ -161,28 +164,31 @@ fn spawn_call(effect: Effect, http: HttpClient, done: mpsc::UnboundedSender<Msg>
     tokio::spawn(async move {
         let msg = match effect {
             Effect::Put { local, remote } => Msg::TransferDone(
-                crate::client::cp::upload(&http, std::path::Path::new(&local), &remote)
+                cp::upload(&http, std::path::Path::new(&local), &remote)
                     .await
                     .map(|answer| format!("sent {} bytes to {}", answer.size, answer.path))
                     .map_err(|e| format!("/put {local}: {e:#}")),
             ),
-            Effect::Get { remote, local } => {
-                let local = if local.is_empty() {
-                    ".".to_string()
-                } else {
-                    local
-                };
-                Msg::TransferDone(
-                    crate::client::cp::download(&http, &remote, std::path::Path::new(&local))
-                        .await
-                        .map(|(to, size)| format!("got {size} bytes: {}", to.display()))
-                        .map_err(|e| format!("/get {remote}: {e:#}")),
-                )
+            Effect::Get {
+                remote,
+                local,
+                replace,
+            } => {
+                let here = if local.is_empty() { "." } else { &local };
+                match cp::download(&http, &remote, std::path::Path::new(here), replace).await {
+                    Ok(Saved::Written { to, size }) => {
+                        Msg::TransferDone(Ok(format!("got {size} bytes: {}", to.display())))
+                    }
+                    Ok(Saved::Exists { to, size }) => {
+                        Msg::WouldOverwrite(Overwrite { remote, to, size })
+                    }
+                    Err(e) => Msg::TransferDone(Err(format!("/get: {e:#}"))),
+                }
             }
             Effect::LoadOlder { before } => Msg::OlderLoaded(
                 http.messages(before.as_deref(), Some(PAGE))
                     .await
-                    .map_err(|e| e.to_string()),
+                    .map_err(|e| crate::client::explain::http(&e)),
             ),
             Effect::Typing
             | Effect::Call(_)

@@ -55,21 +55,19 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         aliases: &[],
         usage: "/put FILE [PATH]",
         help: "copy a file of yours into the workspace",
-        run: |_, arg, effects| {
+        run: |app, arg, effects| {
             let (local, remote) = one_or_two(arg).ok_or("usage: /put FILE [PATH]")?;
-            effects.push(Effect::Put { local, remote });
-            Ok(())
+            app.put_file(local, &remote, effects)
         },
     },
     SlashCommand {
         name: "get",
         aliases: &[],
         usage: "/get PATH [FILE]",
-        help: "copy a workspace file here",
-        run: |_, arg, effects| {
+        help: "copy a workspace file here (asks before replacing one)",
+        run: |app, arg, effects| {
             let (remote, local) = one_or_two(arg).ok_or("usage: /get PATH [FILE]")?;
-            effects.push(Effect::Get { remote, local });
-            Ok(())
+            app.get_file(&remote, local, effects)
         },
     },
     SlashCommand {

@@ -1,9 +1,11 @@
-//! `duet` with no subcommand: resolve the settings, find or start the
-//! backend (the embedded one of the data directory unless `--server` names
-//! another), and open the UI in the room.
+//! `duet` with no subcommand (and `duet join LINK`): resolve the settings,
+//! find or start the backend (the embedded one of the data directory
+//! unless `--server` names another), open the UI in the room, and on the
+//! way out say how to come back.
 
-use crate::cli::ClientArgs;
+use crate::cli::{ClientArgs, JoinArgs};
 use crate::client::http::HttpClient;
+use crate::client::join;
 use crate::client::local;
 use crate::client::socket::SocketParams;
 use crate::config::{self, ClientSettings};
@@ -30,13 +32,35 @@ pub fn main(args: ClientArgs, data_dir: Option<PathBuf>) -> ExitCode {
         Err(code) => return code,
     };
     match runtime.block_on(start(settings, tz)) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(goodbye) => {
+            // The terminal is back to normal: these stay on it.
+            println!("{goodbye}");
+            ExitCode::SUCCESS
+        }
         Err(err) => {
             tracing::error!("{err:#}");
             eprintln!("duet: {err:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// `duet join LINK`: the terminal client in the room the link names.
+pub fn join(args: JoinArgs, data_dir: Option<PathBuf>) -> ExitCode {
+    let link = match join::parse_link(&args.link) {
+        Ok(link) => link,
+        Err(err) => {
+            eprintln!("duet: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let client = ClientArgs {
+        server: Some(link.server),
+        room: Some(link.room),
+        token: link.token,
+        name: args.name,
+    };
+    main(client, data_dir)
 }
 
 /// Logs go to `duet.log` in the data directory, never to the terminal the
@@ -71,34 +95,18 @@ pub fn random_room() -> String {
         .collect()
 }
 
-/// The command with which a second terminal joins this room.
-pub fn join_hint(settings: &ClientSettings, room: &str) -> String {
-    match &settings.server {
-        Some(server) => {
-            let token = if settings.token.is_some() {
-                " --token …"
-            } else {
-                ""
-            };
-            format!("duet --server {server} --room {room}{token}")
-        }
-        // The embedded backend's own token goes along: the hint then works
-        // from any terminal of this machine, whatever its HOME.
-        None => {
-            let dir = if settings.default_data_dir {
-                String::new()
-            } else {
-                format!(" --data-dir {}", settings.data_dir.display())
-            };
-            let token = crate::client::commands::token_for(settings)
-                .map(|t| format!(" --token {t}"))
-                .unwrap_or_default();
-            format!("duet{dir} --room {room}{token}")
-        }
+/// What is said on the way out: how to come back and, while the backend
+/// stays up for the others, how they join.
+fn goodbye(settings: &ClientSettings, session: &Session, backend_stays: bool) -> String {
+    let back = join::come_back(settings, &session.room, &session.join_hint);
+    let mut said = format!("Left room {}. Back in: {back}", session.room);
+    if backend_stays && back != session.join_hint {
+        said.push_str(&format!("\nOthers join with: {}", session.join_hint));
     }
+    said
 }
 
-async fn start(settings: ClientSettings, tz: time::UtcOffset) -> anyhow::Result<()> {
+async fn start(settings: ClientSettings, tz: time::UtcOffset) -> anyhow::Result<String> {
     use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         anyhow::bail!(
@@ -114,19 +122,15 @@ async fn start(settings: ClientSettings, tz: time::UtcOffset) -> anyhow::Result<
     if let Some(problem) = crate::protocol::name_problem(&settings.name) {
         anyhow::bail!("name {:?}: it {problem} (pass --name NAME)", settings.name);
     }
+    let embedded = backend::Embedded::of(&settings);
     let (server, owned) = match &settings.server {
         Some(server) => (server.clone(), None),
-        None => backend::embedded(&settings.data_dir).await?,
+        None => backend::embedded(&embedded).await?,
     };
     // A client that joined another duet's backend takes over if it goes.
     let stop_watch = tokio_util::sync::CancellationToken::new();
-    let watch = (settings.server.is_none() && owned.is_none()).then(|| {
-        backend::watch(
-            settings.data_dir.clone(),
-            server.clone(),
-            stop_watch.clone(),
-        )
-    });
+    let watch = (settings.server.is_none() && owned.is_none())
+        .then(|| backend::watch(embedded, server.clone(), stop_watch.clone()));
     let token = crate::client::commands::token_for(&settings);
     let http = HttpClient::new(&server, &room, token.clone(), &settings.name)?;
     let connection_id = format!("c{}", random_room());
@@ -135,7 +139,7 @@ async fn start(settings: ClientSettings, tz: time::UtcOffset) -> anyhow::Result<
         room: room.clone(),
         name: settings.name.clone(),
         connection_id: connection_id.clone(),
-        join_hint: join_hint(&settings, &room),
+        join_hint: join::join_hint(&server, &room, token.as_deref()),
     };
     let params = SocketParams {
         base: server,
@@ -153,11 +157,13 @@ async fn start(settings: ClientSettings, tz: time::UtcOffset) -> anyhow::Result<
     let log = local::log_path(&settings.data_dir);
     let result = crate::tui::run::run(app, http, params, watch, Some(&log)).await;
     stop_watch.cancel();
+    let mut backend_stays = owned.is_none();
     if let Some(task) = watch_task {
-        let _ = task.await;
+        // A backend the watcher took over stops with it.
+        backend_stays &= !task.await.unwrap_or(false);
     }
     if let Some(owned) = owned {
         owned.stop().await;
     }
-    result
+    result.map(|session| goodbye(&settings, &session, backend_stays))
 }

@@ -44,45 +44,61 @@ impl Tmux {
     /// Starts `duet ARGS` with `env` in a new 120×40 session; the shell
     /// says how it ended and stays.
     pub fn start(&self, name: &str, env: &[(&str, String)], args: &str) {
-        let env: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        self.start_sized(name, env, args, (120, 40));
+    }
+
+    /// As `start`, in a session of `size` (columns, rows).
+    pub fn start_sized(&self, name: &str, env: &[(&str, String)], args: &str, size: (u16, u16)) {
         let line = format!(
             "env {} {} {args}; echo EXITED $?; sleep 600",
-            env.join(" "),
+            env_words(env),
             env!("CARGO_BIN_EXE_duet")
         );
-        self.run(&[
-            "new-session",
-            "-d",
-            "-s",
-            name,
-            "-x",
-            "120",
-            "-y",
-            "40",
-            &line,
-        ]);
+        self.session(name, &line, size);
+    }
+
+    /// A plain shell with `env` in a new session of `size`, `duet` on its
+    /// PATH: what a person types there runs as in any terminal.
+    pub fn shell(&self, name: &str, env: &[(&str, String)], size: (u16, u16)) {
+        let bin = Path::new(env!("CARGO_BIN_EXE_duet"))
+            .parent()
+            .expect("the binary is in a folder")
+            .display()
+            .to_string();
+        let path = format!("{bin}:{}", std::env::var("PATH").unwrap_or_default());
+        let line = format!(
+            "env {} PATH={path} PS1='$ ' bash --norc --noprofile",
+            env_words(env)
+        );
+        self.session(name, &line, size);
+    }
+
+    fn session(&self, name: &str, line: &str, (w, h): (u16, u16)) {
+        let (w, h) = (w.to_string(), h.to_string());
+        self.run(&["new-session", "-d", "-s", name, "-x", &w, "-y", &h, line]);
     }
 
     /// Sends keys by tmux name (`Enter`, `C-x`, `PageUp`).
     pub fn keys(&self, name: &str, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", name];
+        let target = target(name);
+        let mut args = vec!["send-keys", "-t", &target];
         args.extend_from_slice(keys);
         self.run(&args);
     }
 
     /// Types literal text.
     pub fn type_text(&self, name: &str, text: &str) {
-        self.run(&["send-keys", "-t", name, "-l", text]);
+        self.run(&["send-keys", "-t", &target(name), "-l", text]);
     }
 
     /// The session's screen as text.
     pub fn screen(&self, name: &str) -> String {
-        self.run(&["capture-pane", "-p", "-t", name])
+        self.run(&["capture-pane", "-p", "-t", &target(name)])
     }
 
     /// A format of the session's pane (`#{alternate_on}`, `#{pane_pid}`).
     pub fn display(&self, name: &str, format: &str) -> String {
-        self.run(&["display", "-p", "-t", name, format])
+        self.run(&["display", "-p", "-t", &target(name), format])
             .trim()
             .to_string()
     }
@@ -111,6 +127,18 @@ impl Drop for Tmux {
             .arg("kill-server")
             .output();
     }
+}
+
+/// `K=V` words for `env`.
+fn env_words(env: &[(&str, String)]) -> String {
+    let words: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    words.join(" ")
+}
+
+/// The session called exactly `name` (a bare name may also match a window
+/// whose name starts with it, in whichever session tmux finds first).
+fn target(name: &str) -> String {
+    format!("={name}:")
 }
 
 /// The environment of a person's client: its own config and data

@@ -32,6 +32,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
             Modal::Help => overlay::draw_help(frame, app, area),
             Modal::ConfirmCleanup => overlay::draw_confirm(frame, app, area),
             Modal::ConfirmStop(stop) => overlay::draw_stop(frame, app, stop, area),
+            Modal::ConfirmOverwrite => overlay::draw_overwrite(frame, app, area),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! What is drawn over the panes: toasts, the help overlay (from the
-//! keymap), the cleanup confirmation and the question before stopping
-//! someone else's command or turn.
+//! keymap), the cleanup confirmation, the question before stopping
+//! someone else's command or turn, and `/get`'s "overwrite?".
 
 use crate::tui::app::App;
 use crate::tui::keymap::{self, BINDINGS};
@@ -190,6 +190,41 @@ pub fn draw_stop(frame: &mut Frame, app: &App, stop: &Stop, area: Rect) {
     ];
     let w = lines.iter().map(|l| l.width()).max().unwrap_or(0) as u16 + 4;
     let rect = centered(area, w.clamp(40, 70), lines.len() as u16 + 3);
+    draw_question(frame, app, lines, rect, " Stop? ");
+}
+
+/// "report.txt exists here (2.1 KB). Overwrite? y/n"
+pub fn draw_overwrite(frame: &mut Frame, app: &App, area: Rect) {
+    let Some(file) = &app.overwrite else {
+        return;
+    };
+    let theme = app.theme;
+    let lines = vec![
+        Line::from(vec![
+            Span::styled(file.name(), theme.command()),
+            Span::raw(format!(
+                " exists here ({}). Overwrite?",
+                crate::tui::files::human_size(file.size)
+            )),
+        ]),
+        Line::from(vec![
+            Span::styled("y", theme.error()),
+            Span::raw(" overwrite   "),
+            Span::styled("n", theme.ok()),
+            Span::raw(" / Esc keep it"),
+        ]),
+        Line::default(),
+        Line::raw(format!(
+            "y replaces it with {} from the room's workspace.",
+            crate::client::cp::shown(&file.remote)
+        )),
+    ];
+    let rect = centered(area, 60, lines.len() as u16 + 3);
+    draw_question(frame, app, lines, rect, " /get ");
+}
+
+/// A y/n question in a box of its own over the screen.
+fn draw_question(frame: &mut Frame, app: &App, lines: Vec<Line>, rect: Rect, title: &str) {
     frame.render_widget(Clear, rect);
     frame.render_widget(
         Paragraph::new(lines)
@@ -197,8 +232,8 @@ pub fn draw_stop(frame: &mut Frame, app: &App, stop: &Stop, area: Rect) {
             .block(
                 Block::default()
                     .borders(Borders::ALL)
-                    .border_style(theme.warn())
-                    .title(" Stop? "),
+                    .border_style(app.theme.warn())
+                    .title(title.to_string()),
             ),
         rect,
     );

@@ -1,6 +1,7 @@
 //! The status bar (room, your name, connection, people, the shell's
 //! directory, how to join, server), the presence column and the hints
-//! line ("X is typing" or key hints, the current mode's marked).
+//! line (messages queued while offline, "X is typing" or key hints, the
+//! current mode's marked).
 
 use crate::client::socket::ConnState;
 use crate::tui::app::App;
@@ -32,15 +33,28 @@ pub fn connection(app: &App) -> (String, ratatui::style::Style) {
 struct Part {
     forms: Vec<String>,
     style: Style,
-    /// Parts with a lower number are shortened first.
-    gives_way: u8,
+    /// The rank of each shortening step (the last repeats): the step with
+    /// the lowest rank of all parts is taken first.
+    gives_way: &'static [u8],
+}
+
+impl Part {
+    /// The rank of this part's next shortening step, if it has one.
+    fn next_step(&self, taken: usize) -> Option<u8> {
+        (self.forms.len() > 1).then(|| {
+            let last = self.gives_way.len().saturating_sub(1);
+            self.gives_way.get(taken.min(last)).copied().unwrap_or(0)
+        })
+    }
 }
 
 /// Draws the status bar: room, who you are, connection, people, the
 /// shell's directory, how to join, the server. When it does not fit,
 /// parts give way in turn: the round trip, the server, the names of who
-/// is here, the directory (shortened step by step), your name; the join
-/// hint is not dropped while online (cut at the end if it must).
+/// is here, your name, the directory (shortened step by step), the word
+/// "join:", the connection's words, the count. Online, the join hint stays
+/// whole and runnable (only alone is it cut); offline, who was here (and
+/// as of when) matters more than how to join.
 pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     if area.height == 0 {
         return;
@@ -49,63 +63,72 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     let bar = theme.status();
     let (conn, conn_style) = connection(app);
     let online = matches!(app.conn, ConnState::Connected { .. });
-    let part = |forms: Vec<String>, gives_way| Part {
+    let symbol = conn
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let (count, names) = here(app);
+    let part = |forms: Vec<String>, gives_way: &'static [u8]| Part {
         forms,
         style: bar,
         gives_way,
     };
     let hint = &app.session.join_hint;
-    let (count, names) = here(app);
-    // The room, the connection and the count stay: a long join hint is
-    // cut at the end rather than them.
     let mut parts = vec![
         Part {
             style: bar.add_modifier(Modifier::BOLD),
-            ..part(vec![format!(" {} ", app.session.room)], 9)
+            ..part(vec![format!(" {} ", app.session.room)], &[9])
         },
-        part(vec![format!("as {} ", app.session.name), String::new()], 5),
-        // The round trip is the first thing to go.
+        part(
+            vec![format!("as {} ", app.session.name), String::new()],
+            &[4],
+        ),
+        // The round trip is the first thing to go, the connection's words
+        // late; its symbol stays.
         Part {
             style: bar.patch(conn_style),
-            ..part(
-                match app.conn {
-                    ConnState::Connected { rtt_ms: Some(_) } => {
-                        vec![conn, "● connected".to_string()]
-                    }
-                    _ => vec![conn],
-                },
-                1,
-            )
+            ..match app.conn {
+                ConnState::Connected { rtt_ms: Some(_) } => {
+                    part(vec![conn, "● connected".into(), symbol], &[1, 7])
+                }
+                _ => part(vec![conn, symbol], &[7]),
+            }
         },
-        part(vec![count], 7),
-        part(vec![names, String::new()], 3),
+        // Who is here: the names go early; the count, online, after the
+        // join hint's words; offline, who was here (and as of when)
+        // outlasts the rest.
+        part(count, if online { &[8] } else { &[9] }),
+        part(vec![names, String::new()], if online { &[3] } else { &[6] }),
     ];
     if let Some(cwd) = &app.shell_cwd {
         let forms = dir_forms(cwd).into_iter().map(|f| format!(" · cwd {f}"));
-        parts.push(part(forms.chain([String::new()]).collect(), 4));
+        parts.push(part(forms.chain([String::new()]).collect(), &[5]));
     }
-    // Online, the hint is never dropped (only cut at the end).
+    // Online, the hint is never dropped (only cut, when alone); offline
+    // it goes before who was here.
     parts.push(part(
-        [format!(" · join: {hint}")]
+        [format!(" · join: {hint}"), format!(" · {hint}")]
             .into_iter()
             .chain((!online).then(String::new))
             .collect(),
-        6,
+        if online { &[6] } else { &[3] },
     ));
     parts.push(part(
         vec![format!(" · {}", app.session.server), String::new()],
-        2,
+        &[2],
     ));
     let total = usize::from(area.width);
     let used = |parts: &[Part]| parts.iter().map(|p| width(&p.forms[0])).sum::<usize>();
+    let mut taken = vec![0; parts.len()];
     while used(&parts) > total {
-        let next = parts
-            .iter_mut()
-            .filter(|p| p.forms.len() > 1)
-            .min_by_key(|p| p.gives_way);
+        let next = (0..parts.len())
+            .filter_map(|i| parts[i].next_step(taken[i]).map(|rank| (rank, i)))
+            .min();
         match next {
-            Some(part) => {
-                part.forms.remove(0);
+            Some((_, i)) => {
+                parts[i].forms.remove(0);
+                taken[i] += 1;
             }
             None => break,
         }
@@ -150,17 +173,29 @@ pub fn dir_forms(dir: &str) -> Vec<String> {
     forms
 }
 
-/// `· 2 here` and, when there is no presence column, `: ada, bob`.
-fn here(app: &App) -> (String, String) {
+/// The forms of `· 2 here`: with the names when there is no presence
+/// column, and "(as of 14:02, offline)" while the connection is down.
+fn here(app: &App) -> (Vec<String>, String) {
     let people = app.presence.len();
-    let count = format!(" · {people} here");
+    let (stale, stale_short) = match app.presence_as_of() {
+        Some(ts) => (
+            format!(" (as of {}, offline)", crate::tui::cell::clock(ts, app.tz)),
+            " (offline)".to_string(),
+        ),
+        None => (String::new(), String::new()),
+    };
+    let count = format!(" · {people} here{stale}");
+    let short = format!(" · {people} here{stale_short}");
     if app.size.0 >= crate::tui::view::layout::WIDE || people == 0 {
-        return (count, String::new());
+        return (vec![count, short, String::new()], String::new());
     }
     let mut names: Vec<&str> = app.presence.iter().map(|u| u.name.as_str()).collect();
     names.sort_unstable();
     names.dedup();
-    (count, format!(": {}", names.join(", ")))
+    (
+        vec![count, short, String::new()],
+        format!(": {}", names.join(", ")),
+    )
 }
 
 /// Draws the presence column (wide layout).
@@ -186,10 +221,19 @@ pub fn draw_presence(frame: &mut Frame, app: &App, area: Rect) {
         height: area.height.saturating_sub(1),
     };
     let avail = usize::from(inner.width).saturating_sub(1);
-    let lines: Vec<Line> = app
-        .presence
-        .iter()
-        .map(|user| {
+    // Offline: these are the people as of when the connection dropped.
+    let stale = app.presence_as_of().map(|ts| {
+        Line::styled(
+            truncate(
+                &format!("as of {}", crate::tui::cell::clock(ts, app.tz)),
+                avail,
+            ),
+            theme.warn(),
+        )
+    });
+    let lines: Vec<Line> = stale
+        .into_iter()
+        .chain(app.presence.iter().map(|user| {
             let me = user.id == app.session.connection_id;
             let typing = app.typing.iter().any(|t| t.id == user.id);
             let mark = if typing { "✎" } else { "●" };
@@ -205,7 +249,7 @@ pub fn draw_presence(frame: &mut Frame, app: &App, area: Rect) {
                     theme.person(&user.name),
                 ),
             ])
-        })
+        }))
         .collect();
     frame.render_widget(Paragraph::new(lines), inner);
 }
@@ -217,7 +261,19 @@ pub fn draw_hints(frame: &mut Frame, app: &App, area: Rect) {
     }
     let theme = app.theme;
     let total = usize::from(area.width);
-    let line = if !app.typing.is_empty() {
+    let line = if let Some(first) = app.outbox.first() {
+        let more = match app.outbox.len() {
+            1 => String::new(),
+            n => format!(" (and {} more)", n - 1),
+        };
+        let first = first.lines().next().unwrap_or_default();
+        let text = if matches!(app.conn, ConnState::Connected { .. }) {
+            format!("⧗ sending{more}: {first}")
+        } else {
+            format!("⧗ queued, sends when back online{more}: {first}")
+        };
+        Line::styled(truncate(&text, total), theme.warn())
+    } else if !app.typing.is_empty() {
         let names: Vec<&str> = app.typing.iter().map(|t| t.name.as_str()).collect();
         let text = match names.as_slice() {
             [one] => format!("{one} is typing…"),

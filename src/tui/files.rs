@@ -1,0 +1,125 @@
+//! The App's side of `/put` and `/get`: the workspace paths they name
+//! follow `duet cp`'s rules (`client::cp::workspace_path`), and `/get`
+//! asks before it replaces a file here.
+
+use crate::client::cp;
+use crate::tui::app::{App, Effect, Modal};
+use std::path::PathBuf;
+
+/// A file here that `/get` would replace, while the person is asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Overwrite {
+    /// The workspace file (relative to /workspace).
+    pub remote: String,
+    /// The file here.
+    pub to: PathBuf,
+    /// Its size now, in bytes.
+    pub size: u64,
+}
+
+impl Overwrite {
+    /// The file here as the person named it (`./` left out).
+    pub fn name(&self) -> String {
+        let shown = self.to.display().to_string();
+        shown
+            .strip_prefix("./")
+            .map(str::to_string)
+            .unwrap_or(shown)
+    }
+}
+
+impl App {
+    /// `/put FILE [PATH]`.
+    pub(crate) fn put_file(
+        &mut self,
+        local: String,
+        remote: &str,
+        effects: &mut Vec<Effect>,
+    ) -> Result<(), String> {
+        let remote = cp::workspace_path(remote)?;
+        effects.push(Effect::Put { local, remote });
+        Ok(())
+    }
+
+    /// `/get PATH [FILE]`: never over a file here without asking.
+    pub(crate) fn get_file(
+        &mut self,
+        remote: &str,
+        local: String,
+        effects: &mut Vec<Effect>,
+    ) -> Result<(), String> {
+        let remote = cp::workspace_path(remote)?;
+        if cp::file_name(&remote).is_none() {
+            return Err(format!(
+                "/get {}: that is a folder; name a file in it",
+                cp::shown(&remote)
+            ));
+        }
+        effects.push(Effect::Get {
+            remote,
+            local,
+            replace: false,
+        });
+        Ok(())
+    }
+
+    /// `/get` found a file where it would write: ask.
+    pub(crate) fn ask_overwrite(&mut self, file: Overwrite) {
+        self.overwrite = Some(file);
+        if self.modals.last() != Some(&Modal::ConfirmOverwrite) {
+            self.modals.push(Modal::ConfirmOverwrite);
+        }
+    }
+
+    /// The answer to "Overwrite?": replace the file, or keep it and say so.
+    pub(crate) fn answer_overwrite(&mut self, replace: bool, effects: &mut Vec<Effect>) {
+        self.modals.retain(|m| *m != Modal::ConfirmOverwrite);
+        let Some(file) = self.overwrite.take() else {
+            return;
+        };
+        if replace {
+            effects.push(Effect::Get {
+                remote: file.remote,
+                local: file.to.display().to_string(),
+                replace: true,
+            });
+        } else {
+            self.toast(
+                format!(
+                    "kept {}: {} was not downloaded",
+                    file.name(),
+                    cp::shown(&file.remote)
+                ),
+                false,
+            );
+        }
+    }
+}
+
+/// A size for people: `512 B`, `2.1 KB`, `3.0 MB` (units of 1024).
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KB", "MB", "GB", "TB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut size = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while size >= 1024.0 && unit + 1 < UNITS.len() {
+        size /= 1024.0;
+        unit += 1;
+    }
+    format!("{size:.1} {}", UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_as_people_say_them() {
+        assert_eq!(human_size(0), "0 B");
+        assert_eq!(human_size(1023), "1023 B");
+        assert_eq!(human_size(2150), "2.1 KB");
+        assert_eq!(human_size(3 << 20), "3.0 MB");
+    }
+}
