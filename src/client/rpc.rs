@@ -560,7 +560,7 @@ mod tests {
         // of "three", in order, to be sent again.
         calls.lose_all(&events, "dropped");
         let left: Vec<RoomOp> = calls.outbox_changed().unwrap();
-        let texts = ["one", "two", "three"].map(|t| RoomOp::to_agent(t));
+        let texts = ["one", "two", "three"].map(RoomOp::to_agent);
         assert_eq!(left, texts);
         assert!(calls.outbox_changed().is_none(), "told once");
         assert!(calls.finish(reply(&first, None), Instant::now()).is_none());
