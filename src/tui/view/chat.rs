@@ -40,7 +40,10 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
     if app.chat.is_empty() {
         let hint = Paragraph::new(vec![
             Line::styled("No messages yet.", theme.dim()),
-            Line::styled("Type to ask the agent; !cmd runs a command.", theme.dim()),
+            Line::styled(
+                "Type to ask the agent; !cmd runs a command; Ctrl+T talks to the room.",
+                theme.dim(),
+            ),
         ])
         .wrap(ratatui::widgets::Wrap { trim: true });
         frame.render_widget(hint, inner);
