@@ -9,6 +9,7 @@ use crate::tui::stop::Stop;
 use crate::tui::text::{width, wrap};
 use ratatui::Frame;
 use ratatui::layout::Rect;
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
@@ -148,49 +149,27 @@ pub fn draw_confirm(frame: &mut Frame, app: &App, area: Rect) {
             Span::styled(app.session.room.clone(), theme.command()),
             Span::raw("?"),
         ]),
-        Line::from(vec![
-            Span::styled("y", theme.error()),
-            Span::raw(" clean up   "),
-            Span::styled("n", theme.ok()),
-            Span::raw(" / Esc keep"),
-        ]),
+        answers(app, "clean up", "keep"),
         Line::default(),
         Line::raw(
             "The chat is cleared for everyone and the sandbox is destroyed with all its files.",
         ),
     ];
     let rect = centered(area, 54, lines.len() as u16 + 3);
-    frame.render_widget(Clear, rect);
-    frame.render_widget(
-        Paragraph::new(lines)
-            .wrap(ratatui::widgets::Wrap { trim: false })
-            .block(
-                Block::default()
-                    .borders(Borders::ALL)
-                    .border_style(theme.error())
-                    .title(" Cleanup "),
-            ),
-        rect,
-    );
+    draw_question(frame, lines, rect, " Cleanup ", theme.error());
 }
 
 /// "Stop bob's `sleep 100`? y/n": Esc on someone else's command or turn.
 pub fn draw_stop(frame: &mut Frame, app: &App, stop: &Stop, area: Rect) {
-    let theme = app.theme;
     let lines = vec![
         Line::raw(stop.question()),
-        Line::from(vec![
-            Span::styled("y", theme.error()),
-            Span::raw(" stop it   "),
-            Span::styled("n", theme.ok()),
-            Span::raw(" / Esc let it run"),
-        ]),
+        answers(app, "stop it", "let it run"),
         Line::default(),
         Line::raw("It is not yours: the room will see that you stopped it."),
     ];
     let w = lines.iter().map(|l| l.width()).max().unwrap_or(0) as u16 + 4;
     let rect = centered(area, w.clamp(40, 70), lines.len() as u16 + 3);
-    draw_question(frame, app, lines, rect, " Stop? ");
+    draw_question(frame, lines, rect, " Stop? ", app.theme.warn());
 }
 
 /// "report.txt exists here (2.1 KB). Overwrite? y/n"
@@ -207,12 +186,7 @@ pub fn draw_overwrite(frame: &mut Frame, app: &App, area: Rect) {
                 crate::tui::files::human_size(file.size)
             )),
         ]),
-        Line::from(vec![
-            Span::styled("y", theme.error()),
-            Span::raw(" overwrite   "),
-            Span::styled("n", theme.ok()),
-            Span::raw(" / Esc keep it"),
-        ]),
+        answers(app, "overwrite", "keep it"),
         Line::default(),
         Line::raw(format!(
             "y replaces it with {} from the room's workspace.",
@@ -220,11 +194,22 @@ pub fn draw_overwrite(frame: &mut Frame, app: &App, area: Rect) {
         )),
     ];
     let rect = centered(area, 60, lines.len() as u16 + 3);
-    draw_question(frame, app, lines, rect, " /get ");
+    draw_question(frame, lines, rect, " /get ", theme.warn());
+}
+
+/// The answers line of a y/n question: `y YES   n / Esc NO`.
+fn answers(app: &App, yes: &str, no: &str) -> Line<'static> {
+    let theme = app.theme;
+    Line::from(vec![
+        Span::styled("y", theme.error()),
+        Span::raw(format!(" {yes}   ")),
+        Span::styled("n", theme.ok()),
+        Span::raw(format!(" / Esc {no}")),
+    ])
 }
 
 /// A y/n question in a box of its own over the screen.
-fn draw_question(frame: &mut Frame, app: &App, lines: Vec<Line>, rect: Rect, title: &str) {
+fn draw_question(frame: &mut Frame, lines: Vec<Line>, rect: Rect, title: &str, border: Style) {
     frame.render_widget(Clear, rect);
     frame.render_widget(
         Paragraph::new(lines)
@@ -232,7 +217,7 @@ fn draw_question(frame: &mut Frame, app: &App, lines: Vec<Line>, rect: Rect, tit
             .block(
                 Block::default()
                     .borders(Borders::ALL)
-                    .border_style(app.theme.warn())
+                    .border_style(border)
                     .title(title.to_string()),
             ),
         rect,
