@@ -445,14 +445,15 @@ fn heading_level(level: HeadingLevel) -> u8 {
 mod tests {
     use super::*;
 
-    fn text(lines: &[Line]) -> Vec<String> {
+    /// The lines as text, trailing blanks trimmed (also for table.rs).
+    pub(super) fn text(lines: &[Line]) -> Vec<String> {
         lines
             .iter()
             .map(|l| l.to_string().trim_end().to_string())
             .collect()
     }
 
-    const COLOR: Theme = Theme { color: true };
+    pub(super) const COLOR: Theme = Theme { color: true };
 
     #[test]
     fn code_blocks_are_found_in_order() {

@@ -198,16 +198,7 @@ mod tests {
     use super::*;
 
     use super::super::render;
-    use ratatui::text::Line;
-
-    fn text(lines: &[Line]) -> Vec<String> {
-        lines
-            .iter()
-            .map(|l| l.to_string().trim_end().to_string())
-            .collect()
-    }
-
-    const COLOR: Theme = Theme { color: true };
+    use super::super::tests::{COLOR, text};
 
     #[test]
     fn tables_fit_or_become_records() {
