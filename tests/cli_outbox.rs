@@ -10,30 +10,9 @@ use duet::client::rpc::{RoomOp, RpcError};
 use duet::client::socket::{self, ConnState, SocketCommand, SocketEvent, SocketParams};
 use duet::protocol::ServerFrame;
 use std::time::Duration;
-use tokio::sync::mpsc::UnboundedReceiver;
 
 /// Long enough for a reconnect after the backoff grew (up to 30 s).
 const RECONNECT_WAIT: Duration = Duration::from_secs(90);
-
-/// The next event `ok` accepts within `wait`.
-async fn next(
-    rx: &mut UnboundedReceiver<SocketEvent>,
-    wait: Duration,
-    what: &str,
-    mut ok: impl FnMut(&SocketEvent) -> bool,
-) -> SocketEvent {
-    tokio::time::timeout(wait, async {
-        loop {
-            match rx.recv().await {
-                Some(event) if ok(&event) => return event,
-                Some(_) => {}
-                None => panic!("the actor stopped before {what}"),
-            }
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("no {what}"))
-}
 
 fn texts(ops: &[RoomOp]) -> Vec<&str> {
     ops.iter()
@@ -46,11 +25,7 @@ fn texts(ops: &[RoomOp]) -> Vec<&str> {
 
 #[tokio::test]
 async fn messages_written_offline_go_on_reconnect_in_order_once_each() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = common::free_port();
     let addr = format!("127.0.0.1:{port}");
     let data = tempfile::tempdir().unwrap();
     let server = Server::start_at(&addr, data.path(), &[]).await;
@@ -64,7 +39,7 @@ async fn messages_written_offline_go_on_reconnect_in_order_once_each() {
         deltas: true,
     };
     let (handle, _task) = socket::spawn(params, tx);
-    next(
+    common::next_matching_within(
         &mut rx,
         common::WAIT,
         "the room state",
@@ -73,7 +48,7 @@ async fn messages_written_offline_go_on_reconnect_in_order_once_each() {
     .await;
 
     server.stop().await;
-    let down = next(&mut rx, common::WAIT, "reconnecting", |e| {
+    let down = common::next_matching_within(&mut rx, common::WAIT, "reconnecting", |e| {
         matches!(e, SocketEvent::State(ConnState::Reconnecting { reason, .. })
             if reason.contains("connection refused"))
     })
@@ -90,7 +65,7 @@ async fn messages_written_offline_go_on_reconnect_in_order_once_each() {
     handle.send(SocketCommand::Call(RoomOp::to_agent("first")));
     handle.send(SocketCommand::Call(RoomOp::to_agent("second")));
     handle.send(SocketCommand::Call(RoomOp::Exec("echo too-late".into())));
-    let waiting = next(
+    let waiting = common::next_matching_within(
         &mut rx,
         common::WAIT,
         "both messages waiting",
@@ -101,10 +76,11 @@ async fn messages_written_offline_go_on_reconnect_in_order_once_each() {
         unreachable!()
     };
     assert_eq!(texts(&ops), ["first", "second"]);
-    let refused = next(&mut rx, common::WAIT, "the command's answer", |e| {
-        matches!(e, SocketEvent::Answer(_))
-    })
-    .await;
+    let refused =
+        common::next_matching_within(&mut rx, common::WAIT, "the command's answer", |e| {
+            matches!(e, SocketEvent::Answer(_))
+        })
+        .await;
     let SocketEvent::Answer(refused) = refused else {
         unreachable!()
     };
@@ -116,7 +92,7 @@ async fn messages_written_offline_go_on_reconnect_in_order_once_each() {
     );
 
     let server = Server::start_at(&addr, data.path(), &[]).await;
-    next(
+    common::next_matching_within(
         &mut rx,
         RECONNECT_WAIT,
         "the outbox emptied",
@@ -125,10 +101,11 @@ async fn messages_written_offline_go_on_reconnect_in_order_once_each() {
     .await;
     let mut answered = Vec::new();
     while answered.len() < 2 {
-        let event = next(&mut rx, common::WAIT, "the messages' answers", |e| {
-            matches!(e, SocketEvent::Answer(_))
-        })
-        .await;
+        let event =
+            common::next_matching_within(&mut rx, common::WAIT, "the messages' answers", |e| {
+                matches!(e, SocketEvent::Answer(_))
+            })
+            .await;
         let SocketEvent::Answer(answer) = event else {
             unreachable!()
         };
@@ -172,7 +149,7 @@ async fn messages_written_in_a_burst_are_stored_in_the_order_written() {
         deltas: true,
     };
     let (handle, _task) = socket::spawn(params, tx);
-    next(
+    common::next_matching_within(
         &mut rx,
         common::WAIT,
         "the room state",
@@ -184,7 +161,7 @@ async fn messages_written_in_a_burst_are_stored_in_the_order_written() {
         handle.send(SocketCommand::Call(RoomOp::to_agent(text.clone())));
     }
     for _ in &written {
-        next(
+        common::next_matching_within(
             &mut rx,
             RECONNECT_WAIT,
             "an answer",

@@ -15,11 +15,7 @@ use tokio::sync::mpsc;
 #[tokio::test]
 async fn a_message_lost_to_a_crash_is_sent_again_and_stored_once() {
     let model = FakeModel::start(vec![Script::Hang(vec!["thinking".into()])]).await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = common::free_port();
     let addr = format!("127.0.0.1:{port}");
     let data = tempfile::tempdir().unwrap();
     let args = ["--ai-url", model.url.as_str(), "--ai-model", "scripted"];

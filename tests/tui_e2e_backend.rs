@@ -123,11 +123,7 @@ async fn serve_on(port: u16, data: &Path) -> Server {
 
 #[tokio::test]
 async fn after_a_backend_restart_the_view_comes_back_without_duplicates() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = common::free_port();
     let data = tempfile::tempdir().unwrap();
     let url = format!("http://127.0.0.1:{port}");
     let server = serve_on(port, data.path()).await;

@@ -344,9 +344,19 @@ impl Drop for Server {
 pub async fn next_matching(
     rx: &mut tokio::sync::mpsc::UnboundedReceiver<duet::client::socket::SocketEvent>,
     what: &str,
+    ok: impl FnMut(&duet::client::socket::SocketEvent) -> bool,
+) -> duet::client::socket::SocketEvent {
+    next_matching_within(rx, WAIT, what, ok).await
+}
+
+/// `next_matching` with a wait of its own (e.g. across a reconnect).
+pub async fn next_matching_within(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<duet::client::socket::SocketEvent>,
+    wait: Duration,
+    what: &str,
     mut ok: impl FnMut(&duet::client::socket::SocketEvent) -> bool,
 ) -> duet::client::socket::SocketEvent {
-    tokio::time::timeout(WAIT, async {
+    tokio::time::timeout(wait, async {
         loop {
             match rx.recv().await {
                 Some(event) if ok(&event) => return event,
@@ -357,4 +367,14 @@ pub async fn next_matching(
     })
     .await
     .unwrap_or_else(|_| panic!("no {what}"))
+}
+
+/// A loopback port free right now, for a server that must keep its
+/// address across a restart (`Server::start_at`).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
