@@ -39,13 +39,8 @@ async fn talking_to_the_room_runs_no_turn_and_at_agent_asks() {
     .await;
     let dir = tempfile::tempdir().unwrap();
     let tmux = Tmux::new(dir.path());
-    let args = format!("--server {} --room talk-room", server.url(""));
-    tmux.start("ann", &client_env(dir.path(), "ann"), &args);
-    tmux.start("bob", &client_env(dir.path(), "bob"), &args);
-    for who in ["ann", "bob"] {
-        tmux.wait(who, "both people present", |s| s.contains("2 here"))
-            .await;
-    }
+    tmux.start_pair(dir.path(), &server.url(""), "talk-room", ["ann", "bob"])
+        .await;
     tmux.keys("ann", &["C-t"]);
     tmux.wait("ann", "room mode", |s| s.contains("to the room"))
         .await;
@@ -174,13 +169,8 @@ async fn a_rename_shows_for_everyone_without_reconnecting() {
     let (server, _data) = Server::fresh().await;
     let dir = tempfile::tempdir().unwrap();
     let tmux = Tmux::new(dir.path());
-    let args = format!("--server {} --room name-room", server.url(""));
-    tmux.start("ann", &client_env(dir.path(), "ann"), &args);
-    tmux.start("bob", &client_env(dir.path(), "bob"), &args);
-    for who in ["ann", "bob"] {
-        tmux.wait(who, "both people present", |s| s.contains("2 here"))
-            .await;
-    }
+    tmux.start_pair(dir.path(), &server.url(""), "name-room", ["ann", "bob"])
+        .await;
     tmux.type_text("bob", "/name robert");
     tmux.keys("bob", &["Enter"]);
     tmux.wait("bob", "the new name in the status bar", |s| {

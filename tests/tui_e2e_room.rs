@@ -18,13 +18,8 @@ async fn two_people_share_a_room_and_clean_it_up() {
     let dir = tempfile::tempdir().unwrap();
     let tmux = Tmux::new(dir.path());
     let url = server.url("");
-    let args = format!("--server {url} --room e2e-room");
-    tmux.start("ada", &client_env(dir.path(), "ada"), &args);
-    tmux.start("bob", &client_env(dir.path(), "bob"), &args);
-    for who in ["ada", "bob"] {
-        tmux.wait(who, "both people present", |s| s.contains("2 here"))
-            .await;
-    }
+    tmux.start_pair(dir.path(), &url, "e2e-room", ["ada", "bob"])
+        .await;
     let ada = tmux.screen("ada");
     assert!(ada.contains("e2e-room"), "{ada}");
     assert_eq!(
@@ -155,13 +150,8 @@ async fn the_agent_reply_streams_to_everyone_with_its_command() {
     .await;
     let dir = tempfile::tempdir().unwrap();
     let tmux = Tmux::new(dir.path());
-    let args = format!("--server {} --room agent-room", server.url(""));
-    tmux.start("ada", &client_env(dir.path(), "ada"), &args);
-    tmux.start("bob", &client_env(dir.path(), "bob"), &args);
-    for who in ["ada", "bob"] {
-        tmux.wait(who, "both people present", |s| s.contains("2 here"))
-            .await;
-    }
+    tmux.start_pair(dir.path(), &server.url(""), "agent-room", ["ada", "bob"])
+        .await;
     tmux.type_text("ada", "please check the room");
     tmux.keys("ada", &["Enter"]);
     // While it streams: the spinner, the elapsed time and the text so far.

@@ -47,6 +47,19 @@ impl Tmux {
         self.start_sized(name, env, args, (120, 40));
     }
 
+    /// Two people's `duet` in `room` of the backend at `url` (their
+    /// settings under `dir`), back once each shows both present.
+    pub async fn start_pair(&self, dir: &Path, url: &str, room: &str, people: [&str; 2]) {
+        let args = format!("--server {url} --room {room}");
+        for who in people {
+            self.start(who, &client_env(dir, who), &args);
+        }
+        for who in people {
+            self.wait(who, "both people present", |s| s.contains("2 here"))
+                .await;
+        }
+    }
+
     /// As `start`, in a session of `size` (columns, rows).
     pub fn start_sized(&self, name: &str, env: &[(&str, String)], args: &str, size: (u16, u16)) {
         let line = format!(
