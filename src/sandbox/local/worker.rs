@@ -68,6 +68,9 @@ pub(super) async fn run(
     loop {
         let idle = tokio::time::sleep(limits.idle_stop);
         tokio::select! {
+            // A queued command comes before a control message: an interrupt
+            // sent right after its command must find it running, not idle.
+            biased;
             job = jobs.recv() => {
                 let Some(job) = job else { break };
                 run_job(&place, &limits, &mut process, job, &mut control, &mut jobs, &pending).await;
