@@ -143,6 +143,10 @@ pub struct ServeArgs {
     /// Stop a room's sandbox after this many idle seconds (its files stay)
     #[arg(long, default_value_t = 600)]
     pub sandbox_idle_secs: u64,
+    /// End a room's shared terminal after this many seconds with nobody
+    /// attached and no output
+    #[arg(long, default_value_t = 3600, env = "DUET_TERMINAL_IDLE_SECS")]
+    pub terminal_idle_secs: u64,
     /// Memory of a room, in MiB (a cgroup limit where the host allows one)
     #[arg(long, default_value_t = 512)]
     pub memory_mb: u64,

@@ -244,6 +244,9 @@ pub struct RoomState {
     /// backends older than it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shell: Option<ShellState>,
+    /// The room's shared terminal, while one runs.
+    #[serde(default)]
+    pub terminal: Option<TerminalState>,
 }
 
 /// `shell` of the room state.
@@ -251,6 +254,82 @@ pub struct RoomState {
 pub struct ShellState {
     /// Where the next command runs.
     pub cwd: String,
+}
+
+/// `terminal` of the room state: the shared terminal that runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TerminalState {
+    pub term_id: String,
+    pub cols: u16,
+    pub rows: u16,
+}
+
+/// A terminal's size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TermSize {
+    pub cols: u16,
+    pub rows: u16,
+}
+
+impl TermSize {
+    /// The size of a terminal nobody gave a size for.
+    pub const DEFAULT: TermSize = TermSize { cols: 80, rows: 24 };
+    /// The widest terminal.
+    pub const MAX_COLS: u16 = 500;
+    /// The tallest terminal.
+    pub const MAX_ROWS: u16 = 200;
+
+    /// What is wrong with `cols` and `rows` as a size, by field.
+    pub fn problems(cols: i64, rows: i64) -> Vec<(&'static str, String)> {
+        let mut problems = Vec::new();
+        if !(1..=i64::from(Self::MAX_COLS)).contains(&cols) {
+            problems.push(("cols", format!("must be 1-{}", Self::MAX_COLS)));
+        }
+        if !(1..=i64::from(Self::MAX_ROWS)).contains(&rows) {
+            problems.push(("rows", format!("must be 1-{}", Self::MAX_ROWS)));
+        }
+        problems
+    }
+}
+
+/// Decoded bytes one `duet_term_input` frame may carry.
+pub const MAX_TERM_INPUT: usize = 64 * 1024;
+
+/// `duet_term`, by phase (docs/protocol.md "The shared terminal").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "phase", rename_all = "lowercase")]
+pub enum TermFrame {
+    /// A terminal started (to every socket).
+    #[serde(rename_all = "camelCase")]
+    Open {
+        term_id: String,
+        by: String,
+        cols: u16,
+        rows: u16,
+    },
+    /// Output bytes, base64 (to attached sockets); `snapshot`: a redraw of
+    /// the whole screen.
+    #[serde(rename_all = "camelCase")]
+    Data {
+        term_id: String,
+        data: String,
+        #[serde(default, skip_serializing_if = "is_false")]
+        snapshot: bool,
+    },
+    /// The terminal's size changed (to attached sockets).
+    #[serde(rename_all = "camelCase")]
+    Resize {
+        term_id: String,
+        cols: u16,
+        rows: u16,
+    },
+    /// The terminal ended (to every socket).
+    #[serde(rename_all = "camelCase")]
+    Exit {
+        term_id: String,
+        exit_code: Option<i32>,
+    },
 }
 
 /// The working directory of a fresh shell.
@@ -287,7 +366,15 @@ pub enum ServerFrame {
     #[serde(rename = "duet_presence")]
     Presence { users: Vec<PresenceUser> },
     #[serde(rename = "duet_typing")]
-    Typing { id: String, name: String },
+    Typing {
+        id: String,
+        name: String,
+        /// Set when the typing is into the shared terminal.
+        #[serde(default, rename = "termId", skip_serializing_if = "Option::is_none")]
+        term_id: Option<String>,
+    },
+    #[serde(rename = "duet_term")]
+    Term(TermFrame),
     #[serde(rename = "duet_ai")]
     Ai {
         phase: AiPhase,
@@ -391,6 +478,21 @@ pub struct RpcAnswer {
 pub enum ClientFrame {
     #[serde(rename = "duet_typing")]
     Typing {},
+    /// Bytes for the shared terminal, base64.
+    #[serde(rename = "duet_term_input")]
+    TermInput {
+        #[serde(rename = "termId")]
+        term_id: String,
+        data: String,
+    },
+    /// This socket's window changed size.
+    #[serde(rename = "duet_term_resize")]
+    TermResize {
+        #[serde(rename = "termId")]
+        term_id: String,
+        cols: u16,
+        rows: u16,
+    },
     #[serde(rename = "rpc")]
     Rpc {
         id: Value,

@@ -339,6 +339,7 @@ impl Connection {
                     let frame = ServerFrame::Typing {
                         id: self.peer.id.clone(),
                         name: self.name.clone(),
+                        term_id: None,
                     };
                     send_frame(&self.handle.frames, &frame, Some(self.number));
                 }

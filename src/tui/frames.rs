@@ -44,7 +44,7 @@ const PATCH_FIELDS: &[(&str, PatchField)] = &[
 impl App {
     pub(crate) fn on_frame(&mut self, frame: ServerFrame) -> bool {
         match frame {
-            ServerFrame::Identity { .. } | ServerFrame::Rpc(_) => false,
+            ServerFrame::Identity { .. } | ServerFrame::Rpc(_) | ServerFrame::Term(_) => false,
             ServerFrame::State { state } => {
                 self.apply_messages(&state.messages);
                 self.apply_records(&state.execs);
@@ -63,7 +63,7 @@ impl App {
                 self.typing.retain(|t| ids.contains(&t.id.as_str()));
                 true
             }
-            ServerFrame::Typing { id, name } => {
+            ServerFrame::Typing { id, name, .. } => {
                 if id == self.session.connection_id {
                     return false;
                 }
