@@ -18,7 +18,7 @@ use base64::Engine;
 use common::{Server, Ws};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::time::{Duration, Instant};
 
@@ -173,7 +173,7 @@ fn local_pty_keystrokes(keys: usize) -> Vec<Duration> {
     let (mut master, mut child) = spawn_on_pty(
         "bash",
         &["--noprofile", "--norc", "-i"],
-        &[("PS1", "\\w \\$ "), ("TERM", "xterm-256color")],
+        &[("PS1", "\\w $ "), ("TERM", "xterm-256color")],
     );
     read_until(&mut master, b"$ ");
     let mut times = Vec::with_capacity(keys);
@@ -284,7 +284,7 @@ fn tmux_seq(n: u64) -> Option<Duration> {
     for (master, mut child) in viewers {
         let _ = child.kill();
         let _ = child.wait();
-        drop(master.as_raw_fd());
+        drop(master);
     }
     Some(elapsed)
 }
