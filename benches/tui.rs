@@ -100,6 +100,7 @@ fn app_of(messages: Vec<DuetMessage>) -> App {
                 messages,
                 execs: vec![],
                 shell: None,
+                terminal: None,
             },
         }),
     )));

@@ -112,6 +112,7 @@ pub fn state(messages: Vec<DuetMessage>, execs: Vec<ExecRecord>) -> Msg {
             messages,
             execs,
             shell: None,
+            terminal: None,
         },
     })
 }
