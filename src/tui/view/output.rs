@@ -18,7 +18,7 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect, wide: bool) {
     let theme = app.theme;
     let count = app.execs.runs().len();
     let title = if app.term.shown {
-        crate::tui::view::terminal::title(app, area)
+        crate::tui::view::terminal::title(app)
     } else {
         let mut title = vec![
             Span::styled(" Output ", title_style(app, Pane::Output)),

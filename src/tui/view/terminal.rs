@@ -6,14 +6,14 @@
 use crate::client::term::DETACH_LABEL;
 use crate::tui::app::{App, Pane};
 use crate::tui::term_view::toggle_key;
-use crate::tui::view::pane::{other_pane, title_style};
+use crate::tui::view::pane::title_style;
 use ratatui::Frame;
 use ratatui::layout::{Position, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 /// The title's parts after " Terminal ": its size, who types, the keys.
-pub fn title(app: &App, area: Rect) -> Vec<Span<'static>> {
+pub fn title(app: &App) -> Vec<Span<'static>> {
     let theme = app.theme;
     let size = app.term.screen.size();
     let mut spans = vec![Span::styled(" Terminal ", title_style(app, Pane::Output))];
@@ -39,7 +39,6 @@ pub fn title(app: &App, area: Rect) -> Vec<Span<'static>> {
         format!("· Tab: keys to it · {} hides it ", toggle_key())
     };
     spans.push(Span::styled(keys, theme.dim()));
-    spans.extend(other_pane(app, area, Pane::Chat));
     spans
 }
 
