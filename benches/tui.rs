@@ -101,7 +101,6 @@ fn app_of(messages: Vec<DuetMessage>) -> App {
                 messages,
                 execs: vec![],
                 shell: None,
-                terminal: None,
             },
         }),
     )));

@@ -121,7 +121,6 @@ fn pairing_room() -> App {
             shell: Some(ShellState {
                 cwd: "/workspace".into(),
             }),
-            terminal: None,
         },
     }));
     app.update(exec_start_by("e4", "sleep 30", "bob", "c-bob"));

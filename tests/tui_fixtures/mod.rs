@@ -113,7 +113,6 @@ pub fn state(messages: Vec<DuetMessage>, execs: Vec<ExecRecord>) -> Msg {
             messages,
             execs,
             shell: None,
-            terminal: None,
         },
     })
 }
