@@ -224,3 +224,33 @@ async fn the_tuis_terminal_view_toggles_with_f3_and_runs_what_is_typed() {
         .await;
     assert!(status(&screen).contains("terminal"), "{screen}");
 }
+
+#[tokio::test]
+async fn duet_term_says_it_reconnects_and_attaches_again_after_the_backend_restarts() {
+    let data = tempfile::tempdir().unwrap();
+    let addr = format!("127.0.0.1:{}", common::free_port());
+    let server = Server::start_at(&addr, data.path(), &[]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(dir.path());
+    let args = format!("term --server {} --room back-term", server.url(""));
+    tmux.start_sized("ann", &client_env(dir.path(), "ann"), &args, (100, 30));
+    tmux.wait("ann", "attached", |s| status(s).contains("terminal 100×29"))
+        .await;
+    server.stop().await;
+    tmux.wait("ann", "the drop, said", |s| {
+        status(s).contains("reconnecting in") && status(s).contains("Can't reach the server")
+    })
+    .await;
+    // Still attached in spirit: the person's terminal stays duet term's.
+    assert_eq!(tmux.display("ann", "#{alternate_on}"), "1");
+    let _server = Server::start_at(&addr, data.path(), &[]).await;
+    tmux.wait("ann", "attached again", |s| {
+        status(s).contains("terminal 100×29")
+    })
+    .await;
+    // The backend restarted, so its terminal is a new shell: it works.
+    tmux.type_text("ann", "echo again-$((3*3))");
+    tmux.keys("ann", &["Enter"]);
+    tmux.wait("ann", "the echo", |s| s.contains("\nagain-9"))
+        .await;
+}

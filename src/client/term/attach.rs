@@ -184,9 +184,9 @@ impl Viewer {
                 left.push_str(" · re-attaching…")
             }
             ConnState::Connected { .. } | ConnState::Connecting => left.push_str(" · attaching…"),
-            ConnState::Reconnecting { in_secs, reason } => left.push_str(&format!(
-                " · {reason}: reconnecting in {in_secs} s, then re-attaching"
-            )),
+            ConnState::Reconnecting { in_secs, reason } => {
+                left.push_str(&format!(" · reconnecting in {in_secs} s: {reason}"))
+            }
             ConnState::Offline(why) => left.push_str(&format!(" · offline: {why}")),
         }
         let names: Vec<&str> = self.typing.iter().map(|(_, n, _)| n.as_str()).collect();
