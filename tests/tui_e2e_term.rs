@@ -4,8 +4,10 @@
 //! Ctrl+] and leaves the terminal as it was; a second attachment finds the
 //! same shell and `exit` ends it; two viewers type into one terminal and
 //! see each other; the TUI's terminal view toggles with F3 and runs a
-//! command typed into it; a one-shot `!top` names F3 and `duet term`.
-//! Needs tmux (the CI script installs it).
+//! command typed into it; a one-shot `!top` names F3 and `duet term`;
+//! `duet term` re-attaches after a backend restart, finds the embedded
+//! backend as `duet exec` does, and SIGTERM or SIGHUP restore the
+//! terminal. Needs tmux (the CI script installs it).
 
 mod common;
 
@@ -253,4 +255,93 @@ async fn duet_term_says_it_reconnects_and_attaches_again_after_the_backend_resta
     tmux.keys("ann", &["Enter"]);
     tmux.wait("ann", "the echo", |s| s.contains("\nagain-9"))
         .await;
+}
+
+#[tokio::test]
+async fn duet_term_finds_the_embedded_backend_and_the_tui_sees_its_typing() {
+    if common::only_duet_serve("the embedded backend (duet without --server)") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(dir.path());
+    let mut env = client_env(dir.path(), "ada");
+    env[1].1 = dir.path().join("shared").display().to_string();
+    tmux.start("tui", &env, "--room local-term");
+    tmux.wait("tui", "a connected client", |s| s.contains("1 here"))
+        .await;
+    tmux.keys("tui", &["F3"]);
+    tmux.wait("tui", "the terminal view", |s| s.contains("Terminal 70×35"))
+        .await;
+    tmux.keys("tui", &["C-]"]);
+    // Like `duet exec`, `duet term` without --server finds the backend
+    // of its data directory.
+    env[2].1 = "bob".into();
+    tmux.start_sized("term", &env, "term --room local-term", (100, 30));
+    tmux.wait("term", "attached at the smaller size", |s| {
+        status(s).contains("terminal 70×29")
+    })
+    .await;
+    tmux.type_text("term", "echo embedded-$((6*7))");
+    tmux.wait("tui", "bob typing into the terminal", |s| {
+        s.contains("bob is typing")
+    })
+    .await;
+    tmux.keys("term", &["Enter"]);
+    tmux.wait("tui", "bob's echo in the view", |s| {
+        s.contains("│embedded-42")
+    })
+    .await;
+    // Quit both, so that the embedded backend stops and its room's disk
+    // image is unmounted.
+    tmux.keys("term", &["C-]"]);
+    tmux.wait("term", "detached", |s| s.contains("EXITED 0"))
+        .await;
+    tmux.keys("tui", &["C-c"]);
+    tmux.keys("tui", &["C-c"]);
+    tmux.wait("tui", "a clean exit", |s| s.contains("EXITED 0"))
+        .await;
+}
+
+#[tokio::test]
+async fn sigterm_and_sighup_leave_the_terminal_as_it_was() {
+    let (server, _data) = Server::fresh().await;
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(dir.path());
+    let args = format!("term --server {} --room signal-term", server.url(""));
+    for (session, signal) in [("term", libc::SIGTERM), ("hup", libc::SIGHUP)] {
+        tmux.start_sized(session, &client_env(dir.path(), "ann"), &args, (100, 30));
+        tmux.wait(session, "attached", |s| status(s).contains("Ctrl+] detach"))
+            .await;
+        // less turns on application cursor keys, mirrored outside.
+        tmux.type_text(session, "seq 100 | less");
+        tmux.keys(session, &["Enter"]);
+        tmux.wait(session, "less", |_| {
+            tmux.display(session, "#{keypad_cursor_flag}") == "1"
+        })
+        .await;
+        let shell: i32 = tmux.display(session, "#{pane_pid}").parse().unwrap();
+        let duet = child_of(shell);
+        // SAFETY: signalling the test's own `duet term`.
+        unsafe { libc::kill(duet, signal) };
+        let screen = tmux
+            .wait(session, "the way out", |s| s.contains("EXITED 1"))
+            .await;
+        assert!(
+            screen.contains("[detached from the terminal of room signal-term: SIG"),
+            "{screen}"
+        );
+        assert_eq!(tmux.display(session, "#{alternate_on}"), "0");
+        assert_eq!(tmux.display(session, "#{keypad_cursor_flag}"), "0");
+        tmux.keys(session, &["q"]);
+    }
+}
+
+/// The one child process of `pid` (the pane's shell runs `duet`).
+fn child_of(pid: i32) -> i32 {
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap();
+    children
+        .split_whitespace()
+        .next()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("no child of {pid}"))
 }
