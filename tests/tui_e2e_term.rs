@@ -134,7 +134,7 @@ async fn two_viewers_type_into_one_terminal_and_the_smaller_window_sets_its_size
     .await;
     let ann = tmux
         .wait("ann", "the smaller size", |s| {
-            status(s).contains("terminal 80×19 (a smaller window is attached)")
+            status(s).contains("terminal 80×19 · a smaller window sets the size")
         })
         .await;
     assert!(ann.lines().count() >= 29, "{ann}");
@@ -170,7 +170,7 @@ async fn two_viewers_type_into_one_terminal_and_the_smaller_window_sets_its_size
     tmux.wait("bob", "detached", |s| s.contains("EXITED 0"))
         .await;
     tmux.wait("ann", "its own size again", |s| {
-        status(s).contains("terminal 100×29") && !status(s).contains("smaller")
+        status(s).contains("terminal 100×29") && !status(s).contains("smaller window")
     })
     .await;
 }

@@ -172,13 +172,12 @@ impl Viewer {
     fn status(&self, window: Rect) -> (String, String) {
         let mut left = format!(" {}", self.room);
         let size = self.screen.size();
+        let mut letterboxed = false;
         match &self.conn {
             ConnState::Connected { .. } if self.attached => {
                 left.push_str(&format!(" · terminal {}×{}", size.cols, size.rows));
                 let (cols, rows) = (window.width, window.height.saturating_sub(1));
-                if size.cols < cols || size.rows < rows {
-                    left.push_str(" (a smaller window is attached)");
-                }
+                letterboxed = size.cols < cols || size.rows < rows;
             }
             ConnState::Connected { .. } | ConnState::Connecting if self.was_attached => {
                 left.push_str(" · re-attaching…")
@@ -195,6 +194,9 @@ impl Viewer {
             [one] => left.push_str(&format!(" · {one} is typing")),
             [a, b] => left.push_str(&format!(" · {a} and {b} are typing")),
             many => left.push_str(&format!(" · {} people are typing", many.len())),
+        }
+        if letterboxed {
+            left.push_str(" · a smaller window sets the size");
         }
         (left, format!("{DETACH_LABEL} detach "))
     }
@@ -522,6 +524,60 @@ mod tests {
         parser.process(b"\x1b[?1l");
         let text = String::from_utf8(mirror.update(parser.screen()).unwrap()).unwrap();
         assert!(text.contains("\x1b[?1l"), "{text:?}");
+    }
+
+    #[test]
+    fn a_smaller_terminal_is_drawn_top_left_over_the_status_bar() {
+        use crate::protocol::TermFrame;
+        let mut screen = TermScreen::new(TermSize::DEFAULT);
+        screen.attached(&TerminalState {
+            term_id: "t1".into(),
+            cols: 12,
+            rows: 2,
+        });
+        screen.apply(&TermFrame::Data {
+            term_id: "t1".into(),
+            data: base64::Engine::encode(
+                &base64::engine::general_purpose::STANDARD,
+                "$ make\r\nok, built",
+            ),
+            snapshot: true,
+        });
+        let viewer = Viewer {
+            room: "r1".into(),
+            screen,
+            attached: true,
+            was_attached: false,
+            conn: ConnState::Connected { rtt_ms: None },
+            typing: vec![("c2".into(), "bob".into(), Instant::now() + TYPING)],
+            theme: Theme { color: false },
+        };
+        let mut terminal =
+            ratatui::Terminal::new(ratatui::backend::TestBackend::new(90, 5)).unwrap();
+        terminal.draw(|frame| viewer.draw(frame)).unwrap();
+        let buffer = terminal.backend().buffer();
+        let rows: Vec<String> = (0..5)
+            .map(|y| {
+                (0..90)
+                    .map(|x| buffer[(x, y)].symbol())
+                    .collect::<String>()
+                    .trim_end()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(rows[0], "$ make");
+        // The rest of the line and the window stay blank.
+        assert_eq!(rows[1], "ok, built");
+        assert_eq!(rows[2], "");
+        assert_eq!(rows[3], "");
+        assert!(
+            rows[4].starts_with(
+                " r1 · terminal 12×2 · bob is typing · a smaller window sets the size  "
+            ),
+            "{:?}",
+            rows[4]
+        );
+        assert!(rows[4].ends_with("Ctrl+] detach"), "{:?}", rows[4]);
     }
 
     #[test]
