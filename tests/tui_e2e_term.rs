@@ -345,3 +345,29 @@ fn child_of(pid: i32) -> i32 {
         .and_then(|c| c.parse().ok())
         .unwrap_or_else(|| panic!("no child of {pid}"))
 }
+
+#[tokio::test]
+async fn resizing_the_window_resizes_the_shared_terminal() {
+    let (server, _data) = Server::fresh().await;
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(dir.path());
+    let args = format!("term --server {} --room size-term", server.url(""));
+    tmux.start_sized("ann", &client_env(dir.path(), "ann"), &args, (100, 30));
+    tmux.wait("ann", "attached", |s| status(s).contains("terminal 100×29"))
+        .await;
+    tmux.type_text("ann", "stty size");
+    tmux.keys("ann", &["Enter"]);
+    tmux.wait("ann", "the shell's size", |s| s.contains("\n29 100"))
+        .await;
+    tmux.run(&["resize-window", "-t", "=ann:", "-x", "90", "-y", "25"]);
+    tmux.wait("ann", "the new size", |s| {
+        status(s).contains("terminal 90×24")
+    })
+    .await;
+    tmux.type_text("ann", "clear; stty size");
+    tmux.keys("ann", &["Enter"]);
+    tmux.wait("ann", "the shell's new size", |s| {
+        s.lines().any(|l| l == "24 90")
+    })
+    .await;
+}

@@ -295,6 +295,8 @@ async fn attach(params: SocketParams, room: String) -> anyhow::Result<End> {
     terminal.clear()?;
     let (cols, rows) = crossterm::terminal::size()?;
     let mut window = size_for_window(cols, rows);
+    // The size last given to the socket (which re-attaches with it).
+    let mut given = window;
 
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let (socket, socket_task) = socket::spawn(params, events_tx);
@@ -328,6 +330,14 @@ async fn attach(params: SocketParams, room: String) -> anyhow::Result<End> {
             dirty = false;
             last_draw = Some(Instant::now());
         }
+        // A window resized while attaching (or offline) says so once attached.
+        if let Some(term_id) = viewer.term_id().filter(|_| window != given) {
+            socket.send(SocketCommand::TermResize {
+                term_id: term_id.to_string(),
+                size: window,
+            });
+            given = window;
+        }
         let frame_due = last_draw.map(|t| t + FRAME).filter(|_| dirty);
         tokio::select! {
             bytes = stdin.recv() => {
@@ -355,13 +365,7 @@ async fn attach(params: SocketParams, room: String) -> anyhow::Result<End> {
             }
             _ = winch.recv() => {
                 let (cols, rows) = crossterm::terminal::size()?;
-                let now = size_for_window(cols, rows);
-                if now != window {
-                    window = now;
-                    if let Some(term_id) = viewer.term_id() {
-                        socket.send(SocketCommand::TermResize { term_id: term_id.to_string(), size: window });
-                    }
-                }
+                window = size_for_window(cols, rows);
                 dirty = true;
             }
             _ = term.recv() => break End::Signal("SIGTERM"),
