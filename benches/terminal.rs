@@ -18,7 +18,6 @@ use base64::Engine;
 use common::{Server, Ws};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::time::{Duration, Instant};
 
@@ -139,7 +138,7 @@ fn spawn_on_pty(
         ws_ypixel: 0,
     };
     let pair = nix::pty::openpty(Some(&size), None).expect("a pty");
-    let slave = std::fs::File::from(OwnedFd::from(pair.slave));
+    let slave = std::fs::File::from(pair.slave);
     let mut command = std::process::Command::new(program);
     command
         .args(args)

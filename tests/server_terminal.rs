@@ -247,14 +247,20 @@ async fn vim_edits_a_file_of_the_room_and_a_late_viewer_sees_it() {
     ada.type_in("iwritten in vim").await;
     ada.until_screen("written in vim").await;
     let bob = Viewer::attach(&server, "term-vim", "bob", Some((80, 24))).await;
-    assert!(bob.screen.screen().alternate_screen(), "vim is on the alternate screen");
+    assert!(
+        bob.screen.screen().alternate_screen(),
+        "vim is on the alternate screen"
+    );
     assert!(bob.text().contains("written in vim"), "{}", bob.text());
     ada.type_in("\x1b:wq\r").await;
     ada.until_screen("$ ").await;
     let saved = tokio::time::timeout(SCREEN_WAIT, async {
         loop {
             let (_, read) = server
-                .post("/api/rooms/term-vim/sandbox/exec", json!({"cmd": "cat notes.txt"}))
+                .post(
+                    "/api/rooms/term-vim/sandbox/exec",
+                    json!({"cmd": "cat notes.txt"}),
+                )
                 .await;
             if read["result"]["stdout"] == "written in vim\n" {
                 break;
