@@ -243,8 +243,10 @@ async fn vim_edits_a_file_of_the_room_and_a_late_viewer_sees_it() {
     let mut ada = Viewer::attach(&server, "term-vim", "ada", Some((80, 24))).await;
     ada.until_screen("$ ").await;
     ada.type_in("vim notes.txt\r").await;
-    ada.until_screen("notes.txt").await;
+    // vim's own screen (not the echoed command): its new-file message.
+    ada.until_screen("[New]").await;
     ada.type_in("iwritten in vim").await;
+    ada.until_screen("-- INSERT --").await;
     ada.until_screen("written in vim").await;
     let bob = Viewer::attach(&server, "term-vim", "bob", Some((80, 24))).await;
     assert!(
