@@ -456,6 +456,26 @@ async fn bad_requests_are_answered_in_the_protocol_s_shapes() {
 }
 
 #[tokio::test]
+async fn keystrokes_count_in_bytes_not_frames() {
+    let (server, _dir) = Server::fresh().await;
+    let mut ada = Viewer::attach(&server, "term-rate", "ada", Some((400, 24))).await;
+    ada.until_screen("$ ").await;
+    // Three times the frames a socket may send in a second, one key each.
+    ada.type_in("echo ").await;
+    for _ in 0..300 {
+        ada.type_in("k").await;
+    }
+    ada.type_in("-$((300))\r").await;
+    ada.until_screen(&format!("\n{}-300", "k".repeat(300)))
+        .await;
+    assert!(
+        !ada.others.iter().any(|f| f["type"] == "duet_error"),
+        "no frame was refused: {:?}",
+        ada.others
+    );
+}
+
+#[tokio::test]
 async fn the_terminal_is_inside_the_sandbox() {
     let (server, _dir) = Server::fresh().await;
     let (_, exec) = server

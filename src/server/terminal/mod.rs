@@ -25,9 +25,11 @@ use tokio::time::Instant;
 /// Frames buffered per attached socket; one that falls further behind is
 /// sent a fresh snapshot instead.
 const FRAMES_CAPACITY: usize = 256;
-/// Output is sent at once after a quiet spell, else gathered this long
-/// (keystroke echoes go out at once; a flood goes out in few frames).
+/// Bulk output (a flood) is gathered this long into one frame; a little
+/// output (a keystroke's echo, a prompt) goes out at once.
 const GATHER: Duration = Duration::from_millis(4);
+/// What counts as bulk: more than a line or two waiting.
+const BULK: usize = 1024;
 /// The most output one frame carries.
 const FRAME_BYTES: usize = 64 * 1024;
 
@@ -336,7 +338,7 @@ impl Hub {
         self.quiet_since = Instant::now();
         self.pending.extend_from_slice(&bytes);
         let quiet = self.last_sent.is_none_or(|t| t.elapsed() >= GATHER);
-        if quiet || self.pending.len() >= FRAME_BYTES {
+        if quiet || self.pending.len() < BULK || self.pending.len() >= FRAME_BYTES {
             self.flush();
         } else {
             self.pending_since.get_or_insert_with(Instant::now);
