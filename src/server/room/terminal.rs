@@ -62,7 +62,8 @@ impl RoomActor {
                 size,
                 ack,
             } => {
-                if ours(&term_id, &self.terminal) {
+                let wanted = ours(&term_id, &self.terminal);
+                if wanted {
                     self.broadcast(&ServerFrame::Term(TermFrame::Open {
                         term_id: term_id.clone(),
                         by,
@@ -75,7 +76,8 @@ impl RoomActor {
                         rows: size.rows,
                     }));
                 }
-                let _ = ack.send(());
+                // One the room no longer wants (cleaned up meanwhile) ends.
+                let _ = ack.send(wanted);
             }
             TermNews::Resized { term_id, size } => {
                 if ours(&term_id, &self.terminal) {
@@ -102,15 +104,22 @@ impl RoomActor {
         };
         // Idempotent when it has ended already.
         handle.close();
-        let frame = ServerFrame::Term(TermFrame::Exit {
-            term_id: handle.term_id.clone(),
-            exit_code,
-        });
-        let mut out = outgoing(super::frame_text(&frame), None);
-        if let Some(frame) = Arc::get_mut(&mut out) {
-            frame.term_exit = Some(handle.term_id.clone());
+        // One that never started (the sandbox failed) was never announced.
+        let opened = self
+            .terminal_state
+            .as_ref()
+            .is_some_and(|t| t.term_id == handle.term_id);
+        if opened {
+            let frame = ServerFrame::Term(TermFrame::Exit {
+                term_id: handle.term_id.clone(),
+                exit_code,
+            });
+            let mut out = outgoing(super::frame_text(&frame), None);
+            if let Some(frame) = Arc::get_mut(&mut out) {
+                frame.term_exit = Some(handle.term_id.clone());
+            }
+            let _ = self.frames.send(out);
         }
-        let _ = self.frames.send(out);
         self.set_terminal_state(None);
         for reply in self.closing.drain(..) {
             let _ = reply.send(Ok(()));

@@ -54,12 +54,12 @@ pub(crate) struct Attached {
 /// What the room's actor is told by its terminal.
 pub(crate) enum TermNews {
     /// It runs; `ack` once everyone was told (`open`), so that sockets
-    /// attach after the `open` frame.
+    /// attach after the `open` frame; `false`: the room no longer wants it.
     Started {
         term_id: String,
         by: String,
         size: TermSize,
-        ack: oneshot::Sender<()>,
+        ack: oneshot::Sender<bool>,
     },
     Resized {
         term_id: String,
@@ -203,8 +203,9 @@ async fn run(term_id: String, launch: Launch, mut rx: mpsc::UnboundedReceiver<Re
         size,
         ack,
     };
-    if news.send(started).is_err() || acked.await.is_err() {
+    if news.send(started).is_err() || !acked.await.unwrap_or(false) {
         sandbox.term_send(TermRequest::Close);
+        fail_waiting(&mut rx, "the terminal ended");
         return;
     }
     let (frames, _) = broadcast::channel(FRAMES_CAPACITY);
