@@ -1,0 +1,59 @@
+// The client side of the Sandbox SDK's PTY WebSocket (what `terminal()`
+// answers; the container's pty-ws-handler, SDK 0.12.10): output comes as
+// binary frames, input goes as binary frames, resize as the text frame
+// `{"type":"resize","cols","rows"}`; status comes as text frames `ready`,
+// `error {message}` and `exit {code, signal?}`. The room's object holds the
+// socket as a client; a socket that closes ends the terminal for the room.
+
+import type { Pty, PtyEvents, TermSize } from "./types";
+
+/** Holds the socket of a `terminal()` answer; `end` ends the terminal's processes in the sandbox. */
+export function ptyOverSocket(res: Response, events: PtyEvents, end: () => Promise<void>): Pty {
+  const ws = res.webSocket;
+  if (!ws) throw new Error(`the sandbox did not open a terminal (${res.status})`);
+  ws.accept();
+  let over = false;
+  const finish = (code: number | null) => {
+    if (over) return;
+    over = true;
+    events.onExit(code);
+  };
+  ws.addEventListener("message", (m) => {
+    if (over) return;
+    if (typeof m.data !== "string") {
+      events.onData(new Uint8Array(m.data as ArrayBuffer));
+      return;
+    }
+    let status: { type?: unknown; code?: unknown; message?: unknown };
+    try {
+      status = JSON.parse(m.data) as typeof status;
+    } catch {
+      return;
+    }
+    if (status.type === "exit") {
+      finish(typeof status.code === "number" ? status.code : null);
+      ws.close(1000, "the terminal ended");
+    } else if (status.type === "error") {
+      console.error(`the room's terminal: ${String(status.message)}`);
+    }
+  });
+  ws.addEventListener("close", () => finish(null));
+  ws.addEventListener("error", () => finish(null));
+  return {
+    write(bytes: Uint8Array) {
+      if (!over) ws.send(bytes);
+    },
+    resize(size: TermSize) {
+      if (!over) ws.send(JSON.stringify({ type: "resize", cols: size.cols, rows: size.rows }));
+    },
+    async close() {
+      over = true;
+      try {
+        ws.close(1000, "closed");
+      } catch {
+        // already closed
+      }
+      await end();
+    },
+  };
+}
