@@ -225,17 +225,19 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
     return { id };
   }
 
-  /** SDK deleteSession: its terminal ends (term_close on duet serve). */
+  /** SDK deleteSession: its terminal ends (term_close on duet serve, over a socket of its own: the terminal's may be gone). */
   async deleteSession(sessionId: string): Promise<{ success: boolean; sessionId: string; timestamp: string }> {
     const session = this.sessions.get(sessionId);
     this.sessions.delete(sessionId);
     if (session?.termId !== undefined) {
-      const res = await this.socketRpc(session.socket, "term_close", { termId: session.termId });
-      if (!res.success && res.status !== 404) throw new Error(`duet serve's term_close failed: ${rpcError(res)}`);
+      const ws = await this.socket("standin-terminal");
       try {
-        session.socket?.close(1000, "closed");
-      } catch {
-        // already closed
+        const res = await this.socketRpc(ws, "term_close", { termId: session.termId });
+        // 404: it had ended already.
+        if (!res.success && res.status !== 404) throw new Error(`duet serve's term_close failed: ${rpcError(res)}`);
+      } finally {
+        closeQuietly(ws);
+        if (session.socket) closeQuietly(session.socket);
       }
     }
     return { success: true, sessionId, timestamp: new Date().toISOString() };
@@ -272,25 +274,22 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
       over = true;
       this.busy -= 1;
       void this.touch();
-      for (const ws of [pty, upstream]) {
-        try {
-          ws.close(1000, "the terminal ended");
-        } catch {
-          // already closed
-        }
-      }
+      closeQuietly(pty);
+      closeQuietly(upstream);
     };
     upstream.addEventListener("message", (m) => {
       const frame = parseFrame(m.data);
       if (frame?.type !== "duet_term" || frame.termId !== termId) return;
-      if (frame.phase === "data") {
-        pty.send(fromBase64(String(frame.data)));
-      } else if (frame.phase === "exit") {
-        pty.send(JSON.stringify({ type: "exit", code: frame.exitCode }));
-        end();
+      try {
+        if (frame.phase === "data") pty.send(fromBase64(String(frame.data)));
+        else if (frame.phase === "exit") pty.send(JSON.stringify({ type: "exit", code: frame.exitCode }));
+      } catch {
+        // The client went: end() follows.
       }
+      if (frame.phase === "exit") end();
     });
     pty.addEventListener("message", (m) => {
+      if (over) return;
       if (typeof m.data !== "string") {
         upstream.send(JSON.stringify({ type: "duet_term_input", termId, data: toBase64(new Uint8Array(m.data as ArrayBuffer)) }));
         return;
@@ -310,8 +309,7 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
   }
 
   /** An rpc over `ws` to duet serve, and its answer frame. */
-  private socketRpc(ws: WebSocket | undefined, method: string, args: object): Promise<Record<string, any>> {
-    if (!ws) return Promise.resolve({ success: false, status: 404, error: "no socket" });
+  private socketRpc(ws: WebSocket, method: string, args: object): Promise<Record<string, any>> {
     const id = `${method}-${crypto.randomUUID().slice(0, 8)}`;
     return new Promise((resolve) => {
       const listen = (m: MessageEvent) => {
@@ -322,7 +320,11 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
       };
       ws.addEventListener("message", listen);
       ws.addEventListener("close", () => resolve({ success: false, error: "the socket to duet serve closed" }));
-      ws.send(JSON.stringify({ type: "rpc", id, method, args: [args] }));
+      try {
+        ws.send(JSON.stringify({ type: "rpc", id, method, args: [args] }));
+      } catch (e) {
+        resolve({ success: false, error: `the socket to duet serve is closed: ${String(e)}` });
+      }
     });
   }
 
@@ -522,6 +524,14 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
   private room(): string {
     if (!this.name) throw new Error("the stand-in sandbox has no name: reach it through getSandbox");
     return this.name;
+  }
+}
+
+function closeQuietly(ws: WebSocket): void {
+  try {
+    ws.close(1000, "closed");
+  } catch {
+    // already closed
   }
 }
 
