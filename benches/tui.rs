@@ -97,6 +97,7 @@ fn app_of(messages: Vec<DuetMessage>) -> App {
     app.update(Msg::Socket(duet::client::socket::SocketEvent::Frame(
         Box::new(ServerFrame::State {
             state: RoomState {
+                terminal: None,
                 messages,
                 execs: vec![],
                 shell: None,

@@ -387,6 +387,7 @@ fn a_cleaned_up_room_shows_just_its_cleanup_record() {
     app.update(frame(ServerFrame::Cleanup { by: "bob".into() }));
     app.update(frame(ServerFrame::State {
         state: RoomState {
+            terminal: None,
             messages: vec![record_msg(
                 3,
                 Event::Cleanup { by: "bob".into() },
@@ -525,6 +526,7 @@ fn the_status_bar_shows_the_shells_directory_and_its_reset() {
     app.update(presence(&[("c-ada", "ada"), ("c-bob", "bob")]));
     app.update(frame(ServerFrame::State {
         state: RoomState {
+            terminal: None,
             messages: vec![],
             execs: vec![],
             shell: Some(ShellState {

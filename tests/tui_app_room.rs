@@ -154,10 +154,12 @@ fn typing_shows_for_a_while_and_not_for_oneself() {
     app.update(frame(ServerFrame::Typing {
         id: "c-bob".into(),
         name: "bob".into(),
+        term_id: None,
     }));
     app.update(frame(ServerFrame::Typing {
         id: "c-ada".into(),
         name: "ada".into(),
+        term_id: None,
     }));
     assert_eq!(app.typing.len(), 1);
     assert_eq!(app.next_wake(), Some(T0 + TYPING_MS));

@@ -102,6 +102,7 @@ fn the_agent_streaming_with_someone_typing() {
     app.update(frame(ServerFrame::Typing {
         id: "c-bob".into(),
         name: "bob".into(),
+        term_id: None,
     }));
     snap_all("streaming", &mut app);
 }

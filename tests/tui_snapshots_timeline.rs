@@ -57,6 +57,7 @@ fn pairing_room() -> App {
     };
     app.update(frame(ServerFrame::State {
         state: RoomState {
+            terminal: None,
             messages: vec![
                 msg(
                     1,

@@ -105,6 +105,11 @@ pub trait TurnHost: Send + Sync + 'static {
     /// Run one command in the room's sandbox as the agent, streaming
     /// `duet_exec` frames with `source: "agent"`; resolves when it ended.
     fn run(&self, cmd: String) -> BoxFuture<Run>;
+    /// The room's shared terminal as it looks now (its size and screen as
+    /// text), when one runs.
+    fn terminal_screen(&self) -> BoxFuture<Option<(crate::protocol::TermSize, String)>> {
+        Box::pin(async { None })
+    }
 }
 
 /// What a turn produced: the agent message's text and runs.

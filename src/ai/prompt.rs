@@ -85,6 +85,27 @@ fn agent_turn(message: &DuetMessage) -> Vec<ChatMessage> {
     out
 }
 
+/// Puts the room's terminal screen before the question (the last message),
+/// so "what went wrong in the terminal?" can be answered.
+pub(crate) fn add_terminal(
+    conversation: &mut Vec<ChatMessage>,
+    size: crate::protocol::TermSize,
+    screen: &str,
+) {
+    let shown = if screen.trim().is_empty() {
+        "(the screen is empty)"
+    } else {
+        screen
+    };
+    let note = format!(
+        "[the room's terminal, {}x{}: its screen now, as text]\n{shown}",
+        size.cols, size.rows
+    );
+    let at = conversation.len().saturating_sub(1).max(1);
+    let at = at.min(conversation.len());
+    conversation.insert(at, ChatMessage::new(ChatRole::User, note));
+}
+
 /// What the model is told after a round: each command's exit code and
 /// output, and that it may go on.
 pub(crate) fn results_note(runs: &[Run]) -> String {

@@ -76,6 +76,9 @@ impl Turn {
             () = self.cancel.cancelled() => return Err(self.fail(cancelled())),
         };
         let mut conversation = prompt::conversation(&history);
+        if let Some((size, screen)) = self.host.terminal_screen().await {
+            prompt::add_terminal(&mut conversation, size, &screen);
+        }
         for round in 0..self.steps.max(1) {
             if round > 0 {
                 self.emit(AiPhase::Start, None, None);

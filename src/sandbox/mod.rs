@@ -13,6 +13,7 @@ pub use policy::Policy;
 
 pub use crate::support::BoxFuture;
 
+use crate::protocol::TermSize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,9 +23,8 @@ pub type OnOutput = Box<dyn FnMut(Chunk) + Send>;
 
 /// One room's sandbox.
 ///
-/// Capabilities to come (a shared terminal, background processes and
-/// ports) are further methods here, each answering `Unsupported` from a
-/// backend that lacks them.
+/// Capabilities to come (background processes and ports) are further
+/// methods here, each answering `Unsupported` from a backend that lacks them.
 pub trait Sandbox: Send + Sync + 'static {
     /// Queues a command behind those queued before it (at the call, not
     /// when the future is first polled); its output streams to
@@ -66,6 +66,37 @@ pub trait Sandbox: Send + Sync + 'static {
     /// gone, and the next command starts a fresh one in `/workspace`.
     /// Cancel-safe: a stop while nobody waits is kept for the next call.
     fn stopped(&self) -> BoxFuture<()>;
+
+    /// Opens the room's shared terminal (starting the sandbox if need be):
+    /// its output and its end come on the receiver, which ends after
+    /// `TermEvent::Exit`. While it runs the sandbox does not stop for being
+    /// idle.
+    fn term_open(&self, size: TermSize) -> BoxFuture<Result<TermEvents, SandboxError>>;
+
+    /// Sends the terminal these bytes, its new size, or its end (nothing
+    /// when none runs).
+    fn term_send(&self, request: TermRequest);
+}
+
+/// The terminal's output and end, as they come.
+pub type TermEvents = tokio::sync::mpsc::Receiver<TermEvent>;
+
+/// What the shared terminal says.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TermEvent {
+    /// Bytes, exactly as the programs wrote them.
+    Output(Vec<u8>),
+    /// It ended: its shell's exit code (`None`: closed or killed), or why
+    /// it could not start.
+    Exit(Option<i32>, Option<String>),
+}
+
+/// What the server tells the shared terminal.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TermRequest {
+    Input(Vec<u8>),
+    Resize(TermSize),
+    Close,
 }
 
 /// Which room a sandbox is for: its id and the names kept with the room

@@ -83,6 +83,11 @@ impl ApiError {
         }
     }
 
+    /// 404 for a thing an rpc names that is not there, naming the field.
+    pub(crate) fn not_found(error: &str, field: &str, message: impl Into<String>) -> Self {
+        Self::one_detail(StatusCode::NOT_FOUND, error, field, message, None)
+    }
+
     /// 403 naming why in `details.FIELD` (a browser, a role).
     pub(crate) fn forbidden(field: &str, message: impl Into<String>) -> Self {
         Self::one_detail(StatusCode::FORBIDDEN, "forbidden", field, message, None)

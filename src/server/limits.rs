@@ -165,6 +165,12 @@ impl FrameRates {
         frames.take(1.0).map_err(|wait| {
             ApiError::rate_limited(wait, format!("at most {rate} frames per second per socket"))
         })?;
+        self.admit_bytes(len)
+    }
+
+    /// Admits `len` bytes that count as no frame (terminal input: a
+    /// keystroke is a frame), or answers 429.
+    pub(crate) fn admit_bytes(&mut self, len: usize) -> Result<(), ApiError> {
         let (rate, bytes) = &mut self.bytes;
         bytes.take(len as f64).map_err(|wait| {
             ApiError::rate_limited(wait, format!("at most {rate} bytes per second per socket"))

@@ -11,6 +11,7 @@ mod registry;
 mod room;
 mod router;
 mod store;
+mod terminal;
 mod ws;
 
 use crate::cli::ServeArgs;
@@ -149,6 +150,7 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
         limits,
         shutdown: shutdown.clone(),
         room_idle: std::time::Duration::from_secs(args.room_idle_secs),
+        terminal_idle: std::time::Duration::from_secs(args.terminal_idle_secs),
         rooms: Default::default(),
     });
     let app = Arc::new(router::App {

@@ -25,6 +25,8 @@ pub(crate) struct Shared {
     pub(crate) shutdown: CancellationToken,
     /// A room idle this long unloads (its history and files stay).
     pub(crate) room_idle: Duration,
+    /// A shared terminal unattached and silent this long is closed.
+    pub(crate) terminal_idle: Duration,
     /// The rooms loaded now, by id.
     pub(crate) rooms: Mutex<HashMap<String, RoomHandle>>,
 }

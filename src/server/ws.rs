@@ -10,6 +10,8 @@ use super::limits::{FrameRates, OpRates, SocketCount, SocketSlot};
 use super::ops::{self, Method};
 use super::room::{Joined, OutFrame, Outgoing, RoomHandle, frame_text, send_frame};
 use super::router::App;
+use super::terminal::socket::{Feed, TermSide};
+use super::terminal::{Attached, TermHandle};
 use crate::protocol::{AGENT_NAME, PresenceUser, RpcAnswer, ServerFrame, name_problem, now_ms};
 use axum::Extension;
 use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
@@ -21,6 +23,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
+
+mod term;
 
 /// How often the server pings.
 const PING_EVERY: Duration = Duration::from_secs(20);
@@ -127,6 +131,8 @@ pub(crate) async fn socket(
                 room,
                 handle,
                 last_typing: None,
+                last_term_typing: None,
+                term: TermSide::default(),
                 frame_rates: FrameRates::new(&limits),
                 op_rates: OpRates::new(
                     "per socket",
@@ -139,11 +145,14 @@ pub(crate) async fn socket(
         })
 }
 
-/// An rpc's answer for the client, and the socket's new name when it
-/// was a `rename` that succeeded.
+/// An rpc's answer for the client (none for a re-attach after falling
+/// behind), the socket's new name when it was a `rename` that succeeded,
+/// and the terminal it attached to when it was a `term_open`.
+#[derive(Default)]
 struct Answered {
-    text: Utf8Bytes,
+    text: Option<Utf8Bytes>,
     renamed: Option<String>,
+    attached: Option<(TermHandle, Attached)>,
 }
 
 /// One client's connection to a room.
@@ -157,6 +166,10 @@ struct Connection {
     room: String,
     handle: RoomHandle,
     last_typing: Option<Instant>,
+    /// When typing into the terminal was last relayed.
+    last_term_typing: Option<Instant>,
+    /// The shared terminal, when this socket attached to it.
+    term: TermSide,
     /// Frames and bytes this socket sends per second.
     frame_rates: FrameRates,
     /// Messages and commands this socket asks for per minute.
@@ -208,6 +221,7 @@ impl Connection {
         if ok {
             self.serve(&mut socket, &mut frames, &shutdown).await;
         }
+        self.term.detach(self.number, None);
         self.handle.leave(self.number).await;
     }
 
@@ -259,7 +273,15 @@ impl Connection {
                     }
                     Err(broadcast::error::RecvError::Closed) => return,
                 },
-                Some(Answered { text, renamed }) = answered.recv() => {
+                feed = self.term.next() => match feed {
+                    Feed::Send(text) => Some(Message::Text(text)),
+                    Feed::Ended(text) => text.map(Message::Text),
+                    Feed::Behind(handle) => {
+                        self.reattach(handle, &answers);
+                        None
+                    }
+                },
+                Some(Answered { text, renamed, attached }) = answered.recv() => {
                     // Frames read after the client has this answer carry the new name.
                     if let Some(name) = renamed {
                         self.caller.name = Some(name.clone());
@@ -282,7 +304,19 @@ impl Connection {
                             Err(broadcast::error::TryRecvError::Closed) => return,
                         }
                     }
-                    Some(Message::Text(text))
+                    if let Some((handle, attached)) = attached {
+                        // The answer, then the screen, then what comes.
+                        let snapshot = attached.snapshot.clone();
+                        self.term.attach(handle, attached);
+                        if let Some(text) = text
+                            && !send(socket, Message::Text(text)).await
+                        {
+                            return;
+                        }
+                        Some(Message::Text(snapshot))
+                    } else {
+                        text.map(Message::Text)
+                    }
                 }
                 _ = ping.tick() => {
                     if last_seen.elapsed() > SILENT_LIMIT {
@@ -302,8 +336,16 @@ impl Connection {
 
     /// Sends this connection its part of a room frame; `false` means drop
     /// the connection.
-    async fn forward(&self, socket: &mut WebSocket, frame: &OutFrame) -> bool {
+    async fn forward(&mut self, socket: &mut WebSocket, frame: &OutFrame) -> bool {
         if frame.skip == Some(self.number) {
+            return true;
+        }
+        if let Some(term_id) = &frame.term_exit {
+            for text in self.term.room_exit(term_id, &frame.text) {
+                if !send(socket, Message::Text(text)).await {
+                    return false;
+                }
+            }
             return true;
         }
         for text in frame.texts(self.peer.deltas) {
@@ -316,8 +358,20 @@ impl Connection {
 
     /// Handles a client's text frame; returns a frame for this client alone.
     fn on_text(&mut self, text: &str, answers: &mpsc::Sender<Answered>) -> Option<Utf8Bytes> {
-        let over = self.frame_rates.admit(text.len()).err();
-        let value: Value = match serde_json::from_str(text) {
+        let parsed = serde_json::from_str::<Value>(text);
+        // Terminal input counts in bytes only: a keystroke is a frame.
+        let terminal = parsed.as_ref().is_ok_and(|v| {
+            matches!(
+                v.get("type").and_then(Value::as_str),
+                Some("duet_term_input" | "duet_term_resize")
+            )
+        });
+        let over = if terminal {
+            self.frame_rates.admit_bytes(text.len()).err()
+        } else {
+            self.frame_rates.admit(text.len()).err()
+        };
+        let value: Value = match parsed {
             Ok(v) => v,
             Err(_) if over.is_some() => return over.map(limited_frame),
             Err(e) => return Some(error_frame(format!("the frame is not JSON: {e}"))),
@@ -345,6 +399,7 @@ impl Connection {
                 }
                 None
             }
+            "duet_term_input" | "duet_term_resize" => self.term_frame(value),
             "cf_agent_state" => Some(frame_text(&ServerFrame::StateError {
                 error: "Connection is readonly".into(),
             })),
@@ -358,6 +413,11 @@ impl Connection {
         let Some(id) = value.get("id").cloned() else {
             return Some(error_frame("an rpc frame needs an \"id\""));
         };
+        if let Some(method) = value.get("method").and_then(Value::as_str)
+            && term::TERM_METHODS.contains(&method)
+        {
+            return self.term_rpc(method, id, &value, answers);
+        }
         let parsed = rpc_request(&value, self.caller.clone()).and_then(|request| {
             self.op_rates
                 .admit(request.op.method())
@@ -378,22 +438,28 @@ impl Connection {
             let answer = match handle.perform(request).await {
                 // The body keeps its field order: spliced in, not re-parsed.
                 Ok(reply) => Answered {
-                    text: Utf8Bytes::from(format!(
-                        r#"{{"type":"rpc","id":{},"success":true,"result":{},"done":true}}"#,
-                        serde_json::to_string(&id).unwrap_or_else(|_| "null".into()),
-                        reply.body
-                    )),
+                    text: Some(success_text(&id, &reply.body)),
                     renamed: new_name,
+                    attached: None,
                 },
                 Err(e) => Answered {
-                    text: frame_text(&ServerFrame::Rpc(failure(e).with_id(id))),
-                    renamed: None,
+                    text: Some(frame_text(&ServerFrame::Rpc(failure(e).with_id(id)))),
+                    ..Answered::default()
                 },
             };
             let _ = answers.send(answer).await;
         });
         None
     }
+}
+
+/// A successful rpc answer around `body` (JSON text).
+fn success_text(id: &Value, body: &str) -> Utf8Bytes {
+    Utf8Bytes::from(format!(
+        r#"{{"type":"rpc","id":{},"success":true,"result":{},"done":true}}"#,
+        serde_json::to_string(id).unwrap_or_else(|_| "null".into()),
+        body
+    ))
 }
 
 /// The `duet_error` of a frame over this socket's rates.
@@ -434,21 +500,7 @@ fn rpc_request(value: &Value, caller: Caller) -> Result<ops::Request, Failure> {
     let Some(name) = value.get("method").and_then(Value::as_str) else {
         return Err(failure(ApiError::field("method", "must be a string")));
     };
-    let empty = Map::new();
-    let obj = match value.get("args") {
-        None | Some(Value::Null) => &empty,
-        Some(Value::Array(args)) => match args.first() {
-            None | Some(Value::Null) => &empty,
-            Some(Value::Object(obj)) => obj,
-            Some(_) => {
-                return Err(failure(ApiError::field(
-                    "args",
-                    "args[0] must be an object",
-                )));
-            }
-        },
-        Some(_) => return Err(failure(ApiError::field("args", "must be an array"))),
-    };
+    let obj = &rpc_args(value)?;
     let Ok(method) = name.parse::<Method>() else {
         // Just the error: no status, no details.
         return Err(Failure(Box::new(RpcAnswer {
@@ -463,6 +515,22 @@ fn rpc_request(value: &Value, caller: Caller) -> Result<ops::Request, Failure> {
         })));
     };
     ops::parse(method, obj, Default::default(), caller).map_err(failure)
+}
+
+/// An rpc's `args[0]`: an object, or nothing (`{}`).
+fn rpc_args(value: &Value) -> Result<Map<String, Value>, Failure> {
+    match value.get("args") {
+        None | Some(Value::Null) => Ok(Map::new()),
+        Some(Value::Array(args)) => match args.first() {
+            None | Some(Value::Null) => Ok(Map::new()),
+            Some(Value::Object(obj)) => Ok(obj.clone()),
+            Some(_) => Err(failure(ApiError::field(
+                "args",
+                "args[0] must be an object",
+            ))),
+        },
+        Some(_) => Err(failure(ApiError::field("args", "must be an array"))),
+    }
 }
 
 /// Ends a socket whose client broke the protocol. Invalid UTF-8 in a text

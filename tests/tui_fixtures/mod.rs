@@ -109,6 +109,7 @@ pub fn agent_msg(id: u32, text: &str, runs: Option<Vec<Run>>) -> DuetMessage {
 pub fn state(messages: Vec<DuetMessage>, execs: Vec<ExecRecord>) -> Msg {
     frame(ServerFrame::State {
         state: RoomState {
+            terminal: None,
             messages,
             execs,
             shell: None,

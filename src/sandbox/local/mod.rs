@@ -13,6 +13,7 @@ pub mod disk;
 pub mod files;
 mod helper;
 mod procs;
+mod pty;
 mod seccomp;
 mod session;
 pub mod shell;
@@ -23,8 +24,9 @@ mod worker;
 use super::files::FileError;
 pub(crate) use super::{
     BoxFuture, Chunk, ExecOutcome, ExecSpec, Network, OnOutput, RestartReason, Sandbox,
-    SandboxError, SandboxFactory, SandboxId, ShellRestart,
+    SandboxError, SandboxFactory, SandboxId, ShellRestart, TermEvent, TermEvents, TermRequest,
 };
+use crate::protocol::TermSize;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -196,6 +198,8 @@ pub struct RoomSandbox {
     pending: Arc<AtomicUsize>,
     /// Told by the worker when the sandbox stopped for being idle.
     stopped: Arc<tokio::sync::Notify>,
+    /// The shared terminal's events, while one runs.
+    terminal: Arc<worker::TermSlot>,
     place: Arc<SandboxPlace>,
     limits: Arc<Limits>,
 }
@@ -211,19 +215,21 @@ impl RoomSandbox {
         let place = Arc::new(place);
         let pending = Arc::new(AtomicUsize::new(0));
         let stopped = Arc::new(tokio::sync::Notify::new());
-        tokio::spawn(worker::run(
-            place.clone(),
-            limits.clone(),
-            pending.clone(),
-            stopped.clone(),
-            jobs_rx,
-            control_rx,
-        ));
+        let terminal = Arc::new(worker::TermSlot::default());
+        let shared = worker::Shared {
+            place: place.clone(),
+            limits: limits.clone(),
+            pending: pending.clone(),
+            stopped: stopped.clone(),
+            terminal: terminal.clone(),
+        };
+        tokio::spawn(worker::run(shared, jobs_rx, control_rx));
         RoomSandbox {
             jobs,
             control,
             pending,
             stopped,
+            terminal,
             place,
             limits,
         }
@@ -450,13 +456,26 @@ impl Sandbox for RoomSandbox {
     }
 
     fn busy(&self) -> bool {
-        self.pending.load(Ordering::SeqCst) > 0
+        self.pending.load(Ordering::SeqCst) > 0 || self.terminal.running()
     }
 
     fn stopped(&self) -> BoxFuture<()> {
         // One waiter (the room): a stop nobody awaited is kept as a permit.
         let stopped = self.stopped.clone();
         Box::pin(async move { stopped.notified().await })
+    }
+
+    fn term_open(&self, size: TermSize) -> BoxFuture<Result<TermEvents, SandboxError>> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let sent = self.control.send(Control::TermOpen { size, reply });
+        Box::pin(async move {
+            sent.map_err(|_| SandboxError::Destroyed)?;
+            answer.await.map_err(|_| SandboxError::Destroyed)?
+        })
+    }
+
+    fn term_send(&self, request: TermRequest) {
+        let _ = self.control.send(Control::Term(request));
     }
 }
 

@@ -50,6 +50,12 @@ const DENIED: &[i64] = &[
     libc::SYS_syslog,
 ];
 
+/// `ioctl` requests refused: TIOCSTI pushes bytes into a terminal's input
+/// (a command could type into the shared terminal, around any approval),
+/// TIOCLINUX reaches the console's selection and keyboard.
+#[allow(clippy::unnecessary_cast)] // c_ulong here, c_int on other libcs
+const DENIED_IOCTLS: &[u64] = &[libc::TIOCSTI as u64, libc::TIOCLINUX as u64];
+
 /// `clone` flags that would make new namespaces.
 const NAMESPACE_FLAGS: &[i32] = &[
     libc::CLONE_NEWUSER,
@@ -66,7 +72,7 @@ fn arch() -> Result<TargetArch, String> {
 }
 
 /// The two filters: EPERM for the denied calls (and `clone` into new
-/// namespaces), ENOSYS for `clone3`, whose flags a filter cannot read, so
+/// namespaces, and the denied `ioctl`s), ENOSYS for `clone3`, whose flags a filter cannot read, so
 /// that libc falls back to `clone`.
 pub fn programs() -> Result<Vec<BpfProgram>, String> {
     let err = |e: seccompiler::BackendError| e.to_string();
@@ -87,6 +93,16 @@ pub fn programs() -> Result<Vec<BpfProgram>, String> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(err)?;
     rules.insert(libc::SYS_clone, clone_rules);
+    // The request is an int to the kernel: only its low 32 bits count.
+    let ioctl_rules = DENIED_IOCTLS
+        .iter()
+        .map(|&request| {
+            SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, request)
+                .and_then(|c| SeccompRule::new(vec![c]))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(err)?;
+    rules.insert(libc::SYS_ioctl, ioctl_rules);
     let deny = SeccompFilter::new(
         rules,
         SeccompAction::Allow,

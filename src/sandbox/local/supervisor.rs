@@ -4,12 +4,14 @@
 //! poll-driven: it runs in a process forked from the helper.
 
 use super::procs::{command_alive, kill_command, list_processes};
+use super::pty::{Pty, Pumped};
 use super::session::{
     Shell, bring_up_loopback, forget_state, next_cwd, random_hex, read_available, set_nonblocking,
     start_shell, wait_briefly,
 };
 use super::shell;
-use super::wire::{self, Done, Request};
+use super::wire::{self, Done, Request, TermExit};
+use crate::protocol::TermSize;
 use crate::sandbox::{RestartReason, ShellRestart};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use std::collections::HashSet;
@@ -99,6 +101,8 @@ struct Supervisor {
     /// When orphans were last reaped: a scan of /proc, kept off the path
     /// of every output wake-up.
     last_reap: Instant,
+    /// The room's shared terminal, while it runs.
+    terminal: Option<Pty>,
 }
 
 impl Supervisor {
@@ -113,18 +117,21 @@ impl Supervisor {
             requests: Vec::new(),
             out,
             last_reap: Instant::now(),
+            terminal: None,
         })
     }
 
     fn serve(&mut self) -> io::Result<()> {
         set_nonblocking(0)?;
         loop {
-            let timeout = if self.current.is_some() { 20u16 } else { 1000 };
+            let clock = self.current.is_some() || self.terminal.as_ref().is_some_and(Pty::closing);
+            let timeout = if clock { 20u16 } else { 1000 };
             self.wait(PollTimeout::from(timeout))?;
             if !self.read_requests()? {
                 return Ok(()); // the server is gone
             }
             self.pump()?;
+            self.pump_terminal()?;
             self.reap();
         }
     }
@@ -148,6 +155,13 @@ impl Supervisor {
         }
         for orphan in &self.orphans {
             fds.push(PollFd::new(orphan.as_fd(), PollFlags::POLLIN));
+        }
+        if let Some(term) = &self.terminal {
+            let mut flags = PollFlags::POLLIN;
+            if term.wants_write() {
+                flags |= PollFlags::POLLOUT;
+            }
+            fds.push(PollFd::new(term.fd(), flags));
         }
         match poll(&mut fds, timeout) {
             Ok(_) | Err(nix::errno::Errno::EINTR) => Ok(()),
@@ -222,8 +236,81 @@ impl Supervisor {
                     run.hard_kill_at = Some(Instant::now() + INTERRUPT_GRACE);
                 }
             }
+            Request::TermOpen { cols, rows } => self.open_terminal(TermSize { cols, rows })?,
+            Request::TermInput { data } => {
+                use base64::Engine;
+                match base64::engine::general_purpose::STANDARD.decode(data) {
+                    Ok(bytes) => {
+                        if let Some(term) = &mut self.terminal {
+                            term.input(&bytes);
+                        }
+                    }
+                    Err(e) => eprintln!("duet sandbox: bad terminal input: {e}"),
+                }
+            }
+            Request::TermResize { cols, rows } => {
+                if let Some(term) = &mut self.terminal {
+                    term.resize(TermSize { cols, rows });
+                }
+            }
+            Request::TermClose => {
+                if let Some(term) = &mut self.terminal {
+                    term.close();
+                }
+            }
         }
         Ok(())
+    }
+
+    /// Starts the shared terminal unless one runs; a failure is its exit.
+    fn open_terminal(&mut self, size: TermSize) -> io::Result<()> {
+        if self.terminal.is_some() {
+            return Ok(());
+        }
+        match Pty::open(size) {
+            Ok(term) => {
+                // A command running now must not take the terminal with it
+                // when it is killed: its shell counts as older than it.
+                if let Some(run) = &mut self.current {
+                    run.snapshot.insert(term.pid());
+                }
+                self.terminal = Some(term);
+                Ok(())
+            }
+            Err(e) => self.send_term_exit(&TermExit {
+                exit_code: None,
+                error: Some(format!("the terminal could not start: {e}")),
+            }),
+        }
+    }
+
+    /// Relays the terminal's output and reports its end.
+    fn pump_terminal(&mut self) -> io::Result<()> {
+        let Some(term) = &mut self.terminal else {
+            return Ok(());
+        };
+        // One read per round (bounded), so a flood of output never starves
+        // the commands.
+        match term.pump() {
+            Pumped::Output(bytes) => {
+                for chunk in bytes.chunks(64 * 1024) {
+                    wire::write_frame(&mut self.out, wire::TERM_DATA, chunk)?;
+                }
+                Ok(())
+            }
+            Pumped::Exited(exit_code) => {
+                self.terminal = None;
+                self.send_term_exit(&TermExit {
+                    exit_code,
+                    error: None,
+                })
+            }
+        }
+    }
+
+    fn send_term_exit(&mut self, exit: &TermExit) -> io::Result<()> {
+        let bytes = serde_json::to_vec(exit).map_err(io::Error::other)?;
+        wire::write_frame(&mut self.out, wire::TERM_EXIT, &bytes)
     }
 
     fn start(
@@ -415,9 +502,11 @@ impl Supervisor {
         }
         self.last_reap = Instant::now();
         let shell_pid = self.shell.child.id() as i32;
+        // The terminal's shell is collected by its `Child` too.
+        let term_pid = self.terminal.as_ref().map(Pty::pid);
         let procs = list_processes();
         for (pid, info) in procs {
-            if info.zombie && pid != shell_pid && info.ppid == 1 {
+            if info.zombie && pid != shell_pid && Some(pid) != term_pid && info.ppid == 1 {
                 let pid = nix::unistd::Pid::from_raw(pid);
                 let _ = nix::sys::wait::waitpid(pid, Some(nix::sys::wait::WaitPidFlag::WNOHANG));
             }

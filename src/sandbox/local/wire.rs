@@ -49,6 +49,24 @@ pub enum Request {
     /// Stop the running command: SIGINT then SIGKILL 2 s later, or SIGKILL
     /// at once when `hard`.
     Interrupt { hard: bool },
+    /// Open the shared terminal (when none runs).
+    TermOpen { cols: u16, rows: u16 },
+    /// Bytes for the terminal, base64.
+    TermInput { data: String },
+    /// The terminal's new size.
+    TermResize { cols: u16, rows: u16 },
+    /// End the terminal.
+    TermClose,
+}
+
+/// How the terminal ended (the `TERM_EXIT` payload).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TermExit {
+    pub exit_code: Option<i32>,
+    /// Set when it could not start.
+    #[serde(default)]
+    pub error: Option<String>,
 }
 
 /// How a command ended, as the supervisor saw it.
@@ -73,6 +91,10 @@ pub const READY: u8 = 1;
 pub const STDOUT: u8 = 2;
 pub const STDERR: u8 = 3;
 pub const DONE: u8 = 4;
+/// The terminal's output bytes.
+pub const TERM_DATA: u8 = 5;
+/// The terminal ended (JSON `TermExit`).
+pub const TERM_EXIT: u8 = 6;
 
 /// Largest frame payload either side accepts.
 pub const MAX_FRAME: usize = 4 * 1024 * 1024;

@@ -6,8 +6,9 @@
 use super::wire::{self, Done, Request, Setup};
 use super::{
     Chunk, ExecOutcome, ExecSpec, Limits, RestartReason, SandboxError, SandboxPlace, ShellRestart,
+    TermEvent, TermEvents, TermRequest,
 };
-use crate::protocol::WORKSPACE;
+use crate::protocol::{TermSize, WORKSPACE};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -33,6 +34,46 @@ pub(super) enum Control {
     Destroy {
         reply: oneshot::Sender<Result<(), String>>,
     },
+    /// Open the shared terminal (starting the sandbox if need be).
+    TermOpen {
+        size: TermSize,
+        reply: oneshot::Sender<Result<TermEvents, SandboxError>>,
+    },
+    /// Input, a resize or the close for the terminal.
+    Term(TermRequest),
+}
+
+/// Where the terminal's events go while one runs; shared by the worker
+/// (which opens it), the reader of the supervisor's frames (which ends it)
+/// and the sandbox handle (a running terminal keeps the room busy).
+#[derive(Default)]
+pub(super) struct TermSlot {
+    sender: std::sync::Mutex<Option<mpsc::Sender<TermEvent>>>,
+}
+
+impl TermSlot {
+    /// Whether a terminal runs.
+    pub(super) fn running(&self) -> bool {
+        self.sender.lock().map(|s| s.is_some()).unwrap_or(false)
+    }
+
+    fn sender(&self) -> Option<mpsc::Sender<TermEvent>> {
+        self.sender.lock().ok()?.clone()
+    }
+
+    fn set(&self, sender: Option<mpsc::Sender<TermEvent>>) {
+        if let Ok(mut slot) = self.sender.lock() {
+            *slot = sender;
+        }
+    }
+
+    /// Tells the terminal's owner it ended, once.
+    async fn end(&self, exit_code: Option<i32>, error: Option<String>) {
+        let sender = self.sender.lock().ok().and_then(|mut s| s.take());
+        if let Some(sender) = sender {
+            let _ = sender.send(TermEvent::Exit(exit_code, error)).await;
+        }
+    }
 }
 
 /// What the supervisor said.
@@ -46,6 +87,8 @@ struct Process {
     child: Child,
     stdin: ChildStdin,
     events: mpsc::Receiver<Event>,
+    /// Ended when the sandbox stops (its reader may see that later).
+    terminal: Arc<TermSlot>,
 }
 
 /// Time a sandbox gets to report that it is ready.
@@ -53,17 +96,30 @@ const START_TIMEOUT: Duration = Duration::from_secs(15);
 /// Slack beyond a command's timeout before the sandbox counts as wedged.
 const WEDGE_SLACK: Duration = Duration::from_secs(10);
 
-/// Serves one room's sandbox until its last handle is dropped; `pending`
-/// counts the commands queued or running; `stopped` is told when the
-/// sandbox stops for being idle.
+/// What one room's worker shares with its handle.
+pub(super) struct Shared {
+    pub place: Arc<SandboxPlace>,
+    pub limits: Arc<Limits>,
+    /// Commands queued or running.
+    pub pending: Arc<AtomicUsize>,
+    /// Told when the sandbox stops for being idle.
+    pub stopped: Arc<Notify>,
+    pub terminal: Arc<TermSlot>,
+}
+
+/// Serves one room's sandbox until its last handle is dropped.
 pub(super) async fn run(
-    place: Arc<SandboxPlace>,
-    limits: Arc<Limits>,
-    pending: Arc<AtomicUsize>,
-    stopped: Arc<Notify>,
+    shared: Shared,
     mut jobs: mpsc::UnboundedReceiver<Job>,
     mut control: mpsc::UnboundedReceiver<Control>,
 ) {
+    let Shared {
+        place,
+        limits,
+        pending,
+        stopped,
+        terminal,
+    } = shared;
     let mut process: Option<Process> = None;
     loop {
         let idle = tokio::time::sleep(limits.idle_stop);
@@ -73,7 +129,8 @@ pub(super) async fn run(
             biased;
             job = jobs.recv() => {
                 let Some(job) = job else { break };
-                run_job(&place, &limits, &mut process, job, &mut control, &mut jobs, &pending).await;
+                let queue = Queue { control: &mut control, jobs: &mut jobs, pending: &pending, terminal: &terminal };
+                run_job(&place, &limits, &mut process, job, queue).await;
                 pending.fetch_sub(1, Ordering::SeqCst);
             }
             ctl = control.recv() => match ctl {
@@ -83,8 +140,25 @@ pub(super) async fn run(
                     let result = destroy(&place, &mut process, &mut jobs, &pending).await;
                     let _ = reply.send(result);
                 }
+                Some(Control::TermOpen { size, reply }) => {
+                    if process.is_none() {
+                        match start(&place, &limits, &terminal).await {
+                            Ok(p) => process = Some(p),
+                            Err(e) => { let _ = reply.send(Err(e)); continue; }
+                        }
+                    }
+                    if let Some(p) = process.as_mut() {
+                        let _ = reply.send(term_open(p, &terminal, size).await);
+                    }
+                }
+                Some(Control::Term(request)) => {
+                    if let Some(p) = process.as_mut() {
+                        term_request(p, request).await;
+                    }
+                }
             },
-            _ = idle, if process.is_some() => {
+            // A running terminal keeps the sandbox up.
+            _ = idle, if process.is_some() && !terminal.running() => {
                 tracing::info!(room = %place.room, "sandbox idle: stopping it (its files stay)");
                 stop(&place, &mut process).await;
                 stopped.notify_one();
@@ -94,18 +168,30 @@ pub(super) async fn run(
     stop(&place, &mut process).await;
 }
 
+/// What a running command shares the worker's attention with.
+struct Queue<'a> {
+    control: &'a mut mpsc::UnboundedReceiver<Control>,
+    jobs: &'a mut mpsc::UnboundedReceiver<Job>,
+    pending: &'a AtomicUsize,
+    terminal: &'a Arc<TermSlot>,
+}
+
 async fn run_job(
     place: &SandboxPlace,
     limits: &Limits,
     process: &mut Option<Process>,
     mut job: Job,
-    control: &mut mpsc::UnboundedReceiver<Control>,
-    jobs: &mut mpsc::UnboundedReceiver<Job>,
-    pending: &AtomicUsize,
+    queue: Queue<'_>,
 ) {
+    let Queue {
+        control,
+        jobs,
+        pending,
+        terminal,
+    } = queue;
     let started = Instant::now();
     if process.is_none() {
-        match start(place, limits).await {
+        match start(place, limits, terminal).await {
             Ok(p) => *process = Some(p),
             Err(e) => {
                 tracing::warn!(room = %place.room, "sandbox failed to start: {e}");
@@ -173,6 +259,10 @@ async fn run_job(
                     let _ = job.reply.send(Err(SandboxError::Destroyed));
                     return;
                 }
+                Some(Control::TermOpen { size, reply }) => {
+                    let _ = reply.send(term_open(proc_, terminal, size).await);
+                }
+                Some(Control::Term(request)) => term_request(proc_, request).await,
                 None => break Err((RestartReason::Stopped, "the room closed")),
             },
             _ = &mut wedged => {
@@ -213,6 +303,45 @@ fn emit(outcome: &mut ExecOutcome, on_output: &mut super::OnOutput, stream: usiz
     }
 }
 
+/// Opens the shared terminal in a running sandbox.
+async fn term_open(
+    process: &mut Process,
+    terminal: &TermSlot,
+    size: TermSize,
+) -> Result<TermEvents, SandboxError> {
+    if terminal.running() {
+        return Err(SandboxError::Start("a terminal runs already".into()));
+    }
+    let (tx, rx) = mpsc::channel(256);
+    terminal.set(Some(tx));
+    let request = Request::TermOpen {
+        cols: size.cols,
+        rows: size.rows,
+    };
+    if let Err(e) = send(&mut process.stdin, &request).await {
+        terminal.set(None);
+        return Err(SandboxError::Start(format!("the sandbox stopped: {e}")));
+    }
+    Ok(rx)
+}
+
+/// Passes input, a resize or the close to the terminal.
+async fn term_request(process: &mut Process, request: TermRequest) {
+    use base64::Engine;
+    let request = match request {
+        TermRequest::Input(bytes) => Request::TermInput {
+            data: base64::engine::general_purpose::STANDARD.encode(bytes),
+        },
+        TermRequest::Resize(size) => Request::TermResize {
+            cols: size.cols,
+            rows: size.rows,
+        },
+        TermRequest::Close => Request::TermClose,
+    };
+    // A sandbox that stopped ends the terminal through its reader.
+    let _ = send(&mut process.stdin, &request).await;
+}
+
 async fn send(stdin: &mut ChildStdin, request: &Request) -> std::io::Result<()> {
     let mut line = serde_json::to_vec(request).map_err(std::io::Error::other)?;
     line.push(b'\n');
@@ -221,7 +350,11 @@ async fn send(stdin: &mut ChildStdin, request: &Request) -> std::io::Result<()> 
 }
 
 /// Starts the helper and waits until its shell is ready.
-async fn start(place: &SandboxPlace, limits: &Limits) -> Result<Process, SandboxError> {
+async fn start(
+    place: &SandboxPlace,
+    limits: &Limits,
+    terminal: &Arc<TermSlot>,
+) -> Result<Process, SandboxError> {
     let fail = |e: &dyn std::fmt::Display| SandboxError::Start(e.to_string());
     let cgroups = prepare(place, limits).await.map_err(|e| fail(&e))?;
     let exe = super::helper_exe().map_err(|e| fail(&e))?;
@@ -283,18 +416,34 @@ async fn start(place: &SandboxPlace, limits: &Limits) -> Result<Process, Sandbox
         }
     }
     let (tx, events) = mpsc::channel(64);
-    tokio::spawn(read_events(stdout, tx));
+    tokio::spawn(read_events(stdout, tx, terminal.clone()));
     tracing::debug!(room = %place.room, "sandbox started");
     Ok(Process {
         child,
         stdin,
         events,
+        terminal: terminal.clone(),
     })
 }
 
-async fn read_events(mut stdout: tokio::process::ChildStdout, tx: mpsc::Sender<Event>) {
+async fn read_events(
+    mut stdout: tokio::process::ChildStdout,
+    tx: mpsc::Sender<Event>,
+    terminal: Arc<TermSlot>,
+) {
     while let Ok(Some((kind, payload))) = wire::read_frame(&mut stdout).await {
         let event = match kind {
+            wire::TERM_DATA => {
+                if let Some(sender) = terminal.sender() {
+                    let _ = sender.send(TermEvent::Output(payload)).await;
+                }
+                continue;
+            }
+            wire::TERM_EXIT => {
+                let exit: wire::TermExit = serde_json::from_slice(&payload).unwrap_or_default();
+                terminal.end(exit.exit_code, exit.error).await;
+                continue;
+            }
             wire::STDOUT | wire::STDERR => Event::Output(kind, payload),
             wire::DONE => {
                 let value: serde_json::Value = serde_json::from_slice(&payload).unwrap_or_default();
@@ -311,6 +460,7 @@ async fn read_events(mut stdout: tokio::process::ChildStdout, tx: mpsc::Sender<E
             break;
         }
     }
+    terminal.end(None, Some("the sandbox stopped".into())).await;
 }
 
 /// The room's name on the host: its workspace folder's opaque name.
@@ -357,6 +507,9 @@ async fn prepare(
 async fn stop(place: &SandboxPlace, process: &mut Option<Process>) {
     if let Some(mut p) = process.take() {
         let _ = p.child.kill().await;
+        p.terminal
+            .end(None, Some("the sandbox stopped".into()))
+            .await;
         let flavor = super::enforcement().cgroups;
         let name = opaque(place);
         let _ = tokio::task::spawn_blocking(move || super::cgroups::remove(flavor, &name)).await;

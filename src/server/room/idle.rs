@@ -14,6 +14,7 @@ impl RoomActor {
             && self.current.is_none()
             && self.turns.is_empty()
             && self.running.is_empty()
+            && self.terminal.is_none()
             && !self.sandbox.busy()
     }
 

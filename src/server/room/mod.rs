@@ -10,6 +10,7 @@ mod message;
 mod presence;
 mod records;
 mod state;
+mod terminal;
 mod turn;
 
 use super::errors::ApiError;
@@ -19,9 +20,10 @@ use super::store::RoomRow;
 use crate::ai::{AgentReply, TurnError};
 use crate::protocol::{
     Addressee, CleanupResponse, DuetMessage, Event, ExecRecord, PresenceUser, Role, STATE_MESSAGES,
-    ServerFrame, ShellState, WORKSPACE, now_ms,
+    ServerFrame, ShellState, TermSize, TerminalState, WORKSPACE, now_ms,
 };
 use crate::sandbox::{Sandbox, SandboxId};
+use crate::server::terminal::{TermHandle, TermNews};
 use axum::extract::ws::Utf8Bytes;
 use axum::http::StatusCode;
 use serde::Serialize;
@@ -47,6 +49,9 @@ pub(crate) struct OutFrame {
     pub(crate) deltas: Option<Vec<Utf8Bytes>>,
     /// The connection that must not receive it (its own typing).
     pub(crate) skip: Option<u64>,
+    /// Set on a terminal's `exit`: sockets attached to it may have had it
+    /// from the terminal already.
+    pub(crate) term_exit: Option<String>,
 }
 
 impl OutFrame {
@@ -68,6 +73,7 @@ pub(crate) fn outgoing(text: Utf8Bytes, skip: Option<u64>) -> Outgoing {
         text,
         deltas: None,
         skip,
+        term_exit: None,
     })
 }
 
@@ -110,6 +116,18 @@ pub(crate) enum Command {
     Record {
         event: Event,
         done: oneshot::Sender<()>,
+    },
+    /// A socket attaches to the shared terminal: the running one, or a new
+    /// one opened by `by`.
+    TermOpen {
+        by: String,
+        size: Option<TermSize>,
+        reply: oneshot::Sender<TermHandle>,
+    },
+    /// `term_close`.
+    TermClose {
+        term_id: String,
+        reply: oneshot::Sender<Result<(), ApiError>>,
     },
 }
 
@@ -166,6 +184,30 @@ impl RoomHandle {
     /// room stopped).
     pub(crate) async fn record(&self, event: Event) {
         record_in(&self.inbox, event).await;
+    }
+
+    /// The room's shared terminal, opened by `by` at `size` if none runs.
+    pub(crate) async fn terminal(
+        &self,
+        by: String,
+        size: Option<TermSize>,
+    ) -> Result<TermHandle, ApiError> {
+        let (reply, answer) = oneshot::channel();
+        let command = Command::TermOpen { by, size, reply };
+        if self.inbox.send(command).await.is_err() {
+            return Err(ApiError::room_gone());
+        }
+        answer.await.map_err(|_| ApiError::room_gone())
+    }
+
+    /// Ends the shared terminal `term_id`; answers once it ended.
+    pub(crate) async fn close_terminal(&self, term_id: String) -> Result<(), ApiError> {
+        let (reply, answer) = oneshot::channel();
+        let command = Command::TermClose { term_id, reply };
+        if self.inbox.send(command).await.is_err() {
+            return Err(ApiError::room_gone());
+        }
+        answer.await.unwrap_or_else(|_| Err(ApiError::room_gone()))
     }
 }
 
@@ -232,6 +274,13 @@ pub(crate) struct RoomActor {
     /// The state's `shell`: where the next command runs. A room loads with
     /// its sandbox stopped, so with a fresh shell to come.
     shell: ShellState,
+    /// The shared terminal, while one runs, and its part of the state.
+    terminal: Option<TermHandle>,
+    terminal_state: Option<TerminalState>,
+    /// Where terminals tell the room how they are.
+    term_news: mpsc::UnboundedSender<TermNews>,
+    /// `term_close` requests waiting for the terminal to end.
+    closing: terminal::Closing,
     /// The handles' count (see `RoomHandle::holders`).
     holders: std::sync::Weak<()>,
     state_cache: Option<Utf8Bytes>,
@@ -244,6 +293,7 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
     let (inbox, rx) = mpsc::channel(INBOX_CAPACITY);
     let (frames, _) = broadcast::channel(BROADCAST_CAPACITY);
     let holders = Arc::new(());
+    let (term_news, term_news_rx) = mpsc::unbounded_channel();
     let sandbox = shared.sandboxes.open(&SandboxId {
         room: id.clone(),
         opaque: row.opaque.clone(),
@@ -272,11 +322,15 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
         shell: ShellState {
             cwd: WORKSPACE.to_string(),
         },
+        terminal: None,
+        terminal_state: None,
+        term_news,
+        closing: Vec::new(),
         holders: Arc::downgrade(&holders),
         state_cache: None,
         rates,
     };
-    tokio::spawn(actor.run(rx));
+    tokio::spawn(actor.run(rx, term_news_rx));
     RoomHandle {
         inbox,
         frames,
@@ -288,7 +342,11 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
 impl RoomActor {
     /// Serves the inbox, one command at a time, until the server stops
     /// or the room unloads after being idle.
-    async fn run(mut self, mut rx: mpsc::Receiver<Command>) {
+    async fn run(
+        mut self,
+        mut rx: mpsc::Receiver<Command>,
+        mut term_news: mpsc::UnboundedReceiver<TermNews>,
+    ) {
         self.note_unfinished_turn().await;
         let shutdown = self.shared.shutdown.clone();
         let idle_for = self.shared.room_idle;
@@ -301,6 +359,11 @@ impl RoomActor {
                 () = &mut sandbox_stopped => {
                     sandbox_stopped = self.sandbox.stopped();
                     self.set_cwd(WORKSPACE.to_string());
+                    continue;
+                }
+                Some(news) = term_news.recv() => {
+                    self.terminal_news(news);
+                    idle_since = self.idle().then(tokio::time::Instant::now);
                     continue;
                 }
                 c = rx.recv() => match c {
@@ -376,6 +439,10 @@ impl RoomActor {
                 }
                 let _ = done.send(());
             }
+            Command::TermOpen { by, size, reply } => {
+                let _ = reply.send(self.open_terminal(by, size));
+            }
+            Command::TermClose { term_id, reply } => self.close_terminal(term_id, reply),
         }
     }
 
@@ -474,6 +541,7 @@ impl RoomActor {
         for turn in self.turns.drain(..) {
             turn.answer(Ok(turn::no_reply(CLEANED, Vec::new())));
         }
+        self.end_terminal(None);
         self.broadcast(&ServerFrame::Cleanup { by: by.clone() });
         self.messages.clear();
         self.execs.clear();

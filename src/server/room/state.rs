@@ -6,7 +6,7 @@
 //! `Change::Field` where it changes.
 
 use super::{OutFrame, RoomActor, frame_text};
-use crate::protocol::{DuetMessage, ExecRecord, ShellState};
+use crate::protocol::{DuetMessage, ExecRecord, ShellState, TerminalState};
 use axum::extract::ws::Utf8Bytes;
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -26,6 +26,7 @@ pub(super) struct StateRef<'a> {
     pub(super) messages: &'a VecDeque<DuetMessage>,
     pub(super) execs: &'a VecDeque<ExecRecord>,
     pub(super) shell: &'a ShellState,
+    pub(super) terminal: Option<&'a TerminalState>,
 }
 
 /// `duet_message`: one stored or changed message.
@@ -81,6 +82,7 @@ impl RoomActor {
                 messages: &self.messages,
                 execs: &self.execs,
                 shell: &self.shell,
+                terminal: self.terminal_state.as_ref(),
             },
         });
         self.state_cache = Some(text.clone());
@@ -95,6 +97,7 @@ impl RoomActor {
             text: self.state_text(),
             deltas: Some(delta_frames(changes)),
             skip: None,
+            term_exit: None,
         };
         let _ = self.frames.send(Arc::new(frame));
     }
@@ -138,6 +141,7 @@ mod tests {
                 messages: &messages,
                 execs: &execs,
                 shell: &shell,
+                terminal: None,
             },
         });
         let owned = serde_json::to_string(&ServerFrame::State {
@@ -145,6 +149,7 @@ mod tests {
                 messages: messages.into(),
                 execs: Vec::new(),
                 shell: Some(shell),
+                terminal: None,
             },
         })
         .unwrap();

@@ -64,6 +64,11 @@ struct RoomHost {
     turn_id: String,
     /// The socket whose message began the turn.
     by_connection: Option<String>,
+    /// The room's shared terminal when the turn began, and its size.
+    terminal: Option<(
+        crate::server::terminal::TermHandle,
+        crate::protocol::TermSize,
+    )>,
 }
 
 impl TurnHost for RoomHost {
@@ -99,6 +104,14 @@ impl TurnHost for RoomHost {
             answer.await.unwrap_or_else(|_| failed(cmd))
         })
     }
+
+    fn terminal_screen(&self) -> BoxFuture<Option<(crate::protocol::TermSize, String)>> {
+        let terminal = self.terminal.clone();
+        Box::pin(async move {
+            let (handle, size) = terminal?;
+            Some((size, handle.screen().await))
+        })
+    }
 }
 
 impl RoomActor {
@@ -130,6 +143,7 @@ impl RoomActor {
             frames: self.frames.clone(),
             turn_id: turn_id.clone(),
             by_connection: pending.by_connection.clone(),
+            terminal: self.terminal_for_turn(),
         });
         let agent = self.shared.agent.clone();
         let inbox = self.inbox.clone();

@@ -1,0 +1,140 @@
+//! The room's side of its shared terminal (docs/protocol.md "The shared
+//! terminal"): it starts one on the first `term_open`, keeps `terminal` in
+//! the state, tells every socket when one opens and ends, and ends it on
+//! `term_close` and cleanup. The terminal itself runs in its own task
+//! (`server::terminal`).
+
+use super::{RoomActor, outgoing, state};
+use crate::protocol::{ServerFrame, TermFrame, TermSize, TerminalState};
+use crate::server::errors::ApiError;
+use crate::server::terminal::{self, TermHandle, TermNews};
+use std::sync::Arc;
+use tokio::sync::oneshot;
+
+/// Answers to `term_close`, told once the terminal has ended.
+pub(super) type Closing = Vec<oneshot::Sender<Result<(), ApiError>>>;
+
+impl RoomActor {
+    /// The running terminal, or a new one opened by `by` at `size`.
+    pub(super) fn open_terminal(&mut self, by: String, size: Option<TermSize>) -> TermHandle {
+        if let Some(handle) = &self.terminal {
+            return handle.clone();
+        }
+        let handle = terminal::spawn(terminal::Launch {
+            sandbox: self.sandbox.clone(),
+            by,
+            size: size.unwrap_or(TermSize::DEFAULT),
+            idle: self.shared.terminal_idle,
+            news: self.term_news.clone(),
+        });
+        self.terminal = Some(handle.clone());
+        handle
+    }
+
+    /// `term_close`: ends the terminal `term_id`; answered once it ended.
+    pub(super) fn close_terminal(
+        &mut self,
+        term_id: String,
+        reply: oneshot::Sender<Result<(), ApiError>>,
+    ) {
+        match &self.terminal {
+            Some(handle) if handle.term_id == term_id => {
+                handle.close();
+                self.closing.push(reply);
+            }
+            _ => {
+                let _ = reply.send(Err(ApiError::not_found(
+                    "no such terminal",
+                    "termId",
+                    "no terminal with this id runs in the room",
+                )));
+            }
+        }
+    }
+
+    /// What the terminal's task says.
+    pub(super) fn terminal_news(&mut self, news: TermNews) {
+        let ours = |id: &str, me: &Option<TermHandle>| me.as_ref().is_some_and(|h| h.term_id == id);
+        match news {
+            TermNews::Started {
+                term_id,
+                by,
+                size,
+                ack,
+            } => {
+                if ours(&term_id, &self.terminal) {
+                    self.broadcast(&ServerFrame::Term(TermFrame::Open {
+                        term_id: term_id.clone(),
+                        by,
+                        cols: size.cols,
+                        rows: size.rows,
+                    }));
+                    self.set_terminal_state(Some(TerminalState {
+                        term_id,
+                        cols: size.cols,
+                        rows: size.rows,
+                    }));
+                }
+                let _ = ack.send(());
+            }
+            TermNews::Resized { term_id, size } => {
+                if ours(&term_id, &self.terminal) {
+                    self.set_terminal_state(Some(TerminalState {
+                        term_id,
+                        cols: size.cols,
+                        rows: size.rows,
+                    }));
+                }
+            }
+            TermNews::Ended { term_id, exit_code } => {
+                if ours(&term_id, &self.terminal) {
+                    self.end_terminal(exit_code);
+                }
+            }
+        }
+    }
+
+    /// The terminal is over (it exited, was closed, or the room is being
+    /// cleaned up): everyone is told, and those who closed it answered.
+    pub(super) fn end_terminal(&mut self, exit_code: Option<i32>) {
+        let Some(handle) = self.terminal.take() else {
+            return;
+        };
+        // Idempotent when it has ended already.
+        handle.close();
+        let frame = ServerFrame::Term(TermFrame::Exit {
+            term_id: handle.term_id.clone(),
+            exit_code,
+        });
+        let mut out = outgoing(super::frame_text(&frame), None);
+        if let Some(frame) = Arc::get_mut(&mut out) {
+            frame.term_exit = Some(handle.term_id.clone());
+        }
+        let _ = self.frames.send(out);
+        self.set_terminal_state(None);
+        for reply in self.closing.drain(..) {
+            let _ = reply.send(Ok(()));
+        }
+    }
+
+    fn set_terminal_state(&mut self, terminal: Option<TerminalState>) {
+        if self.terminal_state != terminal {
+            self.terminal_state = terminal;
+            let value = serde_json::to_value(&self.terminal_state).unwrap_or_default();
+            self.publish(&[state::Change::Field("terminal", value)]);
+        }
+    }
+
+    /// The terminal and its size, for a turn that wants its screen.
+    pub(super) fn terminal_for_turn(&self) -> Option<(TermHandle, TermSize)> {
+        let handle = self.terminal.clone()?;
+        let state = self.terminal_state.as_ref()?;
+        Some((
+            handle,
+            TermSize {
+                cols: state.cols,
+                rows: state.rows,
+            },
+        ))
+    }
+}

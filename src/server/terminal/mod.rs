@@ -1,0 +1,388 @@
+//! The room's shared terminal (docs/protocol.md "The shared terminal"):
+//! one task per terminal that owns the sandbox's pseudo-terminal, keeps its
+//! screen with a terminal emulator, sizes it by the "smallest" rule and
+//! sends its output to the sockets attached to it, on a broadcast of its
+//! own (the room's broadcast carries only `open` and `exit`, which every
+//! socket gets). The room's actor starts it and is told when it starts,
+//! resizes and ends; the sockets attach, type and resize through its handle.
+
+mod screen;
+mod size;
+pub(crate) mod socket;
+
+use super::errors::ApiError;
+use crate::protocol::{ServerFrame, TermFrame, TermSize};
+use crate::sandbox::{Sandbox, TermEvent, TermRequest};
+use axum::extract::ws::Utf8Bytes;
+use base64::Engine;
+use screen::Screen;
+use size::Viewers;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::time::Instant;
+
+/// Frames buffered per attached socket; one that falls further behind is
+/// sent a fresh snapshot instead.
+const FRAMES_CAPACITY: usize = 256;
+/// Output is sent at once after a quiet spell, else gathered this long
+/// (keystroke echoes go out at once; a flood goes out in few frames).
+const GATHER: Duration = Duration::from_millis(4);
+/// The most output one frame carries.
+const FRAME_BYTES: usize = 64 * 1024;
+
+/// What an attached socket receives from the terminal.
+#[derive(Debug, Clone)]
+pub(crate) enum TermOut {
+    /// A `data` or `resize` frame, serialized.
+    Frame(Utf8Bytes),
+    /// The terminal ended; the `exit` frame.
+    Exit(Utf8Bytes),
+}
+
+/// A socket's attachment: what it is sent first and its feed.
+pub(crate) struct Attached {
+    pub(crate) term_id: String,
+    pub(crate) size: TermSize,
+    /// The `data` frame with `snapshot: true`.
+    pub(crate) snapshot: Utf8Bytes,
+    pub(crate) frames: broadcast::Receiver<TermOut>,
+}
+
+/// What the room's actor is told by its terminal.
+pub(crate) enum TermNews {
+    /// It runs; `ack` once everyone was told (`open`), so that sockets
+    /// attach after the `open` frame.
+    Started {
+        term_id: String,
+        by: String,
+        size: TermSize,
+        ack: oneshot::Sender<()>,
+    },
+    Resized {
+        term_id: String,
+        size: TermSize,
+    },
+    Ended {
+        term_id: String,
+        exit_code: Option<i32>,
+    },
+}
+
+/// Requests to a terminal's task.
+enum Request {
+    Attach {
+        conn: u64,
+        size: Option<TermSize>,
+        reply: oneshot::Sender<Result<Attached, ApiError>>,
+    },
+    Detach {
+        conn: u64,
+    },
+    Resize {
+        conn: u64,
+        size: TermSize,
+    },
+    Input(Vec<u8>),
+    Close,
+    Screen {
+        reply: oneshot::Sender<String>,
+    },
+}
+
+/// Handle to a terminal. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct TermHandle {
+    pub(crate) term_id: String,
+    requests: mpsc::UnboundedSender<Request>,
+}
+
+impl TermHandle {
+    /// Attaches `conn`; the answer carries the snapshot and the feed.
+    pub(crate) async fn attach(
+        &self,
+        conn: u64,
+        size: Option<TermSize>,
+    ) -> Result<Attached, ApiError> {
+        let (reply, answer) = oneshot::channel();
+        let gone = || ApiError::internal("the terminal ended");
+        self.requests
+            .send(Request::Attach { conn, size, reply })
+            .map_err(|_| gone())?;
+        answer.await.map_err(|_| gone())?
+    }
+
+    pub(crate) fn detach(&self, conn: u64) {
+        let _ = self.requests.send(Request::Detach { conn });
+    }
+
+    pub(crate) fn resize(&self, conn: u64, size: TermSize) {
+        let _ = self.requests.send(Request::Resize { conn, size });
+    }
+
+    pub(crate) fn input(&self, bytes: Vec<u8>) {
+        let _ = self.requests.send(Request::Input(bytes));
+    }
+
+    /// Ends the terminal for everyone.
+    pub(crate) fn close(&self) {
+        let _ = self.requests.send(Request::Close);
+    }
+
+    /// The screen as text (empty when the terminal has ended).
+    pub(crate) async fn screen(&self) -> String {
+        let (reply, answer) = oneshot::channel();
+        if self.requests.send(Request::Screen { reply }).is_err() {
+            return String::new();
+        }
+        answer.await.unwrap_or_default()
+    }
+}
+
+/// What a terminal needs from its room.
+pub(crate) struct Launch {
+    pub(crate) sandbox: Arc<dyn Sandbox>,
+    pub(crate) by: String,
+    pub(crate) size: TermSize,
+    /// Unattached and silent this long, it is closed.
+    pub(crate) idle: Duration,
+    /// Where the room's actor hears from it.
+    pub(crate) news: mpsc::UnboundedSender<TermNews>,
+}
+
+/// Starts a terminal; it opens in the sandbox in the background, and
+/// sockets that attach meanwhile wait for it.
+pub(crate) fn spawn(launch: Launch) -> TermHandle {
+    let term_id = format!("t{:012x}", rand::random::<u64>() >> 16);
+    let (requests, rx) = mpsc::unbounded_channel();
+    tokio::spawn(run(term_id.clone(), launch, rx));
+    TermHandle { term_id, requests }
+}
+
+/// The terminal's task.
+struct Hub {
+    term_id: String,
+    sandbox: Arc<dyn Sandbox>,
+    news: mpsc::UnboundedSender<TermNews>,
+    screen: Screen,
+    size: TermSize,
+    viewers: Viewers,
+    frames: broadcast::Sender<TermOut>,
+    /// Output not yet sent, and since when it waits.
+    pending: Vec<u8>,
+    pending_since: Option<Instant>,
+    last_sent: Option<Instant>,
+    /// Since when it has been unattached and silent.
+    quiet_since: Instant,
+}
+
+async fn run(term_id: String, launch: Launch, mut rx: mpsc::UnboundedReceiver<Request>) {
+    let Launch {
+        sandbox,
+        by,
+        size,
+        idle,
+        news,
+    } = launch;
+    let mut events = match sandbox.term_open(size).await {
+        Ok(events) => events,
+        Err(e) => {
+            let error = format!("the terminal could not start: {e}");
+            fail_waiting(&mut rx, &error);
+            let _ = news.send(TermNews::Ended {
+                term_id,
+                exit_code: None,
+            });
+            return;
+        }
+    };
+    let (ack, acked) = oneshot::channel();
+    let started = TermNews::Started {
+        term_id: term_id.clone(),
+        by,
+        size,
+        ack,
+    };
+    if news.send(started).is_err() || acked.await.is_err() {
+        sandbox.term_send(TermRequest::Close);
+        return;
+    }
+    let (frames, _) = broadcast::channel(FRAMES_CAPACITY);
+    let mut hub = Hub {
+        term_id,
+        sandbox,
+        news,
+        screen: Screen::new(size),
+        size,
+        viewers: Viewers::default(),
+        frames,
+        pending: Vec::new(),
+        pending_since: None,
+        last_sent: None,
+        quiet_since: Instant::now(),
+    };
+    let mut reachable = true;
+    let exit_code = loop {
+        let flush_at = hub.pending_since.map(|t| t + GATHER);
+        let idle_at = hub.viewers.is_empty().then(|| hub.quiet_since + idle);
+        tokio::select! {
+            biased;
+            event = events.recv() => match event {
+                Some(TermEvent::Output(bytes)) => hub.output(bytes),
+                Some(TermEvent::Exit(code, error)) => {
+                    if let Some(error) = error {
+                        tracing::info!(term = %hub.term_id, "terminal ended: {error}");
+                    }
+                    break code;
+                }
+                None => break None,
+            },
+            request = rx.recv(), if reachable => match request {
+                Some(request) => hub.serve(request),
+                // The room unloaded: nobody can reach the terminal.
+                None => {
+                    reachable = false;
+                    hub.sandbox.term_send(TermRequest::Close);
+                }
+            },
+            () = sleep_until(flush_at) => hub.flush(),
+            () = sleep_until(idle_at) => {
+                tracing::info!(term = %hub.term_id, "terminal unattached and silent: closing it");
+                hub.quiet_since = Instant::now();
+                hub.sandbox.term_send(TermRequest::Close);
+            }
+        }
+    };
+    hub.flush();
+    let exit = frame_text(&TermFrame::Exit {
+        term_id: hub.term_id.clone(),
+        exit_code,
+    });
+    let _ = hub.frames.send(TermOut::Exit(exit));
+    let _ = hub.news.send(TermNews::Ended {
+        term_id: hub.term_id.clone(),
+        exit_code,
+    });
+    fail_waiting(&mut rx, "the terminal ended");
+}
+
+/// Answers the sockets that wait to attach to a terminal that is not there.
+fn fail_waiting(rx: &mut mpsc::UnboundedReceiver<Request>, error: &str) {
+    rx.close();
+    while let Ok(request) = rx.try_recv() {
+        if let Request::Attach { reply, .. } = request {
+            let _ = reply.send(Err(ApiError::internal(error)));
+        }
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A `duet_term` frame, serialized.
+fn frame_text(frame: &TermFrame) -> Utf8Bytes {
+    super::room::frame_text(&ServerFrame::Term(frame.clone()))
+}
+
+impl Hub {
+    fn serve(&mut self, request: Request) {
+        match request {
+            Request::Attach { conn, size, reply } => {
+                self.viewers.attach(conn, size);
+                self.resize_to_viewers();
+                // Everything before the snapshot is in it; everything after
+                // comes on the feed.
+                self.flush();
+                let attached = Attached {
+                    term_id: self.term_id.clone(),
+                    size: self.size,
+                    snapshot: self.snapshot(),
+                    frames: self.frames.subscribe(),
+                };
+                let _ = reply.send(Ok(attached));
+            }
+            Request::Detach { conn } => {
+                if self.viewers.detach(conn) {
+                    self.quiet_since = Instant::now();
+                    self.resize_to_viewers();
+                }
+            }
+            Request::Resize { conn, size } => {
+                if self.viewers.resize(conn, size) {
+                    self.resize_to_viewers();
+                }
+            }
+            Request::Input(bytes) => self.sandbox.term_send(TermRequest::Input(bytes)),
+            Request::Close => self.sandbox.term_send(TermRequest::Close),
+            Request::Screen { reply } => {
+                let _ = reply.send(self.screen.text());
+            }
+        }
+    }
+
+    /// The `data` frame that redraws the screen.
+    fn snapshot(&self) -> Utf8Bytes {
+        frame_text(&TermFrame::Data {
+            term_id: self.term_id.clone(),
+            data: base64::engine::general_purpose::STANDARD.encode(self.screen.snapshot()),
+            snapshot: true,
+        })
+    }
+
+    fn output(&mut self, bytes: Vec<u8>) {
+        self.screen.feed(&bytes);
+        self.quiet_since = Instant::now();
+        self.pending.extend_from_slice(&bytes);
+        let quiet = self.last_sent.is_none_or(|t| t.elapsed() >= GATHER);
+        if quiet || self.pending.len() >= FRAME_BYTES {
+            self.flush();
+        } else {
+            self.pending_since.get_or_insert_with(Instant::now);
+        }
+    }
+
+    /// Sends the output gathered so far.
+    fn flush(&mut self) {
+        self.pending_since = None;
+        if self.pending.is_empty() {
+            return;
+        }
+        self.last_sent = Some(Instant::now());
+        let bytes = std::mem::take(&mut self.pending);
+        for chunk in bytes.chunks(FRAME_BYTES) {
+            let frame = frame_text(&TermFrame::Data {
+                term_id: self.term_id.clone(),
+                data: base64::engine::general_purpose::STANDARD.encode(chunk),
+                snapshot: false,
+            });
+            let _ = self.frames.send(TermOut::Frame(frame));
+        }
+    }
+
+    /// Applies the "smallest" rule: a new size goes to the programs, the
+    /// screen, the attached sockets and the room.
+    fn resize_to_viewers(&mut self) {
+        let size = self.viewers.size(self.size);
+        if size == self.size {
+            return;
+        }
+        self.flush();
+        self.size = size;
+        self.screen.resize(size);
+        self.sandbox.term_send(TermRequest::Resize(size));
+        let frame = frame_text(&TermFrame::Resize {
+            term_id: self.term_id.clone(),
+            cols: size.cols,
+            rows: size.rows,
+        });
+        let _ = self.frames.send(TermOut::Frame(frame));
+        let _ = self.news.send(TermNews::Resized {
+            term_id: self.term_id.clone(),
+            size,
+        });
+    }
+}

@@ -1,0 +1,182 @@
+//! The socket's shared-terminal requests: the `term_*` rpcs and the
+//! `duet_term_input` / `duet_term_resize` frames (docs/protocol.md "The
+//! shared terminal").
+
+use super::{Answered, Connection, error_frame, failure, rpc_args, success_text};
+use crate::protocol::{ServerFrame, TermSize};
+use crate::server::errors::ApiError;
+use crate::server::room::{frame_text, send_frame};
+use crate::server::terminal::TermHandle;
+use crate::server::terminal::socket::{input_bytes, open_size, term_id};
+use axum::extract::ws::Utf8Bytes;
+use serde_json::{Value, json};
+use std::time::Instant;
+use tokio::sync::mpsc;
+
+/// The rpc methods of the shared terminal.
+pub(super) const TERM_METHODS: [&str; 3] = ["term_open", "term_detach", "term_close"];
+
+impl Connection {
+    /// `term_open`, `term_detach`, `term_close`: the answer now, or later
+    /// through `answers`.
+    pub(super) fn term_rpc(
+        &mut self,
+        method: &str,
+        id: Value,
+        value: &Value,
+        answers: &mpsc::Sender<Answered>,
+    ) -> Option<Utf8Bytes> {
+        let failed =
+            |e: ApiError, id: Value| Some(frame_text(&ServerFrame::Rpc(failure(e).with_id(id))));
+        let args = match rpc_args(value) {
+            Ok(args) => args,
+            Err(e) => return Some(frame_text(&ServerFrame::Rpc(e.with_id(id)))),
+        };
+        match method {
+            "term_open" => {
+                let size = match open_size(&args) {
+                    Ok(size) => size,
+                    Err(e) => return failed(e, id),
+                };
+                let (room, conn, by) = (self.handle.clone(), self.number, self.name.clone());
+                let answers = answers.clone();
+                tokio::spawn(async move {
+                    let attached = async {
+                        let handle = room.terminal(by, size).await?;
+                        let attached = handle.attach(conn, size).await?;
+                        Ok::<_, ApiError>((handle, attached))
+                    };
+                    let answer = match attached.await {
+                        Ok((handle, attached)) => {
+                            let body = json!({
+                                "termId": attached.term_id,
+                                "cols": attached.size.cols,
+                                "rows": attached.size.rows,
+                            });
+                            Answered {
+                                text: Some(success_text(&id, &body.to_string())),
+                                attached: Some((handle, attached)),
+                                ..Answered::default()
+                            }
+                        }
+                        Err(e) => Answered {
+                            text: Some(frame_text(&ServerFrame::Rpc(failure(e).with_id(id)))),
+                            ..Answered::default()
+                        },
+                    };
+                    let _ = answers.send(answer).await;
+                });
+                None
+            }
+            "term_detach" => {
+                let term_id = match term_id(&args) {
+                    Ok(term_id) => term_id,
+                    Err(e) => return failed(e, id),
+                };
+                if self.term.detach(self.number, Some(&term_id)) {
+                    Some(success_text(&id, r#"{"detached":true}"#))
+                } else {
+                    let e = ApiError::not_found(
+                        "not attached to that terminal",
+                        "termId",
+                        "this socket is not attached to a terminal with this id",
+                    );
+                    failed(e, id)
+                }
+            }
+            "term_close" => {
+                let term_id = match term_id(&args) {
+                    Ok(term_id) => term_id,
+                    Err(e) => return failed(e, id),
+                };
+                let room = self.handle.clone();
+                let answers = answers.clone();
+                tokio::spawn(async move {
+                    let text = match room.close_terminal(term_id).await {
+                        Ok(()) => success_text(&id, r#"{"closed":true}"#),
+                        Err(e) => frame_text(&ServerFrame::Rpc(failure(e).with_id(id))),
+                    };
+                    let answer = Answered {
+                        text: Some(text),
+                        ..Answered::default()
+                    };
+                    let _ = answers.send(answer).await;
+                });
+                None
+            }
+            // Only the three above come here (`TERM_METHODS`).
+            _ => None,
+        }
+    }
+
+    /// `duet_term_input` and `duet_term_resize`: refused unless this
+    /// socket is attached to the terminal they name.
+    pub(super) fn term_frame(&mut self, value: Value) -> Option<Utf8Bytes> {
+        let kind = value["type"].as_str().unwrap_or_default();
+        let Some(term_id) = value.get("termId").and_then(Value::as_str) else {
+            return Some(error_frame(format!("{kind}: needs a \"termId\"")));
+        };
+        let Some(handle) = self.term.handle(term_id).cloned() else {
+            return Some(error_frame(format!(
+                "{kind}: this socket is not attached to terminal {term_id:?} (term_open first)"
+            )));
+        };
+        if kind == "duet_term_resize" {
+            let number = |field: &str| value.get(field).and_then(Value::as_i64).unwrap_or(0);
+            let (cols, rows) = (number("cols"), number("rows"));
+            let problems = TermSize::problems(cols, rows);
+            if let Some((field, problem)) = problems.first() {
+                return Some(error_frame(format!("{kind}: {field} {problem}")));
+            }
+            let size = TermSize {
+                cols: cols as u16,
+                rows: rows as u16,
+            };
+            handle.resize(self.number, size);
+            return None;
+        }
+        let Some(data) = value.get("data").and_then(Value::as_str) else {
+            return Some(error_frame(format!("{kind}: needs \"data\" (base64)")));
+        };
+        let bytes = match input_bytes(data) {
+            Ok(bytes) => bytes,
+            Err(e) => return Some(error_frame(e)),
+        };
+        handle.input(bytes);
+        self.typed_into(term_id);
+        None
+    }
+
+    /// Tells the others who types into the terminal, at most every 2 s.
+    fn typed_into(&mut self, term_id: &str) {
+        if self
+            .last_term_typing
+            .is_some_and(|t| t.elapsed() < super::TYPING_EVERY)
+        {
+            return;
+        }
+        self.last_term_typing = Some(Instant::now());
+        let frame = ServerFrame::Typing {
+            id: self.peer.id.clone(),
+            name: self.name.clone(),
+            term_id: Some(term_id.to_string()),
+        };
+        send_frame(&self.handle.frames, &frame, Some(self.number));
+    }
+
+    /// Attaches again after falling behind: a fresh snapshot, no answer.
+    pub(super) fn reattach(&mut self, handle: TermHandle, answers: &mpsc::Sender<Answered>) {
+        self.term.detach(self.number, None);
+        let (conn, answers) = (self.number, answers.clone());
+        tokio::spawn(async move {
+            // Without a size: the one this socket gave stays counted.
+            if let Ok(attached) = handle.attach(conn, None).await {
+                let answer = Answered {
+                    attached: Some((handle, attached)),
+                    ..Answered::default()
+                };
+                let _ = answers.send(answer).await;
+            }
+        });
+    }
+}
