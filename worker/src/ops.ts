@@ -181,9 +181,9 @@ export function parseOp(method: Method, obj: JsonObject, details: Details = {}, 
     }
     case "term_detach":
     case "term_close": {
-      if (f.get("termId") === undefined) f.problem("termId", "is required");
-      const termId = f.string("termId");
-      if (termId !== undefined) op = { kind: method, termId, user };
+      const termId = f.get("termId");
+      if (typeof termId === "string" && termId !== "") op = { kind: method, termId, user };
+      else f.problem("termId", "must be a terminal's id");
       break;
     }
   }

@@ -25,9 +25,10 @@ export interface TerminalScreen {
   text: string;
 }
 
-/** The note that shows the model the terminal's screen. */
+/** The note that shows the model the terminal's screen (src/ai/prompt.rs `add_terminal`). */
 export function terminalNote(screen: TerminalScreen): string {
-  return `[the room's terminal, ${screen.cols}x${screen.rows}]\n${screen.text}`;
+  const shown = trim(screen.text) === "" ? "(the screen is empty)" : screen.text;
+  return `[the room's terminal, ${screen.cols}x${screen.rows}: its screen now, as text]\n${shown}`;
 }
 
 /**

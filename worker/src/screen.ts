@@ -5,12 +5,13 @@
 
 import { SerializeAddon } from "@xterm/addon-serialize";
 import { Terminal } from "@xterm/headless";
+import { trimEnd } from "./protocol";
 
 /** Lines of the screen the agent is shown, and their bytes at most. */
 export const AGENT_LINES = 60;
 export const AGENT_BYTES = 8 * 1024;
-/** Lines kept above the screen (for the agent's 60 and a viewer's redraw). */
-const SCROLLBACK = 200;
+/** Lines kept above the screen: none (a snapshot redraws the screen, the agent reads the screen). */
+const SCROLLBACK = 0;
 
 /** Resets a viewer's emulator before a snapshot (RIS), so the redraw starts from a blank screen. */
 const RESET = "\x1bc";
@@ -58,11 +59,15 @@ export class Screen {
     return encoder.encode(RESET + this.serializer.serialize({ scrollback: 0 }));
   }
 
-  /** The screen as text: its last AGENT_LINES lines (blank ones at the end dropped), at most AGENT_BYTES. */
+  /**
+   * The screen as text (src/server/terminal/screen.rs): its last
+   * AGENT_LINES lines, each without trailing blanks, blank lines at the end
+   * dropped, at most AGENT_BYTES (the end kept).
+   */
   text(): string {
     const buffer = this.term.buffer.active;
     const lines: string[] = [];
-    for (let i = 0; i < buffer.length; i++) lines.push(buffer.getLine(i)?.translateToString(true) ?? "");
+    for (let i = buffer.baseY; i < buffer.baseY + this.term.rows; i++) lines.push(trimEnd(buffer.getLine(i)?.translateToString(true) ?? ""));
     while (lines.length > 0 && lines[lines.length - 1] === "") lines.pop();
     let text = lines.slice(-AGENT_LINES).join("\n");
     const bytes = encoder.encode(text);

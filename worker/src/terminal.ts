@@ -115,14 +115,15 @@ export class SharedTerminal {
     t.viewers.set(connection, size ?? before);
     this.stopIdle(t);
     this.fit(t);
-    const reply = ok({ termId: t.termId, cols: t.size.cols, rows: t.size.rows });
+    // duet serve's field order (its keys sorted).
+    const reply = ok({ cols: t.size.cols, rows: t.size.rows, termId: t.termId });
     return { reply, after: () => this.snapshot(t, connection) };
   }
 
   /** rpc `term_detach`: this socket stops receiving; the terminal runs on. */
   detach(connection: string, termId: string): Reply {
     const t = this.current;
-    if (!t || !this.attached(connection, termId)) return notAttached(termId);
+    if (!t || !this.attached(connection, termId)) return notAttached();
     this.leave(t, connection);
     return ok({ detached: true });
   }
@@ -131,7 +132,7 @@ export class SharedTerminal {
   async close(termId: string): Promise<Reply> {
     const t = this.current;
     if (!t || t.termId !== termId) {
-      return new ApiError(404, "no such terminal", { termId: [`${JSON.stringify(termId)} is not the room's terminal`] }).reply();
+      return new ApiError(404, "no such terminal", { termId: ["no terminal with this id runs in the room"] }).reply();
     }
     this.finish(t, null);
     await t.pty?.close();
@@ -158,22 +159,25 @@ export class SharedTerminal {
 
   /** `duet_term_input` from `connection`: the error to answer, or undefined when the bytes were written. */
   input(connection: string, termId: unknown, data: unknown): string | undefined {
-    if (typeof termId !== "string" || typeof data !== "string") return 'duet_term_input needs a string "termId" and "data"';
-    if (!this.attached(connection, termId)) return "not attached to that terminal";
+    const kind = "duet_term_input";
+    if (typeof termId !== "string") return `${kind}: needs a "termId"`;
+    if (!this.attached(connection, termId)) return notAttachedFrame(kind, termId);
+    if (typeof data !== "string") return `${kind}: needs "data" (base64)`;
     const bytes = fromBase64Strict(data);
-    if (bytes === undefined) return "data is not valid base64";
-    if (bytes.length > MAX_INPUT) return `data is over ${MAX_INPUT} bytes`;
+    if (bytes === undefined) return `${kind}: data must be base64`;
+    if (bytes.length > MAX_INPUT) return `${kind}: at most ${MAX_INPUT} bytes per frame`;
     this.current?.pty?.write(bytes);
     return undefined;
   }
 
   /** `duet_term_resize` from `connection`: the error to answer, or undefined. */
   resize(connection: string, termId: unknown, cols: unknown, rows: unknown): string | undefined {
-    if (typeof termId !== "string") return 'duet_term_resize needs a string "termId"';
+    const kind = "duet_term_resize";
+    if (typeof termId !== "string") return `${kind}: needs a "termId"`;
     const t = this.current;
-    if (!t || !this.attached(connection, termId)) return "not attached to that terminal";
-    const problems = sizeProblems(cols, rows);
-    if (problems.length > 0) return problems.map(([field, p]) => `${field} ${p}`).join("; ");
+    if (!t || !this.attached(connection, termId)) return notAttachedFrame(kind, termId);
+    const [problem] = sizeProblems(cols, rows);
+    if (problem) return `${kind}: ${problem[0]} ${problem[1]}`;
     t.viewers.set(connection, { cols: cols as number, rows: rows as number });
     this.fit(t);
     return undefined;
@@ -271,8 +275,13 @@ export class SharedTerminal {
   }
 }
 
-function notAttached(termId: string): Reply {
+function notAttached(): Reply {
   return new ApiError(404, "not attached to that terminal", {
-    termId: [`this socket is not attached to ${JSON.stringify(termId)}`],
+    termId: ["this socket is not attached to a terminal with this id"],
   }).reply();
+}
+
+/** The `duet_error` of a terminal frame from a socket that is not attached to `termId`. */
+function notAttachedFrame(kind: string, termId: string): string {
+  return `${kind}: this socket is not attached to terminal ${JSON.stringify(termId)} (term_open first)`;
 }

@@ -4,6 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { AGENT_BYTES, AGENT_LINES, Screen } from "../src/screen";
 import { smallest } from "../src/terminal";
+import { conversation } from "../src/prompt";
 import { termDataFrame, termExitFrame, termOpenFrame, termResizeFrame, typingFrame } from "../src/protocol";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
@@ -35,8 +36,8 @@ describe("the terminal's screen", () => {
   });
 
   it("shows the agent at most the last 60 lines and 8 KiB", async () => {
-    const screen = new Screen(200, 50);
-    for (let i = 1; i <= 150; i++) screen.write(bytes(`line ${i}\r\n`));
+    const screen = new Screen(200, 100);
+    for (let i = 1; i <= 150; i++) screen.write(bytes(`line ${i}   \r\n`));
     await written(screen);
     const lines = screen.text().split("\n");
     expect(lines.length).toBe(AGENT_LINES);
@@ -76,5 +77,18 @@ describe("terminal frames", () => {
     expect(termExitFrame("t1", null)).toBe('{"type":"duet_term","phase":"exit","termId":"t1","exitCode":null}');
     expect(typingFrame("c1", "ann", "t1")).toBe('{"type":"duet_typing","id":"c1","name":"ann","termId":"t1"}');
     expect(typingFrame("c1", "ann")).toBe('{"type":"duet_typing","id":"c1","name":"ann"}');
+  });
+});
+
+describe("the agent's context", () => {
+  it("holds the screen just before the question, as duet serve words it", () => {
+    const question = { id: "000000000001", role: "user" as const, userId: "ann", text: "what failed?", ts: 1 };
+    const chat = conversation([question], { cols: 80, rows: 24, text: "$ make\nerror: boom" });
+    expect(chat.map((m) => m.role)).toEqual(["system", "user", "user"]);
+    expect(chat[1].content).toBe("[the room's terminal, 80x24: its screen now, as text]\n$ make\nerror: boom");
+    expect(chat[2].content).toBe("ann: what failed?");
+    const empty = conversation([question], { cols: 100, rows: 30, text: "" });
+    expect(empty[1].content).toBe("[the room's terminal, 100x30: its screen now, as text]\n(the screen is empty)");
+    expect(conversation([question]).length).toBe(2);
   });
 });

@@ -12,6 +12,8 @@ export function ptyOverSocket(res: Response, events: PtyEvents, end: () => Promi
   const ws = res.webSocket;
   if (!ws) throw new Error(`the sandbox did not open a terminal (${res.status})`);
   ws.accept();
+  // Binary frames as bytes, not Blobs (the default of newer compatibility dates).
+  ws.binaryType = "arraybuffer";
   let over = false;
   const finish = (code: number | null) => {
     if (over) return;

@@ -267,6 +267,8 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
     session.socket = upstream;
     const [client, pty] = Object.values(new WebSocketPair());
     pty.accept();
+    // Binary frames as bytes, not Blobs (the default of newer compatibility dates).
+    pty.binaryType = "arraybuffer";
     this.busy += 1;
     let over = false;
     const end = () => {
