@@ -49,7 +49,9 @@ interface Peer {
   seq: number;
   /** The socket asked for state deltas (`deltas=1`). */
   deltas: boolean;
+  /** When its typing was last relayed: into the chat, and into the shared terminal (each at most every 2 s). */
   typingAt?: number;
+  termTypingAt?: number;
 }
 
 type DuetConnection = Connection<{ duet?: Peer }>;
@@ -277,8 +279,10 @@ export class DuetAgent extends Agent<Env> {
     const peer = c.state?.duet;
     if (!peer) return;
     const now = Date.now();
-    if (peer.typingAt !== undefined && now - peer.typingAt < TYPING_EVERY_MS) return;
-    c.setState({ ...c.state, duet: { ...peer, typingAt: now } });
+    const last = termId === undefined ? peer.typingAt : peer.termTypingAt;
+    if (last !== undefined && now - last < TYPING_EVERY_MS) return;
+    const typed = termId === undefined ? { typingAt: now } : { termTypingAt: now };
+    c.setState({ ...c.state, duet: { ...peer, ...typed } });
     this.sendAll(typingFrame(peer.id, peer.name, termId), c);
   }
 

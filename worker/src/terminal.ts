@@ -72,6 +72,8 @@ interface Running {
   /** The attached sockets that got their snapshot: they get the output from there on. */
   receiving: Set<string>;
   idleTimer?: ReturnType<typeof setTimeout>;
+  /** It ended (or never started). */
+  over: boolean;
 }
 
 export class SharedTerminal {
@@ -192,13 +194,16 @@ export class SharedTerminal {
       size: { ...initial },
       viewers: new Map(),
       receiving: new Set(),
+      over: false,
     };
     try {
+      // Output may come before it is ready (the PTY's buffered output): it goes onto the screen.
       t.pty = await this.host.sandbox().openTerminal(termId, initial, {
         onData: (bytes) => this.output(t, bytes),
         onExit: (code) => this.finish(t, code),
       });
     } catch (e) {
+      t.over = true;
       t.screen.dispose();
       throw e;
     }
@@ -211,7 +216,7 @@ export class SharedTerminal {
 
   /** Output: onto the screen, then to the sockets that receive, in order. */
   private output(t: Running, bytes: Uint8Array): void {
-    if (this.current !== t) return;
+    if (t.over) return;
     if (t.viewers.size === 0) this.armIdle(t);
     t.screen.write(bytes, () => {
       if (t.receiving.size === 0) return;
@@ -250,7 +255,8 @@ export class SharedTerminal {
 
   /** The terminal ended: `exit` to everyone, every socket detached. */
   private finish(t: Running, exitCode: number | null): void {
-    if (this.current !== t) return;
+    if (t.over || this.current !== t) return;
+    t.over = true;
     this.current = undefined;
     this.stopIdle(t);
     t.viewers.clear();

@@ -353,7 +353,7 @@ class CloudflareSandbox implements RoomSandbox {
       const session = await sandbox.createSession({ id, cwd: "/workspace" });
       const upgrade = new Request("http://localhost/ws/pty", { headers: { Upgrade: "websocket" } });
       const res = await session.terminal(upgrade, { cols: size.cols, rows: size.rows, shell: "bash" });
-      return ptyOverSocket(res, events, async () => {
+      return await ptyOverSocket(res, events, async () => {
         try {
           await sandbox.deleteSession(id);
         } catch (e) {

@@ -258,17 +258,21 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
     const rows = size("rows");
     const upstream = await this.socket("standin-terminal");
     const opened = await this.socketRpc(upstream, "term_open", cols && rows ? { cols, rows } : {});
-    if (!opened.success) {
-      upstream.close(1000, "not opened");
-      throw new Error(rpcError(opened));
-    }
-    const termId = String(opened.result.termId);
-    session.termId = termId;
-    session.socket = upstream;
     const [client, pty] = Object.values(new WebSocketPair());
     pty.accept();
     // Binary frames as bytes, not Blobs (the default of newer compatibility dates).
     pty.binaryType = "arraybuffer";
+    if (!opened.success) {
+      closeQuietly(upstream);
+      // A container that is starting fails the call, as the SDK's does; any other failure is the PTY's error status.
+      if (opened.status === 503) throw new Error(rpcError(opened));
+      pty.send(JSON.stringify({ type: "error", message: rpcError(opened) }));
+      pty.close(1011, "the terminal could not start");
+      return new Response(null, { status: 101, webSocket: client });
+    }
+    const termId = String(opened.result.termId);
+    session.termId = termId;
+    session.socket = upstream;
     this.busy += 1;
     let over = false;
     const end = () => {
