@@ -495,7 +495,7 @@ async fn nothing_types_into_the_terminal_from_inside() {
     let (_, exec) = server
         .post(
             "/api/rooms/term-sti/sandbox/exec",
-            json!({"cmd": "for t in /dev/pts/[0-9]*; do perl -e 'open(my $t, \"+<\", $ARGV[0]) or die \"open: $!\"; print ioctl($t,0x5412,\"X\") ? \"allowed\" : \"refused $!\"' \"$t\"; done"}),
+            json!({"cmd": "for t in /dev/pts/[0-9]*; do perl -e 'open(my $t, \"+<\", $ARGV[0]) or die \"open: $!\"; my $c=\"X\"; print ioctl($t,0x5412,$c) ? \"allowed\" : \"refused $!\"' \"$t\"; done"}),
         )
         .await;
     let out = exec["result"]["stdout"].as_str().unwrap();
@@ -535,4 +535,38 @@ async fn the_agent_reads_the_terminal_s_screen() {
     assert!(sent.contains("the room's terminal"), "{sent}");
     assert!(sent.contains("ls /nowhere-at-all"), "{sent}");
     assert!(sent.contains("No such file or directory"), "{sent}");
+}
+
+#[tokio::test]
+async fn an_unattached_silent_terminal_ends_and_an_attached_one_keeps_the_sandbox() {
+    if common::only_duet_serve("--terminal-idle-secs and --sandbox-idle-secs are duet serve flags")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(
+        dir.path(),
+        &["--terminal-idle-secs", "2", "--sandbox-idle-secs", "1"],
+    )
+    .await;
+    let mut ada = Viewer::attach(&server, "term-idle", "ada", Some((80, 24))).await;
+    ada.until_screen("$ ").await;
+    ada.type_in("kept=still-here\r").await;
+    ada.until_screen("$ ").await;
+    // Well past the sandbox's idle stop: the terminal (and its shell) run on.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    ada.type_in("echo \"$kept\"-$((2*2))\r").await;
+    ada.until_screen("still-here-4").await;
+    // Unattached and silent: it ends by itself.
+    let term_id = ada.term_id.clone();
+    let answer = ada
+        .ws
+        .rpc(9, "term_detach", json!([{"termId": term_id}]))
+        .await;
+    assert_eq!(answer["success"], true, "{answer}");
+    let exit = ada
+        .ws
+        .until(|f| f["type"] == "duet_term" && f["phase"] == "exit")
+        .await;
+    assert_eq!(exit["termId"], term_id.as_str());
 }

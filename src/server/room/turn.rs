@@ -109,7 +109,7 @@ impl TurnHost for RoomHost {
         let terminal = self.terminal.clone();
         Box::pin(async move {
             let (handle, size) = terminal?;
-            Some((size, handle.screen().await))
+            Some((size, handle.screen().await?))
         })
     }
 }

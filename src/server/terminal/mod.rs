@@ -129,13 +129,11 @@ impl TermHandle {
         let _ = self.requests.send(Request::Close);
     }
 
-    /// The screen as text (empty when the terminal has ended).
-    pub(crate) async fn screen(&self) -> String {
+    /// The screen as text; `None` when the terminal has ended.
+    pub(crate) async fn screen(&self) -> Option<String> {
         let (reply, answer) = oneshot::channel();
-        if self.requests.send(Request::Screen { reply }).is_err() {
-            return String::new();
-        }
-        answer.await.unwrap_or_default()
+        self.requests.send(Request::Screen { reply }).ok()?;
+        answer.await.ok()
     }
 }
 

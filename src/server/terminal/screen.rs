@@ -78,7 +78,11 @@ mod tests {
             viewer.screen().contents(),
             screen.parser.screen().contents()
         );
-        assert_eq!(viewer.screen().cursor_position(), (1, 11));
+        assert_eq!(viewer.screen().cursor_position(), (1, 10));
+        assert_eq!(
+            viewer.screen().cursor_position(),
+            screen.parser.screen().cursor_position()
+        );
         assert_eq!(
             viewer.screen().cell(0, 0).map(|c| c.fgcolor()),
             Some(vt100::Color::Idx(1))
