@@ -5,6 +5,8 @@
 // error shapes, and the agent's context holding the screen. Each viewer
 // draws what it receives (test/terminal-support.ts).
 import { describe, expect, it } from "vitest";
+import { Screen } from "../src/screen";
+import { fromBase64 } from "../src/sandbox/bytes";
 import { joined, modelRequests, post, room, script, ws, type Json } from "./support";
 import { Viewer, attach, encode, open } from "./terminal-support";
 
@@ -60,6 +62,15 @@ describe("the shared terminal", () => {
     const bob = await joined(r, "user=bob");
     const b = await attach(bob, "b", 80, 24);
     expect(await b.text()).toContain("echo half-typed-line");
+    // Opening again while attached re-sends the snapshot.
+    ann.send({ type: "rpc", id: "again", method: "term_open", args: [{}] });
+    const again = await a.frame((f) => f.type === "rpc" && f.id === "again");
+    expect(again.result).toEqual({ cols: 80, rows: 24, termId: a.termId });
+    const resent = await a.frame((f) => f.type === "duet_term" && f.snapshot === true);
+    const redrawn = new Screen(80, 24);
+    redrawn.write(fromBase64(resent.data));
+    await new Promise<void>((ok) => redrawn.afterWrites(ok));
+    expect(redrawn.text()).toContain("echo half-typed-line");
     // The alternate screen of a full-screen program (less) comes in the snapshot.
     a.type("\x15seq 1 500 | less\r");
     await a.shows(/^1\n2\n3/m);
