@@ -18,7 +18,6 @@ use base64::Engine;
 use common::{Server, Ws};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::time::{Duration, Instant};
 
@@ -139,7 +138,7 @@ fn spawn_on_pty(
         ws_ypixel: 0,
     };
     let pair = nix::pty::openpty(Some(&size), None).expect("a pty");
-    let slave = std::fs::File::from(OwnedFd::from(pair.slave));
+    let slave = std::fs::File::from(pair.slave);
     let mut command = std::process::Command::new(program);
     command
         .args(args)
@@ -173,7 +172,7 @@ fn local_pty_keystrokes(keys: usize) -> Vec<Duration> {
     let (mut master, mut child) = spawn_on_pty(
         "bash",
         &["--noprofile", "--norc", "-i"],
-        &[("PS1", "\\w \\$ "), ("TERM", "xterm-256color")],
+        &[("PS1", "\\w $ "), ("TERM", "xterm-256color")],
     );
     read_until(&mut master, b"$ ");
     let mut times = Vec::with_capacity(keys);
@@ -284,7 +283,7 @@ fn tmux_seq(n: u64) -> Option<Duration> {
     for (master, mut child) in viewers {
         let _ = child.kill();
         let _ = child.wait();
-        drop(master.as_raw_fd());
+        drop(master);
     }
     Some(elapsed)
 }

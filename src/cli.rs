@@ -33,6 +33,10 @@ pub enum Command {
     Exec(ExecArgs),
     /// Clean a room up: clear its history and destroy its sandbox
     Cleanup(ClientArgs),
+    /// Attach this terminal to the room's shared terminal (a shell in its
+    /// sandbox that everyone in the room sees and types into), full
+    /// screen; Ctrl+] detaches, the shell runs on
+    Term(ClientArgs),
     /// Copy a file into or out of the room's workspace:
     /// `duet cp LOCAL :PATH` or `duet cp :PATH LOCAL` (`-` is stdin/stdout)
     Cp(CpArgs),
@@ -83,6 +87,10 @@ pub struct ExecArgs {
     /// Working directory for this command only
     #[arg(long)]
     pub cwd: Option<String>,
+    /// Send a command that needs a terminal (`top`, `vim`, `python3` with
+    /// no script) anyway, instead of pointing to `duet term`
+    #[arg(long)]
+    pub no_tty_check: bool,
     /// The command and its arguments, after `--`
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     pub cmd: Vec<String>,
@@ -303,6 +311,7 @@ fn run_async(command: Command) -> ExitCode {
             Command::Serve(args) => crate::server::serve(*args).await.map(|_| ExitCode::SUCCESS),
             Command::Exec(args) => crate::client::commands::exec(args).await,
             Command::Cleanup(args) => crate::client::commands::cleanup(args).await,
+            Command::Term(args) => crate::client::term::attach::term(args).await,
             Command::Cp(args) => crate::client::cp::cp(args).await,
             Command::Ask(args) => crate::ai::ask::ask(args).await,
             Command::SandboxInit | Command::Join(_) => Ok(ExitCode::FAILURE),

@@ -238,6 +238,43 @@ async fn a_late_viewer_sees_a_running_full_screen_program() {
 }
 
 #[tokio::test]
+async fn vim_edits_a_file_of_the_room_and_a_late_viewer_sees_it() {
+    let (server, _dir) = Server::fresh().await;
+    let mut ada = Viewer::attach(&server, "term-vim", "ada", Some((80, 24))).await;
+    ada.until_screen("$ ").await;
+    ada.type_in("vim notes.txt\r").await;
+    // vim's own screen (not the echoed command): its new-file message.
+    ada.until_screen("[New]").await;
+    ada.type_in("iwritten in vim").await;
+    ada.until_screen("-- INSERT --").await;
+    ada.until_screen("written in vim").await;
+    let bob = Viewer::attach(&server, "term-vim", "bob", Some((80, 24))).await;
+    assert!(
+        bob.screen.screen().alternate_screen(),
+        "vim is on the alternate screen"
+    );
+    assert!(bob.text().contains("written in vim"), "{}", bob.text());
+    ada.type_in("\x1b:wq\r").await;
+    ada.until_screen("$ ").await;
+    let saved = tokio::time::timeout(SCREEN_WAIT, async {
+        loop {
+            let (_, read) = server
+                .post(
+                    "/api/rooms/term-vim/sandbox/exec",
+                    json!({"cmd": "cat notes.txt"}),
+                )
+                .await;
+            if read["result"]["stdout"] == "written in vim\n" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    assert!(saved.is_ok(), "vim saved the file into /workspace");
+}
+
+#[tokio::test]
 async fn detach_stops_the_feed_and_refuses_input() {
     let (server, _dir) = Server::fresh().await;
     let mut ada = Viewer::attach(&server, "term-detach", "ada", Some((80, 24))).await;

@@ -1,4 +1,5 @@
-//! One-shot client subcommands: `duet exec`, `duet cleanup`.
+//! One-shot client subcommands: `duet exec` (not for commands that need a
+//! terminal: see `client::term::needs`), `duet cleanup`.
 
 use crate::cli::{ClientArgs, ExecArgs};
 use crate::client::http::HttpClient;
@@ -13,14 +14,24 @@ use std::process::ExitCode;
 pub const EXIT_TIMED_OUT: u8 = 124;
 /// Exit code of an interrupted command (128 + SIGINT).
 pub const EXIT_INTERRUPTED: u8 = 130;
+/// Exit code of a command not sent because it needs a terminal (a usage
+/// error: `duet term` runs it).
+pub const EXIT_NEEDS_TERMINAL: u8 = 2;
 
 /// `duet exec -- CMD…`: the command's stdout and stderr on ours, its exit
 /// code as ours.
 pub async fn exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
+    let cmd = shell_join(&args.cmd);
+    if !args.no_tty_check
+        && let Some(program) = crate::client::term::needs::needs_terminal(&cmd)
+    {
+        eprintln!("duet: {}", crate::client::term::needs::exec_hint(&program));
+        return Ok(ExitCode::from(EXIT_NEEDS_TERMINAL));
+    }
     let settings = config::load(&args.client, data_dir_from_env())?;
     let client = client_for(&settings)?;
     let request = ExecRequest {
-        cmd: shell_join(&args.cmd),
+        cmd,
         timeout_ms: args.timeout_ms,
         cwd: args.cwd.clone(),
         env: None,

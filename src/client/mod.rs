@@ -9,3 +9,4 @@ pub mod join;
 pub mod local;
 pub mod rpc;
 pub mod socket;
+pub mod term;

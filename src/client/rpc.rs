@@ -5,7 +5,9 @@
 
 use crate::client::http::StatusError;
 use crate::client::socket::SocketEvent;
-use crate::protocol::{Addressee, ClientFrame, Details, ExecRequest, MessageRequest, RpcAnswer};
+use crate::protocol::{
+    Addressee, ClientFrame, Details, ExecRequest, MessageRequest, RpcAnswer, TermSize,
+};
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -29,6 +31,14 @@ pub enum RoomOp {
     Cleanup,
     /// `rename [{name}]`: this connection's name, without reconnecting.
     Rename(String),
+    /// `term_open [{cols?, rows?}]`: attach this connection to the room's
+    /// shared terminal (opening it), with its window's size; the socket
+    /// attaches again after every reconnect until detached.
+    TermOpen(Option<TermSize>),
+    /// `term_detach [{termId?}]`: stop receiving the terminal; it runs on.
+    TermDetach(Option<String>),
+    /// `term_close [{termId?}]`: end the terminal for everyone.
+    TermClose(Option<String>),
 }
 
 impl RoomOp {
@@ -57,6 +67,9 @@ impl RoomOp {
             RoomOp::Cancel(_) => "cancel",
             RoomOp::Cleanup => "cleanup",
             RoomOp::Rename(_) => "rename",
+            RoomOp::TermOpen(_) => "term_open",
+            RoomOp::TermDetach(_) => "term_detach",
+            RoomOp::TermClose(_) => "term_close",
         }
     }
 
@@ -83,6 +96,11 @@ impl RoomOp {
             RoomOp::Cancel(turn_id) => vec![optional("turnId", turn_id)],
             RoomOp::Cleanup => Vec::new(),
             RoomOp::Rename(name) => vec![serde_json::json!({ "name": name })],
+            RoomOp::TermOpen(Some(size)) => vec![to_arg(size)],
+            RoomOp::TermOpen(None) => vec![Value::Object(Default::default())],
+            RoomOp::TermDetach(term_id) | RoomOp::TermClose(term_id) => {
+                vec![optional("termId", term_id)]
+            }
         }
     }
 }

@@ -29,6 +29,22 @@ fn operations_have_the_wire_shape() {
     assert_eq!(RoomOp::Exec("ls".into()).method(), "exec");
 }
 
+#[test]
+fn terminal_operations_have_the_wire_shape() {
+    let open = RoomOp::TermOpen(Some(crate::protocol::TermSize {
+        cols: 120,
+        rows: 39,
+    }));
+    assert_eq!(open.method(), "term_open");
+    assert_eq!(open.args(), vec![json!({"cols":120,"rows":39})]);
+    assert_eq!(RoomOp::TermOpen(None).args(), vec![json!({})]);
+    let detach = RoomOp::TermDetach(Some("t1".into()));
+    assert_eq!(detach.method(), "term_detach");
+    assert_eq!(detach.args(), vec![json!({"termId":"t1"})]);
+    assert_eq!(RoomOp::TermClose(None).method(), "term_close");
+    assert_eq!(RoomOp::TermClose(None).args(), vec![json!({})]);
+}
+
 fn reply(id: &str, status: Option<u16>) -> RpcAnswer {
     RpcAnswer {
         id: Value::String(id.into()),

@@ -10,7 +10,8 @@
 use crate::client::deltas::Delta;
 use crate::client::explain;
 use crate::client::rpc::{Answer, Calls, RoomOp, not_sent};
-use crate::protocol::{ClientFrame, ServerFrame};
+use crate::client::term::link::{Attachment, input_frames};
+use crate::protocol::{ClientFrame, ServerFrame, TermSize};
 use futures_util::{SinkExt, StreamExt};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -80,6 +81,13 @@ pub enum SocketEvent {
 pub enum SocketCommand {
     /// Send `duet_typing`.
     Typing,
+    /// Bytes typed or pasted into the shared terminal (`duet_term_input`,
+    /// split into frames of at most 64 KiB). Not sent while not connected:
+    /// keystrokes are not typed late, into a screen nobody sees.
+    TermInput { term_id: String, data: Vec<u8> },
+    /// This client's window for the terminal changed size
+    /// (`duet_term_resize`); a re-attachment gives the new size.
+    TermResize { term_id: String, size: TermSize },
     /// Send a room operation as an `rpc` frame; its answer comes back as
     /// `SocketEvent::Answer`. A message while not connected waits in the
     /// outbox (`SocketEvent::Outbox`); anything else is not sent.
@@ -165,6 +173,7 @@ async fn actor(
     crate::support::install_tls();
     let report = |state: ConnState| events.send(SocketEvent::State(state)).is_ok();
     let mut calls = Calls::default();
+    let mut term = Attachment::default();
     let mut attempt: u32 = 0;
     loop {
         if !report(ConnState::Connecting) {
@@ -173,7 +182,15 @@ async fn actor(
         let reason = match connect(&params).await {
             Ok(ws) => {
                 attempt = 0;
-                let ended = connection(ws, &params.base, &events, &mut commands, &mut calls).await;
+                let ended = connection(
+                    ws,
+                    &params.base,
+                    &events,
+                    &mut commands,
+                    &mut calls,
+                    &mut term,
+                )
+                .await;
                 // A `rename` that worked: the next connection joins under it.
                 if let Some(name) = calls.take_renamed() {
                     params.name = name;
@@ -218,7 +235,8 @@ async fn actor(
                             break;
                         }
                         Some(SocketCommand::Call(op)) => not_sent(&events, op, &reason),
-                        Some(SocketCommand::Typing) => {}
+                        Some(SocketCommand::TermResize { size, .. }) => term.resized(size),
+                        Some(SocketCommand::Typing | SocketCommand::TermInput { .. }) => {}
                     }
                 }
                 continue;
@@ -249,11 +267,17 @@ async fn actor(
                     None | Some(SocketCommand::Close) => return,
                     Some(SocketCommand::Rejoin { name }) => { params.name = name; break; }
                     Some(SocketCommand::Retarget { base }) => { params.base = base; break; }
-                    Some(SocketCommand::Call(op)) => match calls.queue(op) {
-                        Ok(()) => tell_outbox(&events, &mut calls),
-                        Err(op) => not_sent(&events, op, &reason),
-                    },
-                    Some(SocketCommand::Typing) => {}
+                    // Attaching waits for the connection, which attaches.
+                    Some(SocketCommand::Call(op)) if matches!(op, RoomOp::TermOpen(_)) => term.on_call(&op),
+                    Some(SocketCommand::Call(op)) => {
+                        term.on_call(&op);
+                        match calls.queue(op) {
+                            Ok(()) => tell_outbox(&events, &mut calls),
+                            Err(op) => not_sent(&events, op, &reason),
+                        }
+                    }
+                    Some(SocketCommand::TermResize { size, .. }) => term.resized(size),
+                    Some(SocketCommand::Typing | SocketCommand::TermInput { .. }) => {}
                 },
             }
         }
@@ -311,6 +335,7 @@ async fn connection(
     events: &mpsc::UnboundedSender<SocketEvent>,
     commands: &mut mpsc::UnboundedReceiver<SocketCommand>,
     calls: &mut Calls,
+    term: &mut Attachment,
 ) -> Ended {
     let (mut sink, mut stream) = ws.split();
     let mut ping = tokio::time::interval(PING_EVERY);
@@ -322,6 +347,15 @@ async fn connection(
     // the last connection lost, then those written while offline.
     if let Err(err) = next_message(&mut sink, events, calls).await {
         return Ended::Dropped(broke(base, &err));
+    }
+    // Attached before the drop (or asked to be while offline): attach
+    // again; the answer and a fresh snapshot follow.
+    if let Some(op) = term.reattach() {
+        let (id, frame) = calls.start(op);
+        if let Err(err) = send_frame(&mut sink, &frame).await {
+            calls.forget(&id);
+            return Ended::Dropped(broke(base, &err));
+        }
     }
     loop {
         tokio::select! {
@@ -340,10 +374,12 @@ async fn connection(
                         match serde_json::from_str::<ServerFrame>(text.as_str()) {
                             Ok(ServerFrame::Rpc(reply)) => {
                                 if let Some(done) = calls.finish(reply, tokio::time::Instant::now()) {
+                                    term.on_answer(&done);
                                     let _ = events.send(SocketEvent::Answer(Box::new(done)));
                                 }
                             }
                             Ok(frame) => {
+                                term.on_frame(&frame);
                                 if let ServerFrame::State { state } = &frame
                                     && includes(&state.messages, calls.on_its_way())
                                 {
@@ -430,20 +466,35 @@ async fn connection(
                         return Ended::Retarget(base);
                     }
                     Some(SocketCommand::Typing) => (None, ClientFrame::Typing {}),
-                    // A message joins the outbox: it goes after ours
-                    // still on their way.
-                    Some(SocketCommand::Call(op)) => match calls.queue(op) {
-                        Ok(()) => {
-                            if let Err(err) = next_message(&mut sink, events, calls).await {
+                    Some(SocketCommand::TermResize { term_id, size }) => {
+                        term.resized(size);
+                        (None, ClientFrame::TermResize { term_id, cols: size.cols, rows: size.rows })
+                    }
+                    Some(SocketCommand::TermInput { term_id, data }) => {
+                        for frame in input_frames(&term_id, &data) {
+                            if let Err(err) = send_frame(&mut sink, &frame).await {
                                 return Ended::Dropped(broke(base, &err));
                             }
-                            continue;
                         }
-                        Err(op) => {
-                            let (id, frame) = calls.start(op);
-                            (Some(id), frame)
+                        continue;
+                    }
+                    // A message joins the outbox: it goes after ours
+                    // still on their way.
+                    Some(SocketCommand::Call(op)) => {
+                        term.on_call(&op);
+                        match calls.queue(op) {
+                            Ok(()) => {
+                                if let Err(err) = next_message(&mut sink, events, calls).await {
+                                    return Ended::Dropped(broke(base, &err));
+                                }
+                                continue;
+                            }
+                            Err(op) => {
+                                let (id, frame) = calls.start(op);
+                                (Some(id), frame)
+                            }
                         }
-                    },
+                    }
                 };
                 let (call, frame) = frame;
                 if let Err(err) = send_frame(&mut sink, &frame).await {

@@ -26,8 +26,11 @@ impl App {
             RoomOp::Interrupt(_) => self.stop_failed("the interrupt", err),
             RoomOp::Cancel(_) => self.stop_failed("cancelling", err),
             RoomOp::Cleanup => self.stop_failed("the cleanup", err),
-            // Answered in src/tui/rename.rs.
-            RoomOp::Rename(_) => {}
+            // Answered in src/tui/rename.rs and src/tui/term_view.rs.
+            RoomOp::Rename(_)
+            | RoomOp::TermOpen(_)
+            | RoomOp::TermDetach(_)
+            | RoomOp::TermClose(_) => {}
         }
     }
 
@@ -38,7 +41,11 @@ impl App {
                     self.pending_messages = self.pending_messages.saturating_sub(1);
                 }
             }
-            RoomOp::Exec(_) | RoomOp::Rename(_) => {}
+            RoomOp::Exec(_)
+            | RoomOp::Rename(_)
+            | RoomOp::TermOpen(_)
+            | RoomOp::TermDetach(_)
+            | RoomOp::TermClose(_) => {}
             RoomOp::Interrupt(_) => {
                 let done = answer.decode::<InterruptResponse>().map(|a| a.interrupted);
                 self.stopped("interrupt", done);

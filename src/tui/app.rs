@@ -125,6 +125,16 @@ pub enum Effect {
     Redraw,
     /// Put this text on the terminal's clipboard (OSC 52).
     Clipboard(String),
+    /// Bytes for the room's shared terminal (keys, a paste).
+    TermInput {
+        term_id: String,
+        data: Vec<u8>,
+    },
+    /// The terminal view's size changed.
+    TermResize {
+        term_id: String,
+        size: crate::protocol::TermSize,
+    },
     Quit,
 }
 
@@ -148,6 +158,8 @@ pub struct App {
     /// The file `/get` would replace, while the person is asked.
     pub overwrite: Option<crate::tui::files::Overwrite>,
     pub typing: Vec<Typist>,
+    /// The room's shared terminal, and its view (src/tui/term_view.rs).
+    pub term: crate::tui::term_view::TermPane,
     pub toasts: Vec<Toast>,
     /// Whether the mouse is captured (the wheel scrolls); off, the
     /// terminal selects text.
@@ -191,6 +203,7 @@ impl App {
             outbox: Vec::new(),
             overwrite: None,
             typing: Vec::new(),
+            term: Default::default(),
             toasts: Vec::new(),
             mouse_capture: true,
             modals: Vec::new(),
@@ -238,6 +251,7 @@ impl App {
             .iter()
             .map(|t| t.until_ms)
             .chain(self.typing.iter().map(|t| t.until_ms))
+            .chain(self.term.typing.iter().map(|t| t.until_ms))
             .chain(spinner)
             .min()
     }
@@ -265,7 +279,9 @@ impl App {
                 true
             }
             Msg::Paste(text) => {
-                if self.modals.is_empty() {
+                if self.modals.is_empty() && self.terminal_focused() {
+                    self.on_terminal_paste(&text, &mut effects);
+                } else if self.modals.is_empty() {
                     self.composer.insert(&text);
                     self.typed(&mut effects);
                 }
@@ -280,6 +296,9 @@ impl App {
                 let changed = self.conn != state;
                 let reconnected = matches!(state, ConnState::Connected { .. })
                     && !matches!(self.conn, ConnState::Connected { .. });
+                if !matches!(state, ConnState::Connected { .. }) {
+                    self.terminal_link_down();
+                }
                 if reconnected {
                     // A reply streaming when the link dropped may never end
                     // (the backend restarted: the room then says so); its
@@ -298,6 +317,9 @@ impl App {
             Msg::Socket(SocketEvent::Answer(answer)) => {
                 match answer.op {
                     RoomOp::Rename(_) => self.on_renamed(*answer, &mut effects),
+                    RoomOp::TermOpen(_) | RoomOp::TermDetach(_) | RoomOp::TermClose(_) => {
+                        self.on_term_answer(&answer, &mut effects)
+                    }
                     _ => self.on_answer(*answer),
                 }
                 true
@@ -339,16 +361,19 @@ impl App {
             }
             Msg::Tick => self.on_tick(),
         };
+        self.follow_pane_size(&mut effects);
         self.dirty |= visible;
         effects
     }
 
     fn on_tick(&mut self) -> bool {
         let now = self.now_ms;
-        let before = self.toasts.len() + self.typing.len();
+        let count = |app: &App| app.toasts.len() + app.typing.len() + app.term.typing.len();
+        let before = count(self);
         self.toasts.retain(|t| t.until_ms > now);
         self.typing.retain(|t| t.until_ms > now);
-        before != self.toasts.len() + self.typing.len() || self.busy()
+        self.term.typing.retain(|t| t.until_ms > now);
+        before != count(self) || self.busy()
     }
 
     /// Notes new content in `pane` if the narrow layout hides it.

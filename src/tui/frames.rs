@@ -3,7 +3,9 @@
 //! directory, cleanup.
 
 use crate::client::deltas::Delta;
-use crate::protocol::{AiPhase, DuetMessage, ExecFrame, ExecRecord, ServerFrame, ShellState};
+use crate::protocol::{
+    AiPhase, DuetMessage, ExecFrame, ExecRecord, ServerFrame, ShellState, TerminalState,
+};
 use crate::tui::app::{App, Pane, TYPING_MS, Typist};
 use crate::tui::chat::LiveTurn;
 use crate::tui::scroll::Scroll;
@@ -39,18 +41,26 @@ const PATCH_FIELDS: &[(&str, PatchField)] = &[
             Err(err) => app.bad_patch("shell", &err),
         }
     }),
+    ("terminal", |app, value| {
+        match serde_json::from_value::<Option<TerminalState>>(value) {
+            Ok(terminal) => app.set_terminal(terminal),
+            Err(err) => app.bad_patch("terminal", &err),
+        }
+    }),
 ];
 
 impl App {
     pub(crate) fn on_frame(&mut self, frame: ServerFrame) -> bool {
         match frame {
-            ServerFrame::Identity { .. } | ServerFrame::Rpc(_) | ServerFrame::Term(_) => false,
+            ServerFrame::Identity { .. } | ServerFrame::Rpc(_) => false,
+            ServerFrame::Term(frame) => self.on_term_frame(frame),
             ServerFrame::State { state } => {
                 self.apply_messages(&state.messages);
                 self.apply_records(&state.execs);
                 if let Some(shell) = state.shell {
                     self.set_cwd(shell.cwd);
                 }
+                self.set_terminal(state.terminal);
                 true
             }
             ServerFrame::StateError { error } | ServerFrame::Error { error, .. } => {
@@ -61,8 +71,14 @@ impl App {
                 self.presence = users;
                 let ids: Vec<&str> = self.presence.iter().map(|u| u.id.as_str()).collect();
                 self.typing.retain(|t| ids.contains(&t.id.as_str()));
+                self.term.typing.retain(|t| ids.contains(&t.id.as_str()));
                 true
             }
+            ServerFrame::Typing {
+                id,
+                name,
+                term_id: Some(_),
+            } => self.on_term_typing(id, name),
             ServerFrame::Typing { id, name, .. } => {
                 if id == self.session.connection_id {
                     return false;

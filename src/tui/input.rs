@@ -63,6 +63,10 @@ impl App {
             self.on_modal_key(modal, key, effects);
             return;
         }
+        if self.terminal_focused() {
+            self.on_terminal_key(key, effects);
+            return;
+        }
         let action = keymap::lookup(&key);
         if action != Some(Action::ClearOrQuit) {
             self.ctrl_c_armed = false;
@@ -192,6 +196,9 @@ impl App {
                 );
             }
             Action::Redraw => effects.push(Effect::Redraw),
+            Action::Terminal => self.toggle_terminal(effects),
+            // The terminal view's own table: not looked up here.
+            Action::TermBack => {}
             Action::Copy => self.copy_last(effects),
             // Dialog actions: their tables are not looked up here.
             Action::Confirm | Action::Close => {}
@@ -226,6 +233,11 @@ impl App {
         let Some(op) = read_line(self.composer.mode, trimmed) else {
             return;
         };
+        if let RoomOp::Exec(cmd) = &op
+            && self.held_for_terminal(cmd)
+        {
+            return;
+        }
         if let RoomOp::Message { text, .. } = &op
             && text.chars().count() > crate::protocol::MAX_TEXT_CHARS
         {

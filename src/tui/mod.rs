@@ -24,6 +24,7 @@ pub mod scroll;
 pub mod slash;
 pub mod start;
 pub mod stop;
+pub mod term_view;
 pub mod terminal;
 pub mod termtext;
 pub mod text;

@@ -115,6 +115,12 @@ pub async fn run(
                     let _ = terminal.clear();
                 }
                 Effect::SetMouse(on) => set_mouse(on),
+                Effect::TermInput { term_id, data } => {
+                    socket.send(SocketCommand::TermInput { term_id, data });
+                }
+                Effect::TermResize { term_id, size } => {
+                    socket.send(SocketCommand::TermResize { term_id, size });
+                }
                 Effect::Clipboard(text) => {
                     // A terminal without OSC 52 ignores it; a failed write
                     // leaves the clipboard as it was, not the UI.
@@ -197,7 +203,9 @@ fn spawn_call(effect: Effect, http: HttpClient, done: mpsc::UnboundedSender<Msg>
             | Effect::Quit
             | Effect::SetMouse(_)
             | Effect::Redraw
-            | Effect::Clipboard(_) => return,
+            | Effect::Clipboard(_)
+            | Effect::TermInput { .. }
+            | Effect::TermResize { .. } => return,
         };
         let _ = done.send(msg);
     });

@@ -65,7 +65,7 @@ pub fn join(args: JoinArgs, data_dir: Option<PathBuf>) -> ExitCode {
 
 /// Logs go to `duet.log` in the data directory, never to the terminal the
 /// UI draws on. Without a writable file there are no logs.
-fn init_logging(data_dir: &Path) {
+pub(crate) fn init_logging(data_dir: &Path) {
     if std::fs::create_dir_all(data_dir).is_err() {
         return;
     }

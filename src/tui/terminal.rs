@@ -1,5 +1,6 @@
-//! The terminal guard: puts the terminal in the UI's modes and restores it
-//! exactly once, whatever happens (normal exit, error, panic).
+//! The terminal guard: puts the terminal in the UI's modes (or, for `duet
+//! term`, only raw mode and the alternate screen) and restores it exactly
+//! once, whatever happens (normal exit, error, panic).
 
 use crossterm::event::{
     DisableBracketedPaste, DisableFocusChange, DisableMouseCapture, EnableBracketedPaste,
@@ -18,6 +19,10 @@ static ACTIVE: AtomicBool = AtomicBool::new(false);
 static KEYBOARD_FLAGS: AtomicBool = AtomicBool::new(false);
 /// The panic hook that restores the terminal is installed once.
 static PANIC_HOOK: Once = Once::new();
+/// Turns off the key and mouse modes a program in the shared terminal may
+/// have had mirrored (`duet term`): application cursor keys and keypad,
+/// X10 mouse, UTF-8 mouse coordinates.
+const KEY_MODES_OFF: &str = "\x1b[?1l\x1b>\x1b[?9l\x1b[?1005l";
 /// The terminal's stderr, saved while stderr goes to the log file (-1: not
 /// redirected).
 static SAVED_STDERR: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
@@ -33,6 +38,28 @@ impl TerminalGuard {
     /// (by this process or the sandboxes it starts) goes to `stderr_log`
     /// instead of over the UI.
     pub fn enter(stderr_log: Option<&std::path::Path>) -> std::io::Result<TerminalGuard> {
+        let guard = TerminalGuard::enter_raw(stderr_log)?;
+        let mut out = std::io::stdout();
+        crossterm::execute!(
+            out,
+            EnableMouseCapture,
+            EnableBracketedPaste,
+            EnableFocusChange
+        )?;
+        if crossterm::terminal::supports_keyboard_enhancement().unwrap_or(false) {
+            crossterm::execute!(
+                out,
+                PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
+            )?;
+            KEYBOARD_FLAGS.store(true, Ordering::SeqCst);
+        }
+        Ok(guard)
+    }
+
+    /// Raw mode and the alternate screen only: `duet term` passes the
+    /// person's keys on as bytes and turns on only the modes the program
+    /// in the shared terminal asks for (which `restore` turns off).
+    pub fn enter_raw(stderr_log: Option<&std::path::Path>) -> std::io::Result<TerminalGuard> {
         PANIC_HOOK.call_once(|| {
             let previous = std::panic::take_hook();
             std::panic::set_hook(Box::new(move |info| {
@@ -46,21 +73,7 @@ impl TerminalGuard {
             redirect_stderr(path);
         }
         let guard = TerminalGuard(());
-        let mut out = std::io::stdout();
-        crossterm::execute!(
-            out,
-            EnterAlternateScreen,
-            EnableMouseCapture,
-            EnableBracketedPaste,
-            EnableFocusChange
-        )?;
-        if crossterm::terminal::supports_keyboard_enhancement().unwrap_or(false) {
-            crossterm::execute!(
-                out,
-                PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
-            )?;
-            KEYBOARD_FLAGS.store(true, Ordering::SeqCst);
-        }
+        crossterm::execute!(std::io::stdout(), EnterAlternateScreen)?;
         Ok(guard)
     }
 }
@@ -85,6 +98,7 @@ pub fn restore() {
         DisableFocusChange,
         DisableBracketedPaste,
         DisableMouseCapture,
+        crossterm::style::Print(KEY_MODES_OFF),
         LeaveAlternateScreen,
         crossterm::cursor::Show
     );

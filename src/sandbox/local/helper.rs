@@ -212,6 +212,10 @@ fn build_container(
         .setrlimit(Rlimit::Fsize, setup.file_size, setup.file_size)
         .setrlimit(Rlimit::Cpu, setup.cpu_seconds, setup.cpu_seconds)
         .setrlimit(Rlimit::Core, 0, 0);
+    // Debian's `awk`, `vi`, `editor`, `pager`… are links into here.
+    if Path::new("/etc/alternatives").is_dir() {
+        c.bindmount_ro("/etc/alternatives", "/etc/alternatives");
+    }
     if setup.network == super::Network::Nat {
         // pasta copies the host's addresses and routes; hakoniwa adds
         // --no-map-gw and -T/-U none, so the host's loopback stays out of reach.

@@ -130,6 +130,14 @@ pub const BINDINGS: &[Binding] = &[
         edit: false,
     },
     Binding {
+        keys: &[k(KeyCode::F(3))],
+        action: Action::Terminal,
+        help: "the room's shared terminal in the output pane: shows it and gives it your keys \
+               (Ctrl+] gives them back; Tab to it again), or hides it",
+        hint: Some("terminal"),
+        edit: false,
+    },
+    Binding {
         keys: &[ctrl('l')],
         action: Action::Redraw,
         help: "redraw the whole screen",
@@ -263,3 +271,12 @@ pub const CONFIRM_KEYS: &[Binding] = &[
         "no, keep it",
     ),
 ];
+
+/// Keys of the terminal view while it has the keys: every other key goes
+/// to the terminal. Ctrl+] arrives as Ctrl+5 from terminals without
+/// keyboard enhancements (the same byte, 0x1d).
+pub const TERMINAL_KEYS: &[Binding] = &[dialog(
+    &[ctrl(']'), ctrl('5')],
+    Action::TermBack,
+    "give the keys back to the input (every other key goes to the terminal)",
+)];

@@ -36,6 +36,11 @@ pub enum Action {
     Redraw,
     /// Copy the last code block (else command output) to the clipboard.
     Copy,
+    /// Show the room's shared terminal in the output pane (attached, with
+    /// the keys), or hide it (detached).
+    Terminal,
+    /// In the terminal view: give the keys back to the input.
+    TermBack,
     /// In a dialog: do what it asks.
     Confirm,
     /// In a dialog: close it (and do nothing).
@@ -44,7 +49,7 @@ pub enum Action {
 
 mod bindings;
 
-pub use bindings::{BINDINGS, CONFIRM_KEYS, HELP_KEYS};
+pub use bindings::{BINDINGS, CONFIRM_KEYS, HELP_KEYS, TERMINAL_KEYS};
 
 /// One key with its modifiers (Ctrl and Alt; Shift only where it matters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -220,7 +225,7 @@ mod tests {
 
     #[test]
     fn every_key_is_bound_once() {
-        for table in [BINDINGS, HELP_KEYS, CONFIRM_KEYS] {
+        for table in [BINDINGS, HELP_KEYS, CONFIRM_KEYS, TERMINAL_KEYS] {
             let mut seen = Vec::new();
             for b in table {
                 for key in b.keys {
@@ -248,6 +253,7 @@ mod tests {
         let hints: Vec<(String, &str)> = hints().into_iter().map(|(k, h, _)| (k, h)).collect();
         assert!(hints.contains(&("^X".to_string(), "cleanup")));
         assert!(hints.contains(&("F1".to_string(), "help")));
+        assert!(hints.contains(&("F3".to_string(), "terminal")));
         for mode in ["^G", "^T", "^R"] {
             assert!(hints.iter().any(|(k, _)| k == mode), "{mode} in the footer");
         }

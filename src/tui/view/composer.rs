@@ -59,7 +59,8 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
         })
         .collect();
     frame.render_widget(Paragraph::new(shown), inner);
-    if app.modals.is_empty() {
+    // While the terminal has the keys, the cursor is the terminal's.
+    if app.modals.is_empty() && !app.terminal_focused() {
         let x = inner.x + PROMPT_WIDTH + cursor_col as u16;
         let y = inner.y + (cursor_row - first) as u16;
         if x < inner.x + inner.width && y < inner.y + inner.height {

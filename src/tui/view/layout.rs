@@ -77,9 +77,11 @@ pub fn areas(app: &App, area: Rect) -> Areas {
             Layout::horizontal([Constraint::Fill(1), Constraint::Length(PRESENCE_WIDTH)])
                 .areas(main);
         let wide = (panes.width * FOCUSED_SHARE / 100).min(panes.width.saturating_sub(SIDE_MIN));
+        // The terminal view keeps the wide share while shown, so that its
+        // size does not change with the focus.
         let chat_width = match app.focus {
-            Pane::Chat => wide,
-            Pane::Output => panes.width - wide,
+            Pane::Chat if !app.term.shown => wide,
+            _ => panes.width - wide,
         };
         let [chat, output] =
             Layout::horizontal([Constraint::Length(chat_width), Constraint::Fill(1)]).areas(panes);

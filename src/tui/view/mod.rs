@@ -8,6 +8,7 @@ pub mod output;
 pub mod overlay;
 pub mod pane;
 pub mod status;
+pub mod terminal;
 
 use crate::tui::app::{App, Modal};
 use ratatui::Frame;

@@ -1,5 +1,6 @@
 //! The output pane: its title (how many commands) and its cells, one per
-//! command run (src/tui/exec_cell.rs).
+//! command run (src/tui/exec_cell.rs); or the room's terminal, while F3
+//! shows it (view/terminal.rs).
 
 use crate::tui::app::{App, Pane};
 use crate::tui::view::layout::pane_inner;
@@ -16,18 +17,23 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect, wide: bool) {
     }
     let theme = app.theme;
     let count = app.execs.runs().len();
-    let mut title = vec![
-        Span::styled(" Output ", title_style(app, Pane::Output)),
-        Span::styled(
-            match count {
-                0 => String::new(),
-                1 => "1 command ".to_string(),
-                n => format!("{n} commands "),
-            },
-            theme.dim(),
-        ),
-    ];
-    title.extend(other_pane(app, area, Pane::Chat));
+    let title = if app.term.shown {
+        crate::tui::view::terminal::title(app)
+    } else {
+        let mut title = vec![
+            Span::styled(" Output ", title_style(app, Pane::Output)),
+            Span::styled(
+                match count {
+                    0 => String::new(),
+                    1 => "1 command ".to_string(),
+                    n => format!("{n} commands "),
+                },
+                theme.dim(),
+            ),
+        ];
+        title.extend(other_pane(app, area, Pane::Chat));
+        title
+    };
     let title = Line::from(title);
     let borders = if wide {
         Borders::TOP | Borders::LEFT
@@ -48,6 +54,10 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect, wide: bool) {
     );
     let inner = pane_inner(Pane::Output, area, wide);
     if inner.height == 0 || inner.width == 0 {
+        return;
+    }
+    if app.term.shown {
+        crate::tui::view::terminal::draw(frame, app, inner);
         return;
     }
     if count == 0 {

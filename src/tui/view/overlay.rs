@@ -94,6 +94,18 @@ pub fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
         lines.push(row(keymap::keys_label(binding), binding.help));
     }
     lines.push(Line::default());
+    lines.push(Line::styled(
+        format!(
+            "In the terminal view ({})",
+            crate::tui::term_view::toggle_key()
+        ),
+        theme.agent(),
+    ));
+    for binding in keymap::TERMINAL_KEYS {
+        let first = binding.keys.first().map(keymap::label).unwrap_or_default();
+        lines.push(row(first, binding.help));
+    }
+    lines.push(Line::default());
     lines.push(Line::styled("Editing the input", theme.agent()));
     let edits: Vec<String> = BINDINGS
         .iter()

@@ -1,5 +1,5 @@
 //! The status bar (room, your name, connection, people, the shell's
-//! directory, how to join, server), the presence column and the hints
+//! directory, the shared terminal's size, how to join, server), the presence column and the hints
 //! line (messages queued while offline, "X is typing" or key hints, the
 //! current mode's marked).
 
@@ -104,6 +104,16 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     if let Some(cwd) = &app.shell_cwd {
         let forms = dir_forms(cwd).into_iter().map(|f| format!(" · cwd {f}"));
         parts.push(part(forms.chain([String::new()]).collect(), &[5]));
+    }
+    if let Some(terminal) = &app.term.running {
+        parts.push(part(
+            vec![
+                format!(" · terminal {}×{}", terminal.cols, terminal.rows),
+                " · terminal".into(),
+                String::new(),
+            ],
+            &[3, 5],
+        ));
     }
     // Online, the hint is never dropped (only cut, when alone); offline
     // it goes before who was here.
@@ -281,6 +291,12 @@ pub fn draw_hints(frame: &mut Frame, app: &App, area: Rect) {
             _ => format!("{} people are typing…", names.len()),
         };
         Line::styled(truncate(&text, total), theme.dim())
+    } else if app.terminal_focused() {
+        let text = format!(
+            "keys go to the room's terminal · {} gives them back to the input",
+            crate::client::term::DETACH_LABEL
+        );
+        Line::styled(truncate(&text, total), theme.warn())
     } else {
         let mut spans = Vec::new();
         let mut used = 0;

@@ -1,0 +1,277 @@
+//! The room's shared terminal in the TUI: F3 shows it in the output pane
+//! and attaches (with the pane's size), hides it and detaches; while the
+//! output pane has the focus every key goes to the terminal as the bytes a
+//! terminal sends, but Ctrl+], which gives the keys back to the input.
+//! The pane's size follows the layout (`duet_term_resize`); who types into
+//! it shows in its title; whether one runs, in the status bar.
+
+use crate::client::rpc::{Answer, RoomOp, RpcError};
+use crate::client::term::keys::{InputModes, key_bytes, paste_bytes};
+use crate::client::term::needs;
+use crate::client::term::screen::{Seen, TermScreen};
+use crate::protocol::{TermFrame, TermSize, TerminalState};
+use crate::tui::app::{App, Effect, Pane, TYPING_MS, Typist};
+use crate::tui::keymap::{self, Action};
+use crossterm::event::KeyEvent;
+
+/// The terminal view's state.
+#[derive(Debug, Clone)]
+pub struct TermPane {
+    /// The room's terminal, while one runs (the state's `terminal`, and
+    /// the `open`, `resize` and `exit` frames).
+    pub running: Option<TerminalState>,
+    /// The output pane shows the terminal.
+    pub shown: bool,
+    /// What the attached terminal shows.
+    pub screen: TermScreen,
+    /// `term_open` answered on this connection: frames come.
+    pub attached: bool,
+    /// The pane's size as last given to the backend.
+    pub sent_size: Option<TermSize>,
+    /// People typing into the terminal.
+    pub typing: Vec<Typist>,
+}
+
+impl Default for TermPane {
+    fn default() -> TermPane {
+        TermPane {
+            running: None,
+            shown: false,
+            screen: TermScreen::new(TermSize::DEFAULT),
+            attached: false,
+            sent_size: None,
+            typing: Vec::new(),
+        }
+    }
+}
+
+/// The key that shows and hides the terminal view, as the help writes it.
+pub fn toggle_key() -> String {
+    keymap::BINDINGS
+        .iter()
+        .find(|b| b.action == Action::Terminal)
+        .and_then(|b| b.keys.first())
+        .map(keymap::label)
+        .unwrap_or_else(|| "F3".into())
+}
+
+/// A pane's inner size as a terminal size (the protocol's bounds hold).
+fn term_size((width, height): (u16, u16)) -> TermSize {
+    TermSize {
+        cols: width.clamp(1, TermSize::MAX_COLS),
+        rows: height.clamp(1, TermSize::MAX_ROWS),
+    }
+}
+
+impl App {
+    /// Whether keys go to the terminal: it is shown and its pane focused.
+    pub fn terminal_focused(&self) -> bool {
+        self.term.shown && self.focus == Pane::Output
+    }
+
+    /// The program's key modes (application cursor, bracketed paste).
+    fn term_modes(&self) -> InputModes {
+        InputModes::of(self.term.screen.screen())
+    }
+
+    /// A key while the terminal has the keys: Ctrl+] gives them back,
+    /// every other goes to the terminal.
+    pub(crate) fn on_terminal_key(&mut self, key: KeyEvent, effects: &mut Vec<Effect>) {
+        if keymap::lookup_in(keymap::TERMINAL_KEYS, &key) == Some(Action::TermBack) {
+            self.focus = Pane::Chat;
+            self.unseen.0 = false;
+            return;
+        }
+        if let Some(bytes) = key_bytes(&key, self.term_modes()) {
+            self.term_input(bytes, effects);
+        }
+    }
+
+    /// A paste while the terminal has the keys: bracketed when the
+    /// program asked.
+    pub(crate) fn on_terminal_paste(&mut self, text: &str, effects: &mut Vec<Effect>) {
+        let bytes = paste_bytes(text, self.term_modes());
+        self.term_input(bytes, effects);
+    }
+
+    fn term_input(&mut self, data: Vec<u8>, effects: &mut Vec<Effect>) {
+        match self.term.screen.term_id().filter(|_| self.term.attached) {
+            Some(term_id) => effects.push(Effect::TermInput {
+                term_id: term_id.to_string(),
+                data,
+            }),
+            None => self.toast(
+                "the terminal is not attached yet: your keys were not sent",
+                true,
+            ),
+        }
+    }
+
+    /// F3: show the terminal (attach, keys to it) or hide it (detach).
+    pub(crate) fn toggle_terminal(&mut self, effects: &mut Vec<Effect>) {
+        if self.term.shown {
+            self.term.shown = false;
+            self.term.sent_size = None;
+            if self.term.attached {
+                let term_id = self.term.screen.term_id().map(str::to_string);
+                effects.push(Effect::Call(RoomOp::TermDetach(term_id)));
+            }
+            self.term.attached = false;
+            self.term.screen.detached();
+            return;
+        }
+        self.term.shown = true;
+        self.focus = Pane::Output;
+        self.unseen.1 = false;
+        let size = term_size(self.pane_size(Pane::Output));
+        self.term.sent_size = Some(size);
+        effects.push(Effect::Call(RoomOp::TermOpen(Some(size))));
+    }
+
+    /// The pane's size changed while attached: say so.
+    pub(crate) fn follow_pane_size(&mut self, effects: &mut Vec<Effect>) {
+        if !self.term.shown || !self.term.attached {
+            return;
+        }
+        let size = term_size(self.pane_size(Pane::Output));
+        if self.term.sent_size == Some(size) {
+            return;
+        }
+        self.term.sent_size = Some(size);
+        if let Some(term_id) = self.term.screen.term_id() {
+            effects.push(Effect::TermResize {
+                term_id: term_id.to_string(),
+                size,
+            });
+        }
+    }
+
+    /// The connection dropped: the socket attaches again when it is
+    /// back, and its answer says so.
+    pub(crate) fn terminal_link_down(&mut self) {
+        self.term.attached = false;
+    }
+
+    /// A `duet_term` frame.
+    pub(crate) fn on_term_frame(&mut self, frame: TermFrame) -> bool {
+        match &frame {
+            TermFrame::Open {
+                term_id,
+                by,
+                cols,
+                rows,
+            } => {
+                self.term.running = Some(TerminalState {
+                    term_id: term_id.clone(),
+                    cols: *cols,
+                    rows: *rows,
+                });
+                if !self.term.shown {
+                    self.toast(
+                        format!("{by} opened the room's terminal: {} shows it", toggle_key()),
+                        false,
+                    );
+                }
+                return true;
+            }
+            TermFrame::Resize {
+                term_id,
+                cols,
+                rows,
+            } => {
+                if let Some(running) = self.term.running.as_mut().filter(|r| r.term_id == *term_id)
+                {
+                    running.cols = *cols;
+                    running.rows = *rows;
+                }
+            }
+            TermFrame::Exit { term_id, exit_code } => {
+                let ours = self
+                    .term
+                    .running
+                    .as_ref()
+                    .is_some_and(|r| r.term_id == *term_id);
+                if ours {
+                    self.term.running = None;
+                    self.toast(
+                        match exit_code {
+                            Some(code) => format!("the room's terminal exited (code {code})"),
+                            None => "the room's terminal was closed".to_string(),
+                        },
+                        false,
+                    );
+                }
+            }
+            TermFrame::Data { .. } => {}
+        }
+        match self.term.screen.apply(&frame) {
+            Seen::Nothing => matches!(frame, TermFrame::Resize { .. } | TermFrame::Exit { .. }),
+            Seen::Drawn => true,
+            Seen::Exited(_) => {
+                self.term.attached = false;
+                self.term.shown = false;
+                self.term.sent_size = None;
+                true
+            }
+        }
+    }
+
+    /// `duet_typing` with a `termId`: someone types into the terminal.
+    pub(crate) fn on_term_typing(&mut self, id: String, name: String) -> bool {
+        if id == self.session.connection_id {
+            return false;
+        }
+        let until_ms = self.now_ms + TYPING_MS;
+        match self.term.typing.iter_mut().find(|t| t.id == id) {
+            Some(t) => t.until_ms = until_ms,
+            None => self.term.typing.push(Typist { id, name, until_ms }),
+        }
+        true
+    }
+
+    /// The state's `terminal`: whether one runs.
+    pub(crate) fn set_terminal(&mut self, terminal: Option<TerminalState>) -> bool {
+        let changed = self.term.running != terminal;
+        self.term.running = terminal;
+        changed
+    }
+
+    /// The answer of `term_open`, `term_detach` or `term_close`.
+    pub(crate) fn on_term_answer(&mut self, answer: &Answer, effects: &mut Vec<Effect>) {
+        match (&answer.op, &answer.result) {
+            (RoomOp::TermOpen(_), Err(RpcError::Lost(_) | RpcError::NotSent(_))) => {}
+            (RoomOp::TermOpen(_), _) => match answer.decode::<TerminalState>() {
+                Ok(terminal) if self.term.shown => {
+                    self.term.screen.attached(&terminal);
+                    self.term.attached = true;
+                    self.term.running = Some(terminal);
+                }
+                // Hidden meanwhile: it is not watched any more.
+                Ok(terminal) => {
+                    let term_id = terminal.term_id.clone();
+                    self.term.running = Some(terminal);
+                    effects.push(Effect::Call(RoomOp::TermDetach(Some(term_id))));
+                }
+                Err(err) => {
+                    self.term.shown = false;
+                    self.term.sent_size = None;
+                    self.toast(format!("the room's terminal: {err}"), true);
+                }
+            },
+            (RoomOp::TermClose(_), Err(err)) => {
+                self.toast(format!("closing the terminal: {err}"), true);
+            }
+            _ => {}
+        }
+    }
+
+    /// Commands that need a terminal are not sent: the hint names the
+    /// key and `duet term`. Answers whether `cmd` was held back.
+    pub(crate) fn held_for_terminal(&mut self, cmd: &str) -> bool {
+        let Some(program) = needs::needs_terminal(cmd) else {
+            return false;
+        };
+        self.toast(needs::tui_hint(&program, &toggle_key()), true);
+        true
+    }
+}

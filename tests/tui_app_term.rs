@@ -1,0 +1,307 @@
+//! The TUI's terminal view as a person uses it: F3 attaches with the
+//! pane's size, keys and pastes go to the terminal as the bytes a terminal
+//! sends, Ctrl+] gives the keys back, the screen is drawn from the frames
+//! (letterboxed), who types shows, the size follows the layout, and a
+//! command that needs a terminal names the key instead of running.
+
+mod tui_fixtures;
+
+use base64::Engine;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use duet::client::rpc::RoomOp;
+use duet::protocol::*;
+use duet::tui::app::{App, Effect, Msg, Pane};
+use serde_json::json;
+use tui_fixtures::*;
+
+fn term(frame: TermFrame) -> Msg {
+    tui_fixtures::frame(ServerFrame::Term(frame))
+}
+
+fn output(bytes: &[u8]) -> Msg {
+    term(TermFrame::Data {
+        term_id: "t1".into(),
+        data: base64::engine::general_purpose::STANDARD.encode(bytes),
+        snapshot: false,
+    })
+}
+
+fn snapshot(bytes: &[u8]) -> Msg {
+    term(TermFrame::Data {
+        term_id: "t1".into(),
+        data: base64::engine::general_purpose::STANDARD.encode(bytes),
+        snapshot: true,
+    })
+}
+
+/// The size F3 asks for: the output pane's inside.
+fn pane_term_size(app: &App) -> TermSize {
+    let (cols, rows) = app.pane_size(Pane::Output);
+    TermSize { cols, rows }
+}
+
+/// F3 in `app`, answered by the backend at `answered` (the "smallest"
+/// rule may make it smaller than the pane).
+fn attached(app: &mut App, answered: Option<TermSize>) -> TermSize {
+    let effects = app.update(key(KeyCode::F(3)));
+    let asked = pane_term_size(app);
+    assert_eq!(effects, vec![Effect::Call(RoomOp::TermOpen(Some(asked)))]);
+    let size = answered.unwrap_or(asked);
+    app.update(answer(
+        RoomOp::TermOpen(Some(asked)),
+        Ok(json!({"termId": "t1", "cols": size.cols, "rows": size.rows})),
+    ));
+    asked
+}
+
+/// The bytes of the terminal input effects.
+fn typed(effects: &[Effect]) -> Vec<u8> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::TermInput { term_id, data } => {
+                assert_eq!(term_id, "t1");
+                Some(data.clone())
+            }
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+#[test]
+fn f3_attaches_and_every_key_goes_to_the_terminal_until_ctrl_bracket() {
+    let mut app = app();
+    attached(&mut app, None);
+    assert!(app.terminal_focused());
+    assert!(app.term.attached);
+
+    let mut effects = type_text(&mut app, "ls");
+    effects.extend(app.update(key(KeyCode::Enter)));
+    assert_eq!(typed(&effects), b"ls\r");
+    assert!(app.composer.is_empty(), "nothing went to the input");
+    // Keys the TUI binds are the terminal's now: Ctrl+C, Esc, Tab, F1, F3.
+    let effects: Vec<Effect> = [
+        ctrl('c'),
+        key(KeyCode::Esc),
+        key(KeyCode::Tab),
+        key(KeyCode::F(1)),
+        key(KeyCode::F(3)),
+    ]
+    .into_iter()
+    .flat_map(|msg| app.update(msg))
+    .collect();
+    assert_eq!(typed(&effects), b"\x03\x1b\t\x1bOP\x1bOR");
+    assert!(app.modals.is_empty() && !app.quit && app.term.shown);
+
+    // Cursor keys follow the program's application-cursor mode.
+    assert_eq!(typed(&app.update(key(KeyCode::Up))), b"\x1b[A");
+    app.update(output(b"\x1b[?1h"));
+    assert_eq!(typed(&app.update(key(KeyCode::Up))), b"\x1bOA");
+
+    // Ctrl+] (Ctrl+5 from terminals without keyboard enhancements) gives
+    // the keys back to the input; the terminal stays in view.
+    let back = app.update(Msg::Key(KeyEvent::new(
+        KeyCode::Char('5'),
+        KeyModifiers::CONTROL,
+    )));
+    assert!(typed(&back).is_empty());
+    assert!(!app.terminal_focused() && app.term.shown);
+    assert!(typed(&type_text(&mut app, "hi")).is_empty());
+    assert_eq!(app.composer.text(), "hi");
+    // Tab gives the keys to the terminal again.
+    app.update(ctrl('u'));
+    app.update(key(KeyCode::Tab));
+    assert!(app.terminal_focused());
+    app.update(Msg::Key(KeyEvent::new(
+        KeyCode::Char(']'),
+        KeyModifiers::CONTROL,
+    )));
+    assert!(!app.terminal_focused());
+}
+
+#[test]
+fn a_paste_is_bracketed_when_the_program_asked() {
+    let mut app = app();
+    attached(&mut app, None);
+    assert_eq!(
+        typed(&app.update(Msg::Paste("echo a\necho b".into()))),
+        b"echo a\recho b"
+    );
+    app.update(output(b"\x1b[?2004h"));
+    assert_eq!(
+        typed(&app.update(Msg::Paste("echo a\n".into()))),
+        b"\x1b[200~echo a\n\x1b[201~"
+    );
+}
+
+#[test]
+fn the_screen_is_drawn_from_the_frames_letterboxed() {
+    let mut app = app();
+    app.update(presence(&[("c-ada", "ada"), ("c-bob", "bob")]));
+    // bob's window is smaller: the terminal is 30×6, in the top-left.
+    attached(&mut app, Some(TermSize { cols: 30, rows: 6 }));
+    app.update(snapshot(b"$ echo hi\r\nhi\r\n$ "));
+    app.update(output(b"\x1b[31mvim\x1b[0m notes.txt"));
+    app.update(tui_fixtures::frame(ServerFrame::Typing {
+        id: "c-bob".into(),
+        name: "bob".into(),
+        term_id: Some("t1".into()),
+    }));
+    let screen = render(&mut app, 120, 40);
+    assert!(screen.contains("$ echo hi"), "{screen}");
+    assert!(screen.contains("$ vim notes.txt"), "{screen}");
+    assert!(screen.contains("bob is typing"), "{screen}");
+    assert!(screen.contains("Ctrl+] gives the keys back"), "{screen}");
+    insta::assert_snapshot!("terminal_view_120x40", screen);
+    // A typist in the terminal is not typing in the chat.
+    assert!(app.typing.is_empty());
+    let narrow = render(&mut app, 80, 24);
+    insta::assert_snapshot!("terminal_view_80x24", narrow);
+}
+
+#[test]
+fn the_panes_size_follows_the_window_and_the_terminals_size_shows() {
+    let mut app = app();
+    let asked = attached(&mut app, None);
+    let effects = app.update(Msg::Resize(100, 30));
+    let now = pane_term_size(&app);
+    assert_ne!(now, asked);
+    assert_eq!(
+        effects,
+        vec![Effect::TermResize {
+            term_id: "t1".into(),
+            size: now
+        }]
+    );
+    // The same size again sends nothing.
+    assert!(app.update(Msg::Resize(100, 30)).is_empty());
+    // Moving the keys to the chat keeps the pane's size (the view keeps
+    // its share of the width).
+    app.update(ctrl(']'));
+    assert_eq!(pane_term_size(&app), now);
+
+    app.update(term(TermFrame::Resize {
+        term_id: "t1".into(),
+        cols: 77,
+        rows: 20,
+    }));
+    assert_eq!(app.term.screen.size(), TermSize { cols: 77, rows: 20 });
+    let bar = render(&mut app, 100, 30);
+    assert!(
+        bar.lines().last().unwrap().contains("terminal 77×20"),
+        "{bar}"
+    );
+}
+
+#[test]
+fn f3_while_shown_detaches_and_the_terminals_end_hides_it() {
+    let mut app = app();
+    attached(&mut app, None);
+    app.update(ctrl(']'));
+    assert_eq!(
+        app.update(key(KeyCode::F(3))),
+        vec![Effect::Call(RoomOp::TermDetach(Some("t1".into())))]
+    );
+    assert!(!app.term.shown && !app.term.attached);
+    // The output pane shows the commands again.
+    assert!(render(&mut app, 120, 40).contains("No commands yet"));
+
+    attached(&mut app, None);
+    app.update(term(TermFrame::Exit {
+        term_id: "t1".into(),
+        exit_code: Some(0),
+    }));
+    assert!(!app.term.shown && !app.term.attached && app.term.running.is_none());
+    let screen = render(&mut app, 120, 40);
+    assert!(
+        screen.contains("the room's terminal exited (code 0)"),
+        "{screen}"
+    );
+    // Keys go to the input again.
+    type_text(&mut app, "x");
+    assert_eq!(app.composer.text(), "x");
+}
+
+#[test]
+fn whether_a_terminal_runs_shows_in_the_status_bar() {
+    let mut app = app();
+    let bar = |app: &mut App| render(app, 120, 40).lines().last().unwrap().to_string();
+    assert!(!bar(&mut app).contains("terminal"));
+    app.update(tui_fixtures::frame(ServerFrame::State {
+        state: RoomState {
+            terminal: Some(TerminalState {
+                term_id: "t1".into(),
+                cols: 80,
+                rows: 24,
+            }),
+            ..RoomState::default()
+        },
+    }));
+    assert!(
+        bar(&mut app).contains("terminal 80×24"),
+        "{}",
+        bar(&mut app)
+    );
+    app.update(patch(json!({"terminal": null})));
+    assert!(!bar(&mut app).contains("terminal"));
+    app.update(term(TermFrame::Open {
+        term_id: "t2".into(),
+        by: "bob".into(),
+        cols: 100,
+        rows: 30,
+    }));
+    let screen = render(&mut app, 120, 40);
+    assert!(screen.lines().last().unwrap().contains("terminal 100×30"));
+    assert!(
+        screen.contains("bob opened the room's terminal: F3 shows it"),
+        "{screen}"
+    );
+}
+
+#[test]
+fn an_attachment_the_backend_refuses_says_why_and_hides_the_view() {
+    let mut app = app();
+    app.update(key(KeyCode::F(3)));
+    app.update(answer(
+        RoomOp::TermOpen(None),
+        Err(duet::client::rpc::RpcError::Refused(
+            "unknown method \"term_open\"".into(),
+        )),
+    ));
+    assert!(!app.term.shown);
+    let screen = render(&mut app, 120, 40);
+    assert!(screen.contains("the room's terminal:"), "{screen}");
+}
+
+#[test]
+fn a_command_that_needs_a_terminal_names_the_key_instead_of_running() {
+    let mut app = app();
+    let effects = submit(&mut app, "!top");
+    assert!(
+        !effects
+            .iter()
+            .any(|e| matches!(e, Effect::Call(RoomOp::Exec(_)))),
+        "{effects:?}"
+    );
+    let screen = render(&mut app, 120, 40);
+    assert!(screen.contains("`top` needs a terminal"), "{screen}");
+    assert!(screen.contains("press F3"), "{screen}");
+    assert!(screen.contains("duet term"), "{screen}");
+    insta::assert_snapshot!("needs_a_terminal_120x40", screen);
+    // The line stays, to edit or to type into the terminal.
+    assert_eq!(app.composer.text(), "!top");
+    app.update(ctrl('u'));
+    // Run mode too; a command that prints and exits is sent.
+    app.update(ctrl('r'));
+    let effects = submit(&mut app, "python3");
+    assert!(!effects.iter().any(|e| matches!(e, Effect::Call(_))));
+    app.update(ctrl('u'));
+    let effects = submit(&mut app, "python3 -c 'print(1)'");
+    assert!(
+        effects.iter().any(
+            |e| matches!(e, Effect::Call(RoomOp::Exec(cmd)) if cmd == "python3 -c 'print(1)'")
+        ),
+        "{effects:?}"
+    );
+}
