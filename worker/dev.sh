@@ -27,6 +27,7 @@ The same flags and DUET_* variables as `duet serve`:
   --max-exec-timeout-ms N     largest timeout a request may ask for (600000)
   --output-cap N              bytes captured per stream of a command (1048576)
   --sandbox-idle-secs N       the sandbox sleeps after this many idle seconds (600)
+  --terminal-idle-secs N      the shared terminal ends after this long unattached and silent (3600)
   --memory-mb, --processes, --cpu-secs, --disk-mb, --open-files, --tmp-mb N,
   --sandbox-network none|nat  limits of the stand-in's sandbox
   --ai-url URL                [env: DUET_AI_URL] OpenAI-compatible chat API
@@ -64,6 +65,7 @@ exec_timeout=60000
 max_exec_timeout=600000
 output_cap=1048576
 idle_secs=600
+terminal_idle_secs=3600
 sandbox_limits=() # only the stand-in's duet serve applies these
 allow_origin="${DUET_ALLOW_ORIGIN:-}"
 # The limits, as the worker's vars (the doc's defaults apply when unset).
@@ -108,6 +110,7 @@ while [ $# -gt 0 ]; do
   --max-exec-timeout-ms) number "$flag" "$value" && max_exec_timeout="$value" ;;
   --output-cap) number "$flag" "$value" && output_cap="$value" ;;
   --sandbox-idle-secs) number "$flag" "$value" && idle_secs="$value" ;;
+  --terminal-idle-secs) number "$flag" "$value" && terminal_idle_secs="$value" ;;
   --memory-mb | --processes | --cpu-secs | --disk-mb | --open-files | --tmp-mb)
     number "$flag" "$value" && sandbox_limits+=("$flag" "$value")
     ;;
@@ -242,6 +245,7 @@ fi
   echo "DUET_MAX_EXEC_TIMEOUT_MS=$max_exec_timeout"
   echo "DUET_OUTPUT_CAP=$output_cap"
   echo "DUET_SANDBOX_IDLE_SECS=$idle_secs"
+  echo "DUET_TERMINAL_IDLE_SECS=$terminal_idle_secs"
   echo "DUET_STANDIN_URL=$standin_url"
   echo "DUET_STANDIN_TOKEN=$standin_token"
   echo "DUET_STANDIN_START_SECS=${DUET_STANDIN_START_SECS:-0}"

@@ -4,7 +4,7 @@
 // test/global-setup.mjs. Several projects, because the model settings are
 // vars of the whole Worker: `room` (one round, a model), `rounds` (five
 // rounds), `nomodel` (no model configured), `starting` (containers that
-// take 3 s to start), `idle` (sandboxes that sleep after 2 s) and `limits`
+// take 3 s to start), `idle` (sandboxes and terminals that idle out after 2 s) and `limits`
 // (small rate limits and socket cap). The sandbox tests of test/sandbox
 // have their own configuration, run as one more project.
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
@@ -47,7 +47,7 @@ export default defineConfig({
       project("rounds", ["test/rounds/*.test.ts"], { DUET_AGENT_STEPS: "5", DUET_AI_TIMEOUT_SECS: "2" }),
       project("nomodel", ["test/nomodel/*.test.ts"], { DUET_AI_URL: "" }),
       project("starting", ["test/starting/*.test.ts"], { DUET_STANDIN_START_SECS: "3" }),
-      project("idle", ["test/idle/*.test.ts"], { DUET_SANDBOX_IDLE_SECS: "2" }),
+      project("idle", ["test/idle/*.test.ts"], { DUET_SANDBOX_IDLE_SECS: "2", DUET_TERMINAL_IDLE_SECS: "2" }),
       project("limits", ["test/limits/*.test.ts"], {
         DUET_SOCKET_FRAMES_PER_SEC: "20",
         DUET_SOCKET_BYTES_PER_SEC: "4096",

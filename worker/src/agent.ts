@@ -1,8 +1,10 @@
 // The room's Durable Object, an Agents SDK `Agent`: its sockets (on both
 // `/api/rooms/{room}/ws` and `/agents/duet-agent/{room}`), the connect
 // sequence, presence, typing, the client's frames (rpc, the refused state,
-// garbage), a socket's new name (rpc `rename`) and the operations the
-// Worker forwards to it (onRequest).
+// garbage), a socket's new name (rpc `rename`), its use of the shared
+// terminal (rpc `term_*`, `duet_term_input`, `duet_term_resize`: the
+// room's src/terminal.ts) and the operations the Worker forwards to it
+// (onRequest).
 //
 // The SDK's own protocol is switched off where it differs from
 // docs/protocol.md: no `cf_agent_mcp_servers`, no `stateFollows`, rpc
@@ -28,6 +30,7 @@ import {
   type PresenceUser,
 } from "./protocol";
 import { Room } from "./room";
+import { SandboxStarting } from "./sandbox/types";
 import { Store } from "./store";
 
 /** Typing is relayed at most this often per connection. */
@@ -46,7 +49,9 @@ interface Peer {
   seq: number;
   /** The socket asked for state deltas (`deltas=1`). */
   deltas: boolean;
+  /** When its typing was last relayed: into the chat, and into the shared terminal (each at most every 2 s). */
   typingAt?: number;
+  termTypingAt?: number;
 }
 
 type DuetConnection = Connection<{ duet?: Peer }>;
@@ -90,6 +95,10 @@ export class DuetAgent extends Agent<Env> {
       message: (m) => this.sendMessage(m),
       state: () => this.sendAll(this.room().stateText()),
       patch: (patch) => this.sendChange(patch),
+      send: (connection, text) => {
+        const c = this.getConnection(connection);
+        if (c) send(c, text);
+      },
     });
     // No turn runs in an object that just started: a question left unanswered was cut off.
     this.roomCore.noteUnfinishedTurn();
@@ -207,6 +216,7 @@ export class DuetAgent extends Agent<Env> {
 
   async onClose(connection: Connection): Promise<void> {
     this.socketBuckets.delete(connection.id);
+    this.room().terminal.left(connection.id);
     this.sendAll(presenceFrame(this.presence(connection)), connection);
   }
 
@@ -216,17 +226,26 @@ export class DuetAgent extends Agent<Env> {
 
   /** A client's frame: typing, rpc, a refused state, or garbage answered with `duet_error`. */
   private async frame(c: DuetConnection, message: string | ArrayBuffer | ArrayBufferView): Promise<void> {
-    const over = this.bucketsOf(c).frame(typeof message === "string" ? utf8Length(message) : message.byteLength);
-    if (typeof message !== "string") return send(c, over ? rateLimitedFrame(over.retryAfterMs ?? 1) : errorFrame("binary frames are not supported"));
+    if (typeof message !== "string") {
+      const over = this.bucketsOf(c).frame(message.byteLength);
+      return send(c, over ? rateLimitedFrame(over.retryAfterMs ?? 1) : errorFrame("binary frames are not supported"));
+    }
     let value: unknown;
+    let notJson: unknown;
     try {
       value = JSON.parse(message);
     } catch (e) {
-      return send(c, over ? rateLimitedFrame(over.retryAfterMs ?? 1) : errorFrame(`the frame is not JSON: ${describe(e)}`));
+      notJson = e;
+    }
+    const type = isObject(value) ? value.type : undefined;
+    // Terminal frames count in bytes only: a keystroke is a frame.
+    const size = utf8Length(message);
+    const over = type === "duet_term_input" || type === "duet_term_resize" ? this.bucketsOf(c).termFrame(size) : this.bucketsOf(c).frame(size);
+    if (notJson !== undefined) {
+      return send(c, over ? rateLimitedFrame(over.retryAfterMs ?? 1) : errorFrame(`the frame is not JSON: ${describe(notJson)}`));
     }
     const lone = over ? undefined : unpairedSurrogate(value);
     if (lone) return send(c, errorFrame(`the frame ${lone}`));
-    const type = isObject(value) ? value.type : undefined;
     if (over) {
       // Dropped: an rpc is answered as one, anything else with duet_error.
       const rpcId = isObject(value) && type === "rpc" && Object.prototype.hasOwnProperty.call(value, "id");
@@ -236,6 +255,16 @@ export class DuetAgent extends Agent<Env> {
     switch (type) {
       case "duet_typing":
         return this.typing(c);
+      case "duet_term_input": {
+        const refused = this.room().terminal.input(c.id, value.termId, value.data);
+        if (refused) return send(c, errorFrame(refused));
+        return this.typing(c, value.termId as string);
+      }
+      case "duet_term_resize": {
+        const refused = this.room().terminal.resize(c.id, value.termId, value.cols, value.rows);
+        if (refused) send(c, errorFrame(refused));
+        return;
+      }
       case "cf_agent_state":
         return send(c, READONLY_FRAME);
       case "rpc":
@@ -245,13 +274,16 @@ export class DuetAgent extends Agent<Env> {
     }
   }
 
-  private typing(c: DuetConnection): void {
+  /** `duet_typing` to the others, at most every 2 s per socket; `termId` when into the shared terminal. */
+  private typing(c: DuetConnection, termId?: string): void {
     const peer = c.state?.duet;
     if (!peer) return;
     const now = Date.now();
-    if (peer.typingAt !== undefined && now - peer.typingAt < TYPING_EVERY_MS) return;
-    c.setState({ ...c.state, duet: { ...peer, typingAt: now } });
-    this.sendAll(typingFrame(peer.id, peer.name), c);
+    const last = termId === undefined ? peer.typingAt : peer.termTypingAt;
+    if (last !== undefined && now - last < TYPING_EVERY_MS) return;
+    const typed = termId === undefined ? { typingAt: now } : { termTypingAt: now };
+    c.setState({ ...c.state, duet: { ...peer, ...typed } });
+    this.sendAll(typingFrame(peer.id, peer.name, termId), c);
   }
 
   /** Answers an rpc frame: the HTTP body as `result`, or the HTTP error with `status` and `details`. */
@@ -275,10 +307,32 @@ export class DuetAgent extends Agent<Env> {
     const bucket = counted ? buckets.messages : op.kind === "exec" ? buckets.commands : undefined;
     const wait = bucket?.take() ?? 0;
     if (bucket && wait > 0) return send(c, failure(id, ApiError.rateLimited(bucket.rule, wait).reply()));
+    if (op.kind === "term_open" || op.kind === "term_detach" || op.kind === "term_close") return this.terminalRpc(c, id, op);
     const reply = op.kind === "rename" ? this.rename(c, op.name) : await this.room().perform(op);
     // The body keeps its field order: spliced in, not re-parsed.
     if (reply.status < 300) send(c, `{"type":"rpc","id":${id},"success":true,"result":${reply.body},"done":true}`);
     else send(c, failure(id, reply));
+  }
+
+  /** rpc `term_open`, `term_detach`, `term_close`: this socket's attachment; after `term_open`'s answer, its snapshot. */
+  private async terminalRpc(c: DuetConnection, id: string, op: Extract<Op, { kind: "term_open" | "term_detach" | "term_close" }>): Promise<void> {
+    const terminal = this.room().terminal;
+    const answer = (reply: Reply) =>
+      reply.status < 300 ? send(c, `{"type":"rpc","id":${id},"success":true,"result":${reply.body},"done":true}`) : send(c, failure(id, reply));
+    try {
+      if (op.kind === "term_open") {
+        const { reply, after } = await terminal.open(c.id, c.state?.duet?.name ?? "anonymous", op.size);
+        answer(reply);
+        after();
+      } else if (op.kind === "term_detach") {
+        answer(terminal.detach(c.id, op.termId));
+      } else {
+        answer(await terminal.close(op.termId));
+      }
+    } catch (e) {
+      if (e instanceof SandboxStarting) return answer(ApiError.starting(e.retryAfterSecs).reply());
+      answer(ApiError.internal(`the terminal could not open: ${describe(e)}`).reply());
+    }
   }
 
   /** rpc `rename`: the connection's name for what it does from now on, the new presence, and its record. */

@@ -30,6 +30,8 @@ export interface Env {
   DUET_OUTPUT_CAP?: string;
   /** A sandbox without a command for this long sleeps. */
   DUET_SANDBOX_IDLE_SECS?: string;
+  /** The shared terminal ends after this long unattached and silent (default 3600). */
+  DUET_TERMINAL_IDLE_SECS?: string;
   /** Limits (src/limits.ts; docs/protocol.md "Limits"), each a positive whole number. */
   DUET_SOCKET_FRAMES_PER_SEC?: string;
   DUET_SOCKET_BYTES_PER_SEC?: string;

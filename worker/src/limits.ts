@@ -134,6 +134,12 @@ export class SocketBuckets {
     );
   }
 
+  /** Whether a terminal frame of `size` bytes passes the bytes rate (a keystroke is a frame: not counted as one). */
+  termFrame(size: number): ApiError | undefined {
+    const wait = this.bytes.take(size);
+    return wait > 0 ? ApiError.rateLimited(this.bytes.rule, wait) : undefined;
+  }
+
   /** Whether a frame of `size` bytes passes both rates: 0, else the 429 of the first it exceeds. */
   frame(size: number): ApiError | undefined {
     for (const [bucket, cost] of [

@@ -3,6 +3,8 @@
 // the messages of `duet serve` (src/server/ops.rs).
 
 import { ApiError, addDetail, isObject, type Details, type JsonObject } from "./http";
+import type { TermSize } from "./sandbox/types";
+import { sizeProblems } from "./terminal";
 import { MAX_TEXT_CHARS, ROOM_RULE, charCount, isControl, nameProblem, trim, validRoomId, type Addressee } from "./protocol";
 
 /**
@@ -25,11 +27,15 @@ export type Op =
   | { kind: "cleanup"; user?: string }
   /** rpc only: the socket's name changes from `user` to `name`. */
   | { kind: "rename"; name: string; user?: string }
+  /** rpc only: the shared terminal (src/terminal.ts); `size` is this socket's window. */
+  | { kind: "term_open"; size?: TermSize; user?: string }
+  | { kind: "term_detach"; termId: string; user?: string }
+  | { kind: "term_close"; termId: string; user?: string }
   /** From files.ts once a `PUT /files/{path}` wrote the file: its record. */
   | { kind: "upload"; path: string; size: number; user?: string };
 
 /** The methods of `rpc` (the HTTP paths' operations are in index.ts). */
-export const METHODS = ["message", "exec", "interrupt", "cancel", "cleanup", "rename"] as const;
+export const METHODS = ["message", "exec", "interrupt", "cancel", "cleanup", "rename", "term_open", "term_detach", "term_close"] as const;
 export type Method = (typeof METHODS)[number];
 
 export function isMethod(name: string): name is Method {
@@ -159,6 +165,25 @@ export function parseOp(method: Method, obj: JsonObject, details: Details = {}, 
       if (f.get("name") === undefined) f.problem("name", "is required");
       const name = f.name("name");
       if (name !== undefined) op = { kind: "rename", name, user };
+      break;
+    }
+    case "term_open": {
+      const cols = f.get("cols");
+      const rows = f.get("rows");
+      if (cols === undefined && rows === undefined) {
+        op = { kind: "term_open", user };
+        break;
+      }
+      // Both or neither: a size with one half missing is refused by its missing half.
+      for (const [field, problem] of sizeProblems(cols, rows)) f.problem(field, problem);
+      op = { kind: "term_open", size: { cols: cols as number, rows: rows as number }, user };
+      break;
+    }
+    case "term_detach":
+    case "term_close": {
+      const termId = f.get("termId");
+      if (typeof termId === "string" && termId !== "") op = { kind: method, termId, user };
+      else f.problem("termId", "must be a terminal's id");
       break;
     }
   }

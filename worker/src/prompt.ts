@@ -1,5 +1,6 @@
-// What the model is told: the system prompt, the room's recent messages
-// and, between rounds, the outputs of the commands it ran (src/ai/prompt.rs).
+// What the model is told: the system prompt, the room's recent messages,
+// the shared terminal's screen while one runs and, between rounds, the
+// outputs of the commands it ran (src/ai/prompt.rs).
 
 import { NO_OUTPUT, isErrorRun, parseBlocks } from "./blocks";
 import type { ChatMessage } from "./model";
@@ -17,14 +18,28 @@ const RESULT_CHARS = 4_000;
 export const ROOM_MARK = "[to the room, not to you]";
 export const RECORD_MARK = "[in the room]";
 
+/** The shared terminal's screen as the agent is shown it (src/screen.ts `text`). */
+export interface TerminalScreen {
+  cols: number;
+  rows: number;
+  text: string;
+}
+
+/** The note that shows the model the terminal's screen (src/ai/prompt.rs `add_terminal`). */
+export function terminalNote(screen: TerminalScreen): string {
+  const shown = trim(screen.text) === "" ? "(the screen is empty)" : screen.text;
+  return `[the room's terminal, ${screen.cols}x${screen.rows}: its screen now, as text]\n${shown}`;
+}
+
 /**
  * The conversation for the first round: the system prompt and the last
  * messages of the room: people as `user` with their names (messages they
  * sent each other and the room's records marked as such), the agent as
  * `assistant`; other `system` notes (why a turn had no reply) are the
- * room's and are left out.
+ * room's and are left out. While the shared terminal runs, its `screen`
+ * comes just before the question.
  */
-export function conversation(history: DuetMessage[]): ChatMessage[] {
+export function conversation(history: DuetMessage[], screen?: TerminalScreen): ChatMessage[] {
   const out: ChatMessage[] = [{ role: "system", content: trim(SYSTEM_PROMPT) }];
   for (const m of history.slice(Math.max(0, history.length - CONTEXT_MESSAGES))) {
     if (m.role === "user") {
@@ -36,6 +51,8 @@ export function conversation(history: DuetMessage[]): ChatMessage[] {
       out.push({ role: "user", content: `${RECORD_MARK} ${m.text}` });
     }
   }
+  // The screen as it is now, just before the question (which stays last).
+  if (screen !== undefined) out.splice(Math.max(1, out.length - 1), 0, { role: "user", content: terminalNote(screen) });
   return out;
 }
 

@@ -2,6 +2,8 @@
 // `duet serve` writes them (src/protocol.rs), so that both backends send the
 // same bytes; and the text rules of its limits.
 
+import { toBase64 } from "./sandbox/bytes";
+
 /** Messages kept in a room's state. */
 export const STATE_MESSAGES = 100;
 /** Commands kept in a room's state. */
@@ -198,17 +200,34 @@ export interface ShellState {
   cwd: string;
 }
 
-/** `cf_agent_state` of the given lists and shell. */
-export function stateFrame(messages: DuetMessage[], execs: ExecRecord[], shell: ShellState): string {
+/** `terminal` of the room state: the shared terminal that runs. */
+export interface TerminalState {
+  termId: string;
+  cols: number;
+  rows: number;
+}
+
+function terminalJson(t: TerminalState | null): object | null {
+  return t === null ? null : { termId: t.termId, cols: t.cols, rows: t.rows };
+}
+
+/** `cf_agent_state` of the given lists, shell and terminal. */
+export function stateFrame(messages: DuetMessage[], execs: ExecRecord[], shell: ShellState, terminal: TerminalState | null): string {
   return JSON.stringify({
     type: "cf_agent_state",
-    state: { messages: messages.map(messageJson), execs: execs.map(execRecordJson), shell: { cwd: shell.cwd } },
+    state: {
+      messages: messages.map(messageJson),
+      execs: execs.map(execRecordJson),
+      shell: { cwd: shell.cwd },
+      terminal: terminalJson(terminal),
+    },
   });
 }
 
 /** `duet_state`: the new value of a field of the room state (deltas sockets). */
-export function statePatchFrame(patch: { shell: ShellState }): string {
-  return JSON.stringify({ type: "duet_state", patch: { shell: { cwd: patch.shell.cwd } } });
+export function statePatchFrame(patch: { shell: ShellState } | { terminal: TerminalState | null }): string {
+  const value = "shell" in patch ? { shell: { cwd: patch.shell.cwd } } : { terminal: terminalJson(patch.terminal) };
+  return JSON.stringify({ type: "duet_state", patch: value });
 }
 
 export function identityFrame(room: string): string {
@@ -222,9 +241,30 @@ export function presenceFrame(users: PresenceUser[]): string {
   });
 }
 
-export function typingFrame(id: string, name: string): string {
-  return JSON.stringify({ type: "duet_typing", id, name });
+/** `duet_typing`; `termId` when the typing is into the shared terminal. */
+export function typingFrame(id: string, name: string, termId?: string): string {
+  return JSON.stringify({ type: "duet_typing", id, name, ...(termId !== undefined && { termId }) });
 }
+
+// ---- The shared terminal (`duet_term`) ----
+
+export function termOpenFrame(termId: string, by: string, cols: number, rows: number): string {
+  return JSON.stringify({ type: "duet_term", phase: "open", termId, by, cols, rows });
+}
+
+/** Output bytes, base64; `snapshot`: a redraw of the whole screen. */
+export function termDataFrame(termId: string, data: Uint8Array, snapshot: boolean): string {
+  return JSON.stringify({ type: "duet_term", phase: "data", termId, data: toBase64(data), ...(snapshot && { snapshot: true }) });
+}
+
+export function termResizeFrame(termId: string, cols: number, rows: number): string {
+  return JSON.stringify({ type: "duet_term", phase: "resize", termId, cols, rows });
+}
+
+export function termExitFrame(termId: string, exitCode: number | null): string {
+  return JSON.stringify({ type: "duet_term", phase: "exit", termId, exitCode });
+}
+
 
 export function errorFrame(error: string): string {
   return JSON.stringify({ type: "duet_error", error });

@@ -30,6 +30,7 @@ import { recordText } from "./records";
 import { roomSandbox } from "./sandbox/adapter";
 import type { RoomSandbox } from "./sandbox/types";
 import { Store, fitRuns } from "./store";
+import { SharedTerminal } from "./terminal";
 import { Turns, agentConfig, type AgentConfig, type NewMessage, type TurnHost } from "./turn";
 
 /** Who asks when nobody says: `userId` absent and a socket without `user`. */
@@ -54,6 +55,8 @@ export interface Sockets {
   state(): void;
   /** Another field of the state changed: `patch` (duet_state) to sockets that asked for deltas, the state to the others. */
   patch(patch: string): void;
+  /** A frame to one socket, by connection id. */
+  send(connection: string, text: string): void;
 }
 
 export class Room {
@@ -74,6 +77,8 @@ export class Room {
   private readonly turns: Turns;
   /** Answers of the turns still running for messages with a `clientId`. */
   private readonly asked = new Map<string, Promise<Reply>>();
+  /** The room's shared terminal. */
+  readonly terminal: SharedTerminal;
 
   constructor(
     readonly id: string,
@@ -100,9 +105,22 @@ export class Room {
       shellMoved: (generation, cwd) => current(generation) && this.moveShell(cwd),
       note: (generation, event, text) => current(generation) && this.noteQuietly(event, text),
     });
+    this.terminal = new SharedTerminal(
+      {
+        sandbox: () => this.sandbox(),
+        all: (text) => this.sockets.all(text),
+        send: (connection, text) => this.sockets.send(connection, text),
+        changed: (terminal) => {
+          this.stateCache = undefined;
+          this.sockets.patch(statePatchFrame({ terminal }));
+        },
+      },
+      env.DUET_TERMINAL_IDLE_SECS,
+    );
     const host: TurnHost = {
       emit: (frame) => this.sockets.all(frame),
       run: (cmd, signal, byConnection) => this.agentRun(cmd, signal, byConnection),
+      screen: () => this.terminal.screen(),
     };
     this.turns = new Turns({
       config: this.config,
@@ -122,7 +140,7 @@ export class Room {
 
   /** The current `cf_agent_state`, serialized once per change. */
   stateText(): string {
-    return (this.stateCache ??= stateFrame(this.messageList, this.execList, { cwd: this.cwd }));
+    return (this.stateCache ??= stateFrame(this.messageList, this.execList, { cwd: this.cwd }, this.terminal.state()));
   }
 
   /** Performs an operation; errors come back as their answers. */
@@ -149,6 +167,11 @@ export class Room {
         case "rename":
           // The socket's own name: agent.ts asks rename() with it.
           throw ApiError.field("name", "only a socket of the room can change its name");
+        case "term_open":
+        case "term_detach":
+        case "term_close":
+          // The socket's own attachment: agent.ts asks this.terminal with it.
+          throw ApiError.field("termId", "only a socket of the room can use the terminal");
         case "upload": {
           const { path, size } = op;
           this.storeRecord({ kind: "upload", by: op.user ?? ANONYMOUS, path, size });
@@ -336,6 +359,8 @@ export class Room {
    */
   private async cleanup(by: string): Promise<Reply> {
     this.turns.cleanup();
+    // Its `exit` goes out before `duet_cleanup`.
+    const terminalEnded = this.terminal.end();
     this.sockets.all(cleanupFrame(by));
     this.messageList = [];
     this.execList = [];
@@ -360,6 +385,7 @@ export class Room {
     this.cleaning = cleaning;
     try {
       await before;
+      await terminalEnded;
       await this.sandbox().destroy();
     } catch (e) {
       errors.push(`sandbox: ${describe(e)}`);

@@ -8,7 +8,7 @@ import { extractCommands, partialProse, renderReply } from "./blocks";
 import { positiveVar, type Env } from "./env";
 import { ApiError, describe, ok, type Reply } from "./http";
 import { ModelError, chat, discoverModel, type ChatMessage, type ModelConfig } from "./model";
-import { conversation, resultsNote } from "./prompt";
+import { conversation, resultsNote, type TerminalScreen } from "./prompt";
 import {
   STORED_OUTPUT_CAP,
   aiFrame,
@@ -72,6 +72,8 @@ export interface TurnHost {
   emit(frame: string): void;
   /** Run one command as the agent for socket `byConnection`'s turn; resolves when it ended. */
   run(cmd: string, signal: AbortSignal, byConnection?: string): Promise<Run>;
+  /** The shared terminal's screen as text, while one runs. */
+  screen(): TerminalScreen | undefined;
 }
 
 /** How far a turn got: its finished rounds' reply, and the round under way. */
@@ -155,7 +157,7 @@ export async function runTurn(t: TurnContext, history: DuetMessage[]): Promise<A
   } catch (e) {
     throw fail(e);
   }
-  const chatLog = conversation(history);
+  const chatLog = conversation(history, t.host.screen());
   const p = t.progress;
   for (let round = 0; round < Math.max(1, t.config.steps); round++) {
     if (round > 0) emit("start");

@@ -8,14 +8,18 @@ import type { Env } from "../env";
 import { ROOM_LABEL, tellSandboxStopped } from "../rooms";
 import { WorkspacePersistence, deleteBackup, type WorkspaceHost } from "./backup";
 import { byteLength, cutToBytes, fromBase64, shortHash, toBase64 } from "./bytes";
+import { ptyOverSocket } from "./pty";
 import { type Signal, signalCommand } from "./signal";
 import {
   BadPath,
   DiskFull,
   type ExecOutcome,
   type ExecRequest,
+  type Pty,
+  type PtyEvents,
   type RoomSandbox,
   SandboxStarting,
+  type TermSize,
 } from "./types";
 
 export { SandboxStandIn } from "./standin";
@@ -333,6 +337,33 @@ class CloudflareSandbox implements RoomSandbox {
       await sandbox.writeFile(full, toBase64(bytes), { encoding: "base64" });
     } catch (e) {
       throw fileError(e);
+    }
+  }
+
+  /**
+   * The terminal is the PTY of a session of its own (`terminal()` of
+   * `createSession`), so that closing it (deleteSession) ends its processes
+   * and leaves the commands' shell alone. The container counts the open
+   * socket as activity: it does not sleep while the terminal runs.
+   */
+  async openTerminal(termId: string, size: TermSize, events: PtyEvents): Promise<Pty> {
+    const sandbox = await this.stub();
+    const id = `duet-term-${termId}`;
+    try {
+      const session = await sandbox.createSession({ id, cwd: "/workspace" });
+      const upgrade = new Request("http://localhost/ws/pty", { headers: { Upgrade: "websocket" } });
+      const res = await session.terminal(upgrade, { cols: size.cols, rows: size.rows, shell: "bash" });
+      return await ptyOverSocket(res, events, async () => {
+        try {
+          await sandbox.deleteSession(id);
+        } catch (e) {
+          console.error(`ending the terminal of room ${this.roomId} failed: ${message(e)}`);
+        }
+      });
+    } catch (e) {
+      const starting = startingDelay(e);
+      if (starting !== null) throw new SandboxStarting(starting);
+      throw e;
     }
   }
 

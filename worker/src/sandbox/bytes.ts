@@ -17,6 +17,16 @@ export function fromBase64(text: string): Uint8Array {
   return bytes;
 }
 
+/** The bytes of standard base64 (padding required, no white space), or undefined when it is not that. */
+export function fromBase64Strict(text: string): Uint8Array | undefined {
+  if (text.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(text)) return undefined;
+  try {
+    return fromBase64(text);
+  } catch {
+    return undefined;
+  }
+}
+
 const encoder = new TextEncoder();
 
 /** UTF-8 length of `s`. */

@@ -14,6 +14,10 @@
 // - `killProcess` ignores its signal (it always ends the command);
 // - the only background processes are the adapter's `kill` commands
 //   (src/sandbox/signal.ts), mapped to duet serve's interrupt;
+// - a session's `terminal()` (the SDK's proxyTerminal, a WebSocket upgrade
+//   of `fetch` to /ws/pty) is duet serve's shared terminal, attached over a
+//   socket of its own and translated to the SDK's PTY protocol
+//   (src/sandbox/pty.ts); deleteSession closes it (term_close);
 // and where the production class (adapter.ts) adds to the SDK: the label
 // `duet-room` names its room, which it tells when its container sleeps.
 
@@ -47,6 +51,13 @@ interface ExecResult {
   timestamp: string;
 }
 
+/** A session of createSession: its terminal on duet serve, once `terminal()` opened it. */
+interface Session {
+  termId?: string;
+  /** The socket to duet serve that holds the terminal. */
+  socket?: WebSocket;
+}
+
 /** One command this stand-in runs, by the pid it reported. */
 interface Command {
   execId?: string;
@@ -73,6 +84,7 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
   /** The running commands' frame handlers; null when the socket closed. */
   private readonly listeners = new Set<(frame: Record<string, any> | null) => void>();
   private persistence?: WorkspacePersistence;
+  private readonly sessions = new Map<string, Session>();
   /** When the starting "container" is ready (0: not starting). */
   private startingUntil = 0;
   /** Seconds a container takes to start (DUET_STANDIN_START_SECS; tests may set it). */
@@ -203,6 +215,125 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
     await this.interruptPid(Number(id));
   }
 
+  // ---- sessions and their terminal ----
+
+  /** SDK createSession: only the id matters here (the SDK wraps it with `terminal()`). */
+  async createSession(options: { id?: string } = {}): Promise<{ id: string }> {
+    await this.wake();
+    const id = options.id ?? `session-${Date.now()}`;
+    if (!this.sessions.has(id)) this.sessions.set(id, {});
+    return { id };
+  }
+
+  /** SDK deleteSession: its terminal ends (term_close on duet serve, over a socket of its own: the terminal's may be gone). */
+  async deleteSession(sessionId: string): Promise<{ success: boolean; sessionId: string; timestamp: string }> {
+    const session = this.sessions.get(sessionId);
+    this.sessions.delete(sessionId);
+    if (session?.termId !== undefined) {
+      const ws = await this.socket("standin-terminal");
+      try {
+        const res = await this.socketRpc(ws, "term_close", { termId: session.termId });
+        // 404: it had ended already.
+        if (!res.success && res.status !== 404) throw new Error(`duet serve's term_close failed: ${rpcError(res)}`);
+      } finally {
+        closeQuietly(ws);
+        if (session.socket) closeQuietly(session.socket);
+      }
+    }
+    return { success: true, sessionId, timestamp: new Date().toISOString() };
+  }
+
+  /** The container's port 3000 as the SDK reaches it: only the PTY socket (`/ws/pty`). */
+  async fetch(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    if (url.pathname !== "/ws/pty" || request.headers.get("Upgrade")?.toLowerCase() !== "websocket") {
+      return new Response("the stand-in serves only /ws/pty", { status: 404 });
+    }
+    await this.wake();
+    const sessionId = url.searchParams.get("sessionId") ?? "";
+    const session = this.sessions.get(sessionId);
+    if (!session) return new Response(`no session ${sessionId}`, { status: 404 });
+    const size = (name: string) => Number(url.searchParams.get(name)) || undefined;
+    const cols = size("cols");
+    const rows = size("rows");
+    const upstream = await this.socket("standin-terminal");
+    const opened = await this.socketRpc(upstream, "term_open", cols && rows ? { cols, rows } : {});
+    const [client, pty] = Object.values(new WebSocketPair());
+    pty.accept();
+    // Binary frames as bytes, not Blobs (the default of newer compatibility dates).
+    pty.binaryType = "arraybuffer";
+    if (!opened.success) {
+      closeQuietly(upstream);
+      // A container that is starting fails the call, as the SDK's does; any other failure is the PTY's error status.
+      if (opened.status === 503) throw new Error(rpcError(opened));
+      pty.send(JSON.stringify({ type: "error", message: rpcError(opened) }));
+      pty.close(1011, "the terminal could not start");
+      return new Response(null, { status: 101, webSocket: client });
+    }
+    const termId = String(opened.result.termId);
+    session.termId = termId;
+    session.socket = upstream;
+    this.busy += 1;
+    let over = false;
+    const end = () => {
+      if (over) return;
+      over = true;
+      this.busy -= 1;
+      void this.touch();
+      closeQuietly(pty);
+      closeQuietly(upstream);
+    };
+    upstream.addEventListener("message", (m) => {
+      const frame = parseFrame(m.data);
+      if (frame?.type !== "duet_term" || frame.termId !== termId) return;
+      try {
+        if (frame.phase === "data") pty.send(fromBase64(String(frame.data)));
+        else if (frame.phase === "exit") pty.send(JSON.stringify({ type: "exit", code: frame.exitCode }));
+      } catch {
+        // The client went: end() follows.
+      }
+      if (frame.phase === "exit") end();
+    });
+    pty.addEventListener("message", (m) => {
+      if (over) return;
+      if (typeof m.data !== "string") {
+        upstream.send(JSON.stringify({ type: "duet_term_input", termId, data: toBase64(new Uint8Array(m.data as ArrayBuffer)) }));
+        return;
+      }
+      const control = parseFrame(m.data);
+      if (control?.type === "resize") {
+        upstream.send(JSON.stringify({ type: "duet_term_resize", termId, cols: control.cols, rows: control.rows }));
+      }
+    });
+    // A client that goes only detaches, as from the SDK's PTY (it runs on until deleteSession).
+    for (const ws of [pty, upstream]) {
+      ws.addEventListener("close", end);
+      ws.addEventListener("error", end);
+    }
+    pty.send(JSON.stringify({ type: "ready" }));
+    return new Response(null, { status: 101, webSocket: client });
+  }
+
+  /** An rpc over `ws` to duet serve, and its answer frame. */
+  private socketRpc(ws: WebSocket, method: string, args: object): Promise<Record<string, any>> {
+    const id = `${method}-${crypto.randomUUID().slice(0, 8)}`;
+    return new Promise((resolve) => {
+      const listen = (m: MessageEvent) => {
+        const frame = parseFrame(m.data);
+        if (frame?.type !== "rpc" || frame.id !== id) return;
+        ws.removeEventListener("message", listen);
+        resolve(frame);
+      };
+      ws.addEventListener("message", listen);
+      ws.addEventListener("close", () => resolve({ success: false, error: "the socket to duet serve closed" }));
+      try {
+        ws.send(JSON.stringify({ type: "rpc", id, method, args: [args] }));
+      } catch (e) {
+        resolve({ success: false, error: `the socket to duet serve is closed: ${String(e)}` });
+      }
+    });
+  }
+
   // ---- files (paths under /workspace only, as duet serve's files API) ----
 
   async readFile(
@@ -317,6 +448,7 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
     const res = await this.call("POST", "/cleanup", "{}");
     if (!res.ok && res.status !== 207) throw new Error(`duet serve's cleanup answered ${res.status}: ${await res.text()}`);
     this.commands.clear();
+    this.sessions.clear();
     this.awake = false;
     await this.ctx.storage.put("awake", false);
   }
@@ -398,6 +530,14 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
   private room(): string {
     if (!this.name) throw new Error("the stand-in sandbox has no name: reach it through getSandbox");
     return this.name;
+  }
+}
+
+function closeQuietly(ws: WebSocket): void {
+  try {
+    ws.close(1000, "closed");
+  } catch {
+    // already closed
   }
 }
 

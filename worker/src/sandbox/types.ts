@@ -56,6 +56,28 @@ export class DiskFull extends Error {
   }
 }
 
+/** A terminal's size in characters. */
+export interface TermSize {
+  cols: number;
+  rows: number;
+}
+
+/** What a pseudo-terminal tells its room. */
+export interface PtyEvents {
+  /** Output bytes, exactly as the program wrote them, in order. */
+  onData(bytes: Uint8Array): void;
+  /** The terminal ended: its shell's exit status, or null (killed, closed, or the sandbox cannot say). Once. */
+  onExit(exitCode: number | null): void;
+}
+
+/** A bash on a pseudo-terminal in the room's sandbox, held by the room. */
+export interface Pty {
+  write(bytes: Uint8Array): void;
+  resize(size: TermSize): void;
+  /** Ends the terminal and its processes; onExit is not called for it. */
+  close(): Promise<void>;
+}
+
 /** One room's sandbox. Calls for one room may overlap (an interrupt during an exec). */
 export interface RoomSandbox {
   /** Runs one command in the room's persistent shell; throws SandboxStarting. */
@@ -66,6 +88,11 @@ export interface RoomSandbox {
   readFile(path: string): Promise<Uint8Array | null>;
   /** Writes a workspace file, creating parent folders; throws DiskFull. */
   writeFile(path: string, bytes: Uint8Array): Promise<void>;
+  /**
+   * Opens the room's shared terminal (`termId` names it) at `size`; throws
+   * SandboxStarting. Its processes run until close() or their own exit.
+   */
+  openTerminal(termId: string, size: TermSize, events: PtyEvents): Promise<Pty>;
   /** Ends every process and removes every file of the room (cleanup). */
   destroy(): Promise<void>;
 }

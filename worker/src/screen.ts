@@ -1,0 +1,86 @@
+// The shared terminal's screen, kept by a real terminal emulator
+// (@xterm/headless, no DOM) fed with every byte the terminal writes: a
+// snapshot redraws it for a viewer that attaches, and its text is what the
+// agent is shown (docs/protocol.md "The shared terminal").
+
+import { SerializeAddon } from "@xterm/addon-serialize";
+import { Terminal } from "@xterm/headless";
+import { trimEnd } from "./protocol";
+
+/** Lines of the screen the agent is shown, and their bytes at most. */
+export const AGENT_LINES = 60;
+export const AGENT_BYTES = 8 * 1024;
+/** Lines kept above the screen: none (a snapshot redraws the screen, the agent reads the screen). */
+const SCROLLBACK = 0;
+
+/** Resets a viewer's emulator before a snapshot (RIS), so the redraw starts from a blank screen. */
+const RESET = "\x1bc";
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+export class Screen {
+  private readonly term: Terminal;
+  private readonly serializer = new SerializeAddon();
+
+  constructor(cols: number, rows: number) {
+    this.term = new Terminal({ cols, rows, scrollback: SCROLLBACK, allowProposedApi: true });
+    this.term.loadAddon(this.serializer);
+  }
+
+  get cols(): number {
+    return this.term.cols;
+  }
+
+  get rows(): number {
+    return this.term.rows;
+  }
+
+  /**
+   * Feeds output bytes; `parsed` runs once the emulator has taken them in,
+   * in the order of the writes, so that what follows a snapshot is exactly
+   * the output after it.
+   */
+  write(bytes: Uint8Array, parsed?: () => void): void {
+    this.term.write(bytes, parsed);
+  }
+
+  /** Runs `then` once every byte written so far is on the screen. */
+  afterWrites(then: () => void): void {
+    this.term.write(new Uint8Array(0), then);
+  }
+
+  resize(cols: number, rows: number): void {
+    this.term.resize(cols, rows);
+  }
+
+  /** Bytes that redraw the whole screen (and the alternate screen and modes in use) on a fresh emulator. */
+  snapshot(): Uint8Array {
+    return encoder.encode(RESET + this.serializer.serialize({ scrollback: 0 }));
+  }
+
+  /**
+   * The screen as text (src/server/terminal/screen.rs): its last
+   * AGENT_LINES lines, each without trailing blanks, blank lines at the end
+   * dropped, at most AGENT_BYTES (the end kept).
+   */
+  text(): string {
+    const buffer = this.term.buffer.active;
+    const lines: string[] = [];
+    for (let i = buffer.baseY; i < buffer.baseY + this.term.rows; i++) lines.push(trimEnd(buffer.getLine(i)?.translateToString(true) ?? ""));
+    while (lines.length > 0 && lines[lines.length - 1] === "") lines.pop();
+    let text = lines.slice(-AGENT_LINES).join("\n");
+    const bytes = encoder.encode(text);
+    if (bytes.length > AGENT_BYTES) {
+      // The end is what matters: the bytes before it are dropped, on a character boundary.
+      let start = bytes.length - AGENT_BYTES;
+      while (start < bytes.length && (bytes[start] & 0xc0) === 0x80) start++;
+      text = decoder.decode(bytes.subarray(start));
+    }
+    return text;
+  }
+
+  dispose(): void {
+    this.term.dispose();
+  }
+}

@@ -1,0 +1,94 @@
+// The shared terminal's pure parts, in workerd: the emulator (@xterm/headless
+// must run without a DOM), its snapshot and text, the "smallest" size rule
+// and the frames' exact bytes.
+import { describe, expect, it } from "vitest";
+import { AGENT_BYTES, AGENT_LINES, Screen } from "../src/screen";
+import { smallest } from "../src/terminal";
+import { conversation } from "../src/prompt";
+import { termDataFrame, termExitFrame, termOpenFrame, termResizeFrame, typingFrame } from "../src/protocol";
+
+const bytes = (s: string) => new TextEncoder().encode(s);
+const written = (screen: Screen) => new Promise<void>((ok) => screen.afterWrites(ok));
+
+describe("the terminal's screen", () => {
+  it("keeps what the program drew, and a snapshot redraws it on a fresh emulator", async () => {
+    const screen = new Screen(40, 10);
+    screen.write(bytes("$ echo hi\r\nhi\r\n\x1b[31mred\x1b[0m $ half-typ"));
+    await written(screen);
+    expect(screen.text()).toBe("$ echo hi\nhi\nred $ half-typ");
+    const viewer = new Screen(40, 10);
+    viewer.write(bytes("garbage that the redraw must clear\r\n"));
+    viewer.write(screen.snapshot());
+    await written(viewer);
+    expect(viewer.text()).toBe(screen.text());
+    expect(new TextDecoder().decode(screen.snapshot())).toContain("\x1b[31m");
+  });
+
+  it("redraws the alternate screen a full-screen program is on", async () => {
+    const screen = new Screen(20, 5);
+    screen.write(bytes("shell line\r\n\x1b[?1049h\x1b[H\x1b[2Jtop-like"));
+    await written(screen);
+    expect(screen.text()).toBe("top-like");
+    const viewer = new Screen(20, 5);
+    viewer.write(screen.snapshot());
+    await written(viewer);
+    expect(viewer.text()).toBe("top-like");
+  });
+
+  it("shows the agent at most the last 60 lines and 8 KiB", async () => {
+    const screen = new Screen(200, 100);
+    for (let i = 1; i <= 150; i++) screen.write(bytes(`line ${i}   \r\n`));
+    await written(screen);
+    const lines = screen.text().split("\n");
+    expect(lines.length).toBe(AGENT_LINES);
+    expect(lines[0]).toBe("line 91");
+    expect(lines[lines.length - 1]).toBe("line 150");
+    const wide = new Screen(200, 50);
+    for (let i = 0; i < 60; i++) wide.write(bytes(`${"é".repeat(199)}\r\n`));
+    await written(wide);
+    const text = wide.text();
+    expect(new TextEncoder().encode(text).length).toBeLessThanOrEqual(AGENT_BYTES);
+    expect(text.endsWith("é".repeat(199))).toBe(true);
+    expect(text.includes("\uFFFD")).toBe(false);
+  });
+
+  it("follows a resize", () => {
+    const screen = new Screen(80, 24);
+    screen.resize(100, 30);
+    expect([screen.cols, screen.rows]).toEqual([100, 30]);
+  });
+});
+
+describe("the smallest rule", () => {
+  it("takes the narrowest and the shortest of the sockets that gave a size", () => {
+    expect(smallest([{ cols: 120, rows: 40 }, undefined, { cols: 100, rows: 50 }])).toEqual({ cols: 100, rows: 40 });
+    expect(smallest([undefined, undefined])).toBeUndefined();
+    expect(smallest([])).toBeUndefined();
+  });
+});
+
+describe("terminal frames", () => {
+  it("have the fields of docs/protocol.md in duet serve's order", () => {
+    expect(termOpenFrame("t1", "ann", 80, 24)).toBe('{"type":"duet_term","phase":"open","termId":"t1","by":"ann","cols":80,"rows":24}');
+    expect(termDataFrame("t1", bytes("hi"), false)).toBe('{"type":"duet_term","phase":"data","termId":"t1","data":"aGk="}');
+    expect(termDataFrame("t1", bytes("hi"), true)).toBe('{"type":"duet_term","phase":"data","termId":"t1","data":"aGk=","snapshot":true}');
+    expect(termResizeFrame("t1", 100, 30)).toBe('{"type":"duet_term","phase":"resize","termId":"t1","cols":100,"rows":30}');
+    expect(termExitFrame("t1", 0)).toBe('{"type":"duet_term","phase":"exit","termId":"t1","exitCode":0}');
+    expect(termExitFrame("t1", null)).toBe('{"type":"duet_term","phase":"exit","termId":"t1","exitCode":null}');
+    expect(typingFrame("c1", "ann", "t1")).toBe('{"type":"duet_typing","id":"c1","name":"ann","termId":"t1"}');
+    expect(typingFrame("c1", "ann")).toBe('{"type":"duet_typing","id":"c1","name":"ann"}');
+  });
+});
+
+describe("the agent's context", () => {
+  it("holds the screen just before the question, as duet serve words it", () => {
+    const question = { id: "000000000001", role: "user" as const, userId: "ann", text: "what failed?", ts: 1 };
+    const chat = conversation([question], { cols: 80, rows: 24, text: "$ make\nerror: boom" });
+    expect(chat.map((m) => m.role)).toEqual(["system", "user", "user"]);
+    expect(chat[1].content).toBe("[the room's terminal, 80x24: its screen now, as text]\n$ make\nerror: boom");
+    expect(chat[2].content).toBe("ann: what failed?");
+    const empty = conversation([question], { cols: 100, rows: 30, text: "" });
+    expect(empty[1].content).toBe("[the room's terminal, 100x30: its screen now, as text]\n(the screen is empty)");
+    expect(conversation([question]).length).toBe(2);
+  });
+});
