@@ -307,8 +307,10 @@ async fn sigterm_and_sighup_leave_the_terminal_as_it_was() {
     let (server, _data) = Server::fresh().await;
     let dir = tempfile::tempdir().unwrap();
     let tmux = Tmux::new(dir.path());
-    let args = format!("term --server {} --room signal-term", server.url(""));
     for (session, signal) in [("term", libc::SIGTERM), ("hup", libc::SIGHUP)] {
+        // A room each: the first one's terminal still runs its less.
+        let room = format!("signal-{session}");
+        let args = format!("term --server {} --room {room}", server.url(""));
         tmux.start_sized(session, &client_env(dir.path(), "ann"), &args, (100, 30));
         tmux.wait(session, "attached", |s| status(s).contains("Ctrl+] detach"))
             .await;
@@ -327,7 +329,7 @@ async fn sigterm_and_sighup_leave_the_terminal_as_it_was() {
             .wait(session, "the way out", |s| s.contains("EXITED 1"))
             .await;
         assert!(
-            screen.contains("[detached from the terminal of room signal-term: SIG"),
+            screen.contains(&format!("[detached from the terminal of room {room}: SIG")),
             "{screen}"
         );
         assert_eq!(tmux.display(session, "#{alternate_on}"), "0");
