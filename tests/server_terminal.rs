@@ -171,6 +171,18 @@ async fn opening_tells_everyone_then_answers_then_sends_the_screen() {
         state["state"]["terminal"],
         json!({"termId": ada.term_id, "cols": 90, "rows": 30})
     );
+    // A socket that asked for deltas gets it as a patch of the state.
+    let mut deltas = server.joined("term-open", "user=dee&deltas=1").await;
+    let term_id = ada.term_id.clone();
+    let mut ada = ada;
+    ada.ws
+        .send(json!({"type":"duet_term_resize","termId":term_id,"cols":70,"rows":20}))
+        .await;
+    let patch = deltas.until_type("duet_state").await;
+    assert_eq!(
+        patch["patch"]["terminal"],
+        json!({"termId": term_id, "cols": 70, "rows": 20})
+    );
     // A socket that joins now reads it on connect too.
     let mut late = server.ws("term-open", "user=cy").await;
     let state = late.until_type("cf_agent_state").await;
