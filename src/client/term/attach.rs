@@ -33,6 +33,8 @@ use tokio::sync::mpsc;
 const FRAME: Duration = Duration::from_millis(16);
 /// How long "X is typing" shows after their last keystroke.
 const TYPING: Duration = Duration::from_secs(3);
+/// How long a refusal from the backend shows in the status bar.
+const NOTICE: Duration = Duration::from_secs(5);
 
 /// How an attachment ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -159,6 +161,9 @@ struct Viewer {
     was_attached: bool,
     conn: ConnState,
     typing: Vec<(String, String, Instant)>,
+    /// What the backend refused last (input over the rate, say), shown
+    /// until then.
+    notice: Option<(String, Instant)>,
     theme: Theme,
 }
 
@@ -197,6 +202,9 @@ impl Viewer {
         }
         if letterboxed {
             left.push_str(" · a smaller window sets the size");
+        }
+        if let Some((notice, _)) = &self.notice {
+            left.push_str(&format!(" · backend: {notice}"));
         }
         (left, format!("{DETACH_LABEL} detach "))
     }
@@ -316,6 +324,7 @@ async fn attach(params: SocketParams, room: String) -> anyhow::Result<End> {
         was_attached: false,
         conn: ConnState::Connecting,
         typing: Vec::new(),
+        notice: None,
         theme: Theme::from_env(),
     };
     let mut mirror = Mirror::new();
@@ -376,6 +385,10 @@ async fn attach(params: SocketParams, room: String) -> anyhow::Result<End> {
                 let before = viewer.typing.len();
                 viewer.typing.retain(|(_, _, until)| *until > Instant::now());
                 dirty |= before != viewer.typing.len();
+                if viewer.notice.as_ref().is_some_and(|(_, until)| *until <= Instant::now()) {
+                    viewer.notice = None;
+                    dirty = true;
+                }
             }
             _ = sleep_until(frame_due), if frame_due.is_some() => {}
         }
@@ -422,6 +435,10 @@ impl Viewer {
                 ServerFrame::Presence { users } => {
                     self.typing
                         .retain(|(id, _, _)| users.iter().any(|u| &u.id == id));
+                }
+                // A refused keystroke is said, not silently lost.
+                ServerFrame::Error { error, .. } => {
+                    self.notice = Some((error, Instant::now() + NOTICE));
                 }
                 _ => {}
             },
@@ -554,6 +571,7 @@ mod tests {
             was_attached: false,
             conn: ConnState::Connected { rtt_ms: None },
             typing: vec![("c2".into(), "bob".into(), Instant::now() + TYPING)],
+            notice: None,
             theme: Theme { color: false },
         };
         let mut terminal =
@@ -593,5 +611,30 @@ mod tests {
         assert_eq!(End::Exited(Some(0)).said("r").1, ExitCode::SUCCESS);
         assert!(End::Detached.said("r").0.contains("detached"));
         assert_eq!(End::Failed("no".into()).said("r").1, ExitCode::FAILURE);
+    }
+
+    #[test]
+    fn a_refusal_of_the_backend_shows_in_the_status_bar() {
+        let mut viewer = Viewer {
+            room: "r1".into(),
+            screen: TermScreen::new(TermSize { cols: 80, rows: 24 }),
+            attached: false,
+            was_attached: false,
+            conn: ConnState::Connecting,
+            typing: Vec::new(),
+            notice: None,
+            theme: Theme { color: false },
+        };
+        let refused = ServerFrame::Error {
+            error: "rate limited".into(),
+            retry_after_ms: Some(300),
+        };
+        assert!(
+            viewer
+                .on_event(SocketEvent::Frame(Box::new(refused)))
+                .is_none()
+        );
+        let (left, _) = viewer.status(Rect::new(0, 0, 80, 25));
+        assert!(left.ends_with(" · backend: rate limited"), "{left}");
     }
 }
