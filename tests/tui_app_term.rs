@@ -305,3 +305,39 @@ fn a_command_that_needs_a_terminal_names_the_key_instead_of_running() {
         "{effects:?}"
     );
 }
+
+#[test]
+fn a_click_in_the_view_goes_to_a_program_that_asked_for_the_mouse() {
+    use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+    let mut app = app();
+    attached(&mut app, None);
+    app.update(snapshot(b"$ "));
+    // Where the terminal's top-left cell is drawn: inside the output pane.
+    let (w, h) = app.size;
+    let areas = duet::tui::view::layout::areas(&app, ratatui::layout::Rect::new(0, 0, w, h));
+    let wide = w >= duet::tui::view::layout::WIDE;
+    let inner = duet::tui::view::layout::pane_inner(Pane::Output, areas.output, wide);
+    let click = |col: u16, row: u16| {
+        Msg::Mouse(MouseEvent {
+            kind: MouseEventKind::Down(MouseButton::Left),
+            column: inner.x + col,
+            row: inner.y + row,
+            modifiers: KeyModifiers::NONE,
+        })
+    };
+    // The shell did not ask for the mouse: nothing is typed.
+    assert!(typed(&app.update(click(3, 1))).is_empty());
+    // A program that asks (htop, vim's mouse=a) gets xterm's SGR bytes,
+    // at the cell clicked.
+    app.update(output(b"\x1b[?1000h\x1b[?1006h"));
+    assert_eq!(typed(&app.update(click(3, 1))), b"\x1b[<0;4;2M");
+    assert_eq!(typed(&app.update(click(0, 0))), b"\x1b[<0;1;1M");
+    // Outside the terminal's cells (the screen's corner): not its click.
+    let outside = Msg::Mouse(MouseEvent {
+        kind: MouseEventKind::Down(MouseButton::Left),
+        column: 0,
+        row: 0,
+        modifiers: KeyModifiers::NONE,
+    });
+    assert!(typed(&app.update(outside)).is_empty());
+}

@@ -293,6 +293,9 @@ impl App {
     }
 
     pub(crate) fn on_mouse(&mut self, mouse: MouseEvent, effects: &mut Vec<Effect>) -> bool {
+        if self.on_terminal_mouse(&mouse, effects) {
+            return true;
+        }
         let delta = match mouse.kind {
             MouseEventKind::ScrollUp => WHEEL_LINES,
             MouseEventKind::ScrollDown => -WHEEL_LINES,

@@ -7,12 +7,14 @@
 
 use crate::client::rpc::{Answer, RoomOp, RpcError};
 use crate::client::term::keys::{InputModes, key_bytes, paste_bytes};
+use crate::client::term::mouse::mouse_bytes;
 use crate::client::term::needs;
 use crate::client::term::screen::{Seen, TermScreen};
 use crate::protocol::{TermFrame, TermSize, TerminalState};
 use crate::tui::app::{App, Effect, Pane, TYPING_MS, Typist};
 use crate::tui::keymap::{self, Action};
-use crossterm::event::KeyEvent;
+use crossterm::event::{KeyEvent, MouseEvent};
+use ratatui::layout::Rect;
 
 /// The terminal view's state.
 #[derive(Debug, Clone)]
@@ -92,6 +94,37 @@ impl App {
     pub(crate) fn on_terminal_paste(&mut self, text: &str, effects: &mut Vec<Effect>) {
         let bytes = paste_bytes(text, self.term_modes());
         self.term_input(bytes, effects);
+    }
+
+    /// A mouse event over the terminal view goes to the program when it
+    /// asked for the mouse (htop, vim with `mouse=a`); false otherwise.
+    pub(crate) fn on_terminal_mouse(
+        &mut self,
+        mouse: &MouseEvent,
+        effects: &mut Vec<Effect>,
+    ) -> bool {
+        let screen = self.term.screen.screen();
+        let mode = screen.mouse_protocol_mode();
+        if !self.term.shown || !self.term.attached || mode == vt100::MouseProtocolMode::None {
+            return false;
+        }
+        let area = Rect::new(0, 0, self.size.0, self.size.1);
+        let areas = crate::tui::view::layout::areas(self, area);
+        let wide = self.size.0 >= crate::tui::view::layout::WIDE;
+        let inner = crate::tui::view::layout::pane_inner(Pane::Output, areas.output, wide);
+        let size = self.term.screen.size();
+        let (col, row) = (
+            mouse.column.wrapping_sub(inner.x),
+            mouse.row.wrapping_sub(inner.y),
+        );
+        if mouse.column < inner.x || mouse.row < inner.y || col >= size.cols || row >= size.rows {
+            return false;
+        }
+        let encoding = screen.mouse_protocol_encoding();
+        if let Some(bytes) = mouse_bytes(mouse, col, row, mode, encoding) {
+            self.term_input(bytes, effects);
+        }
+        true
     }
 
     fn term_input(&mut self, data: Vec<u8>, effects: &mut Vec<Effect>) {

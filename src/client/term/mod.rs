@@ -1,12 +1,13 @@
 //! The client's side of the room's shared terminal (docs/protocol.md "The
 //! shared terminal"): what the socket remembers of an attachment (link),
 //! the screen kept from the frames (screen), keys as the bytes a terminal
-//! sends (keys), the commands that need a terminal (needs), and `duet
+//! sends (keys) and mouse events as their bytes (mouse), the commands that need a terminal (needs), and `duet
 //! term`, which attaches the person's own terminal (attach).
 
 pub mod attach;
 pub mod keys;
 pub(crate) mod link;
+pub mod mouse;
 pub mod needs;
 pub mod screen;
 
