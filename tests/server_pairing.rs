@@ -14,14 +14,7 @@ use serde_json::{Value, json};
 /// A server whose agent is `model`.
 async fn with_model(model: &FakeModel, extra: &[&str]) -> (Server, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let mut args = vec![
-        "--ai-url",
-        model.url.as_str(),
-        "--ai-model",
-        "scripted",
-        "--ai-key",
-        "sk-test",
-    ];
+    let mut args = model.server_args();
     args.extend_from_slice(extra);
     (Server::start(dir.path(), &args).await, dir)
 }

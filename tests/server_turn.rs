@@ -12,15 +12,7 @@ use std::time::Duration;
 
 async fn with_model(model: &FakeModel) -> (Server, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let args = [
-        "--ai-url",
-        model.url.as_str(),
-        "--ai-model",
-        "scripted",
-        "--ai-key",
-        "sk-test",
-    ];
-    (Server::start(dir.path(), &args).await, dir)
+    (Server::start(dir.path(), &model.server_args()).await, dir)
 }
 
 /// Posts a message in the background; resolves to its status and answer.

@@ -87,6 +87,18 @@ impl FakeModel {
         }
     }
 
+    /// The `duet serve` flags that make this the server's model.
+    pub fn server_args(&self) -> Vec<&str> {
+        vec![
+            "--ai-url",
+            self.url.as_str(),
+            "--ai-model",
+            "scripted",
+            "--ai-key",
+            "sk-test",
+        ]
+    }
+
     /// Adds answers to the script.
     pub fn push(&self, script: Script) {
         self.state.scripts.lock().unwrap().push_back(script);
