@@ -8,7 +8,7 @@
 mod common;
 
 use common::Server;
-use common::tmux::{Tmux, client_env};
+use common::tmux::{Tmux, client_env, shared_client_env};
 use std::path::Path;
 use std::process::Command;
 
@@ -19,8 +19,7 @@ async fn a_second_duet_joins_the_embedded_backend_and_so_does_exec() {
     }
     let dir = tempfile::tempdir().unwrap();
     let tmux = Tmux::new(dir.path());
-    let mut env = client_env(dir.path(), "ada");
-    env[1].1 = dir.path().join("shared").display().to_string();
+    let env = shared_client_env(dir.path(), "ada");
     tmux.start("first", &env, "--room local-room");
     tmux.wait("first", "a connected client", |s| s.contains("1 here"))
         .await;
@@ -35,8 +34,11 @@ async fn a_second_duet_joins_the_embedded_backend_and_so_does_exec() {
         port.trim().trim_start_matches("http://")
     );
     assert!(screen.contains(&hint), "{screen}");
-    env[2].1 = "bob".into();
-    tmux.start("second", &env, "--room local-room");
+    tmux.start(
+        "second",
+        &shared_client_env(dir.path(), "bob"),
+        "--room local-room",
+    );
     for who in ["first", "second"] {
         tmux.wait(who, "both clients", |s| s.contains("2 here"))
             .await;

@@ -12,7 +12,7 @@
 mod common;
 
 use common::Server;
-use common::tmux::{Tmux, client_env};
+use common::tmux::{Tmux, client_env, shared_client_env};
 
 /// The status bar: the last line of a screen.
 fn status(screen: &str) -> &str {
@@ -264,8 +264,7 @@ async fn duet_term_finds_the_embedded_backend_and_the_tui_sees_its_typing() {
     }
     let dir = tempfile::tempdir().unwrap();
     let tmux = Tmux::new(dir.path());
-    let mut env = client_env(dir.path(), "ada");
-    env[1].1 = dir.path().join("shared").display().to_string();
+    let env = shared_client_env(dir.path(), "ada");
     tmux.start("tui", &env, "--room local-term");
     tmux.wait("tui", "a connected client", |s| s.contains("1 here"))
         .await;
@@ -275,8 +274,8 @@ async fn duet_term_finds_the_embedded_backend_and_the_tui_sees_its_typing() {
     tmux.keys("tui", &["C-]"]);
     // Like `duet exec`, `duet term` without --server finds the backend
     // of its data directory.
-    env[2].1 = "bob".into();
-    tmux.start_sized("term", &env, "term --room local-term", (100, 30));
+    let bob = shared_client_env(dir.path(), "bob");
+    tmux.start_sized("term", &bob, "term --room local-term", (100, 30));
     tmux.wait("term", "attached at the smaller size", |s| {
         status(s).contains("terminal 70×29")
     })

@@ -166,3 +166,16 @@ pub fn client_env(dir: &Path, who: &str) -> Vec<(&'static str, String)> {
         ("DUET_NAME", who.to_string()),
     ]
 }
+
+/// A person's client environment whose data directory is `dir/shared`: the
+/// one every client (and `duet exec`, `duet term`) of a test shares, so
+/// they all find the same embedded backend.
+pub fn shared_client_env(dir: &Path, who: &str) -> Vec<(&'static str, String)> {
+    let mut env = client_env(dir, who);
+    for (key, value) in &mut env {
+        if *key == "DUET_DATA_DIR" {
+            *value = dir.join("shared").display().to_string();
+        }
+    }
+    env
+}
