@@ -13,6 +13,9 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+// Both helper modules include tests/common/procs.rs for themselves.
+#[allow(clippy::duplicate_mod)]
+mod support;
 
 use base64::Engine;
 use common::{Server, Ws};
@@ -20,6 +23,7 @@ use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::time::{Duration, Instant};
+use support::{report, tree_rss_kib};
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -81,23 +85,6 @@ async fn until_output(ws: &mut Ws, marker: &[u8]) -> usize {
         let keep = tail.len().saturating_sub(marker.len());
         tail.drain(..keep);
     }
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
-
-fn report(what: &str, mut times: Vec<Duration>) -> (Duration, Duration) {
-    times.sort();
-    let (p50, p99) = (percentile(&times, 0.5), percentile(&times, 0.99));
-    println!(
-        "{what}: p50 {:.2} ms, p99 {:.2} ms ({} keys)",
-        p50.as_secs_f64() * 1e3,
-        p99.as_secs_f64() * 1e3,
-        times.len()
-    );
-    (p50, p99)
 }
 
 /// 1. A key (alternately `x` and Backspace) and the time to its echo.
@@ -286,48 +273,6 @@ fn tmux_seq(n: u64) -> Option<Duration> {
         drop(master);
     }
     Some(elapsed)
-}
-
-/// Resident memory of `pid` and all its descendants, in KiB.
-fn tree_rss_kib(pid: u32) -> u64 {
-    let mut parents = std::collections::HashMap::<u32, u32>::new();
-    let mut rss = std::collections::HashMap::<u32, u64>::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(p) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(status) = std::fs::read_to_string(format!("/proc/{p}/status")) else {
-            continue;
-        };
-        for line in status.lines() {
-            let mut parts = line.split_whitespace();
-            match parts.next() {
-                Some("PPid:") => {
-                    parents.insert(p, parts.next().and_then(|v| v.parse().ok()).unwrap_or(0));
-                }
-                Some("VmRSS:") => {
-                    rss.insert(p, parts.next().and_then(|v| v.parse().ok()).unwrap_or(0));
-                }
-                _ => {}
-            }
-        }
-    }
-    let descends = |mut p: u32| {
-        for _ in 0..64 {
-            if p == pid {
-                return true;
-            }
-            match parents.get(&p) {
-                Some(&parent) if parent != 0 => p = parent,
-                _ => return false,
-            }
-        }
-        false
-    };
-    rss.iter()
-        .filter(|(p, _)| descends(**p))
-        .map(|(_, kib)| kib)
-        .sum()
 }
 
 /// 3. N rooms with a started sandbox, then each with an idle terminal.
