@@ -230,7 +230,7 @@ pub(crate) fn frame_text(frame: &impl Serialize) -> Utf8Bytes {
 }
 
 /// Sleeps until `at` (forever without one).
-async fn sleep_until(at: Option<tokio::time::Instant>) {
+pub(crate) async fn sleep_until(at: Option<tokio::time::Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,

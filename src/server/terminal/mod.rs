@@ -11,6 +11,7 @@ mod size;
 pub(crate) mod socket;
 
 use super::errors::ApiError;
+use super::room::sleep_until;
 use crate::protocol::{ServerFrame, TermFrame, TermSize};
 use crate::sandbox::{Sandbox, TermEvent, TermRequest};
 use axum::extract::ws::Utf8Bytes;
@@ -255,7 +256,7 @@ async fn run(term_id: String, launch: Launch, mut rx: mpsc::UnboundedReceiver<Re
         }
     };
     hub.flush();
-    let exit = frame_text(&TermFrame::Exit {
+    let exit = frame_text(TermFrame::Exit {
         term_id: hub.term_id.clone(),
         exit_code,
     });
@@ -277,16 +278,9 @@ fn fail_waiting(rx: &mut mpsc::UnboundedReceiver<Request>, error: &str) {
     }
 }
 
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
-}
-
 /// A `duet_term` frame, serialized.
-fn frame_text(frame: &TermFrame) -> Utf8Bytes {
-    super::room::frame_text(&ServerFrame::Term(frame.clone()))
+fn frame_text(frame: TermFrame) -> Utf8Bytes {
+    super::room::frame_text(&ServerFrame::Term(frame))
 }
 
 impl Hub {
@@ -327,7 +321,7 @@ impl Hub {
 
     /// The `data` frame that redraws the screen.
     fn snapshot(&self) -> Utf8Bytes {
-        frame_text(&TermFrame::Data {
+        frame_text(TermFrame::Data {
             term_id: self.term_id.clone(),
             data: base64::engine::general_purpose::STANDARD.encode(self.screen.snapshot()),
             snapshot: true,
@@ -355,7 +349,7 @@ impl Hub {
         self.last_sent = Some(Instant::now());
         let bytes = std::mem::take(&mut self.pending);
         for chunk in bytes.chunks(FRAME_BYTES) {
-            let frame = frame_text(&TermFrame::Data {
+            let frame = frame_text(TermFrame::Data {
                 term_id: self.term_id.clone(),
                 data: base64::engine::general_purpose::STANDARD.encode(chunk),
                 snapshot: false,
@@ -375,7 +369,7 @@ impl Hub {
         self.size = size;
         self.screen.resize(size);
         self.sandbox.term_send(TermRequest::Resize(size));
-        let frame = frame_text(&TermFrame::Resize {
+        let frame = frame_text(TermFrame::Resize {
             term_id: self.term_id.clone(),
             cols: size.cols,
             rows: size.rows,
