@@ -313,10 +313,7 @@ fn a_click_in_the_view_goes_to_a_program_that_asked_for_the_mouse() {
     attached(&mut app, None);
     app.update(snapshot(b"$ "));
     // Where the terminal's top-left cell is drawn: inside the output pane.
-    let (w, h) = app.size;
-    let areas = duet::tui::view::layout::areas(&app, ratatui::layout::Rect::new(0, 0, w, h));
-    let wide = w >= duet::tui::view::layout::WIDE;
-    let inner = duet::tui::view::layout::pane_inner(Pane::Output, areas.output, wide);
+    let inner = app.pane_inner(Pane::Output);
     let click = |col: u16, row: u16| {
         Msg::Mouse(MouseEvent {
             kind: MouseEventKind::Down(MouseButton::Left),

@@ -430,14 +430,19 @@ impl App {
 
     /// The inner size (width, height) of a pane at the current size.
     pub fn pane_size(&self, pane: Pane) -> (u16, u16) {
+        let inner = self.pane_inner(pane);
+        (inner.width, inner.height)
+    }
+
+    /// Where the inside of `pane` is on the screen.
+    pub fn pane_inner(&self, pane: Pane) -> ratatui::layout::Rect {
         let area = ratatui::layout::Rect::new(0, 0, self.size.0, self.size.1);
         let areas = crate::tui::view::layout::areas(self, area);
-        let inner = crate::tui::view::layout::pane_inner(
+        crate::tui::view::layout::pane_inner(
             pane,
             areas.pane(pane),
             self.size.0 >= crate::tui::view::layout::WIDE,
-        );
-        (inner.width, inner.height)
+        )
     }
 
     /// Sends a typing frame, at most every 2 s.

@@ -14,7 +14,6 @@ use crate::protocol::{TermFrame, TermSize, TerminalState};
 use crate::tui::app::{App, Effect, Pane, TYPING_MS, Typist};
 use crate::tui::keymap::{self, Action};
 use crossterm::event::{KeyEvent, MouseEvent};
-use ratatui::layout::Rect;
 
 /// The terminal view's state.
 #[derive(Debug, Clone)]
@@ -108,10 +107,7 @@ impl App {
         if !self.term.shown || !self.term.attached || mode == vt100::MouseProtocolMode::None {
             return false;
         }
-        let area = Rect::new(0, 0, self.size.0, self.size.1);
-        let areas = crate::tui::view::layout::areas(self, area);
-        let wide = self.size.0 >= crate::tui::view::layout::WIDE;
-        let inner = crate::tui::view::layout::pane_inner(Pane::Output, areas.output, wide);
+        let inner = self.pane_inner(Pane::Output);
         let size = self.term.screen.size();
         let (col, row) = (
             mouse.column.wrapping_sub(inner.x),
