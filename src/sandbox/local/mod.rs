@@ -18,6 +18,7 @@ mod seccomp;
 mod session;
 pub mod shell;
 mod supervisor;
+mod term_slot;
 pub mod wire;
 mod worker;
 
@@ -199,7 +200,7 @@ pub struct RoomSandbox {
     /// Told by the worker when the sandbox stopped for being idle.
     stopped: Arc<tokio::sync::Notify>,
     /// The shared terminal's events, while one runs.
-    terminal: Arc<worker::TermSlot>,
+    terminal: Arc<term_slot::TermSlot>,
     place: Arc<SandboxPlace>,
     limits: Arc<Limits>,
 }
@@ -215,7 +216,7 @@ impl RoomSandbox {
         let place = Arc::new(place);
         let pending = Arc::new(AtomicUsize::new(0));
         let stopped = Arc::new(tokio::sync::Notify::new());
-        let terminal = Arc::new(worker::TermSlot::default());
+        let terminal = Arc::new(term_slot::TermSlot::default());
         let shared = worker::Shared {
             place: place.clone(),
             limits: limits.clone(),

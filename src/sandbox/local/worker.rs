@@ -3,6 +3,7 @@
 //! serves interrupts and destruction while a command runs, and stops the
 //! sandbox when it has been idle.
 
+use super::term_slot::TermSlot;
 use super::wire::{self, Done, Request, Setup};
 use super::{
     Chunk, ExecOutcome, ExecSpec, Limits, RestartReason, SandboxError, SandboxPlace, ShellRestart,
@@ -41,39 +42,6 @@ pub(super) enum Control {
     },
     /// Input, a resize or the close for the terminal.
     Term(TermRequest),
-}
-
-/// Where the terminal's events go while one runs; shared by the worker
-/// (which opens it), the reader of the supervisor's frames (which ends it)
-/// and the sandbox handle (a running terminal keeps the room busy).
-#[derive(Default)]
-pub(super) struct TermSlot {
-    sender: std::sync::Mutex<Option<mpsc::Sender<TermEvent>>>,
-}
-
-impl TermSlot {
-    /// Whether a terminal runs.
-    pub(super) fn running(&self) -> bool {
-        self.sender.lock().map(|s| s.is_some()).unwrap_or(false)
-    }
-
-    fn sender(&self) -> Option<mpsc::Sender<TermEvent>> {
-        self.sender.lock().ok()?.clone()
-    }
-
-    fn set(&self, sender: Option<mpsc::Sender<TermEvent>>) {
-        if let Ok(mut slot) = self.sender.lock() {
-            *slot = sender;
-        }
-    }
-
-    /// Tells the terminal's owner it ended, once.
-    async fn end(&self, exit_code: Option<i32>, error: Option<String>) {
-        let sender = self.sender.lock().ok().and_then(|mut s| s.take());
-        if let Some(sender) = sender {
-            let _ = sender.send(TermEvent::Exit(exit_code, error)).await;
-        }
-    }
 }
 
 /// What the supervisor said.
