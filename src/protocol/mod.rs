@@ -5,6 +5,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+mod process;
+pub use process::*;
+
 /// Messages kept in a room's state.
 pub const STATE_MESSAGES: usize = 100;
 /// Commands kept in a room's state.
@@ -247,6 +250,12 @@ pub struct RoomState {
     /// The room's shared terminal, while one runs.
     #[serde(default)]
     pub terminal: Option<TerminalState>,
+    /// The room's background processes: those that run and the last ended.
+    #[serde(default)]
+    pub processes: Vec<Process>,
+    /// The ports something listens on inside the sandbox.
+    #[serde(default)]
+    pub ports: Vec<PortState>,
 }
 
 /// `shell` of the room state.
@@ -375,6 +384,8 @@ pub enum ServerFrame {
     },
     #[serde(rename = "duet_term")]
     Term(TermFrame),
+    #[serde(rename = "duet_process")]
+    Process(ProcessFrame),
     #[serde(rename = "duet_ai")]
     Ai {
         phase: AiPhase,
@@ -687,5 +698,4 @@ fn is_false(b: &bool) -> bool {
 }
 
 #[cfg(test)]
-#[path = "protocol_tests.rs"]
 mod tests;
