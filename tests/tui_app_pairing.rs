@@ -388,6 +388,8 @@ fn a_cleaned_up_room_shows_just_its_cleanup_record() {
     app.update(frame(ServerFrame::State {
         state: RoomState {
             terminal: None,
+            processes: Vec::new(),
+            ports: Vec::new(),
             messages: vec![record_msg(
                 3,
                 Event::Cleanup { by: "bob".into() },
@@ -527,6 +529,8 @@ fn the_status_bar_shows_the_shells_directory_and_its_reset() {
     app.update(frame(ServerFrame::State {
         state: RoomState {
             terminal: None,
+            processes: Vec::new(),
+            ports: Vec::new(),
             messages: vec![],
             execs: vec![],
             shell: Some(ShellState {

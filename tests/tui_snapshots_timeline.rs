@@ -58,6 +58,8 @@ fn pairing_room() -> App {
     app.update(frame(ServerFrame::State {
         state: RoomState {
             terminal: None,
+            processes: Vec::new(),
+            ports: Vec::new(),
             messages: vec![
                 msg(
                     1,

@@ -137,7 +137,10 @@ mod tests {
 
     #[test]
     fn names_default_to_the_program() {
-        assert_eq!(default_process_name("python3 -m http.server 8000"), "python3");
+        assert_eq!(
+            default_process_name("python3 -m http.server 8000"),
+            "python3"
+        );
         assert_eq!(default_process_name("/usr/bin/env X=1 node"), "env");
         assert_eq!(default_process_name("   "), "process");
     }

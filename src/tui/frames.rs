@@ -52,7 +52,9 @@ const PATCH_FIELDS: &[(&str, PatchField)] = &[
 impl App {
     pub(crate) fn on_frame(&mut self, frame: ServerFrame) -> bool {
         match frame {
-            ServerFrame::Identity { .. } | ServerFrame::Rpc(_) => false,
+            // Background processes are shown from the state (their own
+            // view comes with the client's side of them).
+            ServerFrame::Identity { .. } | ServerFrame::Rpc(_) | ServerFrame::Process(_) => false,
             ServerFrame::Term(frame) => self.on_term_frame(frame),
             ServerFrame::State { state } => {
                 self.apply_messages(&state.messages);

@@ -110,6 +110,8 @@ pub fn state(messages: Vec<DuetMessage>, execs: Vec<ExecRecord>) -> Msg {
     frame(ServerFrame::State {
         state: RoomState {
             terminal: None,
+            processes: Vec::new(),
+            ports: Vec::new(),
             messages,
             execs,
             shell: None,

@@ -6,7 +6,7 @@
 //! `Change::Field` where it changes.
 
 use super::{OutFrame, RoomActor, frame_text};
-use crate::protocol::{DuetMessage, ExecRecord, ShellState, TerminalState};
+use crate::protocol::{DuetMessage, ExecRecord, PortState, Process, ShellState, TerminalState};
 use axum::extract::ws::Utf8Bytes;
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -27,6 +27,8 @@ pub(super) struct StateRef<'a> {
     pub(super) execs: &'a VecDeque<ExecRecord>,
     pub(super) shell: &'a ShellState,
     pub(super) terminal: Option<&'a TerminalState>,
+    pub(super) processes: &'a [Process],
+    pub(super) ports: &'a [PortState],
 }
 
 /// `duet_message`: one stored or changed message.
@@ -83,6 +85,8 @@ impl RoomActor {
                 execs: &self.execs,
                 shell: &self.shell,
                 terminal: self.terminal_state.as_ref(),
+                processes: &[],
+                ports: &[],
             },
         });
         self.state_cache = Some(text.clone());
@@ -142,6 +146,8 @@ mod tests {
                 execs: &execs,
                 shell: &shell,
                 terminal: None,
+                processes: &[],
+                ports: &[],
             },
         });
         let owned = serde_json::to_string(&ServerFrame::State {
@@ -150,6 +156,8 @@ mod tests {
                 execs: Vec::new(),
                 shell: Some(shell),
                 terminal: None,
+                processes: Vec::new(),
+                ports: Vec::new(),
             },
         })
         .unwrap();
