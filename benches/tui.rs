@@ -101,6 +101,8 @@ fn app_of(messages: Vec<DuetMessage>) -> App {
                 messages,
                 execs: vec![],
                 shell: None,
+                processes: vec![],
+                ports: vec![],
             },
         }),
     )));
