@@ -140,8 +140,7 @@ pub const BINDINGS: &[Binding] = &[
     Binding {
         keys: &[k(KeyCode::F(4))],
         action: Action::Processes,
-        help: "the room's background processes and listening ports (`/bg CMD` starts one): \
-               follow one's log, stop one",
+        help: "background processes and listening ports: follow a log, stop one",
         hint: None,
         edit: false,
     },
