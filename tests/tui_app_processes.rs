@@ -414,3 +414,37 @@ fn the_help_names_the_commands_and_the_views_keys() {
         assert!(screen.contains(shown), "{shown} in the help:\n{screen}");
     }
 }
+
+#[test]
+fn a_cleanup_empties_the_list_and_the_followed_log() {
+    let mut app = room_with(
+        vec![process("p1", "sleep 1000", "ada", ProcessStatus::Running)],
+        vec![PortState::new("demo-room", 8000)],
+    );
+    app.update(key(KeyCode::F(4)));
+    app.update(key(KeyCode::Enter));
+    app.update(answer(
+        RoomOp::ProcessFollow("p1".into()),
+        Ok(json!({"processId":"p1","stdout":"tick\n","stderr":""})),
+    ));
+    // Its exit comes first, then the cleanup and the emptied state.
+    app.update(process_frame(ProcessFrame::Exit {
+        process_id: "p1".into(),
+        status: ProcessStatus::Killed,
+        exit_code: Some(143),
+    }));
+    app.update(frame(ServerFrame::Cleanup { by: "bob".into() }));
+    app.update(state(Vec::new(), Vec::new()));
+    assert!(app.procs.followed.is_none());
+    assert!(app.procs.list.is_empty() && app.procs.ports.is_empty());
+    let screen = render(&mut app, 120, 40);
+    assert!(
+        screen.contains("No background processes: /bg CMD starts one"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("No ports listening in the sandbox."),
+        "{screen}"
+    );
+    assert!(!status_bar(&mut app).contains("proc"));
+}

@@ -182,6 +182,8 @@ impl App {
                 self.set_cwd(crate::protocol::WORKSPACE.to_string());
                 self.chat.clear_all();
                 self.execs.clear_all();
+                // The cleanup killed every process: nothing to follow.
+                self.procs.followed = None;
                 self.chat_scroll = Scroll::default();
                 self.output_scroll = Scroll::default();
                 self.toast(format!("{by} cleaned up the room"), false);
