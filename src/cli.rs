@@ -144,9 +144,10 @@ pub struct PsArgs {
 pub struct BgArgs {
     #[command(flatten)]
     pub client: ClientArgs,
-    /// Its name in the room (default: the program's name)
-    #[arg(long)]
-    pub name: Option<String>,
+    /// Its name in the room (default: the program's name); `--name` is
+    /// yours, as for every client command
+    #[arg(short = 'n', long = "process-name", value_name = "NAME")]
+    pub process_name: Option<String>,
     /// The command and its arguments, after `--`
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     pub cmd: Vec<String>,
@@ -414,6 +415,35 @@ mod tests {
     struct Serve {
         #[command(flatten)]
         serve: ServeArgs,
+    }
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+        let cli = Cli::try_parse_from([
+            "duet",
+            "bg",
+            "--name",
+            "ada",
+            "-n",
+            "web",
+            "--",
+            "python3",
+            "-m",
+            "http.server",
+        ])
+        .unwrap();
+        let Some(Command::Bg(bg)) = cli.command else {
+            panic!("bg parses")
+        };
+        assert_eq!(bg.client.name.as_deref(), Some("ada"));
+        assert_eq!(bg.process_name.as_deref(), Some("web"));
+        assert_eq!(bg.cmd, ["python3", "-m", "http.server"]);
+        assert!(
+            Cli::try_parse_from(["duet", "port", "0"]).is_err(),
+            "ports are 1–65535"
+        );
     }
 
     #[test]

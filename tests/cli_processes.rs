@@ -56,7 +56,7 @@ async fn a_process_is_started_listed_read_and_killed() {
         "procs",
         &[
             "bg",
-            "--name",
+            "--process-name",
             "greeter",
             "echo hello; echo oops >&2; pwd; sleep 100",
         ],
@@ -173,7 +173,7 @@ async fn a_listening_port_is_shown_with_the_url_to_open() {
     let out = duet(
         &server,
         "web",
-        &["bg", "--name", "web", "python3 -m http.server 8000"],
+        &["bg", "-n", "web", "python3 -m http.server 8000"],
     );
     assert!(out.status.success(), "{}", stderr(&out));
     eventually("port 8000 is listed", || {
@@ -220,13 +220,13 @@ async fn refusals_read_as_sentences() {
         err.starts_with("duet: The room cannot do that now (409 Conflict: too many processes; processes: at most"),
         "{err}"
     );
-    // Two named alike: the name is not enough.
+    // Two named alike: the running one is meant.
     let out = duet(&server, "refuse", &["kill", "p1"]);
     assert!(out.status.success());
-    duet(&server, "refuse", &["bg", "--name", "sleep", "sleep 300"]);
+    duet(&server, "refuse", &["bg", "-n", "sleep", "sleep 300"]);
     let out = duet(&server, "refuse", &["logs", "sleep"]);
     assert!(out.status.success(), "the running one: {}", stderr(&out));
-    let out = duet(&server, "refuse", &["bg", "--name", "bad\u{7}name", "true"]);
+    let out = duet(&server, "refuse", &["bg", "-n", "bad\u{7}name", "true"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("name"), "{}", stderr(&out));
 }

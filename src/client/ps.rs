@@ -121,7 +121,10 @@ fn status_name(status: ProcessStatus) -> &'static str {
 pub async fn bg(args: BgArgs) -> anyhow::Result<ExitCode> {
     let client = client(&args.client)?;
     let cmd = shell_join(&args.cmd);
-    match client.start_process(&cmd, args.name.as_deref()).await {
+    match client
+        .start_process(&cmd, args.process_name.as_deref())
+        .await
+    {
         Ok(process) => {
             println!("{}", process.id);
             eprintln!(
