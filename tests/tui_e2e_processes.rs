@@ -10,6 +10,24 @@ mod common;
 use common::Server;
 use common::tmux::{Tmux, client_env};
 
+/// The words of the view's row of process `id` (after the selection
+/// mark), if it shows.
+fn row(screen: &str, id: &str) -> Vec<String> {
+    screen
+        .lines()
+        .map(|l| {
+            l.trim_matches(|c| c == '│' || c == ' ')
+                .trim_start_matches("▶ ")
+        })
+        .find(|l| l.starts_with(&format!("{id}  ")))
+        .map(|l| l.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+fn words(text: &str) -> Vec<String> {
+    text.split_whitespace().map(str::to_string).collect()
+}
+
 /// The status bar: the last line of a screen.
 fn status(screen: &str) -> &str {
     screen.lines().last().unwrap_or("")
@@ -45,8 +63,9 @@ async fn bg_then_the_view_follows_a_log_and_stops_processes() {
             s.contains("Processes · 1 running") && s.contains(&format!("8000  {preview}"))
         })
         .await;
+    assert!(screen.contains("▶ p1  python3"), "selected: {screen}");
     assert!(
-        screen.lines().any(|l| l.contains("▶ p1  python3  running")),
+        row(&screen, "p1").starts_with(&words("p1 python3 running - ann")),
         "{screen}"
     );
 
@@ -73,7 +92,7 @@ async fn bg_then_the_view_follows_a_log_and_stops_processes() {
         .await;
     assert_eq!(code, 200, "{body}");
     tmux.wait("ann", "bob's process in the view", |s| {
-        s.contains("Processes · 2 running") && s.contains("p2  sleep    running")
+        s.contains("Processes · 2 running") && row(s, "p2").starts_with(&words("p2 sleep running"))
     })
     .await;
     tmux.keys("ann", &["Down", "k"]);
@@ -83,7 +102,7 @@ async fn bg_then_the_view_follows_a_log_and_stops_processes() {
     .await;
     tmux.keys("ann", &["y"]);
     tmux.wait("ann", "bob's process killed", |s| {
-        s.contains("p2  sleep    killed   143")
+        row(s, "p2").starts_with(&words("p2 sleep killed 143 bob"))
     })
     .await;
 
@@ -91,7 +110,7 @@ async fn bg_then_the_view_follows_a_log_and_stops_processes() {
     tmux.keys("ann", &["Up", "k"]);
     let screen = tmux
         .wait("ann", "the web server killed", |s| {
-            s.contains("p1  python3  killed   143")
+            row(s, "p1").starts_with(&words("p1 python3 killed 143 ann"))
         })
         .await;
     assert!(

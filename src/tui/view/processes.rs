@@ -56,7 +56,7 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
     top.push(Line::default());
     if procs.ports.is_empty() {
         top.push(Line::styled(
-            "No ports listening in the sandbox.",
+            "  No ports listening in the sandbox.",
             theme.dim(),
         ));
     } else {
