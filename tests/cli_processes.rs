@@ -230,3 +230,81 @@ async fn refusals_read_as_sentences() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("name"), "{}", stderr(&out));
 }
+
+/// A TCP proxy in front of `target` whose connections can be cut (a
+/// network that drops), while it keeps accepting new ones.
+struct Proxy {
+    addr: std::net::SocketAddr,
+    open: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+}
+
+impl Proxy {
+    async fn start(target: String) -> Proxy {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let open = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let tasks = open.clone();
+        tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                let target = target.clone();
+                let task = tokio::spawn(async move {
+                    if let Ok(mut server) = tokio::net::TcpStream::connect(&target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }
+                });
+                tasks.lock().unwrap().push(task);
+            }
+        });
+        Proxy { addr, open }
+    }
+
+    /// Drops every connection open now.
+    fn cut(&self) {
+        for task in self.open.lock().unwrap().drain(..) {
+            task.abort();
+        }
+    }
+}
+
+#[tokio::test]
+async fn logs_follow_goes_on_after_a_drop_without_a_gap_or_a_repeat() {
+    use tokio::io::AsyncBufReadExt;
+    let (server, _dir) = Server::fresh().await;
+    let script = "for i in $(seq 1 15); do echo line$i; sleep 0.2; done";
+    let out = duet(&server, "drops", &["bg", script]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let proxy = Proxy::start(server.addr.clone()).await;
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_duet"))
+        .args(["logs", "-f", "p1", "--room", "drops", "--server"])
+        .arg(format!("http://{}", proxy.addr))
+        .env_remove("DUET_TOKEN")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    while let Some(line) = tokio::time::timeout(WAIT, lines.next_line())
+        .await
+        .expect("the log goes on")
+        .unwrap()
+    {
+        seen.push(line);
+        if seen.len() == 3 {
+            proxy.cut();
+        }
+    }
+    let status = tokio::time::timeout(WAIT, child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    let mut said = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut child.stderr.take().unwrap(), &mut said)
+        .await
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{said}");
+    let expected: Vec<String> = (1..=15).map(|i| format!("line{i}")).collect();
+    assert_eq!(seen, expected, "{said}");
+    assert!(said.contains("following again"), "the drop is said: {said}");
+}
