@@ -194,6 +194,19 @@ async fn throughput_beside_a_direct_loopback_copy() {
     let tunnel = started.elapsed();
     assert_eq!(got.len(), SIZE);
 
+    // The same file through the backend's HTTP preview, for comparison.
+    let started = Instant::now();
+    let via_preview = common::http()
+        .get(server.url(&format!("/api/rooms/{room}/ports/8000/big.bin")))
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let preview = started.elapsed();
+    assert_eq!(via_preview.len(), SIZE);
+
     // The same bytes over a plain loopback TCP connection on this machine.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let local = listener.local_addr().unwrap();
@@ -216,9 +229,11 @@ async fn throughput_beside_a_direct_loopback_copy() {
     let direct = started.elapsed();
     let rate = |d: Duration| SIZE as f64 / (1 << 20) as f64 / d.as_secs_f64();
     println!(
-        "100 MiB through duet port: {:.2} s ({:.0} MiB/s); direct loopback copy: {:.2} s ({:.0} MiB/s)",
+        "100 MiB through duet port: {:.2} s ({:.0} MiB/s); through the HTTP preview: {:.2} s ({:.0} MiB/s); direct loopback copy: {:.2} s ({:.0} MiB/s)",
         tunnel.as_secs_f64(),
         rate(tunnel),
+        preview.as_secs_f64(),
+        rate(preview),
         direct.as_secs_f64(),
         rate(direct)
     );
