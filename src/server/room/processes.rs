@@ -356,21 +356,27 @@ impl RoomActor {
         } else {
             ProcessStatus::Killed
         };
-        self.end_process(id, status, exit_code);
+        let killers = self.end_process(id, status, exit_code);
         self.publish_processes();
+        answer_killers(killers);
     }
 
-    /// Marks process `id` ended, tells every socket, answers its killers.
-    fn end_process(&mut self, id: &str, status: ProcessStatus, exit_code: Option<i32>) {
+    /// Marks process `id` ended and tells every socket; answers who waits
+    /// for its end (once the state says so too: after the frames).
+    #[must_use]
+    fn end_process(
+        &mut self,
+        id: &str,
+        status: ProcessStatus,
+        exit_code: Option<i32>,
+    ) -> Vec<Answer> {
         let Some(entry) = self.processes.get_mut(id) else {
-            return;
+            return Vec::new();
         };
         entry.process.status = status;
         entry.process.exit_code = exit_code;
         entry.process.ended_at = Some(now_ms() as u64);
-        for killer in entry.killers.drain(..) {
-            let _ = killer.send(Ok(Reply::ok(KillResponse { killed: true })));
-        }
+        let killers = std::mem::take(&mut entry.killers);
         if entry.started {
             self.broadcast(&ServerFrame::Process(ProcessFrame::Exit {
                 process_id: id.to_string(),
@@ -378,6 +384,7 @@ impl RoomActor {
                 exit_code,
             }));
         }
+        killers
     }
 
     /// A cleanup: every process is killed (its `exit` goes out now) and
@@ -390,10 +397,12 @@ impl RoomActor {
             .filter(|e| e.process.status == ProcessStatus::Running)
             .map(|e| e.process.id.clone())
             .collect();
+        let mut killers = Vec::new();
         for id in running {
             self.sandbox.process_signal(id.clone(), ProcSignal::Kill);
-            self.end_process(&id, ProcessStatus::Killed, Some(128 + libc::SIGKILL));
+            killers.extend(self.end_process(&id, ProcessStatus::Killed, Some(128 + libc::SIGKILL)));
         }
+        answer_killers(killers);
         self.processes.entries.clear();
         self.processes.listed.clear();
         self.ports.clear();
@@ -415,6 +424,13 @@ impl RoomActor {
             let value = serde_json::to_value(&self.ports).unwrap_or_default();
             self.publish(&[Change::Field("ports", value)]);
         }
+    }
+}
+
+/// Answers the kill requests of a process that ended.
+fn answer_killers(killers: Vec<Answer>) {
+    for killer in killers {
+        let _ = killer.send(Ok(Reply::ok(KillResponse { killed: true })));
     }
 }
 
