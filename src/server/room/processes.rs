@@ -12,21 +12,16 @@ use crate::protocol::{
     ProcessFrame, ProcessLogs, ProcessResponse, ProcessStatus, ProcessesResponse, ServerFrame,
     default_process_name, now_ms,
 };
-use crate::sandbox::{ProcEvent, ProcEvents, ProcSignal, SandboxError};
+use crate::sandbox::{ProcEvents, ProcSignal, SandboxError};
 use crate::server::auth::Caller;
 use crate::server::errors::ApiError;
 use crate::server::ops::ProcessStart;
-use crate::support::Utf8Stream;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 /// Time a process gets after SIGTERM before SIGKILL.
 const KILL_GRACE: Duration = Duration::from_secs(2);
-/// Output is gathered this long before it is sent.
-const COALESCE: Duration = Duration::from_millis(25);
-/// Most text in one output frame.
-const FRAME_DATA: usize = 64 * 1024;
 
 /// What the room's processes tell its actor, and what is asked of them.
 pub(crate) enum ProcCommand {
@@ -315,7 +310,7 @@ impl RoomActor {
         if !entry.killers.is_empty() {
             self.sandbox.process_signal(id.clone(), ProcSignal::Term);
         }
-        tokio::spawn(pump(id, events, self.inbox.clone()));
+        tokio::spawn(super::process_pump::pump(id, events, self.inbox.clone()));
         self.broadcast(&ServerFrame::Process(ProcessFrame::Start {
             process: process.clone(),
         }));
@@ -431,72 +426,6 @@ impl RoomActor {
 fn answer_killers(killers: Vec<Answer>) {
     for killer in killers {
         let _ = killer.send(Ok(Reply::ok(KillResponse { killed: true })));
-    }
-}
-
-/// Reads one process's events, coalesces its output and tells the room.
-async fn pump(id: String, mut events: ProcEvents, inbox: mpsc::Sender<Command>) {
-    let mut decoders = [Utf8Stream::default(), Utf8Stream::default()];
-    let mut pending = [String::new(), String::new()];
-    let mut flush_at = None;
-    loop {
-        let event = tokio::select! {
-            biased;
-            event = events.recv() => event,
-            () = super::sleep_until(flush_at), if flush_at.is_some() => {
-                flush_at = None;
-                flush(&id, &mut pending, &inbox).await;
-                continue;
-            }
-        };
-        match event {
-            Some(ProcEvent::Output { stderr, bytes }) => {
-                let stream = usize::from(stderr);
-                pending[stream].push_str(&decoders[stream].push(&bytes));
-                if pending[stream].len() >= FRAME_DATA {
-                    flush(&id, &mut pending, &inbox).await;
-                    flush_at = None;
-                } else if flush_at.is_none() {
-                    flush_at = Some(tokio::time::Instant::now() + COALESCE);
-                }
-            }
-            Some(ProcEvent::Exit(..)) | None => {
-                let exit_code = match event {
-                    Some(ProcEvent::Exit(code, _)) => code,
-                    _ => None,
-                };
-                for (stream, decoder) in decoders.iter_mut().enumerate() {
-                    pending[stream].push_str(&decoder.finish());
-                }
-                flush(&id, &mut pending, &inbox).await;
-                let exited = ProcCommand::Exited { id, exit_code };
-                let _ = inbox.send(Command::Process(exited)).await;
-                return;
-            }
-        }
-    }
-}
-
-/// Sends what each stream gathered, in frames of at most `FRAME_DATA`.
-async fn flush(id: &str, pending: &mut [String; 2], inbox: &mpsc::Sender<Command>) {
-    for (stream, text) in pending.iter_mut().enumerate() {
-        let whole = std::mem::take(text);
-        let mut rest = whole.as_str();
-        while !rest.is_empty() {
-            let mut end = rest.len().min(FRAME_DATA);
-            while !rest.is_char_boundary(end) {
-                end -= 1;
-            }
-            let output = ProcCommand::Output {
-                id: id.to_string(),
-                stderr: stream == 1,
-                text: rest[..end].to_string(),
-            };
-            rest = &rest[end..];
-            if inbox.send(Command::Process(output)).await.is_err() {
-                return;
-            }
-        }
     }
 }
 
