@@ -8,25 +8,20 @@
 use super::state::Change;
 use super::{Answer, Command, OutFrame, Reply, RoomActor, frame_text};
 use crate::protocol::{
-    ENDED_PROCESSES_KEPT, PROCESS_LOG_BYTES, PortState, Process, ProcessFrame, ProcessLogs,
-    ProcessStatus, ServerFrame, default_process_name, now_ms,
+    ENDED_PROCESSES_KEPT, KillResponse, PROCESS_LOG_BYTES, PortState, PortsResponse, Process,
+    ProcessFrame, ProcessLogs, ProcessResponse, ProcessStatus, ProcessesResponse, ServerFrame,
+    default_process_name, now_ms,
 };
-use crate::sandbox::{ProcEvent, ProcEvents, ProcSignal, SandboxError};
+use crate::sandbox::{ProcEvents, ProcSignal, SandboxError};
 use crate::server::auth::Caller;
 use crate::server::errors::ApiError;
 use crate::server::ops::ProcessStart;
-use crate::support::Utf8Stream;
-use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 /// Time a process gets after SIGTERM before SIGKILL.
 const KILL_GRACE: Duration = Duration::from_secs(2);
-/// Output is gathered this long before it is sent.
-const COALESCE: Duration = Duration::from_millis(25);
-/// Most text in one output frame.
-const FRAME_DATA: usize = 64 * 1024;
 
 /// What the room's processes tell its actor, and what is asked of them.
 pub(crate) enum ProcCommand {
@@ -207,7 +202,7 @@ impl RoomActor {
             return;
         };
         if entry.process.status != ProcessStatus::Running {
-            let _ = answer.send(Ok(Reply::ok(json!({"killed": false}))));
+            let _ = answer.send(Ok(Reply::ok(KillResponse { killed: false })));
             return;
         }
         entry.killers.push(answer);
@@ -255,16 +250,25 @@ impl RoomActor {
     }
 
     fn read_processes(&self, query: Query) -> Result<Reply, ApiError> {
-        Ok(Reply::ok(match query {
-            Query::List => json!({"processes": self.processes.listed}),
-            Query::One(id) => json!({"process": self.listed_one(&id)?}),
+        Ok(match query {
+            Query::List => Reply::ok(ProcessesResponse {
+                processes: self.processes.listed.clone(),
+            }),
+            Query::One(id) => Reply::ok(ProcessResponse {
+                process: self.listed_one(&id)?.clone(),
+            }),
             Query::Logs(id) => {
                 self.listed_one(&id)?;
                 let entry = self.processes.get(&id)?;
-                json!({"stdout": entry.logs[0].0, "stderr": entry.logs[1].0})
+                Reply::ok(ProcessLogs {
+                    stdout: entry.logs[0].0.clone(),
+                    stderr: entry.logs[1].0.clone(),
+                })
             }
-            Query::Ports => json!({"ports": self.ports}),
-        }))
+            Query::Ports => Reply::ok(PortsResponse {
+                ports: self.ports.clone(),
+            }),
+        })
     }
 
     /// A listed process (one still starting is not there yet).
@@ -306,12 +310,12 @@ impl RoomActor {
         if !entry.killers.is_empty() {
             self.sandbox.process_signal(id.clone(), ProcSignal::Term);
         }
-        tokio::spawn(pump(id, events, self.inbox.clone()));
+        tokio::spawn(super::process_pump::pump(id, events, self.inbox.clone()));
         self.broadcast(&ServerFrame::Process(ProcessFrame::Start {
             process: process.clone(),
         }));
         self.publish_processes();
-        let _ = answer.send(Ok(Reply::ok(json!({ "process": process }))));
+        let _ = answer.send(Ok(Reply::ok(ProcessResponse { process })));
     }
 
     fn process_output(&mut self, id: &str, stderr: bool, text: &str) {
@@ -347,21 +351,27 @@ impl RoomActor {
         } else {
             ProcessStatus::Killed
         };
-        self.end_process(id, status, exit_code);
+        let killers = self.end_process(id, status, exit_code);
         self.publish_processes();
+        answer_killers(killers);
     }
 
-    /// Marks process `id` ended, tells every socket, answers its killers.
-    fn end_process(&mut self, id: &str, status: ProcessStatus, exit_code: Option<i32>) {
+    /// Marks process `id` ended and tells every socket; answers who waits
+    /// for its end (once the state says so too: after the frames).
+    #[must_use]
+    fn end_process(
+        &mut self,
+        id: &str,
+        status: ProcessStatus,
+        exit_code: Option<i32>,
+    ) -> Vec<Answer> {
         let Some(entry) = self.processes.get_mut(id) else {
-            return;
+            return Vec::new();
         };
         entry.process.status = status;
         entry.process.exit_code = exit_code;
         entry.process.ended_at = Some(now_ms() as u64);
-        for killer in entry.killers.drain(..) {
-            let _ = killer.send(Ok(Reply::ok(json!({"killed": true}))));
-        }
+        let killers = std::mem::take(&mut entry.killers);
         if entry.started {
             self.broadcast(&ServerFrame::Process(ProcessFrame::Exit {
                 process_id: id.to_string(),
@@ -369,6 +379,7 @@ impl RoomActor {
                 exit_code,
             }));
         }
+        killers
     }
 
     /// A cleanup: every process is killed (its `exit` goes out now) and
@@ -381,10 +392,12 @@ impl RoomActor {
             .filter(|e| e.process.status == ProcessStatus::Running)
             .map(|e| e.process.id.clone())
             .collect();
+        let mut killers = Vec::new();
         for id in running {
             self.sandbox.process_signal(id.clone(), ProcSignal::Kill);
-            self.end_process(&id, ProcessStatus::Killed, Some(128 + libc::SIGKILL));
+            killers.extend(self.end_process(&id, ProcessStatus::Killed, Some(128 + libc::SIGKILL)));
         }
+        answer_killers(killers);
         self.processes.entries.clear();
         self.processes.listed.clear();
         self.ports.clear();
@@ -409,69 +422,10 @@ impl RoomActor {
     }
 }
 
-/// Reads one process's events, coalesces its output and tells the room.
-async fn pump(id: String, mut events: ProcEvents, inbox: mpsc::Sender<Command>) {
-    let mut decoders = [Utf8Stream::default(), Utf8Stream::default()];
-    let mut pending = [String::new(), String::new()];
-    let mut flush_at = None;
-    loop {
-        let event = tokio::select! {
-            biased;
-            event = events.recv() => event,
-            () = super::sleep_until(flush_at), if flush_at.is_some() => {
-                flush_at = None;
-                flush(&id, &mut pending, &inbox).await;
-                continue;
-            }
-        };
-        match event {
-            Some(ProcEvent::Output { stderr, bytes }) => {
-                let stream = usize::from(stderr);
-                pending[stream].push_str(&decoders[stream].push(&bytes));
-                if pending[stream].len() >= FRAME_DATA {
-                    flush(&id, &mut pending, &inbox).await;
-                    flush_at = None;
-                } else if flush_at.is_none() {
-                    flush_at = Some(tokio::time::Instant::now() + COALESCE);
-                }
-            }
-            Some(ProcEvent::Exit(..)) | None => {
-                let exit_code = match event {
-                    Some(ProcEvent::Exit(code, _)) => code,
-                    _ => None,
-                };
-                for (stream, decoder) in decoders.iter_mut().enumerate() {
-                    pending[stream].push_str(&decoder.finish());
-                }
-                flush(&id, &mut pending, &inbox).await;
-                let exited = ProcCommand::Exited { id, exit_code };
-                let _ = inbox.send(Command::Process(exited)).await;
-                return;
-            }
-        }
-    }
-}
-
-/// Sends what each stream gathered, in frames of at most `FRAME_DATA`.
-async fn flush(id: &str, pending: &mut [String; 2], inbox: &mpsc::Sender<Command>) {
-    for (stream, text) in pending.iter_mut().enumerate() {
-        let whole = std::mem::take(text);
-        let mut rest = whole.as_str();
-        while !rest.is_empty() {
-            let mut end = rest.len().min(FRAME_DATA);
-            while !rest.is_char_boundary(end) {
-                end -= 1;
-            }
-            let output = ProcCommand::Output {
-                id: id.to_string(),
-                stderr: stream == 1,
-                text: rest[..end].to_string(),
-            };
-            rest = &rest[end..];
-            if inbox.send(Command::Process(output)).await.is_err() {
-                return;
-            }
-        }
+/// Answers the kill requests of a process that ended.
+fn answer_killers(killers: Vec<Answer>) {
+    for killer in killers {
+        let _ = killer.send(Ok(Reply::ok(KillResponse { killed: true })));
     }
 }
 
