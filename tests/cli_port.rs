@@ -13,18 +13,32 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 
-/// `duet port PORT --local 0` on `room`: the child and the address it
-/// listens on (from its first line).
+/// `duet port PORT --local 0` on `room` with the server's token: the
+/// child and the address it listens on (from its first line).
 async fn forward(
     server: &Server,
     room: &str,
     port: u16,
 ) -> (Child, String, tokio::process::ChildStderr) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_duet"))
-        .args(["port", "--server", &server.url(""), "--room", room])
+    forward_with(server, server.token.as_deref(), room, port).await
+}
+
+/// As `forward`, with `token`.
+async fn forward_with(
+    server: &Server,
+    token: Option<&str>,
+    room: &str,
+    port: u16,
+) -> (Child, String, tokio::process::ChildStderr) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_duet"));
+    cmd.args(["port", "--server", &server.url(""), "--room", room])
         .arg(port.to_string())
         .args(["--local", "0"])
-        .env_remove("DUET_TOKEN")
+        .env_remove("DUET_TOKEN");
+    if let Some(token) = token {
+        cmd.env("DUET_TOKEN", token);
+    }
+    let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
@@ -139,6 +153,33 @@ async fn a_file_comes_through_the_tunnel_byte_for_byte() {
 
     let status = interrupt(child).await;
     assert!(status.success(), "{status:?}");
+}
+
+#[tokio::test]
+async fn the_tunnel_carries_the_token_and_a_wrong_one_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--token", "s3cret-token"]).await;
+    let room = "guarded";
+    exec(&server, room, "printf 'behind the token\\n' > note.txt").await;
+    web_server(&server, room, 8000).await;
+    let (child, addr, _stderr) = forward(&server, room, 8000).await;
+    assert_eq!(fetch(&addr, "/note.txt").await, b"behind the token\n");
+    interrupt(child).await;
+
+    let (child, addr, stderr) = forward_with(&server, Some("not-the-token"), room, 8000).await;
+    let mut tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let mut got = Vec::new();
+    let _ = tokio::time::timeout(WAIT, tcp.read_to_end(&mut got)).await;
+    let line = tokio::time::timeout(WAIT, BufReader::new(stderr).lines().next_line())
+        .await
+        .expect("duet port says why")
+        .unwrap()
+        .unwrap();
+    assert!(
+        line.contains("The server refused the token (401 Unauthorized"),
+        "{line}"
+    );
+    interrupt(child).await;
 }
 
 #[tokio::test]
