@@ -8,11 +8,12 @@
 
 use crate::client::commands::{server_url, token_for};
 use crate::client::explain;
-use crate::client::processes::{self, Following};
+use crate::client::processes;
 use crate::client::ps::{said, write_out};
 use crate::client::rpc::outcome;
 use crate::client::socket::{SocketParams, backoff, socket_url};
 use crate::config::ClientSettings;
+use crate::protocol::FollowResponse;
 use crate::protocol::{PROCESS_LOG_BYTES, Process, ProcessFrame, ProcessStatus, ServerFrame};
 use anyhow::Context;
 use futures_util::{SinkExt, StreamExt};
@@ -261,7 +262,7 @@ impl Follow<'_> {
                         Ok(body) => body,
                         Err(err) => return Ok(Outcome::Refused(explain::rpc(&err))),
                     };
-                    let log: Following = serde_json::from_value(body)
+                    let log: FollowResponse = serde_json::from_value(body)
                         .context("unexpected answer from the backend to process_follow")?;
                     let (out, err) = if self.followed_before {
                         (

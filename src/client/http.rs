@@ -2,11 +2,12 @@
 //! `HttpClient` per room, a bearer token where the backend has one, 503 and
 //! 429 retried after `Retry-After`, every other error kept whole.
 
-use crate::client::processes::{Killed, PortList, ProcessAnswer, ProcessList, StartProcess};
+use crate::client::processes::StartProcess;
 use crate::protocol::{
     CancelResponse, CleanupResponse, Details, ErrorBody, ExecRequest, ExecResponse, FileResponse,
     InterruptResponse, MessageRequest, MessageResponse, MessagesPage,
 };
+use crate::protocol::{KillResponse, PortsResponse, ProcessResponse, ProcessesResponse};
 use crate::protocol::{PortState, Process, ProcessLogs};
 use crate::support::error_chain;
 use reqwest::{Method, StatusCode};
@@ -287,13 +288,13 @@ impl HttpClient {
             name: name.map(str::to_string),
             user_id: Some(self.name.clone()),
         };
-        let answer: ProcessAnswer = self.post("processes", &body).await?;
+        let answer: ProcessResponse = self.post("processes", &body).await?;
         Ok(answer.process)
     }
 
     /// `GET /processes`: those that run and the last that ended.
     pub async fn processes(&self) -> Result<Vec<Process>, HttpError> {
-        let answer: ProcessList = self.get_json(&self.room_url("processes")).await?;
+        let answer: ProcessesResponse = self.get_json(&self.room_url("processes")).await?;
         Ok(answer.processes)
     }
 
@@ -307,13 +308,13 @@ impl HttpClient {
     pub async fn kill_process(&self, id: &str) -> Result<bool, HttpError> {
         let url = self.process_url(id, None)?;
         let text = self.send_text(Method::DELETE, &url, None).await?;
-        let answer: Killed = decode(&url, &text)?;
+        let answer: KillResponse = decode(&url, &text)?;
         Ok(answer.killed)
     }
 
     /// `GET /ports`: the ports something listens on in the sandbox.
     pub async fn ports(&self) -> Result<Vec<PortState>, HttpError> {
-        let answer: PortList = self.get_json(&self.room_url("ports")).await?;
+        let answer: PortsResponse = self.get_json(&self.room_url("ports")).await?;
         Ok(answer.ports)
     }
 

@@ -1,7 +1,7 @@
 //! The room's background processes and listening ports from a client's
-//! side (docs/protocol.md "Background processes and ports"): the answer
-//! bodies the wire types in `protocol::process` do not name, how a
-//! process is found by id or name, and how one reads in a line.
+//! side (docs/protocol.md "Background processes and ports"): what a start
+//! sends, what `duet ps --json` prints, how a process is found by id or
+//! name, and how one reads in a line. The answers are `protocol::process`'s.
 
 use crate::protocol::{PortState, Process, ProcessStatus};
 use serde::{Deserialize, Serialize};
@@ -15,39 +15,6 @@ pub struct StartProcess {
     pub name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_id: Option<String>,
-}
-
-/// `{process}`: the answer of a start, and of `GET …/processes/{id}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProcessAnswer {
-    pub process: Process,
-}
-
-/// `{processes}`: `GET …/processes`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProcessList {
-    pub processes: Vec<Process>,
-}
-
-/// `{killed}`: `DELETE …/processes/{id}` and rpc `process_kill`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Killed {
-    pub killed: bool,
-}
-
-/// `{ports}`: `GET …/ports`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PortList {
-    pub ports: Vec<PortState>,
-}
-
-/// rpc `process_follow`: the log so far; the output frames follow.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Following {
-    pub process_id: String,
-    pub stdout: String,
-    pub stderr: String,
 }
 
 /// What `duet ps --json` prints: the room's processes and ports.

@@ -8,8 +8,9 @@
 //! the chat stays the conversation; the status bar counts those running.
 
 use crate::client::explain;
-use crate::client::processes::{self, Following, Killed};
+use crate::client::processes;
 use crate::client::rpc::{Answer, RoomOp, RpcError};
+use crate::protocol::{FollowResponse, KillResponse};
 use crate::protocol::{PortState, Process, ProcessFrame, ProcessStatus};
 use crate::tui::app::{App, Effect, Modal};
 use crate::tui::keymap::{self, Action};
@@ -420,9 +421,9 @@ impl App {
             (RoomOp::ProcessKill(id), Err(err)) => {
                 self.toast(format!("stopping {id} failed: {}", explain::rpc(err)), true);
             }
-            (RoomOp::ProcessKill(id), Ok(_)) => match answer.decode::<Killed>() {
-                Ok(Killed { killed: true }) => {}
-                Ok(Killed { killed: false }) => {
+            (RoomOp::ProcessKill(id), Ok(_)) => match answer.decode::<KillResponse>() {
+                Ok(KillResponse { killed: true }) => {}
+                Ok(KillResponse { killed: false }) => {
                     self.toast(format!("{id} had already ended"), false)
                 }
                 Err(err) => self.toast(format!("stopping {id}: {err}"), true),
@@ -432,7 +433,7 @@ impl App {
                     return;
                 };
                 match result {
-                    Ok(_) => match answer.decode::<Following>() {
+                    Ok(_) => match answer.decode::<FollowResponse>() {
                         Ok(log) => {
                             let mut fresh = Followed::new(id);
                             fresh.push(Stream::Stdout, &log.stdout);
