@@ -12,8 +12,8 @@ mod common;
 
 use common::apps::{
     ECHO_REQUEST_PY, WS_ECHO_PY, delete, exec, http_no_redirect, http_server, pattern, preview_get,
-    preview_url, put_file, python_app, read_tunnel, room_path, split_response, start, tunnel,
-    tunnel_with, wait_for, with_token,
+    preview_url, printed, put_file, python_app, read_tunnel, room_path, split_response, start,
+    tunnel, tunnel_with, wait_for, with_token,
 };
 use common::{Server, WAIT, answer, http};
 use futures_util::{SinkExt, StreamExt};
@@ -25,7 +25,8 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 const TOKEN: &str = "preview-s3cret-token";
 
-/// A TCP echo server (any protocol: what `duet port` is for).
+/// A TCP echo server (any protocol: what `duet port` is for); prints
+/// `closed` when a client closes its connection.
 const TCP_ECHO_PY: &str = r#"
 import socket, sys, threading
 
@@ -34,6 +35,7 @@ def echo(c):
         while True:
             d = c.recv(65536)
             if not d:
+                print("closed", flush=True)
                 return
             c.sendall(d)
 
@@ -320,7 +322,19 @@ async fn the_tunnel_carries_a_raw_tcp_connection() {
     assert_eq!(names, vec!["ada", "bob"], "{presence}");
 
     // Any protocol, in many small frames: no frame rate applies.
-    python_app(&server, room, "tcp_echo.py", TCP_ECHO_PY, 9000).await;
+    let echo = python_app(&server, room, "tcp_echo.py", TCP_ECHO_PY, 9000).await;
+    let echo_id = echo["id"].as_str().unwrap().to_string();
+    // When the client closes, the connection is closed.
+    let mut t = tunnel(&server, room, 9000).await;
+    t.send(Message::binary(b"one".to_vec())).await.unwrap();
+    let back = tokio::time::timeout(WAIT, t.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(back, Message::binary(b"one".to_vec()));
+    t.close(None).await.unwrap();
+    printed(&server, room, &echo_id, "closed").await;
     let mut t = tunnel(&server, room, 9000).await;
     let mut sent = Vec::new();
     for i in 0..600u32 {

@@ -177,11 +177,12 @@ async fn names_default_to_the_program_and_the_starter_to_anonymous() {
     let (server, _dir) = Server::fresh().await;
     let room = "proc-names";
     let named = start(&server, room, json!({"cmd": "sleep 300", "name": "web"})).await;
+    assert_eq!(named["id"], "p1", "ids are made by the server: p1, p2, …");
     assert_eq!(named["name"], "web");
     assert_eq!(named["by"], "anonymous", "no userId: {named}");
     let folder = start(&server, room, json!({"cmd": "/bin/sleep 300"})).await;
     assert_eq!(folder["name"], "sleep", "without its folder: {folder}");
-    assert_ne!(named["id"], folder["id"], "ids are unique");
+    assert_eq!(folder["id"], "p2");
 }
 
 #[tokio::test]
