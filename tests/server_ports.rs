@@ -727,7 +727,7 @@ async fn browsers_may_open_the_preview_but_not_the_api() {
 }
 
 #[tokio::test]
-async fn tunnel_bytes_beyond_the_rate_are_read_slowly_never_dropped() {
+async fn tunnel_bytes_over_the_rate_are_never_dropped() {
     if common::only_duet_serve("--tunnel-bytes-per-sec, a duet serve flag") {
         return;
     }
@@ -759,13 +759,9 @@ async fn tunnel_bytes_beyond_the_rate_are_read_slowly_never_dropped() {
             other => panic!("the tunnel ended early: {other:?}"),
         }
     }
-    let took = started.elapsed();
     assert!(got == sent, "every byte came back, in order");
-    // A lower bound only (noise makes it slower, never faster).
-    assert!(
-        took >= std::time::Duration::from_secs(2),
-        "not slowed: {took:?}"
-    );
+    // How much slower it went is a figure, not a test (no timed assertions).
+    eprintln!("256 KiB at 64 KiB/s took {:?}", started.elapsed());
     let tx = writer.await.unwrap();
     t = tx.reunite(rx).unwrap();
     t.close(None).await.unwrap();
