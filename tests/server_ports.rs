@@ -100,6 +100,7 @@ async fn a_listening_port_is_listed_and_its_preview_serves_the_files() {
     let file = pattern(300 * 1024);
     put_file(&server, room, "site/data.bin", file.clone()).await;
     put_file(&server, room, "site/page.html", b"<p>hi</p>".to_vec()).await;
+    put_file(&server, room, "site/two%20words.txt", b"spaced".to_vec()).await;
     let web = http_server(&server, room, 8000).await;
     let entry = json!({"port": 8000, "path": format!("/api/rooms/{room}/ports/8000/")});
     let listed = common::apps::ports(&server, room).await;
@@ -138,6 +139,17 @@ async fn a_listening_port_is_listed_and_its_preview_serves_the_files() {
     assert_eq!((status, bytes), (200, b"<p>hi</p>".to_vec()));
     let (status, _) = preview_get(&server, room, 8000, "/site/absent.txt").await;
     assert_eq!(status, 404, "the app's own answer");
+    // The app's headers come back; the path goes as it was encoded.
+    let res = with_token(
+        &server,
+        http().get(preview_url(&server, room, 8000, "/site/page.html")),
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(res.headers()["content-type"], "text/html");
+    let (status, bytes) = preview_get(&server, room, 8000, "/site/two%20words.txt").await;
+    assert_eq!((status, bytes), (200, b"spaced".to_vec()));
     // Without its final slash: 308 to it, the query kept.
     let res = with_token(
         &server,
@@ -255,6 +267,22 @@ async fn a_websocket_goes_through_the_preview() {
         .unwrap()
         .unwrap();
     assert_eq!(first, Message::text("path:/live/feed?x=1"));
+    let headers = tokio::time::timeout(WAIT, ws.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let headers: Value =
+        serde_json::from_str(headers.to_text().unwrap().strip_prefix("headers:").unwrap()).unwrap();
+    let seen = json!({ "headers": headers });
+    assert_eq!(
+        header_values(&seen, "host"),
+        vec!["localhost:8100".to_string()]
+    );
+    assert_eq!(
+        header_values(&seen, "x-forwarded-prefix"),
+        vec![format!("/api/rooms/{room}/ports/8100")]
+    );
     ws.send(Message::text("hello through the preview"))
         .await
         .unwrap();
@@ -765,4 +793,225 @@ async fn tunnel_bytes_over_the_rate_are_never_dropped() {
     let tx = writer.await.unwrap();
     t = tx.reunite(rx).unwrap();
     t.close(None).await.unwrap();
+}
+
+/// The second frame of the WebSocket echo app: the upgrade's headers.
+async fn ws_headers(ws: &mut common::apps::Tunnel) -> Value {
+    let path = tokio::time::timeout(WAIT, ws.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(path.to_text().unwrap().starts_with("path:"), "{path}");
+    let frame = tokio::time::timeout(WAIT, ws.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let text = frame
+        .to_text()
+        .unwrap()
+        .strip_prefix("headers:")
+        .unwrap()
+        .to_string();
+    json!({ "headers": serde_json::from_str::<Value>(&text).unwrap() })
+}
+
+#[tokio::test]
+async fn a_browser_s_websocket_opens_with_the_cookie_and_carries_no_credential() {
+    let (server, _dir) = protected().await;
+    let room = "ports-ws-cookie";
+    python_app(&server, room, "ws_echo.py", WS_ECHO_PY, 8100).await;
+    let res = http_no_redirect()
+        .get(preview_url(
+            &server,
+            room,
+            8100,
+            &format!("/?token={TOKEN}"),
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 303);
+    let pair = res
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .find(|c| c.starts_with("duet_preview="))
+        .expect("the preview's cookie")
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let url = format!(
+        "ws://{}{}",
+        server.addr,
+        room_path(room, "/ports/8100/socket")
+    );
+    // Without a credential: 401.
+    match tokio_tungstenite::connect_async(url.as_str()).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(res)) => {
+            assert_eq!(res.status().as_u16(), 401)
+        }
+        other => panic!("opened without a credential: {:?}", other.map(|_| ())),
+    }
+    // With the cookie, as a browser on the preview's page sends it.
+    let mut req = url.as_str().into_client_request().unwrap();
+    req.headers_mut()
+        .insert("cookie", format!("theme=dark; {pair}").parse().unwrap());
+    req.headers_mut()
+        .insert("origin", server.url("").parse().unwrap());
+    let (mut ws, _) = tokio::time::timeout(WAIT, tokio_tungstenite::connect_async(req))
+        .await
+        .unwrap()
+        .expect("the cookie opens the preview's socket");
+    let seen = ws_headers(&mut ws).await;
+    assert_eq!(header_values(&seen, "authorization"), Vec::<String>::new());
+    assert_eq!(
+        header_values(&seen, "cookie"),
+        vec!["theme=dark".to_string()],
+        "{seen}"
+    );
+    let value = pair.strip_prefix("duet_preview=").unwrap();
+    assert!(
+        !seen.to_string().contains(value) && !seen.to_string().contains(TOKEN),
+        "{seen}"
+    );
+    // With the bearer token: no Authorization reaches the app either.
+    let mut req = url.as_str().into_client_request().unwrap();
+    req.headers_mut()
+        .insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
+    let (mut ws, _) = tokio::time::timeout(WAIT, tokio_tungstenite::connect_async(req))
+        .await
+        .unwrap()
+        .expect("the token opens the preview's socket");
+    let seen = ws_headers(&mut ws).await;
+    assert_eq!(
+        header_values(&seen, "authorization"),
+        Vec::<String>::new(),
+        "{seen}"
+    );
+    assert!(!seen.to_string().contains(TOKEN), "{seen}");
+}
+
+#[tokio::test]
+async fn bodies_stream_through_the_preview_both_ways() {
+    let (server, _dir) = Server::fresh().await;
+    let room = "ports-stream";
+    python_app(&server, room, "echo_request.py", ECHO_REQUEST_PY, 8300).await;
+    // An answer that comes in parts arrives in parts.
+    let mut res = http()
+        .get(preview_url(&server, room, 8300, "/stream"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    let first = tokio::time::timeout(WAIT, res.chunk())
+        .await
+        .expect("the first part before the rest was written")
+        .unwrap()
+        .expect("a first part");
+    assert_eq!(&first[..], b"first\n");
+    let (status, _) = answer(http().get(preview_url(&server, room, 8300, "/release"))).await;
+    assert_eq!(status, 200);
+    let rest = tokio::time::timeout(WAIT, res.bytes())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(&rest[..], b"second\n");
+    // A request body larger than the API's 1 MiB goes to the app whole.
+    let upload = pattern(5 * 1024 * 1024 + 3);
+    let res = http()
+        .post(preview_url(&server, room, 8300, "/save"))
+        .body(upload.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    let saved = http()
+        .get(server.url(&room_path(room, "/files/saved.bin")))
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert!(saved[..] == upload[..], "the app got {} bytes", saved.len());
+}
+
+#[tokio::test]
+async fn listening_means_tcp_on_any_address() {
+    let (server, _dir) = Server::fresh().await;
+    let room = "ports-addresses";
+    put_file(&server, room, "index.html", b"<p>v6</p>".to_vec()).await;
+    // A UDP socket is not a listening port.
+    let udp = start(
+        &server,
+        room,
+        json!({"cmd": "python3 -c 'import socket, time; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((\"0.0.0.0\", 5353)); print(\"bound\", flush=True); time.sleep(300)'"}),
+    )
+    .await;
+    printed(&server, room, udp["id"].as_str().unwrap(), "bound").await;
+    // IPv6 loopback only, where the sandbox has it.
+    let has_v6 = exec(
+        &server,
+        room,
+        "python3 -c 'import socket; socket.socket(socket.AF_INET6).bind((\"::1\", 0))' && echo yes",
+    )
+    .await;
+    if has_v6["stdout"] == "yes\n" {
+        start(
+            &server,
+            room,
+            json!({"cmd": "python3 -m http.server 8600 --bind ::1"}),
+        )
+        .await;
+        common::apps::listening(&server, room, 8600).await;
+        let (status, bytes) = preview_get(&server, room, 8600, "/index.html").await;
+        assert_eq!((status, bytes), (200, b"<p>v6</p>".to_vec()), "through ::1");
+        let mut t = tunnel(&server, room, 8600).await;
+        t.send(Message::binary(
+            b"GET /index.html HTTP/1.0\r\n\r\n".to_vec(),
+        ))
+        .await
+        .unwrap();
+        let (raw, _) = read_tunnel(&mut t).await;
+        assert_eq!(split_response(&raw).2, b"<p>v6</p>".to_vec());
+    } else {
+        eprintln!("the sandbox has no IPv6 loopback: the ::1 part is left out");
+    }
+    // 0.0.0.0 too; and after it was listed, still no UDP port.
+    start(
+        &server,
+        room,
+        json!({"cmd": "python3 -m http.server 8601 --bind 0.0.0.0"}),
+    )
+    .await;
+    common::apps::listening(&server, room, 8601).await;
+    let ports = common::apps::ports(&server, room).await;
+    assert!(!ports.iter().any(|p| p["port"] == 5353), "{ports:?}");
+}
+
+#[tokio::test]
+async fn the_preview_refuses_a_rebound_host_name() {
+    // The worker has no Host check (Cloudflare routes by host).
+    if common::only_duet_serve("the loopback Host check (421), which Cloudflare does not have") {
+        return;
+    }
+    let (server, _dir) = Server::fresh().await;
+    let room = "ports-rebind";
+    http_server(&server, room, 8000).await;
+    let (status, body) = answer(
+        http()
+            .get(preview_url(&server, room, 8000, "/"))
+            .header("host", "rebind.evil.example"),
+    )
+    .await;
+    assert_eq!(status, 421, "{body}");
+    assert_eq!(body["error"], "misdirected request");
+    let refused = tunnel_with(&server, room, "8000", &[("host", "rebind.evil.example")]).await;
+    assert_eq!(refused.expect_err("refused").0, 421);
+    let (status, _) = preview_get(&server, room, 8000, "/").await;
+    assert_eq!(status, 200, "with a loopback Host it answers");
 }

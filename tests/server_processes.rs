@@ -183,6 +183,17 @@ async fn names_default_to_the_program_and_the_starter_to_anonymous() {
     let folder = start(&server, room, json!({"cmd": "/bin/sleep 300"})).await;
     assert_eq!(folder["name"], "sleep", "without its folder: {folder}");
     assert_eq!(folder["id"], "p2");
+    // A long program name is cut to 32 characters.
+    let long = format!("{}/x", "a".repeat(40));
+    let cut = start(&server, room, json!({"cmd": long})).await;
+    assert_eq!(cut["name"], "x");
+    let long = start(
+        &server,
+        room,
+        json!({"cmd": format!("{} 1", "b".repeat(40))}),
+    )
+    .await;
+    assert_eq!(long["name"], "b".repeat(32), "{long}");
 }
 
 #[tokio::test]
@@ -219,6 +230,21 @@ async fn starting_and_killing_over_rpc_name_the_socket_s_user() {
         exit,
         json!({"type":"duet_process","phase":"exit","processId":id,"status":"killed","exitCode":143})
     );
+    let again = bob.rpc(4, "process_kill", json!([{"processId": id}])).await;
+    assert_eq!(again["result"], json!({"killed": false}), "{again}");
+    // After a rename, the new name starts them.
+    let renamed = bob.rpc(5, "rename", json!([{"name": "robert"}])).await;
+    assert_eq!(renamed["success"], true, "{renamed}");
+    let answer = bob
+        .rpc(6, "process_start", json!([{"cmd": "sleep 300"}]))
+        .await;
+    assert_eq!(answer["result"]["process"]["by"], "robert", "{answer}");
+    // A bad name over rpc: the same 400 as over HTTP.
+    let bad = bob
+        .rpc(7, "process_start", json!([{"cmd": "sleep 1", "name": ""}]))
+        .await;
+    assert_eq!(bad["status"], 400, "{bad}");
+    assert!(bad["details"]["name"][0].is_string(), "{bad}");
 }
 
 #[tokio::test]
@@ -771,4 +797,95 @@ async fn a_running_process_keeps_the_sandbox_and_the_room_from_idling() {
         (shell["stdout"] == "/workspace\n").then_some(())
     })
     .await;
+}
+
+#[tokio::test]
+async fn the_rest_of_its_group_ends_when_its_first_process_does() {
+    let (server, _dir) = Server::fresh().await;
+    let room = "proc-group";
+    // bash starts a child in the background and exits at once.
+    let p = start(&server, room, json!({"cmd": "sleep 300 & echo started"})).await;
+    let done = ended(&server, room, &id_of(&p)).await;
+    assert_eq!(
+        (done["status"].clone(), done["exitCode"].clone()),
+        (json!("exited"), json!(0))
+    );
+    wait_for("the group's sleep to be gone", || async {
+        let left = exec(&server, room, "ps -e -o comm= | grep -c '^sleep$' || true").await;
+        (left["stdout"] == "0\n").then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_follower_gets_every_byte_of_a_fast_process_in_frames_of_at_most_64_kib() {
+    let (server, _dir) = Server::fresh().await;
+    let room = "proc-fast";
+    put_file(
+        &server,
+        room,
+        "big.txt",
+        "abcdefghij\n".repeat(100_000).into_bytes(),
+    )
+    .await;
+    let mut ws = server.joined(room, "user=ada").await;
+    // It waits for the follower before it prints 1.1 MB at once.
+    let p = start(
+        &server,
+        room,
+        json!({"cmd": "while [ ! -e go ]; do sleep 0.05; done; cat big.txt; echo end >&2"}),
+    )
+    .await;
+    let id = id_of(&p);
+    let (answer, before) =
+        rpc_keeping(&mut ws, 1, "process_follow", json!([{"processId": id}])).await;
+    assert_eq!(
+        answer["result"],
+        json!({"processId": id, "stdout": "", "stderr": ""})
+    );
+    exec(&server, room, "touch go").await;
+    let (exit, after) = until_exit(&mut ws, &id).await;
+    assert_eq!(exit["exitCode"], 0, "{exit}");
+    let frames: Vec<Value> = before.into_iter().chain(after).collect();
+    let (mut out, mut err) = (String::new(), String::new());
+    for (stream, data) in output_of(&frames, &id) {
+        assert!(data.len() <= 64 * 1024, "a frame of {} bytes", data.len());
+        if stream == "stdout" {
+            out.push_str(&data)
+        } else {
+            err.push_str(&data)
+        }
+    }
+    assert!(
+        out.len() == 1_100_000 && out == "abcdefghij\n".repeat(100_000),
+        "{} bytes came",
+        out.len()
+    );
+    assert_eq!(err, "end\n");
+}
+
+#[tokio::test]
+async fn a_character_split_between_writes_arrives_whole() {
+    let (server, _dir) = Server::fresh().await;
+    let room = "proc-utf8";
+    let mut ws = server.joined(room, "user=ada").await;
+    let p = start(
+        &server,
+        room,
+        json!({"cmd": "while [ ! -e go ]; do sleep 0.05; done; printf '\\xe2'; sleep 0.3; printf '\\x82\\xac\\n'"}),
+    )
+    .await;
+    let id = id_of(&p);
+    let answer = ws
+        .rpc(1, "process_follow", json!([{"processId": id}]))
+        .await;
+    assert_eq!(answer["success"], true, "{answer}");
+    exec(&server, room, "touch go").await;
+    let (_, frames) = until_exit(&mut ws, &id).await;
+    let out: String = output_of(&frames, &id)
+        .into_iter()
+        .map(|(_, d)| d)
+        .collect();
+    assert_eq!(out, "€\n", "the frames");
+    assert_eq!(logs(&server, room, &id).await["stdout"], "€\n", "the log");
 }

@@ -234,9 +234,10 @@ pub async fn tunnel(server: &Server, room: &str, port: u16) -> Tunnel {
 }
 
 /// A WebSocket echo server: answers the upgrade by hand (RFC 6455), sends
-/// `path:{request path}` first, then echoes every text and binary frame.
+/// `path:{request path}` and `headers:{JSON [[name, value]…], names in
+/// lower case}` first, then echoes every text and binary frame.
 pub const WS_ECHO_PY: &str = r#"
-import base64, hashlib, socket, struct, sys, threading
+import base64, hashlib, json, socket, struct, sys, threading
 
 GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
@@ -281,6 +282,7 @@ def serve(c):
     c.sendall(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
                "Connection: Upgrade\r\nSec-WebSocket-Accept: " + accept + "\r\n\r\n").encode())
     send(c, 1, ("path:" + path).encode())
+    send(c, 1, ("headers:" + json.dumps([[k, v] for k, v in headers.items()])).encode())
     while True:
         b0, b1 = exact(c, 2)
         op, n = b0 & 0x0F, b1 & 0x7F
@@ -317,8 +319,13 @@ while True:
 
 /// An HTTP app that answers every request with what it received, as JSON:
 /// `{method, path, headers: [[name, value]…], body}` (chunked bodies too).
+/// Two paths do more: `/save` also writes the body to `saved.bin`, and
+/// `/stream` sends `first` at once and `second` only once `/release` was
+/// asked (a proxy that buffers answers never shows `first`).
 pub const ECHO_REQUEST_PY: &str = r#"
-import http.server, json, sys
+import http.server, json, sys, threading
+
+released = threading.Event()
 
 class Echo(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -337,7 +344,23 @@ class Echo(http.server.BaseHTTPRequestHandler):
         return self.rfile.read(n) if n else b""
 
     def answer(self):
+        if self.path == "/stream":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            self.wfile.write(b"first\n")
+            self.wfile.flush()
+            released.wait(60)
+            self.wfile.write(b"second\n")
+            return
+        if self.path == "/release":
+            released.set()
         body = self.body()
+        if self.path == "/save":
+            with open("saved.bin", "wb") as f:
+                f.write(body)
         out = json.dumps({
             "method": self.command,
             "path": self.path,
