@@ -1015,3 +1015,115 @@ async fn the_preview_refuses_a_rebound_host_name() {
     let (status, _) = preview_get(&server, room, 8000, "/").await;
     assert_eq!(status, 200, "with a loopback Host it answers");
 }
+
+#[tokio::test]
+async fn a_credential_cannot_be_slipped_past_the_stripping() {
+    // Server bug found by this test (duet serve, feb0c17): the query is
+    // cleaned of `token=` as written, while the token check decodes the
+    // names: `?%74oken=T` (or `tok%65n=T`), with no other credential, is
+    // let in (200, no 303 and no cookie) and reaches the app with the token
+    // in its query, which every query parser (Python's parse_qs,
+    // URLSearchParams) reads as `token`.
+    let (server, _dir) = protected().await;
+    let room = "ports-sneaky";
+    python_app(&server, room, "echo_request.py", ECHO_REQUEST_PY, 8300).await;
+    let client = http_no_redirect();
+    let prefix = format!("/api/rooms/{room}/ports/8300");
+    let mut problems = Vec::new();
+    // The token twice or with its name encoded, beside the bearer token.
+    for path in [
+        format!("/q?token={TOKEN}&keep=1&token={TOKEN}"),
+        format!("/q?%74oken={TOKEN}&keep=1"),
+        format!("/q?keep=1&tok%65n={TOKEN}"),
+    ] {
+        let res = client
+            .get(preview_url(&server, room, 8300, &path))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap();
+        let res = if res.status().as_u16() == 303 {
+            let to = location_path(&server, &res);
+            if to.contains(TOKEN) {
+                problems.push(format!("{path} redirects to {to}"));
+            }
+            client
+                .get(server.url(&to))
+                .bearer_auth(TOKEN)
+                .send()
+                .await
+                .unwrap()
+        } else {
+            res
+        };
+        let seen = echoed(res).await;
+        if seen.to_string().contains(TOKEN) {
+            problems.push(format!("{path}: the app saw the token: {seen}"));
+        }
+    }
+    // An encoded name alone: either it is the token (then 303 without
+    // it, as for `token=`) or it is no credential (401); never the app.
+    for path in [format!("/q?%74oken={TOKEN}"), format!("/q?tok%65n={TOKEN}")] {
+        let res = client
+            .get(preview_url(&server, room, 8300, &path))
+            .send()
+            .await
+            .unwrap();
+        let status = res.status().as_u16();
+        if status == 303 {
+            let to = location_path(&server, &res);
+            if to.contains(TOKEN) {
+                problems.push(format!("{path} (no bearer) redirects to {to}"));
+            }
+        } else if status != 401 {
+            let text = res.text().await.unwrap();
+            problems.push(format!("{path} (no bearer) answered {status}: {text}"));
+        }
+    }
+    // The cookie in a second Cookie header; forwarding headers of the
+    // client's own.
+    let res = client
+        .get(preview_url(
+            &server,
+            room,
+            8300,
+            &format!("/?token={TOKEN}"),
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 303);
+    let pair = res
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .find(|c| c.starts_with("duet_preview="))
+        .expect("the preview's cookie")
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let value = pair.strip_prefix("duet_preview=").unwrap().to_string();
+    let res = client
+        .get(preview_url(&server, room, 8300, "/two-cookies"))
+        .header("cookie", "theme=dark")
+        .header("cookie", &pair)
+        .header("x-forwarded-prefix", "/not/the/prefix")
+        .header("x-forwarded-host", "evil.example")
+        .send()
+        .await
+        .unwrap();
+    let seen = echoed(res).await;
+    if seen.to_string().contains(&value) || seen.to_string().contains("duet_preview") {
+        problems.push(format!("a second Cookie header reached the app: {seen}"));
+    }
+    if header_values(&seen, "x-forwarded-prefix") != vec![prefix.clone()]
+        || header_values(&seen, "x-forwarded-host") != vec![server.addr.clone()]
+    {
+        problems.push(format!(
+            "the client's forwarding headers reached the app: {seen}"
+        ));
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+}
