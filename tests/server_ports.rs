@@ -878,6 +878,26 @@ async fn a_browser_s_websocket_opens_with_the_cookie_and_carries_no_credential()
         !seen.to_string().contains(value) && !seen.to_string().contains(TOKEN),
         "{seen}"
     );
+    // With the token in the query (a room's socket may pass it so; the
+    // preview's rule names the bearer token and the cookie): either the
+    // 303 of the cookie flow, to a URL without it, or a socket whose
+    // request line does not carry it.
+    match tokio_tungstenite::connect_async(format!("{url}?x=1&token={TOKEN}")).await {
+        Ok((mut ws, _)) => {
+            let path = tokio::time::timeout(WAIT, ws.next())
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap();
+            assert_eq!(path, Message::text("path:/socket?x=1"));
+        }
+        Err(tokio_tungstenite::tungstenite::Error::Http(res)) => {
+            assert_eq!(res.status().as_u16(), 303);
+            let to = res.headers()["location"].to_str().unwrap();
+            assert!(to.ends_with("/ports/8100/socket?x=1"), "{to}");
+        }
+        Err(e) => panic!("{e}"),
+    }
     // With the bearer token: no Authorization reaches the app either.
     let mut req = url.as_str().into_client_request().unwrap();
     req.headers_mut()
