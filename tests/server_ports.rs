@@ -1147,3 +1147,58 @@ async fn a_credential_cannot_be_slipped_past_the_stripping() {
     }
     assert!(problems.is_empty(), "{problems:#?}");
 }
+
+#[tokio::test]
+async fn any_listener_of_the_sandbox_is_a_port_not_only_a_process_s() {
+    let (server, _dir) = Server::fresh().await;
+    let room = "ports-any-listener";
+    put_file(
+        &server,
+        room,
+        "index.html",
+        b"<p>from the shell</p>".to_vec(),
+    )
+    .await;
+    // Started in the command shell, in the background (`!cmd &`).
+    exec(
+        &server,
+        room,
+        "nohup python3 -m http.server 8700 >/dev/null 2>&1 &",
+    )
+    .await;
+    common::apps::listening(&server, room, 8700).await;
+    let (status, bytes) = preview_get(&server, room, 8700, "/index.html").await;
+    assert_eq!((status, bytes), (200, b"<p>from the shell</p>".to_vec()));
+}
+
+#[tokio::test]
+async fn a_cleanup_closes_the_tunnels_into_the_sandbox() {
+    let (server, _dir) = Server::fresh().await;
+    let room = "ports-cleanup";
+    python_app(&server, room, "tcp_echo.py", TCP_ECHO_PY, 9000).await;
+    let mut t = tunnel(&server, room, 9000).await;
+    t.send(Message::binary(b"ping".to_vec())).await.unwrap();
+    let back = tokio::time::timeout(WAIT, t.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(back, Message::binary(b"ping".to_vec()));
+    let (status, body) = server.post(&room_path(room, "/cleanup"), json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    // The port's end went with the sandbox: the socket ends.
+    let ended = tokio::time::timeout(WAIT, async {
+        loop {
+            match t.next().await {
+                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return,
+                Some(Ok(_)) => {}
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the tunnel stayed open after the cleanup");
+    assert_eq!(
+        common::apps::ports(&server, room).await,
+        Vec::<Value>::new()
+    );
+}

@@ -889,3 +889,42 @@ async fn a_character_split_between_writes_arrives_whole() {
     assert_eq!(out, "€\n", "the frames");
     assert_eq!(logs(&server, room, &id).await["stdout"], "€\n", "the log");
 }
+
+#[tokio::test]
+async fn following_twice_still_sends_each_output_once_and_an_ended_process_can_be_followed() {
+    let (server, _dir) = Server::fresh().await;
+    let room = "proc-follow-twice";
+    let mut ws = server.joined(room, "user=ada").await;
+    let n = 300;
+    let p = start(
+        &server,
+        room,
+        json!({"cmd": format!("while [ ! -e go ]; do sleep 0.05; done; {}", counter(n, "0.005"))}),
+    )
+    .await;
+    let id = id_of(&p);
+    let (first, mut frames) =
+        rpc_keeping(&mut ws, 1, "process_follow", json!([{"processId": id}])).await;
+    assert_eq!(first["success"], true, "{first}");
+    let (second, before) =
+        rpc_keeping(&mut ws, 2, "process_follow", json!([{"processId": id}])).await;
+    assert_eq!(second["success"], true, "{second}");
+    frames.extend(before);
+    exec(&server, room, "touch go").await;
+    let (_, after) = until_exit(&mut ws, &id).await;
+    frames.extend(after);
+    let out: String = output_of(&frames, &id)
+        .into_iter()
+        .map(|(_, d)| d)
+        .collect();
+    assert_eq!(out, counted(n), "each line once");
+    // Following one that ended answers its log; nothing follows.
+    let late = ws
+        .rpc(3, "process_follow", json!([{"processId": id}]))
+        .await;
+    assert_eq!(late["success"], true, "{late}");
+    assert_eq!(
+        late["result"],
+        json!({"processId": id, "stdout": counted(n), "stderr": ""})
+    );
+}
