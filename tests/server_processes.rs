@@ -301,6 +301,16 @@ async fn a_log_keeps_the_last_64_kib_of_each_stream() {
     assert_eq!(stdout.len(), 64 * 1024, "exactly the last 64 KiB");
     assert_eq!(stdout, &all[all.len() - 64 * 1024..]);
     assert_eq!(log["stderr"], "done\n");
+    // The same for stderr, on its own.
+    let p = start(&server, room, json!({"cmd": "echo hi; seq 1 40000 >&2"})).await;
+    let id = id_of(&p);
+    ended(&server, room, &id).await;
+    let log = logs(&server, room, &id).await;
+    assert_eq!(log["stdout"], "hi\n");
+    assert_eq!(
+        log["stderr"].as_str().unwrap(),
+        &all[all.len() - 64 * 1024..]
+    );
 
     // Three-byte characters: the cut falls inside one, which is dropped.
     let euros = start(
@@ -596,6 +606,11 @@ async fn bad_requests_are_answered_in_the_protocol_s_shapes() {
         assert_eq!(got["status"], 404, "{method}: {got}");
         assert_eq!(got["error"], unknown["error"]);
         assert_eq!(got["details"], unknown["details"]);
+    }
+    for (i, method) in ["process_kill", "process_follow"].iter().enumerate() {
+        let got = ws.rpc(20 + i as u64, method, json!([{}])).await;
+        assert_eq!(got["status"], 400, "{method} without processId: {got}");
+        assert!(got["details"]["processId"][0].is_string(), "{got}");
     }
     let got = ws.rpc(9, "process_start", json!([{"cmd": " "}])).await;
     assert_eq!(got["success"], false, "{got}");
@@ -927,4 +942,34 @@ async fn following_twice_still_sends_each_output_once_and_an_ended_process_can_b
         late["result"],
         json!({"processId": id, "stdout": counted(n), "stderr": ""})
     );
+}
+
+#[tokio::test]
+async fn after_a_restart_no_process_is_said_to_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let listen = format!("127.0.0.1:{}", common::free_port());
+    let server = Server::start_at(&listen, dir.path(), &[]).await;
+    let room = "proc-restart";
+    let p = start(&server, room, json!({"cmd": "sleep 300"})).await;
+    let id = id_of(&p);
+    server.stop().await;
+    let server = Server::start_at(&listen, dir.path(), &[]).await;
+    // The sandbox went away with the server: its process is not running,
+    // whether the room still lists it (exitCode null) or not.
+    let (status, list) = server.get(&room_path(room, "/processes")).await;
+    assert_eq!(status, 200, "{list}");
+    for p in list["processes"].as_array().unwrap() {
+        assert_ne!(p["status"], "running", "{p}");
+        if p["id"] == id.as_str() {
+            assert_eq!(p["exitCode"], Value::Null, "{p}");
+        }
+    }
+    let mut ws = server.ws(room, "user=ada").await;
+    let state = ws.until_type("cf_agent_state").await;
+    for p in state["state"]["processes"].as_array().unwrap() {
+        assert_ne!(p["status"], "running", "{p}");
+    }
+    assert_eq!(state["state"]["ports"], json!([]));
+    let left = exec(&server, room, "ps -e -o comm= | grep -c '^sleep$' || true").await;
+    assert_eq!(left["stdout"], "0\n");
 }
