@@ -76,6 +76,14 @@ async fn frames_until_both(
     (first.unwrap(), second.unwrap())
 }
 
+/// The first of `seen` that `ok` accepts, else the next such frame.
+async fn seen_or_next(ws: &mut Ws, seen: Vec<Value>, ok: impl Fn(&Value) -> bool) -> Value {
+    match seen.into_iter().find(&ok) {
+        Some(frame) => frame,
+        None => ws.until(ok).await,
+    }
+}
+
 /// The output frames of `id` among `frames`, as (stream, data).
 fn output_of(frames: &[Value], id: &str) -> Vec<(String, String)> {
     frames
@@ -252,6 +260,7 @@ async fn a_process_that_ends_by_itself_has_exited_with_its_status() {
     let (server, _dir) = Server::fresh().await;
     let room = "proc-exit";
     let mut ws = server.joined(room, "user=bob").await;
+    let mut deltas = server.joined(room, "user=dee&deltas=1").await;
     let p = start(
         &server,
         room,
@@ -259,7 +268,7 @@ async fn a_process_that_ends_by_itself_has_exited_with_its_status() {
     )
     .await;
     let id = id_of(&p);
-    let (exit, _) = until_exit(&mut ws, &id).await;
+    let (exit, seen) = until_exit(&mut ws, &id).await;
     assert_eq!(
         exit,
         json!({"type":"duet_process","phase":"exit","processId":id,"status":"exited","exitCode":3})
@@ -267,6 +276,22 @@ async fn a_process_that_ends_by_itself_has_exited_with_its_status() {
     let done = process(&server, room, &id).await;
     assert_eq!(done["status"], "exited");
     assert_eq!(done["exitCode"], 3);
+    // Both kinds of socket learn it from the state too.
+    let ended_in = |list: &Value| {
+        list.as_array().is_some_and(|l| {
+            l.iter()
+                .any(|p| p["id"] == id.as_str() && p["status"] == "exited")
+        })
+    };
+    let state = seen_or_next(&mut ws, seen, |f| {
+        f["type"] == "cf_agent_state" && ended_in(&f["state"]["processes"])
+    })
+    .await;
+    assert_eq!(state["state"]["processes"], json!([done]));
+    let patch = deltas
+        .until(|f| f["type"] == "duet_state" && ended_in(&f["patch"]["processes"]))
+        .await;
+    assert_eq!(patch["patch"]["processes"], json!([done]));
     let ended_at = done["endedAt"].as_u64().expect("endedAt once it ended");
     assert!(ended_at >= done["startedAt"].as_u64().unwrap(), "{done}");
     // Its log: each stream apart.
