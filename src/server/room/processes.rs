@@ -8,15 +8,15 @@
 use super::state::Change;
 use super::{Answer, Command, OutFrame, Reply, RoomActor, frame_text};
 use crate::protocol::{
-    ENDED_PROCESSES_KEPT, PROCESS_LOG_BYTES, PortState, Process, ProcessFrame, ProcessLogs,
-    ProcessStatus, ServerFrame, default_process_name, now_ms,
+    ENDED_PROCESSES_KEPT, KillResponse, PROCESS_LOG_BYTES, PortState, PortsResponse, Process,
+    ProcessFrame, ProcessLogs, ProcessResponse, ProcessStatus, ProcessesResponse, ServerFrame,
+    default_process_name, now_ms,
 };
 use crate::sandbox::{ProcEvent, ProcEvents, ProcSignal, SandboxError};
 use crate::server::auth::Caller;
 use crate::server::errors::ApiError;
 use crate::server::ops::ProcessStart;
 use crate::support::Utf8Stream;
-use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
@@ -207,7 +207,7 @@ impl RoomActor {
             return;
         };
         if entry.process.status != ProcessStatus::Running {
-            let _ = answer.send(Ok(Reply::ok(json!({"killed": false}))));
+            let _ = answer.send(Ok(Reply::ok(KillResponse { killed: false })));
             return;
         }
         entry.killers.push(answer);
@@ -255,16 +255,25 @@ impl RoomActor {
     }
 
     fn read_processes(&self, query: Query) -> Result<Reply, ApiError> {
-        Ok(Reply::ok(match query {
-            Query::List => json!({"processes": self.processes.listed}),
-            Query::One(id) => json!({"process": self.listed_one(&id)?}),
+        Ok(match query {
+            Query::List => Reply::ok(ProcessesResponse {
+                processes: self.processes.listed.clone(),
+            }),
+            Query::One(id) => Reply::ok(ProcessResponse {
+                process: self.listed_one(&id)?.clone(),
+            }),
             Query::Logs(id) => {
                 self.listed_one(&id)?;
                 let entry = self.processes.get(&id)?;
-                json!({"stdout": entry.logs[0].0, "stderr": entry.logs[1].0})
+                Reply::ok(ProcessLogs {
+                    stdout: entry.logs[0].0.clone(),
+                    stderr: entry.logs[1].0.clone(),
+                })
             }
-            Query::Ports => json!({"ports": self.ports}),
-        }))
+            Query::Ports => Reply::ok(PortsResponse {
+                ports: self.ports.clone(),
+            }),
+        })
     }
 
     /// A listed process (one still starting is not there yet).
@@ -311,7 +320,7 @@ impl RoomActor {
             process: process.clone(),
         }));
         self.publish_processes();
-        let _ = answer.send(Ok(Reply::ok(json!({ "process": process }))));
+        let _ = answer.send(Ok(Reply::ok(ProcessResponse { process })));
     }
 
     fn process_output(&mut self, id: &str, stderr: bool, text: &str) {
@@ -360,7 +369,7 @@ impl RoomActor {
         entry.process.exit_code = exit_code;
         entry.process.ended_at = Some(now_ms() as u64);
         for killer in entry.killers.drain(..) {
-            let _ = killer.send(Ok(Reply::ok(json!({"killed": true}))));
+            let _ = killer.send(Ok(Reply::ok(KillResponse { killed: true })));
         }
         if entry.started {
             self.broadcast(&ServerFrame::Process(ProcessFrame::Exit {
