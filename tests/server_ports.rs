@@ -1202,3 +1202,29 @@ async fn a_cleanup_closes_the_tunnels_into_the_sandbox() {
         Vec::<Value>::new()
     );
 }
+
+#[tokio::test]
+async fn the_port_routes_never_start_a_sandbox() {
+    // What runs below duet serve is a local fact (its process tree).
+    if common::only_duet_serve("duet serve's process tree") {
+        return;
+    }
+    let (server, _dir) = Server::fresh().await;
+    let room = "ports-no-start";
+    let (status, body) = server.get(&room_path(room, "/ports/8000/")).await;
+    assert_eq!((status, body), (502, nothing_listens(8000)));
+    let refused = tunnel_with(&server, room, "8000", &[]).await;
+    assert_eq!(refused.err(), Some((502, nothing_listens(8000))));
+    assert_eq!(
+        common::apps::ports(&server, room).await,
+        Vec::<Value>::new()
+    );
+    assert_eq!(
+        common::procs::descendants(server.pid()),
+        Vec::<u32>::new(),
+        "no sandbox runs"
+    );
+    // A command starts one (so the check above could see one).
+    exec(&server, room, "true").await;
+    assert!(!common::procs::descendants(server.pid()).is_empty());
+}
