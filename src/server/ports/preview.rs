@@ -4,7 +4,9 @@
 //! every credential taken off first. A browser trades `?token=` for a
 //! cookie that opens this preview only.
 
-use super::{COOKIE_NAME, checked, cookie_credential, credential, unreachable, without_token};
+use super::{
+    COOKIE_NAME, checked, cookie_credential, credential, has_token, unreachable, without_token,
+};
 use crate::server::errors::{ApiError, Path};
 use crate::server::router::App;
 use axum::body::Body;
@@ -58,9 +60,7 @@ pub(crate) async fn preview(
     let port = checked(room, port_text)?;
     let prefix = format!("/api/rooms/{room}/ports/{port_text}");
     let query = req.uri().query().map(str::to_string);
-    let has_token = query
-        .as_deref()
-        .is_some_and(|q| q.split('&').any(|p| p.split('=').next() == Some("token")));
+    let has_token = query.as_deref().is_some_and(has_token);
     let upgrade = wants_upgrade(req.headers());
     // A page is traded for the cookie; a WebSocket or a form cannot follow
     // the redirect, so it goes on with the token taken off.
