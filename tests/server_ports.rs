@@ -1038,12 +1038,10 @@ async fn the_preview_refuses_a_rebound_host_name() {
 
 #[tokio::test]
 async fn a_credential_cannot_be_slipped_past_the_stripping() {
-    // Server bug found by this test (duet serve, feb0c17): the query is
-    // cleaned of `token=` as written, while the token check decodes the
-    // names: `?%74oken=T` (or `tok%65n=T`), with no other credential, is
-    // let in (200, no 303 and no cookie) and reaches the app with the token
-    // in its query, which every query parser (Python's parse_qs,
-    // URLSearchParams) reads as `token`.
+    // Against feb0c17 this found a bug (fixed on main in df8cb74): the
+    // query was cleaned of `token=` as written while the token check
+    // decoded the names, so `?%74oken=T` alone was let in (200) and
+    // reached the app with the token in its query.
     let (server, _dir) = protected().await;
     let room = "ports-sneaky";
     python_app(&server, room, "echo_request.py", ECHO_REQUEST_PY, 8300).await;
