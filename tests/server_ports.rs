@@ -1,12 +1,15 @@
 //! A room's ports, as docs/protocol.md "Background processes and ports"
-//! says: listening ports in the room state and `GET …/ports`, the HTTP
-//! preview (files, redirects, 502, WebSockets), the tunnel (a raw TCP
-//! connection over binary frames), the token's cookie flow (by hand and
+//! says: listening ports (TCP, any address, any listener) in the room
+//! state and `GET …/ports`, the HTTP preview (files, redirects, 502 and
+//! 400, streamed bodies, WebSockets), the tunnel (a raw TCP connection over
+//! binary frames, closed either way), the token's cookie flow (by hand and
 //! with a real browser, Debian's headless Chromium), and isolation: the
-//! host's loopback is out of reach, the app never sees a credential, and
-//! browsers may open the preview but not the API. Apps in the sandbox are
+//! host's loopback is out of reach, the app never sees a credential (even
+//! slipped in), browsers may open the preview but not the API, and the
+//! routes never start a sandbox. Apps in the sandbox are
 //! `python3 -m http.server` and small standard-library Python programs.
-//! Backend-neutral: only the protocol.
+//! Backend-neutral: only the protocol, except what is marked
+//! `only_duet_serve` (its flags and local facts).
 
 mod common;
 

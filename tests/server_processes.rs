@@ -1,10 +1,12 @@
 //! Background processes, as docs/protocol.md "Background processes and
 //! ports" says, over HTTP and real sockets to a real backend and sandbox:
-//! starting (HTTP and rpc), listing, logs, following, killing, exiting,
-//! the cap, the error shapes, outliving the socket, cleanup, the room
-//! state and its patches, the idle stop, and where a process runs.
-//! Backend-neutral: only the protocol, except what is marked
-//! `only_duet_serve` (its flags).
+//! starting (HTTP and rpc), names and ids, listing, logs and their 64 KiB
+//! tails, following (no gap, no duplicate, whole characters, frames of at
+//! most 64 KiB) and unfollowing, killing (TERM, then KILL) and its group,
+//! exiting, the cap, the error shapes, outliving the socket and the shell,
+//! cleanup, the room state and its patches, a restart, the idle stop, and
+//! where a process runs. Backend-neutral: only the protocol, except what
+//! is marked `only_duet_serve` (its flags).
 
 mod common;
 
