@@ -37,8 +37,9 @@ export class Ports {
     return this.current.map((p) => ({ ...p }));
   }
 
-  /** While processes run, look once a second. */
+  /** While processes run, look once a second (and for a few seconds after the last ended: its port closes). */
   watch(on: boolean): void {
+    if (this.watching && !on) this.until = Date.now() + AFTER_COMMAND_MS;
     this.watching = on;
     if (on) this.schedule(0);
   }
