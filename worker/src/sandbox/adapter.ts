@@ -507,8 +507,13 @@ class CloudflareSandbox implements RoomSandbox {
     const sandbox = await this.stub();
     const state = await sandbox.getState();
     if (state.status !== "running" && state.status !== "healthy") return [];
-    const session = await this.processSession(sandbox);
-    const table = await session.exec(PORTS_COMMAND);
+    let table;
+    try {
+      table = await (await sandbox.getSession(PROCESS_SESSION)).exec(PORTS_COMMAND);
+    } catch {
+      // A container without the session yet (no process started in it).
+      table = await (await this.processSession(sandbox)).exec(PORTS_COMMAND);
+    }
     const ports = listeningPorts(table.stdout).filter((p) => p !== CONTROL_PORT);
     return Promise.all(ports.map(async (port) => ({ port, ...(await this.previewUrl(sandbox, port)) })));
   }

@@ -341,6 +341,8 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
     const started = Date.now();
     let table = "";
     if (this.awake) {
+      // A look is activity, as any call to a real container is.
+      await this.touch();
       const res = await this.call("GET", "/ports");
       if (!res.ok) throw new Error(await httpError(res));
       const { ports } = (await res.json()) as { ports: { port: number }[] };
