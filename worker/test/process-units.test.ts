@@ -3,6 +3,7 @@
 // TCP table, default names, and the preview's cookie credential.
 import { describe, expect, it } from "vitest";
 import { previewCredential } from "../src/preview";
+import { http1 } from "../src/sandbox/http1";
 import { LogTail } from "../src/processes";
 import { defaultProcessName } from "../src/protocol";
 import { GROUP_SIGNAL_COMMAND, groupSignalCommand, listeningPorts, parseProcessCommand, processCommand, tcpTable } from "../src/sandbox/signal";
@@ -60,5 +61,37 @@ describe("process units", () => {
     expect(await previewCredential("secret", "r1", 8001)).not.toBe(a);
     expect(await previewCredential("secret", "r2", 8000)).not.toBe(a);
     expect(await previewCredential("other", "r1", 8000)).not.toBe(a);
+  });
+
+  it("speaks one HTTP/1.1 exchange over a byte stream, chunked or not", async () => {
+    const exchange = async (answer: string, pieces: number) => {
+      const sent: Uint8Array[] = [];
+      const bytes = new TextEncoder().encode(answer);
+      const step = Math.ceil(bytes.length / pieces);
+      const readable = new ReadableStream<Uint8Array>({
+        start(c) {
+          for (let i = 0; i < bytes.length; i += step) c.enqueue(bytes.slice(i, i + step));
+          c.close();
+        },
+      });
+      const writable = new WritableStream<Uint8Array>({ write: (chunk) => void sent.push(chunk) });
+      const req = new Request("http://localhost:8000/a?b=1", { method: "POST", body: "hi", headers: { "x-one": "1" } });
+      const res = await http1(req, { readable, writable });
+      const request = new TextDecoder().decode(sent[0]);
+      return { res, request, body: await res.text() };
+    };
+    const chunked = await exchange("HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\n\r\n5\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n", 9);
+    expect(chunked.res.status).toBe(201);
+    expect(chunked.body).toBe("hello, world");
+    expect(chunked.res.headers.getSetCookie()).toEqual(["a=1", "b=2"]);
+    expect(chunked.request.startsWith("POST /a?b=1 HTTP/1.1\r\n")).toBe(true);
+    expect(chunked.request).toContain("x-one: 1\r\n");
+    expect(chunked.request).toContain("connection: close\r\n");
+    expect(chunked.request.endsWith("content-length: 2\r\nconnection: close\r\n\r\nhi")).toBe(true);
+    const sized = await exchange("HTTP/1.0 200 OK\r\nContent-Length: 3\r\n\r\nabcdef", 4);
+    expect(sized.body).toBe("abc");
+    const closed = await exchange("HTTP/1.0 404 Not Found\r\n\r\nuntil the end", 2);
+    expect(closed.res.status).toBe(404);
+    expect(closed.body).toBe("until the end");
   });
 });

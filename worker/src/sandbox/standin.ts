@@ -19,10 +19,12 @@
 //   2 s later); its `kill` of a command is duet serve's interrupt;
 // - the container's ports are duet serve's: the kernel's TCP table that
 //   a session's `exec` of PORTS_COMMAND reads is made from `GET /ports`,
-//   `containerFetch(request, port)` and `wsConnect` (a `fetch` with the
-//   target port header) go to its preview `/ports/{port}/…`, and the
-//   production class's tunnel (TUNNEL_PATH) to its `/tunnel/{port}`; none
-//   of them wakes a sleeping container;
+//   `containerFetch(request, port)` is the request as it is over its
+//   `/tunnel/{port}` (src/sandbox/http1.ts), `wsConnect` (a `fetch` with
+//   the target port header) goes to its preview `/ports/{port}/…` (whose
+//   app sees duet serve's X-Forwarded-* headers), and the production
+//   class's tunnel (TUNNEL_PATH) to its `/tunnel/{port}`; none of them
+//   wakes a sleeping container;
 // - a session's `terminal()` (the SDK's proxyTerminal, a WebSocket upgrade
 //   of `fetch` to /ws/pty) is duet serve's shared terminal, attached over a
 //   socket of its own and translated to the SDK's PTY protocol
@@ -36,6 +38,7 @@ import type { Env } from "../env";
 import { ROOM_LABEL, tellSandboxStopped } from "../rooms";
 import { WorkspacePersistence, type WorkspaceHost } from "./backup";
 import { GROUP_SIGNAL_COMMAND, PORTS_COMMAND, SIGNAL_COMMAND, parseProcessCommand, tcpTable } from "./signal";
+import { http1, socketStream } from "./http1";
 import { TUNNEL_PATH, tunnelOverWebSocket } from "./tunnel";
 
 interface Configuration {
@@ -356,20 +359,36 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
     return { status: this.awake ? "healthy" : "stopped", lastChange: (await this.ctx.storage.get<number>("lastActivity")) ?? 0 };
   }
 
-  /** SDK containerFetch(request, port): duet serve's preview of that port (its 502 when nothing listens). */
+  /**
+   * SDK containerFetch(request, port): the request as it is, over duet
+   * serve's tunnel to that port (its preview would set its own Host and
+   * X-Forwarded-* headers); its 502 when nothing listens.
+   */
   async containerFetch(request: Request, port: number): Promise<Response> {
     if (!this.awake) return nothingListens(port);
     await this.touch();
-    const url = new URL(request.url);
-    const headers = new Headers(request.headers);
-    headers.set("authorization", `Bearer ${this.env.DUET_STANDIN_TOKEN ?? ""}`);
-    const body = request.method === "GET" || request.method === "HEAD" ? undefined : request.body;
-    return fetch(`${this.base()}/api/rooms/${this.room()}/ports/${port}${url.pathname}${url.search}`, {
-      method: request.method,
-      headers,
-      body,
-      redirect: "manual",
+    const res = await fetch(`${this.base()}/api/rooms/${this.room()}/tunnel/${port}`, {
+      headers: { upgrade: "websocket", authorization: `Bearer ${this.env.DUET_STANDIN_TOKEN ?? ""}` },
     });
+    const ws = res.webSocket;
+    if (!ws) return res;
+    ws.accept();
+    this.busy += 1;
+    let counted = true;
+    const done = () => {
+      if (!counted) return;
+      counted = false;
+      this.busy -= 1;
+      void this.touch();
+    };
+    ws.addEventListener("close", done);
+    ws.addEventListener("error", done);
+    try {
+      return await http1(request, socketStream(ws));
+    } catch (e) {
+      closeQuietly(ws);
+      throw e;
+    }
   }
 
   /** A WebSocket to duet serve's preview (wsConnect) or tunnel (TUNNEL_PATH) of a port, relayed. */
