@@ -395,8 +395,11 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
   private async portSocket(path: string, request: Request, rate: number, port: number): Promise<Response> {
     if (!this.awake) return nothingListens(port);
     await this.touch();
-    const headers = new Headers(request.headers);
-    headers.delete("cf-container-target-port");
+    // The app's headers (its subprotocol too), not the client's handshake: fetch makes its own.
+    const headers = new Headers(path.startsWith("/tunnel/") ? {} : request.headers);
+    for (const name of ["cf-container-target-port", "sec-websocket-key", "sec-websocket-version", "sec-websocket-extensions"]) {
+      headers.delete(name);
+    }
     headers.set("authorization", `Bearer ${this.env.DUET_STANDIN_TOKEN ?? ""}`);
     headers.set("upgrade", "websocket");
     const res = await fetch(`${this.base()}/api/rooms/${this.room()}${path}`, { headers });
