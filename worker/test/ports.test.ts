@@ -26,6 +26,45 @@ class H(http.server.BaseHTTPRequestHandler):
 http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 `;
 
+/** A WebSocket app (stdlib only) that answers each text frame with "echo:" and the text. */
+const WS_APP = `
+import socket, hashlib, base64, sys, threading
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen()
+def serve(c):
+    data = b""
+    while b"\\r\\n\\r\\n" not in data:
+        data += c.recv(4096)
+    key = [l.split(b":", 1)[1].strip() for l in data.split(b"\\r\\n") if l.lower().startswith(b"sec-websocket-key")][0]
+    accept = base64.b64encode(hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
+    c.sendall(b"HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\nSec-WebSocket-Accept: " + accept + b"\\r\\n\\r\\n")
+    def read(n):
+        b = b""
+        while len(b) < n:
+            x = c.recv(n - len(b))
+            if not x:
+                raise EOFError
+            b += x
+        return b
+    while True:
+        h = read(2)
+        op, n = h[0] & 15, h[1] & 127
+        if n == 126:
+            n = int.from_bytes(read(2), "big")
+        mask = read(4) if h[1] & 128 else b"\\0\\0\\0\\0"
+        p = bytes(b ^ mask[i % 4] for i, b in enumerate(read(n)))
+        if op == 8:
+            c.sendall(b"\\x88\\x00")
+            return
+        out = b"echo:" + p
+        c.sendall(bytes([0x80 | op, len(out)]) + out)
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+`;
+
 async function put(r: string, path: string, text: string): Promise<void> {
   const res = await call("PUT", `/api/rooms/${r}/files/${path}`, text, { authorization: `Bearer ${TOKEN}` });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -136,6 +175,20 @@ describe("ports", () => {
     // A page of the app that calls Duet's API is refused like any browser.
     const fromApp = await fetchRaw(`/api/rooms/${r}/processes`, { headers: { ...bearer, origin: "http://localhost:8303" } });
     expect(fromApp.status).toBe(403);
+  });
+
+  it("carries a WebSocket upgrade to the app", async () => {
+    const r = room("Port");
+    await put(r, "ws.py", WS_APP);
+    await serve(r, "python3 ws.py 8306", 8306);
+    const res = await fetchRaw(`/api/rooms/${r}/ports/8306/socket`, { headers: { ...bearer, upgrade: "websocket" } });
+    expect(res.status).toBe(101);
+    const ws = res.webSocket as WebSocket;
+    ws.accept();
+    const answer = new Promise<string>((ok) => ws.addEventListener("message", (m) => ok(String(m.data))));
+    ws.send("hi");
+    expect(await answer).toBe("echo:hi");
+    ws.close(1000, "bye");
   });
 
   it("answers 400 for a bad port and 502 where nothing listens", async () => {
