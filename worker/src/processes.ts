@@ -258,7 +258,7 @@ export class Processes {
   /** The sandbox went away (its container slept): what ran there ended with it. */
   sandboxGone(): void {
     for (const e of this.entries.values()) {
-      if (e.process.status === "running" && e.listed) this.finish(e, null);
+      if (e.process.status === "running" && e.listed) this.finish(e, null, true);
       else if (e.process.status === "running") e.earlyExit = { code: null };
     }
   }
@@ -303,7 +303,7 @@ export class Processes {
       e.killSent = true;
       void this.signal(e, "KILL");
       // A sandbox that never reports the end: the room stops waiting.
-      e.goneTimer = setTimeout(() => this.finish(e, null), GONE_AFTER_MS);
+      e.goneTimer = setTimeout(() => this.finish(e, null, true), GONE_AFTER_MS);
     }, KILL_AFTER_MS);
   }
 
@@ -373,8 +373,11 @@ export class Processes {
     this.finish(e, code);
   }
 
-  /** It ended: its last output, then `exit` to everyone; the list and storage updated. */
-  private finish(e: Entry, code: number | null): void {
+  /**
+   * It ended: its last output, then `exit` to everyone; the list and
+   * storage updated. `gone`: the sandbox never said (its exit code is null).
+   */
+  private finish(e: Entry, code: number | null, gone = false): void {
     if (e.process.status !== "running") return;
     if (e.killTimer !== undefined) clearTimeout(e.killTimer);
     if (e.goneTimer !== undefined) clearTimeout(e.goneTimer);
@@ -383,7 +386,7 @@ export class Processes {
     const p = e.process;
     p.status = e.killing ? "killed" : "exited";
     // Killed where the sandbox could not say how: as the signal that ended it.
-    p.exitCode = code ?? (e.killing ? (e.killSent ? KILLED : TERMINATED) : null);
+    p.exitCode = code ?? (e.killing && !gone ? (e.killSent ? KILLED : TERMINATED) : null);
     p.endedAt = Date.now();
     this.host.all(processExitFrame(p.id, p.status, p.exitCode));
     try {
