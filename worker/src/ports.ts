@@ -1,8 +1,10 @@
 // The room's listening ports (the state's `ports`, docs/protocol.md
 // "Background processes and ports"): looked for about once a second while
-// a background process runs (which keeps the sandbox awake anyway), and a
-// few times after each command (a `&` job may have started a server);
-// never while the sandbox sleeps, which looking would prevent.
+// a background process runs (which keeps the sandbox awake anyway) and for
+// a few seconds after the last one ended, and once when a command ends (a
+// `&` job may have started a server). Never on a timer otherwise: a
+// pending timer keeps the room's object from hibernating, and a look keeps
+// the sandbox from its sleep.
 
 import { describe } from "./http";
 import { previewPath, type Port } from "./protocol";
@@ -10,8 +12,8 @@ import type { RoomSandbox } from "./sandbox/types";
 
 /** How often the ports are looked for. */
 const LOOK_EVERY_MS = 1_000;
-/** How long after a command they are still looked for. */
-const AFTER_COMMAND_MS = 5_000;
+/** How long after the last process ended they are still looked for (its port closes). */
+const AFTER_PROCESSES_MS = 3_000;
 
 export interface PortsHost {
   sandbox(): RoomSandbox;
@@ -39,15 +41,14 @@ export class Ports {
 
   /** While processes run, look once a second (and for a few seconds after the last ended: its port closes). */
   watch(on: boolean): void {
-    if (this.watching && !on) this.until = Date.now() + AFTER_COMMAND_MS;
+    if (this.watching && !on) this.until = Date.now() + AFTER_PROCESSES_MS;
     this.watching = on;
     if (on) this.schedule(0);
   }
 
-  /** A command ended: look for a few seconds. */
+  /** A command ended: look once. */
   afterCommand(): void {
-    this.until = Date.now() + AFTER_COMMAND_MS;
-    this.schedule(0);
+    if (!this.watching && !this.looking) void this.look();
   }
 
   /** The sandbox went away (or was cleaned up): nothing listens. */

@@ -447,14 +447,13 @@ class CloudflareSandbox implements RoomSandbox {
     }
   }
 
-  /** The session of the background processes, created when the container has none. */
-  private async processSession(sandbox: SdkStub): Promise<Awaited<ReturnType<SdkStub["getSession"]>>> {
+  /** Creates the session of the background processes where the container has none. */
+  private async processSession(sandbox: SdkStub): Promise<void> {
     try {
-      await sandbox.createSession({ id: PROCESS_SESSION, cwd: "/workspace" });
+      release(await sandbox.createSession({ id: PROCESS_SESSION, cwd: "/workspace" }));
     } catch (e) {
       if (!/exists/i.test(message(e))) throw e;
     }
-    return sandbox.getSession(PROCESS_SESSION);
   }
 
   /**
@@ -468,7 +467,7 @@ class CloudflareSandbox implements RoomSandbox {
     const processId = `duet-${id}-${crypto.randomUUID().slice(0, 8)}`;
     try {
       await this.processSession(sandbox);
-      await sandbox.startProcess(processCommand(processId, cmd), { processId, autoCleanup: false, sessionId: PROCESS_SESSION });
+      release(await sandbox.startProcess(processCommand(processId, cmd), { processId, autoCleanup: false, sessionId: PROCESS_SESSION }));
     } catch (e) {
       const starting = startingDelay(e);
       if (starting !== null) throw new SandboxStarting(starting);
@@ -477,7 +476,7 @@ class CloudflareSandbox implements RoomSandbox {
     void this.readLogs(sandbox, processId, events);
     return {
       signal: async (signal) => {
-        await sandbox.startProcess(groupSignalCommand(signal, processId), { sessionId: PROCESS_SESSION });
+        release(await sandbox.startProcess(groupSignalCommand(signal, processId), { sessionId: PROCESS_SESSION }));
       },
     };
   }
@@ -507,12 +506,14 @@ class CloudflareSandbox implements RoomSandbox {
     const sandbox = await this.stub();
     const state = await sandbox.getState();
     if (state.status !== "running" && state.status !== "healthy") return [];
+    // Beside the commands' shell, which may be busy; no session object (its stubs would pin the room's object).
     let table;
     try {
-      table = await (await sandbox.getSession(PROCESS_SESSION)).exec(PORTS_COMMAND);
+      table = await sandbox.execWithSessionToken(PORTS_COMMAND, PROCESS_SESSION);
     } catch {
       // A container without the session yet (no process started in it).
-      table = await (await this.processSession(sandbox)).exec(PORTS_COMMAND);
+      await this.processSession(sandbox);
+      table = await sandbox.execWithSessionToken(PORTS_COMMAND, PROCESS_SESSION);
     }
     const ports = listeningPorts(table.stdout).filter((p) => p !== CONTROL_PORT);
     return Promise.all(ports.map(async (port) => ({ port, ...(await this.previewUrl(sandbox, port)) })));
@@ -576,6 +577,20 @@ class CloudflareSandbox implements RoomSandbox {
     } catch (e) {
       console.error(`SIG${signal} to ${pid} in room ${this.roomId} failed: ${message(e)}`);
     }
+  }
+}
+
+/**
+ * Disposes what an SDK call answered over RPC: its methods are stubs, which
+ * would keep the room's object from hibernating until collected.
+ */
+function release(answer: unknown): void {
+  const dispose = (Symbol as unknown as { dispose?: symbol }).dispose;
+  if (!dispose || typeof answer !== "object" || answer === null) return;
+  try {
+    (answer as Record<symbol, (() => void) | undefined>)[dispose]?.();
+  } catch {
+    // nothing to release
   }
 }
 

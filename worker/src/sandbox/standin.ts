@@ -18,7 +18,7 @@
 //   (`process_follow`), a group signal its kill (`DELETE`: SIGTERM, SIGKILL
 //   2 s later); its `kill` of a command is duet serve's interrupt;
 // - the container's ports are duet serve's: the kernel's TCP table that
-//   a session's `exec` of PORTS_COMMAND reads is made from `GET /ports`,
+//   a session's exec (`execWithSessionToken`) of PORTS_COMMAND reads is made from `GET /ports`,
 //   `containerFetch(request, port)` is the request as it is over its
 //   `/tunnel/{port}` (src/sandbox/http1.ts), `wsConnect` (a `fetch` with
 //   the target port header) goes to its preview `/ports/{port}/…` (whose
@@ -334,13 +334,9 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
     return { id };
   }
 
-  /** SDK getSession: a session whose `exec` runs as the stand-in's (PORTS_COMMAND never wakes it). */
-  async getSession(sessionId: string): Promise<{ id: string; exec: (command: string) => Promise<ExecResult> }> {
-    return { id: sessionId, exec: (command: string) => this.sessionExec(command) };
-  }
-
-  private async sessionExec(command: string): Promise<ExecResult> {
-    if (command !== PORTS_COMMAND) return this.exec(command);
+  /** SDK execWithSessionToken: exec in a session of its own (PORTS_COMMAND never wakes the container). */
+  async execWithSessionToken(command: string, _sessionId: string, options: StreamOptions = {}): Promise<ExecResult> {
+    if (command !== PORTS_COMMAND) return this.exec(command, options);
     const started = Date.now();
     let table = "";
     if (this.awake) {
