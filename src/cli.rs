@@ -229,6 +229,12 @@ pub struct LimitArgs {
     /// Sockets the server may have
     #[arg(long, default_value_t = 4096, env = "DUET_MAX_SOCKETS")]
     pub max_sockets: usize,
+    /// Background processes that may run at once in one room
+    #[arg(long, default_value_t = crate::protocol::DEFAULT_MAX_PROCESSES, env = "DUET_MAX_PROCESSES")]
+    pub max_processes: usize,
+    /// Bytes a port tunnel's client may send per second (read more slowly beyond)
+    #[arg(long, default_value_t = 64 * 1024 * 1024, env = "DUET_TUNNEL_BYTES_PER_SEC")]
+    pub tunnel_bytes_per_sec: u64,
 }
 
 impl ServeArgs {

@@ -16,3 +16,4 @@ pub mod server;
 pub mod server;
 pub mod support;
 pub mod tui;
+mod utf8;

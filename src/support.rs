@@ -3,6 +3,8 @@
 use std::future::Future;
 use std::pin::Pin;
 
+pub use crate::utf8::Utf8Stream;
+
 /// A future that may be sent between tasks.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 

@@ -96,6 +96,30 @@ pub struct ProcessLogs {
     pub stderr: String,
 }
 
+/// `{process}`: the answer of `process_start` and `GET …/processes/{id}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessResponse {
+    pub process: Process,
+}
+
+/// `{processes}`: the answer of `GET …/processes`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessesResponse {
+    pub processes: Vec<Process>,
+}
+
+/// `{ports}`: the answer of `GET …/ports`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PortsResponse {
+    pub ports: Vec<PortState>,
+}
+
+/// `{killed}`: the answer of `process_kill`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KillResponse {
+    pub killed: bool,
+}
+
 /// The problem with a process name (the same rule as people's names).
 pub fn process_name_problem(name: &str) -> Option<&'static str> {
     super::name_problem(name)

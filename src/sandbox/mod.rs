@@ -23,8 +23,8 @@ pub type OnOutput = Box<dyn FnMut(Chunk) + Send>;
 
 /// One room's sandbox.
 ///
-/// Capabilities to come (background processes and ports) are further
-/// methods here, each answering `Unsupported` from a backend that lacks them.
+/// A new capability is further methods here, each answering
+/// `Unsupported` from a backend that lacks it.
 pub trait Sandbox: Send + Sync + 'static {
     /// Queues a command behind those queued before it (at the call, not
     /// when the future is first polled); its output streams to
@@ -76,6 +76,58 @@ pub trait Sandbox: Send + Sync + 'static {
     /// Sends the terminal these bytes, its new size, or its end (nothing
     /// when none runs).
     fn term_send(&self, request: TermRequest);
+
+    /// Starts background process `id`: `bash -c cmd` in `/workspace`
+    /// (starting the sandbox if need be). Its output and its end come on
+    /// the receiver, which ends after `ProcEvent::Exit`. While one runs
+    /// the sandbox does not stop for being idle.
+    fn process_start(&self, id: String, cmd: String)
+    -> BoxFuture<Result<ProcEvents, SandboxError>>;
+
+    /// Sends `signal` to process `id`'s group (nothing when it does not
+    /// run).
+    fn process_signal(&self, id: String, signal: ProcSignal);
+
+    /// The TCP ports something listens on inside the sandbox, sorted, as
+    /// they change (empty while it is stopped).
+    fn ports(&self) -> tokio::sync::watch::Receiver<Vec<u16>>;
+
+    /// A connection to `port` on the sandbox's own loopback (never the
+    /// host's). A sandbox that does not run is not started: nothing
+    /// listens there.
+    fn port_connect(&self, port: u16) -> BoxFuture<Result<tokio::net::TcpStream, PortError>>;
+}
+
+/// A background process's output and end, as they come.
+pub type ProcEvents = tokio::sync::mpsc::Receiver<ProcEvent>;
+
+/// What a background process does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProcEvent {
+    /// Bytes it wrote on stdout (`false`) or stderr (`true`).
+    Output { stderr: bool, bytes: Vec<u8> },
+    /// It ended: its exit status (128 + N for signal N; `None` when the
+    /// sandbox went away under it), or why it could not start.
+    Exit(Option<i32>, Option<String>),
+}
+
+/// The signals a background process is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcSignal {
+    Term,
+    Kill,
+}
+
+/// A connection to a sandbox port could not be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PortError {
+    /// Nothing listens there (or the sandbox does not run).
+    #[error("nothing listens on port {0} in the sandbox")]
+    NotListening(u16),
+    #[error("the sandbox's port {port} could not be reached: {why}")]
+    Failed { port: u16, why: String },
+    #[error("this backend has no ports")]
+    Unsupported,
 }
 
 /// The terminal's output and end, as they come.

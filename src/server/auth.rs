@@ -1,5 +1,6 @@
 //! The bearer token: every path but `/health` needs it when the server has
-//! one; a socket may pass it as `?token=` instead.
+//! one; a socket (and a tunnel) may pass it as `?token=` instead, and a
+//! port's preview also takes the cookie a browser got for it.
 
 use super::errors::ApiError;
 use super::router::App;
@@ -77,9 +78,19 @@ fn authorized(req: &Request, token: &str) -> bool {
         return true;
     }
     let path = req.uri().path();
-    let socket =
-        path.starts_with("/agents/") || (path.starts_with("/api/rooms/") && path.ends_with("/ws"));
-    socket
+    // A browser opening a port's preview: its cookie opens that preview.
+    if let Some((room, port)) = super::ports::preview_target(path)
+        && super::ports::has_credential(req.headers(), token, room, port)
+    {
+        return true;
+    }
+    // Sockets, and a browser trading the token for that cookie, may carry
+    // it in the query.
+    let by_query = path.starts_with("/agents/")
+        || (path.starts_with("/api/rooms/") && path.ends_with("/ws"))
+        || super::ports::is_tunnel(path)
+        || super::ports::preview_target(path).is_some();
+    by_query
         && req.uri().query().is_some_and(|q| {
             url::form_urlencoded::parse(q.as_bytes()).any(|(k, v)| k == "token" && same(&v, token))
         })

@@ -88,6 +88,16 @@ impl ApiError {
         Self::one_detail(StatusCode::NOT_FOUND, error, field, message, None)
     }
 
+    /// 409 naming why in `details.FIELD` (a room's cap reached).
+    pub(crate) fn conflict(error: &str, field: &str, message: impl Into<String>) -> Self {
+        Self::one_detail(StatusCode::CONFLICT, error, field, message, None)
+    }
+
+    /// 502: what the request goes to inside the sandbox is not there.
+    pub(crate) fn bad_gateway(error: impl Into<String>) -> Self {
+        Self::plain(StatusCode::BAD_GATEWAY, error)
+    }
+
     /// 403 naming why in `details.FIELD` (a browser, a role).
     pub(crate) fn forbidden(field: &str, message: impl Into<String>) -> Self {
         Self::one_detail(StatusCode::FORBIDDEN, "forbidden", field, message, None)

@@ -4,12 +4,12 @@
 use super::auth::{Access, Caller};
 use super::errors::Path;
 use super::errors::{ApiError, JsonObject, add_detail};
-use super::ops::{self, Method, Reply};
+use super::ops::{self, Method, Reply, Verb};
 use super::router::App;
 use crate::protocol::{Details, MessagesPage, PAGE_DEFAULT, PAGE_MAX, valid_room_id};
 use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, post};
+use axum::routing::{MethodRouter, delete, post};
 use axum::{Extension, Json};
 use std::sync::Arc;
 
@@ -56,16 +56,26 @@ async fn run_op(
     app.registry.room(&room).await?.perform(request).await
 }
 
-/// `POST /api/rooms/{room}/{…}` of operation `method`.
-pub(crate) fn operation(method: Method) -> MethodRouter<Arc<App>> {
-    post(
-        move |State(app): State<Arc<App>>,
-              Extension(access): Extension<Access>,
-              Path(room): Path<String>,
-              body: Result<JsonObject, ApiError>| {
-            run_op(app, room, method, access, body)
-        },
-    )
+/// The route of operation `method` below `/api/rooms/{room}`; a path's
+/// `{id}` becomes the body's `processId`.
+pub(crate) fn operation(method: Method, verb: Verb) -> MethodRouter<Arc<App>> {
+    let handler = move |State(app): State<Arc<App>>,
+                        Extension(access): Extension<Access>,
+                        Path(params): Path<std::collections::BTreeMap<String, String>>,
+                        body: Result<JsonObject, ApiError>| {
+        let room = params.get("room").cloned().unwrap_or_default();
+        let body = body.map(|JsonObject(mut obj)| {
+            if let Some(id) = params.get("id") {
+                obj.insert(ops::PATH_ID_FIELD.into(), id.clone().into());
+            }
+            JsonObject(obj)
+        });
+        run_op(app, room, method, access, body)
+    };
+    match verb {
+        Verb::Post => post(handler),
+        Verb::Delete => delete(handler),
+    }
 }
 
 /// The `before` and `limit` of `/messages`, or the problems with them.

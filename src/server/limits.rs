@@ -21,6 +21,8 @@ pub(crate) struct LimitConfig {
     pub(crate) room_commands_per_min: u64,
     pub(crate) max_room_sockets: usize,
     pub(crate) max_sockets: usize,
+    pub(crate) max_processes: usize,
+    pub(crate) tunnel_bytes_per_sec: u64,
 }
 
 impl From<&crate::cli::LimitArgs> for LimitConfig {
@@ -34,6 +36,8 @@ impl From<&crate::cli::LimitArgs> for LimitConfig {
             room_commands_per_min: a.room_commands_per_min,
             max_room_sockets: a.max_room_sockets,
             max_sockets: a.max_sockets,
+            max_processes: a.max_processes,
+            tunnel_bytes_per_sec: a.tunnel_bytes_per_sec,
         }
     }
 }
@@ -126,7 +130,7 @@ impl OpRates {
     pub(crate) fn admit(&mut self, method: Method) -> Result<(), ApiError> {
         let (what, (rate, bucket)) = match method {
             Method::Message | Method::Rename => ("messages", &mut self.messages),
-            Method::Exec => ("commands", &mut self.commands),
+            Method::Exec | Method::ProcessStart => ("commands", &mut self.commands),
             _ => return Ok(()),
         };
         bucket.take(1.0).map_err(|wait| {
@@ -283,6 +287,8 @@ mod tests {
             room_commands_per_min: 0,
             max_room_sockets: 2,
             max_sockets: 3,
+            max_processes: 8,
+            tunnel_bytes_per_sec: 0,
         };
         let count = Arc::new(SocketCount::default());
         let a = SocketCount::admit(&count, "a", &config).unwrap();

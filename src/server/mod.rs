@@ -7,6 +7,8 @@ mod http;
 mod limits;
 mod ops;
 mod origin;
+mod ports;
+mod processes;
 mod registry;
 mod room;
 mod router;

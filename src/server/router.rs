@@ -3,9 +3,9 @@
 
 use super::ops::Method;
 use super::registry::Registry;
-use super::{auth, files, http, origin, ws};
+use super::{auth, files, http, origin, ports, processes, ws};
 use axum::Router;
-use axum::routing::get;
+use axum::routing::{any, get};
 use std::sync::Arc;
 
 /// What the handlers share.
@@ -23,9 +23,9 @@ pub(crate) struct App {
 pub(crate) fn build(app: Arc<App>) -> Router {
     let mut router = Router::new().route("/health", get(http::health));
     for method in Method::ALL {
-        if let Some(path) = method.path() {
+        if let Some((verb, path)) = method.route() {
             let path = format!("/api/rooms/{{room}}{path}");
-            router = router.route(&path, http::operation(*method));
+            router = router.route(&path, http::operation(*method, verb));
         }
     }
     router
@@ -34,6 +34,20 @@ pub(crate) fn build(app: Arc<App>) -> Router {
             "/api/rooms/{room}/files/{*path}",
             get(files::get_file).put(files::put_file),
         )
+        .route("/api/rooms/{room}/processes", get(processes::list))
+        .route("/api/rooms/{room}/processes/{id}", get(processes::one))
+        .route(
+            "/api/rooms/{room}/processes/{id}/logs",
+            get(processes::logs),
+        )
+        .route("/api/rooms/{room}/ports", get(processes::ports))
+        .route("/api/rooms/{room}/ports/{port}", any(ports::bare))
+        .route("/api/rooms/{room}/ports/{port}/", any(ports::preview))
+        .route(
+            "/api/rooms/{room}/ports/{port}/{*path}",
+            any(ports::preview),
+        )
+        .route("/api/rooms/{room}/tunnel/{port}", get(ports::tunnel))
         .route("/api/rooms/{room}/ws", get(ws::socket))
         .route("/agents/duet-agent/{room}", get(ws::socket))
         .fallback(http::not_found)

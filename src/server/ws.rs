@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
+mod process;
 mod term;
 
 /// How often the server pings.
@@ -133,6 +134,7 @@ pub(crate) async fn socket(
                 last_typing: None,
                 last_term_typing: None,
                 term: TermSide::default(),
+                follows: process::Follows::default(),
                 frame_rates: FrameRates::new(&limits),
                 op_rates: OpRates::new(
                     "per socket",
@@ -147,12 +149,15 @@ pub(crate) async fn socket(
 
 /// An rpc's answer for the client (none for a re-attach after falling
 /// behind), the socket's new name when it was a `rename` that succeeded,
-/// and the terminal it attached to when it was a `term_open`.
+/// the terminal it attached to when it was a `term_open`, and the process
+/// it follows from when it was a `process_follow`.
 #[derive(Default)]
 struct Answered {
     text: Option<Utf8Bytes>,
     renamed: Option<String>,
     attached: Option<(TermHandle, Attached)>,
+    /// A `process_follow`: the process and the output frame its log ends at.
+    followed: Option<(String, u64)>,
 }
 
 /// One client's connection to a room.
@@ -170,6 +175,8 @@ struct Connection {
     last_term_typing: Option<Instant>,
     /// The shared terminal, when this socket attached to it.
     term: TermSide,
+    /// The background processes whose output this socket gets.
+    follows: process::Follows,
     /// Frames and bytes this socket sends per second.
     frame_rates: FrameRates,
     /// Messages and commands this socket asks for per minute.
@@ -281,18 +288,25 @@ impl Connection {
                         None
                     }
                 },
-                Some(Answered { text, renamed, attached }) = answered.recv() => {
+                Some(Answered { text, renamed, attached, followed }) = answered.recv() => {
                     // Frames read after the client has this answer carry the new name.
                     if let Some(name) = renamed {
                         self.caller.name = Some(name.clone());
                         self.name = name;
                     }
                     // What the room broadcast before answering goes first:
-                    // a command's frames, a cleanup's emptied state.
+                    // a command's frames, a cleanup's emptied state. A
+                    // followed process's output past its log waits for the
+                    // answer.
+                    let mut after = Vec::new();
                     loop {
                         match frames.try_recv() {
                             Ok(f) => {
-                                if !self.forward(socket, &f).await {
+                                let later = followed.as_ref().zip(f.process_output.as_ref())
+                                    .is_some_and(|((id, since), (of, seq))| id == of && seq > since);
+                                if later {
+                                    after.push(f.text.clone());
+                                } else if !self.forward(socket, &f).await {
                                     return;
                                 }
                             }
@@ -304,7 +318,20 @@ impl Connection {
                             Err(broadcast::error::TryRecvError::Closed) => return,
                         }
                     }
-                    if let Some((handle, attached)) = attached {
+                    if let Some((process, since)) = followed {
+                        self.follows.start(process, since);
+                        if let Some(text) = text
+                            && !send(socket, Message::Text(text)).await
+                        {
+                            return;
+                        }
+                        for text in after {
+                            if !send(socket, Message::Text(text)).await {
+                                return;
+                            }
+                        }
+                        None
+                    } else if let Some((handle, attached)) = attached {
                         // The answer, then the screen, then what comes.
                         let snapshot = attached.snapshot.clone();
                         self.term.attach(handle, attached);
@@ -338,6 +365,11 @@ impl Connection {
     /// the connection.
     async fn forward(&mut self, socket: &mut WebSocket, frame: &OutFrame) -> bool {
         if frame.skip == Some(self.number) {
+            return true;
+        }
+        if let Some((process, seq)) = &frame.process_output
+            && !self.follows.wants(process, *seq)
+        {
             return true;
         }
         if let Some(term_id) = &frame.term_exit {
@@ -418,6 +450,11 @@ impl Connection {
         {
             return self.term_rpc(method, id, &value, answers);
         }
+        if let Some(method) = value.get("method").and_then(Value::as_str)
+            && process::FOLLOW_METHODS.contains(&method)
+        {
+            return self.follow_rpc(method, id, &value, answers);
+        }
         let parsed = rpc_request(&value, self.caller.clone()).and_then(|request| {
             self.op_rates
                 .admit(request.op.method())
@@ -440,7 +477,7 @@ impl Connection {
                 Ok(reply) => Answered {
                     text: Some(success_text(&id, &reply.body)),
                     renamed: new_name,
-                    attached: None,
+                    ..Answered::default()
                 },
                 Err(e) => Answered {
                     text: Some(frame_text(&ServerFrame::Rpc(failure(e).with_id(id)))),

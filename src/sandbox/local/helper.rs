@@ -22,6 +22,16 @@ use std::process::ExitCode;
 const ROOT_STAGE: &str = "/tmp";
 
 pub fn main() -> ExitCode {
+    if let Some(pid) = std::env::var_os(super::connect::CONNECT_ENV) {
+        return match die_with_parent().and_then(|()| super::connect::serve(&pid.to_string_lossy()))
+        {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("duet sandbox-init: the ports connector: {e}");
+                ExitCode::from(125)
+            }
+        };
+    }
     match run() {
         Ok(code) => ExitCode::from(code),
         Err(e) => {

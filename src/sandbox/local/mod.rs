@@ -8,10 +8,14 @@
 //! starts it again on the next command. The workspace persists until
 //! `destroy`.
 
+mod background;
 pub mod cgroups;
+mod connect;
 pub mod disk;
 pub mod files;
 mod helper;
+mod ports;
+mod proc_slots;
 mod procs;
 mod pty;
 mod seccomp;
@@ -24,8 +28,9 @@ mod worker;
 
 use super::files::FileError;
 pub(crate) use super::{
-    BoxFuture, Chunk, ExecOutcome, ExecSpec, Network, OnOutput, RestartReason, Sandbox,
-    SandboxError, SandboxFactory, SandboxId, ShellRestart, TermEvent, TermEvents, TermRequest,
+    BoxFuture, Chunk, ExecOutcome, ExecSpec, Network, OnOutput, PortError, ProcEvent, ProcEvents,
+    ProcSignal, RestartReason, Sandbox, SandboxError, SandboxFactory, SandboxId, ShellRestart,
+    TermEvent, TermEvents, TermRequest,
 };
 use crate::protocol::TermSize;
 use std::path::PathBuf;
@@ -199,8 +204,9 @@ pub struct RoomSandbox {
     pending: Arc<AtomicUsize>,
     /// Told by the worker when the sandbox stopped for being idle.
     stopped: Arc<tokio::sync::Notify>,
-    /// The shared terminal's events, while one runs.
-    terminal: Arc<term_slot::TermSlot>,
+    /// What the running sandbox reports into (its terminal, processes,
+    /// ports) and the way into its ports.
+    feeds: worker::Feeds,
     place: Arc<SandboxPlace>,
     limits: Arc<Limits>,
 }
@@ -216,13 +222,13 @@ impl RoomSandbox {
         let place = Arc::new(place);
         let pending = Arc::new(AtomicUsize::new(0));
         let stopped = Arc::new(tokio::sync::Notify::new());
-        let terminal = Arc::new(term_slot::TermSlot::default());
+        let feeds = worker::Feeds::default();
         let shared = worker::Shared {
             place: place.clone(),
             limits: limits.clone(),
             pending: pending.clone(),
             stopped: stopped.clone(),
-            terminal: terminal.clone(),
+            feeds: feeds.clone(),
         };
         tokio::spawn(worker::run(shared, jobs_rx, control_rx));
         RoomSandbox {
@@ -230,7 +236,7 @@ impl RoomSandbox {
             control,
             pending,
             stopped,
-            terminal,
+            feeds,
             place,
             limits,
         }
@@ -457,7 +463,9 @@ impl Sandbox for RoomSandbox {
     }
 
     fn busy(&self) -> bool {
-        self.pending.load(Ordering::SeqCst) > 0 || self.terminal.running()
+        self.pending.load(Ordering::SeqCst) > 0
+            || self.feeds.terminal.running()
+            || self.feeds.procs.running() > 0
     }
 
     fn stopped(&self) -> BoxFuture<()> {
@@ -477,6 +485,32 @@ impl Sandbox for RoomSandbox {
 
     fn term_send(&self, request: TermRequest) {
         let _ = self.control.send(Control::Term(request));
+    }
+
+    fn process_start(
+        &self,
+        id: String,
+        cmd: String,
+    ) -> BoxFuture<Result<ProcEvents, SandboxError>> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let sent = self.control.send(Control::ProcStart { id, cmd, reply });
+        Box::pin(async move {
+            sent.map_err(|_| SandboxError::Destroyed)?;
+            answer.await.map_err(|_| SandboxError::Destroyed)?
+        })
+    }
+
+    fn process_signal(&self, id: String, signal: ProcSignal) {
+        let _ = self.control.send(Control::ProcSignal { id, signal });
+    }
+
+    fn ports(&self) -> tokio::sync::watch::Receiver<Vec<u16>> {
+        self.feeds.ports.subscribe()
+    }
+
+    fn port_connect(&self, port: u16) -> BoxFuture<Result<tokio::net::TcpStream, PortError>> {
+        let link = self.feeds.link.clone();
+        Box::pin(async move { link.connect(port).await })
     }
 }
 

@@ -3,6 +3,7 @@
 //! restarts the shell when it dies or wedges. Single-threaded and
 //! poll-driven: it runs in a process forked from the helper.
 
+use super::background::{self, Background};
 use super::procs::{command_alive, kill_command, list_processes};
 use super::pty::{Pty, Pumped};
 use super::session::{
@@ -10,7 +11,7 @@ use super::session::{
     start_shell, wait_briefly,
 };
 use super::shell;
-use super::wire::{self, Done, Request, TermExit};
+use super::wire::{self, Done, ProcExit, Request, TermExit};
 use crate::protocol::TermSize;
 use crate::sandbox::{RestartReason, ShellRestart};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
@@ -28,6 +29,8 @@ const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
 const SHELL_GRACE: Duration = Duration::from_millis(500);
 /// How often orphans reparented to PID 1 are reaped.
 const REAP_EVERY: Duration = Duration::from_millis(250);
+/// How often the listening ports are looked at.
+const PORTS_EVERY: Duration = Duration::from_secs(1);
 
 const SHELL_RESET: &str = "the shell was restarted: the working directory and exported \
      variables are those of the last command that finished; functions, aliases and other \
@@ -103,6 +106,11 @@ struct Supervisor {
     last_reap: Instant,
     /// The room's shared terminal, while it runs.
     terminal: Option<Pty>,
+    /// The room's background processes that run.
+    background: Vec<Background>,
+    /// The listening ports last reported, and when they were looked at.
+    ports: Vec<u16>,
+    last_ports: Instant,
 }
 
 impl Supervisor {
@@ -118,6 +126,9 @@ impl Supervisor {
             out,
             last_reap: Instant::now(),
             terminal: None,
+            background: Vec::new(),
+            ports: Vec::new(),
+            last_ports: Instant::now(),
         })
     }
 
@@ -125,13 +136,23 @@ impl Supervisor {
         set_nonblocking(0)?;
         loop {
             let clock = self.current.is_some() || self.terminal.as_ref().is_some_and(Pty::closing);
-            let timeout = if clock { 20u16 } else { 1000 };
+            // A background process's end wakes nobody (no SIGCHLD here):
+            // it is looked for every quarter second while one runs.
+            let timeout = if clock {
+                20u16
+            } else if !self.background.is_empty() {
+                250
+            } else {
+                1000
+            };
             self.wait(PollTimeout::from(timeout))?;
             if !self.read_requests()? {
                 return Ok(()); // the server is gone
             }
             self.pump()?;
             self.pump_terminal()?;
+            self.pump_background()?;
+            self.report_ports()?;
             self.reap();
         }
     }
@@ -162,6 +183,11 @@ impl Supervisor {
                 flags |= PollFlags::POLLOUT;
             }
             fds.push(PollFd::new(term.fd(), flags));
+        }
+        for process in &self.background {
+            for fd in process.fds() {
+                fds.push(PollFd::new(fd, PollFlags::POLLIN));
+            }
         }
         match poll(&mut fds, timeout) {
             Ok(_) | Err(nix::errno::Errno::EINTR) => Ok(()),
@@ -258,8 +284,81 @@ impl Supervisor {
                     term.close();
                 }
             }
+            Request::ProcStart { id, cmd } => self.start_background(id, &cmd)?,
+            Request::ProcSignal { id, signal } => {
+                if let Some(process) = self.background.iter().find(|p| p.id == id) {
+                    process.signal(signal);
+                }
+            }
         }
         Ok(())
+    }
+
+    /// Starts a background process; a failure is its exit.
+    fn start_background(&mut self, id: String, cmd: &str) -> io::Result<()> {
+        match Background::start(id.clone(), cmd) {
+            Ok(process) => {
+                // A command running now must not take it with it when it
+                // is killed: it counts as older than the command.
+                if let Some(run) = &mut self.current {
+                    run.snapshot.insert(process.pid());
+                }
+                self.background.push(process);
+                Ok(())
+            }
+            Err(e) => self.send_proc_exit(&ProcExit {
+                id,
+                exit_code: None,
+                error: Some(format!("the process could not start: {e}")),
+            }),
+        }
+    }
+
+    /// Relays the background processes' output and reports their ends.
+    fn pump_background(&mut self) -> io::Result<()> {
+        let mut ended = Vec::new();
+        for (i, process) in self.background.iter_mut().enumerate() {
+            match process.pump() {
+                background::Pumped::Output(output) => {
+                    background::send_output(&mut self.out, &process.id, &output)?;
+                }
+                background::Pumped::Exited(output, exit_code) => {
+                    background::send_output(&mut self.out, &process.id, &output)?;
+                    ended.push((i, exit_code));
+                }
+            }
+        }
+        for (i, exit_code) in ended.into_iter().rev() {
+            let process = self.background.remove(i);
+            let exit = ProcExit {
+                id: process.id.clone(),
+                exit_code,
+                error: None,
+            };
+            drop(process);
+            self.send_proc_exit(&exit)?;
+        }
+        Ok(())
+    }
+
+    fn send_proc_exit(&mut self, exit: &ProcExit) -> io::Result<()> {
+        let bytes = serde_json::to_vec(exit).map_err(io::Error::other)?;
+        wire::write_frame(&mut self.out, wire::PROC_EXIT, &bytes)
+    }
+
+    /// Tells the server which ports listen, when that changed.
+    fn report_ports(&mut self) -> io::Result<()> {
+        if self.last_ports.elapsed() < PORTS_EVERY {
+            return Ok(());
+        }
+        self.last_ports = Instant::now();
+        let ports = super::ports::listening();
+        if ports == self.ports {
+            return Ok(());
+        }
+        self.ports = ports;
+        let bytes = serde_json::to_vec(&self.ports).map_err(io::Error::other)?;
+        wire::write_frame(&mut self.out, wire::PORTS, &bytes)
     }
 
     /// Starts the shared terminal unless one runs; a failure is its exit.
@@ -504,9 +603,12 @@ impl Supervisor {
         let shell_pid = self.shell.child.id() as i32;
         // The terminal's shell is collected by its `Child` too.
         let term_pid = self.terminal.as_ref().map(Pty::pid);
+        // So are the background processes.
+        let background: HashSet<i32> = self.background.iter().map(Background::pid).collect();
         let procs = list_processes();
         for (pid, info) in procs {
-            if info.zombie && pid != shell_pid && Some(pid) != term_pid && info.ppid == 1 {
+            let ours = pid == shell_pid || Some(pid) == term_pid || background.contains(&pid);
+            if info.zombie && !ours && info.ppid == 1 {
                 let pid = nix::unistd::Pid::from_raw(pid);
                 let _ = nix::sys::wait::waitpid(pid, Some(nix::sys::wait::WaitPidFlag::WNOHANG));
             }

@@ -57,6 +57,22 @@ pub enum Request {
     TermResize { cols: u16, rows: u16 },
     /// End the terminal.
     TermClose,
+    /// Start background process `id`: `bash -c cmd` in `/workspace`.
+    ProcStart { id: String, cmd: String },
+    /// Send `signal` to background process `id`'s group.
+    ProcSignal { id: String, signal: i32 },
+}
+
+/// How a background process ended (the `PROC_EXIT` payload).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcExit {
+    pub id: String,
+    /// Its exit status (128 + N for signal N).
+    pub exit_code: Option<i32>,
+    /// Set when it could not start.
+    #[serde(default)]
+    pub error: Option<String>,
 }
 
 /// How the terminal ended (the `TERM_EXIT` payload).
@@ -95,6 +111,13 @@ pub const DONE: u8 = 4;
 pub const TERM_DATA: u8 = 5;
 /// The terminal ended (JSON `TermExit`).
 pub const TERM_EXIT: u8 = 6;
+
+/// A background process's output (`background::output_payload`).
+pub const PROC_OUT: u8 = 7;
+/// A background process ended (JSON `ProcExit`).
+pub const PROC_EXIT: u8 = 8;
+/// The ports listening in the sandbox changed (JSON array of numbers).
+pub const PORTS: u8 = 9;
 
 /// Largest frame payload either side accepts.
 pub const MAX_FRAME: usize = 4 * 1024 * 1024;

@@ -3,19 +3,22 @@
 //! serves interrupts and destruction while a command runs, and stops the
 //! sandbox when it has been idle.
 
+use super::connect::PortLink;
+use super::proc_slots::ProcSlots;
 use super::term_slot::TermSlot;
 use super::wire::{self, Done, Request, Setup};
 use super::{
-    Chunk, ExecOutcome, ExecSpec, Limits, RestartReason, SandboxError, SandboxPlace, ShellRestart,
-    TermEvent, TermEvents, TermRequest,
+    Chunk, ExecOutcome, ExecSpec, Limits, ProcEvent, ProcEvents, ProcSignal, RestartReason,
+    SandboxError, SandboxPlace, ShellRestart, TermEvent, TermEvents, TermRequest,
 };
 use crate::protocol::{TermSize, WORKSPACE};
+use crate::support::Utf8Stream;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
-use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 /// A queued command.
 pub(super) struct Job {
@@ -42,6 +45,58 @@ pub(super) enum Control {
     },
     /// Input, a resize or the close for the terminal.
     Term(TermRequest),
+    /// Start a background process (starting the sandbox if need be).
+    ProcStart {
+        id: String,
+        cmd: String,
+        reply: oneshot::Sender<Result<ProcEvents, SandboxError>>,
+    },
+    /// Signal a background process.
+    ProcSignal { id: String, signal: ProcSignal },
+}
+
+/// What a running sandbox reports into, shared by the worker, the reader
+/// of its frames and the room's handle.
+#[derive(Clone)]
+pub(super) struct Feeds {
+    pub terminal: Arc<TermSlot>,
+    pub procs: Arc<ProcSlots>,
+    pub ports: Arc<watch::Sender<Vec<u16>>>,
+    pub link: Arc<PortLink>,
+    /// Bumped when a sandbox starts or stops: the reader of an older one
+    /// ends nothing of a newer one.
+    generation: Arc<AtomicU64>,
+}
+
+impl Default for Feeds {
+    fn default() -> Self {
+        Feeds {
+            terminal: Arc::default(),
+            procs: Arc::default(),
+            ports: Arc::new(watch::channel(Vec::new()).0),
+            link: Arc::default(),
+            generation: Arc::default(),
+        }
+    }
+}
+
+impl Feeds {
+    /// The sandbox of `generation` is gone: its terminal and processes
+    /// ended, nothing listens.
+    async fn gone(&self, generation: u64, why: &str) {
+        if self.generation.load(Ordering::SeqCst) != generation {
+            return;
+        }
+        self.terminal.end(None, Some(why.into())).await;
+        self.procs.end_all(why).await;
+        self.ports.send_replace(Vec::new());
+        self.link.set_sandbox(None);
+    }
+
+    /// Whether anything runs that keeps the sandbox from its idle stop.
+    fn holding(&self) -> bool {
+        self.terminal.running() || self.procs.running() > 0
+    }
 }
 
 /// What the supervisor said.
@@ -56,7 +111,8 @@ struct Process {
     stdin: ChildStdin,
     events: mpsc::Receiver<Event>,
     /// Ended when the sandbox stops (its reader may see that later).
-    terminal: Arc<TermSlot>,
+    feeds: Feeds,
+    generation: u64,
 }
 
 /// Time a sandbox gets to report that it is ready.
@@ -72,7 +128,7 @@ pub(super) struct Shared {
     pub pending: Arc<AtomicUsize>,
     /// Told when the sandbox stops for being idle.
     pub stopped: Arc<Notify>,
-    pub terminal: Arc<TermSlot>,
+    pub feeds: Feeds,
 }
 
 /// Serves one room's sandbox until its last handle is dropped.
@@ -86,7 +142,7 @@ pub(super) async fn run(
         limits,
         pending,
         stopped,
-        terminal,
+        feeds,
     } = shared;
     let mut process: Option<Process> = None;
     loop {
@@ -97,7 +153,7 @@ pub(super) async fn run(
             biased;
             job = jobs.recv() => {
                 let Some(job) = job else { break };
-                let queue = Queue { control: &mut control, jobs: &mut jobs, pending: &pending, terminal: &terminal };
+                let queue = Queue { control: &mut control, jobs: &mut jobs, pending: &pending, feeds: &feeds };
                 run_job(&place, &limits, &mut process, job, queue).await;
                 pending.fetch_sub(1, Ordering::SeqCst);
             }
@@ -109,14 +165,9 @@ pub(super) async fn run(
                     let _ = reply.send(result);
                 }
                 Some(Control::TermOpen { size, reply }) => {
-                    if process.is_none() {
-                        match start(&place, &limits, &terminal).await {
-                            Ok(p) => process = Some(p),
-                            Err(e) => { let _ = reply.send(Err(e)); continue; }
-                        }
-                    }
-                    if let Some(p) = process.as_mut() {
-                        let _ = reply.send(term_open(p, &terminal, size).await);
+                    match started(&place, &limits, &mut process, &feeds).await {
+                        Ok(p) => { let _ = reply.send(term_open(p, &feeds.terminal, size).await); }
+                        Err(e) => { let _ = reply.send(Err(e)); }
                     }
                 }
                 Some(Control::Term(request)) => {
@@ -124,9 +175,20 @@ pub(super) async fn run(
                         term_request(p, request).await;
                     }
                 }
+                Some(Control::ProcStart { id, cmd, reply }) => {
+                    match started(&place, &limits, &mut process, &feeds).await {
+                        Ok(p) => { let _ = reply.send(proc_start(p, &feeds.procs, id, cmd).await); }
+                        Err(e) => { let _ = reply.send(Err(e)); }
+                    }
+                }
+                Some(Control::ProcSignal { id, signal }) => {
+                    if let Some(p) = process.as_mut() {
+                        proc_signal(p, id, signal).await;
+                    }
+                }
             },
-            // A running terminal keeps the sandbox up.
-            _ = idle, if process.is_some() && !terminal.running() => {
+            // A running terminal or process keeps the sandbox up.
+            _ = idle, if process.is_some() && !feeds.holding() => {
                 tracing::info!(room = %place.room, "sandbox idle: stopping it (its files stay)");
                 stop(&place, &mut process).await;
                 stopped.notify_one();
@@ -141,7 +203,7 @@ struct Queue<'a> {
     control: &'a mut mpsc::UnboundedReceiver<Control>,
     jobs: &'a mut mpsc::UnboundedReceiver<Job>,
     pending: &'a AtomicUsize,
-    terminal: &'a Arc<TermSlot>,
+    feeds: &'a Feeds,
 }
 
 async fn run_job(
@@ -155,21 +217,15 @@ async fn run_job(
         control,
         jobs,
         pending,
-        terminal,
+        feeds,
     } = queue;
-    let started = Instant::now();
-    if process.is_none() {
-        match start(place, limits, terminal).await {
-            Ok(p) => *process = Some(p),
-            Err(e) => {
-                tracing::warn!(room = %place.room, "sandbox failed to start: {e}");
-                let _ = job.reply.send(Err(e));
-                return;
-            }
+    let started_at = Instant::now();
+    let proc_ = match started(place, limits, process, feeds).await {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = job.reply.send(Err(e));
+            return;
         }
-    }
-    let Some(proc_) = process.as_mut() else {
-        return;
     };
     let request = Request::Run {
         cmd: job.spec.cmd.clone(),
@@ -228,9 +284,13 @@ async fn run_job(
                     return;
                 }
                 Some(Control::TermOpen { size, reply }) => {
-                    let _ = reply.send(term_open(proc_, terminal, size).await);
+                    let _ = reply.send(term_open(proc_, &feeds.terminal, size).await);
                 }
                 Some(Control::Term(request)) => term_request(proc_, request).await,
+                Some(Control::ProcStart { id, cmd, reply }) => {
+                    let _ = reply.send(proc_start(proc_, &feeds.procs, id, cmd).await);
+                }
+                Some(Control::ProcSignal { id, signal }) => proc_signal(proc_, id, signal).await,
                 None => break Err((RestartReason::Stopped, "the room closed")),
             },
             _ = &mut wedged => {
@@ -254,7 +314,7 @@ async fn run_job(
             reset: true,
         });
     }
-    outcome.duration = started.elapsed();
+    outcome.duration = started_at.elapsed();
     let _ = job.reply.send(Ok(outcome));
 }
 
@@ -310,6 +370,61 @@ async fn term_request(process: &mut Process, request: TermRequest) {
     let _ = send(&mut process.stdin, &request).await;
 }
 
+/// Starts a background process in a running sandbox.
+async fn proc_start(
+    process: &mut Process,
+    procs: &ProcSlots,
+    id: String,
+    cmd: String,
+) -> Result<ProcEvents, SandboxError> {
+    let (tx, rx) = mpsc::channel(256);
+    procs.insert(id.clone(), tx);
+    if let Err(e) = send(
+        &mut process.stdin,
+        &Request::ProcStart {
+            id: id.clone(),
+            cmd,
+        },
+    )
+    .await
+    {
+        procs.end(&id, None, None).await;
+        return Err(SandboxError::Start(format!("the sandbox stopped: {e}")));
+    }
+    Ok(rx)
+}
+
+/// Signals a background process's group.
+async fn proc_signal(process: &mut Process, id: String, signal: ProcSignal) {
+    let signal = match signal {
+        ProcSignal::Term => libc::SIGTERM,
+        ProcSignal::Kill => libc::SIGKILL,
+    };
+    // A sandbox that stopped ends its processes through its reader.
+    let _ = send(&mut process.stdin, &Request::ProcSignal { id, signal }).await;
+}
+
+/// The running sandbox, started first if need be.
+async fn started<'a>(
+    place: &SandboxPlace,
+    limits: &Limits,
+    process: &'a mut Option<Process>,
+    feeds: &Feeds,
+) -> Result<&'a mut Process, SandboxError> {
+    if process.is_none() {
+        match start(place, limits, feeds).await {
+            Ok(p) => *process = Some(p),
+            Err(e) => {
+                tracing::warn!(room = %place.room, "sandbox failed to start: {e}");
+                return Err(e);
+            }
+        }
+    }
+    process
+        .as_mut()
+        .ok_or_else(|| SandboxError::Start("the sandbox did not start".into()))
+}
+
 async fn send(stdin: &mut ChildStdin, request: &Request) -> std::io::Result<()> {
     let mut line = serde_json::to_vec(request).map_err(std::io::Error::other)?;
     line.push(b'\n');
@@ -321,7 +436,7 @@ async fn send(stdin: &mut ChildStdin, request: &Request) -> std::io::Result<()> 
 async fn start(
     place: &SandboxPlace,
     limits: &Limits,
-    terminal: &Arc<TermSlot>,
+    feeds: &Feeds,
 ) -> Result<Process, SandboxError> {
     let fail = |e: &dyn std::fmt::Display| SandboxError::Start(e.to_string());
     let cgroups = prepare(place, limits).await.map_err(|e| fail(&e))?;
@@ -383,33 +498,66 @@ async fn start(
             return Err(SandboxError::Start(why));
         }
     }
+    let generation = feeds.generation.fetch_add(1, Ordering::SeqCst) + 1;
+    let helper = child.id();
+    let sandbox = tokio::task::spawn_blocking(move || helper.and_then(super::connect::sandbox_pid))
+        .await
+        .ok()
+        .flatten();
+    feeds.link.set_sandbox(sandbox);
     let (tx, events) = mpsc::channel(64);
-    tokio::spawn(read_events(stdout, tx, terminal.clone()));
+    tokio::spawn(read_events(stdout, tx, feeds.clone(), generation));
     tracing::debug!(room = %place.room, "sandbox started");
     Ok(Process {
         child,
         stdin,
         events,
-        terminal: terminal.clone(),
+        feeds: feeds.clone(),
+        generation,
     })
 }
 
 async fn read_events(
     mut stdout: tokio::process::ChildStdout,
     tx: mpsc::Sender<Event>,
-    terminal: Arc<TermSlot>,
+    feeds: Feeds,
+    generation: u64,
 ) {
     while let Ok(Some((kind, payload))) = wire::read_frame(&mut stdout).await {
         let event = match kind {
             wire::TERM_DATA => {
-                if let Some(sender) = terminal.sender() {
+                if let Some(sender) = feeds.terminal.sender() {
                     let _ = sender.send(TermEvent::Output(payload)).await;
                 }
                 continue;
             }
             wire::TERM_EXIT => {
                 let exit: wire::TermExit = serde_json::from_slice(&payload).unwrap_or_default();
-                terminal.end(exit.exit_code, exit.error).await;
+                feeds.terminal.end(exit.exit_code, exit.error).await;
+                continue;
+            }
+            wire::PROC_OUT => {
+                if let Some((id, stream, bytes)) = super::background::parse_output(&payload)
+                    && let Some(sender) = feeds.procs.sender(&id)
+                {
+                    let event = ProcEvent::Output {
+                        stderr: stream == 1,
+                        bytes: bytes.to_vec(),
+                    };
+                    let _ = sender.send(event).await;
+                }
+                continue;
+            }
+            wire::PROC_EXIT => {
+                if let Ok(exit) = serde_json::from_slice::<wire::ProcExit>(&payload) {
+                    feeds.procs.end(&exit.id, exit.exit_code, exit.error).await;
+                }
+                continue;
+            }
+            wire::PORTS => {
+                if let Ok(ports) = serde_json::from_slice::<Vec<u16>>(&payload) {
+                    feeds.ports.send_replace(ports);
+                }
                 continue;
             }
             wire::STDOUT | wire::STDERR => Event::Output(kind, payload),
@@ -428,7 +576,7 @@ async fn read_events(
             break;
         }
     }
-    terminal.end(None, Some("the sandbox stopped".into())).await;
+    feeds.gone(generation, "the sandbox stopped").await;
 }
 
 /// The room's name on the host: its workspace folder's opaque name.
@@ -475,9 +623,8 @@ async fn prepare(
 async fn stop(place: &SandboxPlace, process: &mut Option<Process>) {
     if let Some(mut p) = process.take() {
         let _ = p.child.kill().await;
-        p.terminal
-            .end(None, Some("the sandbox stopped".into()))
-            .await;
+        p.feeds.gone(p.generation, "the sandbox stopped").await;
+        p.feeds.generation.fetch_add(1, Ordering::SeqCst);
         let flavor = super::enforcement().cgroups;
         let name = opaque(place);
         let _ = tokio::task::spawn_blocking(move || super::cgroups::remove(flavor, &name)).await;
@@ -503,72 +650,4 @@ async fn destroy(
     })
     .await
     .map_err(|e| e.to_string())?
-}
-
-/// Decodes UTF-8 arriving in pieces: a character split between reads is
-/// held until it is whole; invalid bytes become U+FFFD.
-#[derive(Default)]
-pub(super) struct Utf8Stream {
-    pending: Vec<u8>,
-}
-
-impl Utf8Stream {
-    pub fn push(&mut self, bytes: &[u8]) -> String {
-        self.pending.extend_from_slice(bytes);
-        let mut out = String::new();
-        loop {
-            match std::str::from_utf8(&self.pending) {
-                Ok(s) => {
-                    out.push_str(s);
-                    self.pending.clear();
-                    return out;
-                }
-                Err(e) => {
-                    let valid = e.valid_up_to();
-                    out.push_str(&String::from_utf8_lossy(&self.pending[..valid]));
-                    match e.error_len() {
-                        Some(bad) => {
-                            out.push('\u{fffd}');
-                            self.pending.drain(..valid + bad);
-                        }
-                        None => {
-                            self.pending.drain(..valid);
-                            return out;
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    pub fn finish(&mut self) -> String {
-        let rest = String::from_utf8_lossy(&self.pending).into_owned();
-        self.pending.clear();
-        rest
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Utf8Stream;
-
-    #[test]
-    fn split_characters_are_joined() {
-        let mut s = Utf8Stream::default();
-        let bytes = "héllo 世界".as_bytes();
-        let mut out = String::new();
-        for b in bytes {
-            out.push_str(&s.push(&[*b]));
-        }
-        out.push_str(&s.finish());
-        assert_eq!(out, "héllo 世界");
-    }
-
-    #[test]
-    fn invalid_bytes_are_replaced() {
-        let mut s = Utf8Stream::default();
-        assert_eq!(s.push(b"a\xffb"), "a\u{fffd}b");
-        assert_eq!(s.push(b"\xe4\xb8"), "");
-        assert_eq!(s.finish(), "\u{fffd}");
-    }
 }

@@ -10,11 +10,13 @@ mod exec;
 mod fields;
 mod interrupt;
 mod message;
+mod process;
 mod rename;
 
 pub(crate) use exec::Exec;
 pub(crate) use fields::Fields;
 pub(crate) use message::Message;
+pub(crate) use process::ProcessStart;
 
 use super::auth::Caller;
 use super::errors::ApiError;
@@ -73,8 +75,9 @@ pub(crate) trait Operation: Sized + Send + 'static {
 }
 
 /// Declares the operations: `Variant => module::Type, "method",
-/// Some("/path");` (or `None`: no HTTP route) gives the `Method` enum, the
-/// `Op` enum and their dispatch.
+/// Some((HTTP method, "/path"));` (or `None`: no HTTP route) gives the
+/// `Method` enum, the `Op` enum and their dispatch. A path's `{id}` is
+/// the body's field that the route names (`/processes/{id}`: `processId`).
 macro_rules! operations {
     ($($variant:ident => $module:ident::$ty:ident, $name:literal, $path:expr;)*) => {
         /// The method of a room operation: its rpc `method` and HTTP route.
@@ -94,9 +97,8 @@ macro_rules! operations {
                 }
             }
 
-            /// Its HTTP route below `/api/rooms/{room}` (`POST`), if it
-            /// has one.
-            pub(crate) fn path(self) -> Option<&'static str> {
+            /// Its HTTP route below `/api/rooms/{room}`, if it has one.
+            pub(crate) fn route(self) -> Option<(Verb, &'static str)> {
                 match self {
                     $(Method::$variant => $path),*
                 }
@@ -133,14 +135,26 @@ macro_rules! operations {
     };
 }
 
-operations! {
-    Message => message::Message, "message", Some("/message");
-    Exec => exec::Exec, "exec", Some("/sandbox/exec");
-    Interrupt => interrupt::Interrupt, "interrupt", Some("/sandbox/interrupt");
-    Cancel => cancel::Cancel, "cancel", Some("/cancel");
-    Cleanup => cleanup::Cleanup, "cleanup", Some("/cleanup");
-    Rename => rename::Rename, "rename", None;
+/// The HTTP method of an operation's route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verb {
+    Post,
+    Delete,
 }
+
+operations! {
+    Message => message::Message, "message", Some((Verb::Post, "/message"));
+    Exec => exec::Exec, "exec", Some((Verb::Post, "/sandbox/exec"));
+    Interrupt => interrupt::Interrupt, "interrupt", Some((Verb::Post, "/sandbox/interrupt"));
+    Cancel => cancel::Cancel, "cancel", Some((Verb::Post, "/cancel"));
+    Cleanup => cleanup::Cleanup, "cleanup", Some((Verb::Post, "/cleanup"));
+    Rename => rename::Rename, "rename", None;
+    ProcessStart => process::ProcessStart, "process_start", Some((Verb::Post, "/processes"));
+    ProcessKill => process::ProcessKill, "process_kill", Some((Verb::Delete, "/processes/{id}"));
+}
+
+/// The body field a route's `{id}` fills.
+pub(crate) const PATH_ID_FIELD: &str = "processId";
 
 impl std::str::FromStr for Method {
     type Err = ();

@@ -8,6 +8,7 @@ mod exec;
 mod idle;
 mod message;
 mod presence;
+mod processes;
 mod records;
 mod state;
 mod terminal;
@@ -33,6 +34,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 
 pub(crate) use exec::ExecDone;
 use exec::Launched;
+pub(crate) use processes::{Followed, ProcCommand, Query};
 use turn::{CurrentTurn, PendingTurn};
 
 /// Frames buffered per connection before a slow one is dropped.
@@ -52,6 +54,22 @@ pub(crate) struct OutFrame {
     /// Set on a terminal's `exit`: sockets attached to it may have had it
     /// from the terminal already.
     pub(crate) term_exit: Option<String>,
+    /// Set on a process's output: only sockets that follow it get it, and
+    /// only past the output frame number they started following at.
+    pub(crate) process_output: Option<(String, u64)>,
+}
+
+impl OutFrame {
+    /// A frame for every connection, the same text for all.
+    pub(crate) fn plain(text: Utf8Bytes) -> Self {
+        OutFrame {
+            text,
+            deltas: None,
+            skip: None,
+            term_exit: None,
+            process_output: None,
+        }
+    }
 }
 
 impl OutFrame {
@@ -70,10 +88,8 @@ pub(crate) type Outgoing = Arc<OutFrame>;
 /// A frame for everyone but `skip`.
 pub(crate) fn outgoing(text: Utf8Bytes, skip: Option<u64>) -> Outgoing {
     Arc::new(OutFrame {
-        text,
-        deltas: None,
         skip,
-        term_exit: None,
+        ..OutFrame::plain(text)
     })
 }
 
@@ -129,6 +145,8 @@ pub(crate) enum Command {
         term_id: String,
         reply: oneshot::Sender<Result<(), ApiError>>,
     },
+    /// The background processes: what they report, what is asked of them.
+    Process(ProcCommand),
 }
 
 /// Handle to a room's actor. Cheap to clone.
@@ -198,6 +216,26 @@ impl RoomHandle {
             return Err(ApiError::room_gone());
         }
         answer.await.map_err(|_| ApiError::room_gone())
+    }
+
+    /// Reads the processes' list, one of them, its logs, or the ports.
+    pub(crate) async fn read_processes(&self, query: Query) -> OpResult {
+        let (reply, answer) = oneshot::channel();
+        let command = Command::Process(ProcCommand::Read { query, reply });
+        if self.inbox.send(command).await.is_err() {
+            return Err(ApiError::room_gone());
+        }
+        answer.await.unwrap_or_else(|_| Err(ApiError::room_gone()))
+    }
+
+    /// The log of process `id` so far, for a socket that follows it.
+    pub(crate) async fn follow_process(&self, id: String) -> Result<Followed, ApiError> {
+        let (reply, answer) = oneshot::channel();
+        let command = Command::Process(ProcCommand::Follow { id, reply });
+        if self.inbox.send(command).await.is_err() {
+            return Err(ApiError::room_gone());
+        }
+        answer.await.unwrap_or_else(|_| Err(ApiError::room_gone()))
     }
 
     /// Ends the shared terminal `term_id`; answers once it ended.
@@ -281,6 +319,9 @@ pub(crate) struct RoomActor {
     term_news: mpsc::UnboundedSender<TermNews>,
     /// `term_close` requests waiting for the terminal to end.
     closing: terminal::Closing,
+    /// The background processes, and the ports the sandbox listens on.
+    processes: processes::Processes,
+    ports: Vec<crate::protocol::PortState>,
     /// The handles' count (see `RoomHandle::holders`).
     holders: std::sync::Weak<()>,
     state_cache: Option<Utf8Bytes>,
@@ -326,6 +367,8 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
         terminal_state: None,
         term_news,
         closing: Vec::new(),
+        processes: processes::Processes::default(),
+        ports: Vec::new(),
         holders: Arc::downgrade(&holders),
         state_cache: None,
         rates,
@@ -352,6 +395,7 @@ impl RoomActor {
         let idle_for = self.shared.room_idle;
         let mut idle_since = Some(tokio::time::Instant::now());
         let mut sandbox_stopped = self.sandbox.stopped();
+        let mut ports = self.sandbox.ports();
         loop {
             let unload_at = idle_since.map(|t| t + idle_for);
             let command = tokio::select! {
@@ -359,6 +403,11 @@ impl RoomActor {
                 () = &mut sandbox_stopped => {
                     sandbox_stopped = self.sandbox.stopped();
                     self.set_cwd(WORKSPACE.to_string());
+                    continue;
+                }
+                Ok(()) = ports.changed() => {
+                    let listening = ports.borrow_and_update().clone();
+                    self.set_ports(&listening);
                     continue;
                 }
                 Some(news) = term_news.recv() => {
@@ -443,6 +492,7 @@ impl RoomActor {
                 let _ = reply.send(self.open_terminal(by, size));
             }
             Command::TermClose { term_id, reply } => self.close_terminal(term_id, reply),
+            Command::Process(command) => self.on_process(command),
         }
     }
 
@@ -542,6 +592,7 @@ impl RoomActor {
             turn.answer(Ok(turn::no_reply(CLEANED, Vec::new())));
         }
         self.end_terminal(None);
+        self.kill_all_processes();
         self.broadcast(&ServerFrame::Cleanup { by: by.clone() });
         self.messages.clear();
         self.execs.clear();

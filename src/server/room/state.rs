@@ -85,8 +85,8 @@ impl RoomActor {
                 execs: &self.execs,
                 shell: &self.shell,
                 terminal: self.terminal_state.as_ref(),
-                processes: &[],
-                ports: &[],
+                processes: &self.processes.listed,
+                ports: &self.ports,
             },
         });
         self.state_cache = Some(text.clone());
@@ -98,10 +98,8 @@ impl RoomActor {
     pub(super) fn publish(&mut self, changes: &[Change<'_>]) {
         self.state_cache = None;
         let frame = OutFrame {
-            text: self.state_text(),
             deltas: Some(delta_frames(changes)),
-            skip: None,
-            term_exit: None,
+            ..OutFrame::plain(self.state_text())
         };
         let _ = self.frames.send(Arc::new(frame));
     }

@@ -1,0 +1,500 @@
+//! The room's background processes (docs/protocol.md "Background
+//! processes and ports"): the actor keeps their list and logs, starts them
+//! through the sandbox in a spawned task, and hears their output, coalesced
+//! by a pump task per process, and their end through its inbox. Output
+//! frames carry a sequence number, so a socket that starts following gets
+//! the log up to one number and exactly the frames after it.
+
+use super::state::Change;
+use super::{Answer, Command, OutFrame, Reply, RoomActor, frame_text};
+use crate::protocol::{
+    ENDED_PROCESSES_KEPT, KillResponse, PROCESS_LOG_BYTES, PortState, PortsResponse, Process,
+    ProcessFrame, ProcessLogs, ProcessResponse, ProcessStatus, ProcessesResponse, ServerFrame,
+    default_process_name, now_ms,
+};
+use crate::sandbox::{ProcEvent, ProcEvents, ProcSignal, SandboxError};
+use crate::server::auth::Caller;
+use crate::server::errors::ApiError;
+use crate::server::ops::ProcessStart;
+use crate::support::Utf8Stream;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+
+/// Time a process gets after SIGTERM before SIGKILL.
+const KILL_GRACE: Duration = Duration::from_secs(2);
+/// Output is gathered this long before it is sent.
+const COALESCE: Duration = Duration::from_millis(25);
+/// Most text in one output frame.
+const FRAME_DATA: usize = 64 * 1024;
+
+/// What the room's processes tell its actor, and what is asked of them.
+pub(crate) enum ProcCommand {
+    /// The sandbox started process `id` (or could not).
+    Started {
+        id: String,
+        result: Result<ProcEvents, SandboxError>,
+        answer: Answer,
+    },
+    /// Output of process `id`, coalesced.
+    Output {
+        id: String,
+        stderr: bool,
+        text: String,
+    },
+    /// Process `id` ended.
+    Exited { id: String, exit_code: Option<i32> },
+    /// Process `id` had its time after SIGTERM.
+    KillDeadline { id: String },
+    /// A socket starts following process `id`.
+    Follow {
+        id: String,
+        reply: oneshot::Sender<Result<Followed, ApiError>>,
+    },
+    /// A read of the list, one process, its logs, or the ports.
+    Read { query: Query, reply: Answer },
+}
+
+/// What `ProcCommand::Read` asks for.
+pub(crate) enum Query {
+    List,
+    One(String),
+    Logs(String),
+    Ports,
+}
+
+/// The answer to a follow: the log so far and the number of the last
+/// output frame it holds.
+pub(crate) struct Followed {
+    pub(crate) logs: ProcessLogs,
+    pub(crate) seq: u64,
+}
+
+/// The room's processes: the running ones and the last ended.
+#[derive(Default)]
+pub(super) struct Processes {
+    entries: Vec<Entry>,
+    /// What the state lists (the started ones), kept for `StateRef`.
+    pub(super) listed: Vec<Process>,
+    next: u64,
+}
+
+struct Entry {
+    process: Process,
+    /// The sandbox said it runs (until then it is not listed).
+    started: bool,
+    logs: [LogTail; 2],
+    /// Output frames sent so far.
+    seq: u64,
+    /// Kill requests waiting for its end.
+    killers: Vec<Answer>,
+}
+
+/// The last `PROCESS_LOG_BYTES` of a stream.
+#[derive(Default)]
+struct LogTail(String);
+
+impl LogTail {
+    fn push(&mut self, text: &str) {
+        self.0.push_str(text);
+        if self.0.len() > PROCESS_LOG_BYTES {
+            let mut cut = self.0.len() - PROCESS_LOG_BYTES;
+            while !self.0.is_char_boundary(cut) {
+                cut += 1;
+            }
+            self.0.drain(..cut);
+        }
+    }
+}
+
+impl Processes {
+    fn get(&self, id: &str) -> Result<&Entry, ApiError> {
+        self.entries
+            .iter()
+            .find(|e| e.process.id == id)
+            .ok_or_else(|| unknown(id))
+    }
+
+    fn get_mut(&mut self, id: &str) -> Option<&mut Entry> {
+        self.entries.iter_mut().find(|e| e.process.id == id)
+    }
+
+    fn running(&self) -> usize {
+        self.entries
+            .iter()
+            .filter(|e| e.process.status == ProcessStatus::Running)
+            .count()
+    }
+
+    /// Keeps the last ended ones and lists the started ones.
+    fn relist(&mut self) {
+        let ended = self
+            .entries
+            .iter()
+            .filter(|e| e.process.status != ProcessStatus::Running)
+            .count();
+        let mut drop = ended.saturating_sub(ENDED_PROCESSES_KEPT);
+        self.entries.retain(|e| {
+            let old = drop > 0 && e.process.status != ProcessStatus::Running;
+            if old {
+                drop -= 1;
+            }
+            !old
+        });
+        self.listed = self
+            .entries
+            .iter()
+            .filter(|e| e.started)
+            .map(|e| e.process.clone())
+            .collect();
+    }
+}
+
+/// The 404 of a process id the room does not have.
+fn unknown(id: &str) -> ApiError {
+    ApiError::not_found(
+        "no such process",
+        "processId",
+        format!("no process {id:?} in this room"),
+    )
+}
+
+impl RoomActor {
+    /// `process_start`: reserves an id and asks the sandbox in a task of
+    /// its own (it may have to start); the answer comes with `Started`.
+    pub(crate) fn start_process(&mut self, op: ProcessStart, caller: Caller, answer: Answer) {
+        let cap = self.shared.limits.max_processes;
+        if self.processes.running() >= cap {
+            let why = format!("at most {cap} processes run at once in a room");
+            let _ = answer.send(Err(ApiError::conflict(
+                "too many processes",
+                "processes",
+                why,
+            )));
+            return;
+        }
+        self.processes.next += 1;
+        let id = format!("p{}", self.processes.next);
+        let process = Process {
+            id: id.clone(),
+            name: op.name.unwrap_or_else(|| default_process_name(&op.cmd)),
+            cmd: op.cmd.clone(),
+            by: caller.name_or_anonymous(),
+            status: ProcessStatus::Running,
+            exit_code: None,
+            started_at: now_ms() as u64,
+            ended_at: None,
+        };
+        self.processes.entries.push(Entry {
+            process,
+            started: false,
+            logs: Default::default(),
+            seq: 0,
+            killers: Vec::new(),
+        });
+        let (sandbox, inbox) = (self.sandbox.clone(), self.inbox.clone());
+        tokio::spawn(async move {
+            let result = sandbox.process_start(id.clone(), op.cmd).await;
+            let started = ProcCommand::Started { id, result, answer };
+            let _ = inbox.send(Command::Process(started)).await;
+        });
+    }
+
+    /// `process_kill`: SIGTERM, SIGKILL 2 s later; answered at its end.
+    pub(crate) fn kill_process(&mut self, id: String, answer: Answer) {
+        let Some(entry) = self.processes.get_mut(&id) else {
+            let _ = answer.send(Err(unknown(&id)));
+            return;
+        };
+        if entry.process.status != ProcessStatus::Running {
+            let _ = answer.send(Ok(Reply::ok(KillResponse { killed: false })));
+            return;
+        }
+        entry.killers.push(answer);
+        if entry.killers.len() == 1 && entry.started {
+            self.sandbox.process_signal(id.clone(), ProcSignal::Term);
+            let inbox = self.inbox.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(KILL_GRACE).await;
+                let _ = inbox
+                    .send(Command::Process(ProcCommand::KillDeadline { id }))
+                    .await;
+            });
+        }
+    }
+
+    /// Handles what processes report and what is asked of them.
+    pub(super) fn on_process(&mut self, command: ProcCommand) {
+        match command {
+            ProcCommand::Started { id, result, answer } => self.process_started(id, result, answer),
+            ProcCommand::Output { id, stderr, text } => self.process_output(&id, stderr, &text),
+            ProcCommand::Exited { id, exit_code } => self.process_exited(&id, exit_code),
+            ProcCommand::KillDeadline { id } => {
+                if self
+                    .processes
+                    .get(&id)
+                    .is_ok_and(|e| e.process.status == ProcessStatus::Running)
+                {
+                    self.sandbox.process_signal(id, ProcSignal::Kill);
+                }
+            }
+            ProcCommand::Follow { id, reply } => {
+                let followed = self.processes.get(&id).map(|e| Followed {
+                    logs: ProcessLogs {
+                        stdout: e.logs[0].0.clone(),
+                        stderr: e.logs[1].0.clone(),
+                    },
+                    seq: e.seq,
+                });
+                let _ = reply.send(followed);
+            }
+            ProcCommand::Read { query, reply } => {
+                let _ = reply.send(self.read_processes(query));
+            }
+        }
+    }
+
+    fn read_processes(&self, query: Query) -> Result<Reply, ApiError> {
+        Ok(match query {
+            Query::List => Reply::ok(ProcessesResponse {
+                processes: self.processes.listed.clone(),
+            }),
+            Query::One(id) => Reply::ok(ProcessResponse {
+                process: self.listed_one(&id)?.clone(),
+            }),
+            Query::Logs(id) => {
+                self.listed_one(&id)?;
+                let entry = self.processes.get(&id)?;
+                Reply::ok(ProcessLogs {
+                    stdout: entry.logs[0].0.clone(),
+                    stderr: entry.logs[1].0.clone(),
+                })
+            }
+            Query::Ports => Reply::ok(PortsResponse {
+                ports: self.ports.clone(),
+            }),
+        })
+    }
+
+    /// A listed process (one still starting is not there yet).
+    fn listed_one(&self, id: &str) -> Result<&Process, ApiError> {
+        self.processes
+            .listed
+            .iter()
+            .find(|p| p.id == id)
+            .ok_or_else(|| unknown(id))
+    }
+
+    fn process_started(
+        &mut self,
+        id: String,
+        result: Result<ProcEvents, SandboxError>,
+        answer: Answer,
+    ) {
+        let Some(entry) = self.processes.get_mut(&id) else {
+            // The room was cleaned up meanwhile: nothing of it may run on.
+            if result.is_ok() {
+                self.sandbox.process_signal(id, ProcSignal::Kill);
+            }
+            let _ = answer.send(Err(ApiError::internal(
+                "the room was cleaned up before the process started",
+            )));
+            return;
+        };
+        let events = match result {
+            Ok(events) => events,
+            Err(e) => {
+                self.processes.entries.retain(|e| e.process.id != id);
+                let why = format!("the process could not start: {e}");
+                let _ = answer.send(Err(ApiError::internal(why)));
+                return;
+            }
+        };
+        entry.started = true;
+        let process = entry.process.clone();
+        if !entry.killers.is_empty() {
+            self.sandbox.process_signal(id.clone(), ProcSignal::Term);
+        }
+        tokio::spawn(pump(id, events, self.inbox.clone()));
+        self.broadcast(&ServerFrame::Process(ProcessFrame::Start {
+            process: process.clone(),
+        }));
+        self.publish_processes();
+        let _ = answer.send(Ok(Reply::ok(ProcessResponse { process })));
+    }
+
+    fn process_output(&mut self, id: &str, stderr: bool, text: &str) {
+        let Some(entry) = self.processes.get_mut(id) else {
+            return;
+        };
+        entry.logs[usize::from(stderr)].push(text);
+        entry.seq += 1;
+        let process_id = id.to_string();
+        let frame = if stderr {
+            ProcessFrame::Stderr {
+                process_id,
+                data: text.into(),
+            }
+        } else {
+            ProcessFrame::Stdout {
+                process_id,
+                data: text.into(),
+            }
+        };
+        let _ = self.frames.send(Arc::new(OutFrame {
+            process_output: Some((id.to_string(), entry.seq)),
+            ..OutFrame::plain(frame_text(&ServerFrame::Process(frame)))
+        }));
+    }
+
+    fn process_exited(&mut self, id: &str, exit_code: Option<i32>) {
+        let Some(entry) = self.processes.get_mut(id) else {
+            return;
+        };
+        let status = if entry.killers.is_empty() {
+            ProcessStatus::Exited
+        } else {
+            ProcessStatus::Killed
+        };
+        self.end_process(id, status, exit_code);
+        self.publish_processes();
+    }
+
+    /// Marks process `id` ended, tells every socket, answers its killers.
+    fn end_process(&mut self, id: &str, status: ProcessStatus, exit_code: Option<i32>) {
+        let Some(entry) = self.processes.get_mut(id) else {
+            return;
+        };
+        entry.process.status = status;
+        entry.process.exit_code = exit_code;
+        entry.process.ended_at = Some(now_ms() as u64);
+        for killer in entry.killers.drain(..) {
+            let _ = killer.send(Ok(Reply::ok(KillResponse { killed: true })));
+        }
+        if entry.started {
+            self.broadcast(&ServerFrame::Process(ProcessFrame::Exit {
+                process_id: id.to_string(),
+                status,
+                exit_code,
+            }));
+        }
+    }
+
+    /// A cleanup: every process is killed (its `exit` goes out now) and
+    /// the list and ports are emptied.
+    pub(super) fn kill_all_processes(&mut self) {
+        let running: Vec<String> = self
+            .processes
+            .entries
+            .iter()
+            .filter(|e| e.process.status == ProcessStatus::Running)
+            .map(|e| e.process.id.clone())
+            .collect();
+        for id in running {
+            self.sandbox.process_signal(id.clone(), ProcSignal::Kill);
+            self.end_process(&id, ProcessStatus::Killed, Some(128 + libc::SIGKILL));
+        }
+        self.processes.entries.clear();
+        self.processes.listed.clear();
+        self.ports.clear();
+        self.state_cache = None;
+    }
+
+    /// The state's `processes` changed.
+    fn publish_processes(&mut self) {
+        self.processes.relist();
+        let value = serde_json::to_value(&self.processes.listed).unwrap_or_default();
+        self.publish(&[Change::Field("processes", value)]);
+    }
+
+    /// The sandbox's listening ports are now `ports`.
+    pub(super) fn set_ports(&mut self, ports: &[u16]) {
+        let ports: Vec<PortState> = ports.iter().map(|p| PortState::new(&self.id, *p)).collect();
+        if ports != self.ports {
+            self.ports = ports;
+            let value = serde_json::to_value(&self.ports).unwrap_or_default();
+            self.publish(&[Change::Field("ports", value)]);
+        }
+    }
+}
+
+/// Reads one process's events, coalesces its output and tells the room.
+async fn pump(id: String, mut events: ProcEvents, inbox: mpsc::Sender<Command>) {
+    let mut decoders = [Utf8Stream::default(), Utf8Stream::default()];
+    let mut pending = [String::new(), String::new()];
+    let mut flush_at = None;
+    loop {
+        let event = tokio::select! {
+            biased;
+            event = events.recv() => event,
+            () = super::sleep_until(flush_at), if flush_at.is_some() => {
+                flush_at = None;
+                flush(&id, &mut pending, &inbox).await;
+                continue;
+            }
+        };
+        match event {
+            Some(ProcEvent::Output { stderr, bytes }) => {
+                let stream = usize::from(stderr);
+                pending[stream].push_str(&decoders[stream].push(&bytes));
+                if pending[stream].len() >= FRAME_DATA {
+                    flush(&id, &mut pending, &inbox).await;
+                    flush_at = None;
+                } else if flush_at.is_none() {
+                    flush_at = Some(tokio::time::Instant::now() + COALESCE);
+                }
+            }
+            Some(ProcEvent::Exit(..)) | None => {
+                let exit_code = match event {
+                    Some(ProcEvent::Exit(code, _)) => code,
+                    _ => None,
+                };
+                for (stream, decoder) in decoders.iter_mut().enumerate() {
+                    pending[stream].push_str(&decoder.finish());
+                }
+                flush(&id, &mut pending, &inbox).await;
+                let exited = ProcCommand::Exited { id, exit_code };
+                let _ = inbox.send(Command::Process(exited)).await;
+                return;
+            }
+        }
+    }
+}
+
+/// Sends what each stream gathered, in frames of at most `FRAME_DATA`.
+async fn flush(id: &str, pending: &mut [String; 2], inbox: &mpsc::Sender<Command>) {
+    for (stream, text) in pending.iter_mut().enumerate() {
+        let whole = std::mem::take(text);
+        let mut rest = whole.as_str();
+        while !rest.is_empty() {
+            let mut end = rest.len().min(FRAME_DATA);
+            while !rest.is_char_boundary(end) {
+                end -= 1;
+            }
+            let output = ProcCommand::Output {
+                id: id.to_string(),
+                stderr: stream == 1,
+                text: rest[..end].to_string(),
+            };
+            rest = &rest[end..];
+            if inbox.send(Command::Process(output)).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LogTail;
+
+    #[test]
+    fn a_log_keeps_its_last_bytes_whole_characters() {
+        let mut log = LogTail::default();
+        log.push(&"é".repeat(40 * 1024));
+        log.push("end");
+        assert!(log.0.len() <= crate::protocol::PROCESS_LOG_BYTES);
+        assert!(log.0.ends_with("éend"));
+        assert!(log.0.starts_with('é'));
+    }
+}

@@ -1,0 +1,84 @@
+//! The socket's side of background processes: `process_follow` and
+//! `process_unfollow`, and which output frames this socket gets
+//! (docs/protocol.md "Background processes and ports"). Starting and
+//! killing are room operations (`process_start`, `process_kill`).
+
+use super::{Answered, Connection, failure, rpc_args, success_text};
+use crate::protocol::ServerFrame;
+use crate::server::errors::ApiError;
+use crate::server::room::frame_text;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use tokio::sync::mpsc;
+
+/// The rpc methods a socket answers about the processes it follows.
+pub(super) const FOLLOW_METHODS: [&str; 2] = ["process_follow", "process_unfollow"];
+
+/// The processes this socket follows: from which output frame on.
+#[derive(Default)]
+pub(super) struct Follows(HashMap<String, u64>);
+
+impl Follows {
+    /// Whether output frame `seq` of process `id` is for this socket.
+    pub(super) fn wants(&self, id: &str, seq: u64) -> bool {
+        self.0.get(id).is_some_and(|since| seq > *since)
+    }
+
+    pub(super) fn start(&mut self, id: String, seq: u64) {
+        self.0.insert(id, seq);
+    }
+}
+
+/// `args[0].processId`, or the 400 naming it.
+fn process_id(value: &Value) -> Result<String, ApiError> {
+    let args = rpc_args(value).map_err(|_| ApiError::field("args", "args[0] must be an object"))?;
+    match args.get("processId").and_then(Value::as_str).map(str::trim) {
+        Some(id) if !id.is_empty() => Ok(id.to_string()),
+        Some(_) => Err(ApiError::field("processId", "must not be empty")),
+        None => Err(ApiError::field("processId", "is required")),
+    }
+}
+
+impl Connection {
+    /// `process_follow` (answered through `answers`, with the log so far)
+    /// and `process_unfollow` (answered now).
+    pub(super) fn follow_rpc(
+        &mut self,
+        method: &str,
+        id: Value,
+        value: &Value,
+        answers: &mpsc::Sender<Answered>,
+    ) -> Option<axum::extract::ws::Utf8Bytes> {
+        let process = match process_id(value) {
+            Ok(process) => process,
+            Err(e) => return Some(frame_text(&ServerFrame::Rpc(failure(e).with_id(id)))),
+        };
+        if method == "process_unfollow" {
+            self.follows.0.remove(&process);
+            return Some(success_text(&id, r#"{"unfollowed":true}"#));
+        }
+        let (room, answers) = (self.handle.clone(), answers.clone());
+        tokio::spawn(async move {
+            let answer = match room.follow_process(process.clone()).await {
+                Ok(followed) => {
+                    let body = json!({
+                        "processId": process,
+                        "stdout": followed.logs.stdout,
+                        "stderr": followed.logs.stderr,
+                    });
+                    Answered {
+                        text: Some(success_text(&id, &body.to_string())),
+                        followed: Some((process, followed.seq)),
+                        ..Answered::default()
+                    }
+                }
+                Err(e) => Answered {
+                    text: Some(frame_text(&ServerFrame::Rpc(failure(e).with_id(id)))),
+                    ..Answered::default()
+                },
+            };
+            let _ = answers.send(answer).await;
+        });
+        None
+    }
+}
