@@ -220,9 +220,8 @@ export function parseOp(method: Method, obj: JsonObject, details: Details = {}, 
     case "process_kill":
     case "process_follow":
     case "process_unfollow": {
-      const processId = f.get("processId");
-      if (typeof processId === "string" && processId !== "") op = { kind: method, processId, user };
-      else f.problem("processId", "must be a process's id");
+      const raw = f.requiredText("processId");
+      if (raw !== undefined) op = { kind: method, processId: trim(raw), user };
       break;
     }
   }

@@ -29,7 +29,8 @@ export async function previewCredential(token: string, room: string, port: numbe
 
 /** The port of a path segment, or undefined when it is not 1-65535. */
 function portOf(text: string): number | undefined {
-  if (!/^[0-9]{1,5}$/.test(text)) return undefined;
+  // As Rust's u16 parse reads it (`+` and leading zeros allowed).
+  if (!/^\+?[0-9]{1,20}$/.test(text)) return undefined;
   const port = Number(text);
   return port >= 1 && port <= 65535 ? port : undefined;
 }
@@ -38,7 +39,7 @@ function portOf(text: string): number | undefined {
 function checked(room: string, portText: string): number {
   const details = roomDetails(room);
   const port = portOf(portText);
-  if (port === undefined) addDetail(details, "port", "must be a port number, 1-65535");
+  if (port === undefined) addDetail(details, "port", "must be a port number from 1 to 65535");
   if (Object.keys(details).length > 0 || port === undefined) throw ApiError.invalid(details);
   return port;
 }
@@ -117,20 +118,18 @@ export async function preview(
   }
   const port = checked(room, portText);
   const search = rest === "" ? "" : `?${rest}`;
-  if (credential === "query") {
-    // Once: the browser keeps a credential for this preview only, never the token.
-    const value = await previewCredential(token, room, port);
-    const secure = new URL(request.url).protocol === "https:" ? "; Secure" : "";
-    return new Response(null, {
-      status: 303,
-      headers: {
-        location: `${prefix}${path ?? ""}${search}`,
-        "set-cookie": `${PREVIEW_COOKIE}=${value}; Path=${prefix}/; HttpOnly; SameSite=Strict${secure}`,
-      },
-    });
-  }
   if (path === undefined) {
     return new Response(null, { status: 308, headers: { location: `${prefix}/${query === "" ? "" : `?${query}`}` } });
+  }
+  if (tokens.length > 0) {
+    // Once: the browser keeps a credential for this preview only, never the token.
+    const headers: Record<string, string> = { location: `${prefix}${path}${search}` };
+    if (credential === "query") {
+      const value = await previewCredential(token, room, port);
+      const secure = new URL(request.url).protocol === "https:" ? "; Secure" : "";
+      headers["set-cookie"] = `${PREVIEW_COOKIE}=${value}; Path=${prefix}/; HttpOnly; SameSite=Strict${secure}`;
+    }
+    return new Response(null, { status: 303, headers });
   }
   // What the app sees: its own host, where the browser was, the prefix; no credential.
   const headers = new Headers(request.headers);
@@ -141,6 +140,7 @@ export async function preview(
   headers.set("host", `localhost:${port}`);
   headers.set("x-forwarded-host", request.headers.get("host") ?? new URL(request.url).host);
   headers.set("x-forwarded-prefix", prefix);
+  headers.set("x-forwarded-proto", new URL(request.url).protocol.replace(/:$/, ""));
   const forwarded = new Request(`http://localhost:${port}${path}${search}`, {
     method: request.method,
     headers,

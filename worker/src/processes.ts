@@ -236,14 +236,13 @@ export class Processes {
     for (const e of this.entries.values()) e.followers.delete(connection);
   }
 
-  /** `DELETE /processes/{id}`, rpc `process_kill`: `{killed}` once it ended. */
+  /** `DELETE /processes/{id}`, rpc `process_kill`: `{killed}` once it ended (true for each request that found it running). */
   async kill(id: string): Promise<Reply> {
     const e = this.find(id);
     if (e.process.status !== "running") return ok({ killed: false });
-    const mine = !e.killing;
     this.stop(e);
     await e.ended;
-    return ok({ killed: mine });
+    return ok({ killed: true });
   }
 
   /** Cleanup: every process killed (their `exit` frames go out), then the list emptied. */
