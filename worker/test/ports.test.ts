@@ -110,8 +110,11 @@ describe("ports", () => {
     );
     // Its log is the server's.
     const list = (await get(`/api/rooms/${r}/processes`)).body.processes as Json[];
-    const logs = (await get(`/api/rooms/${r}/processes/${list[0].id}/logs`)).body;
-    expect(logs.stderr).toContain("GET /hello.txt");
+    const logged = Date.now() + WAIT_MS;
+    while (!(await get(`/api/rooms/${r}/processes/${list[0].id}/logs`)).body.stderr.includes("GET /hello.txt")) {
+      if (Date.now() > logged) throw new Error("the server's log never showed the request");
+      await sleep(200);
+    }
     // Killed: the port goes from the list.
     expect((await call("DELETE", `/api/rooms/${r}/processes/${list[0].id}`)).body).toEqual({ killed: true });
     const deadline = Date.now() + WAIT_MS;
@@ -214,6 +217,7 @@ describe("ports", () => {
     expect(res.status).toBe(101);
     const ws = res.webSocket as WebSocket;
     ws.accept();
+    ws.binaryType = "arraybuffer";
     const chunks: Uint8Array[] = [];
     const closed = new Promise<number>((ok) => ws.addEventListener("close", (e) => ok(e.code)));
     ws.addEventListener("message", (m) => {

@@ -103,10 +103,12 @@ describe("background processes", () => {
     }
     expect((await s.rpc(3, "process_unfollow", [{ processId: p.id }])).result).toEqual({ unfollowed: true });
     expect((await s.rpc(4, "process_unfollow", [{ processId: "p999999" }])).result).toEqual({ unfollowed: true });
-    const killed = await s.rpc(5, "process_kill", [{ processId: p.id }]);
-    expect(killed.result).toEqual({ killed: true });
-    const exit = await s.until((x) => x.type === "duet_process" && x.phase === "exit");
+    // Its exit goes out before the kill's answer.
+    s.send({ type: "rpc", id: 5, method: "process_kill", args: [{ processId: p.id }] });
+    const exit = await s.until((x) => (x.type === "duet_process" && x.phase === "exit") || x.type === "rpc");
     expect(exit).toEqual({ type: "duet_process", phase: "exit", processId: p.id, status: "killed", exitCode: 143 });
+    const killed = await s.until((x) => x.type === "rpc" && x.id === 5);
+    expect(killed.result).toEqual({ killed: true });
     expect((await s.rpc(6, "process_kill", [{ processId: p.id }])).result).toEqual({ killed: false });
     expect((await get(`/api/rooms/${r}/processes/${p.id}`)).body.process).toMatchObject({ status: "killed", exitCode: 143 });
   });
