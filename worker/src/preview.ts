@@ -44,21 +44,28 @@ function checked(room: string, portText: string): number {
   return port;
 }
 
-/** The query without its `token` parameters, as it was written otherwise. */
+/** A form-encoded query part, decoded (undefined when it does not decode). */
+function formDecoded(part: string): string | undefined {
+  try {
+    return decodeURIComponent(part.replace(/\+/g, " "));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The query without its `token` parameters (however their name is
+ * encoded: `%74oken` is `token` too), as it was written otherwise, and
+ * their values.
+ */
 function withoutToken(query: string): { rest: string; tokens: string[] } {
   const tokens: string[] = [];
   const kept: string[] = [];
   for (const pair of query.split("&")) {
     if (pair === "") continue;
     const eq = pair.indexOf("=");
-    const name = eq < 0 ? pair : pair.slice(0, eq);
-    if (name === "token") {
-      try {
-        tokens.push(decodeURIComponent((eq < 0 ? "" : pair.slice(eq + 1)).replace(/\+/g, " ")));
-      } catch {
-        tokens.push("");
-      }
-    } else kept.push(pair);
+    if (formDecoded(eq < 0 ? pair : pair.slice(0, eq)) === "token") tokens.push(formDecoded(eq < 0 ? "" : pair.slice(eq + 1)) ?? "");
+    else kept.push(pair);
   }
   return { rest: kept.join("&"), tokens };
 }
@@ -121,7 +128,11 @@ export async function preview(
   if (path === undefined) {
     return new Response(null, { status: 308, headers: { location: `${prefix}/${query === "" ? "" : `?${query}`}` } });
   }
-  if (tokens.length > 0) {
+  // A page trades the token for the cookie; a WebSocket or a form cannot
+  // follow a redirect, so it goes on with the token taken off.
+  const upgrade = request.headers.get("upgrade")?.toLowerCase() === "websocket";
+  const page = (request.method === "GET" || request.method === "HEAD") && !upgrade;
+  if (tokens.length > 0 && page) {
     // Once: the browser keeps a credential for this preview only, never the token.
     const headers: Record<string, string> = { location: `${prefix}${path}${search}` };
     if (credential === "query") {

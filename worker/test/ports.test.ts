@@ -170,6 +170,12 @@ describe("ports", () => {
     const page = await fetchRaw(`/api/rooms/${r}/ports/8303/page?q=1`, { headers: { ...browser, cookie: pair } });
     expect(page.status).toBe(200);
     expect(((await page.json()) as Json).headers.cookie).toBeUndefined();
+    // However the parameter's name is encoded.
+    expect((await fetchRaw(`/api/rooms/${r}/ports/8303/?%74oken=${TOKEN}`, { headers: browser })).status).toBe(303);
+    // A form cannot follow a redirect: it goes on, the token taken off.
+    const form = await fetchRaw(`/api/rooms/${r}/ports/8303/form?token=${TOKEN}&a=1`, { method: "POST", headers: browser, body: "x=1" });
+    expect(form.status).toBe(200);
+    expect(((await form.json()) as Json).path).toBe("/form?a=1");
     // The cookie opens nothing else: not another port, not another room, not the API.
     expect((await fetchRaw(`/api/rooms/${r}/ports/8304/`, { headers: { ...browser, cookie: pair } })).status).toBe(401);
     expect((await fetchRaw(`/api/rooms/${room("Other")}/ports/8303/`, { headers: { ...browser, cookie: pair } })).status).toBe(401);
