@@ -95,11 +95,24 @@ pub(crate) fn has_credential(headers: &HeaderMap, token: &str, room: &str, port:
     })
 }
 
-/// `query` without its `token` parameter (`None` when nothing is left).
+/// Whether a query parameter (`name=value`, as sent) is `token`, however
+/// its name is encoded (`%74oken` is `token` to the token check too).
+fn is_token(pair: &str) -> bool {
+    url::form_urlencoded::parse(pair.as_bytes())
+        .next()
+        .is_some_and(|(name, _)| name == "token")
+}
+
+/// Whether `query` carries a `token` parameter.
+pub(crate) fn has_token(query: &str) -> bool {
+    query.split('&').any(is_token)
+}
+
+/// `query` without its `token` parameters (`None` when nothing is left).
 pub(crate) fn without_token(query: &str) -> Option<String> {
     let kept: Vec<&str> = query
         .split('&')
-        .filter(|pair| !pair.is_empty() && pair.split('=').next() != Some("token"))
+        .filter(|pair| !pair.is_empty() && !is_token(pair))
         .collect();
     (!kept.is_empty()).then(|| kept.join("&"))
 }
@@ -147,5 +160,7 @@ mod tests {
         assert_eq!(without_token("token=x"), None);
         assert_eq!(without_token("a=1&token=x&b=2").as_deref(), Some("a=1&b=2"));
         assert_eq!(without_token("tokens=1").as_deref(), Some("tokens=1"));
+        assert_eq!(without_token("%74oken=x&a=1").as_deref(), Some("a=1"));
+        assert!(has_token("a=1&%74ok%65n=x") && !has_token("a=token"));
     }
 }

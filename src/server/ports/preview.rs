@@ -4,13 +4,15 @@
 //! every credential taken off first. A browser trades `?token=` for a
 //! cookie that opens this preview only.
 
-use super::{COOKIE_NAME, checked, cookie_credential, credential, unreachable, without_token};
+use super::{
+    COOKIE_NAME, checked, cookie_credential, credential, has_token, unreachable, without_token,
+};
 use crate::server::errors::{ApiError, Path};
 use crate::server::router::App;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::header::{self, HeaderMap, HeaderName, HeaderValue};
-use axum::http::{StatusCode, Uri};
+use axum::http::{Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use hyper_util::rt::TokioIo;
 use std::collections::BTreeMap;
@@ -58,19 +60,16 @@ pub(crate) async fn preview(
     let port = checked(room, port_text)?;
     let prefix = format!("/api/rooms/{room}/ports/{port_text}");
     let query = req.uri().query().map(str::to_string);
-    if let Some(query) = &query
-        && query
-            .split('&')
-            .any(|p| p.split('=').next() == Some("token"))
-    {
-        return Ok(trade_token(
-            app.token.as_deref(),
-            room,
-            port_text,
-            req.uri(),
-            query,
-        ));
+    let has_token = query.as_deref().is_some_and(has_token);
+    let upgrade = wants_upgrade(req.headers());
+    // A page is traded for the cookie; a WebSocket or a form cannot follow
+    // the redirect, so it goes on with the token taken off.
+    let page = matches!(*req.method(), Method::GET | Method::HEAD) && !upgrade;
+    if let Some(query) = query.as_deref().filter(|_| has_token && page) {
+        let token = app.token.as_deref();
+        return Ok(trade_token(token, room, port_text, req.uri(), query));
     }
+    let query = query.and_then(|q| without_token(&q));
     let handle = app.registry.room(room).await?;
     let stream = handle
         .sandbox
@@ -87,7 +86,6 @@ pub(crate) async fn preview(
         Some(q) => format!("{rest}?{q}"),
         None => rest,
     };
-    let upgrade = wants_upgrade(req.headers());
     let client_upgrade = req.extensions_mut().remove::<hyper::upgrade::OnUpgrade>();
     let (mut parts, body) = req.into_parts();
     let forwarded_host = parts.headers.get(header::HOST).cloned();

@@ -8,6 +8,7 @@ mod exec;
 mod idle;
 mod message;
 mod presence;
+mod process_pump;
 mod processes;
 mod records;
 mod state;

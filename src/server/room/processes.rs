@@ -12,21 +12,16 @@ use crate::protocol::{
     ProcessFrame, ProcessLogs, ProcessResponse, ProcessStatus, ProcessesResponse, ServerFrame,
     default_process_name, now_ms,
 };
-use crate::sandbox::{ProcEvent, ProcEvents, ProcSignal, SandboxError};
+use crate::sandbox::{ProcEvents, ProcSignal, SandboxError};
 use crate::server::auth::Caller;
 use crate::server::errors::ApiError;
 use crate::server::ops::ProcessStart;
-use crate::support::Utf8Stream;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 /// Time a process gets after SIGTERM before SIGKILL.
 const KILL_GRACE: Duration = Duration::from_secs(2);
-/// Output is gathered this long before it is sent.
-const COALESCE: Duration = Duration::from_millis(25);
-/// Most text in one output frame.
-const FRAME_DATA: usize = 64 * 1024;
 
 /// What the room's processes tell its actor, and what is asked of them.
 pub(crate) enum ProcCommand {
@@ -315,7 +310,7 @@ impl RoomActor {
         if !entry.killers.is_empty() {
             self.sandbox.process_signal(id.clone(), ProcSignal::Term);
         }
-        tokio::spawn(pump(id, events, self.inbox.clone()));
+        tokio::spawn(super::process_pump::pump(id, events, self.inbox.clone()));
         self.broadcast(&ServerFrame::Process(ProcessFrame::Start {
             process: process.clone(),
         }));
@@ -356,21 +351,27 @@ impl RoomActor {
         } else {
             ProcessStatus::Killed
         };
-        self.end_process(id, status, exit_code);
+        let killers = self.end_process(id, status, exit_code);
         self.publish_processes();
+        answer_killers(killers);
     }
 
-    /// Marks process `id` ended, tells every socket, answers its killers.
-    fn end_process(&mut self, id: &str, status: ProcessStatus, exit_code: Option<i32>) {
+    /// Marks process `id` ended and tells every socket; answers who waits
+    /// for its end (once the state says so too: after the frames).
+    #[must_use]
+    fn end_process(
+        &mut self,
+        id: &str,
+        status: ProcessStatus,
+        exit_code: Option<i32>,
+    ) -> Vec<Answer> {
         let Some(entry) = self.processes.get_mut(id) else {
-            return;
+            return Vec::new();
         };
         entry.process.status = status;
         entry.process.exit_code = exit_code;
         entry.process.ended_at = Some(now_ms() as u64);
-        for killer in entry.killers.drain(..) {
-            let _ = killer.send(Ok(Reply::ok(KillResponse { killed: true })));
-        }
+        let killers = std::mem::take(&mut entry.killers);
         if entry.started {
             self.broadcast(&ServerFrame::Process(ProcessFrame::Exit {
                 process_id: id.to_string(),
@@ -378,6 +379,7 @@ impl RoomActor {
                 exit_code,
             }));
         }
+        killers
     }
 
     /// A cleanup: every process is killed (its `exit` goes out now) and
@@ -390,10 +392,12 @@ impl RoomActor {
             .filter(|e| e.process.status == ProcessStatus::Running)
             .map(|e| e.process.id.clone())
             .collect();
+        let mut killers = Vec::new();
         for id in running {
             self.sandbox.process_signal(id.clone(), ProcSignal::Kill);
-            self.end_process(&id, ProcessStatus::Killed, Some(128 + libc::SIGKILL));
+            killers.extend(self.end_process(&id, ProcessStatus::Killed, Some(128 + libc::SIGKILL)));
         }
+        answer_killers(killers);
         self.processes.entries.clear();
         self.processes.listed.clear();
         self.ports.clear();
@@ -418,69 +422,10 @@ impl RoomActor {
     }
 }
 
-/// Reads one process's events, coalesces its output and tells the room.
-async fn pump(id: String, mut events: ProcEvents, inbox: mpsc::Sender<Command>) {
-    let mut decoders = [Utf8Stream::default(), Utf8Stream::default()];
-    let mut pending = [String::new(), String::new()];
-    let mut flush_at = None;
-    loop {
-        let event = tokio::select! {
-            biased;
-            event = events.recv() => event,
-            () = super::sleep_until(flush_at), if flush_at.is_some() => {
-                flush_at = None;
-                flush(&id, &mut pending, &inbox).await;
-                continue;
-            }
-        };
-        match event {
-            Some(ProcEvent::Output { stderr, bytes }) => {
-                let stream = usize::from(stderr);
-                pending[stream].push_str(&decoders[stream].push(&bytes));
-                if pending[stream].len() >= FRAME_DATA {
-                    flush(&id, &mut pending, &inbox).await;
-                    flush_at = None;
-                } else if flush_at.is_none() {
-                    flush_at = Some(tokio::time::Instant::now() + COALESCE);
-                }
-            }
-            Some(ProcEvent::Exit(..)) | None => {
-                let exit_code = match event {
-                    Some(ProcEvent::Exit(code, _)) => code,
-                    _ => None,
-                };
-                for (stream, decoder) in decoders.iter_mut().enumerate() {
-                    pending[stream].push_str(&decoder.finish());
-                }
-                flush(&id, &mut pending, &inbox).await;
-                let exited = ProcCommand::Exited { id, exit_code };
-                let _ = inbox.send(Command::Process(exited)).await;
-                return;
-            }
-        }
-    }
-}
-
-/// Sends what each stream gathered, in frames of at most `FRAME_DATA`.
-async fn flush(id: &str, pending: &mut [String; 2], inbox: &mpsc::Sender<Command>) {
-    for (stream, text) in pending.iter_mut().enumerate() {
-        let whole = std::mem::take(text);
-        let mut rest = whole.as_str();
-        while !rest.is_empty() {
-            let mut end = rest.len().min(FRAME_DATA);
-            while !rest.is_char_boundary(end) {
-                end -= 1;
-            }
-            let output = ProcCommand::Output {
-                id: id.to_string(),
-                stderr: stream == 1,
-                text: rest[..end].to_string(),
-            };
-            rest = &rest[end..];
-            if inbox.send(Command::Process(output)).await.is_err() {
-                return;
-            }
-        }
+/// Answers the kill requests of a process that ended.
+fn answer_killers(killers: Vec<Answer>) {
+    for killer in killers {
+        let _ = killer.send(Ok(Reply::ok(KillResponse { killed: true })));
     }
 }
 
