@@ -5,6 +5,7 @@
 // carrying a raw HTTP exchange.
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { PORTS_COMMAND, listeningPorts } from "../src/sandbox/signal";
 import { ORIGIN, TOKEN, call, get, joined, post, room, sleep, type Json } from "./support";
 
 const WAIT_MS = 40_000;
@@ -99,6 +100,9 @@ describe("ports", () => {
     expect(port).toEqual({ port: 8301, path: `/api/rooms/${r}/ports/8301/` });
     const patch = await s.until((f) => f.type === "duet_state" && f.patch.ports !== undefined && f.patch.ports.length > 0);
     expect(patch.patch.ports).toEqual([port]);
+    // What a real container's look reads: the kernel's own tables.
+    const table = await post(`/api/rooms/${r}/sandbox/exec`, { cmd: PORTS_COMMAND });
+    expect(listeningPorts(table.body.result.stdout)).toEqual([8301]);
     const file = await fetchRaw(`/api/rooms/${r}/ports/8301/hello.txt`, { headers: bearer });
     expect(file.status).toBe(200);
     expect(await file.text()).toBe("hello from the sandbox\n");
