@@ -46,6 +46,22 @@ pub enum Command {
     /// Join a room by its link, as the status bar of the room's `duet`
     /// shows it: `duet join [https://][TOKEN@]HOST[:PORT]/ROOM`
     Join(JoinArgs),
+    /// List the room's background processes and the ports something
+    /// listens on in its sandbox, with the URL to open each
+    Ps(PsArgs),
+    /// Start a background process in the room's sandbox (in /workspace;
+    /// it outlives this command); prints its id
+    Bg(BgArgs),
+    /// Print a background process's log (its last 64 KiB of stdout and of
+    /// stderr); with -f, follow it until it ends, then exit with its exit
+    /// code (143 when it was killed, 1 when unknown)
+    Logs(LogsArgs),
+    /// Stop a background process (SIGTERM, then SIGKILL after 2 s)
+    Kill(KillArgs),
+    /// Reach a port of the room's sandbox from this machine: listens on
+    /// 127.0.0.1:LOCAL and carries each connection to PORT in the sandbox
+    /// (any protocol) until Ctrl+C
+    Port(PortArgs),
     /// Internal: builds one room's sandbox (started by the server)
     #[command(hide = true)]
     SandboxInit,
@@ -113,6 +129,60 @@ pub struct CpArgs {
     pub from: String,
     /// Where to: a local file or folder, `-`, or `:PATH` in the workspace
     pub to: String,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct PsArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// Print `{processes, ports}` as JSON instead
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BgArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// Its name in the room (default: the program's name); `--name` is
+    /// yours, as for every client command
+    #[arg(short = 'n', long = "process-name", value_name = "NAME")]
+    pub process_name: Option<String>,
+    /// The command and its arguments, after `--`
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    pub cmd: Vec<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct LogsArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// The process: its id (`p1`), or its name when only one has it
+    pub process: String,
+    /// Follow its output live until it ends
+    #[arg(short, long)]
+    pub follow: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct KillArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// The process: its id (`p1`), or its name when only one has it
+    pub process: String,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct PortArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// The port inside the sandbox (1–65535)
+    #[arg(value_parser = clap::value_parser!(u16).range(1..))]
+    pub port: u16,
+    /// The port to listen on here, on 127.0.0.1 (default: PORT; 0 picks a
+    /// free one and prints it)
+    #[arg(long)]
+    pub local: Option<u16>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -320,6 +390,11 @@ fn run_async(command: Command) -> ExitCode {
             Command::Term(args) => crate::client::term::attach::term(args).await,
             Command::Cp(args) => crate::client::cp::cp(args).await,
             Command::Ask(args) => crate::ai::ask::ask(args).await,
+            Command::Ps(args) => crate::client::ps::ps(args).await,
+            Command::Bg(args) => crate::client::ps::bg(args).await,
+            Command::Logs(args) => crate::client::ps::logs(args).await,
+            Command::Kill(args) => crate::client::ps::kill(args).await,
+            Command::Port(args) => crate::client::tunnel::port(args).await,
             Command::SandboxInit | Command::Join(_) => Ok(ExitCode::FAILURE),
         }
     });
@@ -340,6 +415,35 @@ mod tests {
     struct Serve {
         #[command(flatten)]
         serve: ServeArgs,
+    }
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+        let cli = Cli::try_parse_from([
+            "duet",
+            "bg",
+            "--name",
+            "ada",
+            "-n",
+            "web",
+            "--",
+            "python3",
+            "-m",
+            "http.server",
+        ])
+        .unwrap();
+        let Some(Command::Bg(bg)) = cli.command else {
+            panic!("bg parses")
+        };
+        assert_eq!(bg.client.name.as_deref(), Some("ada"));
+        assert_eq!(bg.process_name.as_deref(), Some("web"));
+        assert_eq!(bg.cmd, ["python3", "-m", "http.server"]);
+        assert!(
+            Cli::try_parse_from(["duet", "port", "0"]).is_err(),
+            "ports are 1–65535"
+        );
     }
 
     #[test]

@@ -113,3 +113,18 @@ pub fn rss_kib(pid: u32) -> u64 {
         })
         .unwrap_or(0)
 }
+
+/// Prints the median throughput of transfers of `bytes` that took
+/// `samples`, with the slowest and fastest; answers the median in MiB/s.
+pub fn report_rate(name: &str, bytes: usize, mut samples: Vec<Duration>) -> f64 {
+    samples.sort();
+    let rate = |d: Duration| bytes as f64 / (1024.0 * 1024.0) / d.as_secs_f64();
+    let median = rate(percentile(&samples, 0.5));
+    println!(
+        "{name:<48} median {median:>9.1} MiB/s   ({:.1}–{:.1}, {} runs)",
+        rate(samples[samples.len() - 1]),
+        rate(samples[0]),
+        samples.len()
+    );
+    median
+}

@@ -75,7 +75,11 @@ pub fn status(err: &StatusError) -> String {
     match err.status {
         401 => format!("The server refused the token ({said}): check --token or DUET_TOKEN"),
         403 => format!("The server refused this client ({said})"),
+        // A 404 with details is the room's answer (no such process), not
+        // a path the server does not know.
+        404 if err.details.is_some() => format!("Not in this room ({said})"),
         404 => format!("Nothing there ({said}): is the server URL a Duet backend?"),
+        409 => format!("The room cannot do that now ({said})"),
         413 => format!("Too large for the server ({said})"),
         421 => format!(
             "The server does not answer to this host name ({said}): use 127.0.0.1, or a name it was given with --public-host"
@@ -83,6 +87,7 @@ pub fn status(err: &StatusError) -> String {
         429 => format!("The room is busy ({})", err.error),
         503 => format!("The server is busy ({})", err.error),
         507 => "The room's disk is full (507)".to_string(),
+        502 => format!("Nothing answered inside the sandbox ({said})"),
         400..=499 => format!("The server refused the request ({said})"),
         _ => format!("The server failed ({said})"),
     }
@@ -165,6 +170,19 @@ mod tests {
         );
         let busy = StatusError::from_body(429, r#"{"error":"rate limited","retryAfterMs":900}"#);
         assert_eq!(status(&busy), "The room is busy (rate limited)");
+        let gone = StatusError::from_body(
+            404,
+            r#"{"error":"no such process","details":{"processId":["no process \"p9\" in this room"]}}"#,
+        );
+        assert_eq!(
+            status(&gone),
+            "Not in this room (404 Not Found: no such process; processId: no process \"p9\" in this room)"
+        );
+        let full = StatusError::from_body(409, r#"{"error":"too many processes"}"#);
+        assert_eq!(
+            status(&full),
+            "The room cannot do that now (409 Conflict: too many processes)"
+        );
         assert_eq!(
             rpc(&RpcError::Failed(busy)),
             "The room is busy (rate limited); try again in a moment"

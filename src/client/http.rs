@@ -2,10 +2,13 @@
 //! `HttpClient` per room, a bearer token where the backend has one, 503 and
 //! 429 retried after `Retry-After`, every other error kept whole.
 
+use crate::client::processes::StartProcess;
 use crate::protocol::{
     CancelResponse, CleanupResponse, Details, ErrorBody, ExecRequest, ExecResponse, FileResponse,
     InterruptResponse, MessageRequest, MessageResponse, MessagesPage,
 };
+use crate::protocol::{KillResponse, PortsResponse, ProcessResponse, ProcessesResponse};
+use crate::protocol::{PortState, Process, ProcessLogs};
 use crate::support::error_chain;
 use reqwest::{Method, StatusCode};
 use serde::Serialize;
@@ -145,6 +148,16 @@ impl HttpClient {
         &self.room
     }
 
+    /// The token it sends, if any.
+    pub fn token(&self) -> Option<&str> {
+        self.token.as_deref()
+    }
+
+    /// The name it sends as `userId`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// Changes the name sent as `userId` (after `/name`).
     pub fn set_name(&mut self, name: &str) {
         self.name = name.to_string();
@@ -265,6 +278,62 @@ impl HttpClient {
         let json = serde_json::to_vec(body).map_err(|err| HttpError::Invalid(err.to_string()))?;
         let text = self.send_text(Method::POST, &url, Some(json)).await?;
         decode(&url, &text)
+    }
+
+    /// `POST /processes`: starts a background process (named after its
+    /// program unless `name` says otherwise).
+    pub async fn start_process(&self, cmd: &str, name: Option<&str>) -> Result<Process, HttpError> {
+        let body = StartProcess {
+            cmd: cmd.to_string(),
+            name: name.map(str::to_string),
+            user_id: Some(self.name.clone()),
+        };
+        let answer: ProcessResponse = self.post("processes", &body).await?;
+        Ok(answer.process)
+    }
+
+    /// `GET /processes`: those that run and the last that ended.
+    pub async fn processes(&self) -> Result<Vec<Process>, HttpError> {
+        let answer: ProcessesResponse = self.get_json(&self.room_url("processes")).await?;
+        Ok(answer.processes)
+    }
+
+    /// `GET /processes/{id}/logs`: the last 64 KiB of each stream.
+    pub async fn process_logs(&self, id: &str) -> Result<ProcessLogs, HttpError> {
+        self.get_json(&self.process_url(id, Some("logs"))?).await
+    }
+
+    /// `DELETE /processes/{id}`: answers once it ended; whether this
+    /// request stopped it (false: it had ended already).
+    pub async fn kill_process(&self, id: &str) -> Result<bool, HttpError> {
+        let url = self.process_url(id, None)?;
+        let text = self.send_text(Method::DELETE, &url, None).await?;
+        let answer: KillResponse = decode(&url, &text)?;
+        Ok(answer.killed)
+    }
+
+    /// `GET /ports`: the ports something listens on in the sandbox.
+    pub async fn ports(&self) -> Result<Vec<PortState>, HttpError> {
+        let answer: PortsResponse = self.get_json(&self.room_url("ports")).await?;
+        Ok(answer.ports)
+    }
+
+    /// The URL of a process (and a part of it), its id escaped.
+    fn process_url(&self, id: &str, tail: Option<&str>) -> Result<String, HttpError> {
+        let mut url = url::Url::parse(&self.room_url("processes"))
+            .map_err(|err| HttpError::Invalid(err.to_string()))?;
+        url.path_segments_mut()
+            .map_err(|_| {
+                HttpError::Invalid(format!("server URL {:?} cannot have a path", self.base))
+            })?
+            .push(id)
+            .extend(tail);
+        Ok(url.to_string())
+    }
+
+    async fn get_json<T: DeserializeOwned>(&self, url: &str) -> Result<T, HttpError> {
+        let text = self.send_text(Method::GET, url, None).await?;
+        decode(url, &text)
     }
 
     /// `GET /files/{path}`: the bytes of a file of the workspace.

@@ -4,6 +4,7 @@
 //! answer's body with the state it has: it only learns whether it worked.
 
 use crate::client::http::StatusError;
+use crate::client::processes::StartProcess;
 use crate::client::socket::SocketEvent;
 use crate::protocol::{
     Addressee, ClientFrame, Details, ExecRequest, MessageRequest, RpcAnswer, TermSize,
@@ -39,6 +40,17 @@ pub enum RoomOp {
     TermDetach(Option<String>),
     /// `term_close [{termId?}]`: end the terminal for everyone.
     TermClose(Option<String>),
+    /// `process_start [{cmd, name?}]`: a background process in the
+    /// room's sandbox.
+    ProcessStart { cmd: String, name: Option<String> },
+    /// `process_kill [{processId}]`: stop one (TERM, then KILL).
+    ProcessKill(String),
+    /// `process_follow [{processId}]`: its log so far, then its output
+    /// frames to this connection (until it ends or is unfollowed; a
+    /// reconnect follows again).
+    ProcessFollow(String),
+    /// `process_unfollow [{processId}]`: no more of its output frames.
+    ProcessUnfollow(String),
 }
 
 impl RoomOp {
@@ -70,6 +82,10 @@ impl RoomOp {
             RoomOp::TermOpen(_) => "term_open",
             RoomOp::TermDetach(_) => "term_detach",
             RoomOp::TermClose(_) => "term_close",
+            RoomOp::ProcessStart { .. } => "process_start",
+            RoomOp::ProcessKill(_) => "process_kill",
+            RoomOp::ProcessFollow(_) => "process_follow",
+            RoomOp::ProcessUnfollow(_) => "process_unfollow",
         }
     }
 
@@ -100,6 +116,14 @@ impl RoomOp {
             RoomOp::TermOpen(None) => vec![Value::Object(Default::default())],
             RoomOp::TermDetach(term_id) | RoomOp::TermClose(term_id) => {
                 vec![optional("termId", term_id)]
+            }
+            RoomOp::ProcessStart { cmd, name } => vec![to_arg(&StartProcess {
+                cmd: cmd.clone(),
+                name: name.clone(),
+                user_id: None,
+            })],
+            RoomOp::ProcessKill(id) | RoomOp::ProcessFollow(id) | RoomOp::ProcessUnfollow(id) => {
+                vec![serde_json::json!({ "processId": id })]
             }
         }
     }

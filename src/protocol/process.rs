@@ -120,6 +120,16 @@ pub struct KillResponse {
     pub killed: bool,
 }
 
+/// The answer of `process_follow`: the log so far (the output frames
+/// follow).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FollowResponse {
+    pub process_id: String,
+    pub stdout: String,
+    pub stderr: String,
+}
+
 /// The problem with a process name (the same rule as people's names).
 pub fn process_name_problem(name: &str) -> Option<&'static str> {
     super::name_problem(name)

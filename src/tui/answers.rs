@@ -26,11 +26,16 @@ impl App {
             RoomOp::Interrupt(_) => self.stop_failed("the interrupt", err),
             RoomOp::Cancel(_) => self.stop_failed("cancelling", err),
             RoomOp::Cleanup => self.stop_failed("the cleanup", err),
-            // Answered in src/tui/rename.rs and src/tui/term_view.rs.
+            // Answered in src/tui/rename.rs, src/tui/term_view.rs and
+            // src/tui/procs.rs.
             RoomOp::Rename(_)
             | RoomOp::TermOpen(_)
             | RoomOp::TermDetach(_)
-            | RoomOp::TermClose(_) => {}
+            | RoomOp::TermClose(_)
+            | RoomOp::ProcessStart { .. }
+            | RoomOp::ProcessKill(_)
+            | RoomOp::ProcessFollow(_)
+            | RoomOp::ProcessUnfollow(_) => {}
         }
     }
 
@@ -45,7 +50,11 @@ impl App {
             | RoomOp::Rename(_)
             | RoomOp::TermOpen(_)
             | RoomOp::TermDetach(_)
-            | RoomOp::TermClose(_) => {}
+            | RoomOp::TermClose(_)
+            | RoomOp::ProcessStart { .. }
+            | RoomOp::ProcessKill(_)
+            | RoomOp::ProcessFollow(_)
+            | RoomOp::ProcessUnfollow(_) => {}
             RoomOp::Interrupt(_) => {
                 let done = answer.decode::<InterruptResponse>().map(|a| a.interrupted);
                 self.stopped("interrupt", done);

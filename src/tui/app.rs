@@ -53,6 +53,8 @@ pub enum Modal {
     ConfirmStop(Stop),
     /// `/get` would replace a file here: `App::overwrite` says which.
     ConfirmOverwrite,
+    /// The room's background processes and ports (src/tui/procs.rs).
+    Processes,
 }
 
 /// A note that goes away by itself.
@@ -160,6 +162,9 @@ pub struct App {
     pub typing: Vec<Typist>,
     /// The room's shared terminal, and its view (src/tui/term_view.rs).
     pub term: crate::tui::term_view::TermPane,
+    /// The room's background processes and ports, and their view
+    /// (src/tui/procs.rs).
+    pub procs: crate::tui::procs::Procs,
     pub toasts: Vec<Toast>,
     /// Whether the mouse is captured (the wheel scrolls); off, the
     /// terminal selects text.
@@ -204,6 +209,7 @@ impl App {
             overwrite: None,
             typing: Vec::new(),
             term: Default::default(),
+            procs: Default::default(),
             toasts: Vec::new(),
             mouse_capture: true,
             modals: Vec::new(),
@@ -298,6 +304,7 @@ impl App {
                     && !matches!(self.conn, ConnState::Connected { .. });
                 if !matches!(state, ConnState::Connected { .. }) {
                     self.terminal_link_down();
+                    self.follow_link_down();
                 }
                 if reconnected {
                     // A reply streaming when the link dropped may never end
@@ -306,6 +313,7 @@ impl App {
                     if let Some(turn) = self.chat.turn.as_mut() {
                         turn.ended = true;
                     }
+                    self.follow_again(&mut effects);
                 }
                 self.on_link(&state);
                 self.conn = state;
@@ -320,6 +328,10 @@ impl App {
                     RoomOp::TermOpen(_) | RoomOp::TermDetach(_) | RoomOp::TermClose(_) => {
                         self.on_term_answer(&answer, &mut effects)
                     }
+                    RoomOp::ProcessStart { .. }
+                    | RoomOp::ProcessKill(_)
+                    | RoomOp::ProcessFollow(_)
+                    | RoomOp::ProcessUnfollow(_) => self.on_process_answer(&answer),
                     _ => self.on_answer(*answer),
                 }
                 true

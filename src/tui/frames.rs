@@ -4,7 +4,8 @@
 
 use crate::client::deltas::Delta;
 use crate::protocol::{
-    AiPhase, DuetMessage, ExecFrame, ExecRecord, ServerFrame, ShellState, TerminalState,
+    AiPhase, DuetMessage, ExecFrame, ExecRecord, PortState, Process, ServerFrame, ShellState,
+    TerminalState,
 };
 use crate::tui::app::{App, Pane, TYPING_MS, Typist};
 use crate::tui::chat::LiveTurn;
@@ -47,14 +48,25 @@ const PATCH_FIELDS: &[(&str, PatchField)] = &[
             Err(err) => app.bad_patch("terminal", &err),
         }
     }),
+    ("processes", |app, value| {
+        match serde_json::from_value::<Vec<Process>>(value) {
+            Ok(list) => app.set_processes(list),
+            Err(err) => app.bad_patch("processes", &err),
+        }
+    }),
+    ("ports", |app, value| {
+        match serde_json::from_value::<Vec<PortState>>(value) {
+            Ok(ports) => app.set_ports(ports),
+            Err(err) => app.bad_patch("ports", &err),
+        }
+    }),
 ];
 
 impl App {
     pub(crate) fn on_frame(&mut self, frame: ServerFrame) -> bool {
         match frame {
-            // Background processes are shown from the state (their own
-            // view comes with the client's side of them).
-            ServerFrame::Identity { .. } | ServerFrame::Rpc(_) | ServerFrame::Process(_) => false,
+            ServerFrame::Identity { .. } | ServerFrame::Rpc(_) => false,
+            ServerFrame::Process(frame) => self.on_process_frame(frame),
             ServerFrame::Term(frame) => self.on_term_frame(frame),
             ServerFrame::State { state } => {
                 self.apply_messages(&state.messages);
@@ -63,6 +75,8 @@ impl App {
                     self.set_cwd(shell.cwd);
                 }
                 self.set_terminal(state.terminal);
+                self.set_processes(state.processes);
+                self.set_ports(state.ports);
                 true
             }
             ServerFrame::StateError { error } | ServerFrame::Error { error, .. } => {
@@ -168,6 +182,8 @@ impl App {
                 self.set_cwd(crate::protocol::WORKSPACE.to_string());
                 self.chat.clear_all();
                 self.execs.clear_all();
+                // The cleanup killed every process: nothing to follow.
+                self.procs.followed = None;
                 self.chat_scroll = Scroll::default();
                 self.output_scroll = Scroll::default();
                 self.toast(format!("{by} cleaned up the room"), false);

@@ -92,6 +92,7 @@ impl App {
     fn on_modal_key(&mut self, modal: Modal, key: KeyEvent, effects: &mut Vec<Effect>) {
         let table = match modal {
             Modal::Help => keymap::HELP_KEYS,
+            Modal::Processes => keymap::PROCESS_KEYS,
             Modal::ConfirmCleanup | Modal::ConfirmStop(_) | Modal::ConfirmOverwrite => {
                 keymap::CONFIRM_KEYS
             }
@@ -117,6 +118,11 @@ impl App {
             }
             (Modal::ConfirmOverwrite, Action::Confirm) => self.answer_overwrite(true, effects),
             (Modal::ConfirmOverwrite, Action::Close) => self.answer_overwrite(false, effects),
+            (Modal::Processes, Action::Up) => self.select_process(-1),
+            (Modal::Processes, Action::Down) => self.select_process(1),
+            (Modal::Processes, Action::Follow) => self.toggle_follow(effects),
+            (Modal::Processes, Action::Kill) => self.kill_selected(effects),
+            (Modal::Processes, Action::Close) => self.close_processes(effects),
             (_, Action::Close) => {
                 self.modals.pop();
                 self.help_scroll = 0;
@@ -197,6 +203,9 @@ impl App {
             }
             Action::Redraw => effects.push(Effect::Redraw),
             Action::Terminal => self.toggle_terminal(effects),
+            Action::Processes => self.open_processes(),
+            // The processes view's own table: not looked up here.
+            Action::Follow | Action::Kill => {}
             // The terminal view's own table: not looked up here.
             Action::TermBack => {}
             Action::Copy => self.copy_last(effects),

@@ -18,6 +18,7 @@ pub mod keymap;
 pub mod link;
 pub mod markdown;
 pub mod print;
+pub mod procs;
 mod rename;
 pub mod run;
 pub mod scroll;

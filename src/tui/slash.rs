@@ -71,6 +71,37 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         },
     },
     SlashCommand {
+        name: "bg",
+        aliases: &[],
+        usage: "/bg CMD",
+        help: "start CMD in the background in the sandbox (a dev server, a watcher)",
+        run: |app, arg, effects| app.start_process(arg, effects),
+    },
+    SlashCommand {
+        name: "ps",
+        aliases: &["procs"],
+        usage: "/ps",
+        help: "the background processes and listening ports, with the URL to open",
+        run: |app, _, _| {
+            app.open_processes();
+            Ok(())
+        },
+    },
+    SlashCommand {
+        name: "logs",
+        aliases: &[],
+        usage: "/logs ID",
+        help: "follow a background process's log (its id, or its name)",
+        run: |app, arg, effects| app.show_log(arg, effects),
+    },
+    SlashCommand {
+        name: "kill",
+        aliases: &[],
+        usage: "/kill ID",
+        help: "stop a background process (someone else's: asks first)",
+        run: |app, arg, effects| app.kill_named(arg, effects),
+    },
+    SlashCommand {
         name: "clear",
         aliases: &[],
         usage: "/clear",

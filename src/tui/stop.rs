@@ -39,6 +39,7 @@ impl Stop {
     fn doing(&self) -> String {
         let verb = match self.op {
             RoomOp::Cancel(_) => "cancelling",
+            RoomOp::ProcessKill(_) => "stopping",
             _ => "interrupting",
         };
         match self.goes_on {
@@ -112,6 +113,7 @@ impl App {
     pub(crate) fn confirm_stop(&mut self, stop: Stop, effects: &mut Vec<Effect>) {
         let running = match &stop.op {
             RoomOp::Interrupt(Some(exec_id)) => self.execs.is_running(exec_id),
+            RoomOp::ProcessKill(id) => self.process_running(id),
             RoomOp::Cancel(Some(turn_id)) => self
                 .chat
                 .turn

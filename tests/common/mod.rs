@@ -3,6 +3,7 @@
 //! stack of `worker/dev.sh`), an HTTP client and a WebSocket client.
 #![allow(dead_code)]
 
+pub mod apps;
 pub mod procs;
 pub mod tmux;
 

@@ -244,3 +244,27 @@ pub fn render(app: &mut App, w: u16, h: u16) -> String {
     }
     out
 }
+
+/// A background process `by` started at `T0`, running or ended.
+pub fn process(id: &str, cmd: &str, by: &str, status: ProcessStatus) -> Process {
+    let ended = status != ProcessStatus::Running;
+    Process {
+        id: id.into(),
+        name: default_process_name(cmd),
+        cmd: cmd.into(),
+        by: by.into(),
+        status,
+        exit_code: match status {
+            ProcessStatus::Running => None,
+            ProcessStatus::Exited => Some(0),
+            ProcessStatus::Killed => Some(143),
+        },
+        started_at: T0 as u64,
+        ended_at: ended.then_some(T0 as u64 + 4_000),
+    }
+}
+
+/// A `duet_process` frame.
+pub fn process_frame(frame: ProcessFrame) -> Msg {
+    self::frame(ServerFrame::Process(frame))
+}

@@ -4,10 +4,10 @@
 //! killing are room operations (`process_start`, `process_kill`).
 
 use super::{Answered, Connection, failure, rpc_args, success_text};
-use crate::protocol::ServerFrame;
+use crate::protocol::{FollowResponse, ServerFrame};
 use crate::server::errors::ApiError;
 use crate::server::room::frame_text;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::HashMap;
 use tokio::sync::mpsc;
 
@@ -61,13 +61,14 @@ impl Connection {
         tokio::spawn(async move {
             let answer = match room.follow_process(process.clone()).await {
                 Ok(followed) => {
-                    let body = json!({
-                        "processId": process,
-                        "stdout": followed.logs.stdout,
-                        "stderr": followed.logs.stderr,
-                    });
+                    let body = FollowResponse {
+                        process_id: process.clone(),
+                        stdout: followed.logs.stdout,
+                        stderr: followed.logs.stderr,
+                    };
+                    let body = serde_json::to_string(&body).unwrap_or_else(|_| "null".into());
                     Answered {
-                        text: Some(success_text(&id, &body.to_string())),
+                        text: Some(success_text(&id, &body)),
                         followed: Some((process, followed.seq)),
                         ..Answered::default()
                     }

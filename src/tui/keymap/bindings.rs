@@ -138,6 +138,13 @@ pub const BINDINGS: &[Binding] = &[
         edit: false,
     },
     Binding {
+        keys: &[k(KeyCode::F(4))],
+        action: Action::Processes,
+        help: "background processes and listening ports: follow a log, stop one",
+        hint: None,
+        edit: false,
+    },
+    Binding {
         keys: &[ctrl('l')],
         action: Action::Redraw,
         help: "redraw the whole screen",
@@ -280,3 +287,33 @@ pub const TERMINAL_KEYS: &[Binding] = &[dialog(
     Action::TermBack,
     "give the keys back to the input (every other key goes to the terminal)",
 )];
+
+/// Keys of the processes view: only these do anything.
+pub const PROCESS_KEYS: &[Binding] = &[
+    dialog(&[k(KeyCode::Up)], Action::Up, "select the process above"),
+    dialog(
+        &[k(KeyCode::Down)],
+        Action::Down,
+        "select the process below",
+    ),
+    dialog(
+        &[k(KeyCode::Enter), k(KeyCode::Char('f'))],
+        Action::Follow,
+        "follow its log live, or stop following",
+    ),
+    dialog(
+        &[k(KeyCode::Char('k')), k(KeyCode::Delete)],
+        Action::Kill,
+        "stop it (someone else's: asks first)",
+    ),
+    dialog(
+        &[
+            k(KeyCode::Esc),
+            k(KeyCode::Char('q')),
+            k(KeyCode::F(4)),
+            ctrl('c'),
+        ],
+        Action::Close,
+        "close the view",
+    ),
+];

@@ -41,6 +41,12 @@ pub enum Action {
     Terminal,
     /// In the terminal view: give the keys back to the input.
     TermBack,
+    /// The room's background processes and ports (a view over the panes).
+    Processes,
+    /// In the processes view: follow the selected one's log, or stop.
+    Follow,
+    /// In the processes view: stop the selected process.
+    Kill,
     /// In a dialog: do what it asks.
     Confirm,
     /// In a dialog: close it (and do nothing).
@@ -49,7 +55,7 @@ pub enum Action {
 
 mod bindings;
 
-pub use bindings::{BINDINGS, CONFIRM_KEYS, HELP_KEYS, TERMINAL_KEYS};
+pub use bindings::{BINDINGS, CONFIRM_KEYS, HELP_KEYS, PROCESS_KEYS, TERMINAL_KEYS};
 
 /// One key with its modifiers (Ctrl and Alt; Shift only where it matters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,7 +231,13 @@ mod tests {
 
     #[test]
     fn every_key_is_bound_once() {
-        for table in [BINDINGS, HELP_KEYS, CONFIRM_KEYS, TERMINAL_KEYS] {
+        for table in [
+            BINDINGS,
+            HELP_KEYS,
+            CONFIRM_KEYS,
+            TERMINAL_KEYS,
+            PROCESS_KEYS,
+        ] {
             let mut seen = Vec::new();
             for b in table {
                 for key in b.keys {

@@ -7,6 +7,7 @@ pub mod layout;
 pub mod output;
 pub mod overlay;
 pub mod pane;
+pub mod processes;
 pub mod status;
 pub mod terminal;
 
@@ -34,6 +35,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
             Modal::ConfirmCleanup => overlay::draw_confirm(frame, app, area),
             Modal::ConfirmStop(stop) => overlay::draw_stop(frame, app, stop, area),
             Modal::ConfirmOverwrite => overlay::draw_overwrite(frame, app, area),
+            Modal::Processes => processes::draw(frame, app, area),
         }
     }
 }

@@ -14,7 +14,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 /// A rectangle of at most `w`×`h` centred in `area`.
-fn centered(area: Rect, w: u16, h: u16) -> Rect {
+pub(crate) fn centered(area: Rect, w: u16, h: u16) -> Rect {
     let w = w.min(area.width);
     let h = h.min(area.height);
     Rect {
@@ -104,6 +104,14 @@ pub fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
     for binding in keymap::TERMINAL_KEYS {
         let first = binding.keys.first().map(keymap::label).unwrap_or_default();
         lines.push(row(first, binding.help));
+    }
+    lines.push(Line::default());
+    lines.push(Line::styled(
+        format!("In the processes view ({})", crate::tui::procs::view_key()),
+        theme.agent(),
+    ));
+    for binding in keymap::PROCESS_KEYS {
+        lines.push(row(keymap::keys_label(binding), binding.help));
     }
     lines.push(Line::default());
     lines.push(Line::styled("Editing the input", theme.agent()));

@@ -1,5 +1,6 @@
 //! The status bar (room, your name, connection, people, the shell's
-//! directory, the shared terminal's size, how to join, server), the presence column and the hints
+//! directory, the shared terminal's size, how many background processes
+//! run, how to join, server), the presence column and the hints
 //! line (messages queued while offline, "X is typing" or key hints, the
 //! current mode's marked).
 
@@ -113,6 +114,14 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
                 String::new(),
             ],
             &[3, 5],
+        ));
+    }
+    let running = app.procs.running();
+    if running > 0 {
+        let procs = if running == 1 { "proc" } else { "procs" };
+        parts.push(part(
+            vec![format!(" · {running} {procs}"), String::new()],
+            &[4],
         ));
     }
     // Online, the hint is never dropped (only cut, when alone); offline
