@@ -225,7 +225,8 @@ export class Room {
         case "process_logs":
           return this.processes.logs(op.processId);
         case "ports":
-          return ok({ ports: this.ports.state().map(portJson) });
+          // Asked for: looked at now (where the sandbox runs; never starting it).
+          return ok({ ports: (await this.ports.look()).map(portJson) });
         case "upload": {
           const { path, size } = op;
           this.storeRecord({ kind: "upload", by: op.user ?? ANONYMOUS, path, size });
