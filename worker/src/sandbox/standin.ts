@@ -100,6 +100,8 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
   private readonly sessions = new Map<string, Session>();
   /** The adapter's process ids, to duet serve's. */
   private readonly processes = new Map<string, string>();
+  /** The exit codes of duet serve's processes that ended, as the shared socket saw them. */
+  private readonly exits = new Map<string, number | null>();
   /** When the starting "container" is ready (0: not starting). */
   private startingUntil = 0;
   /** Seconds a container takes to start (DUET_STANDIN_START_SECS; tests may set it). */
@@ -223,6 +225,8 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
     const wrapped = parseProcessCommand(command);
     if (wrapped) {
       const [id, cmd] = wrapped;
+      // Open before it starts: its exit frame may come before anyone follows it.
+      await this.sharedSocket();
       const res = await this.call("POST", "/processes", JSON.stringify({ cmd }));
       if (!res.ok) throw new Error(await httpError(res));
       const { process } = (await res.json()) as { process: { id: string } };
@@ -290,15 +294,10 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
         answered = true;
         if (frame.result.stdout) emit("stdout", { data: frame.result.stdout });
         if (frame.result.stderr) emit("stderr", { data: frame.result.stderr });
+        // Ended before the follow: the log is whole, and its exit frame came already.
+        const ended = this.exits.get(target);
+        if (ended !== undefined) exit = ended === null ? {} : { exitCode: ended };
         if (exit) return finish();
-        // It may have ended before the follow: then no exit frame comes.
-        void this.call("GET", `/processes/${target}`).then(async (res) => {
-          const body = res.ok ? ((await res.json()) as { process: { status: string; exitCode: number | null } }) : undefined;
-          if (body && body.process.status !== "running" && !finished) {
-            exit = body.process.exitCode === null ? {} : { exitCode: body.process.exitCode };
-            finish();
-          }
-        });
       } else if (frame.type === "duet_process" && frame.processId === target) {
         if (frame.phase === "stdout" || frame.phase === "stderr") emit(frame.phase, { data: frame.data });
         else if (frame.phase === "exit") {
@@ -652,6 +651,7 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
     this.commands.clear();
     this.sessions.clear();
     this.processes.clear();
+    this.exits.clear();
     this.awake = false;
     await this.ctx.storage.put("awake", false);
   }
@@ -694,6 +694,9 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
       (ws) => {
         ws.addEventListener("message", (m) => {
           const frame = parseFrame(m.data);
+          if (frame?.type === "duet_process" && frame.phase === "exit") {
+            this.exits.set(String(frame.processId), typeof frame.exitCode === "number" ? frame.exitCode : null);
+          }
           if (frame) for (const listen of [...this.listeners]) listen(frame);
         });
         const lost = () => {
