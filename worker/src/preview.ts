@@ -70,11 +70,18 @@ function withoutToken(query: string): { rest: string; tokens: string[] } {
   return { rest: kept.join("&"), tokens };
 }
 
+/**
+ * The pairs of a Cookie header. Several Cookie headers come joined by
+ * ", ", and a cookie's value cannot hold a comma: both separate pairs.
+ */
+function cookiePairs(header: string): string[] {
+  return header.split(/[;,]/);
+}
+
 /** The request's cookies but Duet's own, as a Cookie header (null when none are left). */
 function appCookies(header: string | null): string | null {
   if (header === null) return null;
-  const kept = header
-    .split(";")
+  const kept = cookiePairs(header)
     .map((c) => c.trim())
     .filter((c) => c !== "" && c.split("=")[0].trim() !== PREVIEW_COOKIE);
   return kept.length > 0 ? kept.join("; ") : null;
@@ -82,8 +89,7 @@ function appCookies(header: string | null): string | null {
 
 function cookieValue(header: string | null, name: string): string[] {
   if (header === null) return [];
-  return header
-    .split(";")
+  return cookiePairs(header)
     .map((c) => c.trim())
     .filter((c) => c.split("=")[0].trim() === name)
     .map((c) => c.slice(c.indexOf("=") + 1).trim());

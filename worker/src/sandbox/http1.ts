@@ -6,6 +6,8 @@
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+/** Bytes per binary frame sent. */
+const FRAME = 64 * 1024;
 
 /** A connection's two directions. */
 export interface ByteStream {
@@ -33,7 +35,8 @@ export function socketStream(ws: WebSocket): ByteStream {
   });
   const writable = new WritableStream<Uint8Array>({
     write(chunk) {
-      ws.send(chunk);
+      // A WebSocket message is at most 1 MiB here: the bytes go in frames of 64 KiB.
+      for (let at = 0; at < chunk.length; at += FRAME) ws.send(chunk.subarray(at, at + FRAME));
     },
   });
   return { readable, writable };

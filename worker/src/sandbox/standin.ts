@@ -366,7 +366,7 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
       headers: { upgrade: "websocket", authorization: `Bearer ${this.env.DUET_STANDIN_TOKEN ?? ""}` },
     });
     const ws = res.webSocket;
-    if (!ws) return res;
+    if (!ws) return res.status === 502 ? nothingListens(port) : new Response(await res.text(), { status: res.status });
     ws.accept();
     this.busy += 1;
     let counted = true;
@@ -399,7 +399,8 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
     headers.set("upgrade", "websocket");
     const res = await fetch(`${this.base()}/api/rooms/${this.room()}${path}`, { headers });
     const upstream = res.webSocket;
-    if (!upstream) return res;
+    // A refused upgrade's body does not come through fetch: duet serve's 502 is said again.
+    if (!upstream) return res.status === 502 ? nothingListens(port) : new Response(await res.text(), { status: res.status });
     upstream.accept();
     this.busy += 1;
     let counted = true;
