@@ -20,11 +20,10 @@
 // - the container's ports are duet serve's: the kernel's TCP table that
 //   a session's exec (`execWithSessionToken`) of PORTS_COMMAND reads is made from `GET /ports`,
 //   `containerFetch(request, port)` is the request as it is over its
-//   `/tunnel/{port}` (src/sandbox/http1.ts), `wsConnect` (a `fetch` with
-//   the target port header) goes to its preview `/ports/{port}/…` (whose
-//   app sees duet serve's X-Forwarded-* headers), and the production
-//   class's tunnel (TUNNEL_PATH) to its `/tunnel/{port}`; none of them
-//   wakes a sleeping container;
+//   `/tunnel/{port}` (src/sandbox/http1.ts), so is `wsConnect` (a
+//   `fetch` with the target port header: the handshake, then frames), and
+//   the production class's tunnel (TUNNEL_PATH) is that tunnel relayed;
+//   none of them wakes a sleeping container;
 // - a session's `terminal()` (the SDK's proxyTerminal, a WebSocket upgrade
 //   of `fetch` to /ws/pty) is duet serve's shared terminal, attached over a
 //   socket of its own and translated to the SDK's PTY protocol
@@ -38,7 +37,7 @@ import type { Env } from "../env";
 import { ROOM_LABEL, tellSandboxStopped } from "../rooms";
 import { WorkspacePersistence, type WorkspaceHost } from "./backup";
 import { GROUP_SIGNAL_COMMAND, PORTS_COMMAND, SIGNAL_COMMAND, parseProcessCommand, tcpTable } from "./signal";
-import { http1, socketStream } from "./http1";
+import { http1, socketStream, websocket1 } from "./http1";
 import { TUNNEL_PATH, tunnelOverWebSocket } from "./tunnel";
 
 interface Configuration {
@@ -360,6 +359,35 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
    * X-Forwarded-* headers); its 502 when nothing listens.
    */
   async containerFetch(request: Request, port: number): Promise<Response> {
+    const tunnel = await this.tunnelSocket(port);
+    if (tunnel instanceof Response) return tunnel;
+    try {
+      return await http1(request, socketStream(tunnel));
+    } catch (e) {
+      closeQuietly(tunnel);
+      throw e;
+    }
+  }
+
+  /**
+   * wsConnect(request, port): the app's WebSocket, its handshake sent as
+   * the worker made it over duet serve's tunnel (src/sandbox/http1.ts).
+   */
+  private async portWebSocket(request: Request, port: number): Promise<Response> {
+    const headers = new Headers(request.headers);
+    headers.delete("cf-container-target-port");
+    const tunnel = await this.tunnelSocket(port);
+    if (tunnel instanceof Response) return tunnel;
+    try {
+      return await websocket1(new Request(request.url, { headers }), socketStream(tunnel));
+    } catch (e) {
+      closeQuietly(tunnel);
+      throw e;
+    }
+  }
+
+  /** duet serve's tunnel to `port` (accepted; the container busy while it is open), or the answer refusing it. */
+  private async tunnelSocket(port: number): Promise<WebSocket | Response> {
     if (!this.awake) return nothingListens(port);
     await this.touch();
     const res = await fetch(`${this.base()}/api/rooms/${this.room()}/tunnel/${port}`, {
@@ -378,42 +406,13 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
     };
     ws.addEventListener("close", done);
     ws.addEventListener("error", done);
-    try {
-      return await http1(request, socketStream(ws));
-    } catch (e) {
-      closeQuietly(ws);
-      throw e;
-    }
+    return ws;
   }
 
-  /** A WebSocket to duet serve's preview (wsConnect) or tunnel (TUNNEL_PATH) of a port, relayed. */
-  private async portSocket(path: string, request: Request, rate: number, port: number): Promise<Response> {
-    if (!this.awake) return nothingListens(port);
-    await this.touch();
-    // The app's headers (its subprotocol too), not the client's handshake: fetch makes its own.
-    const headers = new Headers(path.startsWith("/tunnel/") ? {} : request.headers);
-    for (const name of ["cf-container-target-port", "sec-websocket-key", "sec-websocket-version", "sec-websocket-extensions"]) {
-      headers.delete(name);
-    }
-    headers.set("authorization", `Bearer ${this.env.DUET_STANDIN_TOKEN ?? ""}`);
-    headers.set("upgrade", "websocket");
-    const res = await fetch(`${this.base()}/api/rooms/${this.room()}${path}`, { headers });
-    const upstream = res.webSocket;
-    // A refused upgrade's body does not come through fetch: duet serve's 502 is said again.
-    if (!upstream) return res.status === 502 ? nothingListens(port) : new Response(await res.text(), { status: res.status });
-    upstream.accept();
-    this.busy += 1;
-    let counted = true;
-    const done = () => {
-      if (!counted) return;
-      counted = false;
-      this.busy -= 1;
-      void this.touch();
-    };
-    upstream.addEventListener("close", done);
-    upstream.addEventListener("error", done);
-    if (path.startsWith("/tunnel/")) return tunnelOverWebSocket(upstream, rate, () => {});
-    return relayWebSocket(upstream);
+  /** The production class's tunnel (TUNNEL_PATH): duet serve's, relayed at `rate`. */
+  private async portTunnel(port: number, rate: number): Promise<Response> {
+    const tunnel = await this.tunnelSocket(port);
+    return tunnel instanceof Response ? tunnel : tunnelOverWebSocket(tunnel, rate, () => {});
   }
 
   /** SDK deleteSession: its terminal ends (term_close on duet serve, over a socket of its own: the terminal's may be gone). */
@@ -442,11 +441,11 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
   async fetch(request: Request): Promise<Response> {
     const url = new URL(request.url);
     const target = Number(request.headers.get("cf-container-target-port"));
-    if (target > 0 && target !== 3000) return this.portSocket(`/ports/${target}${url.pathname}${url.search}`, request, Infinity, target);
+    if (target > 0 && target !== 3000) return this.portWebSocket(request, target);
     if (url.pathname.startsWith(TUNNEL_PATH)) {
       const port = Number(url.pathname.slice(TUNNEL_PATH.length));
       const rate = Number(url.searchParams.get("rate")) || Number.POSITIVE_INFINITY;
-      return this.portSocket(`/tunnel/${port}`, request, rate, port);
+      return this.portTunnel(port, rate);
     }
     if (url.pathname !== "/ws/pty" || request.headers.get("Upgrade")?.toLowerCase() !== "websocket") {
       return new Response("the stand-in serves only /ws/pty", { status: 404 });
@@ -745,33 +744,6 @@ function nothingListens(port: number): Response {
     status: 502,
     headers: { "content-type": "application/json" },
   });
-}
-
-/** The 101 answer of a WebSocket relayed frame by frame to `upstream` (accepted). */
-function relayWebSocket(upstream: WebSocket): Response {
-  const [client, server] = Object.values(new WebSocketPair());
-  server.accept();
-  server.binaryType = "arraybuffer";
-  upstream.binaryType = "arraybuffer";
-  const pass = (to: WebSocket) => (m: MessageEvent) => {
-    try {
-      to.send(m.data as string | ArrayBuffer);
-    } catch {
-      // closing
-    }
-  };
-  server.addEventListener("message", pass(upstream));
-  upstream.addEventListener("message", pass(server));
-  const closer = (to: WebSocket) => (e: CloseEvent) => {
-    try {
-      to.close(e.code === 1005 || e.code === 1006 ? 1000 : e.code, e.reason);
-    } catch {
-      // already closed
-    }
-  };
-  server.addEventListener("close", closer(upstream));
-  upstream.addEventListener("close", closer(server));
-  return new Response(null, { status: 101, webSocket: client });
 }
 
 function closeQuietly(ws: WebSocket): void {
