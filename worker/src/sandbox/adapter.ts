@@ -541,7 +541,7 @@ class CloudflareSandbox implements RoomSandbox {
   async fetchPort(port: number, request: Request): Promise<Response> {
     if (!(await this.listens(port))) throw new NothingListens(port);
     const sandbox = await this.stub();
-    if (request.headers.get("upgrade")?.toLowerCase() === "websocket") return sandbox.wsConnect(request, port);
+    if (request.headers.get("upgrade")?.toLowerCase() === "websocket") return refusedUpgrade(await sandbox.wsConnect(request, port), port);
     return sandbox.containerFetch(request, port);
   }
 
@@ -558,7 +558,7 @@ class CloudflareSandbox implements RoomSandbox {
   async tunnel(port: number, request: Request, bytesPerSec: number): Promise<Response> {
     const sandbox = await this.stub();
     const rate = Number.isFinite(bytesPerSec) ? `?rate=${bytesPerSec}` : "";
-    return sandbox.fetch(new Request(`http://localhost${TUNNEL_PATH}${port}${rate}`, request));
+    return refusedUpgrade(await sandbox.fetch(new Request(`http://localhost${TUNNEL_PATH}${port}${rate}`, request)), port);
   }
 
   private running(): Set<Running> {
@@ -578,6 +578,15 @@ class CloudflareSandbox implements RoomSandbox {
       console.error(`SIG${signal} to ${pid} in room ${this.roomId} failed: ${message(e)}`);
     }
   }
+}
+
+/**
+ * An upgrade's answer; a 502 instead of one is NothingListens (a refused
+ * upgrade's body does not come back through fetch).
+ */
+function refusedUpgrade(res: Response, port: number): Response {
+  if (!res.webSocket && res.status === 502) throw new NothingListens(port);
+  return res;
 }
 
 /**
