@@ -39,6 +39,8 @@ The same flags and DUET_* variables as `duet serve`:
   --socket-frames-per-sec, --socket-bytes-per-sec, --socket-messages-per-min,
   --socket-commands-per-min, --room-messages-per-min, --room-commands-per-min,
   --max-room-sockets N        the limits (same defaults and DUET_* variables; 0: none)
+  --max-processes N           background processes running at once in a room (8)
+  --tunnel-bytes-per-sec N    bytes a tunnel's client sends per second (67108864)
   --public-host, --room-idle-secs, --max-sockets
                               accepted and ignored: Cloudflare routes by host, evicts
                               idle rooms itself and has no server-wide socket count
@@ -71,7 +73,8 @@ allow_origin="${DUET_ALLOW_ORIGIN:-}"
 # The limits, as the worker's vars (the doc's defaults apply when unset).
 declare -A limits=()
 for name in SOCKET_FRAMES_PER_SEC SOCKET_BYTES_PER_SEC SOCKET_MESSAGES_PER_MIN \
-  SOCKET_COMMANDS_PER_MIN ROOM_MESSAGES_PER_MIN ROOM_COMMANDS_PER_MIN MAX_ROOM_SOCKETS; do
+  SOCKET_COMMANDS_PER_MIN ROOM_MESSAGES_PER_MIN ROOM_COMMANDS_PER_MIN MAX_ROOM_SOCKETS \
+  MAX_PROCESSES TUNNEL_BYTES_PER_SEC; do
   var="DUET_$name"
   [ -z "${!var:-}" ] || limits[$var]="${!var}"
 done
@@ -120,7 +123,8 @@ while [ $# -gt 0 ]; do
     ;;
   --allow-origin) allow_origin="$value" ;;
   --socket-frames-per-sec | --socket-bytes-per-sec | --socket-messages-per-min | \
-    --socket-commands-per-min | --room-messages-per-min | --room-commands-per-min | --max-room-sockets)
+    --socket-commands-per-min | --room-messages-per-min | --room-commands-per-min | --max-room-sockets | \
+    --max-processes | --tunnel-bytes-per-sec)
     number "$flag" "$value"
     var="DUET_$(echo "${flag#--}" | tr 'a-z-' 'A-Z_')"
     limits[$var]="$value"
@@ -210,7 +214,7 @@ setsid env -u DUET_TOKEN -u DUET_AI_URL -u DUET_AI_MODEL -u DUET_AI_KEY -u DUET_
   -u DUET_ALLOW_ORIGIN DUET_LOG="${DUET_LOG:-warn}" \
   DUET_SOCKET_FRAMES_PER_SEC=0 DUET_SOCKET_BYTES_PER_SEC=0 DUET_SOCKET_MESSAGES_PER_MIN=0 \
   DUET_SOCKET_COMMANDS_PER_MIN=0 DUET_ROOM_MESSAGES_PER_MIN=0 DUET_ROOM_COMMANDS_PER_MIN=0 \
-  DUET_MAX_ROOM_SOCKETS=0 DUET_MAX_SOCKETS=0 \
+  DUET_MAX_ROOM_SOCKETS=0 DUET_MAX_SOCKETS=0 DUET_MAX_PROCESSES=1024 DUET_TUNNEL_BYTES_PER_SEC=1099511627776 \
   "$duet" serve --listen 127.0.0.1:0 --data-dir "$data_dir/sandbox" --token "$standin_token" \
   --exec-timeout-ms "$exec_timeout" --max-exec-timeout-ms "$((max_exec_timeout + 60000))" \
   --output-cap "$output_cap" --sandbox-idle-secs "$((idle_secs + 60))" \

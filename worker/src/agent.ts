@@ -217,6 +217,7 @@ export class DuetAgent extends Agent<Env> {
   async onClose(connection: Connection): Promise<void> {
     this.socketBuckets.delete(connection.id);
     this.room().terminal.left(connection.id);
+    this.room().processes.left(connection.id);
     this.sendAll(presenceFrame(this.presence(connection)), connection);
   }
 
@@ -308,6 +309,7 @@ export class DuetAgent extends Agent<Env> {
     const wait = bucket?.take() ?? 0;
     if (bucket && wait > 0) return send(c, failure(id, ApiError.rateLimited(bucket.rule, wait).reply()));
     if (op.kind === "term_open" || op.kind === "term_detach" || op.kind === "term_close") return this.terminalRpc(c, id, op);
+    if (op.kind === "process_follow" || op.kind === "process_unfollow") return this.followRpc(c, id, op);
     const reply = op.kind === "rename" ? this.rename(c, op.name) : await this.room().perform(op);
     // The body keeps its field order: spliced in, not re-parsed.
     if (reply.status < 300) send(c, `{"type":"rpc","id":${id},"success":true,"result":${reply.body},"done":true}`);
@@ -333,6 +335,23 @@ export class DuetAgent extends Agent<Env> {
       if (e instanceof SandboxStarting) return answer(ApiError.starting(e.retryAfterSecs).reply());
       answer(ApiError.internal(`the terminal could not open: ${describe(e)}`).reply());
     }
+  }
+
+  /**
+   * rpc `process_follow`, `process_unfollow`: this socket's follow. The
+   * answer goes out in the same turn as the log it holds, so that no output
+   * frame comes between them.
+   */
+  private followRpc(c: DuetConnection, id: string, op: Extract<Op, { kind: "process_follow" | "process_unfollow" }>): void {
+    const processes = this.room().processes;
+    let reply: Reply;
+    try {
+      reply = op.kind === "process_follow" ? processes.follow(c.id, op.processId) : processes.unfollow(c.id, op.processId);
+    } catch (e) {
+      reply = (e instanceof ApiError ? e : ApiError.internal(describe(e))).reply();
+    }
+    if (reply.status < 300) send(c, `{"type":"rpc","id":${id},"success":true,"result":${reply.body},"done":true}`);
+    else send(c, failure(id, reply));
   }
 
   /** rpc `rename`: the connection's name for what it does from now on, the new presence, and its record. */

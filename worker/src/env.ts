@@ -40,6 +40,15 @@ export interface Env {
   DUET_ROOM_MESSAGES_PER_MIN?: string;
   DUET_ROOM_COMMANDS_PER_MIN?: string;
   DUET_MAX_ROOM_SOCKETS?: string;
+  /** Background processes running at once in a room (default 8). */
+  DUET_MAX_PROCESSES?: string;
+  /** Bytes a tunnel's client sends per second (default 67108864). */
+  DUET_TUNNEL_BYTES_PER_SEC?: string;
+  /**
+   * The custom domain of host-based preview URLs (`exposePort`), e.g.
+   * `preview.example.com` routed to this Worker; absent: ports have no `url`.
+   */
+  DUET_PREVIEW_HOST?: string;
   /** Local configuration only: the `duet serve` the stand-in Sandbox forwards to. */
   DUET_STANDIN_URL?: string;
   DUET_STANDIN_TOKEN?: string;
@@ -58,6 +67,8 @@ export interface Limits {
   execTimeoutMs: number;
   maxExecTimeoutMs: number;
   outputCap: number;
+  maxProcesses: number;
+  tunnelBytesPerSec: number;
 }
 
 /**
@@ -71,5 +82,7 @@ export function limits(env: Env): Limits {
     execTimeoutMs: positiveVar(env.DUET_EXEC_TIMEOUT_MS, 60_000),
     maxExecTimeoutMs: positiveVar(env.DUET_MAX_EXEC_TIMEOUT_MS, 600_000),
     outputCap: Math.min(positiveVar(env.DUET_OUTPUT_CAP, 1024 * 1024), MAX_OUTPUT_CAP),
+    maxProcesses: positiveVar(env.DUET_MAX_PROCESSES, 8),
+    tunnelBytesPerSec: positiveVar(env.DUET_TUNNEL_BYTES_PER_SEC, 64 * 1024 * 1024),
   };
 }

@@ -206,3 +206,15 @@ export function isObject(value: unknown): value is JsonObject {
 export function describe(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
+
+const encoder = new TextEncoder();
+
+/** Compares secrets in time independent of where they differ. */
+export function same(a: string, b: string): boolean {
+  const x = encoder.encode(a);
+  const y = encoder.encode(b);
+  if (x.length !== y.length) return false;
+  let diff = 0;
+  for (let i = 0; i < x.length; i++) diff |= x[i] ^ y[i];
+  return diff === 0;
+}

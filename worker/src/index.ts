@@ -6,11 +6,13 @@
 
 import type { Env } from "./env";
 import { getFile, putFile } from "./files";
-import { ApiError, addDetail, describe, errorResponse, jsonBody, notFound, type Details } from "./http";
+import { ApiError, addDetail, describe, errorResponse, jsonBody, notFound, same, type Details } from "./http";
 import { parseOp, roomDetails, type Method, type Op } from "./ops";
 import { originRefusal } from "./origin";
 import { PAGE_DEFAULT, PAGE_MAX, isControl, nameProblem, trim } from "./protocol";
+import { preview, tunnel } from "./preview";
 import { PAGE_PATH, roomOp, roomRequest, roomStub } from "./rooms";
+import { previewByHost } from "./sandbox/adapter";
 
 export { DuetAgent } from "./agent";
 export { Sandbox, SandboxStandIn } from "./sandbox/adapter";
@@ -51,13 +53,25 @@ const OPERATIONS: Record<string, Method> = {
   "sandbox/interrupt": "interrupt",
 };
 
+/** A port's HTTP preview (`/api/rooms/{room}/ports/{port}[/…]`): its segments and the path after the port. */
+function previewTarget(path: string): { rawRoom: string; port: string; rest?: string } | undefined {
+  const m = /^\/api\/rooms\/([^/]+)\/ports\/([^/]+)(\/.*)?$/s.exec(path);
+  return m ? { rawRoom: m[1], port: m[2], rest: m[3] } : undefined;
+}
+
 async function route(request: Request, env: Env): Promise<Response> {
-  // A browser is refused before anything else is looked at.
-  const refused = originRefusal(request, env);
-  if (refused) return errorResponse(refused);
+  // Host-based previews (exposePort URLs) are the SDK's, behind their own token.
+  const byHost = await previewByHost(request, env);
+  if (byHost) return byHost;
   const [path, query] = target(request.url);
+  const port = previewTarget(path);
+  // A browser is refused before anything else is looked at, but on a port's preview, which browsers open.
+  const refused = port ? undefined : originRefusal(request, env);
+  if (refused) return errorResponse(refused);
   const method = request.method === "HEAD" ? "GET" : request.method;
   if (path === "/health") return method === "GET" ? text("ok") : errorResponse(ApiError.methodNotAllowed());
+  // The preview checks its own credentials (the token, or its cookie).
+  if (port) return preview(request, env, port.rawRoom, decoded(port.rawRoom) ?? port.rawRoom, port.port, port.rest, query);
   const token = env.DUET_TOKEN ?? "";
   if (token !== "" && !authorized(request, token, path, query)) return errorResponse(ApiError.unauthorized());
 
@@ -75,6 +89,20 @@ async function route(request: Request, env: Env): Promise<Response> {
   if (op) return allow("POST", () => operation(request, env, room, op));
   if (rest === "messages") return allow("GET", () => messages(env, room, query));
   if (rest === "ws") return allow("GET", () => socket(request, env, rawRoom, query));
+  if (rest === "processes") {
+    if (method === "POST") return operation(request, env, room, "process_start");
+    if (method === "GET") return ask(env, room, { kind: "process_list" });
+    return errorResponse(ApiError.methodNotAllowed());
+  }
+  if (seg[3] === "processes" && (seg.length === 5 || (seg.length === 6 && seg[5] === "logs")) && seg[4] !== "") {
+    const processId = decoded(seg[4]) ?? seg[4];
+    if (seg.length === 6) return allow("GET", () => ask(env, room, { kind: "process_logs", processId }));
+    if (method === "GET") return ask(env, room, { kind: "process_get", processId });
+    if (method === "DELETE") return ask(env, room, { kind: "process_kill", processId });
+    return errorResponse(ApiError.methodNotAllowed());
+  }
+  if (rest === "ports") return allow("GET", () => ask(env, room, { kind: "ports" }));
+  if (seg[3] === "tunnel" && seg.length === 5 && seg[4] !== "") return allow("GET", () => tunnel(request, env, room, seg[4]));
   if (seg[3] === "files" && seg.length > 4 && seg.slice(4).join("/") !== "") {
     const filePath = decoded(seg.slice(4).join("/"));
     if (filePath === undefined) return errorResponse(ApiError.field("path", "is not valid percent-encoded UTF-8"));
@@ -93,23 +121,13 @@ function text(body: string): Response {
 function authorized(request: Request, token: string, path: string, query: string): boolean {
   const header = request.headers.get("authorization");
   if (header?.startsWith("Bearer ") && same(trim(header.slice(7)), token)) return true;
-  const socketPath = path.startsWith("/agents/") || (path.startsWith("/api/rooms/") && path.endsWith("/ws"));
+  const socketPath =
+    path.startsWith("/agents/") || (path.startsWith("/api/rooms/") && (path.endsWith("/ws") || /^\/api\/rooms\/[^/]+\/tunnel\/[^/]+$/.test(path)));
   if (!socketPath) return false;
   for (const [k, v] of new URLSearchParams(query)) if (k === "token" && same(v, token)) return true;
   return false;
 }
 
-const encoder = new TextEncoder();
-
-/** Compares secrets in time independent of where they differ. */
-function same(a: string, b: string): boolean {
-  const x = encoder.encode(a);
-  const y = encoder.encode(b);
-  if (x.length !== y.length) return false;
-  let diff = 0;
-  for (let i = 0; i < x.length; i++) diff |= x[i] ^ y[i];
-  return diff === 0;
-}
 
 /** `POST /api/rooms/{room}/{…}`: checks the room and the body, then asks the room. */
 async function operation(request: Request, env: Env, room: string, method: Method): Promise<Response> {
@@ -122,6 +140,13 @@ async function operation(request: Request, env: Env, room: string, method: Metho
     throw e;
   }
   const op: Op = parseOp(method, body, details);
+  return roomOp(env, room, op);
+}
+
+/** An operation without a body (the process and port lists), once the room id is checked. */
+async function ask(env: Env, room: string, op: Op): Promise<Response> {
+  const details = roomDetails(room);
+  if (Object.keys(details).length > 0) throw ApiError.invalid(details);
   return roomOp(env, room, op);
 }
 

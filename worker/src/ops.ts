@@ -31,11 +31,34 @@ export type Op =
   | { kind: "term_open"; size?: TermSize; user?: string }
   | { kind: "term_detach"; termId: string; user?: string }
   | { kind: "term_close"; termId: string; user?: string }
+  /** Background processes (src/processes.ts): `POST /processes`, rpc `process_start`. */
+  | { kind: "process_start"; cmd: string; name?: string; user?: string }
+  /** `DELETE /processes/{id}`, rpc `process_kill`. */
+  | { kind: "process_kill"; processId: string; user?: string }
+  /** rpc only: this socket's follow of a process's output. */
+  | { kind: "process_follow" | "process_unfollow"; processId: string; user?: string }
+  /** HTTP only: `GET /processes`, `GET /processes/{id}`, `GET /processes/{id}/logs`, `GET /ports`. */
+  | { kind: "process_list" | "ports"; user?: string }
+  | { kind: "process_get" | "process_logs"; processId: string; user?: string }
   /** From files.ts once a `PUT /files/{path}` wrote the file: its record. */
   | { kind: "upload"; path: string; size: number; user?: string };
 
 /** The methods of `rpc` (the HTTP paths' operations are in index.ts). */
-export const METHODS = ["message", "exec", "interrupt", "cancel", "cleanup", "rename", "term_open", "term_detach", "term_close"] as const;
+export const METHODS = [
+  "message",
+  "exec",
+  "interrupt",
+  "cancel",
+  "cleanup",
+  "rename",
+  "term_open",
+  "term_detach",
+  "term_close",
+  "process_start",
+  "process_kill",
+  "process_follow",
+  "process_unfollow",
+] as const;
 export type Method = (typeof METHODS)[number];
 
 export function isMethod(name: string): name is Method {
@@ -184,6 +207,21 @@ export function parseOp(method: Method, obj: JsonObject, details: Details = {}, 
       const termId = f.get("termId");
       if (typeof termId === "string" && termId !== "") op = { kind: method, termId, user };
       else f.problem("termId", "must be a terminal's id");
+      break;
+    }
+    case "process_start": {
+      const raw = f.requiredText("cmd");
+      const cmd = raw === undefined ? undefined : trim(raw);
+      if (cmd?.includes("\0")) f.problem("cmd", "must not contain NUL characters");
+      const name = f.name("name");
+      if (cmd !== undefined) op = { kind: "process_start", cmd, ...(name !== undefined && { name }), user };
+      break;
+    }
+    case "process_kill":
+    case "process_follow":
+    case "process_unfollow": {
+      const raw = f.requiredText("processId");
+      if (raw !== undefined) op = { kind: method, processId: trim(raw), user };
       break;
     }
   }

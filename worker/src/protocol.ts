@@ -211,22 +211,121 @@ function terminalJson(t: TerminalState | null): object | null {
   return t === null ? null : { termId: t.termId, cols: t.cols, rows: t.rows };
 }
 
-/** `cf_agent_state` of the given lists, shell and terminal. */
-export function stateFrame(messages: DuetMessage[], execs: ExecRecord[], shell: ShellState, terminal: TerminalState | null): string {
+// ---- Background processes and ports ----
+
+export type ProcessStatus = "running" | "exited" | "killed";
+
+/** A background process of the room's sandbox (src/protocol/process.rs `Process`). */
+export interface Process {
+  id: string;
+  name: string;
+  cmd: string;
+  by: string;
+  status: ProcessStatus;
+  exitCode: number | null;
+  startedAt: number;
+  endedAt?: number;
+}
+
+/** A port something listens on inside the sandbox (`PortState`). */
+export interface Port {
+  port: number;
+  path: string;
+  url?: string;
+}
+
+/** Bytes of each stream a process's log keeps (its last ones). */
+export const PROCESS_LOG_BYTES = 64 * 1024;
+/** Ended processes the room keeps listing. */
+export const ENDED_PROCESSES_KEPT = 20;
+
+export function processJson(p: Process): object {
+  return {
+    id: p.id,
+    name: p.name,
+    cmd: p.cmd,
+    by: p.by,
+    status: p.status,
+    exitCode: p.exitCode,
+    startedAt: p.startedAt,
+    ...(p.endedAt !== undefined && { endedAt: p.endedAt }),
+  };
+}
+
+export function portJson(p: Port): object {
+  return { port: p.port, path: p.path, ...(p.url !== undefined && { url: p.url }) };
+}
+
+/** The path of a port's HTTP preview (with its final slash). */
+export function previewPath(room: string, port: number): string {
+  return `/api/rooms/${room}/ports/${port}/`;
+}
+
+/** A process's name when none was given: its program's name (src/protocol/process.rs). */
+export function defaultProcessName(cmd: string): string {
+  const first = trim(cmd).split(/[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/)[0] ?? "";
+  const base = first.slice(first.lastIndexOf("/") + 1);
+  const name = Array.from(base)
+    .filter((c) => !isControl(c))
+    .slice(0, 32)
+    .join("");
+  return name === "" ? "process" : name;
+}
+
+export function processStartFrame(p: Process): string {
+  return JSON.stringify({ type: "duet_process", phase: "start", process: processJson(p) });
+}
+
+export function processOutputFrame(phase: "stdout" | "stderr", processId: string, data: string): string {
+  return JSON.stringify({ type: "duet_process", phase, processId, data });
+}
+
+export function processExitFrame(processId: string, status: ProcessStatus, exitCode: number | null): string {
+  return JSON.stringify({ type: "duet_process", phase: "exit", processId, status, exitCode });
+}
+
+/** The fields of the room state besides the messages and commands. */
+export interface StateFields {
+  shell: ShellState;
+  terminal: TerminalState | null;
+  processes: Process[];
+  ports: Port[];
+}
+
+function fieldJson<K extends keyof StateFields>(name: K, value: StateFields[K]): object | null {
+  switch (name) {
+    case "shell":
+      return { cwd: (value as ShellState).cwd };
+    case "terminal":
+      return terminalJson(value as TerminalState | null);
+    case "processes":
+      return (value as Process[]).map(processJson);
+    default:
+      return (value as Port[]).map(portJson);
+  }
+}
+
+/** `cf_agent_state` of the given lists and fields. */
+export function stateFrame(messages: DuetMessage[], execs: ExecRecord[], fields: StateFields): string {
   return JSON.stringify({
     type: "cf_agent_state",
     state: {
       messages: messages.map(messageJson),
       execs: execs.map(execRecordJson),
-      shell: { cwd: shell.cwd },
-      terminal: terminalJson(terminal),
+      shell: fieldJson("shell", fields.shell),
+      terminal: fieldJson("terminal", fields.terminal),
+      processes: fieldJson("processes", fields.processes),
+      ports: fieldJson("ports", fields.ports),
     },
   });
 }
 
 /** `duet_state`: the new value of a field of the room state (deltas sockets). */
-export function statePatchFrame(patch: { shell: ShellState } | { terminal: TerminalState | null }): string {
-  const value = "shell" in patch ? { shell: { cwd: patch.shell.cwd } } : { terminal: terminalJson(patch.terminal) };
+export function statePatchFrame(patch: Partial<StateFields>): string {
+  const value: Record<string, unknown> = {};
+  for (const name of ["shell", "terminal", "processes", "ports"] as const) {
+    if (name in patch) value[name] = fieldJson(name, patch[name] as StateFields[typeof name]);
+  }
   return JSON.stringify({ type: "duet_state", patch: value });
 }
 

@@ -14,10 +14,13 @@ import {
   STATE_MESSAGES,
   WORKSPACE,
   cleanupFrame,
+  defaultProcessName,
   execResultJson,
   messageId,
   messageJson,
   messageResponseJson,
+  portJson,
+  processJson,
   sandboxName,
   stateFrame,
   statePatchFrame,
@@ -29,6 +32,8 @@ import {
 import { recordText } from "./records";
 import { roomSandbox } from "./sandbox/adapter";
 import type { RoomSandbox } from "./sandbox/types";
+import { Ports } from "./ports";
+import { Processes } from "./processes";
 import { Store, fitRuns } from "./store";
 import { SharedTerminal } from "./terminal";
 import { Turns, agentConfig, type AgentConfig, type NewMessage, type TurnHost } from "./turn";
@@ -79,6 +84,9 @@ export class Room {
   private readonly asked = new Map<string, Promise<Reply>>();
   /** The room's shared terminal. */
   readonly terminal: SharedTerminal;
+  /** Its background processes, and the ports something listens on. */
+  readonly processes: Processes;
+  readonly ports: Ports;
 
   constructor(
     readonly id: string,
@@ -117,6 +125,30 @@ export class Room {
       },
       env.DUET_TERMINAL_IDLE_SECS,
     );
+    this.ports = new Ports(id, {
+      sandbox: () => this.sandbox(),
+      changed: (ports) => {
+        this.stateCache = undefined;
+        this.sockets.patch(statePatchFrame({ ports }));
+      },
+    });
+    this.processes = new Processes(
+      {
+        sandbox: () => this.sandbox(),
+        all: (text) => this.sockets.all(text),
+        send: (connection, text) => this.sockets.send(connection, text),
+        changed: (processes) => {
+          this.stateCache = undefined;
+          this.sockets.patch(statePatchFrame({ processes }));
+        },
+        runningChanged: (running) => this.ports.watch(running > 0),
+        takeNumber: () => this.store.takeProcessNumber(),
+        save: (p) => this.store.saveProcess(p),
+        forget: (processId) => this.store.forgetProcess(processId),
+      },
+      this.limits.maxProcesses,
+      store.processes(),
+    );
     const host: TurnHost = {
       emit: (frame) => this.sockets.all(frame),
       run: (cmd, signal, byConnection) => this.agentRun(cmd, signal, byConnection),
@@ -140,7 +172,12 @@ export class Room {
 
   /** The current `cf_agent_state`, serialized once per change. */
   stateText(): string {
-    return (this.stateCache ??= stateFrame(this.messageList, this.execList, { cwd: this.cwd }, this.terminal.state()));
+    return (this.stateCache ??= stateFrame(this.messageList, this.execList, {
+      shell: { cwd: this.cwd },
+      terminal: this.terminal.state(),
+      processes: this.processes.list(),
+      ports: this.ports.state(),
+    }));
   }
 
   /** Performs an operation; errors come back as their answers. */
@@ -172,6 +209,24 @@ export class Room {
         case "term_close":
           // The socket's own attachment: agent.ts asks this.terminal with it.
           throw ApiError.field("termId", "only a socket of the room can use the terminal");
+        case "process_start":
+          await this.cleaning;
+          return await this.processes.start(op.cmd, op.name ?? defaultProcessName(op.cmd), op.user ?? ANONYMOUS);
+        case "process_kill":
+          return await this.processes.kill(op.processId);
+        case "process_follow":
+        case "process_unfollow":
+          // The socket's own follow: agent.ts asks this.processes with it.
+          throw ApiError.field("processId", "only a socket of the room can follow a process");
+        case "process_list":
+          return ok({ processes: this.processes.list().map(processJson) });
+        case "process_get":
+          return this.processes.get(op.processId);
+        case "process_logs":
+          return this.processes.logs(op.processId);
+        case "ports":
+          // Asked for: looked at now (where the sandbox runs; never starting it).
+          return ok({ ports: (await this.ports.look()).map(portJson) });
         case "upload": {
           const { path, size } = op;
           this.storeRecord({ kind: "upload", by: op.user ?? ANONYMOUS, path, size });
@@ -327,10 +382,14 @@ export class Room {
   /** The sandbox stopped (its container slept): the next command runs in a fresh shell. */
   sandboxStopped(): void {
     this.moveShell(WORKSPACE);
+    this.processes.sandboxGone();
+    this.ports.clear();
   }
 
   private keepExec(generation: number, record: ExecRecord): void {
     if (generation !== this.gen) return;
+    // A command may have started (or stopped) a server.
+    this.ports.afterCommand();
     try {
       this.store.insertExec(record);
     } catch (e) {
@@ -359,8 +418,10 @@ export class Room {
    */
   private async cleanup(by: string): Promise<Reply> {
     this.turns.cleanup();
-    // Its `exit` goes out before `duet_cleanup`.
+    // Their `exit` frames go out before `duet_cleanup`.
     const terminalEnded = this.terminal.end();
+    await this.processes.endAll();
+    this.ports.clear(true);
     this.sockets.all(cleanupFrame(by));
     this.messageList = [];
     this.execList = [];

@@ -14,8 +14,16 @@ import {
   type ExecRecord,
   type Role,
   type RoomEvent,
+  type Process,
   type Run,
 } from "./protocol";
+
+/** A listed process and its logs, as stored. */
+export interface StoredProcess {
+  process: Process;
+  stdout: string;
+  stderr: string;
+}
 
 const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS duet_counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)`,
@@ -27,6 +35,9 @@ const SCHEMA = [
      stdout TEXT NOT NULL, stderr TEXT NOT NULL, exit_code INTEGER, duration INTEGER NOT NULL,
      ts INTEGER NOT NULL, truncated INTEGER NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS duet_values (name TEXT PRIMARY KEY, value TEXT NOT NULL)`,
+  // Background processes: the listed ones (running, and the last ended with their logs).
+  `CREATE TABLE IF NOT EXISTS duet_processes (
+     id TEXT PRIMARY KEY, seq INTEGER NOT NULL, process TEXT NOT NULL, stdout TEXT NOT NULL, stderr TEXT NOT NULL)`,
 ];
 
 /** Columns added since the first schema, added to older tables when the room loads. */
@@ -187,6 +198,38 @@ export class Store {
         STATE_EXECS,
       );
     });
+  }
+
+  /** Takes the next process number (kept, so no id is used twice). */
+  takeProcessNumber(): number {
+    const n = this.counter("process");
+    this.setCounter("process", n + 1);
+    return n;
+  }
+
+  /** Stores a listed process (replacing what was stored of it). */
+  saveProcess(p: StoredProcess): void {
+    const seq = Number(p.process.id.replace(/^p/, "")) || 0;
+    this.sql.exec(
+      "INSERT OR REPLACE INTO duet_processes (id, seq, process, stdout, stderr) VALUES (?, ?, ?, ?, ?)",
+      p.process.id,
+      seq,
+      JSON.stringify(p.process),
+      p.stdout,
+      p.stderr,
+    );
+  }
+
+  forgetProcess(id: string): void {
+    this.sql.exec("DELETE FROM duet_processes WHERE id = ?", id);
+  }
+
+  /** The listed processes, oldest first. */
+  processes(): StoredProcess[] {
+    return this.sql
+      .exec("SELECT process, stdout, stderr FROM duet_processes ORDER BY seq")
+      .toArray()
+      .map((r) => ({ process: JSON.parse(String(r.process)) as Process, stdout: String(r.stdout), stderr: String(r.stderr) }));
   }
 
   /** Deletes the messages and commands; the counters stay. */

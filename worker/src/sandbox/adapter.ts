@@ -2,19 +2,31 @@
 // (@cloudflare/sandbox 0.12.10; its 1.0 changes exec). It implements the
 // seam of src/sandbox/types.ts for the room agent.
 
-import { getSandbox, parseSSEStream, Sandbox as SdkSandbox } from "@cloudflare/sandbox";
-import type { ExecEvent } from "@cloudflare/sandbox";
+import { getSandbox, parseSSEStream, proxyToSandbox, Sandbox as SdkSandbox } from "@cloudflare/sandbox";
+import type { ExecEvent, LogEvent } from "@cloudflare/sandbox";
 import type { Env } from "../env";
 import { ROOM_LABEL, tellSandboxStopped } from "../rooms";
 import { WorkspacePersistence, deleteBackup, type WorkspaceHost } from "./backup";
 import { byteLength, cutToBytes, fromBase64, shortHash, toBase64 } from "./bytes";
 import { ptyOverSocket } from "./pty";
-import { type Signal, signalCommand } from "./signal";
+import {
+  PORTS_COMMAND,
+  type Signal,
+  groupSignalCommand,
+  listeningPorts,
+  processCommand,
+  signalCommand,
+} from "./signal";
+import { TUNNEL_PATH, tunnelOverSocket } from "./tunnel";
 import {
   BadPath,
   DiskFull,
   type ExecOutcome,
   type ExecRequest,
+  type ListeningPort,
+  NothingListens,
+  type ProcessEvents,
+  type SandboxProcess,
   type Pty,
   type PtyEvents,
   type RoomSandbox,
@@ -114,12 +126,61 @@ export class Sandbox extends SdkSandbox<Env> {
     return super.mkdir(...args);
   }
 
+  override async startProcess(...args: Parameters<SdkSandbox["startProcess"]>): ReturnType<SdkSandbox["startProcess"]> {
+    await this.restored();
+    return super.startProcess(...args);
+  }
+
+  /**
+   * Duet's tunnel (src/sandbox/tunnel.ts): a WebSocket upgrade of
+   * TUNNEL_PATH/{port} becomes a raw TCP connection to that port of the
+   * container (workerd's `getTcpPort(port).connect`), never starting it.
+   * Everything else is the SDK's (its preview URLs, its PTY).
+   */
+  override async fetch(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    if (!url.pathname.startsWith(TUNNEL_PATH)) return super.fetch(request);
+    const port = Number(url.pathname.slice(TUNNEL_PATH.length));
+    const rate = Number(url.searchParams.get("rate")) || Number.POSITIVE_INFINITY;
+    const container = this.ctx.container;
+    if (!container?.running || port === CONTROL_PORT) return nothingListens(port);
+    const socket = container.getTcpPort(port).connect(`localhost:${port}`);
+    try {
+      await socket.opened;
+    } catch {
+      return nothingListens(port);
+    }
+    this.renewActivityTimeout();
+    return tunnelOverSocket(socket, rate, () => this.renewActivityTimeout());
+  }
+
   // readFile is overloaded (its result depends on `encoding`): one
   // signature that passes both through.
   override async readFile(path: string, options?: any): Promise<any> {
     await this.restored();
     return super.readFile(path, options);
   }
+}
+
+/** The SDK's control server inside the container: not one of the room's ports. */
+const CONTROL_PORT = 3000;
+/** The session the background processes and the port looks run in (the sandbox's base environment). */
+const PROCESS_SESSION = "duet-processes";
+
+function nothingListens(port: number): Response {
+  return new Response(JSON.stringify({ error: new NothingListens(port).message }), {
+    status: 502,
+    headers: { "content-type": "application/json" },
+  });
+}
+
+/**
+ * Host-based previews (`exposePort` URLs under DUET_PREVIEW_HOST): the
+ * SDK's answer for such a request, else null.
+ */
+export async function previewByHost(request: Request, env: Env): Promise<Response | null> {
+  if (!env.DUET_PREVIEW_HOST) return null;
+  return proxyToSandbox(request, env as never);
 }
 
 /** Where the production Sandbox keeps the id of its room. */
@@ -155,6 +216,11 @@ interface Running {
   interrupted: boolean;
   signal(signal: Signal): void;
 }
+
+/** Preview URLs (`exposePort`) per room and port, in this isolate. */
+const previewUrls = new Map<string, string>();
+/** The ports last seen listening per room, for the previews. */
+const seenPorts = new Map<string, { at: number; ports: number[] }>();
 
 /** Commands running per room in this isolate (the room's Durable Object). */
 const runningByRoom = new Map<string, Set<Running>>();
@@ -381,6 +447,120 @@ class CloudflareSandbox implements RoomSandbox {
     }
   }
 
+  /** Creates the session of the background processes where the container has none. */
+  private async processSession(sandbox: SdkStub): Promise<void> {
+    try {
+      release(await sandbox.createSession({ id: PROCESS_SESSION, cwd: "/workspace" }));
+    } catch (e) {
+      if (!/exists/i.test(message(e))) throw e;
+    }
+  }
+
+  /**
+   * `startProcess` of the wrapper (src/sandbox/signal.ts) and its log
+   * stream (`streamProcessLogs`) read until it ends. The SDK's killProcess
+   * ignores its signal, so signals are `kill` commands of their own.
+   */
+  async startProcess(id: string, cmd: string, events: ProcessEvents): Promise<SandboxProcess> {
+    const sandbox = await this.stub();
+    // Unique in the container across cleanups and rooms' restarts.
+    const processId = `duet-${id}-${crypto.randomUUID().slice(0, 8)}`;
+    try {
+      await this.processSession(sandbox);
+      release(await sandbox.startProcess(processCommand(processId, cmd), { processId, autoCleanup: false, sessionId: PROCESS_SESSION }));
+    } catch (e) {
+      const starting = startingDelay(e);
+      if (starting !== null) throw new SandboxStarting(starting);
+      throw e;
+    }
+    void this.readLogs(sandbox, processId, events);
+    return {
+      signal: async (signal) => {
+        release(await sandbox.startProcess(groupSignalCommand(signal, processId), { sessionId: PROCESS_SESSION }));
+      },
+    };
+  }
+
+  private async readLogs(sandbox: SdkStub, processId: string, events: ProcessEvents): Promise<void> {
+    let code: number | null = null;
+    try {
+      const stream = await sandbox.streamProcessLogs(processId);
+      for await (const event of parseSSEStream<LogEvent>(stream)) {
+        if (event.type === "stdout" || event.type === "stderr") {
+          if (event.data) events.onOutput(event.type, event.data);
+        } else if (event.type === "exit" || (event.type as string) === "complete") {
+          code = typeof event.exitCode === "number" ? event.exitCode : null;
+          break;
+        } else if (event.type === "error") {
+          break;
+        }
+      }
+    } catch (e) {
+      console.error(`the log of process ${processId} in room ${this.roomId} broke off: ${message(e)}`);
+    }
+    events.onExit(code);
+  }
+
+  /** /proc/net/tcp{,6} of the container while it runs (never starting it); the SDK's own port left out. */
+  async listeningPorts(): Promise<ListeningPort[]> {
+    const sandbox = await this.stub();
+    const state = await sandbox.getState();
+    if (state.status !== "running" && state.status !== "healthy") return [];
+    // Beside the commands' shell, which may be busy; no session object (its stubs would pin the room's object).
+    let table;
+    try {
+      table = await sandbox.execWithSessionToken(PORTS_COMMAND, PROCESS_SESSION);
+    } catch {
+      // A container without the session yet (no process started in it).
+      await this.processSession(sandbox);
+      table = await sandbox.execWithSessionToken(PORTS_COMMAND, PROCESS_SESSION);
+    }
+    const ports = listeningPorts(table.stdout).filter((p) => p !== CONTROL_PORT);
+    return Promise.all(ports.map(async (port) => ({ port, ...(await this.previewUrl(sandbox, port)) })));
+  }
+
+  /** The `exposePort` URL of `port` under DUET_PREVIEW_HOST, where one is set (ports 1024-65535 only). */
+  private async previewUrl(sandbox: SdkStub, port: number): Promise<{ url?: string }> {
+    const hostname = this.env.DUET_PREVIEW_HOST;
+    if (!hostname || port < 1024) return {};
+    const key = `${this.roomId}:${port}`;
+    let url = previewUrls.get(key);
+    if (url === undefined) {
+      try {
+        url = (await sandbox.exposePort(port, { hostname })).url;
+        previewUrls.set(key, url);
+      } catch (e) {
+        console.error(`exposing port ${port} of room ${this.roomId} failed: ${message(e)}`);
+        return {};
+      }
+    }
+    return { url };
+  }
+
+  /** `containerFetch` (`wsConnect` for an upgrade) once the port is seen listening. */
+  async fetchPort(port: number, request: Request): Promise<Response> {
+    if (!(await this.listens(port))) throw new NothingListens(port);
+    const sandbox = await this.stub();
+    if (request.headers.get("upgrade")?.toLowerCase() === "websocket") return refusedUpgrade(await sandbox.wsConnect(request, port), port);
+    return sandbox.containerFetch(request, port);
+  }
+
+  /** Whether `port` listens, as looked at most a second ago in this isolate. */
+  private async listens(port: number): Promise<boolean> {
+    const seen = seenPorts.get(this.roomId);
+    if (seen && Date.now() - seen.at < 1000) return seen.ports.includes(port);
+    const ports = (await this.listeningPorts()).map((p) => p.port);
+    seenPorts.set(this.roomId, { at: Date.now(), ports });
+    return ports.includes(port);
+  }
+
+  /** The production class's (and the stand-in's) TUNNEL_PATH. */
+  async tunnel(port: number, request: Request, bytesPerSec: number): Promise<Response> {
+    const sandbox = await this.stub();
+    const rate = Number.isFinite(bytesPerSec) ? `?rate=${bytesPerSec}` : "";
+    return refusedUpgrade(await sandbox.fetch(new Request(`http://localhost${TUNNEL_PATH}${port}${rate}`, request)), port);
+  }
+
   private running(): Set<Running> {
     let set = runningByRoom.get(this.roomId);
     if (!set) {
@@ -397,6 +577,29 @@ class CloudflareSandbox implements RoomSandbox {
     } catch (e) {
       console.error(`SIG${signal} to ${pid} in room ${this.roomId} failed: ${message(e)}`);
     }
+  }
+}
+
+/**
+ * An upgrade's answer; a 502 instead of one is NothingListens (a refused
+ * upgrade's body does not come back through fetch).
+ */
+function refusedUpgrade(res: Response, port: number): Response {
+  if (!res.webSocket && res.status === 502) throw new NothingListens(port);
+  return res;
+}
+
+/**
+ * Disposes what an SDK call answered over RPC: its methods are stubs, which
+ * would keep the room's object from hibernating until collected.
+ */
+function release(answer: unknown): void {
+  const dispose = (Symbol as unknown as { dispose?: symbol }).dispose;
+  if (!dispose || typeof answer !== "object" || answer === null) return;
+  try {
+    (answer as Record<symbol, (() => void) | undefined>)[dispose]?.();
+  } catch {
+    // nothing to release
   }
 }
 

@@ -12,8 +12,18 @@
 // - while a "container" starts (DUET_STANDIN_START_SECS, default 0) calls
 //   fail as the SDK's do, CONTAINER_UNAVAILABLE with a retry delay;
 // - `killProcess` ignores its signal (it always ends the command);
-// - the only background processes are the adapter's `kill` commands
-//   (src/sandbox/signal.ts), mapped to duet serve's interrupt;
+// - background processes are the adapter's (src/sandbox/signal.ts): its
+//   process wrapper is duet serve's process (`POST /processes`), its log
+//   stream (`streamProcessLogs`) that process followed over the socket
+//   (`process_follow`), a group signal its kill (`DELETE`: SIGTERM, SIGKILL
+//   2 s later); its `kill` of a command is duet serve's interrupt;
+// - the container's ports are duet serve's: the kernel's TCP table that
+//   a session's exec (`execWithSessionToken`) of PORTS_COMMAND reads is made from `GET /ports`,
+//   `containerFetch(request, port)` is the request as it is over its
+//   `/tunnel/{port}` (src/sandbox/http1.ts), so is `wsConnect` (a
+//   `fetch` with the target port header: the handshake, then frames), and
+//   the production class's tunnel (TUNNEL_PATH) is that tunnel relayed;
+//   none of them wakes a sleeping container;
 // - a session's `terminal()` (the SDK's proxyTerminal, a WebSocket upgrade
 //   of `fetch` to /ws/pty) is duet serve's shared terminal, attached over a
 //   socket of its own and translated to the SDK's PTY protocol
@@ -26,7 +36,9 @@ import { fromBase64, toBase64 } from "./bytes";
 import type { Env } from "../env";
 import { ROOM_LABEL, tellSandboxStopped } from "../rooms";
 import { WorkspacePersistence, type WorkspaceHost } from "./backup";
-import { SIGNAL_COMMAND } from "./signal";
+import { GROUP_SIGNAL_COMMAND, PORTS_COMMAND, SIGNAL_COMMAND, parseProcessCommand, tcpTable } from "./signal";
+import { http1, socketStream, websocket1 } from "./http1";
+import { TUNNEL_PATH, tunnelOverWebSocket } from "./tunnel";
 
 interface Configuration {
   sandboxName?: { name: string };
@@ -85,6 +97,10 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
   private readonly listeners = new Set<(frame: Record<string, any> | null) => void>();
   private persistence?: WorkspacePersistence;
   private readonly sessions = new Map<string, Session>();
+  /** The adapter's process ids, to duet serve's. */
+  private readonly processes = new Map<string, string>();
+  /** The exit codes of duet serve's processes that ended, as the shared socket saw them. */
+  private readonly exits = new Map<string, number | null>();
   /** When the starting "container" is ready (0: not starting). */
   private startingUntil = 0;
   /** Seconds a container takes to start (DUET_STANDIN_START_SECS; tests may set it). */
@@ -198,16 +214,107 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
     return this.run(command, options);
   }
 
-  /** SDK startProcess: only the adapter's `kill` of a command this stand-in runs. */
-  async startProcess(command: string): Promise<{ id: string; pid: number; command: string; status: string }> {
+  /** SDK startProcess: the adapter's process wrapper, a signal to one, or its `kill` of a command. */
+  async startProcess(
+    command: string,
+    options: { processId?: string } = {},
+  ): Promise<{ id: string; pid: number; command: string; status: string; startTime: Date }> {
     await this.wake();
-    const match = SIGNAL_COMMAND.exec(command);
-    if (!match) {
-      throw new Error(`the stand-in runs no background processes but the adapter's kill (got ${JSON.stringify(command)})`);
+    const done = (id: string) => ({ id, pid: 0, command, status: "completed", startTime: new Date() });
+    const wrapped = parseProcessCommand(command);
+    if (wrapped) {
+      const [id, cmd] = wrapped;
+      // Open before it starts: its exit frame may come before anyone follows it.
+      await this.sharedSocket();
+      const res = await this.call("POST", "/processes", JSON.stringify({ cmd }));
+      if (!res.ok) throw new Error(await httpError(res));
+      const { process } = (await res.json()) as { process: { id: string } };
+      this.processes.set(options.processId ?? id, process.id);
+      return { ...done(options.processId ?? id), status: "running" };
     }
+    const group = GROUP_SIGNAL_COMMAND.exec(command);
+    if (group) {
+      const target = this.processes.get(group[2]);
+      // duet serve's kill is SIGTERM, then SIGKILL 2 s later: the adapter's KILL has been sent already.
+      if (target !== undefined && group[1] === "TERM") {
+        void this.call("DELETE", `/processes/${target}`).then(
+          (res) => res.body?.cancel(),
+          (e) => console.error(`the stand-in's kill of ${target} failed: ${String(e)}`),
+        );
+      }
+      return done(`signal-${Date.now()}`);
+    }
+    const match = SIGNAL_COMMAND.exec(command);
+    if (!match) throw new Error(`the stand-in runs no such background process: ${JSON.stringify(command)}`);
     // duet serve's interrupt is SIGINT, then SIGKILL 2 s later.
     await this.interruptPid(Number(match[2]));
-    return { id: `kill-${Date.now()}`, pid: 0, command, status: "completed" };
+    return done(`kill-${Date.now()}`);
+  }
+
+  /**
+   * SDK streamProcessLogs: SSE `stdout`/`stderr` events (the log so far
+   * first), then `exit {exitCode}`: duet serve's process followed over the
+   * shared socket. The container is busy (awake) while it streams.
+   */
+  async streamProcessLogs(processId: string): Promise<ReadableStream<Uint8Array>> {
+    const target = this.processes.get(processId);
+    if (target === undefined) throw new Error(`PROCESS_NOT_FOUND: no process ${processId}`);
+    const ws = await this.sharedSocket();
+    const encoder = new TextEncoder();
+    const rpcId = `follow-${crypto.randomUUID().slice(0, 8)}`;
+    let controller!: ReadableStreamDefaultController<Uint8Array>;
+    let answered = false;
+    let finished = false;
+    let exit: { exitCode?: number } | undefined;
+    const emit = (type: string, fields: Record<string, unknown>) => {
+      if (finished) return;
+      const event = { type, timestamp: new Date().toISOString(), processId, data: "", ...fields };
+      controller.enqueue(encoder.encode(`data: ${JSON.stringify(event)}\n\n`));
+    };
+    const finish = () => {
+      if (finished) return;
+      if (exit) emit("exit", exit);
+      finished = true;
+      this.busy -= 1;
+      this.listeners.delete(listen);
+      void this.touch();
+      controller.close();
+    };
+    const listen = (frame: Record<string, any> | null) => {
+      if (!frame) {
+        emit("error", { data: "the stand-in lost its connection to duet serve" });
+        return finish();
+      }
+      if (frame.type === "rpc" && frame.id === rpcId) {
+        if (!frame.success) {
+          emit("error", { data: rpcError(frame) });
+          return finish();
+        }
+        answered = true;
+        if (frame.result.stdout) emit("stdout", { data: frame.result.stdout });
+        if (frame.result.stderr) emit("stderr", { data: frame.result.stderr });
+        // Ended before the follow: the log is whole, and its exit frame came already.
+        const ended = this.exits.get(target);
+        if (ended !== undefined) exit = ended === null ? {} : { exitCode: ended };
+        if (exit) return finish();
+      } else if (frame.type === "duet_process" && frame.processId === target) {
+        if (frame.phase === "stdout" || frame.phase === "stderr") emit(frame.phase, { data: frame.data });
+        else if (frame.phase === "exit") {
+          exit = frame.exitCode === null ? {} : { exitCode: frame.exitCode };
+          if (answered) finish();
+        }
+      }
+    };
+    const stream = new ReadableStream<Uint8Array>({
+      start: (c) => {
+        controller = c;
+      },
+      cancel: () => finish(),
+    });
+    this.busy += 1;
+    this.listeners.add(listen);
+    ws.send(JSON.stringify({ type: "rpc", id: rpcId, method: "process_follow", args: [{ processId: target }] }));
+    return stream;
   }
 
   /** SDK killProcess: like 0.12.10, the signal is ignored; the command is ended. */
@@ -223,6 +330,89 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
     const id = options.id ?? `session-${Date.now()}`;
     if (!this.sessions.has(id)) this.sessions.set(id, {});
     return { id };
+  }
+
+  /** SDK execWithSessionToken: exec in a session of its own (PORTS_COMMAND never wakes the container). */
+  async execWithSessionToken(command: string, _sessionId: string, options: StreamOptions = {}): Promise<ExecResult> {
+    if (command !== PORTS_COMMAND) return this.exec(command, options);
+    const started = Date.now();
+    let table = "";
+    if (this.awake) {
+      // A look is activity, as any call to a real container is.
+      await this.touch();
+      const res = await this.call("GET", "/ports");
+      if (!res.ok) throw new Error(await httpError(res));
+      const { ports } = (await res.json()) as { ports: { port: number }[] };
+      table = tcpTable(ports.map((p) => p.port));
+    }
+    return { success: true, exitCode: 0, stdout: table, stderr: "", command, duration: Date.now() - started, timestamp: new Date(started).toISOString() };
+  }
+
+  /** Container getState: whether the "container" runs. */
+  async getState(): Promise<{ status: "healthy" | "stopped"; lastChange: number }> {
+    return { status: this.awake ? "healthy" : "stopped", lastChange: (await this.ctx.storage.get<number>("lastActivity")) ?? 0 };
+  }
+
+  /**
+   * SDK containerFetch(request, port): the request as it is, over duet
+   * serve's tunnel to that port (its preview would set its own Host and
+   * X-Forwarded-* headers); its 502 when nothing listens.
+   */
+  async containerFetch(request: Request, port: number): Promise<Response> {
+    const tunnel = await this.tunnelSocket(port);
+    if (tunnel instanceof Response) return tunnel;
+    try {
+      return await http1(request, socketStream(tunnel));
+    } catch (e) {
+      closeQuietly(tunnel);
+      throw e;
+    }
+  }
+
+  /**
+   * wsConnect(request, port): the app's WebSocket, its handshake sent as
+   * the worker made it over duet serve's tunnel (src/sandbox/http1.ts).
+   */
+  private async portWebSocket(request: Request, port: number): Promise<Response> {
+    const headers = new Headers(request.headers);
+    headers.delete("cf-container-target-port");
+    const tunnel = await this.tunnelSocket(port);
+    if (tunnel instanceof Response) return tunnel;
+    try {
+      return await websocket1(new Request(request.url, { headers }), socketStream(tunnel));
+    } catch (e) {
+      closeQuietly(tunnel);
+      throw e;
+    }
+  }
+
+  /** duet serve's tunnel to `port` (accepted; the container busy while it is open), or the answer refusing it. */
+  private async tunnelSocket(port: number): Promise<WebSocket | Response> {
+    if (!this.awake) return nothingListens(port);
+    await this.touch();
+    const res = await fetch(`${this.base()}/api/rooms/${this.room()}/tunnel/${port}`, {
+      headers: { upgrade: "websocket", authorization: `Bearer ${this.env.DUET_STANDIN_TOKEN ?? ""}` },
+    });
+    const ws = res.webSocket;
+    if (!ws) return res.status === 502 ? nothingListens(port) : new Response(await res.text(), { status: res.status });
+    ws.accept();
+    this.busy += 1;
+    let counted = true;
+    const done = () => {
+      if (!counted) return;
+      counted = false;
+      this.busy -= 1;
+      void this.touch();
+    };
+    ws.addEventListener("close", done);
+    ws.addEventListener("error", done);
+    return ws;
+  }
+
+  /** The production class's tunnel (TUNNEL_PATH): duet serve's, relayed at `rate`. */
+  private async portTunnel(port: number, rate: number): Promise<Response> {
+    const tunnel = await this.tunnelSocket(port);
+    return tunnel instanceof Response ? tunnel : tunnelOverWebSocket(tunnel, rate, () => {});
   }
 
   /** SDK deleteSession: its terminal ends (term_close on duet serve, over a socket of its own: the terminal's may be gone). */
@@ -243,9 +433,20 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
     return { success: true, sessionId, timestamp: new Date().toISOString() };
   }
 
-  /** The container's port 3000 as the SDK reaches it: only the PTY socket (`/ws/pty`). */
+  /**
+   * The container as the SDK reaches it: the PTY socket (`/ws/pty`) of
+   * port 3000, a port's WebSocket (wsConnect: the target port header), and
+   * the production class's tunnel (TUNNEL_PATH).
+   */
   async fetch(request: Request): Promise<Response> {
     const url = new URL(request.url);
+    const target = Number(request.headers.get("cf-container-target-port"));
+    if (target > 0 && target !== 3000) return this.portWebSocket(request, target);
+    if (url.pathname.startsWith(TUNNEL_PATH)) {
+      const port = Number(url.pathname.slice(TUNNEL_PATH.length));
+      const rate = Number(url.searchParams.get("rate")) || Number.POSITIVE_INFINITY;
+      return this.portTunnel(port, rate);
+    }
     if (url.pathname !== "/ws/pty" || request.headers.get("Upgrade")?.toLowerCase() !== "websocket") {
       return new Response("the stand-in serves only /ws/pty", { status: 404 });
     }
@@ -449,6 +650,8 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
     if (!res.ok && res.status !== 207) throw new Error(`duet serve's cleanup answered ${res.status}: ${await res.text()}`);
     this.commands.clear();
     this.sessions.clear();
+    this.processes.clear();
+    this.exits.clear();
     this.awake = false;
     await this.ctx.storage.put("awake", false);
   }
@@ -491,6 +694,9 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
       (ws) => {
         ws.addEventListener("message", (m) => {
           const frame = parseFrame(m.data);
+          if (frame?.type === "duet_process" && frame.phase === "exit") {
+            this.exits.set(String(frame.processId), typeof frame.exitCode === "number" ? frame.exitCode : null);
+          }
           if (frame) for (const listen of [...this.listeners]) listen(frame);
         });
         const lost = () => {
@@ -531,6 +737,13 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
     if (!this.name) throw new Error("the stand-in sandbox has no name: reach it through getSandbox");
     return this.name;
   }
+}
+
+function nothingListens(port: number): Response {
+  return new Response(JSON.stringify({ error: `nothing listens on port ${port} in the sandbox` }), {
+    status: 502,
+    headers: { "content-type": "application/json" },
+  });
 }
 
 function closeQuietly(ws: WebSocket): void {

@@ -78,6 +78,37 @@ export interface Pty {
   close(): Promise<void>;
 }
 
+/** What a background process tells its room. */
+export interface ProcessEvents {
+  /** Output as it comes (decoded text), in order per stream. */
+  onOutput(stream: "stdout" | "stderr", data: string): void;
+  /**
+   * It ended: its exit status (128 + N when signal N ended it), or null
+   * when the sandbox cannot say (it went away under it). Once, after its
+   * last output.
+   */
+  onExit(exitCode: number | null): void;
+}
+
+/** A background process running in the room's sandbox. */
+export interface SandboxProcess {
+  /** Sends `signal` to its process group (the room sends TERM, then KILL). */
+  signal(signal: "TERM" | "KILL"): Promise<void>;
+}
+
+/** A port something listens on, and its public preview URL where the sandbox has one. */
+export interface ListeningPort {
+  port: number;
+  url?: string;
+}
+
+/** Nothing listens on the port inside the sandbox (or the sandbox does not run): 502. */
+export class NothingListens extends Error {
+  constructor(readonly port: number) {
+    super(`nothing listens on port ${port} in the sandbox`);
+  }
+}
+
 /** One room's sandbox. Calls for one room may overlap (an interrupt during an exec). */
 export interface RoomSandbox {
   /** Runs one command in the room's persistent shell; throws SandboxStarting. */
@@ -93,6 +124,31 @@ export interface RoomSandbox {
    * SandboxStarting. Its processes run until close() or their own exit.
    */
   openTerminal(termId: string, size: TermSize, events: PtyEvents): Promise<Pty>;
+  /**
+   * Starts `bash -c cmd` as background process `id` (the room's id for it)
+   * in /workspace, in a process group of its own, stdin from /dev/null;
+   * throws SandboxStarting. Its events come until it ended.
+   */
+  startProcess(id: string, cmd: string, events: ProcessEvents): Promise<SandboxProcess>;
+  /**
+   * The TCP ports something listens on inside the sandbox (any address),
+   * sorted; [] when the sandbox does not run (this never starts it).
+   */
+  listeningPorts(): Promise<ListeningPort[]>;
+  /**
+   * `request` (its URL's path and query, headers and body as given; a
+   * WebSocket upgrade too) to http://localhost:{port} inside the sandbox;
+   * throws NothingListens.
+   */
+  fetchPort(port: number, request: Request): Promise<Response>;
+  /**
+   * A WebSocket (the 101 answer to `request`, an upgrade) that carries a
+   * TCP connection to `port` inside the sandbox: binary frames both ways,
+   * closed (1000) when the port closes it, 1003 on a text frame; at most
+   * `bytesPerSec` bytes a second read from the client. Throws
+   * NothingListens before upgrading.
+   */
+  tunnel(port: number, request: Request, bytesPerSec: number): Promise<Response>;
   /** Ends every process and removes every file of the room (cleanup). */
   destroy(): Promise<void>;
 }
