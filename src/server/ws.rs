@@ -8,7 +8,7 @@ use super::errors::{ApiError, add_detail};
 use super::http::room_details;
 use super::limits::{FrameRates, OpRates, SocketCount, SocketSlot};
 use super::ops::{self, Method};
-use super::room::{Joined, OutFrame, Outgoing, RoomHandle, frame_text, send_frame};
+use super::room::{Joined, Outgoing, RoomHandle, frame_text, send_frame};
 use super::router::App;
 use super::terminal::socket::{Feed, TermSide};
 use super::terminal::{Attached, TermHandle};
@@ -156,8 +156,9 @@ struct Answered {
     text: Option<Utf8Bytes>,
     renamed: Option<String>,
     attached: Option<(TermHandle, Attached)>,
-    /// A `process_follow`: the process and the output frame its log ends at.
-    followed: Option<(String, u64)>,
+    /// A `process_follow`: the process and the output frame its log ends
+    /// at (`None`: it failed).
+    followed: Option<(String, Option<u64>)>,
 }
 
 /// One client's connection to a room.
@@ -295,18 +296,11 @@ impl Connection {
                         self.name = name;
                     }
                     // What the room broadcast before answering goes first:
-                    // a command's frames, a cleanup's emptied state. A
-                    // followed process's output past its log waits for the
-                    // answer.
-                    let mut after = Vec::new();
+                    // a command's frames, a cleanup's emptied state.
                     loop {
                         match frames.try_recv() {
                             Ok(f) => {
-                                let later = followed.as_ref().zip(f.process_output.as_ref())
-                                    .is_some_and(|((id, since), (of, seq))| id == of && seq > since);
-                                if later {
-                                    after.push(f.text.clone());
-                                } else if !self.forward(socket, &f).await {
+                                if !self.forward(socket, &f).await {
                                     return;
                                 }
                             }
@@ -319,14 +313,15 @@ impl Connection {
                         }
                     }
                     if let Some((process, since)) = followed {
-                        self.follows.start(process, since);
+                        // The answer, then what the process said past its log.
+                        let held = self.follows.settle(&process, since);
                         if let Some(text) = text
                             && !send(socket, Message::Text(text)).await
                         {
                             return;
                         }
-                        for text in after {
-                            if !send(socket, Message::Text(text)).await {
+                        for f in held {
+                            if !self.forward(socket, &f).await {
                                 return;
                             }
                         }
@@ -363,8 +358,8 @@ impl Connection {
 
     /// Sends this connection its part of a room frame; `false` means drop
     /// the connection.
-    async fn forward(&mut self, socket: &mut WebSocket, frame: &OutFrame) -> bool {
-        if frame.skip == Some(self.number) {
+    async fn forward(&mut self, socket: &mut WebSocket, frame: &Outgoing) -> bool {
+        if frame.skip == Some(self.number) || self.follows.hold(frame) {
             return true;
         }
         if let Some((process, seq)) = &frame.process_output

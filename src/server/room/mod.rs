@@ -58,6 +58,9 @@ pub(crate) struct OutFrame {
     /// Set on a process's output: only sockets that follow it get it, and
     /// only past the output frame number they started following at.
     pub(crate) process_output: Option<(String, u64)>,
+    /// Set on a process's `exit`: a socket waiting for its follow's answer
+    /// holds it behind the output.
+    pub(crate) process_exit: Option<String>,
 }
 
 impl OutFrame {
@@ -69,6 +72,7 @@ impl OutFrame {
             skip: None,
             term_exit: None,
             process_output: None,
+            process_exit: None,
         }
     }
 }

@@ -373,10 +373,14 @@ impl RoomActor {
         entry.process.ended_at = Some(now_ms() as u64);
         let killers = std::mem::take(&mut entry.killers);
         if entry.started {
-            self.broadcast(&ServerFrame::Process(ProcessFrame::Exit {
+            let frame = ServerFrame::Process(ProcessFrame::Exit {
                 process_id: id.to_string(),
                 status,
                 exit_code,
+            });
+            let _ = self.frames.send(Arc::new(OutFrame {
+                process_exit: Some(id.to_string()),
+                ..OutFrame::plain(frame_text(&frame))
             }));
         }
         killers

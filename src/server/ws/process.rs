@@ -6,7 +6,7 @@
 use super::{Answered, Connection, failure, rpc_args, success_text};
 use crate::protocol::{FollowResponse, ServerFrame};
 use crate::server::errors::ApiError;
-use crate::server::room::frame_text;
+use crate::server::room::{Outgoing, frame_text};
 use serde_json::Value;
 use std::collections::HashMap;
 use tokio::sync::mpsc;
@@ -14,18 +14,45 @@ use tokio::sync::mpsc;
 /// The rpc methods a socket answers about the processes it follows.
 pub(super) const FOLLOW_METHODS: [&str; 2] = ["process_follow", "process_unfollow"];
 
-/// The processes this socket follows: from which output frame on.
+/// The processes this socket follows: from which output frame on; and
+/// those it asked to follow and has no answer for yet, whose frames wait
+/// (an output frame may reach the socket before the answer does).
 #[derive(Default)]
-pub(super) struct Follows(HashMap<String, u64>);
+pub(super) struct Follows {
+    since: HashMap<String, u64>,
+    pending: HashMap<String, Vec<Outgoing>>,
+}
 
 impl Follows {
     /// Whether output frame `seq` of process `id` is for this socket.
     pub(super) fn wants(&self, id: &str, seq: u64) -> bool {
-        self.0.get(id).is_some_and(|since| seq > *since)
+        self.since.get(id).is_some_and(|since| seq > *since)
     }
 
-    pub(super) fn start(&mut self, id: String, seq: u64) {
-        self.0.insert(id, seq);
+    /// Keeps `frame` for later when it is the output or the exit of a
+    /// process whose follow is not answered yet; `true`: it was kept.
+    pub(super) fn hold(&mut self, frame: &Outgoing) -> bool {
+        let process = frame
+            .process_output
+            .as_ref()
+            .map(|(id, _)| id)
+            .or(frame.process_exit.as_ref());
+        match process.and_then(|id| self.pending.get_mut(id)) {
+            Some(held) => {
+                held.push(frame.clone());
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The follow of `id` was answered: from output frame `since` on
+    /// (`None`: it failed). Answers the frames held meanwhile.
+    pub(super) fn settle(&mut self, id: &str, since: Option<u64>) -> Vec<Outgoing> {
+        if let Some(since) = since {
+            self.since.insert(id.to_string(), since);
+        }
+        self.pending.remove(id).unwrap_or_default()
     }
 }
 
@@ -54,9 +81,10 @@ impl Connection {
             Err(e) => return Some(frame_text(&ServerFrame::Rpc(failure(e).with_id(id)))),
         };
         if method == "process_unfollow" {
-            self.follows.0.remove(&process);
+            self.follows.since.remove(&process);
             return Some(success_text(&id, r#"{"unfollowed":true}"#));
         }
+        self.follows.pending.entry(process.clone()).or_default();
         let (room, answers) = (self.handle.clone(), answers.clone());
         tokio::spawn(async move {
             let answer = match room.follow_process(process.clone()).await {
@@ -69,12 +97,13 @@ impl Connection {
                     let body = serde_json::to_string(&body).unwrap_or_else(|_| "null".into());
                     Answered {
                         text: Some(success_text(&id, &body)),
-                        followed: Some((process, followed.seq)),
+                        followed: Some((process, Some(followed.seq))),
                         ..Answered::default()
                     }
                 }
                 Err(e) => Answered {
                     text: Some(frame_text(&ServerFrame::Rpc(failure(e).with_id(id)))),
+                    followed: Some((process, None)),
                     ..Answered::default()
                 },
             };

@@ -298,7 +298,11 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
         if (ended !== undefined) exit = ended === null ? {} : { exitCode: ended };
         if (exit) return finish();
       } else if (frame.type === "duet_process" && frame.processId === target) {
-        if (frame.phase === "stdout" || frame.phase === "stderr") emit(frame.phase, { data: frame.data });
+        // Output before the answer is in the answer's log already (this
+        // socket followed the process before): only what comes after it.
+        if (frame.phase === "stdout" || frame.phase === "stderr") {
+          if (answered) emit(frame.phase, { data: frame.data });
+        }
         else if (frame.phase === "exit") {
           exit = frame.exitCode === null ? {} : { exitCode: frame.exitCode };
           if (answered) finish();
