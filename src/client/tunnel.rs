@@ -173,12 +173,23 @@ async fn connect(
         Err(_) => Err(explain::unreachable(base, "timed out")),
         Ok(Ok((ws, _))) => Ok(ws),
         Ok(Err(tungstenite::Error::Http(response))) => {
-            let body = response
+            let mut body = response
                 .body()
                 .as_ref()
                 .map(|b| String::from_utf8_lossy(b).into_owned())
                 .unwrap_or_default();
-            let status = StatusError::from_body(response.status().as_u16(), &body);
+            let code = response.status().as_u16();
+            // Some hosts (wrangler dev) drop a refused upgrade's body: a 502
+            // on a tunnel says the same either way.
+            if code == 502 && body.trim().is_empty() {
+                let port = url
+                    .path_segments()
+                    .and_then(|mut s| s.next_back())
+                    .unwrap_or("?");
+                let error = format!("nothing listens on port {port} in the sandbox");
+                body = serde_json::json!({ "error": error }).to_string();
+            }
+            let status = StatusError::from_body(code, &body);
             Err(format!("{}; it was closed", explain::status(&status)))
         }
         Ok(Err(err)) => Err(explain::unreachable(base, &explain::cause(&err))),

@@ -203,7 +203,7 @@ pub async fn tunnel_with(
         server.addr,
         room_path(room, &format!("/tunnel/{port}"))
     );
-    let mut req = url.into_client_request().unwrap();
+    let mut req = url.as_str().into_client_request().unwrap();
     for (k, v) in headers {
         req.headers_mut().insert(*k, v.parse().unwrap());
     }
@@ -215,13 +215,35 @@ pub async fn tunnel_with(
         Err(tokio_tungstenite::tungstenite::Error::Http(res)) => {
             let status = res.status().as_u16();
             let body = res.body().clone().unwrap_or_default();
-            let text = String::from_utf8_lossy(&body).to_string();
+            let mut text = String::from_utf8_lossy(&body).to_string();
+            if text.is_empty() {
+                // tungstenite keeps only the body bytes that came with the
+                // head: the same refused upgrade, read by an HTTP client.
+                text = refused_body(&url, headers).await;
+            }
             Err((
                 status,
                 serde_json::from_str(&text).unwrap_or(Value::String(text)),
             ))
         }
         Err(e) => panic!("unexpected tunnel error {e}"),
+    }
+}
+
+/// The body of a refused WebSocket upgrade of `url` (`ws://`), in whole.
+async fn refused_body(url: &str, headers: &[(&'static str, &str)]) -> String {
+    let mut req = http()
+        .get(url.replacen("ws://", "http://", 1))
+        .header("connection", "Upgrade")
+        .header("upgrade", "websocket")
+        .header("sec-websocket-version", "13")
+        .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    match req.send().await {
+        Ok(res) => res.text().await.unwrap_or_default(),
+        Err(_) => String::new(),
     }
 }
 
