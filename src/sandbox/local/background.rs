@@ -37,12 +37,7 @@ pub(super) enum Pumped {
 impl Background {
     /// Starts `cmd` as process `id`.
     pub(super) fn start(id: String, cmd: &str) -> io::Result<Background> {
-        let program = shell::SHELLS
-            .iter()
-            .find(|p| std::path::Path::new(p).exists())
-            .ok_or_else(|| {
-                io::Error::new(io::ErrorKind::NotFound, "no shell in /usr/bin or /bin")
-            })?;
+        let program = shell::program()?;
         let mut child = Command::new(program)
             .arg("-c")
             .arg(cmd)

@@ -46,12 +46,7 @@ impl Pty {
         for fd in [&pair.master, &pair.slave] {
             cloexec(fd.as_fd())?;
         }
-        let program = shell::SHELLS
-            .iter()
-            .find(|p| std::path::Path::new(p).exists())
-            .ok_or_else(|| {
-                io::Error::new(io::ErrorKind::NotFound, "no shell in /usr/bin or /bin")
-            })?;
+        let program = shell::program()?;
         let slave = File::from(pair.slave);
         let mut command = Command::new(program);
         command

@@ -35,10 +35,7 @@ pub(super) fn wait_briefly(child: &mut Child) -> Option<i32> {
 }
 
 pub(super) fn start_shell() -> io::Result<Shell> {
-    let program = shell::SHELLS
-        .iter()
-        .find(|p| std::path::Path::new(p).exists())
-        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no shell in /usr/bin or /bin"))?;
+    let program = shell::program()?;
     let mut child = Command::new(program)
         .args(["--noprofile", "--norc"])
         .env_clear()

@@ -31,6 +31,17 @@ pub fn restore_line() -> String {
 /// The interpreter, first one found.
 pub const SHELLS: [&str; 3] = ["/usr/bin/bash", "/bin/bash", "/bin/sh"];
 
+/// The first of `SHELLS` that exists here.
+pub fn program() -> std::io::Result<&'static str> {
+    SHELLS
+        .iter()
+        .copied()
+        .find(|p| std::path::Path::new(p).exists())
+        .ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::NotFound, "no shell in /usr/bin or /bin")
+        })
+}
+
 /// The environment every shell starts with; nothing of the server's.
 pub const SHELL_ENV: [(&str, &str); 4] = [
     (

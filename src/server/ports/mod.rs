@@ -57,8 +57,18 @@ pub(crate) fn checked(room: &str, port: &str) -> Result<u16, ApiError> {
     }
 }
 
+/// A connection to `port` in `room`'s sandbox, or the 502 saying why not.
+pub(crate) async fn connect(
+    app: &super::router::App,
+    room: &str,
+    port: u16,
+) -> Result<tokio::net::TcpStream, ApiError> {
+    let handle = app.registry.room(room).await?;
+    handle.sandbox.port_connect(port).await.map_err(unreachable)
+}
+
 /// The answer when the sandbox's port cannot be reached.
-pub(crate) fn unreachable(e: PortError) -> ApiError {
+fn unreachable(e: PortError) -> ApiError {
     match e {
         PortError::NotListening(_) => ApiError::bad_gateway(e.to_string()),
         other => ApiError::bad_gateway(other.to_string()),

@@ -4,9 +4,7 @@
 //! every credential taken off first. A browser trades `?token=` for a
 //! cookie that opens this preview only.
 
-use super::{
-    COOKIE_NAME, checked, cookie_credential, credential, has_token, unreachable, without_token,
-};
+use super::{COOKIE_NAME, checked, cookie_credential, credential, has_token, without_token};
 use crate::server::errors::{ApiError, Path};
 use crate::server::router::App;
 use axum::body::Body;
@@ -70,12 +68,7 @@ pub(crate) async fn preview(
         return Ok(trade_token(token, room, port_text, req.uri(), query));
     }
     let query = query.and_then(|q| without_token(&q));
-    let handle = app.registry.room(room).await?;
-    let stream = handle
-        .sandbox
-        .port_connect(port)
-        .await
-        .map_err(unreachable)?;
+    let stream = super::connect(&app, room, port).await?;
     let rest = req
         .uri()
         .path()

@@ -4,7 +4,7 @@
 //! rate, and reads the client's bytes no faster than
 //! `--tunnel-bytes-per-sec` (slower, never dropped).
 
-use super::{checked, unreachable};
+use super::checked;
 use crate::server::errors::{ApiError, Path};
 use crate::server::limits::Bucket;
 use crate::server::router::App;
@@ -31,12 +31,7 @@ pub(crate) async fn tunnel(
         params.get("port").map(String::as_str).unwrap_or_default(),
     )?;
     let upgrade = upgrade.map_err(|e| ApiError::field("upgrade", e.body_text()))?;
-    let handle = app.registry.room(room).await?;
-    let stream = handle
-        .sandbox
-        .port_connect(port)
-        .await
-        .map_err(unreachable)?;
+    let stream = super::connect(&app, room, port).await?;
     let rate = app.registry.shared.limits.tunnel_bytes_per_sec;
     Ok(upgrade
         .max_message_size(4 * 1024 * 1024)
