@@ -118,6 +118,10 @@ fn counter(n: usize, pause: &str) -> String {
     format!("i=0; while [ $i -lt {n} ]; do echo $i; i=$((i+1)); sleep {pause}; done")
 }
 
+/// How many `sleep`s are alive in the sandbox: a killed one may be a
+/// zombie for a moment, until PID 1 reaps it, and that is not alive.
+const LIVING_SLEEPS: &str = "ps -e -o stat=,comm= | awk '$1 !~ /^Z/ && $2 == \"sleep\"' | wc -l";
+
 #[tokio::test]
 async fn starting_over_http_answers_the_process_and_tells_every_socket() {
     let (server, _dir) = Server::fresh().await;
@@ -501,7 +505,7 @@ async fn killing_sends_term_then_kill_after_two_seconds() {
         (json!("killed"), json!(137))
     );
     // Its whole group went with it: no sleep is left in the sandbox.
-    let left = exec(&server, room, "ps -e -o comm= | grep -c '^sleep$' || true").await;
+    let left = exec(&server, room, LIVING_SLEEPS).await;
     assert_eq!(left["stdout"], "0\n", "{left}");
 }
 
@@ -853,7 +857,7 @@ async fn the_rest_of_its_group_ends_when_its_first_process_does() {
         (json!("exited"), json!(0))
     );
     wait_for("the group's sleep to be gone", || async {
-        let left = exec(&server, room, "ps -e -o comm= | grep -c '^sleep$' || true").await;
+        let left = exec(&server, room, LIVING_SLEEPS).await;
         (left["stdout"] == "0\n").then_some(())
     })
     .await;
@@ -997,6 +1001,6 @@ async fn after_a_restart_no_process_is_said_to_run() {
         assert_ne!(p["status"], "running", "{p}");
     }
     assert_eq!(state["state"]["ports"], json!([]));
-    let left = exec(&server, room, "ps -e -o comm= | grep -c '^sleep$' || true").await;
+    let left = exec(&server, room, LIVING_SLEEPS).await;
     assert_eq!(left["stdout"], "0\n");
 }
