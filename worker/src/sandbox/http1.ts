@@ -21,7 +21,12 @@ export function socketStream(ws: WebSocket): ByteStream {
   const readable = new ReadableStream<Uint8Array>({
     start(controller) {
       ws.addEventListener("message", (m) => {
-        if (typeof m.data !== "string") controller.enqueue(new Uint8Array(m.data as ArrayBuffer));
+        if (typeof m.data === "string") return;
+        try {
+          controller.enqueue(new Uint8Array(m.data as ArrayBuffer));
+        } catch {
+          // The reader is gone (the exchange ended or was cancelled): drop it.
+        }
       });
       ws.addEventListener("close", () => {
         try {
@@ -30,7 +35,13 @@ export function socketStream(ws: WebSocket): ByteStream {
           // already closed
         }
       });
-      ws.addEventListener("error", () => controller.error(new Error("the tunnel broke")));
+      ws.addEventListener("error", () => {
+        try {
+          controller.error(new Error("the tunnel broke"));
+        } catch {
+          // already closed
+        }
+      });
     },
   });
   const writable = new WritableStream<Uint8Array>({
