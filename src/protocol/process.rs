@@ -130,11 +130,6 @@ pub struct FollowResponse {
     pub stderr: String,
 }
 
-/// The problem with a process name (the same rule as people's names).
-pub fn process_name_problem(name: &str) -> Option<&'static str> {
-    super::name_problem(name)
-}
-
 /// A process's name when none was given: its program's name.
 pub fn default_process_name(cmd: &str) -> String {
     let first = cmd.split_whitespace().next().unwrap_or("process");

@@ -126,8 +126,6 @@ pub enum PortError {
     NotListening(u16),
     #[error("the sandbox's port {port} could not be reached: {why}")]
     Failed { port: u16, why: String },
-    #[error("this backend has no ports")]
-    Unsupported,
 }
 
 /// The terminal's output and end, as they come.

@@ -69,10 +69,7 @@ pub(crate) async fn connect(
 
 /// The answer when the sandbox's port cannot be reached.
 fn unreachable(e: PortError) -> ApiError {
-    match e {
-        PortError::NotListening(_) => ApiError::bad_gateway(e.to_string()),
-        other => ApiError::bad_gateway(other.to_string()),
-    }
+    ApiError::bad_gateway(e.to_string())
 }
 
 /// The credential a browser's cookie holds for `room`'s `port`: an HMAC
