@@ -126,6 +126,32 @@ impl Viewer {
         );
     }
 
+    /// Reads frames until the shell waits at a prompt: the cursor's row
+    /// ends with `$ ` just before the cursor. (A `$ ` anywhere on the
+    /// screen may be an earlier prompt, and keys typed before the new one
+    /// is drawn are echoed twice, once by the tty and once by readline.)
+    async fn until_prompt(&mut self) {
+        let at_prompt = |screen: &vt100::Screen| {
+            let (row, col) = screen.cursor_position();
+            let (_, cols) = screen.size();
+            let line = screen.rows(0, cols).nth(row as usize).unwrap_or_default();
+            let before: String = line
+                .chars()
+                .chain(std::iter::repeat(' '))
+                .take(col as usize)
+                .collect();
+            before.ends_with("$ ")
+        };
+        let found = tokio::time::timeout(SCREEN_WAIT, async {
+            while !at_prompt(self.screen.screen()) {
+                let frame = self.ws.next().await;
+                self.apply(frame);
+            }
+        })
+        .await;
+        assert!(found.is_ok(), "no prompt; the screen:\n{}", self.text());
+    }
+
     /// Reads frames until one that `ok` accepts (also among those read
     /// before).
     async fn until_frame(&mut self, ok: impl Fn(&Value) -> bool) -> Value {
@@ -193,7 +219,7 @@ async fn opening_tells_everyone_then_answers_then_sends_the_screen() {
 async fn two_people_type_and_both_see_the_echo() {
     let (server, _dir) = Server::fresh().await;
     let mut ada = Viewer::attach(&server, "term-two", "ada", Some((80, 24))).await;
-    ada.until_screen("$ ").await;
+    ada.until_prompt().await;
     let mut bob = Viewer::attach(&server, "term-two", "bob", Some((80, 24))).await;
     assert_eq!(bob.term_id, ada.term_id, "one terminal per room");
     ada.type_in("echo from-$((40+2))-ada\r").await;
@@ -213,10 +239,10 @@ async fn two_people_type_and_both_see_the_echo() {
 async fn a_late_viewer_gets_the_current_screen() {
     let (server, _dir) = Server::fresh().await;
     let mut ada = Viewer::attach(&server, "term-late", "ada", Some((80, 24))).await;
-    ada.until_screen("$ ").await;
+    ada.until_prompt().await;
     ada.type_in("echo done-before\r").await;
     ada.until_screen("\ndone-before").await;
-    ada.until_screen("$ ").await;
+    ada.until_prompt().await;
     // A half-typed line, not yet run.
     ada.type_in("echo half-typ").await;
     ada.until_screen("echo half-typ").await;
@@ -234,7 +260,7 @@ async fn a_late_viewer_gets_the_current_screen() {
 async fn a_late_viewer_sees_a_running_full_screen_program() {
     let (server, _dir) = Server::fresh().await;
     let mut ada = Viewer::attach(&server, "term-top", "ada", Some((100, 30))).await;
-    ada.until_screen("$ ").await;
+    ada.until_prompt().await;
     ada.type_in("top -d 0.3\r").await;
     ada.until_screen("load average").await;
     let mut bob = Viewer::attach(&server, "term-top", "bob", Some((100, 30))).await;
@@ -246,14 +272,14 @@ async fn a_late_viewer_sees_a_running_full_screen_program() {
     // top goes on redrawing for both; q ends it.
     ada.type_in("q").await;
     bob.until_frame(|_| true).await;
-    ada.until_screen("$ ").await;
+    ada.until_prompt().await;
 }
 
 #[tokio::test]
 async fn vim_edits_a_file_of_the_room_and_a_late_viewer_sees_it() {
     let (server, _dir) = Server::fresh().await;
     let mut ada = Viewer::attach(&server, "term-vim", "ada", Some((80, 24))).await;
-    ada.until_screen("$ ").await;
+    ada.until_prompt().await;
     ada.type_in("vim notes.txt\r").await;
     // vim's own screen (not the echoed command): its new-file message.
     ada.until_screen("[New]").await;
@@ -267,7 +293,7 @@ async fn vim_edits_a_file_of_the_room_and_a_late_viewer_sees_it() {
     );
     assert!(bob.text().contains("written in vim"), "{}", bob.text());
     ada.type_in("\x1b:wq\r").await;
-    ada.until_screen("$ ").await;
+    ada.until_prompt().await;
     let saved = tokio::time::timeout(SCREEN_WAIT, async {
         loop {
             let (_, read) = server
@@ -362,7 +388,7 @@ async fn exit_ends_the_terminal_for_everyone() {
     let (server, _dir) = Server::fresh().await;
     let mut watcher = server.joined("term-exit", "user=bob").await;
     let mut ada = Viewer::attach(&server, "term-exit", "ada", Some((80, 24))).await;
-    ada.until_screen("$ ").await;
+    ada.until_prompt().await;
     ada.type_in("exit 3\r").await;
     let exit = ada
         .until_frame(term_frame("exit", &ada.term_id.clone()))
@@ -409,7 +435,7 @@ async fn term_close_ends_it_and_names_unknown_terminals() {
 async fn cleanup_ends_the_terminal_first() {
     let (server, _dir) = Server::fresh().await;
     let mut ada = Viewer::attach(&server, "term-clean", "ada", Some((80, 24))).await;
-    ada.until_screen("$ ").await;
+    ada.until_prompt().await;
     let (status, body) = server
         .post("/api/rooms/term-clean/cleanup", json!({"userId": "bob"}))
         .await;
@@ -471,7 +497,7 @@ async fn bad_requests_are_answered_in_the_protocol_s_shapes() {
 async fn keystrokes_count_in_bytes_not_frames() {
     let (server, _dir) = Server::fresh().await;
     let mut ada = Viewer::attach(&server, "term-rate", "ada", Some((400, 24))).await;
-    ada.until_screen("$ ").await;
+    ada.until_prompt().await;
     // Three times the frames a socket may send in a second, one key each.
     ada.type_in("echo ").await;
     for _ in 0..300 {
@@ -502,7 +528,7 @@ async fn the_terminal_is_inside_the_sandbox() {
         .trim()
         .to_string();
     let mut ada = Viewer::attach(&server, "term-iso", "ada", Some((120, 40))).await;
-    ada.until_screen("$ ").await;
+    ada.until_prompt().await;
     // Markers are split in the command, so the echoed line never matches.
     ada.type_in("echo uid=$(id -u) pwd=$PWD; cat /etc/shadow; echo pro''cs=$(ls /proc | grep -c '^[0-9]')\r")
         .await;
@@ -522,7 +548,7 @@ async fn the_terminal_is_inside_the_sandbox() {
     assert!(procs < 20, "only the sandbox's own processes: {procs}");
     // Files made in the terminal are the room's.
     ada.type_in("echo made-here > from-term.txt\r").await;
-    ada.until_screen("$ ").await;
+    ada.until_prompt().await;
     let got = tokio::time::timeout(SCREEN_WAIT, async {
         loop {
             let (_, read) = server
@@ -545,7 +571,7 @@ async fn the_terminal_is_inside_the_sandbox() {
 async fn nothing_types_into_the_terminal_from_inside() {
     let (server, _dir) = Server::fresh().await;
     let mut ada = Viewer::attach(&server, "term-sti", "ada", Some((120, 30))).await;
-    ada.until_screen("$ ").await;
+    ada.until_prompt().await;
     // TIOCSTI (0x5412) would push "id" into the shell's input; TIOCLINUX
     // (0x541C) reaches the console. Both are refused.
     // (The markers are built by perl, so the echoed command never matches.)
@@ -578,7 +604,7 @@ async fn the_agent_reads_the_terminal_s_screen() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path(), &model.server_args()).await;
     let mut ada = Viewer::attach(&server, "term-agent", "ada", Some((80, 24))).await;
-    ada.until_screen("$ ").await;
+    ada.until_prompt().await;
     ada.type_in("ls /nowhere-at-all\r").await;
     ada.until_screen("No such file").await;
     let (status, body) = server
@@ -608,9 +634,9 @@ async fn an_unattached_silent_terminal_ends_and_an_attached_one_keeps_the_sandbo
     )
     .await;
     let mut ada = Viewer::attach(&server, "term-idle", "ada", Some((80, 24))).await;
-    ada.until_screen("$ ").await;
+    ada.until_prompt().await;
     ada.type_in("kept=still-here\r").await;
-    ada.until_screen("$ ").await;
+    ada.until_prompt().await;
     // Well past the sandbox's idle stop: the terminal (and its shell) run on.
     tokio::time::sleep(Duration::from_secs(3)).await;
     ada.type_in("echo \"$kept\"-$((2*2))\r").await;

@@ -5,7 +5,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+mod checkpoint;
 mod process;
+pub use checkpoint::*;
 pub use process::*;
 
 /// Messages kept in a room's state.
@@ -131,6 +133,31 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         exec_id: Option<String>,
     },
+    /// A file or folder of `/workspace` was deleted.
+    Delete { by: String, path: String },
+    /// A person took a checkpoint.
+    #[serde(rename_all = "camelCase")]
+    Checkpoint {
+        by: String,
+        checkpoint_id: String,
+        name: String,
+    },
+    /// A checkpoint was restored.
+    #[serde(rename_all = "camelCase")]
+    Restore {
+        by: String,
+        checkpoint_id: String,
+        name: String,
+    },
+    /// Room `from` was forked into room `to` (in both rooms).
+    #[serde(rename_all = "camelCase")]
+    Fork {
+        by: String,
+        from: String,
+        to: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        checkpoint_id: Option<String>,
+    },
     /// A kind this client does not know: show the record's `text`.
     #[serde(other)]
     Other,
@@ -145,7 +172,11 @@ impl Event {
             | Event::Interrupt { by, .. }
             | Event::Upload { by, .. }
             | Event::Rename { by, .. }
-            | Event::Shell { by, .. } => Some(by),
+            | Event::Shell { by, .. }
+            | Event::Delete { by, .. }
+            | Event::Checkpoint { by, .. }
+            | Event::Restore { by, .. }
+            | Event::Fork { by, .. } => Some(by),
             Event::Other => None,
         }
     }
@@ -256,6 +287,9 @@ pub struct RoomState {
     /// The ports something listens on inside the sandbox.
     #[serde(default)]
     pub ports: Vec<PortState>,
+    /// The room's checkpoints, oldest first.
+    #[serde(default)]
+    pub checkpoints: Vec<Checkpoint>,
 }
 
 /// `shell` of the room state.

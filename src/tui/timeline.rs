@@ -176,6 +176,12 @@ pub fn record_text(event: &Event, text: &str) -> String {
             };
             format!("{what}: {next}")
         }
+        Event::Delete { by, path } => format!("{by} deleted {path}"),
+        Event::Checkpoint { by, name, .. } => format!("{by} saved checkpoint {name}"),
+        Event::Restore { by, name, .. } => {
+            format!("{by} restored checkpoint {name}: the workspace is as it was then")
+        }
+        Event::Fork { by, from, to, .. } => format!("{by} forked {from} into a new room, {to}"),
         Event::Other => text.split_whitespace().collect::<Vec<_>>().join(" "),
     }
 }

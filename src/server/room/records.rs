@@ -51,6 +51,12 @@ fn text(event: &Event) -> String {
         Event::Shell { cwd, reset, .. } => {
             format!("The shell was restarted: {}", next_command(cwd, *reset))
         }
+        Event::Delete { by, path } => format!("{by} deleted {path}"),
+        Event::Checkpoint { by, name, .. } => format!("{by} saved checkpoint {name}"),
+        Event::Restore { by, name, .. } => {
+            format!("{by} restored checkpoint {name}: /workspace is as it was then")
+        }
+        Event::Fork { by, from, to, .. } => format!("{by} forked room {from} into room {to}"),
         Event::Other => "Something happened in the room.".to_string(),
     }
 }
