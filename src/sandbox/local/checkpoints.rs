@@ -52,7 +52,7 @@ fn copy_fitting(
     let copied = tree::open_root(to)
         .map_err(|e| failed("cannot open the checkpoint's folder", e))
         .and_then(|target| {
-            tree::copy(&source, &target, Owners::of_this_process()).map_err(|e| full_or(e, need))
+            tree::copy(&source, &target, Owners::room(place.uid)).map_err(|e| full_or(e, need))
         });
     if copied.is_err() {
         let _ = remove_folder(to);
@@ -92,6 +92,9 @@ pub fn create(place: &SandboxPlace, limits: &Limits, id: &str) -> Result<u64, Ch
 }
 
 /// Makes the workspace a copy of checkpoint `id` (the sandbox is stopped).
+/// The old files are moved aside first (renames) and deleted after, in
+/// the background; when the copy would not fit beside them, they are
+/// deleted first.
 pub fn restore(place: &SandboxPlace, limits: &Limits, id: &str) -> Result<(), CheckpointError> {
     ready(place, limits)?;
     let from = checkpoint_path(place, id)?;
@@ -102,13 +105,51 @@ pub fn restore(place: &SandboxPlace, limits: &Limits, id: &str) -> Result<(), Ch
         }
         Err(e) => return Err(failed("cannot open the checkpoint", e)),
     };
-    let workspace =
-        tree::open_root(&place.workspace).map_err(|e| failed("cannot open the workspace", e))?;
-    // Emptied first: the checkpoint then always fits where the old files were.
-    tree::remove_children(&workspace).map_err(|e| failed("cannot empty the workspace", e))?;
-    tree::copy(&source, &workspace, Owners::of_this_process())
+    let quota = enforcement().quota;
+    // A folder of its own: an earlier restore's may still be deleting.
+    let trash =
+        disk::trash_dir(quota, &place.workspace).join(format!("{:016x}", rand::random::<u64>()));
+    std::fs::create_dir_all(&trash).map_err(|e| failed("cannot make room for the old files", e))?;
+    let open = |path: &Path, what: &str| {
+        tree::open_root(path).map_err(|e| failed(&format!("cannot open the {what}"), e))
+    };
+    let old = open(
+        &disk::workspace_beside_trash(quota, &place.workspace),
+        "workspace",
+    )?;
+    let aside = open(&trash, "trash")?;
+    let moved =
+        tree::move_children(&old, &aside).map_err(|e| failed("cannot move the old files", e));
+    let need = tree::usage(&source)
+        .map_err(|e| failed("cannot measure the checkpoint", e))?
+        .disk;
+    let free = disk::free_bytes(quota, &place.workspace, limits.disk_bytes).unwrap_or(0);
+    let trash_in_the_way = free < need + (need >> 4);
+    let kept_aside = moved.is_ok() && !(trash_in_the_way && quota == disk::Quota::Image);
+    if !kept_aside {
+        // Delete first: the checkpoint then fits where the old files were.
+        tree::remove_children(&old).map_err(|e| failed("cannot empty the workspace", e))?;
+        let _ = remove_folder(&trash);
+    }
+    let workspace = open(&place.workspace, "workspace")?;
+    let copied = tree::copy(&source, &workspace, Owners::room(place.uid))
         .map(drop)
-        .map_err(|e| failed("the copy failed", e))
+        .map_err(|e| failed("the copy failed", e));
+    if copied.is_err() && kept_aside {
+        // Nothing is lost: the old files come back.
+        let back = tree::remove_children(&old).and_then(|()| tree::move_children(&aside, &old));
+        if let Err(e) = back {
+            tracing::warn!("putting the old files back after a failed restore failed: {e}");
+        }
+    }
+    if trash.exists() {
+        std::thread::spawn(move || {
+            if let Err(e) = remove_folder(&trash) {
+                tracing::warn!("deleting a restore's old files failed: {e}");
+            }
+        });
+    }
+    copied
 }
 
 /// Deletes checkpoint `id`.
@@ -155,7 +196,7 @@ pub fn fork_from(
     }
     let workspace =
         tree::open_root(&place.workspace).map_err(|e| failed("cannot open the workspace", e))?;
-    tree::copy(&source, &workspace, Owners::of_this_process())
+    tree::copy(&source, &workspace, Owners::room(place.uid))
         .map(drop)
         .map_err(|e| full_or(e, need))
 }

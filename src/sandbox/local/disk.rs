@@ -63,6 +63,23 @@ pub fn checkpoints_dir(quota: Quota, workspace: &Path) -> PathBuf {
     }
 }
 
+/// Where a restore moves the workspace's old files before deleting them:
+/// on the workspace's own mount, so that moving is a rename.
+pub fn trash_dir(quota: Quota, workspace: &Path) -> PathBuf {
+    match quota {
+        Quota::Image => disk_of(workspace).join("trash"),
+        Quota::PerFile => beside(workspace, ".trash"),
+    }
+}
+
+/// The workspace's folder as the trash's mount sees it.
+pub fn workspace_beside_trash(quota: Quota, workspace: &Path) -> PathBuf {
+    match quota {
+        Quota::Image => disk_of(workspace).join("workspace"),
+        Quota::PerFile => workspace.to_path_buf(),
+    }
+}
+
 /// Bytes the room may still fill: the image's free space, or (without
 /// one) `bytes` less what the workspace and its checkpoints hold.
 pub fn free_bytes(quota: Quota, workspace: &Path, bytes: u64) -> io::Result<u64> {
@@ -152,7 +169,8 @@ fn mount_image(workspace: &Path, disk: &Path, bytes: u64, uid: Option<u32>) -> i
             .map(|u| format!("root_owner={u}:{u}"))
             .unwrap_or_else(|| "root_owner=0:0".into());
         run(Command::new(tool("mkfs.ext4", "e2fsprogs")?)
-            .args(["-q", "-F", "-m", "0", "-E"])
+            // An inode per 8 KiB: checkpoints of many small files fit.
+            .args(["-q", "-F", "-m", "0", "-i", "8192", "-E"])
             .arg(owner)
             .arg(&image))?;
     }

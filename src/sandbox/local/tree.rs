@@ -150,53 +150,191 @@ fn usage_below(dir: &OwnedFd, path: &str) -> Result<Usage> {
     Ok(total)
 }
 
-/// Who the copies belong to: the source's owner (as root), or whoever
-/// runs the server.
+/// Who the copies belong to: a room's uid (and group of the same
+/// number), or, with none, whoever runs the server.
 #[derive(Debug, Clone, Copy)]
 pub struct Owners {
-    pub keep: bool,
+    pub uid: Option<u32>,
 }
 
 impl Owners {
-    /// Keeps owners where the server may (it runs as root).
-    pub fn of_this_process() -> Owners {
+    /// The copies belong to the room of `uid` (the server is root), or
+    /// to the server.
+    pub fn room(uid: Option<u32>) -> Owners {
         Owners {
-            keep: nix::unistd::geteuid().is_root(),
+            uid: uid.filter(|_| nix::unistd::geteuid().is_root()),
         }
+    }
+
+    fn chown_args(self) -> Option<(nix::unistd::Uid, nix::unistd::Gid)> {
+        self.uid
+            .map(|u| (nix::unistd::Uid::from_raw(u), nix::unistd::Gid::from_raw(u)))
     }
 }
 
 /// Copies everything below `src` into the folder `dst` (which should be
 /// empty): files with their mode and times, folders, symlinks as links;
 /// other kinds are left out. Answers the bytes copied (as `usage`).
+/// Folders are copied by a few threads at once: a copy is mostly
+/// system calls, one file at a time.
 pub fn copy(src: &OwnedFd, dst: &OwnedFd, owners: Owners) -> Result<u64> {
-    copy_below(src, dst, owners, "")
+    let first = Folder {
+        from: src.try_clone().map_err(|e| TreeError {
+            errno: errno_of(e),
+            path: String::new(),
+        })?,
+        to: dst.try_clone().map_err(|e| TreeError {
+            errno: errno_of(e),
+            path: String::new(),
+        })?,
+        path: String::new(),
+        stat: None,
+    };
+    let walk = Walk {
+        queue: std::sync::Mutex::new(Queue {
+            folders: vec![first],
+            busy: 0,
+        }),
+        ready: std::sync::Condvar::new(),
+        bytes: std::sync::atomic::AtomicU64::new(0),
+        failed: std::sync::Mutex::new(None),
+        owners,
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| walk.work());
+        }
+    });
+    match walk.failed.into_inner() {
+        Ok(Some(e)) => Err(e),
+        Ok(None) => Ok(walk.bytes.into_inner()),
+        Err(_) => Err(TreeError {
+            errno: Errno::EIO,
+            path: String::new(),
+        }),
+    }
 }
 
-fn copy_below(src: &OwnedFd, dst: &OwnedFd, owners: Owners, path: &str) -> Result<u64> {
-    let mut bytes = 0;
-    let list = entries(src).map_err(|errno| TreeError {
-        errno,
-        path: path.to_string(),
-    })?;
-    for (name, stat) in list {
-        let fail = |e| at(e, path, &name);
-        match kind(&stat) {
-            libc::S_IFREG => bytes += copy_file(src, dst, &name, owners).map_err(fail)?,
-            libc::S_IFLNK => bytes += copy_link(src, dst, &name, &stat, owners).map_err(fail)?,
-            libc::S_IFDIR => {
-                let from = open_dir(src, &name).map_err(fail)?;
-                nix::sys::stat::mkdirat(Some(dst.as_raw_fd()), name.as_os_str(), Mode::S_IRWXU)
-                    .map_err(fail)?;
-                let to = open_dir(dst, &name).map_err(fail)?;
-                bytes += copy_below(&from, &to, owners, &join(path, &name))?;
-                // After its entries: adding them changed its times.
-                keep_metadata(&to, &stat, owners).map_err(fail)?;
+/// A folder to copy: its entries, then its own mode and times.
+struct Folder {
+    from: OwnedFd,
+    to: OwnedFd,
+    path: String,
+    /// Its metadata (none for the tree's root, which keeps its own).
+    stat: Option<FileStat>,
+}
+
+struct Queue {
+    folders: Vec<Folder>,
+    /// Threads copying a folder now (they may add more).
+    busy: usize,
+}
+
+/// A copy shared by its threads.
+struct Walk {
+    queue: std::sync::Mutex<Queue>,
+    ready: std::sync::Condvar,
+    bytes: std::sync::atomic::AtomicU64,
+    failed: std::sync::Mutex<Option<TreeError>>,
+    owners: Owners,
+}
+
+impl Walk {
+    /// Takes folders until none is left and no thread may add one.
+    fn work(&self) {
+        loop {
+            let Ok(mut queue) = self.queue.lock() else {
+                return;
+            };
+            let folder = loop {
+                if let Some(folder) = queue.folders.pop() {
+                    break folder;
+                }
+                if queue.busy == 0 {
+                    self.ready.notify_all();
+                    return;
+                }
+                queue = match self.ready.wait(queue) {
+                    Ok(q) => q,
+                    Err(_) => return,
+                };
+            };
+            queue.busy += 1;
+            drop(queue);
+            let copied = self.folder(folder);
+            if let Err(e) = copied
+                && let Ok(mut failed) = self.failed.lock()
+            {
+                failed.get_or_insert(e);
             }
-            _ => {}
+            let Ok(mut queue) = self.queue.lock() else {
+                return;
+            };
+            queue.busy -= 1;
+            if self.failed.lock().is_ok_and(|f| f.is_some()) {
+                // One failure ends the copy: nothing more is taken.
+                queue.folders.clear();
+            }
+            self.ready.notify_all();
         }
     }
-    Ok(bytes)
+
+    /// Copies a folder's own entries; its subfolders are made and queued.
+    fn folder(&self, folder: Folder) -> Result<()> {
+        let Folder {
+            from,
+            to,
+            path,
+            stat,
+        } = folder;
+        let owners = self.owners;
+        let list = entries(&from).map_err(|errno| TreeError {
+            errno,
+            path: path.clone(),
+        })?;
+        let mut bytes = 0;
+        let mut found = Vec::new();
+        for (name, stat) in list {
+            let fail = |e| at(e, &path, &name);
+            match kind(&stat) {
+                libc::S_IFREG => bytes += copy_file(&from, &to, &name, owners).map_err(fail)?,
+                libc::S_IFLNK => {
+                    bytes += copy_link(&from, &to, &name, &stat, owners).map_err(fail)?
+                }
+                libc::S_IFDIR => {
+                    let sub_from = open_dir(&from, &name).map_err(fail)?;
+                    nix::sys::stat::mkdirat(Some(to.as_raw_fd()), name.as_os_str(), Mode::S_IRWXU)
+                        .map_err(fail)?;
+                    let sub_to = open_dir(&to, &name).map_err(fail)?;
+                    found.push(Folder {
+                        from: sub_from,
+                        to: sub_to,
+                        path: join(&path, &name),
+                        stat: Some(stat),
+                    });
+                }
+                _ => {}
+            }
+        }
+        self.bytes
+            .fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+        // Its entries are made (what its subfolders get does not touch
+        // its times), so its own metadata can go on now.
+        if let Some(stat) = stat {
+            keep_metadata(&to, &stat, owners).map_err(|e| TreeError {
+                errno: e,
+                path: path.clone(),
+            })?;
+        }
+        if !found.is_empty()
+            && let Ok(mut queue) = self.queue.lock()
+        {
+            queue.folders.extend(found);
+            self.ready.notify_all();
+        }
+        Ok(())
+    }
 }
 
 fn copy_file(src: &OwnedFd, dst: &OwnedFd, name: &OsStr, owners: Owners) -> nix::Result<u64> {
@@ -233,12 +371,12 @@ fn copy_link(
 ) -> nix::Result<u64> {
     let target = nix::fcntl::readlinkat(Some(src.as_raw_fd()), name)?;
     nix::unistd::symlinkat(target.as_os_str(), Some(dst.as_raw_fd()), name)?;
-    if owners.keep {
+    if let Some((uid, gid)) = owners.chown_args() {
         nix::unistd::fchownat(
             Some(dst.as_raw_fd()),
             name,
-            Some(nix::unistd::Uid::from_raw(stat.st_uid)),
-            Some(nix::unistd::Gid::from_raw(stat.st_gid)),
+            Some(uid),
+            Some(gid),
             AtFlags::AT_SYMLINK_NOFOLLOW,
         )?;
     }
@@ -262,12 +400,8 @@ fn times(stat: &FileStat) -> (TimeSpec, TimeSpec) {
 
 /// Gives `fd` the owner, mode and times of `stat`.
 fn keep_metadata(fd: &OwnedFd, stat: &FileStat, owners: Owners) -> nix::Result<()> {
-    if owners.keep {
-        nix::unistd::fchown(
-            fd.as_raw_fd(),
-            Some(nix::unistd::Uid::from_raw(stat.st_uid)),
-            Some(nix::unistd::Gid::from_raw(stat.st_gid)),
-        )?;
+    if let Some((uid, gid)) = owners.chown_args() {
+        nix::unistd::fchown(fd.as_raw_fd(), Some(uid), Some(gid))?;
     }
     // After the owner: chown clears set-uid bits.
     nix::sys::stat::fchmod(
@@ -324,6 +458,25 @@ fn remove_at(dir: &OwnedFd, name: &OsStr, path: &str) -> Result<()> {
     }
 }
 
+/// Moves every entry of the folder `from` into the folder `to` (renames:
+/// both on one mount).
+pub fn move_children(from: &OwnedFd, to: &OwnedFd) -> Result<()> {
+    let list = entries(from).map_err(|errno| TreeError {
+        errno,
+        path: String::new(),
+    })?;
+    for (name, _) in list {
+        nix::fcntl::renameat(
+            Some(from.as_raw_fd()),
+            name.as_os_str(),
+            Some(to.as_raw_fd()),
+            name.as_os_str(),
+        )
+        .map_err(|e| at(e, "", &name))?;
+    }
+    Ok(())
+}
+
 /// Deletes everything in the folder `dir`, which stays.
 pub fn remove_children(dir: &OwnedFd) -> Result<()> {
     remove_children_below(dir, "")
@@ -375,7 +528,7 @@ mod tests {
             .unwrap();
         let dst = tempfile::tempdir().unwrap();
         let d = dst.path();
-        let copied = copy(&root(s), &root(d), Owners::of_this_process()).unwrap();
+        let copied = copy(&root(s), &root(d), Owners::room(None)).unwrap();
         assert_eq!(copied, 5 + 10 + "/etc/passwd".len() as u64);
         assert_eq!(
             std::fs::read_to_string(d.join("a/b/f.txt")).unwrap(),
@@ -409,12 +562,7 @@ mod tests {
         let src = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(outside.path(), src.path().join("evil")).unwrap();
         let dst = tempfile::tempdir().unwrap();
-        copy(
-            &root(src.path()),
-            &root(dst.path()),
-            Owners::of_this_process(),
-        )
-        .unwrap();
+        copy(&root(src.path()), &root(dst.path()), Owners::room(None)).unwrap();
         let meta = std::fs::symlink_metadata(dst.path().join("evil")).unwrap();
         assert!(meta.file_type().is_symlink());
         // Removing the link leaves its target alone.
