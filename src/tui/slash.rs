@@ -81,7 +81,7 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         name: "undo",
         aliases: &[],
         usage: "/undo",
-        help: "undo the agent's last turn that ran commands: restore the checkpoint before it (asks first; again: one further back)",
+        help: "undo the agent's last turn: restores the checkpoint before it (asks first)",
         run: |app, arg, _| {
             if !arg.is_empty() {
                 return Err(
@@ -113,16 +113,16 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         name: "restore",
         aliases: &[],
         usage: "/restore NAME",
-        help: "make /workspace a checkpoint again, by name or id (asks first: says what is lost)",
+        help: "make /workspace a checkpoint again, by name or id (asks first)",
         run: |app, arg, _| app.ask_restore(arg),
     },
     SlashCommand {
         name: "fork",
         aliases: &[],
-        usage: "/fork ROOM [CHECKPOINT]",
-        help: "start room ROOM from this room's files (or a checkpoint), then offer to switch to it",
+        usage: "/fork ROOM [NAME]",
+        help: "start room ROOM from these files (or checkpoint NAME); offers to switch",
         run: |app, arg, effects| {
-            let (to, from) = one_or_two(arg).ok_or("usage: /fork ROOM [CHECKPOINT]")?;
+            let (to, from) = one_or_two(arg).ok_or("usage: /fork ROOM [NAME]")?;
             app.fork(to, &from, effects)
         },
     },

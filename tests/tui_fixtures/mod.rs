@@ -112,6 +112,7 @@ pub fn state(messages: Vec<DuetMessage>, execs: Vec<ExecRecord>) -> Msg {
             terminal: None,
             processes: Vec::new(),
             ports: Vec::new(),
+            checkpoints: Vec::new(),
             messages,
             execs,
             shell: None,
@@ -267,4 +268,18 @@ pub fn process(id: &str, cmd: &str, by: &str, status: ProcessStatus) -> Process 
 /// A `duet_process` frame.
 pub fn process_frame(frame: ProcessFrame) -> Msg {
     self::frame(ServerFrame::Process(frame))
+}
+
+/// A checkpoint taken at `T0 + minutes`, a person's or an automatic one.
+pub fn checkpoint(id: &str, name: &str, auto: bool, minutes: i64) -> Checkpoint {
+    Checkpoint {
+        id: id.into(),
+        name: name.into(),
+        ts: (T0 + minutes * 60_000) as u64,
+        by: if auto { "duet" } else { "ada" }.into(),
+        size: 2150,
+        auto,
+        turn_id: auto.then(|| format!("t-{id}")),
+        expires_at: None,
+    }
 }
