@@ -220,8 +220,10 @@ pub struct CheckpointArgs {
     #[command(flatten)]
     pub client: ClientArgs,
     /// Its name: 1–64 of A-Z a-z 0-9 . _ -, the first a letter or digit
-    /// (default: checkpoint-N)
-    pub name: Option<String>,
+    /// (default: checkpoint-N); `--name` is yours, as for every client
+    /// command
+    #[arg(value_name = "NAME")]
+    pub checkpoint: Option<String>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -543,6 +545,16 @@ mod tests {
         assert!(
             Cli::try_parse_from(["duet", "port", "0"]).is_err(),
             "ports are 1–65535"
+        );
+        let cli = Cli::try_parse_from(["duet", "checkpoint", "--name", "ada", "before"]).unwrap();
+        let Some(Command::Checkpoint(checkpoint)) = cli.command else {
+            panic!("checkpoint parses")
+        };
+        assert_eq!(checkpoint.client.name.as_deref(), Some("ada"));
+        assert_eq!(checkpoint.checkpoint.as_deref(), Some("before"));
+        let cli = Cli::try_parse_from(["duet", "rm", "-r", "a", "b"]).unwrap();
+        assert!(
+            matches!(cli.command, Some(Command::Rm(rm)) if rm.recursive && rm.paths == ["a", "b"])
         );
     }
 

@@ -17,17 +17,17 @@ use std::process::ExitCode;
 /// `duet checkpoint [NAME]`: a copy of /workspace now.
 pub async fn checkpoint(args: CheckpointArgs) -> anyhow::Result<ExitCode> {
     if let Some(problem) = args
-        .name
+        .checkpoint
         .as_deref()
         .and_then(crate::protocol::checkpoint_name_problem)
     {
         return said(&format!(
             "checkpoint name {:?}: it {problem}",
-            args.name.unwrap_or_default()
+            args.checkpoint.unwrap_or_default()
         ));
     }
     let client = client(&args.client)?;
-    match client.create_checkpoint(args.name.as_deref()).await {
+    match client.create_checkpoint(args.checkpoint.as_deref()).await {
         Ok(c) => {
             println!("saved checkpoint {} ({})", c.name, about(&c));
             Ok(ExitCode::SUCCESS)
