@@ -58,6 +58,26 @@ pub enum Command {
     Logs(LogsArgs),
     /// Stop a background process (SIGTERM, then SIGKILL after 2 s)
     Kill(KillArgs),
+    /// List a folder of the room's workspace (default: /workspace):
+    /// type, size, modified, name (folders end with /)
+    Ls(LsArgs),
+    /// Delete files of the room's workspace (a folder only with -r)
+    Rm(RmArgs),
+    /// Take a checkpoint: a copy of the room's /workspace now, to restore
+    /// later (`duet restore NAME`)
+    Checkpoint(CheckpointArgs),
+    /// List the room's checkpoints (people's and the automatic ones taken
+    /// before each agent turn that runs commands)
+    Checkpoints(CheckpointsArgs),
+    /// Restore a checkpoint: /workspace becomes that copy again; running
+    /// commands, background processes and the shared terminal stop first
+    Restore(RestoreArgs),
+    /// Undo the agent's last turn that ran commands: restores the newest
+    /// automatic checkpoint (as `duet restore` does)
+    Undo(ClientArgs),
+    /// Start a new room from this room's /workspace (or a checkpoint of
+    /// it), with an empty history
+    Fork(ForkArgs),
     /// Reach a port of the room's sandbox from this machine: listens on
     /// 127.0.0.1:LOCAL and carries each connection to PORT in the sandbox
     /// (any protocol) until Ctrl+C
@@ -170,6 +190,70 @@ pub struct KillArgs {
     pub client: ClientArgs,
     /// The process: its id (`p1`), or its name when only one has it
     pub process: String,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct LsArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// The folder, relative to /workspace (or inside it)
+    pub dir: Option<String>,
+    /// Print `{entries}` as JSON instead
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RmArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// Delete folders too, with everything in them
+    #[arg(short, long)]
+    pub recursive: bool,
+    /// The files (or folders), relative to /workspace (or inside it)
+    #[arg(required = true)]
+    pub paths: Vec<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CheckpointArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// Its name: 1–64 of A-Z a-z 0-9 . _ -, the first a letter or digit
+    /// (default: checkpoint-N); `--name` is yours, as for every client
+    /// command
+    #[arg(value_name = "NAME")]
+    pub checkpoint: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CheckpointsArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// Print `{checkpoints}` as JSON instead
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RestoreArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// The checkpoint: its name, or its id (`c3`)
+    pub checkpoint: String,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ForkArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// The new room's id (it must not exist yet)
+    #[arg(value_name = "ROOM")]
+    pub to: String,
+    /// Start it from this checkpoint (its name or id) instead of the
+    /// workspace as it is now
+    #[arg(long, value_name = "NAME|ID")]
+    pub from: Option<String>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -358,8 +442,19 @@ impl ServeArgs {
     }
 }
 
+/// This machine's offset from UTC, read once while the process has one
+/// thread (the time crate refuses later); UTC when it cannot be read.
+static LOCAL_OFFSET: std::sync::OnceLock<time::UtcOffset> = std::sync::OnceLock::new();
+
+/// The local offset times are shown in (see [`LOCAL_OFFSET`]).
+pub fn local_offset() -> time::UtcOffset {
+    *LOCAL_OFFSET.get_or_init(|| time::UtcOffset::UTC)
+}
+
 /// Parses the command line and runs what it names.
 pub fn main() -> ExitCode {
+    LOCAL_OFFSET
+        .get_or_init(|| time::UtcOffset::current_local_offset().unwrap_or(time::UtcOffset::UTC));
     let cli = Cli::parse();
     match cli.command {
         Some(Command::SandboxInit) => crate::sandbox::helper_main(),
@@ -400,6 +495,13 @@ fn run_async(command: Command) -> ExitCode {
             Command::Logs(args) => crate::client::ps::logs(args).await,
             Command::Kill(args) => crate::client::ps::kill(args).await,
             Command::Port(args) => crate::client::tunnel::port(args).await,
+            Command::Ls(args) => crate::client::ls::ls(args).await,
+            Command::Rm(args) => crate::client::ls::rm(args).await,
+            Command::Checkpoint(args) => crate::client::undo::checkpoint(args).await,
+            Command::Checkpoints(args) => crate::client::undo::list(args).await,
+            Command::Restore(args) => crate::client::undo::restore(args).await,
+            Command::Undo(args) => crate::client::undo::undo(args).await,
+            Command::Fork(args) => crate::client::undo::fork(args).await,
             Command::SandboxInit | Command::Join(_) => Ok(ExitCode::FAILURE),
         }
     });
@@ -448,6 +550,16 @@ mod tests {
         assert!(
             Cli::try_parse_from(["duet", "port", "0"]).is_err(),
             "ports are 1–65535"
+        );
+        let cli = Cli::try_parse_from(["duet", "checkpoint", "--name", "ada", "before"]).unwrap();
+        let Some(Command::Checkpoint(checkpoint)) = cli.command else {
+            panic!("checkpoint parses")
+        };
+        assert_eq!(checkpoint.client.name.as_deref(), Some("ada"));
+        assert_eq!(checkpoint.checkpoint.as_deref(), Some("before"));
+        let cli = Cli::try_parse_from(["duet", "rm", "-r", "a", "b"]).unwrap();
+        assert!(
+            matches!(cli.command, Some(Command::Rm(rm)) if rm.recursive && rm.paths == ["a", "b"])
         );
     }
 

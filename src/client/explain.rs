@@ -86,6 +86,8 @@ pub fn status(err: &StatusError) -> String {
         ),
         429 => format!("The room is busy ({})", err.error),
         503 => format!("The server is busy ({})", err.error),
+        // A refused checkpoint says how much it needs and how much is free.
+        507 if err.details.is_some() => format!("The room's disk is full ({said})"),
         507 => "The room's disk is full (507)".to_string(),
         502 => format!("Nothing answered inside the sandbox ({said})"),
         400..=499 => format!("The server refused the request ({said})"),

@@ -7,6 +7,10 @@ use crate::protocol::{
     CancelResponse, CleanupResponse, Details, ErrorBody, ExecRequest, ExecResponse, FileResponse,
     InterruptResponse, MessageRequest, MessageResponse, MessagesPage,
 };
+use crate::protocol::{
+    Checkpoint, CheckpointResponse, CheckpointsResponse, DeleteResponse, DirEntry, ForkResponse,
+    ListingResponse, RestoreResponse,
+};
 use crate::protocol::{KillResponse, PortsResponse, ProcessResponse, ProcessesResponse};
 use crate::protocol::{PortState, Process, ProcessLogs};
 use crate::support::error_chain;
@@ -320,14 +324,93 @@ impl HttpClient {
 
     /// The URL of a process (and a part of it), its id escaped.
     fn process_url(&self, id: &str, tail: Option<&str>) -> Result<String, HttpError> {
-        let mut url = url::Url::parse(&self.room_url("processes"))
+        let segments: Vec<&str> = std::iter::once(id).chain(tail).collect();
+        self.segments_url("processes", &segments)
+    }
+
+    /// `POST /checkpoints`: a copy of /workspace now (named by the server
+    /// unless `name` says otherwise).
+    pub async fn create_checkpoint(&self, name: Option<&str>) -> Result<Checkpoint, HttpError> {
+        let body = crate::client::checkpoints::CreateCheckpoint {
+            name: name.map(str::to_string),
+            user_id: Some(self.name.clone()),
+        };
+        let answer: CheckpointResponse = self.post("checkpoints", &body).await?;
+        Ok(answer.checkpoint)
+    }
+
+    /// `GET /checkpoints`: the room's checkpoints, oldest first.
+    pub async fn checkpoints(&self) -> Result<Vec<Checkpoint>, HttpError> {
+        let answer: CheckpointsResponse = self.get_json(&self.room_url("checkpoints")).await?;
+        Ok(answer.checkpoints)
+    }
+
+    /// `POST /checkpoints/{id}/restore`: /workspace becomes that copy.
+    pub async fn restore_checkpoint(&self, id: &str) -> Result<bool, HttpError> {
+        let url = self.segments_url("checkpoints", &[id, "restore"])?;
+        let body = crate::client::checkpoints::ByUser {
+            user_id: Some(self.name.clone()),
+        };
+        let json = serde_json::to_vec(&body).map_err(|err| HttpError::Invalid(err.to_string()))?;
+        let text = self.send_text(Method::POST, &url, Some(json)).await?;
+        let answer: RestoreResponse = decode(&url, &text)?;
+        Ok(answer.restored)
+    }
+
+    /// `DELETE /checkpoints/{id}`.
+    pub async fn delete_checkpoint(&self, id: &str) -> Result<bool, HttpError> {
+        let url = self.segments_url("checkpoints", &[id])?;
+        let text = self.send_text(Method::DELETE, &url, None).await?;
+        let answer: DeleteResponse = decode(&url, &text)?;
+        Ok(answer.deleted)
+    }
+
+    /// `POST /fork`: room `to` starts from this room's /workspace (or a
+    /// checkpoint of it); answers the new room's id.
+    pub async fn fork(&self, to: &str, checkpoint_id: Option<&str>) -> Result<String, HttpError> {
+        let body = crate::client::checkpoints::Fork {
+            to: to.to_string(),
+            checkpoint_id: checkpoint_id.map(str::to_string),
+            user_id: Some(self.name.clone()),
+        };
+        let answer: ForkResponse = self.post("fork", &body).await?;
+        Ok(answer.room_id)
+    }
+
+    /// `GET /files/{dir}/`: a folder of the workspace (`dir` relative to
+    /// /workspace, empty for /workspace itself).
+    pub async fn list_dir(&self, dir: &str) -> Result<Vec<DirEntry>, HttpError> {
+        let mut url = url::Url::parse(&self.file_url(dir)?)
+            .map_err(|err| HttpError::Invalid(err.to_string()))?;
+        // A path that ends in `/` asks for the listing.
+        if let Ok(mut segments) = url.path_segments_mut() {
+            segments.pop_if_empty().push("");
+        }
+        let answer: ListingResponse = self.get_json(url.as_str()).await?;
+        Ok(answer.entries)
+    }
+
+    /// `DELETE /files/{path}?userId=NAME`: a file, a symlink or a folder
+    /// with everything in it; the room's `delete` record names this client.
+    pub async fn delete_file(&self, path: &str) -> Result<bool, HttpError> {
+        let mut url = url::Url::parse(&self.file_url(path)?)
+            .map_err(|err| HttpError::Invalid(err.to_string()))?;
+        url.query_pairs_mut().append_pair("userId", &self.name);
+        let url = url.to_string();
+        let text = self.send_text(Method::DELETE, &url, None).await?;
+        let answer: DeleteResponse = decode(&url, &text)?;
+        Ok(answer.deleted)
+    }
+
+    /// The URL of `{room}/{head}/{segments…}`, each segment escaped.
+    fn segments_url(&self, head: &str, segments: &[&str]) -> Result<String, HttpError> {
+        let mut url = url::Url::parse(&self.room_url(head))
             .map_err(|err| HttpError::Invalid(err.to_string()))?;
         url.path_segments_mut()
             .map_err(|_| {
                 HttpError::Invalid(format!("server URL {:?} cannot have a path", self.base))
             })?
-            .push(id)
-            .extend(tail);
+            .extend(segments);
         Ok(url.to_string())
     }
 

@@ -1,5 +1,6 @@
 //! The client side of the protocol: HTTP calls and the room socket.
 
+pub mod checkpoints;
 pub mod commands;
 pub mod cp;
 pub mod deltas;
@@ -8,9 +9,11 @@ pub mod follow;
 pub mod http;
 pub mod join;
 pub mod local;
+pub mod ls;
 pub mod processes;
 pub mod ps;
 pub mod rpc;
 pub mod socket;
 pub mod term;
 pub mod tunnel;
+pub mod undo;

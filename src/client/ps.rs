@@ -83,20 +83,22 @@ pub fn port_table(ports: &[PortState], base: &str) -> String {
     columns(std::iter::once(&head).chain(&rows))
 }
 
-/// Rows as left-aligned columns two spaces apart (the last unpadded).
-fn columns<'a, const N: usize>(rows: impl Iterator<Item = &'a [String; N]> + Clone) -> String {
-    let widths: Vec<usize> = (0..N)
+/// Rows as left-aligned columns two spaces apart (the last unpadded);
+/// the first row says how many columns there are.
+pub(crate) fn columns<R: AsRef<[String]>>(rows: impl Iterator<Item = R> + Clone) -> String {
+    let n = rows.clone().next().map_or(0, |r| r.as_ref().len());
+    let widths: Vec<usize> = (0..n)
         .map(|i| {
             rows.clone()
-                .map(|r| crate::tui::text::width(&r[i]))
+                .filter_map(|r| r.as_ref().get(i).map(|c| crate::tui::text::width(c)))
                 .max()
                 .unwrap_or(0)
         })
         .collect();
     let mut text = String::new();
     for row in rows {
-        for (i, cell) in row.iter().enumerate() {
-            if i + 1 == N {
+        for (i, cell) in row.as_ref().iter().enumerate().take(n) {
+            if i + 1 == n {
                 text.push_str(cell);
             } else {
                 let pad = widths[i] - crate::tui::text::width(cell);

@@ -3,6 +3,7 @@
 //! operation caused (docs/protocol.md), so the client never merges an
 //! answer's body with the state it has: it only learns whether it worked.
 
+use crate::client::checkpoints::{CreateCheckpoint, Fork};
 use crate::client::http::StatusError;
 use crate::client::processes::StartProcess;
 use crate::client::socket::SocketEvent;
@@ -51,6 +52,17 @@ pub enum RoomOp {
     ProcessFollow(String),
     /// `process_unfollow [{processId}]`: no more of its output frames.
     ProcessUnfollow(String),
+    /// `checkpoint_create [{name?}]`: a copy of /workspace now.
+    CheckpointCreate(Option<String>),
+    /// `checkpoint_restore [{checkpointId}]`: /workspace becomes that copy.
+    CheckpointRestore(String),
+    /// `checkpoint_delete [{checkpointId}]`.
+    CheckpointDelete(String),
+    /// `fork [{to, checkpointId?}]`: room `to` from this one's files.
+    Fork {
+        to: String,
+        checkpoint_id: Option<String>,
+    },
 }
 
 impl RoomOp {
@@ -86,6 +98,10 @@ impl RoomOp {
             RoomOp::ProcessKill(_) => "process_kill",
             RoomOp::ProcessFollow(_) => "process_follow",
             RoomOp::ProcessUnfollow(_) => "process_unfollow",
+            RoomOp::CheckpointCreate(_) => "checkpoint_create",
+            RoomOp::CheckpointRestore(_) => "checkpoint_restore",
+            RoomOp::CheckpointDelete(_) => "checkpoint_delete",
+            RoomOp::Fork { .. } => "fork",
         }
     }
 
@@ -125,6 +141,18 @@ impl RoomOp {
             RoomOp::ProcessKill(id) | RoomOp::ProcessFollow(id) | RoomOp::ProcessUnfollow(id) => {
                 vec![serde_json::json!({ "processId": id })]
             }
+            RoomOp::CheckpointCreate(name) => vec![to_arg(&CreateCheckpoint {
+                name: name.clone(),
+                user_id: None,
+            })],
+            RoomOp::CheckpointRestore(id) | RoomOp::CheckpointDelete(id) => {
+                vec![serde_json::json!({ "checkpointId": id })]
+            }
+            RoomOp::Fork { to, checkpoint_id } => vec![to_arg(&Fork {
+                to: to.clone(),
+                checkpoint_id: checkpoint_id.clone(),
+                user_id: None,
+            })],
         }
     }
 }

@@ -26,8 +26,8 @@ impl App {
             RoomOp::Interrupt(_) => self.stop_failed("the interrupt", err),
             RoomOp::Cancel(_) => self.stop_failed("cancelling", err),
             RoomOp::Cleanup => self.stop_failed("the cleanup", err),
-            // Answered in src/tui/rename.rs, src/tui/term_view.rs and
-            // src/tui/procs.rs.
+            // Answered in src/tui/rename.rs, src/tui/term_view.rs,
+            // src/tui/procs.rs and src/tui/undo.rs.
             RoomOp::Rename(_)
             | RoomOp::TermOpen(_)
             | RoomOp::TermDetach(_)
@@ -35,7 +35,11 @@ impl App {
             | RoomOp::ProcessStart { .. }
             | RoomOp::ProcessKill(_)
             | RoomOp::ProcessFollow(_)
-            | RoomOp::ProcessUnfollow(_) => {}
+            | RoomOp::ProcessUnfollow(_)
+            | RoomOp::CheckpointCreate(_)
+            | RoomOp::CheckpointRestore(_)
+            | RoomOp::CheckpointDelete(_)
+            | RoomOp::Fork { .. } => {}
         }
     }
 
@@ -54,7 +58,11 @@ impl App {
             | RoomOp::ProcessStart { .. }
             | RoomOp::ProcessKill(_)
             | RoomOp::ProcessFollow(_)
-            | RoomOp::ProcessUnfollow(_) => {}
+            | RoomOp::ProcessUnfollow(_)
+            | RoomOp::CheckpointCreate(_)
+            | RoomOp::CheckpointRestore(_)
+            | RoomOp::CheckpointDelete(_)
+            | RoomOp::Fork { .. } => {}
             RoomOp::Interrupt(_) => {
                 let done = answer.decode::<InterruptResponse>().map(|a| a.interrupted);
                 self.stopped("interrupt", done);

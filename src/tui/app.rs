@@ -55,6 +55,14 @@ pub enum Modal {
     ConfirmOverwrite,
     /// The room's background processes and ports (src/tui/procs.rs).
     Processes,
+    /// The room's checkpoints, live (src/tui/undo.rs).
+    Checkpoints,
+    /// `/restore` or `/undo`: restore it? (what is lost: src/tui/undo.rs)
+    ConfirmRestore(crate::tui::undo::Restore),
+    /// `/fork` made this room: switch to it?
+    ConfirmSwitch(String),
+    /// A folder of the workspace (`/ls`): `App::listing`.
+    Listing,
 }
 
 /// A note that goes away by itself.
@@ -91,6 +99,8 @@ pub enum Msg {
     /// The embedded backend moved (its owner quit; another took over):
     /// its new URL, or why this client cannot follow it.
     ServerMoved(Result<String, String>),
+    /// `/ls` answered: the folder, or why not.
+    Listed(Result<crate::tui::files::Listing, String>),
     /// A timer fired (toasts, typing, spinner).
     Tick,
 }
@@ -116,6 +126,11 @@ pub enum Effect {
     LoadOlder {
         before: Option<String>,
     },
+    /// `/ls`: a folder of the workspace (relative to /workspace).
+    ListDir(String),
+    /// Leave this room for that one (after `/fork`): the loop reconnects
+    /// there with a fresh App.
+    SwitchRoom(String),
     Typing,
     Rejoin(String),
     /// A `rename` worked: later HTTP calls (files) carry the new name.
@@ -165,12 +180,17 @@ pub struct App {
     /// The room's background processes and ports, and their view
     /// (src/tui/procs.rs).
     pub procs: crate::tui::procs::Procs,
+    /// The room's checkpoints, and where `/undo` stands (src/tui/undo.rs).
+    pub checkpoints: crate::tui::undo::Checkpoints,
+    /// The folder `/ls` shows.
+    pub listing: Option<crate::tui::files::Listing>,
     pub toasts: Vec<Toast>,
     /// Whether the mouse is captured (the wheel scrolls); off, the
     /// terminal selects text.
     pub mouse_capture: bool,
     pub modals: Vec<Modal>,
-    /// Lines the help overlay is scrolled down.
+    /// Lines the help overlay (or a list view: checkpoints, a folder) is
+    /// scrolled down.
     pub help_scroll: u16,
     pub focus: Pane,
     pub chat_scroll: Scroll,
@@ -210,6 +230,8 @@ impl App {
             typing: Vec::new(),
             term: Default::default(),
             procs: Default::default(),
+            checkpoints: Default::default(),
+            listing: None,
             toasts: Vec::new(),
             mouse_capture: true,
             modals: Vec::new(),
@@ -332,6 +354,10 @@ impl App {
                     | RoomOp::ProcessKill(_)
                     | RoomOp::ProcessFollow(_)
                     | RoomOp::ProcessUnfollow(_) => self.on_process_answer(&answer),
+                    RoomOp::CheckpointCreate(_)
+                    | RoomOp::CheckpointRestore(_)
+                    | RoomOp::CheckpointDelete(_)
+                    | RoomOp::Fork { .. } => self.on_checkpoint_answer(&answer),
                     _ => self.on_answer(*answer),
                 }
                 true
@@ -369,6 +395,10 @@ impl App {
             }
             Msg::ServerMoved(Err(why)) => {
                 self.toast(why, true);
+                true
+            }
+            Msg::Listed(result) => {
+                self.on_listed(result);
                 true
             }
             Msg::Tick => self.on_tick(),

@@ -1,8 +1,10 @@
-//! The App's side of `/put` and `/get`: the workspace paths they name
-//! follow `duet cp`'s rules (`client::cp::workspace_path`), and `/get`
-//! asks before it replaces a file here.
+//! The App's side of `/put`, `/get` and `/ls`: the workspace paths they
+//! name follow `duet cp`'s and `duet ls`'s rules (`client::cp`,
+//! `client::ls`), `/get` asks before it replaces a file here, and `/ls`
+//! shows a folder in a view of its own.
 
 use crate::client::cp;
+use crate::protocol::DirEntry;
 use crate::tui::app::{App, Effect, Modal};
 use std::path::PathBuf;
 
@@ -28,7 +30,35 @@ impl Overwrite {
     }
 }
 
+/// A folder of the workspace, as `/ls` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listing {
+    /// Relative to /workspace (empty: /workspace itself).
+    pub dir: String,
+    pub entries: Vec<DirEntry>,
+}
+
 impl App {
+    /// `/ls [DIR]`: the listing comes back as `Msg::Listed`.
+    pub(crate) fn list_dir(&mut self, dir: &str, effects: &mut Vec<Effect>) -> Result<(), String> {
+        let dir = crate::client::ls::relative(dir)?;
+        effects.push(Effect::ListDir(dir));
+        Ok(())
+    }
+
+    /// `/ls` answered: its view, or why not.
+    pub(crate) fn on_listed(&mut self, result: Result<Listing, String>) {
+        match result {
+            Ok(listing) => {
+                self.listing = Some(listing);
+                self.help_scroll = 0;
+                self.modals.retain(|m| *m != Modal::Listing);
+                self.modals.push(Modal::Listing);
+            }
+            Err(why) => self.toast(why, true),
+        }
+    }
+
     /// `/put FILE [PATH]`.
     pub(crate) fn put_file(
         &mut self,

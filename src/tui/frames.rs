@@ -4,8 +4,8 @@
 
 use crate::client::deltas::Delta;
 use crate::protocol::{
-    AiPhase, DuetMessage, ExecFrame, ExecRecord, PortState, Process, ServerFrame, ShellState,
-    TerminalState,
+    AiPhase, Checkpoint, DuetMessage, ExecFrame, ExecRecord, PortState, Process, ServerFrame,
+    ShellState, TerminalState,
 };
 use crate::tui::app::{App, Pane, TYPING_MS, Typist};
 use crate::tui::chat::LiveTurn;
@@ -60,6 +60,12 @@ const PATCH_FIELDS: &[(&str, PatchField)] = &[
             Err(err) => app.bad_patch("ports", &err),
         }
     }),
+    ("checkpoints", |app, value| {
+        match serde_json::from_value::<Vec<Checkpoint>>(value) {
+            Ok(list) => app.set_checkpoints(list),
+            Err(err) => app.bad_patch("checkpoints", &err),
+        }
+    }),
 ];
 
 impl App {
@@ -77,6 +83,7 @@ impl App {
                 self.set_terminal(state.terminal);
                 self.set_processes(state.processes);
                 self.set_ports(state.ports);
+                self.set_checkpoints(state.checkpoints);
                 true
             }
             ServerFrame::StateError { error } | ServerFrame::Error { error, .. } => {
@@ -114,6 +121,9 @@ impl App {
                 by_connection,
             } => {
                 let now = self.now_ms;
+                if phase == AiPhase::Start {
+                    self.agent_turn_began();
+                }
                 self.with_anchor(Pane::Chat, |app| {
                     let chat = &mut app.chat;
                     // A frame of another turn starts a fresh live reply.
@@ -182,8 +192,10 @@ impl App {
                 self.set_cwd(crate::protocol::WORKSPACE.to_string());
                 self.chat.clear_all();
                 self.execs.clear_all();
-                // The cleanup killed every process: nothing to follow.
+                // The cleanup killed every process: nothing to follow;
+                // it deleted the checkpoints too.
                 self.procs.followed = None;
+                self.checkpoints = Default::default();
                 self.chat_scroll = Scroll::default();
                 self.output_scroll = Scroll::default();
                 self.toast(format!("{by} cleaned up the room"), false);

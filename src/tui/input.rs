@@ -91,22 +91,35 @@ impl App {
 
     fn on_modal_key(&mut self, modal: Modal, key: KeyEvent, effects: &mut Vec<Effect>) {
         let table = match modal {
-            Modal::Help => keymap::HELP_KEYS,
+            Modal::Help | Modal::Checkpoints | Modal::Listing => keymap::HELP_KEYS,
             Modal::Processes => keymap::PROCESS_KEYS,
-            Modal::ConfirmCleanup | Modal::ConfirmStop(_) | Modal::ConfirmOverwrite => {
-                keymap::CONFIRM_KEYS
-            }
+            Modal::ConfirmCleanup
+            | Modal::ConfirmStop(_)
+            | Modal::ConfirmOverwrite
+            | Modal::ConfirmRestore(_)
+            | Modal::ConfirmSwitch(_) => keymap::CONFIRM_KEYS,
         };
         let Some(action) = keymap::lookup_in(table, &key) else {
             return;
         };
+        let scrolls = matches!(modal, Modal::Help | Modal::Checkpoints | Modal::Listing);
         match (modal, action) {
-            (Modal::Help, Action::Up) => self.help_scroll = self.help_scroll.saturating_sub(1),
-            (Modal::Help, Action::Down) => self.help_scroll = (self.help_scroll + 1).min(200),
-            (Modal::Help, Action::PageUp) => self.help_scroll = self.help_scroll.saturating_sub(10),
-            (Modal::Help, Action::PageDown) => {
-                self.help_scroll = (self.help_scroll + 10).min(200);
+            (_, Action::Up) if scrolls => self.help_scroll = self.help_scroll.saturating_sub(1),
+            (_, Action::Down) if scrolls => self.help_scroll = (self.help_scroll + 1).min(2000),
+            (_, Action::PageUp) if scrolls => {
+                self.help_scroll = self.help_scroll.saturating_sub(10)
             }
+            (_, Action::PageDown) if scrolls => {
+                self.help_scroll = (self.help_scroll + 10).min(2000);
+            }
+            (Modal::ConfirmRestore(restore), Action::Confirm) => {
+                self.modals.pop();
+                self.confirm_restore(restore, effects);
+            }
+            (Modal::ConfirmSwitch(room), Action::Confirm) => {
+                self.answer_switch(room, true, effects)
+            }
+            (Modal::ConfirmSwitch(room), Action::Close) => self.answer_switch(room, false, effects),
             (Modal::ConfirmCleanup, Action::Confirm) => {
                 self.modals.pop();
                 effects.push(Effect::Call(RoomOp::Cleanup));

@@ -31,4 +31,5 @@ pub mod termtext;
 pub mod text;
 pub mod theme;
 pub mod timeline;
+pub mod undo;
 pub mod view;

@@ -21,15 +21,24 @@ const FRAME: Duration = Duration::from_millis(16);
 /// Messages per older page.
 const PAGE: usize = 50;
 
-/// Runs the UI until the person quits; answers the session as it ended
-/// (the backend may have moved meanwhile, and the join hint with it).
+/// How a room's UI ended.
+#[derive(Debug)]
+pub struct Ended {
+    /// The session as it ended (the backend may have moved meanwhile, and
+    /// the join hint with it; `/name` may have renamed the person).
+    pub session: Session,
+    /// The room to go to next (`/fork`'s switch), if any.
+    pub next_room: Option<String>,
+}
+
+/// Runs the UI until the person quits or switches rooms.
 pub async fn run(
     mut app: App,
     mut http: HttpClient,
     params: SocketParams,
-    mut watch: Option<crate::tui::backend::Watch>,
+    mut watch: Option<&mut crate::tui::backend::Watch>,
     stderr_log: Option<&std::path::Path>,
-) -> anyhow::Result<Session> {
+) -> anyhow::Result<Ended> {
     // The code grammars load beside the UI, not in its first frame.
     std::thread::spawn(crate::tui::highlight::warm_up);
     let guard = TerminalGuard::enter(stderr_log)?;
@@ -44,6 +53,7 @@ pub async fn run(
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Msg>();
     let mut events = EventStream::new();
     let mut last_draw: Option<Instant> = None;
+    let mut next_room = None;
 
     let result: anyhow::Result<()> = loop {
         if app.dirty && last_draw.is_none_or(|t| t.elapsed() >= FRAME) {
@@ -79,7 +89,7 @@ pub async fn run(
                 None => break Ok(()),
             },
             Some(event) = socket_rx.recv() => {
-                if let (Some(watch), SocketEvent::State(ConnState::Reconnecting { .. })) = (&watch, &event) {
+                if let (Some(watch), SocketEvent::State(ConnState::Reconnecting { .. })) = (watch.as_deref(), &event) {
                     watch.poke.notify_one();
                 }
                 Msg::Socket(event)
@@ -103,6 +113,7 @@ pub async fn run(
         for effect in app.update(msg) {
             match effect {
                 Effect::Quit => {}
+                Effect::SwitchRoom(room) => next_room = Some(room),
                 Effect::Typing => socket.send(SocketCommand::Typing),
                 Effect::Call(op) => socket.send(SocketCommand::Call(op)),
                 Effect::Rejoin(name) => {
@@ -129,7 +140,7 @@ pub async fn run(
                 other => spawn_call(other, http.clone(), done_tx.clone()),
             }
         }
-        if app.quit {
+        if app.quit || next_room.is_some() {
             break Ok(());
         }
     };
@@ -137,11 +148,14 @@ pub async fn run(
     let _ = tokio::time::timeout(Duration::from_secs(1), socket_task).await;
     drop(terminal);
     drop(guard);
-    result.map(|()| app.session)
+    result.map(|()| Ended {
+        session: app.session,
+        next_room,
+    })
 }
 
 /// The next URL the backend watcher reports (never, without a watcher).
-async fn moved(watch: &mut Option<crate::tui::backend::Watch>) -> Option<String> {
+async fn moved(watch: &mut Option<&mut crate::tui::backend::Watch>) -> Option<String> {
     match watch {
         Some(watch) => watch.moved.recv().await,
         None => std::future::pending().await,
@@ -191,6 +205,17 @@ fn spawn_call(effect: Effect, http: HttpClient, done: mpsc::UnboundedSender<Msg>
                     Err(e) => Msg::TransferDone(Err(format!("/get: {e:#}"))),
                 }
             }
+            Effect::ListDir(dir) => Msg::Listed(
+                http.list_dir(&dir)
+                    .await
+                    .map(|entries| crate::tui::files::Listing {
+                        dir: dir.clone(),
+                        entries,
+                    })
+                    .map_err(|err| {
+                        format!("/ls: {}", crate::client::ls::path_error(&dir, true, &err))
+                    }),
+            ),
             Effect::LoadOlder { before } => Msg::OlderLoaded(
                 http.messages(before.as_deref(), Some(PAGE))
                     .await
@@ -201,6 +226,7 @@ fn spawn_call(effect: Effect, http: HttpClient, done: mpsc::UnboundedSender<Msg>
             | Effect::Rejoin(_)
             | Effect::NameChanged(_)
             | Effect::Quit
+            | Effect::SwitchRoom(_)
             | Effect::SetMouse(_)
             | Effect::Redraw
             | Effect::Clipboard(_)

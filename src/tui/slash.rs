@@ -71,6 +71,62 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         },
     },
     SlashCommand {
+        name: "ls",
+        aliases: &[],
+        usage: "/ls [DIR]",
+        help: "list a folder of the workspace (default: /workspace)",
+        run: |app, arg, effects| app.list_dir(arg, effects),
+    },
+    SlashCommand {
+        name: "undo",
+        aliases: &[],
+        usage: "/undo",
+        help: "undo the agent's last turn: restores the checkpoint before it (asks first)",
+        run: |app, arg, _| {
+            if !arg.is_empty() {
+                return Err(
+                    "usage: /undo (it takes no argument; /restore NAME restores a checkpoint)"
+                        .into(),
+                );
+            }
+            app.ask_undo()
+        },
+    },
+    SlashCommand {
+        name: "checkpoint",
+        aliases: &[],
+        usage: "/checkpoint [NAME]",
+        help: "save a copy of /workspace now, to restore later",
+        run: |app, arg, effects| app.take_checkpoint(arg, effects),
+    },
+    SlashCommand {
+        name: "checkpoints",
+        aliases: &[],
+        usage: "/checkpoints",
+        help: "the room's checkpoints: name, when, by, size, automatic or not",
+        run: |app, _, _| {
+            app.open_checkpoints();
+            Ok(())
+        },
+    },
+    SlashCommand {
+        name: "restore",
+        aliases: &[],
+        usage: "/restore NAME",
+        help: "make /workspace a checkpoint again, by name or id (asks first)",
+        run: |app, arg, _| app.ask_restore(arg),
+    },
+    SlashCommand {
+        name: "fork",
+        aliases: &[],
+        usage: "/fork ROOM [NAME]",
+        help: "start room ROOM from these files (or checkpoint NAME); offers to switch",
+        run: |app, arg, effects| {
+            let (to, from) = one_or_two(arg).ok_or("usage: /fork ROOM [NAME]")?;
+            app.fork(to, &from, effects)
+        },
+    },
+    SlashCommand {
         name: "bg",
         aliases: &[],
         usage: "/bg CMD",

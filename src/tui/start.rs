@@ -17,8 +17,7 @@ use std::process::ExitCode;
 
 /// Runs the terminal client; the process's exit code.
 pub fn main(args: ClientArgs, data_dir: Option<PathBuf>) -> ExitCode {
-    // Read while the process has one thread (the time crate refuses later).
-    let tz = time::UtcOffset::current_local_offset().unwrap_or(time::UtcOffset::UTC);
+    let tz = crate::cli::local_offset();
     let settings = match config::load(&args, data_dir) {
         Ok(settings) => settings,
         Err(err) => {
@@ -132,30 +131,48 @@ async fn start(settings: ClientSettings, tz: time::UtcOffset) -> anyhow::Result<
     let watch = (settings.server.is_none() && owned.is_none())
         .then(|| backend::watch(embedded, server.clone(), stop_watch.clone()));
     let token = crate::client::commands::token_for(&settings);
-    let http = HttpClient::new(&server, &room, token.clone(), &settings.name)?;
-    let connection_id = format!("c{}", random_room());
-    let session = Session {
-        server: server.clone(),
-        room: room.clone(),
-        name: settings.name.clone(),
-        connection_id: connection_id.clone(),
-        join_hint: join::join_hint(&server, &room, token.as_deref()),
-    };
-    let params = SocketParams {
-        base: server,
-        room,
-        name: settings.name.clone(),
-        token,
-        connection_id,
-        deltas: true,
-    };
-    let app = App::new(session, Theme::from_env(), tz, crate::protocol::now_ms());
-    let (watch, watch_task) = match watch {
+    let log = local::log_path(&settings.data_dir);
+    let (mut watch, watch_task) = match watch {
         Some((watch, task)) => (Some(watch), Some(task)),
         None => (None, None),
     };
-    let log = local::log_path(&settings.data_dir);
-    let result = crate::tui::run::run(app, http, params, watch, Some(&log)).await;
+    let mut server = server;
+    let mut room = room;
+    let mut name = settings.name.clone();
+    // One room at a time; `/fork`'s switch goes on in the next one, as the
+    // same person on the same backend.
+    let result = loop {
+        let http = HttpClient::new(&server, &room, token.clone(), &name)?;
+        let connection_id = format!("c{}", random_room());
+        let session = Session {
+            server: server.clone(),
+            room: room.clone(),
+            name: name.clone(),
+            connection_id: connection_id.clone(),
+            join_hint: join::join_hint(&server, &room, token.as_deref()),
+        };
+        let params = SocketParams {
+            base: server.clone(),
+            room: room.clone(),
+            name: name.clone(),
+            token: token.clone(),
+            connection_id,
+            deltas: true,
+        };
+        let app = App::new(session, Theme::from_env(), tz, crate::protocol::now_ms());
+        match crate::tui::run::run(app, http, params, watch.as_mut(), Some(&log)).await {
+            Ok(crate::tui::run::Ended {
+                session,
+                next_room: Some(next),
+            }) => {
+                server = session.server;
+                name = session.name;
+                room = next;
+            }
+            Ok(ended) => break Ok(ended.session),
+            Err(err) => break Err(err),
+        }
+    };
     stop_watch.cancel();
     let mut backend_stays = owned.is_none();
     if let Some(task) = watch_task {

@@ -176,12 +176,24 @@ pub fn record_text(event: &Event, text: &str) -> String {
             };
             format!("{what}: {next}")
         }
-        Event::Delete { by, path } => format!("{by} deleted {path}"),
+        Event::Delete { by, path } => format!("{by} deleted /workspace/{path}"),
         Event::Checkpoint { by, name, .. } => format!("{by} saved checkpoint {name}"),
         Event::Restore { by, name, .. } => {
-            format!("{by} restored checkpoint {name}: the workspace is as it was then")
+            format!("{by} restored checkpoint {name}: /workspace is as it was then")
         }
-        Event::Fork { by, from, to, .. } => format!("{by} forked {from} into a new room, {to}"),
+        // Said the same in both rooms, so it names both.
+        Event::Fork {
+            by,
+            from,
+            to,
+            checkpoint_id,
+        } => {
+            let from_checkpoint = checkpoint_id
+                .as_deref()
+                .map(|id| format!(" (from checkpoint {id})"))
+                .unwrap_or_default();
+            format!("{by} forked room {from} into room {to}{from_checkpoint}")
+        }
         Event::Other => text.split_whitespace().collect::<Vec<_>>().join(" "),
     }
 }

@@ -269,3 +269,17 @@ pub fn process(id: &str, cmd: &str, by: &str, status: ProcessStatus) -> Process 
 pub fn process_frame(frame: ProcessFrame) -> Msg {
     self::frame(ServerFrame::Process(frame))
 }
+
+/// A checkpoint taken at `T0 + minutes`, a person's or an automatic one.
+pub fn checkpoint(id: &str, name: &str, auto: bool, minutes: i64) -> Checkpoint {
+    Checkpoint {
+        id: id.into(),
+        name: name.into(),
+        ts: (T0 + minutes * 60_000) as u64,
+        by: if auto { "duet" } else { "ada" }.into(),
+        size: 2150,
+        auto,
+        turn_id: auto.then(|| format!("t-{id}")),
+        expires_at: None,
+    }
+}

@@ -4,6 +4,7 @@
 pub mod chat;
 pub mod composer;
 pub mod layout;
+pub mod lists;
 pub mod output;
 pub mod overlay;
 pub mod pane;
@@ -36,6 +37,10 @@ pub fn draw(frame: &mut Frame, app: &App) {
             Modal::ConfirmStop(stop) => overlay::draw_stop(frame, app, stop, area),
             Modal::ConfirmOverwrite => overlay::draw_overwrite(frame, app, area),
             Modal::Processes => processes::draw(frame, app, area),
+            Modal::Checkpoints => lists::draw_checkpoints(frame, app, area),
+            Modal::Listing => lists::draw_listing(frame, app, area),
+            Modal::ConfirmRestore(restore) => overlay::draw_restore(frame, app, restore, area),
+            Modal::ConfirmSwitch(room) => overlay::draw_switch(frame, app, room, area),
         }
     }
 }

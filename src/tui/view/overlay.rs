@@ -1,12 +1,14 @@
 //! What is drawn over the panes: toasts, the help overlay (from the
 //! keymap), the cleanup confirmation, the question before stopping
-//! someone else's command or turn, and `/get`'s "overwrite?".
+//! someone else's command or turn, `/get`'s "overwrite?", the question
+//! before a restore (what is lost) and `/fork`'s "switch to it?".
 
 use crate::tui::app::App;
 use crate::tui::keymap::{self, BINDINGS};
 use crate::tui::slash::{PREFIXES, SLASH_COMMANDS};
 use crate::tui::stop::Stop;
 use crate::tui::text::{width, wrap};
+use crate::tui::undo::Restore;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -215,6 +217,54 @@ pub fn draw_overwrite(frame: &mut Frame, app: &App, area: Rect) {
     ];
     let rect = centered(area, 60, lines.len() as u16 + 3);
     draw_question(frame, lines, rect, " /get ", theme.warn());
+}
+
+/// "Restore checkpoint auto-3? y/n", and what it loses.
+pub fn draw_restore(frame: &mut Frame, app: &App, restore: &Restore, area: Rect) {
+    let theme = app.theme;
+    let what = if restore.undo {
+        "Undo: restore checkpoint "
+    } else {
+        "Restore checkpoint "
+    };
+    let mut lines = vec![
+        Line::from(vec![
+            Span::raw(what),
+            Span::styled(restore.name.clone(), theme.command()),
+            Span::raw(format!(" ({})?", restore.id)),
+        ]),
+        answers(app, "restore", "keep things as they are"),
+        Line::default(),
+        Line::raw("/workspace becomes the checkpoint again, for everyone. Lost:"),
+    ];
+    for lost in app.restore_losses(restore) {
+        lines.push(Line::raw(format!("  • {lost}")));
+    }
+    let w = area.width.saturating_sub(4).min(80);
+    let inner = usize::from(w.saturating_sub(2)).max(1);
+    let h: usize = lines.iter().map(|l| l.width().div_ceil(inner).max(1)).sum();
+    let rect = centered(area, w, h as u16 + 2);
+    draw_question(frame, lines, rect, " Restore? ", theme.error());
+}
+
+/// "Room b is ready. Switch to it? y/n" after `/fork`.
+pub fn draw_switch(frame: &mut Frame, app: &App, room: &str, area: Rect) {
+    let theme = app.theme;
+    let lines = vec![
+        Line::from(vec![
+            Span::raw("Room "),
+            Span::styled(room.to_string(), theme.command()),
+            Span::raw(" is ready. Switch to it?"),
+        ]),
+        answers(app, "switch", "stay here"),
+        Line::default(),
+        Line::raw(format!(
+            "It starts with this room's files and an empty chat; room {} stays as it is.",
+            app.session.room
+        )),
+    ];
+    let rect = centered(area, 60, lines.len() as u16 + 4);
+    draw_question(frame, lines, rect, " /fork ", theme.warn());
 }
 
 /// The answers line of a y/n question: `y YES   n / Esc NO`.

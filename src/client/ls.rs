@@ -1,0 +1,251 @@
+//! The workspace as files (docs/protocol.md "Files"): `duet ls [DIR]`
+//! lists a folder, `duet rm PATH…` deletes files (a folder only with
+//! `-r`); the TUI's `/ls` shows the same table. Paths follow one rule: a
+//! relative path is inside /workspace, an absolute one must be.
+
+use crate::cli::{LsArgs, RmArgs};
+use crate::client::commands::{client_for, data_dir_from_env};
+use crate::client::cp::{WORKSPACE, shown};
+use crate::client::http::{HttpClient, HttpError};
+use crate::config;
+use crate::protocol::{DirEntry, EntryType};
+use std::io::Write;
+use std::process::ExitCode;
+
+/// The workspace path a person's `path` names, relative to /workspace
+/// without a trailing `/` (empty: /workspace itself). A path outside
+/// /workspace, or one with `..` (a URL would resolve it away before
+/// sending), is refused with the reason.
+pub fn relative(path: &str) -> Result<String, String> {
+    let trimmed = path.trim();
+    let inside = match trimmed.strip_prefix(WORKSPACE) {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => rest,
+        _ if trimmed.starts_with('/') => {
+            return Err(format!(
+                "{trimmed} is outside {WORKSPACE}: only the room's {WORKSPACE} can be reached"
+            ));
+        }
+        _ => trimmed,
+    };
+    let segments: Vec<&str> = inside
+        .split('/')
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect();
+    if segments.contains(&"..") {
+        return Err(format!(
+            "{trimmed} goes outside {WORKSPACE} with ..: a path must stay inside {WORKSPACE}"
+        ));
+    }
+    Ok(segments.join("/"))
+}
+
+/// A folder as a person reads it: `/workspace`, `/workspace/src`.
+pub fn shown_dir(relative: &str) -> String {
+    if relative.is_empty() {
+        WORKSPACE.to_string()
+    } else {
+        shown(relative)
+    }
+}
+
+/// An entry's name as listed: folders end with `/`, symlinks with `@`.
+pub fn marked(entry: &DirEntry) -> String {
+    match entry.kind {
+        EntryType::Dir => format!("{}/", entry.name),
+        EntryType::Symlink => format!("{}@", entry.name),
+        EntryType::File | EntryType::Other => entry.name.clone(),
+    }
+}
+
+fn type_name(kind: EntryType) -> &'static str {
+    match kind {
+        EntryType::File => "file",
+        EntryType::Dir => "dir",
+        EntryType::Symlink => "symlink",
+        EntryType::Other => "other",
+    }
+}
+
+/// A folder's entries as columns under a header line: type, size,
+/// modified (local time), name (folders marked).
+pub fn table(entries: &[DirEntry], tz: time::UtcOffset) -> String {
+    let head = ["TYPE", "SIZE", "MODIFIED", "NAME"].map(String::from);
+    let rows: Vec<[String; 4]> = entries
+        .iter()
+        .map(|e| {
+            let size = match e.kind {
+                EntryType::File | EntryType::Symlink => crate::tui::files::human_size(e.size),
+                EntryType::Dir | EntryType::Other => "-".into(),
+            };
+            [
+                type_name(e.kind).to_string(),
+                size,
+                crate::client::checkpoints::when(e.mtime, tz),
+                marked(e),
+            ]
+        })
+        .collect();
+    crate::client::ps::columns(std::iter::once(&head).chain(&rows))
+}
+
+/// A failed listing or deletion of `relative` as a sentence: a 400 names
+/// what the server found wrong with the path, a 404 says it is absent.
+pub fn path_error(relative: &str, folder: bool, err: &HttpError) -> String {
+    tracing::info!(%err, path = relative, "a workspace request failed");
+    let path = if folder {
+        shown_dir(relative)
+    } else {
+        shown(relative)
+    };
+    let HttpError::Status(status) = err else {
+        return format!("{path}: {}", crate::client::explain::http(err));
+    };
+    let why = status
+        .details
+        .as_ref()
+        .and_then(|d| d.get("path"))
+        .filter(|m| !m.is_empty());
+    match (status.status, why) {
+        (400, Some(why)) => format!("{path}: {} (the server refused the path)", why.join(", ")),
+        (404, _) if folder => format!("{path}: no such folder in the room's workspace (404)"),
+        (404, _) => format!("{path}: no such file or folder in the room's workspace (404)"),
+        _ => format!("{path}: {}", crate::client::explain::http(err)),
+    }
+}
+
+/// `duet ls [DIR] [--json]`.
+pub async fn ls(args: LsArgs) -> anyhow::Result<ExitCode> {
+    let dir = match relative(args.dir.as_deref().unwrap_or("")) {
+        Ok(dir) => dir,
+        Err(why) => return crate::client::ps::said(&why),
+    };
+    let client = client(&args.client)?;
+    let entries = match client.list_dir(&dir).await {
+        Ok(entries) => entries,
+        Err(err) => return crate::client::ps::said(&path_error(&dir, true, &err)),
+    };
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let listing = crate::protocol::ListingResponse { entries };
+        writeln!(out, "{}", serde_json::to_string_pretty(&listing)?)?;
+    } else if entries.is_empty() {
+        writeln!(out, "{} is empty", shown_dir(&dir))?;
+    } else {
+        out.write_all(table(&entries, crate::cli::local_offset()).as_bytes())?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `duet rm [-r] PATH…`: each path in turn; a folder needs `-r`. Fails
+/// when any path could not be deleted (the others still are).
+pub async fn rm(args: RmArgs) -> anyhow::Result<ExitCode> {
+    let client = client(&args.client)?;
+    let mut failed = false;
+    for path in &args.paths {
+        match remove(&client, path, args.recursive).await {
+            Ok(done) => println!("{done}"),
+            Err(why) => {
+                eprintln!("duet: {why}");
+                failed = true;
+            }
+        }
+    }
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Deletes one path; what was done, or why not.
+async fn remove(client: &HttpClient, path: &str, recursive: bool) -> Result<String, String> {
+    let target = relative(path)?;
+    if target.is_empty() {
+        return Err(format!(
+            "{WORKSPACE} itself cannot be deleted: name what is in it"
+        ));
+    }
+    // The parent's listing says what it is (a symlink is not followed).
+    let (parent, name) = target.rsplit_once('/').unwrap_or(("", target.as_str()));
+    let entries = client.list_dir(parent).await.map_err(|err| match &err {
+        HttpError::Status(s) if s.status == 404 => {
+            format!(
+                "{}: no such file or folder in the room's workspace",
+                shown(&target)
+            )
+        }
+        _ => path_error(parent, true, &err),
+    })?;
+    let Some(entry) = entries.iter().find(|e| e.name == name) else {
+        return Err(format!(
+            "{}: no such file or folder in the room's workspace",
+            shown(&target)
+        ));
+    };
+    if entry.kind == EntryType::Dir && !recursive {
+        return Err(format!(
+            "{} is a folder: `duet rm -r {}` deletes it with everything in it",
+            shown(&target),
+            path.trim()
+        ));
+    }
+    client
+        .delete_file(&target)
+        .await
+        .map_err(|err| path_error(&target, false, &err))?;
+    let what = if entry.kind == EntryType::Dir {
+        "the folder "
+    } else {
+        ""
+    };
+    Ok(format!("deleted {what}{}", shown(&target)))
+}
+
+fn client(args: &crate::cli::ClientArgs) -> anyhow::Result<HttpClient> {
+    let settings = config::load(args, data_dir_from_env())?;
+    client_for(&settings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_stay_inside_the_workspace() {
+        assert_eq!(relative("").unwrap(), "");
+        assert_eq!(relative("/workspace").unwrap(), "");
+        assert_eq!(relative("/workspace/").unwrap(), "");
+        assert_eq!(relative("src/").unwrap(), "src");
+        assert_eq!(relative("./src//main.rs").unwrap(), "src/main.rs");
+        assert_eq!(relative("/workspace/a/b").unwrap(), "a/b");
+        assert!(relative("/etc").unwrap_err().contains("outside /workspace"));
+        assert!(relative("/workspaces").unwrap_err().contains("outside"));
+        assert!(relative("a/../../x").unwrap_err().contains(".."));
+    }
+
+    #[test]
+    fn a_listing_marks_folders_and_links() {
+        let entry = |name: &str, kind, size| DirEntry {
+            name: name.into(),
+            kind,
+            size,
+            mtime: 1_767_348_000_000,
+        };
+        let text = table(
+            &[
+                entry(".env", EntryType::File, 12),
+                entry("current", EntryType::Symlink, 7),
+                entry("src", EntryType::Dir, 0),
+            ],
+            time::UtcOffset::UTC,
+        );
+        assert_eq!(
+            text,
+            "TYPE     SIZE  MODIFIED          NAME\n\
+             file     12 B  2026-01-02 10:00  .env\n\
+             symlink  7 B   2026-01-02 10:00  current@\n\
+             dir      -     2026-01-02 10:00  src/\n"
+        );
+    }
+}
