@@ -207,14 +207,26 @@ fn open_folder(place: &SandboxPlace, path: &str) -> Result<OwnedFd, FileError> {
     if path.trim_matches('/').is_empty() {
         return Ok(root);
     }
+    let parts = crate::sandbox::files::components(path)?;
     let mut dir = root;
-    for part in crate::sandbox::files::components(path)? {
+    for (i, part) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
         dir = match tree::open_dir(&dir, OsStr::new(part)) {
             Ok(next) => next,
-            // A file where a folder is asked for: no such folder.
-            Err(nix::errno::Errno::ENOTDIR) => return Err(FileError::NotFound),
-            Err(nix::errno::Errno::ELOOP) => {
-                return Err(FileError::BadPath("passes through a symlink".into()));
+            Err(nix::errno::Errno::ENOTDIR | nix::errno::Errno::ELOOP) => {
+                let link = nix::sys::stat::fstatat(
+                    Some(std::os::fd::AsRawFd::as_raw_fd(&dir)),
+                    *part,
+                    nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+                )
+                .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK);
+                // A symlink on the way is refused; a file, or a symlink
+                // listed as a folder, is no such folder.
+                return Err(if link && !last {
+                    FileError::BadPath("passes through a symlink".into())
+                } else {
+                    FileError::NotFound
+                });
             }
             Err(e) => return Err(map_errno(e)),
         };
