@@ -4,7 +4,10 @@
 // and fork" says a client sees them.
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { call, execFrames, get, joined, post, room, script, type Json } from "./support";
+import type { Env } from "../src/env";
+import { call, get, joined, post, room, script, type Json } from "./support";
+
+const testEnv = env as unknown as Env;
 
 const put = (r: string, path: string, text: string, user = "ada") => call("PUT", `/api/rooms/${r}/files/${path}?userId=${user}`, text);
 const read = async (r: string, path: string) => {
@@ -208,12 +211,12 @@ describe("checkpoints", () => {
     const r = room("cpc");
     await put(r, "f", "x");
     await post(`/api/rooms/${r}/checkpoints`, { name: "one" });
-    const stub = env.DuetAgent.get(env.DuetAgent.idFromName(r));
+    const stub = testEnv.DuetAgent.get(testEnv.DuetAgent.idFromName(r));
     const copyId = await runInDurableObject(stub, (_i, state) => JSON.parse(String(state.storage.sql.exec("SELECT copy FROM duet_checkpoints").one().copy)).id);
-    expect((await env.BACKUP_BUCKET.list({ prefix: `backups/${copyId}/` })).objects.length).toBeGreaterThan(0);
+    expect((await testEnv.BACKUP_BUCKET.list({ prefix: `backups/${copyId}/` })).objects.length).toBeGreaterThan(0);
     expect((await post(`/api/rooms/${r}/cleanup`, {})).status).toBe(200);
     expect((await get(`/api/rooms/${r}/checkpoints`)).body).toEqual({ checkpoints: [] });
-    expect((await env.BACKUP_BUCKET.list({ prefix: `backups/${copyId}/` })).objects).toEqual([]);
+    expect((await testEnv.BACKUP_BUCKET.list({ prefix: `backups/${copyId}/` })).objects).toEqual([]);
     const s = await joined(r, "user=ivy");
     s.close();
   });
