@@ -41,6 +41,10 @@ The same flags and DUET_* variables as `duet serve`:
   --max-room-sockets N        the limits (same defaults and DUET_* variables; 0: none)
   --max-processes N           background processes running at once in a room (8)
   --tunnel-bytes-per-sec N    bytes a tunnel's client sends per second (67108864)
+  --auto-checkpoints N        automatic checkpoints a room keeps (10; 0: none)
+                              (--disk-mb is also the worker's DUET_DISK_MB: a room's
+                              /workspace and checkpoints together, default 1024;
+                              DUET_CHECKPOINT_TTL_SECS: a checkpoint's lifetime)
   --public-host, --room-idle-secs, --max-sockets
                               accepted and ignored: Cloudflare routes by host, evicts
                               idle rooms itself and has no server-wide socket count
@@ -74,7 +78,7 @@ allow_origin="${DUET_ALLOW_ORIGIN:-}"
 declare -A limits=()
 for name in SOCKET_FRAMES_PER_SEC SOCKET_BYTES_PER_SEC SOCKET_MESSAGES_PER_MIN \
   SOCKET_COMMANDS_PER_MIN ROOM_MESSAGES_PER_MIN ROOM_COMMANDS_PER_MIN MAX_ROOM_SOCKETS \
-  MAX_PROCESSES TUNNEL_BYTES_PER_SEC; do
+  MAX_PROCESSES TUNNEL_BYTES_PER_SEC AUTO_CHECKPOINTS DISK_MB CHECKPOINT_TTL_SECS; do
   var="DUET_$name"
   [ -z "${!var:-}" ] || limits[$var]="${!var}"
 done
@@ -116,6 +120,8 @@ while [ $# -gt 0 ]; do
   --terminal-idle-secs) number "$flag" "$value" && terminal_idle_secs="$value" ;;
   --memory-mb | --processes | --cpu-secs | --disk-mb | --open-files | --tmp-mb)
     number "$flag" "$value" && sandbox_limits+=("$flag" "$value")
+    # The room's disk budget is the worker's too: /workspace and its checkpoints.
+    [ "$flag" != --disk-mb ] || limits[DUET_DISK_MB]="$value"
     ;;
   --sandbox-network)
     [[ "$value" == none || "$value" == nat ]] || die "--sandbox-network is none or nat, not '$value'"
@@ -124,7 +130,7 @@ while [ $# -gt 0 ]; do
   --allow-origin) allow_origin="$value" ;;
   --socket-frames-per-sec | --socket-bytes-per-sec | --socket-messages-per-min | \
     --socket-commands-per-min | --room-messages-per-min | --room-commands-per-min | --max-room-sockets | \
-    --max-processes | --tunnel-bytes-per-sec)
+    --max-processes | --tunnel-bytes-per-sec | --auto-checkpoints)
     number "$flag" "$value"
     var="DUET_$(echo "${flag#--}" | tr 'a-z-' 'A-Z_')"
     limits[$var]="$value"

@@ -4,7 +4,8 @@
 // test/global-setup.mjs. Several projects, because the model settings are
 // vars of the whole Worker: `room` (one round, a model), `rounds` (five
 // rounds), `nomodel` (no model configured), `starting` (containers that
-// take 3 s to start), `idle` (sandboxes and terminals that idle out after 2 s) and `limits`
+// take 3 s to start), `idle` (sandboxes and terminals that idle out after 2 s), `checkpoints`
+// (two automatic checkpoints kept, a 1 MiB disk, 3 s lifetimes) and `limits`
 // (small rate limits and socket cap). The sandbox tests of test/sandbox
 // have their own configuration, run as one more project.
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
@@ -48,6 +49,11 @@ export default defineConfig({
       project("nomodel", ["test/nomodel/*.test.ts"], { DUET_AI_URL: "" }),
       project("starting", ["test/starting/*.test.ts"], { DUET_STANDIN_START_SECS: "3" }),
       project("idle", ["test/idle/*.test.ts"], { DUET_SANDBOX_IDLE_SECS: "2", DUET_TERMINAL_IDLE_SECS: "2" }),
+      project("checkpoints", ["test/checkpoints/*.test.ts"], {
+        DUET_AUTO_CHECKPOINTS: "2",
+        DUET_DISK_MB: "1",
+        DUET_CHECKPOINT_TTL_SECS: "3",
+      }),
       project("limits", ["test/limits/*.test.ts"], {
         DUET_SOCKET_FRAMES_PER_SEC: "20",
         DUET_SOCKET_BYTES_PER_SEC: "4096",

@@ -99,6 +99,7 @@ export class DuetAgent extends Agent<Env> {
         const c = this.getConnection(connection);
         if (c) send(c, text);
       },
+      count: () => this.connections().length,
     });
     // No turn runs in an object that just started: a question left unanswered was cut off.
     this.roomCore.noteUnfinishedTurn();
@@ -207,6 +208,7 @@ export class DuetAgent extends Agent<Env> {
       deltas: query.get("deltas") === "1",
     };
     c.setState({ ...(c.state ?? {}), duet: peer });
+    this.room().joined();
     const presence = presenceFrame(this.presence());
     send(c, identityFrame(this.name));
     send(c, this.room().stateText());

@@ -9,6 +9,8 @@ export interface Env {
   Sandbox: DurableObjectNamespace<Sandbox>;
   /** Backups of the rooms' /workspace across a container's sleep. */
   WORKSPACES: R2Bucket;
+  /** Checkpoints: the Sandbox SDK's createBackup/restoreBackup keep their archives here. */
+  BACKUP_BUCKET: R2Bucket;
   /** The bearer token (a secret); empty or absent: no token needed. */
   DUET_TOKEN?: string;
   /** Origins (comma list) whose browser pages may call the API; default none. */
@@ -44,6 +46,12 @@ export interface Env {
   DUET_MAX_PROCESSES?: string;
   /** Bytes a tunnel's client sends per second (default 67108864). */
   DUET_TUNNEL_BYTES_PER_SEC?: string;
+  /** Automatic checkpoints a room keeps (default 10; 0: none are taken). */
+  DUET_AUTO_CHECKPOINTS?: string;
+  /** Seconds a checkpoint is kept before it expires (default 604800, 7 days). */
+  DUET_CHECKPOINT_TTL_SECS?: string;
+  /** MiB a room's /workspace and its checkpoints may take together (default 1024). */
+  DUET_DISK_MB?: string;
   /**
    * The custom domain of host-based preview URLs (`exposePort`), e.g.
    * `preview.example.com` routed to this Worker; absent: ports have no `url`.
@@ -69,6 +77,18 @@ export interface Limits {
   outputCap: number;
   maxProcesses: number;
   tunnelBytesPerSec: number;
+  /** Automatic checkpoints kept (0: none taken). */
+  autoCheckpoints: number;
+  checkpointTtlSecs: number;
+  /** Bytes of the room's disk: /workspace and its checkpoints. */
+  diskBytes: number;
+}
+
+/** A whole number, zero included, from a var, else `fallback`. */
+export function countVar(value: string | undefined, fallback: number): number {
+  const text = (value ?? "").trim();
+  const n = Number(text);
+  return text !== "" && Number.isSafeInteger(n) && n >= 0 ? n : fallback;
 }
 
 /**
@@ -84,5 +104,8 @@ export function limits(env: Env): Limits {
     outputCap: Math.min(positiveVar(env.DUET_OUTPUT_CAP, 1024 * 1024), MAX_OUTPUT_CAP),
     maxProcesses: positiveVar(env.DUET_MAX_PROCESSES, 8),
     tunnelBytesPerSec: positiveVar(env.DUET_TUNNEL_BYTES_PER_SEC, 64 * 1024 * 1024),
+    autoCheckpoints: countVar(env.DUET_AUTO_CHECKPOINTS, 10),
+    checkpointTtlSecs: positiveVar(env.DUET_CHECKPOINT_TTL_SECS, 7 * 24 * 3600),
+    diskBytes: positiveVar(env.DUET_DISK_MB, 1024) * 1024 * 1024,
   };
 }

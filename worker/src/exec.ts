@@ -118,6 +118,26 @@ export class Commands {
     return done;
   }
 
+  /**
+   * A restore: the running command is interrupted (no record of its own),
+   * and so is each one queued before this call as it starts; resolves when
+   * none is left.
+   */
+  async stopAll(): Promise<void> {
+    for (;;) {
+      const running = this.running;
+      const queue = this.queue;
+      if (!running) {
+        await queue;
+        if (!this.running && this.queue === queue) return;
+        continue;
+      }
+      if (!running.interrupted) await this.interrupt(running.execId).catch(() => false);
+      // A command that did not reach the shell yet is asked again.
+      await Promise.race([queue, sleep(100)]);
+    }
+  }
+
   private async runOne(execId: string, req: CommandRequest, ts: number, generation: number): Promise<CommandEnd> {
     const end: CommandEnd = { execId, cmd: req.cmd, ts, duration: 0 };
     if (generation !== this.host.generation()) end.failure = "the sandbox is being destroyed";

@@ -1,8 +1,9 @@
-// `GET` and `PUT /api/rooms/{room}/files/{path}`: files in and out of a
-// room's workspace (docs/protocol.md "Files"), with the path rules of
-// src/sandbox/files.rs. The sandbox refuses symlinks. The Worker talks to
-// the room's sandbox directly; a written file is then the room's `upload`
-// record.
+// `GET` and `PUT /api/rooms/{room}/files/{path}`, a folder's listing
+// (`GET /files/` and `/files/{dir}/`) and `DELETE /files/{path}`: files in
+// and out of a room's workspace (docs/protocol.md "Files"), with the path
+// rules of src/sandbox/files.rs. The sandbox refuses symlinks. The Worker
+// talks to the room's sandbox directly; a written file is then the room's
+// `upload` record, a deleted one its `delete` record.
 
 import type { Env } from "./env";
 import { ApiError, addDetail, describe, errorResponse, readBody, type Details } from "./http";
@@ -31,6 +32,13 @@ function check(room: string, path: string, details: Details = roomDetails(room))
   return (parts as string[]).join("/");
 }
 
+/** The workspace itself (a listing of `files/`): only the room is checked. */
+function checkRoom(room: string): string {
+  const details = roomDetails(room);
+  if (Object.keys(details).length > 0) throw ApiError.invalid(details);
+  return "";
+}
+
 function fileError(e: unknown): Response {
   if (e instanceof ApiError) return errorResponse(e);
   if (e instanceof BadPath) return errorResponse(ApiError.field("path", e.message));
@@ -48,8 +56,58 @@ function fileError(e: unknown): Response {
 export async function getFile(env: Env, room: string, path: string): Promise<Response> {
   try {
     const bytes = await roomSandbox(env, room).readFile(check(room, path));
-    if (bytes === null) return new Response("not found", { status: 404, headers: { "content-type": "text/plain; charset=utf-8" } });
+    if (bytes === null) return notFoundText();
     return new Response(bytes, { headers: { "content-type": "application/octet-stream" } });
+  } catch (e) {
+    return fileError(e);
+  }
+}
+
+function notFoundText(): Response {
+  return new Response("not found", { status: 404, headers: { "content-type": "text/plain; charset=utf-8" } });
+}
+
+function json(body: object): Response {
+  return new Response(JSON.stringify(body), { headers: { "content-type": "application/json" } });
+}
+
+/** Byte order of UTF-8 strings (code point order, not UTF-16's). */
+function byteOrder(a: string, b: string): number {
+  const x = Array.from(a, (c) => c.codePointAt(0) ?? 0);
+  const y = Array.from(b, (c) => c.codePointAt(0) ?? 0);
+  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i] - y[i];
+  return x.length - y.length;
+}
+
+/** `GET /api/rooms/{room}/files/` and `/files/{dir}/`: `dir` is the path before the last `/` ("" for /workspace). */
+export async function listFolder(env: Env, room: string, dir: string): Promise<Response> {
+  try {
+    const inside = dir === "" ? checkRoom(room) : check(room, dir);
+    const entries = await roomSandbox(env, room).listFiles(inside);
+    if (entries === null) return notFoundText();
+    const listed = entries
+      .filter((e) => e.name !== "." && e.name !== "..")
+      .sort((a, b) => byteOrder(a.name, b.name))
+      .map(({ name, type, size, mtime }) => ({ name, type, size, mtime }));
+    return json({ entries: listed });
+  } catch (e) {
+    return fileError(e);
+  }
+}
+
+/** `DELETE /api/rooms/{room}/files/{path}?userId=NAME`: a file, a symlink or a folder with all in it. */
+export async function deleteFile(env: Env, room: string, path: string, query: string): Promise<Response> {
+  try {
+    const details = roomDetails(room);
+    const user = queryUser(query, details);
+    if (path.replace(/\/+$/, "") === "") {
+      addDetail(details, "path", "must name a file or folder under /workspace, not /workspace itself");
+      throw ApiError.invalid(details);
+    }
+    const inside = check(room, path, details);
+    if (!(await roomSandbox(env, room).deleteFile(inside))) return notFoundText();
+    await recordQuietly(env, room, { kind: "deleted", path: inside, user });
+    return json({ deleted: true });
   } catch (e) {
     return fileError(e);
   }
@@ -73,7 +131,7 @@ export async function putFile(env: Env, room: string, path: string, query: strin
     const inside = check(room, path, details);
     const bytes = await readBody(request, MAX_FILE_BODY);
     await roomSandbox(env, room).writeFile(inside, bytes);
-    await recordUpload(env, room, { kind: "upload", path: inside, size: bytes.byteLength, user });
+    await recordQuietly(env, room, { kind: "upload", path: inside, size: bytes.byteLength, user });
     return new Response(JSON.stringify({ path, size: bytes.byteLength }), {
       headers: { "content-type": "application/json" },
     });
@@ -82,13 +140,13 @@ export async function putFile(env: Env, room: string, path: string, query: strin
   }
 }
 
-/** Stores the upload's record; the file is written either way, so a failure is only logged. */
-async function recordUpload(env: Env, room: string, op: Op): Promise<void> {
+/** Stores the record of what was done to a file; it was done either way, so a failure is only logged. */
+async function recordQuietly(env: Env, room: string, op: Op): Promise<void> {
   try {
     const res = await roomOp(env, room, op);
-    if (!res.ok) console.error(`room ${room}: the upload's record was not stored: ${await res.text()}`);
+    if (!res.ok) console.error(`room ${room}: the ${op.kind} record was not stored: ${await res.text()}`);
     else await res.body?.cancel();
   } catch (e) {
-    console.error(`room ${room}: the upload's record was not stored: ${describe(e)}`);
+    console.error(`room ${room}: the ${op.kind} record was not stored: ${describe(e)}`);
   }
 }

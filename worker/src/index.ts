@@ -5,7 +5,7 @@
 // to the room's sandbox (files.ts).
 
 import type { Env } from "./env";
-import { getFile, putFile } from "./files";
+import { deleteFile, getFile, listFolder, putFile } from "./files";
 import { ApiError, addDetail, describe, errorResponse, jsonBody, notFound, same, type Details } from "./http";
 import { parseOp, roomDetails, type Method, type Op } from "./ops";
 import { originRefusal } from "./origin";
@@ -51,6 +51,7 @@ const OPERATIONS: Record<string, Method> = {
   cleanup: "cleanup",
   "sandbox/exec": "exec",
   "sandbox/interrupt": "interrupt",
+  fork: "fork",
 };
 
 /** A port's HTTP preview (`/api/rooms/{room}/ports/{port}[/…]`): its segments and the path after the port. */
@@ -102,12 +103,25 @@ async function route(request: Request, env: Env): Promise<Response> {
     return errorResponse(ApiError.methodNotAllowed());
   }
   if (rest === "ports") return allow("GET", () => ask(env, room, { kind: "ports" }));
+  if (rest === "checkpoints") {
+    if (method === "POST") return operation(request, env, room, "checkpoint_create");
+    if (method === "GET") return ask(env, room, { kind: "checkpoint_list" });
+    return errorResponse(ApiError.methodNotAllowed());
+  }
+  if (seg[3] === "checkpoints" && seg[4] !== "" && (seg.length === 5 || (seg.length === 6 && seg[5] === "restore"))) {
+    const checkpointId = decoded(seg[4]) ?? seg[4];
+    if (seg.length === 6) return allow("POST", () => operation(request, env, room, "checkpoint_restore", { checkpointId }));
+    return allow("DELETE", () => ask(env, room, { kind: "checkpoint_delete", checkpointId }));
+  }
   if (seg[3] === "tunnel" && seg.length === 5 && seg[4] !== "") return allow("GET", () => tunnel(request, env, room, seg[4]));
-  if (seg[3] === "files" && seg.length > 4 && seg.slice(4).join("/") !== "") {
+  if (seg[3] === "files" && seg.length > 4) {
     const filePath = decoded(seg.slice(4).join("/"));
     if (filePath === undefined) return errorResponse(ApiError.field("path", "is not valid percent-encoded UTF-8"));
-    if (method === "GET") return getFile(env, room, filePath);
-    if (method === "PUT") return putFile(env, room, filePath, query, request);
+    // A path that ends in `/` (`files/` itself too) is a folder's listing.
+    const folder = seg[seg.length - 1] === "";
+    if (method === "GET") return folder ? listFolder(env, room, filePath.slice(0, -1)) : getFile(env, room, filePath);
+    if (method === "DELETE") return deleteFile(env, room, filePath, query);
+    if (method === "PUT") return filePath === "" ? notFound() : putFile(env, room, filePath, query, request);
     return errorResponse(ApiError.methodNotAllowed());
   }
   return notFound();
@@ -129,8 +143,8 @@ function authorized(request: Request, token: string, path: string, query: string
 }
 
 
-/** `POST /api/rooms/{room}/{…}`: checks the room and the body, then asks the room. */
-async function operation(request: Request, env: Env, room: string, method: Method): Promise<Response> {
+/** `POST /api/rooms/{room}/{…}`: checks the room and the body (with `fromPath`, the path's fields), then asks the room. */
+async function operation(request: Request, env: Env, room: string, method: Method, fromPath: Record<string, string> = {}): Promise<Response> {
   const details = roomDetails(room);
   let body;
   try {
@@ -139,7 +153,7 @@ async function operation(request: Request, env: Env, room: string, method: Metho
     if (e instanceof ApiError && Object.keys(details).length > 0) throw ApiError.invalid(details);
     throw e;
   }
-  const op: Op = parseOp(method, body, details);
+  const op: Op = parseOp(method, { ...body, ...fromPath }, details);
   return roomOp(env, room, op);
 }
 

@@ -3,9 +3,19 @@
 // the messages of `duet serve` (src/server/ops.rs).
 
 import { ApiError, addDetail, isObject, type Details, type JsonObject } from "./http";
-import type { TermSize } from "./sandbox/types";
+import type { TermSize, WorkspaceCopy } from "./sandbox/types";
 import { sizeProblems } from "./terminal";
-import { MAX_TEXT_CHARS, ROOM_RULE, charCount, isControl, nameProblem, trim, validRoomId, type Addressee } from "./protocol";
+import {
+  MAX_TEXT_CHARS,
+  ROOM_RULE,
+  charCount,
+  checkpointNameProblem,
+  isControl,
+  nameProblem,
+  trim,
+  validRoomId,
+  type Addressee,
+} from "./protocol";
 
 /**
  * A room operation. `user` is who asks (`userId`, or the socket's `user`);
@@ -41,7 +51,23 @@ export type Op =
   | { kind: "process_list" | "ports"; user?: string }
   | { kind: "process_get" | "process_logs"; processId: string; user?: string }
   /** From files.ts once a `PUT /files/{path}` wrote the file: its record. */
-  | { kind: "upload"; path: string; size: number; user?: string };
+  | { kind: "upload"; path: string; size: number; user?: string }
+  /** From files.ts once a `DELETE /files/{path}` deleted it: its record. */
+  | { kind: "deleted"; path: string; user?: string }
+  /** Checkpoints (src/checkpoints.ts): `POST /checkpoints`, rpc `checkpoint_create`. */
+  | { kind: "checkpoint_create"; name?: string; user?: string }
+  /** `POST /checkpoints/{id}/restore`, `DELETE /checkpoints/{id}`, and their rpcs. */
+  | { kind: "checkpoint_restore" | "checkpoint_delete"; checkpointId: string; user?: string }
+  /** HTTP only: `GET /checkpoints`. */
+  | { kind: "checkpoint_list"; user?: string }
+  /** `POST /fork`, rpc `fork`: room `to` starts from this room's workspace (or a checkpoint's). */
+  | { kind: "fork"; to: string; checkpointId?: string; user?: string }
+  /**
+   * Internal, from the room being forked to the new one (room.ts): `reserve`
+   * its name (409 when it exists), `fill` it from `copy` (its `fork`
+   * record), or `release` a reservation whose copy failed.
+   */
+  | { kind: "fork_into"; phase: "reserve" | "fill" | "release"; from: string; by: string; checkpointId?: string; copy?: WorkspaceCopy; user?: string };
 
 /** The methods of `rpc` (the HTTP paths' operations are in index.ts). */
 export const METHODS = [
@@ -58,6 +84,10 @@ export const METHODS = [
   "process_kill",
   "process_follow",
   "process_unfollow",
+  "checkpoint_create",
+  "checkpoint_restore",
+  "checkpoint_delete",
+  "fork",
 ] as const;
 export type Method = (typeof METHODS)[number];
 
@@ -222,6 +252,29 @@ export function parseOp(method: Method, obj: JsonObject, details: Details = {}, 
     case "process_unfollow": {
       const raw = f.requiredText("processId");
       if (raw !== undefined) op = { kind: method, processId: trim(raw), user };
+      break;
+    }
+    case "checkpoint_create": {
+      const name = f.string("name");
+      const problem = name === undefined ? undefined : checkpointNameProblem(name);
+      if (problem) f.problem("name", problem);
+      op = { kind: method, ...(name !== undefined && { name }), user };
+      break;
+    }
+    case "checkpoint_restore":
+    case "checkpoint_delete": {
+      const raw = f.requiredText("checkpointId");
+      if (raw !== undefined) op = { kind: method, checkpointId: trim(raw), user };
+      break;
+    }
+    case "fork": {
+      if (f.get("to") === undefined) f.problem("to", "is required");
+      const to = f.string("to");
+      if (to !== undefined && !validRoomId(to)) f.problem("to", ROOM_RULE);
+      const raw = f.string("checkpointId");
+      if (raw !== undefined && trim(raw) === "") f.problem("checkpointId", "must not be empty");
+      const checkpointId = raw === undefined ? undefined : trim(raw);
+      if (to !== undefined) op = { kind: method, to, ...(checkpointId !== undefined && { checkpointId }), user };
       break;
     }
   }

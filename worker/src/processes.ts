@@ -245,11 +245,16 @@ export class Processes {
     return ok({ killed: true });
   }
 
-  /** Cleanup: every process killed (their `exit` frames go out), then the list emptied. */
-  async endAll(): Promise<void> {
+  /** Every running process killed (their `exit` frames go out, `killed`); they stay listed (a restore). */
+  async stopAll(): Promise<void> {
     const running = [...this.entries.values()].filter((e) => e.listed && e.process.status === "running");
     for (const e of running) this.stop(e);
     await Promise.all(running.map((e) => e.ended));
+  }
+
+  /** Cleanup: every process killed (their `exit` frames go out), then the list emptied. */
+  async endAll(): Promise<void> {
+    await this.stopAll();
     for (const e of this.entries.values()) if (e.listed) this.host.forget(e.process.id);
     for (const [id, e] of this.entries) if (e.listed) this.entries.delete(id);
   }

@@ -38,7 +38,10 @@ export type RoomEvent =
   | { kind: "interrupt"; by: string; execId: string; cmd: string }
   | { kind: "upload"; by: string; path: string; size: number }
   | { kind: "rename"; by: string; from: string; to: string }
-  | { kind: "shell"; by: string; reason: ShellReason; cwd: string; reset: boolean; execId?: string };
+  | { kind: "shell"; by: string; reason: ShellReason; cwd: string; reset: boolean; execId?: string }
+  | { kind: "delete"; by: string; path: string }
+  | { kind: "checkpoint" | "restore"; by: string; checkpointId: string; name: string }
+  | { kind: "fork"; by: string; from: string; to: string; checkpointId?: string };
 
 export interface Run {
   cmd: string;
@@ -150,6 +153,19 @@ export function eventJson(e: RoomEvent): object {
         cwd: e.cwd,
         reset: e.reset,
         ...(e.execId !== undefined && { execId: e.execId }),
+      };
+    case "delete":
+      return { kind: e.kind, by: e.by, path: e.path };
+    case "checkpoint":
+    case "restore":
+      return { kind: e.kind, by: e.by, checkpointId: e.checkpointId, name: e.name };
+    case "fork":
+      return {
+        kind: e.kind,
+        by: e.by,
+        from: e.from,
+        to: e.to,
+        ...(e.checkpointId !== undefined && { checkpointId: e.checkpointId }),
       };
   }
 }
@@ -284,12 +300,60 @@ export function processExitFrame(processId: string, status: ProcessStatus, exitC
   return JSON.stringify({ type: "duet_process", phase: "exit", processId, status, exitCode });
 }
 
+// ---- Checkpoints (docs/protocol.md "Checkpoints, restore and fork") ----
+
+/** A copy of the room's /workspace (src/protocol/checkpoint.rs `Checkpoint`). */
+export interface Checkpoint {
+  id: string;
+  name: string;
+  ts: number;
+  by: string;
+  size: number;
+  auto: boolean;
+  turnId?: string;
+  expiresAt?: number;
+}
+
+/** Longest checkpoint name, in characters. */
+export const CHECKPOINT_NAME_MAX = 64;
+
+/** Why a checkpoint name is refused (`checkpoint_name_problem`), or undefined. */
+export function checkpointNameProblem(name: string): string | undefined {
+  if (name === "") return "must not be empty";
+  if (!/^[A-Za-z0-9]/.test(name)) return "must start with a letter or a digit";
+  if (charCount(name) > CHECKPOINT_NAME_MAX) return "must be at most 64 characters";
+  if (!/^[A-Za-z0-9._-]*$/.test(name)) return "may hold only letters, digits, '.', '_' and '-'";
+  return undefined;
+}
+
+export function checkpointJson(c: Checkpoint): object {
+  return {
+    id: c.id,
+    name: c.name,
+    ts: c.ts,
+    by: c.by,
+    size: c.size,
+    auto: c.auto,
+    ...(c.turnId !== undefined && { turnId: c.turnId }),
+    ...(c.expiresAt !== undefined && { expiresAt: c.expiresAt }),
+  };
+}
+
+/** One entry of a folder's listing (`DirEntry`). */
+export interface DirEntry {
+  name: string;
+  type: "file" | "dir" | "symlink" | "other";
+  size: number;
+  mtime: number;
+}
+
 /** The fields of the room state besides the messages and commands. */
 export interface StateFields {
   shell: ShellState;
   terminal: TerminalState | null;
   processes: Process[];
   ports: Port[];
+  checkpoints: Checkpoint[];
 }
 
 function fieldJson<K extends keyof StateFields>(name: K, value: StateFields[K]): object | null {
@@ -300,6 +364,8 @@ function fieldJson<K extends keyof StateFields>(name: K, value: StateFields[K]):
       return terminalJson(value as TerminalState | null);
     case "processes":
       return (value as Process[]).map(processJson);
+    case "checkpoints":
+      return (value as Checkpoint[]).map(checkpointJson);
     default:
       return (value as Port[]).map(portJson);
   }
@@ -316,6 +382,7 @@ export function stateFrame(messages: DuetMessage[], execs: ExecRecord[], fields:
       terminal: fieldJson("terminal", fields.terminal),
       processes: fieldJson("processes", fields.processes),
       ports: fieldJson("ports", fields.ports),
+      checkpoints: fieldJson("checkpoints", fields.checkpoints),
     },
   });
 }
@@ -323,7 +390,7 @@ export function stateFrame(messages: DuetMessage[], execs: ExecRecord[], fields:
 /** `duet_state`: the new value of a field of the room state (deltas sockets). */
 export function statePatchFrame(patch: Partial<StateFields>): string {
   const value: Record<string, unknown> = {};
-  for (const name of ["shell", "terminal", "processes", "ports"] as const) {
+  for (const name of ["shell", "terminal", "processes", "ports", "checkpoints"] as const) {
     if (name in patch) value[name] = fieldJson(name, patch[name] as StateFields[typeof name]);
   }
   return JSON.stringify({ type: "duet_state", patch: value });

@@ -18,6 +18,14 @@ export function recordText(e: RoomEvent, cmd?: string): string {
       return `${e.by} uploaded ${e.path} (${bytes(e.size)})`;
     case "rename":
       return `${e.from} is now ${e.to}`;
+    case "delete":
+      return `${e.by} deleted ${e.path}`;
+    case "checkpoint":
+      return `${e.by} saved checkpoint ${e.name}`;
+    case "restore":
+      return `${e.by} restored checkpoint ${e.name}: /workspace is as it was then`;
+    case "fork":
+      return `${e.by} forked room ${e.from} into room ${e.to}`;
     case "shell": {
       const next = nextCommand(e.cwd, e.reset);
       if (cmd === undefined) return `The shell was restarted: ${next}`;

@@ -8,11 +8,13 @@ import { limits, type Env, type Limits } from "./env";
 import { Commands, execResult, runOf, type CommandEnd } from "./exec";
 import { ApiError, describe, ok, type Reply } from "./http";
 import { RoomBuckets, rateLimits, type RateLimits } from "./limits";
+import { AUTO_BY, Checkpoints, dropCopy } from "./checkpoints";
 import type { Op } from "./ops";
 import {
   STATE_EXECS,
   STATE_MESSAGES,
   WORKSPACE,
+  checkpointJson,
   cleanupFrame,
   defaultProcessName,
   execResultJson,
@@ -31,7 +33,8 @@ import {
 } from "./protocol";
 import { recordText } from "./records";
 import { roomSandbox } from "./sandbox/adapter";
-import type { RoomSandbox } from "./sandbox/types";
+import { roomOp } from "./rooms";
+import type { RoomSandbox, WorkspaceCopy } from "./sandbox/types";
 import { Ports } from "./ports";
 import { Processes } from "./processes";
 import { Store, fitRuns } from "./store";
@@ -62,6 +65,29 @@ export interface Sockets {
   patch(patch: string): void;
   /** A frame to one socket, by connection id. */
   send(connection: string, text: string): void;
+  /** How many sockets are connected. */
+  count(): number;
+}
+
+/** How long a fork's copy of the workspace as it is now is kept (it is deleted once the new room has it). */
+const FORK_COPY_TTL_SECS = 3600;
+/** How long a fork holds the new room's name while the copy is made. */
+const FORK_RESERVE_MS = 600_000;
+
+/** 409: a fork's `to` exists. */
+function roomExists(to: string): ApiError {
+  return new ApiError(409, "the room exists", { to: [`room ${JSON.stringify(to)} exists already`] });
+}
+
+/** Another room's error answer, as this room's. */
+async function passOn(res: Response): Promise<ApiError> {
+  const text = await res.text();
+  try {
+    const body = JSON.parse(text) as { error?: string; details?: Record<string, string[]> };
+    return new ApiError(res.status, String(body.error ?? text), body.details);
+  } catch {
+    return new ApiError(res.status, text);
+  }
 }
 
 export class Room {
@@ -75,8 +101,13 @@ export class Room {
   private cwd: string;
   private stateCache?: string;
   private gen = 0;
-  /** Resolves when a cleanup's destroy ended: commands and messages after it wait. */
+  /**
+   * Resolves when a cleanup's destroy or a restore ended: commands,
+   * messages and checkpoints after it wait (hold()).
+   */
   private cleaning: Promise<void> = Promise.resolve();
+  /** The turn whose automatic checkpoint was taken (before its first command). */
+  private checkpointedTurn?: string;
   private sandboxHandle?: RoomSandbox;
   private readonly commands: Commands;
   private readonly turns: Turns;
@@ -87,6 +118,8 @@ export class Room {
   /** Its background processes, and the ports something listens on. */
   readonly processes: Processes;
   readonly ports: Ports;
+  /** Its checkpoints (copies of /workspace). */
+  readonly checkpoints: Checkpoints;
 
   constructor(
     readonly id: string,
@@ -149,9 +182,24 @@ export class Room {
       this.limits.maxProcesses,
       store.processes(),
     );
+    this.checkpoints = new Checkpoints(
+      {
+        sandbox: () => this.sandbox(),
+        bucket: env.BACKUP_BUCKET,
+        takeNumber: () => this.store.takeCheckpointNumber(),
+        save: (c) => this.store.saveCheckpoint(c),
+        forget: (id) => this.store.forgetCheckpoint(id),
+        changed: (checkpoints) => {
+          this.stateCache = undefined;
+          this.sockets.patch(statePatchFrame({ checkpoints }));
+        },
+      },
+      { autoKeep: this.limits.autoCheckpoints, ttlSecs: this.limits.checkpointTtlSecs, diskBytes: this.limits.diskBytes },
+      store.checkpoints(),
+    );
     const host: TurnHost = {
       emit: (frame) => this.sockets.all(frame),
-      run: (cmd, signal, byConnection) => this.agentRun(cmd, signal, byConnection),
+      run: (cmd, signal, turnId, byConnection) => this.agentRun(cmd, signal, turnId, byConnection),
       screen: () => this.terminal.screen(),
     };
     this.turns = new Turns({
@@ -170,19 +218,57 @@ export class Room {
     return [...this.messageList];
   }
 
-  /** The current `cf_agent_state`, serialized once per change. */
+  /** The current `cf_agent_state`, serialized once per change (expired checkpoints left out). */
   stateText(): string {
+    if (this.checkpoints.prune()) this.stateCache = undefined;
     return (this.stateCache ??= stateFrame(this.messageList, this.execList, {
       shell: { cwd: this.cwd },
       terminal: this.terminal.state(),
       processes: this.processes.list(),
       ports: this.ports.state(),
+      checkpoints: this.checkpoints.list(),
     }));
+  }
+
+  /** Expired checkpoints leave the list; the sockets are told. */
+  private pruneCheckpoints(): void {
+    if (!this.checkpoints.prune()) return;
+    this.stateCache = undefined;
+    this.sockets.patch(statePatchFrame({ checkpoints: this.checkpoints.list() }));
+  }
+
+  /** Runs `fn` once earlier holders are done; commands, messages and checkpoints wait for it. */
+  private async hold<T>(fn: () => Promise<T>): Promise<T> {
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const before = this.cleaning;
+    this.cleaning = before.then(() => held);
+    try {
+      await before;
+      return await fn();
+    } finally {
+      release();
+    }
+  }
+
+  /** Whether the room exists, as a fork's `to` must not: anything stored, anyone joined, or a fork under way into it. */
+  private exists(): boolean {
+    return this.store.everUsed() || this.sockets.count() > 0 || this.store.forkReservedUntil() > Date.now();
+  }
+
+  /** Someone joined: the room exists from now on. */
+  joined(): void {
+    try {
+      this.store.markJoined();
+    } catch (e) {
+      console.error(`room ${this.id}: noting a join failed: ${describe(e)}`);
+    }
   }
 
   /** Performs an operation; errors come back as their answers. */
   async perform(op: Op): Promise<Reply> {
     try {
+      this.pruneCheckpoints();
       switch (op.kind) {
         case "message":
           await this.cleaning;
@@ -232,6 +318,28 @@ export class Room {
           this.storeRecord({ kind: "upload", by: op.user ?? ANONYMOUS, path, size });
           return ok({ path, size });
         }
+        case "deleted":
+          this.storeRecord({ kind: "delete", by: op.user ?? ANONYMOUS, path: op.path });
+          return ok({ deleted: true });
+        case "checkpoint_create": {
+          await this.cleaning;
+          const by = op.user ?? ANONYMOUS;
+          const c = await this.checkpoints.create({ by, name: op.name, auto: false });
+          // The checkpoint is taken either way: a record that cannot be stored is only logged.
+          this.noteQuietly({ kind: "checkpoint", by, checkpointId: c.id, name: c.name });
+          return ok({ checkpoint: checkpointJson(c) });
+        }
+        case "checkpoint_list":
+          return ok({ checkpoints: this.checkpoints.list().map(checkpointJson) });
+        case "checkpoint_delete":
+          this.checkpoints.delete(op.checkpointId);
+          return ok({ deleted: true });
+        case "checkpoint_restore":
+          return await this.restore(op.checkpointId, op.user ?? ANONYMOUS);
+        case "fork":
+          return await this.fork(op.to, op.checkpointId, op.user ?? ANONYMOUS);
+        case "fork_into":
+          return await this.forkInto(op);
       }
     } catch (e) {
       return (e instanceof ApiError ? e : ApiError.internal(describe(e))).reply();
@@ -406,10 +514,96 @@ export class Room {
     return ok({ result: execResultJson(execResult(end, end.outcome)), sandboxName: sandboxName(this.id) });
   }
 
-  /** Runs a command for the agent's turn (begun by socket `byConnection`), like an exec by "agent". */
-  private async agentRun(cmd: string, signal: AbortSignal, byConnection?: string): Promise<Run> {
-    if (signal.aborted) return { cmd, stdout: "", stderr: "", exitCode: null, error: "the agent's turn was cancelled" };
+  /**
+   * Runs a command of turn `turnId` (begun by socket `byConnection`), like
+   * an exec by "agent"; before the turn's first, its automatic checkpoint.
+   * A restore under way is waited for, unless it cancels this turn.
+   */
+  private async agentRun(cmd: string, signal: AbortSignal, turnId: string, byConnection?: string): Promise<Run> {
+    const cancelled: Run = { cmd, stdout: "", stderr: "", exitCode: null, error: "the agent's turn was cancelled" };
+    const aborted = new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
+    await Promise.race([this.cleaning, aborted]);
+    if (signal.aborted) return cancelled;
+    if (this.checkpointedTurn !== turnId) {
+      this.checkpointedTurn = turnId;
+      await Promise.race([this.checkpoints.beforeTurn(turnId), aborted]);
+      if (signal.aborted) return cancelled;
+    }
     return runOf(await this.commands.run({ cmd, by: "agent", source: "agent", signal, byConnection }));
+  }
+
+  /**
+   * Restores checkpoint `checkpointId` in docs/protocol.md's order: the turn
+   * cancelled (its `cancel` record), the running command interrupted, the
+   * processes and the terminal ended, /workspace replaced and a fresh
+   * shell, the `restore` record, the answer. Commands asked for meanwhile
+   * run after it.
+   */
+  private async restore(checkpointId: string, by: string): Promise<Reply> {
+    const { checkpoint, copy } = this.checkpoints.find(checkpointId);
+    return this.hold(async () => {
+      await this.turns.stop(by);
+      await this.commands.stopAll();
+      const terminalEnded = this.terminal.end();
+      await this.processes.stopAll();
+      await terminalEnded;
+      this.ports.clear();
+      await this.sandbox().restoreWorkspace(copy);
+      this.storeRecord({ kind: "restore", by, checkpointId: checkpoint.id, name: checkpoint.name });
+      this.moveShell(WORKSPACE);
+      return ok({ restored: true });
+    });
+  }
+
+  /**
+   * Forks this room into room `to` (reserved there first: 409 when it
+   * exists), from a copy of /workspace now or of a checkpoint; both rooms
+   * store the `fork` record, the new one as its only message.
+   */
+  private async fork(to: string, checkpointId: string | undefined, by: string): Promise<Reply> {
+    if (to === this.id) throw roomExists(to);
+    const from = checkpointId === undefined ? undefined : this.checkpoints.find(checkpointId);
+    const into = async (op: Extract<Op, { kind: "fork_into" }>) => {
+      const res = await roomOp(this.env, to, op);
+      if (!res.ok) throw await passOn(res);
+      await res.body?.cancel();
+    };
+    const step = { kind: "fork_into", from: this.id, by } as const;
+    await into({ ...step, phase: "reserve" });
+    let copy: WorkspaceCopy | undefined = from?.copy;
+    try {
+      copy ??= await this.sandbox().copyWorkspace(`fork-${to}`, FORK_COPY_TTL_SECS);
+      await into({ ...step, phase: "fill", copy, ...(checkpointId !== undefined && { checkpointId }) });
+    } catch (e) {
+      await into({ ...step, phase: "release" }).catch((err) => console.error(`room ${this.id}: releasing room ${to} failed: ${describe(err)}`));
+      throw e;
+    } finally {
+      if (!from && copy) await dropCopy(this.env.BACKUP_BUCKET, copy);
+    }
+    this.noteQuietly({ kind: "fork", by, from: this.id, to, ...(checkpointId !== undefined && { checkpointId }) });
+    return ok({ roomId: to });
+  }
+
+  /** The new room's side of a fork (fork()). */
+  private async forkInto(op: Extract<Op, { kind: "fork_into" }>): Promise<Reply> {
+    switch (op.phase) {
+      case "reserve":
+        if (this.exists()) throw roomExists(this.id);
+        this.store.setForkReservedUntil(Date.now() + FORK_RESERVE_MS);
+        return ok({ reserved: true });
+      case "release":
+        this.store.setForkReservedUntil(0);
+        return ok({ released: true });
+      case "fill": {
+        if (!op.copy) throw ApiError.field("copy", "is required");
+        const copy = op.copy;
+        await this.hold(() => this.sandbox().restoreWorkspace(copy));
+        this.store.setForkReservedUntil(0);
+        const { from, by, checkpointId } = op;
+        this.storeRecord({ kind: "fork", by, from, to: this.id, ...(checkpointId !== undefined && { checkpointId }) });
+        return ok({ roomId: this.id });
+      }
+    }
   }
 
   /**
@@ -422,6 +616,7 @@ export class Room {
     const terminalEnded = this.terminal.end();
     await this.processes.endAll();
     this.ports.clear(true);
+    const checkpointsGone = this.checkpoints.clear();
     this.sockets.all(cleanupFrame(by));
     this.messageList = [];
     this.execList = [];
@@ -444,6 +639,11 @@ export class Room {
     const cleaning = new Promise<void>((resolve) => (release = resolve));
     const before = this.cleaning;
     this.cleaning = cleaning;
+    try {
+      await checkpointsGone;
+    } catch (e) {
+      errors.push(`checkpoints: ${describe(e)}`);
+    }
     try {
       await before;
       await terminalEnded;

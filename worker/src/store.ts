@@ -14,9 +14,17 @@ import {
   type ExecRecord,
   type Role,
   type RoomEvent,
+  type Checkpoint,
   type Process,
   type Run,
 } from "./protocol";
+import type { WorkspaceCopy } from "./sandbox/types";
+
+/** A checkpoint and where its copy is, as stored. */
+export interface StoredCheckpoint {
+  checkpoint: Checkpoint;
+  copy: WorkspaceCopy;
+}
 
 /** A listed process and its logs, as stored. */
 export interface StoredProcess {
@@ -38,6 +46,9 @@ const SCHEMA = [
   // Background processes: the listed ones (running, and the last ended with their logs).
   `CREATE TABLE IF NOT EXISTS duet_processes (
      id TEXT PRIMARY KEY, seq INTEGER NOT NULL, process TEXT NOT NULL, stdout TEXT NOT NULL, stderr TEXT NOT NULL)`,
+  // Checkpoints: the listed one and its copy's handle (the SDK's DirectoryBackup).
+  `CREATE TABLE IF NOT EXISTS duet_checkpoints (
+     id TEXT PRIMARY KEY, seq INTEGER NOT NULL, checkpoint TEXT NOT NULL, copy TEXT NOT NULL)`,
 ];
 
 /** Columns added since the first schema, added to older tables when the room loads. */
@@ -232,11 +243,73 @@ export class Store {
       .map((r) => ({ process: JSON.parse(String(r.process)) as Process, stdout: String(r.stdout), stderr: String(r.stderr) }));
   }
 
+  /** Takes the next checkpoint number (kept, so no id is used twice). */
+  takeCheckpointNumber(): number {
+    const n = this.counter("checkpoint");
+    this.setCounter("checkpoint", n + 1);
+    return n;
+  }
+
+  saveCheckpoint(c: StoredCheckpoint): void {
+    this.sql.exec(
+      "INSERT OR REPLACE INTO duet_checkpoints (id, seq, checkpoint, copy) VALUES (?, ?, ?, ?)",
+      c.checkpoint.id,
+      Number(c.checkpoint.id.replace(/^c/, "")) || 0,
+      JSON.stringify(c.checkpoint),
+      JSON.stringify(c.copy),
+    );
+  }
+
+  forgetCheckpoint(id: string): void {
+    this.sql.exec("DELETE FROM duet_checkpoints WHERE id = ?", id);
+  }
+
+  /** The checkpoints, oldest first. */
+  checkpoints(): StoredCheckpoint[] {
+    return this.sql
+      .exec("SELECT checkpoint, copy FROM duet_checkpoints ORDER BY seq")
+      .toArray()
+      .map((r) => ({ checkpoint: JSON.parse(String(r.checkpoint)) as Checkpoint, copy: JSON.parse(String(r.copy)) as WorkspaceCopy }));
+  }
+
+  /** Someone joined the room (it exists from then on: a fork cannot take its name). */
+  markJoined(): void {
+    this.sql.exec("INSERT OR IGNORE INTO duet_values (name, value) VALUES ('joined', '1')");
+  }
+
+  /**
+   * Whether the room exists in the terms of docs/protocol.md's fork: anything
+   * was ever stored in it (each message, command, process and checkpoint
+   * takes a number first, and a cleanup keeps the numbers) or someone joined.
+   */
+  everUsed(): boolean {
+    const one = (table: string) => this.sql.exec(`SELECT 1 FROM ${table} LIMIT 1`).toArray().length > 0;
+    return one("duet_counters") || one("duet_messages") || one("duet_execs") || one("duet_checkpoints") ||
+      this.sql.exec("SELECT 1 FROM duet_values WHERE name = 'joined'").toArray().length > 0;
+  }
+
+  /** Until when a fork into this room holds its name (0: none does). */
+  forkReservedUntil(): number {
+    const row = this.sql.exec("SELECT value FROM duet_values WHERE name = 'fork.reserved'").toArray()[0];
+    return row ? Number(row.value) || 0 : 0;
+  }
+
+  setForkReservedUntil(until: number): void {
+    if (until === 0) this.sql.exec("DELETE FROM duet_values WHERE name = 'fork.reserved'");
+    else {
+      this.sql.exec(
+        "INSERT INTO duet_values (name, value) VALUES ('fork.reserved', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+        String(until),
+      );
+    }
+  }
+
   /** Deletes the messages and commands; the counters stay. */
   clear(): void {
     this.storage.transactionSync(() => {
       this.sql.exec("DELETE FROM duet_messages");
       this.sql.exec("DELETE FROM duet_execs");
+      this.sql.exec("DELETE FROM duet_checkpoints");
     });
   }
 

@@ -70,8 +70,8 @@ export interface AgentReply {
 export interface TurnHost {
   /** Broadcast a frame (`duet_ai`) to the room. */
   emit(frame: string): void;
-  /** Run one command as the agent for socket `byConnection`'s turn; resolves when it ended. */
-  run(cmd: string, signal: AbortSignal, byConnection?: string): Promise<Run>;
+  /** Run one command of turn `turnId` as the agent for socket `byConnection`'s turn; resolves when it ended. */
+  run(cmd: string, signal: AbortSignal, turnId: string, byConnection?: string): Promise<Run>;
   /** The shared terminal's screen as text, while one runs. */
   screen(): TerminalScreen | undefined;
 }
@@ -176,7 +176,7 @@ export async function runTurn(t: TurnContext, history: DuetMessage[]): Promise<A
     }
     emit("end");
     for (const cmd of cmds) {
-      p.roundRuns.push(capped(await unlessCancelled(t.host.run(cmd, t.signal, t.byConnection), t.signal)));
+      p.roundRuns.push(capped(await unlessCancelled(t.host.run(cmd, t.signal, t.turnId, t.byConnection), t.signal)));
     }
     const roundRuns = p.roundRuns;
     p.text = renderReply(joinRounds(p.text, prose), roundRuns);
@@ -290,6 +290,9 @@ interface Current {
   discarded: boolean;
   /** Who cancelled it. */
   cancelledBy?: string;
+  /** Resolves once its end is stored (and answered). */
+  ended: Promise<void>;
+  end(): void;
 }
 
 /** `runs` of an agent message: absent when it ran none. */
@@ -326,6 +329,14 @@ export class Turns {
     return true;
   }
 
+  /** Cancels the current turn (`by` cancelled it: a restore) and resolves once its `cancel` record is stored. */
+  async stop(by: string): Promise<void> {
+    const c = this.current;
+    if (!c) return;
+    this.cancel(c.id, by);
+    await c.ended;
+  }
+
   /** Cancels the current turn (answered, not stored) and answers the waiting ones. */
   cleanup(): void {
     this.cancel();
@@ -338,7 +349,9 @@ export class Turns {
     const pending = this.waiting.shift();
     if (!pending) return;
     const progress: Progress = { text: "", runs: [], raw: "", roundRuns: [] };
-    const current: Current = { id: `t${randomHex()}`, ctrl: new AbortController(), pending, progress, discarded: false };
+    let end = () => {};
+    const ended = new Promise<void>((resolve) => (end = resolve));
+    const current: Current = { id: `t${randomHex()}`, ctrl: new AbortController(), pending, progress, discarded: false, ended, end };
     this.current = current;
     // Everything said so far, replies to earlier turns included, but not
     // what people asked after this message (their turns come later); this
@@ -389,6 +402,7 @@ export class Turns {
     } catch (e) {
       answer((e instanceof ApiError ? e : ApiError.internal(describe(e))).reply());
     }
+    current.end();
     this.next();
   }
 }

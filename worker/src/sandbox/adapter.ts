@@ -10,11 +10,14 @@ import { WorkspacePersistence, deleteBackup, type WorkspaceHost } from "./backup
 import { byteLength, cutToBytes, fromBase64, shortHash, toBase64 } from "./bytes";
 import { ptyOverSocket } from "./pty";
 import {
+  EMPTY_WORKSPACE_COMMAND,
   PORTS_COMMAND,
+  WORKSPACE_BYTES_COMMAND,
   type Signal,
   groupSignalCommand,
   listeningPorts,
   processCommand,
+  shellQuote,
   signalCommand,
 } from "./signal";
 import { TUNNEL_PATH, tunnelOverSocket } from "./tunnel";
@@ -23,6 +26,8 @@ import {
   DiskFull,
   type ExecOutcome,
   type ExecRequest,
+  type FolderEntry,
+  type WorkspaceCopy,
   type ListeningPort,
   NothingListens,
   type ProcessEvents,
@@ -129,6 +134,33 @@ export class Sandbox extends SdkSandbox<Env> {
   override async startProcess(...args: Parameters<SdkSandbox["startProcess"]>): ReturnType<SdkSandbox["startProcess"]> {
     await this.restored();
     return super.startProcess(...args);
+  }
+
+  override async listFiles(...args: Parameters<SdkSandbox["listFiles"]>): ReturnType<SdkSandbox["listFiles"]> {
+    await this.restored();
+    return super.listFiles(...args);
+  }
+
+  override async deleteFile(...args: Parameters<SdkSandbox["deleteFile"]>): ReturnType<SdkSandbox["deleteFile"]> {
+    await this.restored();
+    return super.deleteFile(...args);
+  }
+
+  /** A checkpoint: the workspace as it is once the sleep's backup is back. */
+  override async createBackup(...args: Parameters<SdkSandbox["createBackup"]>): ReturnType<SdkSandbox["createBackup"]> {
+    await this.restored();
+    return super.createBackup(...args);
+  }
+
+  /**
+   * A checkpoint restored: a FUSE overlay that lasts while this container
+   * runs. The sleep's backup (onActivityExpired) archives /workspace
+   * through it, so the next container unpacks the restored files as plain
+   * ones; the checkpoint's own objects are not needed after this call.
+   */
+  override async restoreBackup(...args: Parameters<SdkSandbox["restoreBackup"]>): ReturnType<SdkSandbox["restoreBackup"]> {
+    await this.restored();
+    return super.restoreBackup(...args);
   }
 
   /**
@@ -406,6 +438,93 @@ class CloudflareSandbox implements RoomSandbox {
     }
   }
 
+  async listFiles(dir: string): Promise<FolderEntry[] | null> {
+    const sandbox = await this.stub();
+    try {
+      const listed = await sandbox.listFiles(dir === "" ? WORKSPACE_DIR : workspacePath(dir), { includeHidden: true });
+      return listed.files.map((f) => ({
+        name: f.name,
+        type: f.type === "directory" ? "dir" : f.type,
+        size: f.size,
+        mtime: Date.parse(f.modifiedAt) || 0,
+      }));
+    } catch (e) {
+      if (/not found|FILE_NOT_FOUND|ENOENT|not a directory|NOT_DIRECTORY|ENOTDIR/i.test(message(e))) return null;
+      throw fileError(e);
+    }
+  }
+
+  async deleteFile(path: string): Promise<boolean> {
+    const sandbox = await this.stub();
+    const full = workspacePath(path);
+    try {
+      await sandbox.deleteFile(full);
+      return true;
+    } catch (e) {
+      const text = message(e);
+      if (/not found|FILE_NOT_FOUND|ENOENT/i.test(text)) return false;
+      // The SDK's deleteFile takes files; a folder goes with everything in it.
+      if (!/directory|EISDIR|IS_DIRECTORY/i.test(text)) throw fileError(e);
+    }
+    const removed = await this.beside(sandbox, `rm -rf -- ${shellQuote(full)}`);
+    if (removed.exitCode !== 0) throw new Error(`deleting ${path} failed: ${removed.stderr.trim()}`);
+    return true;
+  }
+
+  async workspaceBytes(): Promise<number> {
+    const counted = await this.beside(await this.stub(), WORKSPACE_BYTES_COMMAND);
+    const bytes = Number(counted.stdout.trim());
+    if (counted.exitCode !== 0 || !Number.isSafeInteger(bytes)) {
+      throw new Error(`the workspace's size could not be read: ${counted.stderr.trim() || counted.stdout.trim()}`);
+    }
+    return bytes;
+  }
+
+  async copyWorkspace(name: string, ttlSecs: number): Promise<WorkspaceCopy> {
+    const sandbox = await this.stub();
+    try {
+      const copy = await sandbox.createBackup({ dir: WORKSPACE_DIR, name, ttl: ttlSecs, excludes: [".duet-backup"] });
+      return { id: copy.id, dir: copy.dir, ...(copy.localBucket !== undefined && { localBucket: copy.localBucket }) };
+    } catch (e) {
+      const starting = startingDelay(e);
+      if (starting !== null) throw new SandboxStarting(starting);
+      throw e;
+    }
+  }
+
+  async restoreWorkspace(copy: WorkspaceCopy): Promise<void> {
+    const sandbox = await this.stub();
+    try {
+      // An overlay of an earlier restore comes off first; the folder is emptied, so no file of now stays.
+      const emptied = await this.beside(sandbox, EMPTY_WORKSPACE_COMMAND);
+      if (emptied.exitCode !== 0) throw new Error(`/workspace could not be emptied: ${emptied.stderr.trim()}`);
+      await sandbox.restoreBackup({ id: copy.id, dir: copy.dir, ...(copy.localBucket !== undefined && { localBucket: copy.localBucket }) });
+    } catch (e) {
+      const starting = startingDelay(e);
+      if (starting !== null) throw new SandboxStarting(starting);
+      throw e;
+    }
+    // A fresh command shell in /workspace, no exported variables: its old one ends.
+    try {
+      await sandbox.exec("exit 0");
+    } catch (e) {
+      console.error(`restarting the shell of room ${this.roomId} failed: ${message(e)}`);
+    }
+  }
+
+  /** A command in the processes' session, beside the commands' shell (which may be busy). */
+  private async beside(sandbox: SdkStub, cmd: string): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+    try {
+      return await sandbox.execWithSessionToken(cmd, PROCESS_SESSION);
+    } catch (e) {
+      const starting = startingDelay(e);
+      if (starting !== null) throw new SandboxStarting(starting);
+      // A container without the session yet.
+      await this.processSession(sandbox);
+      return await sandbox.execWithSessionToken(cmd, PROCESS_SESSION);
+    }
+  }
+
   /**
    * The terminal is the PTY of a session of its own (`terminal()` of
    * `createSession`), so that closing it (deleteSession) ends its processes
@@ -603,9 +722,12 @@ function release(answer: unknown): void {
   }
 }
 
+const WORKSPACE_DIR = "/workspace";
+
 function workspacePath(path: string): string {
-  return `/workspace/${path}`;
+  return `${WORKSPACE_DIR}/${path}`;
 }
+
 
 /** The seam's error for a failed file call. */
 function fileError(e: unknown): Error {

@@ -29,6 +29,59 @@ interface Manifest {
 const STAGING = "/workspace/.duet-backup";
 const PART_BYTES = 8 * 1024 * 1024;
 
+/**
+ * Archives /workspace (tar, gzip, inside the container) into R2 objects
+ * `{prefix}part-NNNN`, one part in memory at a time; their names, in order.
+ */
+export async function archiveWorkspace(host: WorkspaceHost, bucket: R2Bucket, prefix: string): Promise<string[]> {
+  try {
+    const listing = await run(
+      host,
+      `set -o pipefail; d=${STAGING}; rm -rf "$d" && mkdir -p "$d" && ` +
+        `{ tar -C /workspace --exclude=./.duet-backup -czf - . 2>"$d/err"; echo $? >"$d/rc"; } ` +
+        `| split -b ${PART_BYTES} -a 4 -d - "$d/part-" && ` +
+        // GNU tar: 1 is "some files changed while read", still a good archive.
+        `[ "$(cat "$d/rc")" -le 1 ] && cd "$d" && ls part-*`,
+    );
+    const parts = listing.split("\n").filter((p) => /^part-\d{4}$/.test(p));
+    if (parts.length === 0) throw new Error("tar wrote no archive");
+    for (const part of parts) {
+      const file = await host.readFile(`${STAGING}/${part}`, { encoding: "base64" });
+      await bucket.put(`${prefix}${part}`, fromBase64(file.content));
+    }
+    return parts;
+  } finally {
+    await host.exec(`rm -rf ${STAGING}`).catch(() => undefined);
+  }
+}
+
+/** Unpacks the archive `archiveWorkspace` wrote under `prefix` into /workspace (over what is there). */
+export async function unpackWorkspace(host: WorkspaceHost, bucket: R2Bucket, prefix: string, parts: string[]): Promise<void> {
+  await run(host, `rm -rf ${STAGING} && mkdir -p ${STAGING}`);
+  for (const part of parts) {
+    const body = await bucket.get(`${prefix}${part}`);
+    if (!body) throw new Error(`part ${part} of the archive ${prefix} is missing`);
+    const bytes = new Uint8Array(await body.arrayBuffer());
+    await host.writeFile(`${STAGING}/${part}`, toBase64(bytes), { encoding: "base64" });
+  }
+  await run(host, `set -o pipefail; cat ${STAGING}/part-* | tar -C /workspace -xzf - && rm -rf ${STAGING}`);
+}
+
+/** Deletes every R2 object under `prefix`. */
+export async function deletePrefix(bucket: R2Bucket, prefix: string): Promise<void> {
+  for (;;) {
+    const listed = await bucket.list({ prefix });
+    if (listed.objects.length === 0) return;
+    await bucket.delete(listed.objects.map((o) => o.key));
+    if (!listed.truncated) return;
+  }
+}
+
+/** Where the Sandbox SDK's createBackup keeps a backup's objects in BACKUP_BUCKET (the stand-in too). */
+export function copyPrefix(id: string): string {
+  return `backups/${id}/`;
+}
+
 /** The R2 prefix of one sandbox's backups (its Durable Object id). */
 export function backupPrefix(sandboxObjectId: string): string {
   return `workspaces/${sandboxObjectId}/`;
@@ -36,13 +89,7 @@ export function backupPrefix(sandboxObjectId: string): string {
 
 /** Removes every backup of a sandbox (cleanup: nothing comes back). */
 export async function deleteBackup(bucket: R2Bucket, sandboxObjectId: string): Promise<void> {
-  const prefix = backupPrefix(sandboxObjectId);
-  for (;;) {
-    const listed = await bucket.list({ prefix });
-    if (listed.objects.length === 0) return;
-    await bucket.delete(listed.objects.map((o) => o.key));
-    if (!listed.truncated) return;
-  }
+  await deletePrefix(bucket, backupPrefix(sandboxObjectId));
 }
 
 /**
@@ -66,21 +113,8 @@ export class WorkspacePersistence {
   async backup(host: WorkspaceHost): Promise<boolean> {
     if (this.restoreFailed) return false;
     try {
-      const listing = await run(
-        host,
-        `set -o pipefail; d=${STAGING}; rm -rf "$d" && mkdir -p "$d" && ` +
-          `{ tar -C /workspace --exclude=./.duet-backup -czf - . 2>"$d/err"; echo $? >"$d/rc"; } ` +
-          `| split -b ${PART_BYTES} -a 4 -d - "$d/part-" && ` +
-          // GNU tar: 1 is "some files changed while read", still a good archive.
-          `[ "$(cat "$d/rc")" -le 1 ] && cd "$d" && ls part-*`,
-      );
-      const parts = listing.split("\n").filter((p) => /^part-\d{4}$/.test(p));
-      if (parts.length === 0) throw new Error("tar wrote no archive");
       const generation = `${Date.now()}`;
-      for (const part of parts) {
-        const file = await host.readFile(`${STAGING}/${part}`, { encoding: "base64" });
-        await this.bucket.put(`${this.prefix}${generation}/${part}`, fromBase64(file.content));
-      }
+      const parts = await archiveWorkspace(host, this.bucket, `${this.prefix}${generation}/`);
       const manifest: Manifest = { generation, parts, at: new Date().toISOString() };
       await this.bucket.put(`${this.prefix}manifest`, JSON.stringify(manifest));
       await this.dropOtherGenerations(generation);
@@ -88,8 +122,6 @@ export class WorkspacePersistence {
     } catch (e) {
       console.error(`workspace backup of ${this.sandboxObjectId} failed: ${message(e)}`);
       return false;
-    } finally {
-      await host.exec(`rm -rf ${STAGING}`).catch(() => undefined);
     }
   }
 
@@ -100,17 +132,7 @@ export class WorkspacePersistence {
       const object = await this.bucket.get(`${this.prefix}manifest`);
       if (!object) return false;
       const manifest = (await object.json()) as Manifest;
-      await run(host, `rm -rf ${STAGING} && mkdir -p ${STAGING}`);
-      for (const part of manifest.parts) {
-        const body = await this.bucket.get(`${this.prefix}${manifest.generation}/${part}`);
-        if (!body) throw new Error(`part ${part} of backup ${manifest.generation} is missing`);
-        const bytes = new Uint8Array(await body.arrayBuffer());
-        await host.writeFile(`${STAGING}/${part}`, toBase64(bytes), { encoding: "base64" });
-      }
-      await run(
-        host,
-        `set -o pipefail; cat ${STAGING}/part-* | tar -C /workspace -xzf - && rm -rf ${STAGING}`,
-      );
+      await unpackWorkspace(host, this.bucket, `${this.prefix}${manifest.generation}/`, manifest.parts);
       return true;
     } catch (e) {
       this.restoreFailed = true;

@@ -24,7 +24,7 @@ export const SIGNAL_COMMAND = /^kill -(INT|KILL) -- -(\d+) 2>\/dev\/null \|\| ki
 const GROUPS = "/tmp/duet-processes";
 
 /** Single-quoted for the shell. */
-function shellQuote(s: string): string {
+export function shellQuote(s: string): string {
   return `'${s.replaceAll("'", `'\\''`)}'`;
 }
 
@@ -80,3 +80,16 @@ export function tcpTable(ports: number[]): string {
       .join("")
   );
 }
+
+// Checkpoints (src/checkpoints.ts) and the listing's delete run these beside
+// the commands' shell, which may be busy.
+
+/** Bytes of /workspace's files and symlinks (a link's size is its target's length), the sleep's staging left out. */
+export const WORKSPACE_BYTES_COMMAND =
+  "find /workspace -mount -path /workspace/.duet-backup -prune -o \\( -type f -o -type l \\) -printf '%s\\n' | " +
+  "awk '{ s += $1 } END { printf \"%d\\n\", s }'";
+
+/** Empties /workspace (an earlier restore's FUSE overlay unmounted first). */
+export const EMPTY_WORKSPACE_COMMAND =
+  "{ command -v fusermount3 >/dev/null && fusermount3 -uz /workspace 2>/dev/null; true; } && " +
+  "find /workspace -mindepth 1 -maxdepth 1 -exec rm -rf -- {} +";

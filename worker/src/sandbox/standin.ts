@@ -35,7 +35,7 @@ import { DurableObject } from "cloudflare:workers";
 import { fromBase64, toBase64 } from "./bytes";
 import type { Env } from "../env";
 import { ROOM_LABEL, tellSandboxStopped } from "../rooms";
-import { WorkspacePersistence, type WorkspaceHost } from "./backup";
+import { WorkspacePersistence, archiveWorkspace, copyPrefix, unpackWorkspace, type WorkspaceHost } from "./backup";
 import { GROUP_SIGNAL_COMMAND, PORTS_COMMAND, SIGNAL_COMMAND, parseProcessCommand, tcpTable } from "./signal";
 import { http1, socketStream, websocket1 } from "./http1";
 import { TUNNEL_PATH, tunnelOverWebSocket } from "./tunnel";
@@ -75,6 +75,32 @@ interface Command {
   execId?: string;
   done: boolean;
 }
+
+/** The SDK's FileInfo (listFiles). */
+interface FileInfo {
+  name: string;
+  absolutePath: string;
+  relativePath: string;
+  type: "file" | "directory" | "symlink" | "other";
+  size: number;
+  modifiedAt: string;
+  mode: string;
+  permissions: { readable: boolean; writable: boolean; executable: boolean };
+}
+
+/** A backup's `meta.json`: the SDK's fields, and the parts of the stand-in's archive. */
+interface BackupMeta {
+  id: string;
+  dir: string;
+  name: string | null;
+  sizeBytes: number;
+  ttl: number;
+  createdAt: string;
+  parts: string[];
+}
+
+/** The SDK's default lifetime of a backup (3 days). */
+const BACKUP_DEFAULT_TTL_SECS = 259_200;
 
 const DEFAULT_SLEEP_AFTER_MS = 600_000;
 /** A command's timeout when the caller gives none (duet serve caps it). */
@@ -562,6 +588,81 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
     const res = await this.call("PUT", `/files/${filePath(path)}`, bytes);
     if (!res.ok) throw await fileError(res, path);
     return { success: true, path, timestamp: new Date().toISOString() };
+  }
+
+  /** SDK listFiles (of a folder, hidden entries included): duet serve's `GET /files/{dir}/`. */
+  async listFiles(path: string, _options?: { includeHidden?: boolean }): Promise<{ success: true; path: string; files: FileInfo[]; count: number; timestamp: string }> {
+    await this.wake();
+    const dir = path === "/workspace" ? "" : `${filePath(path)}/`;
+    const res = await this.call("GET", `/files/${dir}`);
+    if (!res.ok) throw await fileError(res, path);
+    const { entries } = (await res.json()) as { entries: { name: string; type: string; size: number; mtime: number }[] };
+    const files = entries.map((e) => ({
+      name: e.name,
+      absolutePath: `${path.replace(/\/$/, "")}/${e.name}`,
+      relativePath: e.name,
+      type: (e.type === "dir" ? "directory" : e.type) as FileInfo["type"],
+      size: e.size,
+      modifiedAt: new Date(e.mtime).toISOString(),
+      mode: "",
+      permissions: { readable: true, writable: true, executable: false },
+    }));
+    return { success: true, path, files, count: files.length, timestamp: new Date().toISOString() };
+  }
+
+  /** SDK deleteFile: duet serve's `DELETE /files/{path}` (which takes folders too). */
+  async deleteFile(path: string): Promise<{ success: true; path: string; timestamp: string }> {
+    await this.wake();
+    const res = await this.call("DELETE", `/files/${filePath(path)}`);
+    if (!res.ok) throw await fileError(res, path);
+    await res.body?.cancel();
+    return { success: true, path, timestamp: new Date().toISOString() };
+  }
+
+  // ---- backups (SDK createBackup/restoreBackup; checkpoints) ----
+
+  /**
+   * SDK createBackup of /workspace: a tar of duet serve's room through its
+   * exec (src/sandbox/backup.ts), into BACKUP_BUCKET under the SDK's
+   * `backups/{id}/` with a `meta.json` as the SDK writes one.
+   */
+  async createBackup(options: { dir: string; name?: string; ttl?: number; excludes?: string[] }): Promise<{ id: string; dir: string; localBucket: true }> {
+    if (options.dir !== "/workspace") throw new Error(`INVALID_BACKUP_CONFIG: the stand-in backs up /workspace only, not ${options.dir}`);
+    const ttl = options.ttl ?? BACKUP_DEFAULT_TTL_SECS;
+    if (!(ttl > 0)) throw new Error("INVALID_BACKUP_CONFIG: BackupOptions.ttl must be a positive number of seconds");
+    await this.wake();
+    const id = crypto.randomUUID();
+    const bucket = this.env.BACKUP_BUCKET;
+    const prefix = copyPrefix(id);
+    try {
+      const parts = await archiveWorkspace(this.host(), bucket, prefix);
+      let sizeBytes = 0;
+      for (const part of parts) sizeBytes += (await bucket.head(`${prefix}${part}`))?.size ?? 0;
+      const meta: BackupMeta = { id, dir: options.dir, name: options.name ?? null, sizeBytes, ttl, createdAt: new Date().toISOString(), parts };
+      await bucket.put(`${prefix}meta.json`, JSON.stringify(meta));
+    } catch (e) {
+      const objects = await bucket.list({ prefix }).catch(() => undefined);
+      if (objects && objects.objects.length > 0) await bucket.delete(objects.objects.map((o) => o.key)).catch(() => undefined);
+      throw new Error(`BACKUP_CREATE_FAILED: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    return { id, dir: options.dir, localBucket: true };
+  }
+
+  /** SDK restoreBackup: the archive unpacked into its folder (over what is there, as the SDK's local mode does). */
+  async restoreBackup(backup: { id: string; dir: string }): Promise<{ success: true; dir: string; id: string }> {
+    const bucket = this.env.BACKUP_BUCKET;
+    const prefix = copyPrefix(backup.id);
+    const object = await bucket.get(`${prefix}meta.json`);
+    if (!object) throw new Error(`BACKUP_NOT_FOUND: Backup not found: ${backup.id}`);
+    const meta = (await object.json()) as BackupMeta;
+    // The SDK refuses a backup within a minute of its expiry.
+    if (Date.now() + 60_000 > new Date(meta.createdAt).getTime() + meta.ttl * 1000) {
+      throw new Error(`BACKUP_EXPIRED: Backup ${backup.id} has expired`);
+    }
+    if (backup.dir !== "/workspace") throw new Error(`INVALID_BACKUP_CONFIG: the stand-in restores into /workspace only, not ${backup.dir}`);
+    await this.wake();
+    await unpackWorkspace(this.host(), bucket, prefix, meta.parts);
+    return { success: true, dir: backup.dir, id: backup.id };
   }
 
   /** SDK mkdir: duet serve's PUT makes parent folders itself. */

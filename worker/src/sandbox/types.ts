@@ -56,6 +56,26 @@ export class DiskFull extends Error {
   }
 }
 
+/**
+ * A copy of /workspace kept outside the container: the Sandbox SDK's
+ * `DirectoryBackup` handle (its objects are in the BACKUP_BUCKET R2
+ * bucket, under `backups/{id}/`), restorable into any room's sandbox.
+ */
+export interface WorkspaceCopy {
+  readonly id: string;
+  readonly dir: string;
+  readonly localBucket?: boolean;
+}
+
+/** One entry of a workspace folder, as the sandbox lists it. */
+export interface FolderEntry {
+  name: string;
+  type: "file" | "dir" | "symlink" | "other";
+  size: number;
+  /** Last modified, ms since the epoch. */
+  mtime: number;
+}
+
 /** A terminal's size in characters. */
 export interface TermSize {
   cols: number;
@@ -119,6 +139,23 @@ export interface RoomSandbox {
   readFile(path: string): Promise<Uint8Array | null>;
   /** Writes a workspace file, creating parent folders; throws DiskFull. */
   writeFile(path: string, bytes: Uint8Array): Promise<void>;
+  /**
+   * The entries of workspace folder `dir` ("" is /workspace itself), in
+   * no particular order; null when it is absent or not a folder. Throws
+   * BadPath.
+   */
+  listFiles(dir: string): Promise<FolderEntry[] | null>;
+  /** Deletes a file, a symlink (not its target) or a folder with all in it; false when absent. Throws BadPath. */
+  deleteFile(path: string): Promise<boolean>;
+  /** Bytes of /workspace's files (their lengths; a symlink its target's length). */
+  workspaceBytes(): Promise<number>;
+  /** Copies /workspace out of the container (createBackup), kept for `ttlSecs`. */
+  copyWorkspace(name: string, ttlSecs: number): Promise<WorkspaceCopy>;
+  /**
+   * /workspace becomes `copy` (emptied first, then restoreBackup), and the
+   * command shell starts afresh there. Nothing else should run meanwhile.
+   */
+  restoreWorkspace(copy: WorkspaceCopy): Promise<void>;
   /**
    * Opens the room's shared terminal (`termId` names it) at `size`; throws
    * SandboxStarting. Its processes run until close() or their own exit.

@@ -14,7 +14,7 @@ export default defineConfig({
         compatibilityDate: "2026-11-01",
         compatibilityFlags: ["nodejs_compat"],
         durableObjects: { Sandbox: { className: "SandboxStandIn", useSQLite: true } },
-        r2Buckets: ["WORKSPACES"],
+        r2Buckets: ["WORKSPACES", "BACKUP_BUCKET"],
         bindings: {
           DUET_STANDIN_URL: inject("standinUrl"),
           DUET_STANDIN_TOKEN: inject("standinToken"),
