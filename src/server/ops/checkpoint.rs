@@ -16,7 +16,7 @@ pub(crate) struct CheckpointCreate {
 
 impl Operation for CheckpointCreate {
     fn parse(f: &mut Fields<'_>) -> Option<Self> {
-        let name = f.string("name").map(|n| n.trim().to_string());
+        let name = f.string("name");
         if let Some(problem) = name.as_deref().and_then(checkpoint_name_problem) {
             f.problem("name", problem);
         }
