@@ -949,7 +949,7 @@ async fn a_fork_from_now_and_from_a_checkpoint_starts_separate_rooms() {
     exec(&server, a, "echo a > only-a.txt; echo a2 > sub/g.txt").await;
     assert_eq!(read(&server, b, "only-a.txt").await, None);
     assert_eq!(read(&server, b, "sub/g.txt").await.as_deref(), Some("g"));
-    assert_eq!(sh(&server, b, "cat f.txt; ls").await, "b's\nf.txt\nsub\n");
+    assert_eq!(sh(&server, b, "cat f.txt; echo; ls").await, "b's\nf.txt\nsub\n");
     assert_eq!(read(&server, c, "f.txt").await.as_deref(), Some("v1"));
     // A checkpoint of the new room is its own.
     create(&server, b, json!({"name": "b-only"})).await;
