@@ -949,7 +949,10 @@ async fn a_fork_from_now_and_from_a_checkpoint_starts_separate_rooms() {
     exec(&server, a, "echo a > only-a.txt; echo a2 > sub/g.txt").await;
     assert_eq!(read(&server, b, "only-a.txt").await, None);
     assert_eq!(read(&server, b, "sub/g.txt").await.as_deref(), Some("g"));
-    assert_eq!(sh(&server, b, "cat f.txt; echo; ls").await, "b's\nf.txt\nsub\n");
+    assert_eq!(
+        sh(&server, b, "cat f.txt; echo; ls").await,
+        "b's\nf.txt\nsub\n"
+    );
     assert_eq!(read(&server, c, "f.txt").await.as_deref(), Some("v1"));
     // A checkpoint of the new room is its own.
     create(&server, b, json!({"name": "b-only"})).await;
@@ -1124,4 +1127,64 @@ async fn a_restore_is_seen_by_everyone_with_who_did_it() {
         (read(&server, room, "f.txt").await.as_deref() == Some("one")).then_some(())
     })
     .await;
+}
+
+#[tokio::test]
+async fn an_automatic_checkpoint_that_does_not_fit_is_skipped_and_the_turn_runs_on() {
+    if common::only_duet_serve("--disk-mb, which holds duet serve's workspace and checkpoints") {
+        return;
+    }
+    let model = FakeModel::start(vec![Script::chunked(
+        "Freeing space.<run>rm big.bin</run>",
+        6,
+    )])
+    .await;
+    let (server, _dir) = with_model(&model, &["--disk-mb", "8"]).await;
+    let room = "cp-auto-full";
+    put_file(&server, room, "big.bin", vec![1u8; 5 * 1024 * 1024]).await;
+    let (status, body) = server
+        .post(&room_path(room, "/message"), json!({"text": "make room"}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body["reply"]
+            .as_str()
+            .is_some_and(|r| r.contains("Output (rm big.bin)")),
+        "{body}"
+    );
+    assert_eq!(
+        read(&server, room, "big.bin").await,
+        None,
+        "the command ran"
+    );
+    assert_eq!(
+        list(&server, room).await,
+        Vec::<Value>::new(),
+        "none was taken"
+    );
+}
+
+#[tokio::test]
+async fn checkpoints_outlive_a_restart_and_their_ids_are_never_reused() {
+    let dir = tempfile::tempdir().unwrap();
+    let listen = format!("127.0.0.1:{}", common::free_port());
+    let server = Server::start_at(&listen, dir.path(), &[]).await;
+    let room = "cp-restart";
+    put_file(&server, room, "f.txt", b"saved".to_vec()).await;
+    let kept = create(&server, room, json!({"name": "kept"})).await;
+    let gone = create(&server, room, json!({})).await;
+    let path = room_path(room, &format!("/checkpoints/{}", id_of(&gone)));
+    assert_eq!(delete(&server, &path).await.0, 200);
+    server.stop().await;
+
+    let server = Server::start_at(&listen, dir.path(), &[]).await;
+    assert_eq!(list(&server, room).await, vec![kept.clone()]);
+    put_file(&server, room, "f.txt", b"changed".to_vec()).await;
+    restored(&server, room, &id_of(&kept)).await;
+    assert_eq!(read(&server, room, "f.txt").await.as_deref(), Some("saved"));
+    let next = create(&server, room, json!({})).await;
+    assert!(
+        number(&id_of(&next)) > number(&id_of(&gone)),
+        "{next} after {gone}"
+    );
 }
