@@ -58,7 +58,7 @@ fn main() {
             .replace("FOLDERS", &FOLDERS.to_string());
         let made = exec(&server, &script).await;
         assert_eq!(made["exitCode"], 0, "writing the tree: {made}");
-        let counted = exec(&server, "find tree -type f | wc -l; du -sb tree | cut -f1").await;
+        let counted = exec(&server, "find tree -type f -printf '%s\\n' | awk '{n++; s+=$1} END {print n, s}'").await;
         println!(
             "A workspace of {FILES} files in {FOLDERS} folders, {} MiB in all (files, bytes: {}):",
             TOTAL >> 20,
@@ -69,9 +69,7 @@ fn main() {
         let (mut cp_sandbox, mut cp_wall) = (Vec::new(), Vec::new());
         for _ in 0..runs {
             let begun = Instant::now();
-            let (status, body) = server
-                .post(&room_path(ROOM, "/checkpoints"), json!({}))
-                .await;
+            let (status, body) = post(&server, "/checkpoints", json!({})).await;
             checkpoint.push(begun.elapsed());
             assert_eq!(status, 200, "checkpoint: {body}");
             let id = body["checkpoint"]["id"].as_str().unwrap().to_string();
@@ -79,12 +77,8 @@ fn main() {
             assert_eq!(size, TOTAL as u64, "{body}");
 
             let begun = Instant::now();
-            let (status, body) = server
-                .post(
-                    &room_path(ROOM, &format!("/checkpoints/{id}/restore")),
-                    json!({}),
-                )
-                .await;
+            let (status, body) =
+                post(&server, &format!("/checkpoints/{id}/restore"), json!({})).await;
             restore.push(begun.elapsed());
             assert_eq!(status, 200, "restore: {body}");
             // Its room on the disk is free for the next run.
@@ -138,20 +132,24 @@ fn main() {
     });
 }
 
-/// Runs `cmd` in the room's shell; answers the `ExecResult`. Its client
-/// waits as long as the command may run (the tests' client waits 20 s).
+/// Runs `cmd` in the room's shell; answers the `ExecResult`.
 async fn exec(server: &Server, cmd: &str) -> Value {
+    let body = json!({"cmd": cmd, "timeoutMs": TIMEOUT_MS});
+    let (status, body) = post(server, "/sandbox/exec", body).await;
+    assert_eq!(status, 200, "{cmd}: {body}");
+    body["result"].clone()
+}
+
+/// `POST` to the room's `rest` with a client that waits as long as a
+/// command may run (the tests' client gives up after 20 s).
+async fn post(server: &Server, rest: &str, body: Value) -> (u16, Value) {
     let _ = common::http(); // installs the TLS provider
     let client = reqwest::Client::builder()
         .timeout(Duration::from_millis(TIMEOUT_MS + 60_000))
         .build()
         .expect("an HTTP client");
-    let req = client
-        .post(server.url(&room_path(ROOM, "/sandbox/exec")))
-        .json(&json!({"cmd": cmd, "timeoutMs": TIMEOUT_MS}));
-    let (status, body) = common::answer(req).await;
-    assert_eq!(status, 200, "{cmd}: {body}");
-    body["result"].clone()
+    let req = client.post(server.url(&room_path(ROOM, rest))).json(&body);
+    common::answer(req).await
 }
 
 /// The same tree as TREE, on the host.
