@@ -103,6 +103,7 @@ fn app_of(messages: Vec<DuetMessage>) -> App {
                 shell: None,
                 processes: vec![],
                 ports: vec![],
+                checkpoints: vec![],
             },
         }),
     )));

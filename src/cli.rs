@@ -225,6 +225,10 @@ pub struct ServeArgs {
     /// attached and no output
     #[arg(long, default_value_t = 3600, env = "DUET_TERMINAL_IDLE_SECS")]
     pub terminal_idle_secs: u64,
+    /// Automatic checkpoints (one before each agent turn that runs
+    /// commands) a room keeps; 0 takes none
+    #[arg(long, default_value_t = crate::protocol::DEFAULT_AUTO_CHECKPOINTS, env = "DUET_AUTO_CHECKPOINTS")]
+    pub auto_checkpoints: usize,
     /// Memory of a room, in MiB (a cgroup limit where the host allows one)
     #[arg(long, default_value_t = 512)]
     pub memory_mb: u64,
@@ -234,7 +238,8 @@ pub struct ServeArgs {
     /// CPU seconds a process of a room may use
     #[arg(long, default_value_t = 600)]
     pub cpu_secs: u64,
-    /// Disk of a room's workspace, in MiB (a quota as root, else the largest file)
+    /// Disk of a room, in MiB: its workspace and checkpoints together (a
+    /// quota as root, else the largest file, and checkpoints are counted)
     #[arg(long, default_value_t = 1024)]
     pub disk_mb: u64,
     /// Open files per process of a room

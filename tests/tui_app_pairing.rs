@@ -390,6 +390,7 @@ fn a_cleaned_up_room_shows_just_its_cleanup_record() {
             terminal: None,
             processes: Vec::new(),
             ports: Vec::new(),
+            checkpoints: Vec::new(),
             messages: vec![record_msg(
                 3,
                 Event::Cleanup { by: "bob".into() },
@@ -531,6 +532,7 @@ fn the_status_bar_shows_the_shells_directory_and_its_reset() {
             terminal: None,
             processes: Vec::new(),
             ports: Vec::new(),
+            checkpoints: Vec::new(),
             messages: vec![],
             execs: vec![],
             shell: Some(ShellState {

@@ -22,6 +22,7 @@ fn room_with(processes: Vec<Process>, ports: Vec<PortState>) -> App {
         state: RoomState {
             processes,
             ports,
+            checkpoints: Vec::new(),
             ..RoomState::default()
         },
     }));

@@ -60,6 +60,7 @@ fn pairing_room() -> App {
             terminal: None,
             processes: Vec::new(),
             ports: Vec::new(),
+            checkpoints: Vec::new(),
             messages: vec![
                 msg(
                     1,

@@ -13,7 +13,7 @@ pub use policy::Policy;
 
 pub use crate::support::BoxFuture;
 
-use crate::protocol::TermSize;
+use crate::protocol::{DirEntry, TermSize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -96,6 +96,50 @@ pub trait Sandbox: Send + Sync + 'static {
     /// host's). A sandbox that does not run is not started: nothing
     /// listens there.
     fn port_connect(&self, port: u16) -> BoxFuture<Result<tokio::net::TcpStream, PortError>>;
+
+    /// Lists a folder of the workspace (`path` relative to `/workspace`,
+    /// empty for the workspace itself), sorted by name.
+    fn list_dir(&self, path: String) -> BoxFuture<Result<Vec<DirEntry>, files::FileError>>;
+
+    /// Deletes a file, a symlink (itself) or a folder with everything in it.
+    fn delete_path(&self, path: String) -> BoxFuture<Result<(), files::FileError>>;
+
+    /// Copies the workspace as it is now into checkpoint `id` (refused
+    /// when it does not fit the room's disk); answers its bytes.
+    fn checkpoint_create(&self, id: String) -> BoxFuture<Result<u64, CheckpointError>>;
+
+    /// Queued behind the commands queued before it: stops the sandbox
+    /// (its processes and terminal with it) and makes the workspace a copy
+    /// of checkpoint `id`. The next command starts a fresh shell.
+    fn checkpoint_restore(&self, id: String) -> BoxFuture<Result<(), CheckpointError>>;
+
+    /// Deletes checkpoint `id` (nothing when it is not there).
+    fn checkpoint_delete(&self, id: String) -> BoxFuture<Result<(), CheckpointError>>;
+
+    /// Where a fork of this room starts: the workspace now, or checkpoint
+    /// `id`; read by `fork_from` of a sandbox of the same backend.
+    fn fork_source(
+        &self,
+        checkpoint: Option<String>,
+    ) -> BoxFuture<Result<ForkSource, CheckpointError>>;
+
+    /// Fills this (new, empty) room's workspace from another room's `source`.
+    fn fork_from(&self, source: ForkSource) -> BoxFuture<Result<(), CheckpointError>>;
+}
+
+/// What a fork copies from, as the backend that made it knows it.
+pub struct ForkSource(pub Box<dyn std::any::Any + Send>);
+
+/// Why a checkpoint (or a fork) could not be made, restored or deleted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CheckpointError {
+    #[error("no such checkpoint")]
+    NotFound,
+    /// It does not fit the room's disk: it needs `need` bytes, `free` are.
+    #[error("it needs {need} bytes; {free} are free")]
+    Full { need: u64, free: u64 },
+    #[error("{0}")]
+    Failed(String),
 }
 
 /// A background process's output and end, as they come.

@@ -93,6 +93,17 @@ impl ApiError {
         Self::one_detail(StatusCode::CONFLICT, error, field, message, None)
     }
 
+    /// 507: the room's disk has no room for it, saying why in `details.FIELD`.
+    pub(crate) fn insufficient_storage(field: &str, message: impl Into<String>) -> Self {
+        Self::one_detail(
+            StatusCode::INSUFFICIENT_STORAGE,
+            "the room's disk is full",
+            field,
+            message,
+            None,
+        )
+    }
+
     /// 502: what the request goes to inside the sandbox is not there.
     pub(crate) fn bad_gateway(error: impl Into<String>) -> Self {
         Self::plain(StatusCode::BAD_GATEWAY, error)

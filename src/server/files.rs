@@ -1,13 +1,16 @@
-//! `GET` and `PUT /api/rooms/{room}/files/{path}`: files in and out of a
-//! room's workspace (docs/protocol.md "Files"); an upload is kept as a
-//! record in the room. The sandbox module does the path resolution that
+//! `GET`, `PUT` and `DELETE /api/rooms/{room}/files/{path}`: files in and
+//! out of a room's workspace, and a folder's listing (a path ending in
+//! `/`; docs/protocol.md "Files"); an upload and a deletion are kept as
+//! records in the room. The sandbox module does the path resolution that
 //! never leaves the workspace.
 
 use super::errors::Path;
 use super::errors::{ApiError, add_detail};
 use super::http::room_details;
 use super::router::App;
-use crate::protocol::{Details, Event, FileResponse, MAX_FILE_BODY, name_problem};
+use crate::protocol::{
+    DeleteResponse, Details, Event, FileResponse, ListingResponse, MAX_FILE_BODY, name_problem,
+};
 use crate::sandbox::files::FileError;
 use axum::Json;
 use axum::body::Body;
@@ -48,7 +51,7 @@ fn problems(details: Details) -> Result<(), ApiError> {
     }
 }
 
-/// Who uploads: `?userId=NAME` (trimmed), "anonymous" without one.
+/// Who uploads or deletes: `?userId=NAME` (trimmed), "anonymous" without one.
 fn uploader(query: Option<&str>, details: &mut Details) -> String {
     let given = url::form_urlencoded::parse(query.unwrap_or("").as_bytes())
         .find(|(key, _)| key == "userId")
@@ -64,11 +67,47 @@ fn uploader(query: Option<&str>, details: &mut Details) -> String {
     }
 }
 
-/// `GET /api/rooms/{room}/files/{path}`
+/// `GET /api/rooms/{room}/files/`: the workspace's own listing.
+pub(crate) async fn list_root(State(app): State<Arc<App>>, Path(room): Path<String>) -> Response {
+    list(&app, &room, String::new()).await
+}
+
+/// `DELETE /api/rooms/{room}/files/`: the workspace itself is not deleted.
+pub(crate) async fn delete_root(Path(room): Path<String>) -> Response {
+    let mut details = room_details(&room);
+    add_detail(&mut details, "path", "must name a file under /workspace");
+    ApiError::invalid(details).into_response()
+}
+
+/// A folder's entries (`path` empty for the workspace).
+async fn list(app: &App, room: &str, path: String) -> Response {
+    let mut details = room_details(room);
+    if !path.is_empty()
+        && let Err(FileError::BadPath(message)) = crate::sandbox::files::components(&path)
+    {
+        add_detail(&mut details, "path", message);
+    }
+    if let Err(e) = problems(details) {
+        return e.into_response();
+    }
+    let handle = match app.registry.room(room).await {
+        Ok(h) => h,
+        Err(e) => return e.into_response(),
+    };
+    match handle.sandbox.list_dir(path).await {
+        Ok(entries) => Json(ListingResponse { entries }).into_response(),
+        Err(e) => file_error(e),
+    }
+}
+
+/// `GET /api/rooms/{room}/files/{path}`; `{dir}/` lists a folder.
 pub(crate) async fn get_file(
     State(app): State<Arc<App>>,
     Path((room, path)): Path<(String, String)>,
 ) -> Response {
+    if let Some(dir) = path.strip_suffix('/') {
+        return list(&app, &room, dir.to_string()).await;
+    }
     if let Err(e) = problems(check(&room, &path)) {
         return e.into_response();
     }
@@ -112,13 +151,9 @@ pub(crate) async fn put_file(
     };
     match handle.sandbox.write_file(path.clone(), bytes).await {
         Ok(size) => {
-            // The record names the file as the workspace does (no `./`, no `//`).
-            let shown = crate::sandbox::files::components(&path)
-                .map(|parts| parts.join("/"))
-                .unwrap_or_else(|_| path.clone());
             let event = Event::Upload {
                 by,
-                path: shown,
+                path: shown(&path),
                 size,
             };
             handle.record(event).await;
@@ -126,4 +161,40 @@ pub(crate) async fn put_file(
         }
         Err(e) => file_error(e),
     }
+}
+
+/// `DELETE /api/rooms/{room}/files/{path}?userId=NAME`: a file, a
+/// symlink or a folder with everything in it.
+pub(crate) async fn delete_file(
+    State(app): State<Arc<App>>,
+    Path((room, path)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+) -> Response {
+    let mut details = check(&room, &path);
+    let by = uploader(query.as_deref(), &mut details);
+    if let Err(e) = problems(details) {
+        return e.into_response();
+    }
+    let handle = match app.registry.room(&room).await {
+        Ok(h) => h,
+        Err(e) => return e.into_response(),
+    };
+    match handle.sandbox.delete_path(path.clone()).await {
+        Ok(()) => {
+            let event = Event::Delete {
+                by,
+                path: shown(&path),
+            };
+            handle.record(event).await;
+            Json(DeleteResponse { deleted: true }).into_response()
+        }
+        Err(e) => file_error(e),
+    }
+}
+
+/// A path as the workspace names it (no `./`, no `//`, no trailing `/`).
+fn shown(path: &str) -> String {
+    crate::sandbox::files::components(path)
+        .map(|parts| parts.join("/"))
+        .unwrap_or_else(|_| path.to_string())
 }

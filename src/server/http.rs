@@ -57,8 +57,11 @@ async fn run_op(
 }
 
 /// The route of operation `method` below `/api/rooms/{room}`; a path's
-/// `{id}` becomes the body's `processId`.
+/// `{id}` becomes the body's field it names (`processId`, `checkpointId`).
 pub(crate) fn operation(method: Method, verb: Verb) -> MethodRouter<Arc<App>> {
+    let id_field = method
+        .route()
+        .map_or("processId", |(_, path)| ops::path_id_field(path));
     let handler = move |State(app): State<Arc<App>>,
                         Extension(access): Extension<Access>,
                         Path(params): Path<std::collections::BTreeMap<String, String>>,
@@ -66,7 +69,7 @@ pub(crate) fn operation(method: Method, verb: Verb) -> MethodRouter<Arc<App>> {
         let room = params.get("room").cloned().unwrap_or_default();
         let body = body.map(|JsonObject(mut obj)| {
             if let Some(id) = params.get("id") {
-                obj.insert(ops::PATH_ID_FIELD.into(), id.clone().into());
+                obj.insert(id_field.into(), id.clone().into());
             }
             JsonObject(obj)
         });

@@ -13,6 +13,7 @@ mod registry;
 mod room;
 mod router;
 mod store;
+mod store_checkpoints;
 mod terminal;
 mod ws;
 
@@ -153,6 +154,7 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
         shutdown: shutdown.clone(),
         room_idle: std::time::Duration::from_secs(args.room_idle_secs),
         terminal_idle: std::time::Duration::from_secs(args.terminal_idle_secs),
+        auto_checkpoints: args.auto_checkpoints,
         rooms: Default::default(),
     });
     let app = Arc::new(router::App {

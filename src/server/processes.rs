@@ -1,6 +1,6 @@
-//! The read routes of background processes and ports: the list, one
-//! process, its logs, the listening ports (starting and killing are room
-//! operations, in `ops`).
+//! The read routes of background processes, ports and checkpoints: the
+//! list, one process, its logs, the listening ports, the checkpoints
+//! (starting, killing, taking and restoring are room operations, in `ops`).
 
 use super::errors::{ApiError, Path};
 use super::http::room_details;
@@ -52,6 +52,14 @@ pub(crate) async fn ports(
     Path(room): Path<String>,
 ) -> Result<Reply, ApiError> {
     read(&app, &room, Query::Ports).await
+}
+
+/// `GET /api/rooms/{room}/checkpoints`
+pub(crate) async fn checkpoints(
+    State(app): State<Arc<App>>,
+    Path(room): Path<String>,
+) -> Result<Reply, ApiError> {
+    read(&app, &room, Query::Checkpoints).await
 }
 
 fn room_and_id(mut params: BTreeMap<String, String>) -> (String, String) {

@@ -27,6 +27,8 @@ pub(crate) struct Shared {
     pub(crate) room_idle: Duration,
     /// A shared terminal unattached and silent this long is closed.
     pub(crate) terminal_idle: Duration,
+    /// Automatic checkpoints a room keeps (0: none are taken).
+    pub(crate) auto_checkpoints: usize,
     /// The rooms loaded now, by id.
     pub(crate) rooms: Mutex<HashMap<String, RoomHandle>>,
 }

@@ -31,9 +31,16 @@ pub(crate) fn build(app: Arc<App>) -> Router {
     router
         .route("/api/rooms/{room}/messages", get(http::messages))
         .route(
-            "/api/rooms/{room}/files/{*path}",
-            get(files::get_file).put(files::put_file),
+            "/api/rooms/{room}/files/",
+            get(files::list_root).delete(files::delete_root),
         )
+        .route(
+            "/api/rooms/{room}/files/{*path}",
+            get(files::get_file)
+                .put(files::put_file)
+                .delete(files::delete_file),
+        )
+        .route("/api/rooms/{room}/checkpoints", get(processes::checkpoints))
         .route("/api/rooms/{room}/processes", get(processes::list))
         .route("/api/rooms/{room}/processes/{id}", get(processes::one))
         .route(

@@ -37,6 +37,9 @@ pub(crate) struct RoomRow {
     pub(crate) next_exec: u64,
     pub(crate) messages: Vec<DuetMessage>,
     pub(crate) execs: Vec<ExecRecord>,
+    /// Its checkpoints, oldest first, and the next one's number.
+    pub(crate) checkpoints: Vec<crate::protocol::Checkpoint>,
+    pub(crate) next_checkpoint: u64,
 }
 
 /// Tables of the store; `PRAGMA`s set WAL and `synchronous = NORMAL`.
@@ -66,6 +69,12 @@ CREATE TABLE IF NOT EXISTS execs (
     duration INTEGER NOT NULL, ts INTEGER NOT NULL, truncated INTEGER NOT NULL,
     PRIMARY KEY (room, exec_id)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS checkpoints (
+    room TEXT NOT NULL, id TEXT NOT NULL, number INTEGER NOT NULL, name TEXT NOT NULL,
+    ts INTEGER NOT NULL, by_name TEXT NOT NULL, size INTEGER NOT NULL, auto INTEGER NOT NULL,
+    turn_id TEXT,
+    PRIMARY KEY (room, id)
+) WITHOUT ROWID;
 ";
 
 /// Columns of a message, in `message_from_row` order.
@@ -90,6 +99,15 @@ fn migrate(conn: &Connection) -> rusqlite::Result<()> {
         if !present {
             conn.execute_batch(&format!("ALTER TABLE messages ADD COLUMN {column} TEXT"))?;
         }
+    }
+    // Rooms made before checkpoints count theirs from 1.
+    if conn
+        .prepare("SELECT next_checkpoint FROM rooms LIMIT 0")
+        .is_err()
+    {
+        conn.execute_batch(
+            "ALTER TABLE rooms ADD COLUMN next_checkpoint INTEGER NOT NULL DEFAULT 1",
+        )?;
     }
     conn.execute_batch(CLIENT_ID_INDEX)
 }
@@ -154,7 +172,7 @@ impl Store {
     }
 
     /// Runs `f` on the store thread and returns its answer.
-    async fn call<T, F>(&self, f: F) -> Result<T, StoreError>
+    pub(super) async fn call<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
@@ -180,11 +198,21 @@ impl Store {
                  (?1, ?2, (SELECT COALESCE(MAX(slot), 0) + 1 FROM rooms))",
                 params![room, opaque],
             )?;
-            let (opaque, slot, next_message, next_exec) = tx.query_row(
-                "SELECT opaque, slot, next_message, next_exec FROM rooms WHERE id = ?1",
+            let (opaque, slot, next_message, next_exec, next_checkpoint) = tx.query_row(
+                "SELECT opaque, slot, next_message, next_exec, next_checkpoint FROM rooms \
+                 WHERE id = ?1",
                 params![room],
-                |r| Ok((r.get::<_, String>(0)?, r.get::<_, u32>(1)?, r.get(2)?, r.get(3)?)),
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, u32>(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                    ))
+                },
             )?;
+            let checkpoints = super::store_checkpoints::select(&tx, &room)?;
             let mut messages = select_messages(&tx, &room, None, STATE_MESSAGES)?;
             messages.reverse();
             let mut execs = {
@@ -204,6 +232,8 @@ impl Store {
                 next_exec,
                 messages,
                 execs,
+                checkpoints,
+                next_checkpoint,
             })
         })
         .await
@@ -297,13 +327,14 @@ impl Store {
         .await
     }
 
-    /// Deletes a room's messages and commands; its counters stay.
+    /// Deletes a room's messages, commands and checkpoints; its counters stay.
     pub(crate) async fn clear_room(&self, room: String) -> Result<(), StoreError> {
         self.call(move |conn| {
             let tx = conn.transaction()?;
             tx.execute("DELETE FROM messages WHERE room = ?1", params![room])?;
             tx.execute("DELETE FROM client_replies WHERE room = ?1", params![room])?;
             tx.execute("DELETE FROM execs WHERE room = ?1", params![room])?;
+            tx.execute("DELETE FROM checkpoints WHERE room = ?1", params![room])?;
             tx.commit()
         })
         .await

@@ -112,6 +112,7 @@ pub fn state(messages: Vec<DuetMessage>, execs: Vec<ExecRecord>) -> Msg {
             terminal: None,
             processes: Vec::new(),
             ports: Vec::new(),
+            checkpoints: Vec::new(),
             messages,
             execs,
             shell: None,

@@ -1,10 +1,12 @@
-//! The room's disk quota. As root, a workspace is an ext4 image of the
-//! room's size, loop-mounted on the workspace folder for the life of the
-//! room: filling it gives ENOSPC to that room alone. Elsewhere the
-//! per-file size limit (RLIMIT_FSIZE) is what holds.
+//! The room's disk quota. As root, a room's disk is an ext4 image of the
+//! room's size, loop-mounted on `<workspace>.disk` for the life of the
+//! room; it holds `workspace/` (bound onto the workspace folder) and
+//! `checkpoints/`, so filling either gives ENOSPC to that room alone.
+//! Elsewhere the per-file size limit (RLIMIT_FSIZE) is what holds, and
+//! checkpoints live in a plain `<workspace>.checkpoints` folder.
 
 use std::io;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -37,10 +39,51 @@ impl Quota {
     }
 }
 
-fn image_of(workspace: &Path) -> PathBuf {
+/// `workspace` with `suffix` added to its name: the room's other places.
+fn beside(workspace: &Path, suffix: &str) -> PathBuf {
     let mut name = workspace.as_os_str().to_os_string();
-    name.push(".img");
+    name.push(suffix);
     PathBuf::from(name)
+}
+
+fn image_of(workspace: &Path) -> PathBuf {
+    beside(workspace, ".img")
+}
+
+/// Where the image is mounted.
+fn disk_of(workspace: &Path) -> PathBuf {
+    beside(workspace, ".disk")
+}
+
+/// The folder of the room's checkpoints (one folder each, by id).
+pub fn checkpoints_dir(quota: Quota, workspace: &Path) -> PathBuf {
+    match quota {
+        Quota::Image => disk_of(workspace).join("checkpoints"),
+        Quota::PerFile => beside(workspace, ".checkpoints"),
+    }
+}
+
+/// Bytes the room may still fill: the image's free space, or (without
+/// one) `bytes` less what the workspace and its checkpoints hold.
+pub fn free_bytes(quota: Quota, workspace: &Path, bytes: u64) -> io::Result<u64> {
+    match quota {
+        Quota::Image => {
+            let stat = nix::sys::statvfs::statvfs(&disk_of(workspace)).map_err(io::Error::from)?;
+            Ok(stat.blocks_available() as u64 * stat.fragment_size() as u64)
+        }
+        Quota::PerFile => {
+            let mut used = 0;
+            for dir in [workspace.to_path_buf(), checkpoints_dir(quota, workspace)] {
+                if dir.exists() {
+                    let root = super::tree::open_root(&dir)?;
+                    used += super::tree::usage(&root)
+                        .map_err(|e| io::Error::other(e.to_string()))?
+                        .disk;
+                }
+            }
+            Ok(bytes.saturating_sub(used))
+        }
+    }
 }
 
 /// Whether `dir` is a mount point (its device differs from its parent's).
@@ -53,37 +96,36 @@ fn is_mount_point(dir: &Path) -> bool {
     here.dev() != parent.dev()
 }
 
+/// The mark of an image laid out as `workspace/` and `checkpoints/`
+/// (images made before checkpoints held the workspace's files at their
+/// root).
+const LAYOUT_MARK: &str = ".duet-layout-2";
+/// Where an old image's files gather before they become `workspace/`.
+const MOVING: &str = ".duet-moving";
+
 /// Makes sure the workspace exists (and, with a quota, is mounted), owned
-/// by `uid` when given.
+/// by `uid` when given, and the checkpoints' folder beside it.
 pub fn prepare(quota: Quota, workspace: &Path, bytes: u64, uid: Option<u32>) -> io::Result<()> {
     std::fs::create_dir_all(workspace)?;
     if quota == Quota::Image && !is_mount_point(workspace) {
-        let image = image_of(workspace);
-        let fresh = !image.exists();
-        if fresh {
-            // The image holds the room's files: only its owner reads it.
-            let file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&image)?;
-            file.set_len(bytes)?;
-            let owner = uid
-                .map(|u| format!("root_owner={u}:{u}"))
-                .unwrap_or_else(|| "root_owner=0:0".into());
-            run(Command::new(tool("mkfs.ext4", "e2fsprogs")?)
-                .args(["-q", "-F", "-m", "0", "-E"])
-                .arg(owner)
-                .arg(&image))?;
+        let disk = disk_of(workspace);
+        std::fs::create_dir_all(&disk)?;
+        if !is_mount_point(&disk) {
+            mount_image(workspace, &disk, bytes, uid)?;
         }
-        run(Command::new(tool("mount", "mount")?)
-            .args(["-o", "loop,nosuid"])
-            .arg(&image)
-            .arg(workspace))?;
-        if fresh {
-            let _ = std::fs::remove_dir(workspace.join("lost+found"));
-        }
+        lay_out(&disk)?;
+        nix::mount::mount(
+            Some(&disk.join("workspace")),
+            workspace,
+            None::<&str>,
+            nix::mount::MsFlags::MS_BIND,
+            None::<&str>,
+        )
+        .map_err(|e| io::Error::other(format!("cannot bind the workspace: {e}")))?;
     }
+    let checkpoints = checkpoints_dir(quota, workspace);
+    std::fs::create_dir_all(&checkpoints)?;
+    std::fs::set_permissions(&checkpoints, std::fs::Permissions::from_mode(0o700))?;
     if let Some(uid) = uid {
         let (user, group) = (
             nix::unistd::Uid::from_raw(uid),
@@ -94,11 +136,79 @@ pub fn prepare(quota: Quota, workspace: &Path, bytes: u64, uid: Option<u32>) -> 
     Ok(())
 }
 
-/// Unmounts the workspace's image, if any, and deletes it.
+/// Mounts the room's image on `disk`, making it first when there is none.
+fn mount_image(workspace: &Path, disk: &Path, bytes: u64, uid: Option<u32>) -> io::Result<()> {
+    let image = image_of(workspace);
+    let fresh = !image.exists();
+    if fresh {
+        // The image holds the room's files: only its owner reads it.
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&image)?;
+        file.set_len(bytes)?;
+        let owner = uid
+            .map(|u| format!("root_owner={u}:{u}"))
+            .unwrap_or_else(|| "root_owner=0:0".into());
+        run(Command::new(tool("mkfs.ext4", "e2fsprogs")?)
+            .args(["-q", "-F", "-m", "0", "-E"])
+            .arg(owner)
+            .arg(&image))?;
+    }
+    run(Command::new(tool("mount", "mount")?)
+        .args(["-o", "loop,nosuid"])
+        .arg(&image)
+        .arg(disk))?;
+    if fresh {
+        let _ = std::fs::remove_dir(disk.join("lost+found"));
+        std::fs::create_dir(disk.join("workspace"))?;
+        std::fs::write(disk.join(LAYOUT_MARK), b"")?;
+    }
+    Ok(())
+}
+
+/// Brings an image made before checkpoints to `workspace/` +
+/// `checkpoints/`: its root's entries move into `workspace/` (renames,
+/// within one file system); a move cut short goes on the next time.
+fn lay_out(disk: &Path) -> io::Result<()> {
+    if disk.join(LAYOUT_MARK).exists() {
+        return Ok(());
+    }
+    let moving = disk.join(MOVING);
+    if !moving.exists() {
+        std::fs::create_dir(&moving)?;
+        // The root was the workspace: its owner and mode go with it.
+        let meta = std::fs::metadata(disk)?;
+        nix::unistd::chown(
+            &moving,
+            Some(nix::unistd::Uid::from_raw(meta.uid())),
+            Some(nix::unistd::Gid::from_raw(meta.gid())),
+        )
+        .map_err(io::Error::from)?;
+    }
+    for entry in std::fs::read_dir(disk)? {
+        let name = entry?.file_name();
+        if name != MOVING {
+            std::fs::rename(disk.join(&name), moving.join(&name))?;
+        }
+    }
+    std::fs::rename(&moving, disk.join("workspace"))?;
+    std::fs::write(disk.join(LAYOUT_MARK), b"")
+}
+
+/// Unmounts the workspace's image, if any, and deletes it (the
+/// checkpoints in it with it).
 pub fn release(workspace: &Path) -> io::Result<()> {
-    if is_mount_point(workspace) {
-        nix::mount::umount2(workspace, nix::mount::MntFlags::MNT_DETACH)
-            .map_err(io::Error::from)?;
+    let disk = disk_of(workspace);
+    for mount in [workspace, disk.as_path()] {
+        if is_mount_point(mount) {
+            nix::mount::umount2(mount, nix::mount::MntFlags::MNT_DETACH)
+                .map_err(io::Error::from)?;
+        }
+    }
+    if disk.exists() {
+        std::fs::remove_dir(&disk)?;
     }
     let image = image_of(workspace);
     if image.exists() {

@@ -28,7 +28,7 @@ fn how(flags: OFlag) -> OpenHow {
     )
 }
 
-fn map_errno(e: Errno) -> FileError {
+pub(super) fn map_errno(e: Errno) -> FileError {
     match e {
         Errno::ENOENT => FileError::NotFound,
         Errno::ELOOP => FileError::BadPath("passes through a symlink".into()),

@@ -10,6 +10,7 @@
 
 mod background;
 pub mod cgroups;
+mod checkpoints;
 mod connect;
 pub mod disk;
 pub mod files;
@@ -23,14 +24,15 @@ mod session;
 pub mod shell;
 mod supervisor;
 mod term_slot;
+pub mod tree;
 pub mod wire;
 mod worker;
 
 use super::files::FileError;
 pub(crate) use super::{
-    BoxFuture, Chunk, ExecOutcome, ExecSpec, Network, OnOutput, PortError, ProcEvent, ProcEvents,
-    ProcSignal, RestartReason, Sandbox, SandboxError, SandboxFactory, SandboxId, ShellRestart,
-    TermEvent, TermEvents, TermRequest,
+    BoxFuture, CheckpointError, Chunk, ExecOutcome, ExecSpec, ForkSource, Network, OnOutput,
+    PortError, ProcEvent, ProcEvents, ProcSignal, RestartReason, Sandbox, SandboxError,
+    SandboxFactory, SandboxId, ShellRestart, TermEvent, TermEvents, TermRequest,
 };
 use crate::protocol::TermSize;
 use std::path::PathBuf;
@@ -198,7 +200,7 @@ pub struct SandboxPlace {
 /// when the last handle is dropped.
 #[derive(Clone)]
 pub struct RoomSandbox {
-    jobs: tokio::sync::mpsc::UnboundedSender<Job>,
+    jobs: tokio::sync::mpsc::UnboundedSender<Work>,
     control: tokio::sync::mpsc::UnboundedSender<Control>,
     /// Commands queued or running (the worker counts them down).
     pending: Arc<AtomicUsize>,
@@ -209,9 +211,11 @@ pub struct RoomSandbox {
     feeds: worker::Feeds,
     place: Arc<SandboxPlace>,
     limits: Arc<Limits>,
+    /// One change of the room's disk at a time (checkpoints, restores).
+    disk_lock: Arc<tokio::sync::Mutex<()>>,
 }
 
-use worker::{Control, Job};
+use worker::{Control, Job, Work};
 
 impl RoomSandbox {
     /// A handle for the room; the sandbox itself starts on the first
@@ -239,6 +243,7 @@ impl RoomSandbox {
             feeds,
             place,
             limits,
+            disk_lock: Arc::default(),
         }
     }
 
@@ -280,12 +285,12 @@ impl RoomSandbox {
     ) -> impl std::future::Future<Output = Result<ExecOutcome, SandboxError>> + Send + 'static {
         let (reply, answer) = tokio::sync::oneshot::channel();
         self.pending.fetch_add(1, Ordering::SeqCst);
-        let queued = self.jobs.send(Job {
+        let queued = self.jobs.send(Work::Exec(Job {
             exec_id,
             spec,
             on_output,
             reply,
-        });
+        }));
         if queued.is_err() {
             self.pending.fetch_sub(1, Ordering::SeqCst);
         }
@@ -352,9 +357,16 @@ fn helper_exe() -> std::io::Result<PathBuf> {
 /// opened up first.
 fn remove_workspace(workspace: &std::path::Path) -> Result<(), String> {
     let mut errors = Vec::new();
-    let mut root_dir = workspace.as_os_str().to_os_string();
-    root_dir.push(".root");
-    for dir in [workspace.to_path_buf(), PathBuf::from(root_dir)] {
+    let beside = |suffix: &str| {
+        let mut name = workspace.as_os_str().to_os_string();
+        name.push(suffix);
+        PathBuf::from(name)
+    };
+    for dir in [
+        workspace.to_path_buf(),
+        beside(".root"),
+        beside(".checkpoints"),
+    ] {
         if !dir.exists() {
             continue;
         }
@@ -511,6 +523,47 @@ impl Sandbox for RoomSandbox {
     fn port_connect(&self, port: u16) -> BoxFuture<Result<tokio::net::TcpStream, PortError>> {
         let link = self.feeds.link.clone();
         Box::pin(async move { link.connect(port).await })
+    }
+
+    fn list_dir(
+        &self,
+        path: String,
+    ) -> BoxFuture<Result<Vec<crate::protocol::DirEntry>, FileError>> {
+        let sandbox = self.clone();
+        Box::pin(async move { RoomSandbox::list_dir(&sandbox, path).await })
+    }
+
+    fn delete_path(&self, path: String) -> BoxFuture<Result<(), FileError>> {
+        let sandbox = self.clone();
+        Box::pin(async move { RoomSandbox::delete_path(&sandbox, path).await })
+    }
+
+    fn checkpoint_create(&self, id: String) -> BoxFuture<Result<u64, CheckpointError>> {
+        let sandbox = self.clone();
+        Box::pin(async move { RoomSandbox::checkpoint_create(&sandbox, id).await })
+    }
+
+    fn checkpoint_restore(&self, id: String) -> BoxFuture<Result<(), CheckpointError>> {
+        let sandbox = self.clone();
+        Box::pin(async move { RoomSandbox::checkpoint_restore(&sandbox, id).await })
+    }
+
+    fn checkpoint_delete(&self, id: String) -> BoxFuture<Result<(), CheckpointError>> {
+        let sandbox = self.clone();
+        Box::pin(async move { RoomSandbox::checkpoint_delete(&sandbox, id).await })
+    }
+
+    fn fork_source(
+        &self,
+        checkpoint: Option<String>,
+    ) -> BoxFuture<Result<ForkSource, CheckpointError>> {
+        let sandbox = self.clone();
+        Box::pin(async move { RoomSandbox::fork_source(&sandbox, checkpoint).await })
+    }
+
+    fn fork_from(&self, source: ForkSource) -> BoxFuture<Result<(), CheckpointError>> {
+        let sandbox = self.clone();
+        Box::pin(async move { RoomSandbox::fork_from(&sandbox, source).await })
     }
 }
 

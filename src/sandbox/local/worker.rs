@@ -12,6 +12,7 @@ use super::{
     SandboxError, SandboxPlace, ShellRestart, TermEvent, TermEvents, TermRequest,
 };
 use crate::protocol::{TermSize, WORKSPACE};
+use crate::sandbox::CheckpointError;
 use crate::support::Utf8Stream;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -19,6 +20,19 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{Notify, mpsc, oneshot, watch};
+
+/// What waits in a sandbox's queue, run one at a time in order.
+pub(super) enum Work {
+    Exec(Job),
+    /// Stop the sandbox, then change its workspace (a restore).
+    Replace(Replace),
+}
+
+/// A change of the workspace that needs the sandbox stopped.
+pub(super) struct Replace {
+    pub change: Box<dyn FnOnce() -> Result<(), CheckpointError> + Send>,
+    pub reply: oneshot::Sender<Result<(), CheckpointError>>,
+}
 
 /// A queued command.
 pub(super) struct Job {
@@ -134,7 +148,7 @@ pub(super) struct Shared {
 /// Serves one room's sandbox until its last handle is dropped.
 pub(super) async fn run(
     shared: Shared,
-    mut jobs: mpsc::UnboundedReceiver<Job>,
+    mut jobs: mpsc::UnboundedReceiver<Work>,
     mut control: mpsc::UnboundedReceiver<Control>,
 ) {
     let Shared {
@@ -151,10 +165,21 @@ pub(super) async fn run(
             // A queued command comes before a control message: an interrupt
             // sent right after its command must find it running, not idle.
             biased;
-            job = jobs.recv() => {
-                let Some(job) = job else { break };
-                let queue = Queue { control: &mut control, jobs: &mut jobs, pending: &pending, feeds: &feeds };
-                run_job(&place, &limits, &mut process, job, queue).await;
+            work = jobs.recv() => {
+                match work {
+                    None => break,
+                    Some(Work::Exec(job)) => {
+                        let queue = Queue { control: &mut control, jobs: &mut jobs, pending: &pending, feeds: &feeds };
+                        run_job(&place, &limits, &mut process, job, queue).await;
+                    }
+                    Some(Work::Replace(replace)) => {
+                        stop(&place, &mut process).await;
+                        let changed = tokio::task::spawn_blocking(replace.change)
+                            .await
+                            .unwrap_or_else(|e| Err(CheckpointError::Failed(e.to_string())));
+                        let _ = replace.reply.send(changed);
+                    }
+                }
                 pending.fetch_sub(1, Ordering::SeqCst);
             }
             ctl = control.recv() => match ctl {
@@ -201,7 +226,7 @@ pub(super) async fn run(
 /// What a running command shares the worker's attention with.
 struct Queue<'a> {
     control: &'a mut mpsc::UnboundedReceiver<Control>,
-    jobs: &'a mut mpsc::UnboundedReceiver<Job>,
+    jobs: &'a mut mpsc::UnboundedReceiver<Work>,
     pending: &'a AtomicUsize,
     feeds: &'a Feeds,
 }
@@ -634,12 +659,20 @@ async fn stop(place: &SandboxPlace, process: &mut Option<Process>) {
 async fn destroy(
     place: &SandboxPlace,
     process: &mut Option<Process>,
-    jobs: &mut mpsc::UnboundedReceiver<Job>,
+    jobs: &mut mpsc::UnboundedReceiver<Work>,
     pending: &AtomicUsize,
 ) -> Result<(), String> {
     stop(place, process).await;
-    while let Ok(job) = jobs.try_recv() {
-        let _ = job.reply.send(Err(SandboxError::Destroyed));
+    while let Ok(work) = jobs.try_recv() {
+        match work {
+            Work::Exec(job) => {
+                let _ = job.reply.send(Err(SandboxError::Destroyed));
+            }
+            Work::Replace(replace) => {
+                let failed = CheckpointError::Failed("the room was cleaned up".into());
+                let _ = replace.reply.send(Err(failed));
+            }
+        }
         pending.fetch_sub(1, Ordering::SeqCst);
     }
     let workspace = place.workspace.clone();

@@ -5,6 +5,7 @@
 //! socket can do).
 
 mod cancel;
+mod checkpoint;
 mod cleanup;
 mod exec;
 mod fields;
@@ -151,10 +152,21 @@ operations! {
     Rename => rename::Rename, "rename", None;
     ProcessStart => process::ProcessStart, "process_start", Some((Verb::Post, "/processes"));
     ProcessKill => process::ProcessKill, "process_kill", Some((Verb::Delete, "/processes/{id}"));
+    CheckpointCreate => checkpoint::CheckpointCreate, "checkpoint_create", Some((Verb::Post, "/checkpoints"));
+    CheckpointRestore => checkpoint::CheckpointRestore, "checkpoint_restore", Some((Verb::Post, "/checkpoints/{id}/restore"));
+    CheckpointDelete => checkpoint::CheckpointDelete, "checkpoint_delete", Some((Verb::Delete, "/checkpoints/{id}"));
+    Fork => checkpoint::Fork, "fork", Some((Verb::Post, "/fork"));
 }
 
-/// The body field a route's `{id}` fills.
-pub(crate) const PATH_ID_FIELD: &str = "processId";
+/// The body field a route's `{id}` fills: the route's first segment
+/// names the kind (`/processes/{id}`: `processId`).
+pub(crate) fn path_id_field(path: &str) -> &'static str {
+    if path.starts_with("/checkpoints/") {
+        "checkpointId"
+    } else {
+        "processId"
+    }
+}
 
 impl std::str::FromStr for Method {
     type Err = ();

@@ -4,6 +4,7 @@
 //! awaits a command or a model call: those run in spawned tasks that report
 //! back to its inbox.
 
+mod checkpoints;
 mod exec;
 mod idle;
 mod message;
@@ -152,6 +153,8 @@ pub(crate) enum Command {
     },
     /// The background processes: what they report, what is asked of them.
     Process(ProcCommand),
+    /// Checkpoints: what their tasks report, and a turn about to run.
+    Checkpoint(checkpoints::CheckpointNews),
 }
 
 /// Handle to a room's actor. Cheap to clone.
@@ -255,7 +258,7 @@ impl RoomHandle {
 }
 
 /// Asks the actor behind `inbox` to store a record of `event`, and waits.
-async fn record_in(inbox: &mpsc::Sender<Command>, event: Event) {
+pub(super) async fn record_in(inbox: &mpsc::Sender<Command>, event: Event) {
     let (done, stored) = oneshot::channel();
     if inbox.send(Command::Record { event, done }).await.is_ok() {
         let _ = stored.await;
@@ -327,6 +330,8 @@ pub(crate) struct RoomActor {
     /// The background processes, and the ports the sandbox listens on.
     processes: processes::Processes,
     ports: Vec<crate::protocol::PortState>,
+    /// The checkpoints of the workspace.
+    checkpoints: checkpoints::Checkpoints,
     /// The handles' count (see `RoomHandle::holders`).
     holders: std::sync::Weak<()>,
     state_cache: Option<Utf8Bytes>,
@@ -374,6 +379,7 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
         closing: Vec::new(),
         processes: processes::Processes::default(),
         ports: Vec::new(),
+        checkpoints: checkpoints::Checkpoints::new(row.checkpoints, row.next_checkpoint),
         holders: Arc::downgrade(&holders),
         state_cache: None,
         rates,
@@ -487,6 +493,7 @@ impl RoomActor {
             Command::Ready(reply) => {
                 let _ = reply.send(());
             }
+            Command::Checkpoint(news) => self.checkpoint_news(news).await,
             Command::Record { event, done } => {
                 if self.is_news(&event) {
                     self.record_or_log(event).await;
@@ -601,6 +608,7 @@ impl RoomActor {
         self.broadcast(&ServerFrame::Cleanup { by: by.clone() });
         self.messages.clear();
         self.execs.clear();
+        self.checkpoints.list.clear();
         self.generation += 1;
         self.state_cache = None;
         let mut errors = Vec::new();

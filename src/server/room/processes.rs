@@ -56,6 +56,8 @@ pub(crate) enum Query {
     One(String),
     Logs(String),
     Ports,
+    /// The checkpoints (their route reads the room as these do).
+    Checkpoints,
 }
 
 /// The answer to a follow: the log so far and the number of the last
@@ -268,6 +270,9 @@ impl RoomActor {
             Query::Ports => Reply::ok(PortsResponse {
                 ports: self.ports.clone(),
             }),
+            Query::Checkpoints => Reply::ok(crate::protocol::CheckpointsResponse {
+                checkpoints: self.checkpoints.list.clone(),
+            }),
         })
     }
 
@@ -389,6 +394,16 @@ impl RoomActor {
     /// A cleanup: every process is killed (its `exit` goes out now) and
     /// the list and ports are emptied.
     pub(super) fn kill_all_processes(&mut self) {
+        self.stop_all_processes();
+        self.processes.entries.clear();
+        self.processes.listed.clear();
+        self.ports.clear();
+        self.state_cache = None;
+    }
+
+    /// Every running process is killed (its `exit` goes out now, and the
+    /// list says `killed`).
+    pub(super) fn stop_all_processes(&mut self) {
         let running: Vec<String> = self
             .processes
             .entries
@@ -402,10 +417,7 @@ impl RoomActor {
             killers.extend(self.end_process(&id, ProcessStatus::Killed, Some(128 + libc::SIGKILL)));
         }
         answer_killers(killers);
-        self.processes.entries.clear();
-        self.processes.listed.clear();
-        self.ports.clear();
-        self.state_cache = None;
+        self.publish_processes();
     }
 
     /// The state's `processes` changed.

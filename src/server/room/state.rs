@@ -6,7 +6,9 @@
 //! `Change::Field` where it changes.
 
 use super::{OutFrame, RoomActor, frame_text};
-use crate::protocol::{DuetMessage, ExecRecord, PortState, Process, ShellState, TerminalState};
+use crate::protocol::{
+    Checkpoint, DuetMessage, ExecRecord, PortState, Process, ShellState, TerminalState,
+};
 use axum::extract::ws::Utf8Bytes;
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -29,6 +31,7 @@ pub(super) struct StateRef<'a> {
     pub(super) terminal: Option<&'a TerminalState>,
     pub(super) processes: &'a [Process],
     pub(super) ports: &'a [PortState],
+    pub(super) checkpoints: &'a [Checkpoint],
 }
 
 /// `duet_message`: one stored or changed message.
@@ -87,6 +90,7 @@ impl RoomActor {
                 terminal: self.terminal_state.as_ref(),
                 processes: &self.processes.listed,
                 ports: &self.ports,
+                checkpoints: &self.checkpoints.list,
             },
         });
         self.state_cache = Some(text.clone());
@@ -146,6 +150,7 @@ mod tests {
                 terminal: None,
                 processes: &[],
                 ports: &[],
+                checkpoints: &[],
             },
         });
         let owned = serde_json::to_string(&ServerFrame::State {
@@ -156,6 +161,7 @@ mod tests {
                 terminal: None,
                 processes: Vec::new(),
                 ports: Vec::new(),
+                checkpoints: Vec::new(),
             },
         })
         .unwrap();

@@ -3,6 +3,7 @@
 //! through its inbox and broadcast; its end is stored as an agent (or
 //! system) message before the message's answer.
 
+use super::checkpoints::CheckpointNews;
 use super::exec::Then;
 use super::{Answer, CLEANED, Command, OpResult, Outgoing, Reply, RoomActor, send_frame};
 use crate::ai::{AgentReply, BoxFuture, CANCELLED, TurnError, TurnHost};
@@ -64,6 +65,8 @@ struct RoomHost {
     turn_id: String,
     /// The socket whose message began the turn.
     by_connection: Option<String>,
+    /// Set once the turn ran a command (an automatic checkpoint came first).
+    ran: std::sync::atomic::AtomicBool,
     /// The room's shared terminal when the turn began, and its size.
     terminal: Option<(
         crate::server::terminal::TermHandle,
@@ -88,7 +91,19 @@ impl TurnHost for RoomHost {
     fn run(&self, cmd: String) -> BoxFuture<Run> {
         let inbox = self.inbox.clone();
         let turn_id = self.turn_id.clone();
+        let first = !self.ran.swap(true, std::sync::atomic::Ordering::SeqCst);
         Box::pin(async move {
+            if first {
+                // Before the turn's first command: a checkpoint to undo it.
+                let (reply, taken) = oneshot::channel();
+                let news = CheckpointNews::BeforeTurnRuns {
+                    turn_id: turn_id.clone(),
+                    reply,
+                };
+                if inbox.send(Command::Checkpoint(news)).await.is_ok() {
+                    let _ = taken.await;
+                }
+            }
             let (reply, answer) = oneshot::channel();
             let failed = |cmd: String| Run::failed(cmd, "the room stopped");
             let sent = inbox
@@ -143,6 +158,7 @@ impl RoomActor {
             frames: self.frames.clone(),
             turn_id: turn_id.clone(),
             by_connection: pending.by_connection.clone(),
+            ran: Default::default(),
             terminal: self.terminal_for_turn(),
         });
         let agent = self.shared.agent.clone();
@@ -250,6 +266,7 @@ impl RoomActor {
             }
             pending.answer(answer);
         }
+        self.restores_after_turn().await;
         self.next_turn();
     }
 

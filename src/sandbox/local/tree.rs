@@ -1,0 +1,440 @@
+//! Whole folders of a room's disk, walked by descriptor: listing one,
+//! measuring, copying and deleting a tree. Every step opens the next
+//! entry relative to its folder's descriptor with `O_NOFOLLOW`, so a
+//! command that swaps a folder for a symlink while a checkpoint copies
+//! it cannot make the server read or delete anything outside the tree.
+
+use nix::errno::Errno;
+use nix::fcntl::{AtFlags, OFlag};
+use nix::sys::stat::{FileStat, Mode, UtimensatFlags};
+use nix::sys::time::TimeSpec;
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+/// A failure, with the path (inside the tree) it happened at.
+#[derive(Debug)]
+pub struct TreeError {
+    pub errno: Errno,
+    pub path: String,
+}
+
+impl TreeError {
+    /// Whether the disk (or the room's quota) is full.
+    pub fn is_full(&self) -> bool {
+        matches!(self.errno, Errno::ENOSPC | Errno::EDQUOT | Errno::EFBIG)
+    }
+}
+
+impl std::fmt::Display for TreeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "{}", self.errno.desc())
+        } else {
+            write!(f, "{}: {}", self.path, self.errno.desc())
+        }
+    }
+}
+
+type Result<T> = std::result::Result<T, TreeError>;
+
+/// Where in the tree a step is, for error messages.
+fn at(errno: Errno, parent: &str, name: &OsStr) -> TreeError {
+    TreeError {
+        errno,
+        path: join(parent, name),
+    }
+}
+
+fn join(parent: &str, name: &OsStr) -> String {
+    let name = name.to_string_lossy();
+    if parent.is_empty() {
+        name.into_owned()
+    } else {
+        format!("{parent}/{name}")
+    }
+}
+
+fn kind(stat: &FileStat) -> libc::mode_t {
+    stat.st_mode & libc::S_IFMT
+}
+
+/// Opens `name` in `dir` without following a symlink.
+fn open_at(dir: &OwnedFd, name: &OsStr, flags: OFlag, mode: Mode) -> nix::Result<OwnedFd> {
+    let fd = nix::fcntl::openat(
+        Some(dir.as_raw_fd()),
+        name,
+        flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        mode,
+    )?;
+    // SAFETY: openat returned a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Opens the folder `name` of `dir` (never through a symlink).
+pub fn open_dir(dir: &OwnedFd, name: &OsStr) -> nix::Result<OwnedFd> {
+    open_at(
+        dir,
+        name,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY,
+        Mode::empty(),
+    )
+}
+
+/// Opens a folder of the host by path (the tree's root).
+pub fn open_root(path: &Path) -> std::io::Result<OwnedFd> {
+    Ok(OwnedFd::from(File::open(path)?))
+}
+
+/// The entries of a folder (not `.` and `..`) with their own metadata
+/// (a symlink's, not its target's), sorted by name.
+pub fn entries(dir: &OwnedFd) -> nix::Result<Vec<(OsString, FileStat)>> {
+    let mut listing = nix::dir::Dir::openat(
+        Some(dir.as_raw_fd()),
+        ".",
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )?;
+    let mut found = Vec::new();
+    for entry in listing.iter() {
+        let entry = entry?;
+        let name = OsStr::from_bytes(entry.file_name().to_bytes());
+        if name == "." || name == ".." {
+            continue;
+        }
+        match nix::sys::stat::fstatat(Some(dir.as_raw_fd()), name, AtFlags::AT_SYMLINK_NOFOLLOW) {
+            Ok(stat) => found.push((name.to_os_string(), stat)),
+            // Deleted while we looked: it is not there.
+            Err(Errno::ENOENT) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(found)
+}
+
+/// What a tree holds: the bytes of its files (lengths; a symlink counts
+/// its target's) and the disk blocks they take, in bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub bytes: u64,
+    pub disk: u64,
+}
+
+/// Measures the tree below `dir`.
+pub fn usage(dir: &OwnedFd) -> Result<Usage> {
+    usage_below(dir, "")
+}
+
+fn usage_below(dir: &OwnedFd, path: &str) -> Result<Usage> {
+    let mut total = Usage::default();
+    let list = entries(dir).map_err(|errno| TreeError {
+        errno,
+        path: path.to_string(),
+    })?;
+    for (name, stat) in list {
+        total.disk += stat.st_blocks as u64 * 512;
+        match kind(&stat) {
+            libc::S_IFREG | libc::S_IFLNK => total.bytes += stat.st_size as u64,
+            libc::S_IFDIR => {
+                let sub = open_dir(dir, &name).map_err(|e| at(e, path, &name))?;
+                let below = usage_below(&sub, &join(path, &name))?;
+                total.bytes += below.bytes;
+                total.disk += below.disk;
+            }
+            _ => {}
+        }
+    }
+    Ok(total)
+}
+
+/// Who the copies belong to: the source's owner (as root), or whoever
+/// runs the server.
+#[derive(Debug, Clone, Copy)]
+pub struct Owners {
+    pub keep: bool,
+}
+
+impl Owners {
+    /// Keeps owners where the server may (it runs as root).
+    pub fn of_this_process() -> Owners {
+        Owners {
+            keep: nix::unistd::geteuid().is_root(),
+        }
+    }
+}
+
+/// Copies everything below `src` into the folder `dst` (which should be
+/// empty): files with their mode and times, folders, symlinks as links;
+/// other kinds are left out. Answers the bytes copied (as `usage`).
+pub fn copy(src: &OwnedFd, dst: &OwnedFd, owners: Owners) -> Result<u64> {
+    copy_below(src, dst, owners, "")
+}
+
+fn copy_below(src: &OwnedFd, dst: &OwnedFd, owners: Owners, path: &str) -> Result<u64> {
+    let mut bytes = 0;
+    let list = entries(src).map_err(|errno| TreeError {
+        errno,
+        path: path.to_string(),
+    })?;
+    for (name, stat) in list {
+        let fail = |e| at(e, path, &name);
+        match kind(&stat) {
+            libc::S_IFREG => bytes += copy_file(src, dst, &name, owners).map_err(fail)?,
+            libc::S_IFLNK => bytes += copy_link(src, dst, &name, &stat, owners).map_err(fail)?,
+            libc::S_IFDIR => {
+                let from = open_dir(src, &name).map_err(fail)?;
+                nix::sys::stat::mkdirat(Some(dst.as_raw_fd()), name.as_os_str(), Mode::S_IRWXU)
+                    .map_err(fail)?;
+                let to = open_dir(dst, &name).map_err(fail)?;
+                bytes += copy_below(&from, &to, owners, &join(path, &name))?;
+                // After its entries: adding them changed its times.
+                keep_metadata(&to, &stat, owners).map_err(fail)?;
+            }
+            _ => {}
+        }
+    }
+    Ok(bytes)
+}
+
+fn copy_file(src: &OwnedFd, dst: &OwnedFd, name: &OsStr, owners: Owners) -> nix::Result<u64> {
+    // O_NONBLOCK: a file swapped for a FIFO meanwhile does not hang us.
+    let from = open_at(
+        src,
+        name,
+        OFlag::O_RDONLY | OFlag::O_NONBLOCK,
+        Mode::empty(),
+    )?;
+    let stat = nix::sys::stat::fstat(from.as_raw_fd())?;
+    if kind(&stat) != libc::S_IFREG {
+        return Ok(0);
+    }
+    let to = open_at(
+        dst,
+        name,
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL,
+        Mode::S_IRUSR | Mode::S_IWUSR,
+    )?;
+    let (mut from, mut to) = (File::from(from), File::from(to));
+    // std copies file to file in the kernel (copy_file_range).
+    let copied = std::io::copy(&mut from, &mut to).map_err(errno_of)?;
+    keep_metadata(&OwnedFd::from(to), &stat, owners)?;
+    Ok(copied)
+}
+
+fn copy_link(
+    src: &OwnedFd,
+    dst: &OwnedFd,
+    name: &OsStr,
+    stat: &FileStat,
+    owners: Owners,
+) -> nix::Result<u64> {
+    let target = nix::fcntl::readlinkat(Some(src.as_raw_fd()), name)?;
+    nix::unistd::symlinkat(target.as_os_str(), Some(dst.as_raw_fd()), name)?;
+    if owners.keep {
+        nix::unistd::fchownat(
+            Some(dst.as_raw_fd()),
+            name,
+            Some(nix::unistd::Uid::from_raw(stat.st_uid)),
+            Some(nix::unistd::Gid::from_raw(stat.st_gid)),
+            AtFlags::AT_SYMLINK_NOFOLLOW,
+        )?;
+    }
+    let (atime, mtime) = times(stat);
+    nix::sys::stat::utimensat(
+        Some(dst.as_raw_fd()),
+        name,
+        &atime,
+        &mtime,
+        UtimensatFlags::NoFollowSymlink,
+    )?;
+    Ok(target.len() as u64)
+}
+
+fn times(stat: &FileStat) -> (TimeSpec, TimeSpec) {
+    (
+        TimeSpec::new(stat.st_atime, stat.st_atime_nsec),
+        TimeSpec::new(stat.st_mtime, stat.st_mtime_nsec),
+    )
+}
+
+/// Gives `fd` the owner, mode and times of `stat`.
+fn keep_metadata(fd: &OwnedFd, stat: &FileStat, owners: Owners) -> nix::Result<()> {
+    if owners.keep {
+        nix::unistd::fchown(
+            fd.as_raw_fd(),
+            Some(nix::unistd::Uid::from_raw(stat.st_uid)),
+            Some(nix::unistd::Gid::from_raw(stat.st_gid)),
+        )?;
+    }
+    // After the owner: chown clears set-uid bits.
+    nix::sys::stat::fchmod(
+        fd.as_raw_fd(),
+        Mode::from_bits_truncate(stat.st_mode & 0o7777),
+    )?;
+    let (atime, mtime) = times(stat);
+    nix::sys::stat::futimens(fd.as_raw_fd(), &atime, &mtime)
+}
+
+fn errno_of(e: std::io::Error) -> Errno {
+    e.raw_os_error().map_or(Errno::EIO, Errno::from_raw)
+}
+
+/// Deletes `name` of `dir`: a file or symlink itself, or a folder with
+/// everything in it (opening up folders a command made unreadable).
+pub fn remove(dir: &OwnedFd, name: &OsStr) -> Result<()> {
+    remove_at(dir, name, "")
+}
+
+fn remove_at(dir: &OwnedFd, name: &OsStr, path: &str) -> Result<()> {
+    let fail = |e| at(e, path, name);
+    let stat = nix::sys::stat::fstatat(Some(dir.as_raw_fd()), name, AtFlags::AT_SYMLINK_NOFOLLOW)
+        .map_err(fail)?;
+    if kind(&stat) == libc::S_IFDIR {
+        let sub = match open_dir(dir, name) {
+            Err(Errno::EACCES) => {
+                nix::sys::stat::fchmodat(
+                    Some(dir.as_raw_fd()),
+                    name,
+                    Mode::S_IRWXU,
+                    nix::sys::stat::FchmodatFlags::FollowSymlink,
+                )
+                .map_err(fail)?;
+                open_dir(dir, name)
+            }
+            other => other,
+        }
+        .map_err(fail)?;
+        remove_children_below(&sub, &join(path, name))?;
+        nix::unistd::unlinkat(
+            Some(dir.as_raw_fd()),
+            name,
+            nix::unistd::UnlinkatFlags::RemoveDir,
+        )
+        .map_err(fail)
+    } else {
+        nix::unistd::unlinkat(
+            Some(dir.as_raw_fd()),
+            name,
+            nix::unistd::UnlinkatFlags::NoRemoveDir,
+        )
+        .map_err(fail)
+    }
+}
+
+/// Deletes everything in the folder `dir`, which stays.
+pub fn remove_children(dir: &OwnedFd) -> Result<()> {
+    remove_children_below(dir, "")
+}
+
+fn remove_children_below(dir: &OwnedFd, path: &str) -> Result<()> {
+    if let Err(errno) = nix::sys::stat::fchmod(dir.as_raw_fd(), Mode::S_IRWXU) {
+        // Only its owner (or root) may; deleting may still work.
+        tracing::debug!("cannot open up {path:?}: {errno}");
+    }
+    let list = entries(dir).map_err(|errno| TreeError {
+        errno,
+        path: path.to_string(),
+    })?;
+    for (name, _) in list {
+        match remove_at(dir, &name, path) {
+            Err(e) if e.errno == Errno::ENOENT => {}
+            other => other?,
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    fn root(dir: &Path) -> OwnedFd {
+        open_root(dir).unwrap()
+    }
+
+    #[test]
+    fn a_copy_keeps_files_folders_links_modes_and_times_and_shares_nothing() {
+        let src = tempfile::tempdir().unwrap();
+        let s = src.path();
+        std::fs::create_dir_all(s.join("a/b")).unwrap();
+        std::fs::write(s.join("a/b/f.txt"), "hello").unwrap();
+        std::fs::write(s.join("run.sh"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(s.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", s.join("link")).unwrap();
+        nix::unistd::mkfifo(&s.join("fifo"), Mode::S_IRWXU).unwrap();
+        let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+        File::options()
+            .write(true)
+            .open(s.join("a/b/f.txt"))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        let dst = tempfile::tempdir().unwrap();
+        let d = dst.path();
+        let copied = copy(&root(s), &root(d), Owners::of_this_process()).unwrap();
+        assert_eq!(copied, 5 + 10 + "/etc/passwd".len() as u64);
+        assert_eq!(
+            std::fs::read_to_string(d.join("a/b/f.txt")).unwrap(),
+            "hello"
+        );
+        let meta = std::fs::metadata(d.join("a/b/f.txt")).unwrap();
+        assert_eq!(meta.mtime(), 1_000_000);
+        let mode = std::fs::metadata(d.join("run.sh"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o755);
+        assert_eq!(
+            std::fs::read_link(d.join("link")).unwrap(),
+            Path::new("/etc/passwd")
+        );
+        assert!(!d.join("fifo").exists(), "a FIFO is left out");
+        // Shares nothing: a write to the original leaves the copy alone.
+        std::fs::write(s.join("a/b/f.txt"), "changed").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(d.join("a/b/f.txt")).unwrap(),
+            "hello"
+        );
+        assert_eq!(usage(&root(d)).unwrap().bytes, copied);
+    }
+
+    #[test]
+    fn a_symlinked_folder_is_copied_as_a_link_not_followed() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "s").unwrap();
+        let src = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), src.path().join("evil")).unwrap();
+        let dst = tempfile::tempdir().unwrap();
+        copy(
+            &root(src.path()),
+            &root(dst.path()),
+            Owners::of_this_process(),
+        )
+        .unwrap();
+        let meta = std::fs::symlink_metadata(dst.path().join("evil")).unwrap();
+        assert!(meta.file_type().is_symlink());
+        // Removing the link leaves its target alone.
+        remove(&root(dst.path()), OsStr::new("evil")).unwrap();
+        assert!(outside.path().join("secret").exists());
+    }
+
+    #[test]
+    fn removing_takes_whole_folders_even_unreadable_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("x/y")).unwrap();
+        std::fs::write(dir.path().join("x/y/z"), "z").unwrap();
+        std::fs::set_permissions(dir.path().join("x/y"), std::fs::Permissions::from_mode(0o0))
+            .unwrap();
+        remove(&root(dir.path()), OsStr::new("x")).unwrap();
+        assert!(!dir.path().join("x").exists());
+        std::fs::write(dir.path().join("a"), "a").unwrap();
+        remove_children(&root(dir.path())).unwrap();
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        let gone = remove(&root(dir.path()), OsStr::new("a")).unwrap_err();
+        assert_eq!(gone.errno, Errno::ENOENT);
+    }
+}

@@ -1,0 +1,449 @@
+//! The room's checkpoints (docs/protocol.md "Checkpoints, restore and
+//! fork"): the list in the state, taking one (a person's, or the
+//! automatic one before an agent turn's first command), restoring one in
+//! the contract's order, deleting one, and forking the room. The copies
+//! are the sandbox's; the actor keeps the list and never awaits a copy:
+//! tasks do, and report back through its inbox.
+
+use super::{Answer, Command, RoomActor, state::Change};
+use crate::protocol::{
+    Checkpoint, CheckpointResponse, DeleteResponse, Event, ForkResponse, RestoreResponse,
+    WORKSPACE, now_ms,
+};
+use crate::sandbox::CheckpointError;
+use crate::server::errors::ApiError;
+use crate::server::ops::Reply;
+
+use std::collections::HashSet;
+use tokio::sync::oneshot;
+
+/// The checkpoints of a room.
+#[derive(Default)]
+pub(super) struct Checkpoints {
+    /// Oldest first: the state's `checkpoints`.
+    pub(super) list: Vec<Checkpoint>,
+    /// The next one's number (`c{next}`).
+    next: u64,
+    /// Names of those being taken (not yet listed).
+    taking: HashSet<String>,
+    /// Restores done while the turn they cancelled had not ended: they
+    /// are recorded after its records.
+    restored: Vec<Restored>,
+}
+
+impl Checkpoints {
+    pub(super) fn new(list: Vec<Checkpoint>, next: u64) -> Self {
+        Checkpoints {
+            list,
+            next: next.max(1),
+            ..Default::default()
+        }
+    }
+
+    fn named(&self, name: &str) -> bool {
+        self.taking.contains(name) || self.list.iter().any(|c| c.name == name)
+    }
+
+    fn find(&self, id: &str) -> Option<&Checkpoint> {
+        self.list.iter().find(|c| c.id == id)
+    }
+}
+
+/// Who waits for a checkpoint being taken.
+pub(crate) enum Waiting {
+    /// A person's request.
+    Request(Answer),
+    /// The turn, before its first command (told whatever happened).
+    Turn(oneshot::Sender<()>),
+}
+
+/// A restore that ended in the sandbox.
+pub(crate) struct Restored {
+    checkpoint: Checkpoint,
+    by: String,
+    result: Result<(), CheckpointError>,
+    answer: Answer,
+}
+
+/// What the checkpoint tasks (and the turn) tell the room.
+pub(crate) enum CheckpointNews {
+    /// A checkpoint was taken (its `size` filled in), or could not be.
+    Taken {
+        checkpoint: Checkpoint,
+        number: u64,
+        result: Result<u64, CheckpointError>,
+        waiting: Waiting,
+    },
+    Restored(Restored),
+    /// The turn is about to run its first command.
+    BeforeTurnRuns {
+        turn_id: String,
+        reply: oneshot::Sender<()>,
+    },
+}
+
+/// The 404 of a checkpoint id the room does not have.
+fn unknown(id: &str) -> ApiError {
+    ApiError::not_found(
+        "no such checkpoint",
+        "checkpointId",
+        format!("no checkpoint {id:?} in this room"),
+    )
+}
+
+/// The answer of a checkpoint that could not be made.
+fn refused(e: CheckpointError) -> ApiError {
+    match e {
+        CheckpointError::Full { .. } => ApiError::insufficient_storage("checkpoint", e.to_string()),
+        CheckpointError::NotFound => ApiError::internal("the checkpoint's files are gone"),
+        CheckpointError::Failed(why) => ApiError::internal(format!("the checkpoint failed: {why}")),
+    }
+}
+
+impl RoomActor {
+    /// `checkpoint_create`: a person's checkpoint named `name`.
+    pub(crate) fn take_checkpoint(&mut self, name: Option<String>, by: String, answer: Answer) {
+        if let Some(name) = &name
+            && self.checkpoints.named(name)
+        {
+            let taken = format!("the room has a checkpoint named {name:?}");
+            let _ = answer.send(Err(ApiError::conflict(
+                "a checkpoint has that name",
+                "name",
+                taken,
+            )));
+            return;
+        }
+        self.take(name, by, None, Waiting::Request(answer));
+    }
+
+    /// Starts taking a checkpoint; `turn_id` makes it an automatic one.
+    fn take(
+        &mut self,
+        name: Option<String>,
+        by: String,
+        turn_id: Option<String>,
+        waiting: Waiting,
+    ) {
+        let number = self.checkpoints.next;
+        self.checkpoints.next += 1;
+        let auto = turn_id.is_some();
+        let name = name.unwrap_or_else(|| {
+            let stem = if auto { "auto" } else { "checkpoint" };
+            let mut name = format!("{stem}-{number}");
+            while self.checkpoints.named(&name) {
+                name.push_str("-1");
+            }
+            name
+        });
+        self.checkpoints.taking.insert(name.clone());
+        let checkpoint = Checkpoint {
+            id: format!("c{number}"),
+            name,
+            ts: now_ms() as u64,
+            by,
+            size: 0,
+            auto,
+            turn_id,
+            expires_at: None,
+        };
+        let (sandbox, store, room, inbox) = (
+            self.sandbox.clone(),
+            self.shared.store.clone(),
+            self.id.clone(),
+            self.inbox.clone(),
+        );
+        tokio::spawn(async move {
+            // Counted before the copy: an id is never used twice, even
+            // when the server stops midway.
+            if let Err(e) = store.reserve_checkpoint(room, number).await {
+                tracing::warn!("counting a checkpoint failed: {e}");
+            }
+            let result = sandbox.checkpoint_create(checkpoint.id.clone()).await;
+            let news = CheckpointNews::Taken {
+                checkpoint,
+                number,
+                result,
+                waiting,
+            };
+            let _ = inbox.send(Command::Checkpoint(news)).await;
+        });
+    }
+
+    /// Handles what a checkpoint task reports.
+    pub(super) async fn checkpoint_news(&mut self, news: CheckpointNews) {
+        match news {
+            CheckpointNews::Taken {
+                checkpoint,
+                number,
+                result,
+                waiting,
+            } => self.taken(checkpoint, number, result, waiting).await,
+            CheckpointNews::Restored(restored) => {
+                if self.current.is_some() {
+                    // The cancelled turn has not ended: its records first.
+                    self.checkpoints.restored.push(restored);
+                } else {
+                    self.finish_restore(restored).await;
+                }
+            }
+            CheckpointNews::BeforeTurnRuns { turn_id, reply } => {
+                let live = self.current.as_ref().is_some_and(|c| c.id == turn_id);
+                if live && self.shared.auto_checkpoints > 0 {
+                    self.take(None, "duet".into(), Some(turn_id), Waiting::Turn(reply));
+                } else {
+                    let _ = reply.send(());
+                }
+            }
+        }
+    }
+
+    async fn taken(
+        &mut self,
+        mut checkpoint: Checkpoint,
+        number: u64,
+        result: Result<u64, CheckpointError>,
+        waiting: Waiting,
+    ) {
+        self.checkpoints.taking.remove(&checkpoint.name);
+        let answer = match result {
+            Ok(size) => {
+                checkpoint.size = size;
+                self.keep_checkpoint(checkpoint.clone(), number).await;
+                Ok(Reply::ok(CheckpointResponse { checkpoint }))
+            }
+            Err(e) => {
+                tracing::warn!(room = %self.id, checkpoint = %checkpoint.id, "no checkpoint: {e}");
+                Err(refused(e))
+            }
+        };
+        match waiting {
+            Waiting::Request(reply) => {
+                let _ = reply.send(answer);
+            }
+            Waiting::Turn(reply) => {
+                let _ = reply.send(());
+            }
+        }
+    }
+
+    /// Lists and stores a new checkpoint (a person's with its record),
+    /// then lets go of the oldest automatic ones beyond the room's count.
+    async fn keep_checkpoint(&mut self, checkpoint: Checkpoint, number: u64) {
+        let stored = self
+            .shared
+            .store
+            .insert_checkpoint(self.id.clone(), number, checkpoint.clone())
+            .await;
+        if let Err(e) = stored {
+            tracing::warn!(room = %self.id, "storing a checkpoint failed: {e}");
+        }
+        self.checkpoints.list.push(checkpoint.clone());
+        let autos = self.checkpoints.list.iter().filter(|c| c.auto).count();
+        let mut excess = autos.saturating_sub(self.shared.auto_checkpoints);
+        while excess > 0 {
+            let Some(i) = self.checkpoints.list.iter().position(|c| c.auto) else {
+                break;
+            };
+            let old = self.checkpoints.list.remove(i);
+            self.forget_checkpoint(old.id);
+            excess -= 1;
+        }
+        self.publish_checkpoints();
+        if !checkpoint.auto {
+            let event = Event::Checkpoint {
+                by: checkpoint.by,
+                checkpoint_id: checkpoint.id,
+                name: checkpoint.name,
+            };
+            self.record_or_log(event).await;
+        }
+    }
+
+    /// Deletes a checkpoint's files and row, in the background.
+    fn forget_checkpoint(&self, id: String) -> tokio::task::JoinHandle<Result<(), String>> {
+        let (sandbox, store, room) = (
+            self.sandbox.clone(),
+            self.shared.store.clone(),
+            self.id.clone(),
+        );
+        tokio::spawn(async move {
+            store
+                .delete_checkpoint(room, id.clone())
+                .await
+                .map_err(|e| e.to_string())?;
+            sandbox
+                .checkpoint_delete(id)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    fn publish_checkpoints(&mut self) {
+        let value = serde_json::to_value(&self.checkpoints.list).unwrap_or_default();
+        self.publish(&[Change::Field("checkpoints", value)]);
+    }
+
+    /// `checkpoint_delete`.
+    pub(crate) fn delete_checkpoint(&mut self, id: String, answer: Answer) {
+        let Some(i) = self.checkpoints.list.iter().position(|c| c.id == id) else {
+            let _ = answer.send(Err(unknown(&id)));
+            return;
+        };
+        self.checkpoints.list.remove(i);
+        self.publish_checkpoints();
+        let deleting = self.forget_checkpoint(id);
+        tokio::spawn(async move {
+            let deleted = match deleting.await {
+                Ok(Ok(())) => Ok(Reply::ok(DeleteResponse { deleted: true })),
+                Ok(Err(e)) => Err(ApiError::internal(format!(
+                    "deleting the checkpoint failed: {e}"
+                ))),
+                Err(e) => Err(ApiError::internal(e.to_string())),
+            };
+            let _ = answer.send(deleted);
+        });
+    }
+
+    /// `checkpoint_restore`, in the contract's order: the turn is
+    /// cancelled, the running command interrupted, the processes and the
+    /// terminal end; the sandbox (behind the commands queued before) stops
+    /// and takes the checkpoint's files; then the record and the answer.
+    pub(crate) fn restore_checkpoint(&mut self, id: String, by: String, answer: Answer) {
+        let Some(checkpoint) = self.checkpoints.find(&id).cloned() else {
+            let _ = answer.send(Err(unknown(&id)));
+            return;
+        };
+        self.cancel(None, by.clone());
+        if !self.running.is_empty() {
+            let sandbox = self.sandbox.clone();
+            tokio::spawn(async move { sandbox.interrupt(None, true).await });
+        }
+        self.end_terminal(None);
+        self.stop_all_processes();
+        let (sandbox, inbox) = (self.sandbox.clone(), self.inbox.clone());
+        tokio::spawn(async move {
+            let result = sandbox.checkpoint_restore(checkpoint.id.clone()).await;
+            let restored = Restored {
+                checkpoint,
+                by,
+                result,
+                answer,
+            };
+            let _ = inbox
+                .send(Command::Checkpoint(CheckpointNews::Restored(restored)))
+                .await;
+        });
+    }
+
+    /// Records the restores that waited for their turn's end.
+    pub(super) async fn restores_after_turn(&mut self) {
+        for restored in std::mem::take(&mut self.checkpoints.restored) {
+            self.finish_restore(restored).await;
+        }
+    }
+
+    async fn finish_restore(&mut self, restored: Restored) {
+        let Restored {
+            checkpoint,
+            by,
+            result,
+            answer,
+        } = restored;
+        let reply = match result {
+            Ok(()) => {
+                // The sandbox stopped: the next command runs in a fresh shell.
+                self.set_cwd(WORKSPACE.to_string());
+                let event = Event::Restore {
+                    by,
+                    checkpoint_id: checkpoint.id,
+                    name: checkpoint.name,
+                };
+                self.record_or_log(event).await;
+                Ok(Reply::ok(RestoreResponse { restored: true }))
+            }
+            Err(CheckpointError::NotFound) => Err(unknown(&checkpoint.id)),
+            Err(e) => {
+                self.set_cwd(WORKSPACE.to_string());
+                Err(ApiError::internal(format!("the restore failed: {e}")))
+            }
+        };
+        let _ = answer.send(reply);
+    }
+
+    /// `fork`: room `to` starts from a copy of this room's workspace (or
+    /// of a checkpoint), with only a `fork` record, which this room
+    /// stores too.
+    pub(crate) fn fork(
+        &mut self,
+        to: String,
+        checkpoint_id: Option<String>,
+        by: String,
+        answer: Answer,
+    ) {
+        if let Some(id) = &checkpoint_id
+            && self.checkpoints.find(id).is_none()
+        {
+            let _ = answer.send(Err(unknown(id)));
+            return;
+        }
+        let (shared, sandbox, inbox, from) = (
+            self.shared.clone(),
+            self.sandbox.clone(),
+            self.inbox.clone(),
+            self.id.clone(),
+        );
+        tokio::spawn(async move {
+            let forked = fork_into(shared, sandbox, &from, &to, checkpoint_id.clone()).await;
+            let reply = match forked {
+                Ok(target) => {
+                    let event = Event::Fork {
+                        by,
+                        from,
+                        to: to.clone(),
+                        checkpoint_id,
+                    };
+                    target.record(event.clone()).await;
+                    super::record_in(&inbox, event).await;
+                    Ok(Reply::ok(ForkResponse { room_id: to }))
+                }
+                Err(e) => Err(e),
+            };
+            let _ = answer.send(reply);
+        });
+    }
+}
+
+/// Claims room `to` (it must be new) and fills its workspace.
+async fn fork_into(
+    shared: std::sync::Arc<crate::server::registry::Shared>,
+    sandbox: std::sync::Arc<dyn crate::sandbox::Sandbox>,
+    from: &str,
+    to: &str,
+    checkpoint_id: Option<String>,
+) -> Result<super::RoomHandle, ApiError> {
+    let exists = || {
+        ApiError::conflict(
+            "the room exists",
+            "to",
+            format!("room {to:?} exists already"),
+        )
+    };
+    if to == from {
+        return Err(exists());
+    }
+    let opaque = format!("{:016x}", rand::random::<u64>());
+    let claimed = shared
+        .store
+        .claim_room(to.to_string(), opaque)
+        .await
+        .map_err(|e| ApiError::internal(format!("the new room could not be made: {e}")))?;
+    if !claimed {
+        return Err(exists());
+    }
+    let source = sandbox.fork_source(checkpoint_id).await.map_err(refused)?;
+    let registry = crate::server::registry::Registry::new(shared);
+    let target = registry.room(to).await?;
+    target.sandbox.fork_from(source).await.map_err(refused)?;
+    Ok(target)
+}
