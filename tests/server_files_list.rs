@@ -143,10 +143,12 @@ async fn an_absent_folder_and_a_file_listed_as_a_folder_are_404() {
         let (status, body) = get(&server, room, path).await;
         assert_eq!(status, 404, "GET files/{path}: {body}");
     }
-    // A folder read as a file is a 404 with a text body.
-    let (status, body) = get(&server, room, "dir").await;
-    assert_eq!(status, 404, "{body}");
-    assert!(body.is_string(), "a text body: {body}");
+    // An absent folder on GET is a 404 with a text body, as a file is.
+    for path in ["nope/", "nope"] {
+        let (status, body) = get(&server, room, path).await;
+        assert_eq!(status, 404, "GET files/{path}: {body}");
+        assert!(body.is_string(), "GET files/{path}: a text body: {body}");
+    }
 }
 
 #[tokio::test]
