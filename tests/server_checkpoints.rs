@@ -6,8 +6,9 @@
 //! states and patches), the records, what a restore stops and in which
 //! order, the automatic checkpoint before a turn and how many are kept,
 //! fork (from now and from a checkpoint; separate rooms afterwards), the
-//! disk quota and cleanup. Backend-neutral: only the protocol, except what
-//! is marked `only_duet_serve` (its flags).
+//! disk quota and cleanup. Backend-neutral: only the protocol, and the
+//! flags `--disk-mb` and `--auto-checkpoints`, which `duet serve` and
+//! worker/dev.sh both take.
 
 mod agent_support;
 mod common;
@@ -1027,9 +1028,8 @@ async fn a_fork_into_a_room_that_exists_or_a_bad_room_id_is_refused() {
 
 #[tokio::test]
 async fn a_checkpoint_that_does_not_fit_the_disk_is_a_507_and_deleting_one_frees_its_room() {
-    if common::only_duet_serve("--disk-mb, which holds duet serve's workspace and checkpoints") {
-        return;
-    }
+    // `--disk-mb` holds the workspace and its checkpoints together (the
+    // worker's disk budget is the same flag of worker/dev.sh).
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path(), &["--disk-mb", "8"]).await;
     let room = "cp-quota";
@@ -1131,9 +1131,6 @@ async fn a_restore_is_seen_by_everyone_with_who_did_it() {
 
 #[tokio::test]
 async fn an_automatic_checkpoint_that_does_not_fit_is_skipped_and_the_turn_runs_on() {
-    if common::only_duet_serve("--disk-mb, which holds duet serve's workspace and checkpoints") {
-        return;
-    }
     let model = FakeModel::start(vec![Script::chunked(
         "Freeing space.<run>rm big.bin</run>",
         6,
