@@ -29,6 +29,9 @@ pub fn components(path: &str) -> Result<Vec<&str>, FileError> {
     if path.contains('\0') {
         return bad("must not contain NUL");
     }
+    if path.contains("//") {
+        return bad("must not have an empty segment (//)");
+    }
     let parts: Vec<&str> = path
         .split('/')
         .filter(|p| !p.is_empty() && *p != ".")
@@ -48,8 +51,8 @@ mod tests {
 
     #[test]
     fn paths_stay_in_the_workspace() {
-        assert_eq!(components("a/./b//c.txt").unwrap(), vec!["a", "b", "c.txt"]);
-        for bad in ["", "/etc/passwd", "../x", "a/../../x", "a\0b", "."] {
+        assert_eq!(components("a/./b/c.txt").unwrap(), vec!["a", "b", "c.txt"]);
+        for bad in ["", "/etc/passwd", "../x", "a/../../x", "a\0b", ".", "a//b"] {
             assert!(
                 matches!(components(bad), Err(FileError::BadPath(_))),
                 "{bad:?}"

@@ -202,7 +202,9 @@ pub fn fork_from(
 }
 
 /// Opens the folder `path` of the workspace (its components checked).
-fn open_folder(place: &SandboxPlace, path: &str) -> Result<OwnedFd, FileError> {
+/// `listed`: the folder itself is what is asked for (a symlink there is
+/// no such folder); otherwise it is on the way to an entry of it.
+fn open_folder(place: &SandboxPlace, path: &str, listed: bool) -> Result<OwnedFd, FileError> {
     let root = tree::open_root(&place.workspace).map_err(|e| FileError::Io(e.to_string()))?;
     if path.trim_matches('/').is_empty() {
         return Ok(root);
@@ -210,7 +212,7 @@ fn open_folder(place: &SandboxPlace, path: &str) -> Result<OwnedFd, FileError> {
     let parts = crate::sandbox::files::components(path)?;
     let mut dir = root;
     for (i, part) in parts.iter().enumerate() {
-        let last = i + 1 == parts.len();
+        let last = listed && i + 1 == parts.len();
         dir = match tree::open_dir(&dir, OsStr::new(part)) {
             Ok(next) => next,
             Err(nix::errno::Errno::ENOTDIR | nix::errno::Errno::ELOOP) => {
@@ -245,7 +247,7 @@ pub fn list(
         return Ok(Vec::new());
     }
     super::ready_workspace(place, limits).map_err(|e| FileError::Io(e.to_string()))?;
-    let dir = open_folder(place, path)?;
+    let dir = open_folder(place, path, true)?;
     let entries = tree::entries(&dir).map_err(map_errno)?;
     Ok(entries
         .into_iter()
@@ -284,7 +286,7 @@ pub fn delete_path(place: &SandboxPlace, limits: &Limits, path: &str) -> Result<
         return Err(FileError::NotFound);
     }
     super::ready_workspace(place, limits).map_err(|e| FileError::Io(e.to_string()))?;
-    let dir = open_folder(place, &parents.join("/"))?;
+    let dir = open_folder(place, &parents.join("/"), false)?;
     tree::remove(&dir, OsStr::new(name)).map_err(|e| map_errno(e.errno))
 }
 

@@ -38,7 +38,10 @@ export async function archiveWorkspace(host: WorkspaceHost, bucket: R2Bucket, pr
     const listing = await run(
       host,
       `set -o pipefail; d=${STAGING}; rm -rf "$d" && mkdir -p "$d" && ` +
-        `{ tar -C /workspace --exclude=./.duet-backup -czf - . 2>"$d/err"; echo $? >"$d/rc"; } ` +
+        // Files, folders and links only: FIFOs, sockets and devices are
+        // left out, as duet serve's checkpoints leave them out.
+        `{ cd /workspace && find . -mindepth 1 -path ./.duet-backup -prune -o ! -type p ! -type s ! -type b ! -type c -print0 ` +
+        `| tar --null --no-recursion -T - -czf - 2>"$d/err"; echo $? >"$d/rc"; } ` +
         `| split -b ${PART_BYTES} -a 4 -d - "$d/part-" && ` +
         // GNU tar: 1 is "some files changed while read", still a good archive.
         `[ "$(cat "$d/rc")" -le 1 ] && cd "$d" && ls part-*`,
