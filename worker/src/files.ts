@@ -18,6 +18,7 @@ export function pathComponents(path: string): string[] | string {
   if (path === "") return "must name a file under /workspace";
   if (path.startsWith("/")) return "must be relative to /workspace, not absolute";
   if (path.includes("\0")) return "must not contain NUL";
+  if (path.includes("//")) return "must not have an empty segment (//)";
   const parts = path.split("/").filter((p) => p !== "" && p !== ".");
   if (parts.includes("..")) return "must not leave /workspace (..)";
   if (parts.length === 0) return "must name a file under /workspace";
