@@ -92,7 +92,7 @@ export class DuetAgent extends Agent<Env> {
     if (this.roomCore) return this.roomCore;
     this.roomCore = new Room(this.name, this.env, new Store(this.ctx.storage), {
       all: (text) => this.sendAll(text),
-      message: (m) => this.sendMessage(m),
+      message: (m, patch) => this.sendMessage(m, patch),
       state: () => this.sendAll(this.room().stateText()),
       patch: (patch) => this.sendChange(patch),
       send: (connection, text) => {
@@ -162,12 +162,14 @@ export class DuetAgent extends Agent<Env> {
   }
 
   /** A stored message: the state to most sockets, `duet_message` to those that asked for deltas. */
-  private sendMessage(m: DuetMessage): void {
+  private sendMessage(m: DuetMessage, patch?: string): void {
     let full: string | undefined;
     let delta: string | undefined;
     for (const c of this.connections()) {
-      if (c.state?.duet?.deltas) send(c, (delta ??= messageFrame(m)));
-      else send(c, (full ??= this.room().stateText()));
+      if (c.state?.duet?.deltas) {
+        send(c, (delta ??= messageFrame(m)));
+        if (patch) send(c, patch);
+      } else send(c, (full ??= this.room().stateText()));
     }
   }
 

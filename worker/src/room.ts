@@ -26,6 +26,7 @@ import {
   sandboxName,
   stateFrame,
   statePatchFrame,
+  type Checkpoint,
   type DuetMessage,
   type ExecRecord,
   type RoomEvent,
@@ -58,7 +59,7 @@ export interface Sockets {
   /** A frame to every connection. */
   all(text: string): void;
   /** A message was stored or changed: the state, or `duet_message` to sockets that asked for deltas. */
-  message(m: DuetMessage): void;
+  message(m: DuetMessage, patch?: string): void;
   /** The whole state to every connection (cleanup). */
   state(): void;
   /** Another field of the state changed: `patch` (duet_state) to sockets that asked for deltas, the state to the others. */
@@ -108,6 +109,9 @@ export class Room {
   private cleaning: Promise<void> = Promise.resolve();
   /** The turn whose automatic checkpoint was taken (before its first command). */
   private checkpointedTurn?: string;
+  /** Automatic checkpoints being taken: their list changes wait for the next message. */
+  private quietCheckpoints = 0;
+  private unsentCheckpoints?: Checkpoint[];
   private sandboxHandle?: RoomSandbox;
   private readonly commands: Commands;
   private readonly turns: Turns;
@@ -191,7 +195,10 @@ export class Room {
         forget: (id) => this.store.forgetCheckpoint(id),
         changed: (checkpoints) => {
           this.stateCache = undefined;
-          this.sockets.patch(statePatchFrame({ checkpoints }));
+          // A turn's automatic checkpoint goes out with its next message:
+          // the turn's frames stay as they always were.
+          if (this.quietCheckpoints > 0) this.unsentCheckpoints = checkpoints;
+          else this.sockets.patch(statePatchFrame({ checkpoints }));
         },
       },
       { autoKeep: this.limits.autoCheckpoints, ttlSecs: this.limits.checkpointTtlSecs, diskBytes: this.limits.diskBytes },
@@ -456,7 +463,11 @@ export class Room {
     this.messageList.push(m);
     if (this.messageList.length > STATE_MESSAGES) this.messageList.splice(0, this.messageList.length - STATE_MESSAGES);
     this.stateCache = undefined;
-    if (!quiet) this.sockets.message(m);
+    if (!quiet) {
+      const unsent = this.unsentCheckpoints;
+      this.unsentCheckpoints = undefined;
+      this.sockets.message(m, unsent ? statePatchFrame({ checkpoints: unsent }) : undefined);
+    }
     return m;
   }
 
@@ -526,7 +537,10 @@ export class Room {
     if (signal.aborted) return cancelled;
     if (this.checkpointedTurn !== turnId) {
       this.checkpointedTurn = turnId;
-      await Promise.race([this.checkpoints.beforeTurn(turnId), aborted]);
+      const taking = this.checkpoints.beforeTurn(turnId);
+      this.quietCheckpoints++;
+      void taking.finally(() => this.quietCheckpoints--).catch(() => undefined);
+      await Promise.race([taking, aborted]);
       if (signal.aborted) return cancelled;
     }
     return runOf(await this.commands.run({ cmd, by: "agent", source: "agent", signal, byConnection }));

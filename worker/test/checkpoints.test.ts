@@ -188,11 +188,13 @@ describe("checkpoints", () => {
     const frames = s.pending();
     const turnId = frames.find((f) => f.type === "duet_ai" && f.phase === "start").turnId;
     expect(auto).toEqual({ id: "c1", name: "auto-1", ts: auto.ts, by: "duet", size: 4, auto: true, turnId, expiresAt: auto.expiresAt });
-    // The patch came before the turn's first command; automatic checkpoints store no record.
+    // The patch comes with the turn's message, right after it (the turn's
+    // frames are as they always were); automatic checkpoints store no record.
     const patchAt = frames.findIndex((f) => f.type === "duet_state" && f.patch.checkpoints?.length === 1);
-    const firstExec = frames.findIndex((f) => f.type === "duet_exec" && f.phase === "start");
-    expect(patchAt).toBeGreaterThanOrEqual(0);
-    expect(patchAt).toBeLessThan(firstExec);
+    const lastExec = frames.map((f) => f.type === "duet_exec" && f.phase === "complete").lastIndexOf(true);
+    expect(patchAt).toBeGreaterThan(lastExec);
+    expect(frames[patchAt - 1].type).toBe("duet_message");
+    expect(frames[patchAt - 1].message.role).toBe("agent");
     expect((await events(r)).map((e) => e.kind)).not.toContain("checkpoint");
     // Undo: restore the one before the last agent turn.
     expect((await post(`/api/rooms/${r}/checkpoints/${auto.id}/restore`, { userId: "hal" })).body).toEqual({ restored: true });

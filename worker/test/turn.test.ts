@@ -33,8 +33,6 @@ describe("turn", () => {
       "ai:start",
       "ai:delta",
       "ai:end",
-      // The turn's automatic checkpoint, before its first command (a full state for this socket).
-      "state1",
       "exec:start",
       "exec:stdout",
       "exec:complete",

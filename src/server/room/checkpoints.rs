@@ -29,6 +29,8 @@ pub(super) struct Checkpoints {
     /// Restores done while the turn they cancelled had not ended: they
     /// are recorded after its records.
     restored: Vec<Restored>,
+    /// The list changed by an automatic checkpoint and was not sent yet.
+    unpublished: bool,
 }
 
 impl Checkpoints {
@@ -42,6 +44,12 @@ impl Checkpoints {
 
     fn named(&self, name: &str) -> bool {
         self.taking.contains(name) || self.list.iter().any(|c| c.name == name)
+    }
+
+    /// The list, when a change of it waits to be sent.
+    pub(super) fn take_unpublished(&mut self) -> Option<serde_json::Value> {
+        std::mem::take(&mut self.unpublished)
+            .then(|| serde_json::to_value(&self.list).unwrap_or_default())
     }
 
     fn find(&self, id: &str) -> Option<&Checkpoint> {
@@ -249,7 +257,13 @@ impl RoomActor {
             self.forget_checkpoint(old.id);
             excess -= 1;
         }
-        self.publish_checkpoints();
+        if checkpoint.auto && self.current.is_some() {
+            // In the state from now on; sent with the turn's next message.
+            self.checkpoints.unpublished = true;
+            self.state_cache = None;
+        } else {
+            self.publish_checkpoints();
+        }
         if !checkpoint.auto {
             let event = Event::Checkpoint {
                 by: checkpoint.by,
@@ -280,6 +294,7 @@ impl RoomActor {
     }
 
     fn publish_checkpoints(&mut self) {
+        self.checkpoints.unpublished = false;
         let value = serde_json::to_value(&self.checkpoints.list).unwrap_or_default();
         self.publish(&[Change::Field("checkpoints", value)]);
     }

@@ -535,7 +535,15 @@ impl RoomActor {
     /// here), keeps it in the state and publishes it.
     async fn store(&mut self, draft: DuetMessage) -> Result<DuetMessage, ApiError> {
         let message = self.keep(draft).await?;
-        self.publish(&[state::Change::Message(&message)]);
+        // An automatic checkpoint taken during a turn goes out with the
+        // next stored message: a turn's frames stay as they always were.
+        match self.checkpoints.take_unpublished() {
+            Some(list) => self.publish(&[
+                state::Change::Message(&message),
+                state::Change::Field("checkpoints", list),
+            ]),
+            None => self.publish(&[state::Change::Message(&message)]),
+        }
         Ok(message)
     }
 
