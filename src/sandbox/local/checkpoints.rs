@@ -31,6 +31,24 @@ fn ready(place: &SandboxPlace, limits: &Limits) -> Result<(), CheckpointError> {
     super::ready_workspace(place, limits).map_err(|e| failed("the workspace is not available", e))
 }
 
+/// The disk a copy of the tree at `source` needs, when the room's disk
+/// has that much free; `Full` otherwise, before anything is copied.
+fn fitting(
+    place: &SandboxPlace,
+    limits: &Limits,
+    source: &OwnedFd,
+) -> Result<u64, CheckpointError> {
+    let need = tree::usage(source)
+        .map_err(|e| failed("cannot measure what to copy", e))?
+        .disk;
+    let free = disk::free_bytes(enforcement().quota, &place.workspace, limits.disk_bytes)
+        .map_err(|e| failed("cannot see the room's free space", e))?;
+    if need > free {
+        return Err(CheckpointError::Full { need, free });
+    }
+    Ok(need)
+}
+
 /// Copies the tree at `from` into the new folder `to`, if it fits the
 /// room's disk; the folder is removed again when the copy fails.
 fn copy_fitting(
@@ -40,14 +58,7 @@ fn copy_fitting(
     to: &Path,
 ) -> Result<u64, CheckpointError> {
     let source = tree::open_root(from).map_err(|e| failed("cannot open the workspace", e))?;
-    let need = tree::usage(&source)
-        .map_err(|e| failed("cannot measure the workspace", e))?
-        .disk;
-    let free = disk::free_bytes(enforcement().quota, &place.workspace, limits.disk_bytes)
-        .map_err(|e| failed("cannot see the room's free space", e))?;
-    if need > free {
-        return Err(CheckpointError::Full { need, free });
-    }
+    let need = fitting(place, limits, &source)?;
     std::fs::create_dir(to).map_err(|e| failed("cannot make the checkpoint's folder", e))?;
     let copied = tree::open_root(to)
         .map_err(|e| failed("cannot open the checkpoint's folder", e))
@@ -186,14 +197,7 @@ pub fn fork_from(
 ) -> Result<(), CheckpointError> {
     ready(place, limits)?;
     let source = tree::open_root(from).map_err(|e| failed("cannot open the source", e))?;
-    let need = tree::usage(&source)
-        .map_err(|e| failed("cannot measure the source", e))?
-        .disk;
-    let free = disk::free_bytes(enforcement().quota, &place.workspace, limits.disk_bytes)
-        .map_err(|e| failed("cannot see the room's free space", e))?;
-    if need > free {
-        return Err(CheckpointError::Full { need, free });
-    }
+    let need = fitting(place, limits, &source)?;
     let workspace =
         tree::open_root(&place.workspace).map_err(|e| failed("cannot open the workspace", e))?;
     tree::copy(&source, &workspace, Owners::room(place.uid))
