@@ -5,8 +5,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+mod access;
 mod checkpoint;
 mod process;
+pub use access::*;
 pub use checkpoint::*;
 pub use process::*;
 
@@ -290,6 +292,15 @@ pub struct RoomState {
     /// The room's checkpoints, oldest first.
     #[serde(default)]
     pub checkpoints: Vec<Checkpoint>,
+    /// Whether the agent's commands run by themselves, ask, or do not run.
+    #[serde(default)]
+    pub policy: Policy,
+    /// The agent's commands waiting for a person, oldest first.
+    #[serde(default)]
+    pub approvals: Vec<Approval>,
+    /// The commands that never ask: the server's entries, then the room's.
+    #[serde(default)]
+    pub allow: Vec<String>,
 }
 
 /// `shell` of the room state.
@@ -384,6 +395,13 @@ pub struct PresenceUser {
     pub id: String,
     pub name: String,
     pub since: i64,
+    /// What this connection may do (backends older than roles: owner).
+    #[serde(default = "owner")]
+    pub role: RoomRole,
+}
+
+fn owner() -> RoomRole {
+    RoomRole::Owner
 }
 
 /// Phases of `duet_ai`.
@@ -420,6 +438,19 @@ pub enum ServerFrame {
     Term(TermFrame),
     #[serde(rename = "duet_process")]
     Process(ProcessFrame),
+    #[serde(rename = "duet_approval")]
+    Approval(ApprovalFrame),
+    /// This socket's own connection: on connect, and when its name or
+    /// role changes.
+    #[serde(rename = "duet_you")]
+    You {
+        id: String,
+        name: String,
+        role: RoomRole,
+        /// The invite this socket joined with (none: the server's token).
+        #[serde(default, rename = "inviteId", skip_serializing_if = "Option::is_none")]
+        invite_id: Option<String>,
+    },
     #[serde(rename = "duet_ai")]
     Ai {
         phase: AiPhase,

@@ -209,6 +209,7 @@ impl Connection {
             id: self.peer.id.clone(),
             name: self.name.clone(),
             since: now_ms(),
+            role: crate::protocol::RoomRole::Owner,
         };
         let Some(Joined {
             state,

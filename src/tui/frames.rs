@@ -71,7 +71,11 @@ const PATCH_FIELDS: &[(&str, PatchField)] = &[
 impl App {
     pub(crate) fn on_frame(&mut self, frame: ServerFrame) -> bool {
         match frame {
-            ServerFrame::Identity { .. } | ServerFrame::Rpc(_) => false,
+            // Roles and approvals are not shown yet.
+            ServerFrame::Identity { .. }
+            | ServerFrame::Rpc(_)
+            | ServerFrame::Approval(_)
+            | ServerFrame::You { .. } => false,
             ServerFrame::Process(frame) => self.on_process_frame(frame),
             ServerFrame::Term(frame) => self.on_term_frame(frame),
             ServerFrame::State { state } => {
