@@ -45,6 +45,8 @@ The same flags and DUET_* variables as `duet serve`:
                               (--disk-mb is also the worker's DUET_DISK_MB: a room's
                               /workspace and checkpoints together, default 1024;
                               DUET_CHECKPOINT_TTL_SECS: a checkpoint's lifetime)
+  --approval-timeout-secs N   seconds an agent's command waits for approval under `ask` (300)
+  --approval-allow LIST       [env: DUET_APPROVAL_ALLOW] commands that never ask ("ls,cat,git status")
   --public-host, --room-idle-secs, --max-sockets
                               accepted and ignored: Cloudflare routes by host, evicts
                               idle rooms itself and has no server-wide socket count
@@ -74,11 +76,12 @@ idle_secs=600
 terminal_idle_secs=3600
 sandbox_limits=() # only the stand-in's duet serve applies these
 allow_origin="${DUET_ALLOW_ORIGIN:-}"
+approval_allow="${DUET_APPROVAL_ALLOW:-}"
 # The limits, as the worker's vars (the doc's defaults apply when unset).
 declare -A limits=()
 for name in SOCKET_FRAMES_PER_SEC SOCKET_BYTES_PER_SEC SOCKET_MESSAGES_PER_MIN \
   SOCKET_COMMANDS_PER_MIN ROOM_MESSAGES_PER_MIN ROOM_COMMANDS_PER_MIN MAX_ROOM_SOCKETS \
-  MAX_PROCESSES TUNNEL_BYTES_PER_SEC AUTO_CHECKPOINTS DISK_MB CHECKPOINT_TTL_SECS; do
+  MAX_PROCESSES TUNNEL_BYTES_PER_SEC AUTO_CHECKPOINTS DISK_MB CHECKPOINT_TTL_SECS APPROVAL_TIMEOUT_SECS; do
   var="DUET_$name"
   [ -z "${!var:-}" ] || limits[$var]="${!var}"
 done
@@ -128,9 +131,10 @@ while [ $# -gt 0 ]; do
     sandbox_limits+=("$flag" "$value")
     ;;
   --allow-origin) allow_origin="$value" ;;
+  --approval-allow) approval_allow="$value" ;;
   --socket-frames-per-sec | --socket-bytes-per-sec | --socket-messages-per-min | \
     --socket-commands-per-min | --room-messages-per-min | --room-commands-per-min | --max-room-sockets | \
-    --max-processes | --tunnel-bytes-per-sec | --auto-checkpoints)
+    --max-processes | --tunnel-bytes-per-sec | --auto-checkpoints | --approval-timeout-secs)
     number "$flag" "$value"
     var="DUET_$(echo "${flag#--}" | tr 'a-z-' 'A-Z_')"
     limits[$var]="$value"
@@ -260,6 +264,7 @@ fi
   echo "DUET_STANDIN_TOKEN=$standin_token"
   echo "DUET_STANDIN_START_SECS=${DUET_STANDIN_START_SECS:-0}"
   echo "DUET_ALLOW_ORIGIN=$allow_origin"
+  echo "DUET_APPROVAL_ALLOW=$approval_allow"
   for var in "${!limits[@]}"; do echo "$var=${limits[$var]}"; done
 } >"$run/vars.env"
 (

@@ -6,7 +6,8 @@
 // rounds), `nomodel` (no model configured), `starting` (containers that
 // take 3 s to start), `idle` (sandboxes and terminals that idle out after 2 s), `checkpoints`
 // (two automatic checkpoints kept, a 1 MiB disk, 3 s lifetimes) and `limits`
-// (small rate limits and socket cap). The sandbox tests of test/sandbox
+// (small rate limits and socket cap), `notoken` (no DUET_TOKEN) and
+// `approvals` (an agent's command waits 1 s for approval). The sandbox tests of test/sandbox
 // have their own configuration, run as one more project.
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
@@ -44,7 +45,7 @@ function project(name: string, include: string[], vars: Record<string, string>) 
 export default defineConfig({
   test: {
     projects: [
-      project("room", ["test/*.test.ts"], {}),
+      project("room", ["test/*.test.ts"], { DUET_APPROVAL_ALLOW: "ls, cat" }),
       project("rounds", ["test/rounds/*.test.ts"], { DUET_AGENT_STEPS: "5", DUET_AI_TIMEOUT_SECS: "2" }),
       project("nomodel", ["test/nomodel/*.test.ts"], { DUET_AI_URL: "" }),
       project("starting", ["test/starting/*.test.ts"], { DUET_STANDIN_START_SECS: "3" }),
@@ -63,6 +64,9 @@ export default defineConfig({
         DUET_ROOM_COMMANDS_PER_MIN: "4",
         DUET_MAX_ROOM_SOCKETS: "2",
       }),
+      // Invites need a token: without one everyone is an owner.
+      project("notoken", ["test/notoken/*.test.ts"], { DUET_TOKEN: "" }),
+      project("approvals", ["test/approvals/*.test.ts"], { DUET_APPROVAL_TIMEOUT_SECS: "1" }),
       "./test/sandbox/vitest.config.mjs",
     ],
   },

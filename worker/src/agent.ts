@@ -12,11 +12,12 @@
 // room's data in our own tables (store.ts), never in `setState`.
 
 import { Agent, type Connection, type ConnectionContext } from "agents";
+import { may, type Caller } from "./access";
 import type { Env } from "./env";
 import { ApiError, describe, isObject, response, unpairedSurrogate, type JsonObject, type Reply } from "./http";
 import { SOCKETS_RETRY_MS, SocketBuckets, rateLimits } from "./limits";
 import { UnknownMethod, rpcOp, type Op } from "./ops";
-import { OP_PATH, PAGE_PATH, SANDBOX_STOPPED_PATH } from "./rooms";
+import { CALLER_PATH, OP_PATH, PAGE_PATH, SANDBOX_STOPPED_PATH } from "./rooms";
 import {
   READONLY_FRAME,
   errorFrame,
@@ -26,15 +27,19 @@ import {
   randomHex,
   rateLimitedFrame,
   typingFrame,
+  youFrame,
   type DuetMessage,
   type PresenceUser,
 } from "./protocol";
-import { Room } from "./room";
+import { Room, type Who } from "./room";
 import { SandboxStarting } from "./sandbox/types";
 import { Store } from "./store";
 
 /** Typing is relayed at most this often per connection. */
 const TYPING_EVERY_MS = 2_000;
+/** The close code of a socket whose invite was revoked or expired. */
+export const CLOSE_UNAUTHORIZED = 4401;
+const EXPIRED = "the invite expired";
 
 /** Who is on a connection; kept in the connection's state across hibernation. */
 interface Peer {
@@ -49,6 +54,10 @@ interface Peer {
   seq: number;
   /** The socket asked for state deltas (`deltas=1`). */
   deltas: boolean;
+  /** The invite it joined with (none: the server's token); its role is the invite's, as of now. */
+  inviteId?: string;
+  /** How it reached the backend (`http://HOST:PORT`): the base of the invites it makes. */
+  link?: string;
   /** When its typing was last relayed: into the chat, and into the shared terminal (each at most every 2 s). */
   typingAt?: number;
   termTypingAt?: number;
@@ -100,6 +109,9 @@ export class DuetAgent extends Agent<Env> {
         if (c) send(c, text);
       },
       count: () => this.connections().length,
+      roleChanged: (inviteId) => this.roleChanged(inviteId),
+      closeInvite: (inviteId, reason) => this.closeInvite(inviteId, reason),
+      expiresAt: (at) => this.expiresAt(at),
     });
     // No turn runs in an object that just started: a question left unanswered was cut off.
     this.roomCore.noteUnfinishedTurn();
@@ -116,13 +128,20 @@ export class DuetAgent extends Agent<Env> {
   async onRequest(request: Request): Promise<Response> {
     const url = new URL(request.url);
     if (request.method === "POST" && url.pathname === OP_PATH) {
-      let op: Op;
+      let sent: { op: Op; who?: Who };
       try {
-        op = (await request.json()) as Op;
+        sent = (await request.json()) as { op: Op; who?: Who };
       } catch (e) {
         return response(ApiError.field("body", `is not valid JSON: ${describe(e)}`).reply());
       }
-      return response(await this.room().perform(op));
+      return response(await this.room().perform(sent.op, sent.who));
+    }
+    if (request.method === "POST" && url.pathname === CALLER_PATH) {
+      // Who a token (by its hash) or an invite is in this room, as of now; 401 when nobody.
+      const asked = (await request.json().catch(() => ({}))) as { hash?: string; inviteId?: string };
+      const room = this.room();
+      const caller = asked.hash !== undefined ? room.invites.byHash(asked.hash) : room.callerOf({ inviteId: asked.inviteId });
+      return caller ? Response.json(caller) : response(ApiError.unauthorized().reply());
     }
     if (request.method === "POST" && url.pathname === SANDBOX_STOPPED_PATH) {
       this.room().sandboxStopped();
@@ -157,8 +176,8 @@ export class DuetAgent extends Agent<Env> {
     return [...this.getConnections()] as DuetConnection[];
   }
 
-  private sendAll(text: string, except?: Connection): void {
-    for (const c of this.connections()) if (c !== except) send(c, text);
+  private sendAll(text: string, ...except: Connection[]): void {
+    for (const c of this.connections()) if (!except.includes(c)) send(c, text);
   }
 
   /** A stored message: the state to most sockets, `duet_message` to those that asked for deltas. */
@@ -182,13 +201,81 @@ export class DuetAgent extends Agent<Env> {
     }
   }
 
-  /** One entry per connection, in join order. */
-  private presence(except?: Connection): PresenceUser[] {
+  /** One entry per connection, in join order; `except` are leaving. */
+  private presence(except: Connection[] = []): PresenceUser[] {
     return this.connections()
-      .filter((c) => c !== except && c.state?.duet)
+      .filter((c) => !except.includes(c) && c.state?.duet)
       .map((c) => c.state?.duet as Peer)
       .sort((a, b) => a.seq - b.seq)
-      .map(({ id, name, since }) => ({ id, name, since }));
+      .map((p) => ({ id: p.id, name: p.name, since: p.since, role: this.callerOf(p)?.role ?? "viewer" }));
+  }
+
+  /** Who a socket is now: its invite's role and name (undefined once the invite was revoked or expired). */
+  private callerOf(peer: Peer | undefined): Caller | undefined {
+    return this.room().callerOf({ inviteId: peer?.inviteId });
+  }
+
+  /** `duet_you` of a socket. */
+  private you(c: DuetConnection): string | undefined {
+    const peer = c.state?.duet;
+    const caller = this.callerOf(peer);
+    return peer && caller ? youFrame(peer.id, peer.name, caller.role, peer.inviteId) : undefined;
+  }
+
+  /** The sockets of invite `inviteId`. */
+  private ofInvite(inviteId: string): DuetConnection[] {
+    return this.connections().filter((c) => c.state?.duet?.inviteId === inviteId);
+  }
+
+  /** A role changed: `duet_you` to the invite's sockets, `duet_presence` to everyone; a viewer's size stops counting. */
+  private roleChanged(inviteId: string): void {
+    for (const c of this.ofInvite(inviteId)) {
+      const caller = this.callerOf(c.state?.duet);
+      if (caller && !may(caller.role, "resizeTerminal")) this.room().terminal.ignoreSize(c.id);
+      const you = this.you(c);
+      if (you) send(c, you);
+    }
+    this.sendAll(presenceFrame(this.presence()));
+  }
+
+  /** The invite's sockets close with 4401; the others see them leave. */
+  private closeInvite(inviteId: string, reason: string): void {
+    const leaving = this.ofInvite(inviteId);
+    if (leaving.length === 0) return;
+    for (const c of leaving) this.dropSocket(c, reason);
+    this.sendAll(presenceFrame(this.presence(leaving)), ...leaving);
+  }
+
+  /** Closes a socket whose credential stopped working, forgetting its place in the room. */
+  private dropSocket(c: DuetConnection, reason: string): void {
+    this.socketBuckets.delete(c.id);
+    this.room().terminal.left(c.id);
+    this.room().processes.left(c.id);
+    try {
+      c.close(CLOSE_UNAUTHORIZED, reason);
+    } catch {
+      // It closed already.
+    }
+  }
+
+  /**
+   * An invite expires at `at`: an alarm (the SDK's schedule, kept in
+   * storage) wakes the object then, hibernated or not. The schedule counts
+   * whole seconds: rounded up, it never fires before `at`.
+   */
+  private expiresAt(at: number): void {
+    const when = new Date(Math.ceil(at / 1000) * 1000);
+    void this.schedule(when, "inviteExpired", { at }, { idempotent: true }).catch((e: unknown) =>
+      console.error(`duet-agent: scheduling an invite's expiry failed: ${describe(e)}`),
+    );
+  }
+
+  /** The schedule's callback: the sockets of every invite that expired close with 4401. */
+  async inviteExpired(): Promise<void> {
+    const leaving = this.connections().filter((c) => c.state?.duet?.inviteId !== undefined && !this.callerOf(c.state.duet));
+    if (leaving.length === 0) return;
+    for (const c of leaving) this.dropSocket(c, EXPIRED);
+    this.sendAll(presenceFrame(this.presence(leaving)), ...leaving);
   }
 
   private nextSeq(): number {
@@ -200,7 +287,12 @@ export class DuetAgent extends Agent<Env> {
   async onConnect(connection: Connection, ctx: ConnectionContext): Promise<void> {
     const c = connection as DuetConnection;
     const query = new URL(ctx.request.url).searchParams;
-    const user = query.get("user") ?? undefined;
+    const inviteId = query.get("invite") ?? undefined;
+    const caller = this.room().callerOf({ inviteId });
+    // Revoked or expired since the Worker looked.
+    if (!caller) return c.close(CLOSE_UNAUTHORIZED, EXPIRED);
+    // An invite that fixes a name gives it, whatever the query says.
+    const user = caller.name ?? query.get("user") ?? undefined;
     const peer: Peer = {
       id: query.get("_pk") || `c${randomHex()}`,
       user,
@@ -208,6 +300,8 @@ export class DuetAgent extends Agent<Env> {
       since: Date.now(),
       seq: this.nextSeq(),
       deltas: query.get("deltas") === "1",
+      ...(inviteId !== undefined && { inviteId }),
+      ...(query.get("link") !== null && { link: query.get("link") as string }),
     };
     c.setState({ ...(c.state ?? {}), duet: peer });
     this.room().joined();
@@ -215,6 +309,7 @@ export class DuetAgent extends Agent<Env> {
     send(c, identityFrame(this.name));
     send(c, this.room().stateText());
     send(c, presence);
+    send(c, youFrame(peer.id, peer.name, caller.role, inviteId));
     this.sendAll(presence, c);
   }
 
@@ -222,7 +317,7 @@ export class DuetAgent extends Agent<Env> {
     this.socketBuckets.delete(connection.id);
     this.room().terminal.left(connection.id);
     this.room().processes.left(connection.id);
-    this.sendAll(presenceFrame(this.presence(connection)), connection);
+    this.sendAll(presenceFrame(this.presence([connection])), connection);
   }
 
   onError(connectionOrError: unknown, error?: unknown): void {
@@ -257,6 +352,12 @@ export class DuetAgent extends Agent<Env> {
       return send(c, rpcId && isObject(value) ? failure(JSON.stringify(value.id ?? null), over.reply()) : rateLimitedFrame(over.retryAfterMs ?? 1));
     }
     if (!isObject(value) || typeof type !== "string") return send(c, errorFrame('a frame needs a string "type"'));
+    if (type === "duet_term_input" || type === "duet_term_resize") {
+      const caller = this.callerOf(c.state?.duet);
+      if (!caller || !may(caller.role, type === "duet_term_input" ? "typeIntoTerminal" : "resizeTerminal")) {
+        return send(c, errorFrame("forbidden"));
+      }
+    }
     switch (type) {
       case "duet_typing":
         return this.typing(c);
@@ -305,6 +406,18 @@ export class DuetAgent extends Agent<Env> {
       }
       return send(c, failure(id, (e instanceof ApiError ? e : ApiError.internal(describe(e))).reply()));
     }
+    // Who asks, as of now: the role decides (a 403) before anything is counted or done.
+    const caller = this.callerOf(peer);
+    if (!caller) return send(c, failure(id, ApiError.unauthorized().reply()));
+    try {
+      this.room().authorize(op, caller);
+      if (op.kind === "rename" && caller.name !== undefined) {
+        throw new ApiError(403, "forbidden", { name: [`your invite fixes your name: you are ${caller.name}`] });
+      }
+    } catch (e) {
+      return send(c, failure(id, (e instanceof ApiError ? e : ApiError.internal(describe(e))).reply()));
+    }
+    if (op.kind === "invite_create" && peer?.link !== undefined) op.link = peer.link;
     const buckets = this.bucketsOf(c);
     const repeat = op.kind === "message" && op.clientId !== undefined && this.room().knowsClient(op.clientId);
     // A rename stores a record: it counts as a message.
@@ -314,7 +427,7 @@ export class DuetAgent extends Agent<Env> {
     if (bucket && wait > 0) return send(c, failure(id, ApiError.rateLimited(bucket.rule, wait).reply()));
     if (op.kind === "term_open" || op.kind === "term_detach" || op.kind === "term_close") return this.terminalRpc(c, id, op);
     if (op.kind === "process_follow" || op.kind === "process_unfollow") return this.followRpc(c, id, op);
-    const reply = op.kind === "rename" ? this.rename(c, op.name) : await this.room().perform(op);
+    const reply = op.kind === "rename" ? this.rename(c, op.name) : await this.room().perform(op, { inviteId: peer?.inviteId });
     // The body keeps its field order: spliced in, not re-parsed.
     if (reply.status < 300) send(c, `{"type":"rpc","id":${id},"success":true,"result":${reply.body},"done":true}`);
     else send(c, failure(id, reply));
@@ -327,7 +440,9 @@ export class DuetAgent extends Agent<Env> {
       reply.status < 300 ? send(c, `{"type":"rpc","id":${id},"success":true,"result":${reply.body},"done":true}`) : send(c, failure(id, reply));
     try {
       if (op.kind === "term_open") {
-        const { reply, after } = await terminal.open(c.id, c.state?.duet?.name ?? "anonymous", op.size);
+        // A viewer watches: its size never counts in the smallest rule.
+        const counts = may(this.callerOf(c.state?.duet)?.role ?? "viewer", "resizeTerminal");
+        const { reply, after } = await terminal.open(c.id, c.state?.duet?.name ?? "anonymous", counts ? op.size : undefined);
         answer(reply);
         after();
       } else if (op.kind === "term_detach") {
@@ -365,7 +480,10 @@ export class DuetAgent extends Agent<Env> {
     return this.room().rename(peer.name, name, () => {
       // In the connection's state, so that the name survives a hibernation.
       c.setState({ ...c.state, duet: { ...peer, user: name, name } });
-      if (peer.name !== name) this.sendAll(presenceFrame(this.presence()));
+      if (peer.name === name) return;
+      this.sendAll(presenceFrame(this.presence()));
+      const you = this.you(c);
+      if (you) send(c, you);
     });
   }
 }

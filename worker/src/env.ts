@@ -52,6 +52,10 @@ export interface Env {
   DUET_CHECKPOINT_TTL_SECS?: string;
   /** MiB a room's /workspace and its checkpoints may take together (default 1024). */
   DUET_DISK_MB?: string;
+  /** Seconds an agent's command waits for approval under `ask` (default 300). */
+  DUET_APPROVAL_TIMEOUT_SECS?: string;
+  /** Commands that never ask (comma-separated; each room adds its own). */
+  DUET_APPROVAL_ALLOW?: string;
   /**
    * The custom domain of host-based preview URLs (`exposePort`), e.g.
    * `preview.example.com` routed to this Worker; absent: ports have no `url`.
@@ -82,6 +86,7 @@ export interface Limits {
   checkpointTtlSecs: number;
   /** Bytes of the room's disk: /workspace and its checkpoints. */
   diskBytes: number;
+  approvalTimeoutMs: number;
 }
 
 /** A whole number, zero included, from a var, else `fallback`. */
@@ -107,5 +112,6 @@ export function limits(env: Env): Limits {
     autoCheckpoints: countVar(env.DUET_AUTO_CHECKPOINTS, 10),
     checkpointTtlSecs: positiveVar(env.DUET_CHECKPOINT_TTL_SECS, 7 * 24 * 3600),
     diskBytes: positiveVar(env.DUET_DISK_MB, 1024) * 1024 * 1024,
+    approvalTimeoutMs: positiveVar(env.DUET_APPROVAL_TIMEOUT_SECS, 300) * 1000,
   };
 }

@@ -5,6 +5,7 @@
 // talks to the room's sandbox directly; a written file is then the room's
 // `upload` record, a deleted one its `delete` record.
 
+import { check as allowed, type Caller } from "./access";
 import type { Env } from "./env";
 import { ApiError, addDetail, describe, errorResponse, readBody, type Details } from "./http";
 import { roomDetails, type Op } from "./ops";
@@ -97,15 +98,17 @@ export async function listFolder(env: Env, room: string, dir: string): Promise<R
 }
 
 /** `DELETE /api/rooms/{room}/files/{path}?userId=NAME`: a file, a symlink or a folder with all in it. */
-export async function deleteFile(env: Env, room: string, path: string, query: string): Promise<Response> {
+export async function deleteFile(env: Env, room: string, path: string, query: string, caller: Caller): Promise<Response> {
   try {
     const details = roomDetails(room);
-    const user = queryUser(query, details);
+    const asked = queryUser(query, details);
     if (path.replace(/\/+$/, "") === "") {
       addDetail(details, "path", "must name a file or folder under /workspace, not /workspace itself");
       throw ApiError.invalid(details);
     }
     const inside = check(room, path, details);
+    allowed(caller.role, "writeFiles");
+    const user = caller.name ?? asked;
     if (!(await roomSandbox(env, room).deleteFile(inside))) return notFoundText();
     await recordQuietly(env, room, { kind: "deleted", path: inside, user });
     return json({ deleted: true });
@@ -125,11 +128,14 @@ function queryUser(query: string, details: Details): string | undefined {
 }
 
 /** `PUT /api/rooms/{room}/files/{path}?userId=NAME` (body: the bytes, at most 64 MiB) */
-export async function putFile(env: Env, room: string, path: string, query: string, request: Request): Promise<Response> {
+export async function putFile(env: Env, room: string, path: string, query: string, request: Request, caller: Caller): Promise<Response> {
   try {
     const details = roomDetails(room);
-    const user = queryUser(query, details);
+    const asked = queryUser(query, details);
     const inside = check(room, path, details);
+    allowed(caller.role, "writeFiles");
+    // An invite that fixes a name gives it to the record.
+    const user = caller.name ?? asked;
     const bytes = await readBody(request, MAX_FILE_BODY);
     await roomSandbox(env, room).writeFile(inside, bytes);
     await recordQuietly(env, room, { kind: "upload", path: inside, size: bytes.byteLength, user });

@@ -4,13 +4,15 @@
 // (agent.ts) as requests it serves; sockets are forwarded to it; files go
 // to the room's sandbox (files.ts).
 
+import { callerOf } from "./credentials";
 import type { Env } from "./env";
 import { deleteFile, getFile, listFolder, putFile } from "./files";
-import { ApiError, addDetail, describe, errorResponse, jsonBody, notFound, same, type Details } from "./http";
+import { ApiError, addDetail, describe, errorResponse, jsonBody, notFound, type Details } from "./http";
 import { parseOp, roomDetails, type Method, type Op } from "./ops";
 import { originRefusal } from "./origin";
-import { PAGE_DEFAULT, PAGE_MAX, isControl, nameProblem, trim } from "./protocol";
+import { PAGE_DEFAULT, PAGE_MAX, isControl, nameProblem } from "./protocol";
 import { preview, tunnel } from "./preview";
+import type { Who } from "./room";
 import { PAGE_PATH, roomOp, roomRequest, roomStub } from "./rooms";
 import { previewByHost } from "./sandbox/adapter";
 
@@ -52,6 +54,8 @@ const OPERATIONS: Record<string, Method> = {
   "sandbox/exec": "exec",
   "sandbox/interrupt": "interrupt",
   fork: "fork",
+  policy: "set_policy",
+  approve: "approve",
 };
 
 /** A port's HTTP preview (`/api/rooms/{room}/ports/{port}[/…]`): its segments and the path after the port. */
@@ -73,55 +77,69 @@ async function route(request: Request, env: Env): Promise<Response> {
   if (path === "/health") return method === "GET" ? text("ok") : errorResponse(ApiError.methodNotAllowed());
   // The preview checks its own credentials (the token, or its cookie).
   if (port) return preview(request, env, port.rawRoom, decoded(port.rawRoom) ?? port.rawRoom, port.port, port.rest, query);
-  const token = env.DUET_TOKEN ?? "";
-  if (token !== "" && !authorized(request, token, path, query)) return errorResponse(ApiError.unauthorized());
-
   const seg = path.split("/").slice(1);
-  if (seg[0] === "agents" && seg[1] === "duet-agent" && seg.length === 3 && seg[2] !== "") {
-    return method === "GET" ? socket(request, env, seg[2], query) : errorResponse(ApiError.methodNotAllowed());
+  const sdkSocket = seg[0] === "agents" && seg[1] === "duet-agent" && seg.length === 3 && seg[2] !== "";
+  const roomPath = seg[0] === "api" && seg[1] === "rooms" && seg.length >= 4 && seg[2] !== "";
+  const rawRoom = sdkSocket || roomPath ? seg[2] : undefined;
+  const room = rawRoom === undefined ? undefined : (decoded(rawRoom) ?? rawRoom);
+  const caller = await callerOf(request, env, room, path, query);
+  if (!caller) return errorResponse(ApiError.unauthorized());
+  // Only the room's object knows an invite's role as of now: it is told which invite asks.
+  const who: Who | undefined = caller.inviteId === undefined ? undefined : { inviteId: caller.inviteId };
+
+  if (sdkSocket && rawRoom !== undefined) {
+    return method === "GET" ? socket(request, env, rawRoom, query, who) : errorResponse(ApiError.methodNotAllowed());
   }
-  if (seg[0] !== "api" || seg[1] !== "rooms" || seg.length < 4 || seg[2] === "") return notFound();
-  const rawRoom = seg[2];
-  const room = decoded(rawRoom) ?? rawRoom;
+  if (!roomPath || rawRoom === undefined || room === undefined) return notFound();
   const rest = seg.slice(3).join("/");
   const allow = (m: string, then: () => Promise<Response>) =>
     method === m ? then() : Promise.resolve(errorResponse(ApiError.methodNotAllowed()));
   const op = OPERATIONS[rest];
-  if (op) return allow("POST", () => operation(request, env, room, op));
+  if (op) return allow("POST", () => operation(request, env, room, op, who));
   if (rest === "messages") return allow("GET", () => messages(env, room, query));
-  if (rest === "ws") return allow("GET", () => socket(request, env, rawRoom, query));
+  if (rest === "ws") return allow("GET", () => socket(request, env, rawRoom, query, who));
   if (rest === "processes") {
-    if (method === "POST") return operation(request, env, room, "process_start");
-    if (method === "GET") return ask(env, room, { kind: "process_list" });
+    if (method === "POST") return operation(request, env, room, "process_start", who);
+    if (method === "GET") return ask(env, room, { kind: "process_list" }, who);
     return errorResponse(ApiError.methodNotAllowed());
   }
   if (seg[3] === "processes" && (seg.length === 5 || (seg.length === 6 && seg[5] === "logs")) && seg[4] !== "") {
     const processId = decoded(seg[4]) ?? seg[4];
-    if (seg.length === 6) return allow("GET", () => ask(env, room, { kind: "process_logs", processId }));
-    if (method === "GET") return ask(env, room, { kind: "process_get", processId });
-    if (method === "DELETE") return ask(env, room, { kind: "process_kill", processId });
+    if (seg.length === 6) return allow("GET", () => ask(env, room, { kind: "process_logs", processId }, who));
+    if (method === "GET") return ask(env, room, { kind: "process_get", processId }, who);
+    if (method === "DELETE") return ask(env, room, { kind: "process_kill", processId }, who);
     return errorResponse(ApiError.methodNotAllowed());
   }
-  if (rest === "ports") return allow("GET", () => ask(env, room, { kind: "ports" }));
+  if (rest === "ports") return allow("GET", () => ask(env, room, { kind: "ports" }, who));
   if (rest === "checkpoints") {
-    if (method === "POST") return operation(request, env, room, "checkpoint_create");
-    if (method === "GET") return ask(env, room, { kind: "checkpoint_list" });
+    if (method === "POST") return operation(request, env, room, "checkpoint_create", who);
+    if (method === "GET") return ask(env, room, { kind: "checkpoint_list" }, who);
     return errorResponse(ApiError.methodNotAllowed());
   }
   if (seg[3] === "checkpoints" && seg[4] !== "" && (seg.length === 5 || (seg.length === 6 && seg[5] === "restore"))) {
     const checkpointId = decoded(seg[4]) ?? seg[4];
-    if (seg.length === 6) return allow("POST", () => operation(request, env, room, "checkpoint_restore", { checkpointId }));
-    return allow("DELETE", () => ask(env, room, { kind: "checkpoint_delete", checkpointId }));
+    if (seg.length === 6) return allow("POST", () => operation(request, env, room, "checkpoint_restore", who, { checkpointId }));
+    return allow("DELETE", () => ask(env, room, { kind: "checkpoint_delete", checkpointId }, who));
   }
-  if (seg[3] === "tunnel" && seg.length === 5 && seg[4] !== "") return allow("GET", () => tunnel(request, env, room, seg[4]));
+  if (rest === "invites") {
+    if (method === "POST") return operation(request, env, room, "invite_create", who);
+    if (method === "GET") return ask(env, room, { kind: "invite_list" }, who);
+    return errorResponse(ApiError.methodNotAllowed());
+  }
+  if (seg[3] === "invites" && seg[4] !== "" && (seg.length === 5 || (seg.length === 6 && seg[5] === "role"))) {
+    const inviteId = decoded(seg[4]) ?? seg[4];
+    if (seg.length === 6) return allow("POST", () => operation(request, env, room, "set_role", who, { inviteId }));
+    return allow("DELETE", () => ask(env, room, { kind: "invite_revoke", inviteId }, who));
+  }
+  if (seg[3] === "tunnel" && seg.length === 5 && seg[4] !== "") return allow("GET", () => tunnel(request, env, room, seg[4], caller));
   if (seg[3] === "files" && seg.length > 4) {
     const filePath = decoded(seg.slice(4).join("/"));
     if (filePath === undefined) return errorResponse(ApiError.field("path", "is not valid percent-encoded UTF-8"));
     // A path that ends in `/` (`files/` itself too) is a folder's listing.
     const folder = seg[seg.length - 1] === "";
     if (method === "GET") return folder ? listFolder(env, room, filePath.slice(0, -1)) : getFile(env, room, filePath);
-    if (method === "DELETE") return deleteFile(env, room, filePath, query);
-    if (method === "PUT") return filePath === "" ? notFound() : putFile(env, room, filePath, query, request);
+    if (method === "DELETE") return deleteFile(env, room, filePath, query, caller);
+    if (method === "PUT") return filePath === "" ? notFound() : putFile(env, room, filePath, query, request, caller);
     return errorResponse(ApiError.methodNotAllowed());
   }
   return notFound();
@@ -131,20 +149,8 @@ function text(body: string): Response {
   return new Response(body, { headers: { "content-type": "text/plain; charset=utf-8" } });
 }
 
-/** Whether the request carries `token`: as a bearer token, or on a socket path as `?token=`. */
-function authorized(request: Request, token: string, path: string, query: string): boolean {
-  const header = request.headers.get("authorization");
-  if (header?.startsWith("Bearer ") && same(trim(header.slice(7)), token)) return true;
-  const socketPath =
-    path.startsWith("/agents/") || (path.startsWith("/api/rooms/") && (path.endsWith("/ws") || /^\/api\/rooms\/[^/]+\/tunnel\/[^/]+$/.test(path)));
-  if (!socketPath) return false;
-  for (const [k, v] of new URLSearchParams(query)) if (k === "token" && same(v, token)) return true;
-  return false;
-}
-
-
 /** `POST /api/rooms/{room}/{…}`: checks the room and the body (with `fromPath`, the path's fields), then asks the room. */
-async function operation(request: Request, env: Env, room: string, method: Method, fromPath: Record<string, string> = {}): Promise<Response> {
+async function operation(request: Request, env: Env, room: string, method: Method, who: Who | undefined, fromPath: Record<string, string> = {}): Promise<Response> {
   const details = roomDetails(room);
   let body;
   try {
@@ -154,14 +160,22 @@ async function operation(request: Request, env: Env, room: string, method: Metho
     throw e;
   }
   const op: Op = parseOp(method, { ...body, ...fromPath }, details);
-  return roomOp(env, room, op);
+  // An invite's `url` is the room's link as this request reached the backend.
+  if (op.kind === "invite_create") op.link = linkOf(request);
+  return roomOp(env, room, op, who);
 }
 
-/** An operation without a body (the process and port lists), once the room id is checked. */
-async function ask(env: Env, room: string, op: Op): Promise<Response> {
+/** How a request reached the backend: `http://HOST:PORT` (`https://` when so). */
+function linkOf(request: Request): string {
+  const url = new URL(request.url);
+  return `${url.protocol}//${url.host}`;
+}
+
+/** An operation without a body (the lists, a kill, a deletion), once the room id is checked. */
+async function ask(env: Env, room: string, op: Op, who: Who | undefined): Promise<Response> {
   const details = roomDetails(room);
   if (Object.keys(details).length > 0) throw ApiError.invalid(details);
-  return roomOp(env, room, op);
+  return roomOp(env, room, op, who);
 }
 
 /** `GET /api/rooms/{room}/messages?before&limit` */
@@ -201,11 +215,17 @@ function peerQuery(query: string, details: Details): URLSearchParams {
   return out;
 }
 
-/** `GET /api/rooms/{room}/ws` and `/agents/duet-agent/{room}` (upgrade), forwarded to the room. */
-async function socket(request: Request, env: Env, rawRoom: string, query: string): Promise<Response> {
+/**
+ * `GET /api/rooms/{room}/ws` and `/agents/duet-agent/{room}` (upgrade),
+ * forwarded to the room with who it is (its invite) and how it came (the
+ * base of the invites it makes).
+ */
+async function socket(request: Request, env: Env, rawRoom: string, query: string, who: Who | undefined): Promise<Response> {
   const room = decoded(rawRoom) ?? rawRoom;
   const details = roomDetails(room);
   const peer = peerQuery(query, details);
+  if (who?.inviteId !== undefined) peer.set("invite", who.inviteId);
+  peer.set("link", linkOf(request));
   if (Object.keys(details).length > 0) throw ApiError.invalid(details);
   if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
     const connection = (request.headers.get("connection") ?? "").toLowerCase();

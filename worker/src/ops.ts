@@ -2,6 +2,8 @@
 // from a JSON object field by field so that every bad field is named, with
 // the messages of `duet serve` (src/server/ops.rs).
 
+import { parseRole, type RoomRole } from "./access";
+import { collapse, parsePolicy, type Policy } from "./approvals";
 import { ApiError, addDetail, isObject, type Details, type JsonObject } from "./http";
 import type { TermSize, WorkspaceCopy } from "./sandbox/types";
 import { sizeProblems } from "./terminal";
@@ -67,7 +69,22 @@ export type Op =
    * its name (409 when it exists), `fill` it from `copy` (its `fork`
    * record), or `release` a reservation whose copy failed.
    */
-  | { kind: "fork_into"; phase: "reserve" | "fill" | "release"; from: string; by: string; checkpointId?: string; copy?: WorkspaceCopy; user?: string };
+  | { kind: "fork_into"; phase: "reserve" | "fill" | "release"; from: string; by: string; checkpointId?: string; copy?: WorkspaceCopy; user?: string }
+  /**
+   * Invites (src/invites.ts): `POST /invites`, rpc `invite_create`; `link`
+   * is how the caller reached the backend (`http://HOST:PORT`), for `url`.
+   */
+  | { kind: "invite_create"; role: RoomRole; expiresIn: number; name?: string; link?: string; user?: string }
+  /** HTTP only: `GET /invites`. */
+  | { kind: "invite_list"; user?: string }
+  /** `DELETE /invites/{id}`, rpc `invite_revoke`. */
+  | { kind: "invite_revoke"; inviteId: string; user?: string }
+  /** `POST /invites/{id}/role`, rpc `set_role`. */
+  | { kind: "set_role"; inviteId: string; role: RoomRole; user?: string }
+  /** The approval policy (src/approvals.ts): `POST /policy`, rpc `set_policy`. */
+  | { kind: "set_policy"; policy: Policy; allow?: string[]; user?: string }
+  /** `POST /approve`, rpc `approve`. */
+  | { kind: "approve"; approvalId: string; approved: boolean; user?: string };
 
 /** The methods of `rpc` (the HTTP paths' operations are in index.ts). */
 export const METHODS = [
@@ -88,12 +105,29 @@ export const METHODS = [
   "checkpoint_restore",
   "checkpoint_delete",
   "fork",
+  "invite_create",
+  "invite_revoke",
+  "set_role",
+  "set_policy",
+  "approve",
+  // HTTP only (index.ts): not an rpc method.
+  "invite_list",
 ] as const;
 export type Method = (typeof METHODS)[number];
 
+/** Methods that have an HTTP route but no rpc. */
+const HTTP_ONLY: readonly Method[] = ["invite_list"];
+
 export function isMethod(name: string): name is Method {
-  return (METHODS as readonly string[]).includes(name);
+  return (METHODS as readonly string[]).includes(name) && !HTTP_ONLY.includes(name as Method);
 }
+
+/** The longest an invite may last, in seconds (a year), and how long one lasts unless asked. */
+export const MAX_INVITE_SECS = 365 * 86_400;
+export const DEFAULT_INVITE_SECS = 86_400;
+/** Most entries of a room's allow list, and the longest entry. */
+const ALLOW_ENTRIES = 64;
+const ALLOW_ENTRY_CHARS = 200;
 
 /** Problems of a room id, as `details`. */
 export function roomDetails(room: string): Details {
@@ -277,9 +311,75 @@ export function parseOp(method: Method, obj: JsonObject, details: Details = {}, 
       if (to !== undefined) op = { kind: method, to, ...(checkpointId !== undefined && { checkpointId }), user };
       break;
     }
+    case "invite_create": {
+      const role = requiredRole(f);
+      let expiresIn: number | undefined = DEFAULT_INVITE_SECS;
+      const e = f.get("expiresIn");
+      if (e !== undefined) {
+        expiresIn = typeof e === "number" && Number.isInteger(e) && e >= 1 && e <= MAX_INVITE_SECS ? e : undefined;
+        if (expiresIn === undefined) f.problem("expiresIn", "must be a whole number of seconds from 1 to 31536000");
+      }
+      const name = f.name("name");
+      if (role !== undefined && expiresIn !== undefined) op = { kind: method, role, expiresIn, ...(name !== undefined && { name }), user };
+      break;
+    }
+    case "invite_list":
+      op = { kind: method, user };
+      break;
+    case "invite_revoke": {
+      const raw = f.requiredText("inviteId");
+      if (raw !== undefined) op = { kind: method, inviteId: trim(raw), user };
+      break;
+    }
+    case "set_role": {
+      const raw = f.requiredText("inviteId");
+      const role = requiredRole(f);
+      if (raw !== undefined && role !== undefined) op = { kind: method, inviteId: trim(raw), role, user };
+      break;
+    }
+    case "set_policy": {
+      let policy: Policy | undefined;
+      if (f.get("policy") === undefined) f.problem("policy", "is required");
+      else {
+        policy = parsePolicy(f.get("policy"));
+        if (policy === undefined) f.problem("policy", "must be auto, ask or off");
+      }
+      const allow = allowList(f);
+      if (policy !== undefined && allow !== null) op = { kind: method, policy, ...(allow !== undefined && { allow }), user };
+      break;
+    }
+    case "approve": {
+      const raw = f.requiredText("approvalId");
+      const approved = f.get("approved");
+      if (approved === undefined) f.problem("approved", "is required");
+      else if (typeof approved !== "boolean") f.problem("approved", "must be true or false");
+      if (raw !== undefined && typeof approved === "boolean") op = { kind: method, approvalId: trim(raw), approved, user };
+      break;
+    }
   }
   if (op === undefined || Object.keys(f.details).length > 0) throw ApiError.invalid(f.details);
   return op;
+}
+
+/** A required `role`. */
+function requiredRole(f: Fields): RoomRole | undefined {
+  if (f.get("role") === undefined) {
+    f.problem("role", "is required");
+    return undefined;
+  }
+  const role = parseRole(f.get("role"));
+  if (role === undefined) f.problem("role", "must be owner, writer or viewer");
+  return role;
+}
+
+/** `allow`: absent (undefined), an array of commands (white space collapsed), or refused (null). */
+function allowList(f: Fields): string[] | undefined | null {
+  const value = f.get("allow");
+  if (value === undefined) return undefined;
+  const entries = Array.isArray(value) && value.every((e) => typeof e === "string") ? value.map((e) => collapse(e as string)) : undefined;
+  if (entries && entries.length <= ALLOW_ENTRIES && entries.every((e) => e !== "" && charCount(e) <= ALLOW_ENTRY_CHARS)) return entries;
+  f.problem("allow", "must be an array of at most 64 commands, each 1 to 200 characters");
+  return null;
 }
 
 /** Whom a message is for: `to`, "agent" when absent; undefined when it is neither. */

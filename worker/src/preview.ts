@@ -5,11 +5,14 @@
 // the room's sandbox (src/sandbox/types.ts `fetchPort`, `tunnel`), never
 // through the room's object, and never start a sandbox.
 
+import { OWNER, check, type Caller } from "./access";
 import { limits, type Env } from "./env";
 import { ApiError, addDetail, describe, errorResponse, same } from "./http";
 import { roomDetails } from "./ops";
+import { askCaller } from "./rooms";
 import { roomSandbox } from "./sandbox/adapter";
 import { NothingListens, SandboxStarting } from "./sandbox/types";
+import { credential } from "./credentials";
 
 /** The browser's credential for one preview. */
 export const PREVIEW_COOKIE = "duet_preview";
@@ -19,12 +22,24 @@ const encoder = new TextEncoder();
 /**
  * The cookie's value for the preview of `port` in `room`: an HMAC of both
  * keyed by the token, so that it opens that preview only and tells nothing
- * of the token.
+ * of the token. Made from an invite's token, it names the invite
+ * (`i3.MAC`, the MAC over the invite's id too): it works while the invite
+ * does, with the invite's role as of then.
  */
-export async function previewCredential(token: string, room: string, port: number): Promise<string> {
+export async function previewCredential(token: string, room: string, port: number, inviteId?: string): Promise<string> {
   const key = await crypto.subtle.importKey("raw", encoder.encode(token), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(`duet-preview\n${room}\n${port}`)));
-  return btoa(String.fromCharCode(...mac)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  const what = `duet-preview\n${room}\n${port}${inviteId === undefined ? "" : `\n${inviteId}`}`;
+  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(what)));
+  const text = btoa(String.fromCharCode(...mac)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return inviteId === undefined ? text : `${inviteId}.${text}`;
+}
+
+/** Who a `duet_preview` cookie of `room`'s `port` is; undefined when it is none (or its invite no longer works). */
+async function cookieCaller(env: Env, token: string, room: string, port: number, value: string): Promise<Caller | undefined> {
+  const dot = value.indexOf(".");
+  const inviteId = dot < 0 ? undefined : value.slice(0, dot);
+  if (!same(value, await previewCredential(token, room, port, inviteId))) return undefined;
+  return inviteId === undefined ? OWNER : askCaller(env, room, { inviteId });
 }
 
 /** The port of a path segment, or undefined when it is not 1-65535. */
@@ -95,9 +110,10 @@ function cookieValue(header: string | null, name: string): string[] {
     .map((c) => c.slice(c.indexOf("=") + 1).trim());
 }
 
-function bearer(request: Request, token: string): boolean {
+/** The request's bearer token, if it has one. */
+function bearer(request: Request): string | undefined {
   const header = request.headers.get("authorization");
-  return header !== null && header.startsWith("Bearer ") && same(header.slice(7).trim(), token);
+  return header !== null && header.startsWith("Bearer ") ? header.slice(7).trim() : undefined;
 }
 
 /**
@@ -117,32 +133,36 @@ export async function preview(
   const token = env.DUET_TOKEN ?? "";
   const { rest, tokens } = withoutToken(query);
   const prefix = `/api/rooms/${rawRoom}/ports/${portText}`;
-  let credential: string | undefined;
+  let caller: Caller | undefined = OWNER;
   if (token !== "") {
-    if (tokens.length > 0) {
-      if (!tokens.some((t) => same(t, token))) return errorResponse(ApiError.unauthorized());
-      credential = "query";
-    } else if (!bearer(request, token)) {
+    const header = bearer(request);
+    if (tokens.length > 0) caller = await credential(env, token, room, tokens);
+    else if (header !== undefined && (caller = await credential(env, token, room, [header]))) {
+      // The bearer token says who.
+    } else {
       const port = portOf(portText);
-      const expected = port === undefined ? undefined : await previewCredential(token, room, port);
-      const cookies = cookieValue(request.headers.get("cookie"), PREVIEW_COOKIE);
-      if (expected === undefined || !cookies.some((c) => same(c, expected))) return errorResponse(ApiError.unauthorized());
+      caller = undefined;
+      for (const value of cookieValue(request.headers.get("cookie"), PREVIEW_COOKIE)) {
+        if (port !== undefined && (caller = await cookieCaller(env, token, room, port, value))) break;
+      }
     }
+    if (!caller) return errorResponse(ApiError.unauthorized());
   }
   const port = checked(room, portText);
   const search = rest === "" ? "" : `?${rest}`;
-  if (path === undefined) {
-    return new Response(null, { status: 308, headers: { location: `${prefix}/${query === "" ? "" : `?${query}`}` } });
-  }
   // A page trades the token for the cookie; a WebSocket or a form cannot
   // follow a redirect, so it goes on with the token taken off.
   const upgrade = request.headers.get("upgrade")?.toLowerCase() === "websocket";
   const page = (request.method === "GET" || request.method === "HEAD") && !upgrade;
+  check(caller.role, page ? "previewRead" : "usePort");
+  if (path === undefined) {
+    return new Response(null, { status: 308, headers: { location: `${prefix}/${query === "" ? "" : `?${query}`}` } });
+  }
   if (tokens.length > 0 && page) {
     // Once: the browser keeps a credential for this preview only, never the token.
     const headers: Record<string, string> = { location: `${prefix}${path}${search}` };
-    if (credential === "query") {
-      const value = await previewCredential(token, room, port);
+    if (token !== "") {
+      const value = await previewCredential(token, room, port, caller.inviteId);
       const secure = new URL(request.url).protocol === "https:" ? "; Secure" : "";
       headers["set-cookie"] = `${PREVIEW_COOKIE}=${value}; Path=${prefix}/; HttpOnly; SameSite=Strict${secure}`;
     }
@@ -172,11 +192,12 @@ export async function preview(
 }
 
 /** `GET /api/rooms/{room}/tunnel/{port}` (upgrade; the token checked as for the room's socket). */
-export async function tunnel(request: Request, env: Env, room: string, portText: string): Promise<Response> {
+export async function tunnel(request: Request, env: Env, room: string, portText: string, caller: Caller): Promise<Response> {
   const port = checked(room, portText);
   if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
     throw ApiError.field("upgrade", "`Upgrade` header did not include 'websocket'");
   }
+  check(caller.role, "usePort");
   try {
     return await roomSandbox(env, room).tunnel(port, request, limits(env).tunnelBytesPerSec);
   } catch (e) {

@@ -2,6 +2,8 @@
 // `duet serve` writes them (src/protocol.rs), so that both backends send the
 // same bytes; and the text rules of its limits.
 
+import type { RoomRole } from "./access";
+import { approvalJson, type Approval, type Policy } from "./approvals";
 import { toBase64 } from "./sandbox/bytes";
 
 /** Messages kept in a room's state. */
@@ -101,6 +103,7 @@ export interface PresenceUser {
   id: string;
   name: string;
   since: number;
+  role: RoomRole;
 }
 
 // Each `…Json` below builds the object in the wire's field order, leaving
@@ -354,7 +357,13 @@ export interface StateFields {
   processes: Process[];
   ports: Port[];
   checkpoints: Checkpoint[];
+  policy: Policy;
+  approvals: Approval[];
+  /** The server's entries, then the room's. */
+  allow: string[];
 }
+
+const STATE_FIELDS = ["shell", "terminal", "processes", "ports", "checkpoints", "policy", "approvals", "allow"] as const;
 
 function fieldJson<K extends keyof StateFields>(name: K, value: StateFields[K]): object | null {
   switch (name) {
@@ -366,6 +375,12 @@ function fieldJson<K extends keyof StateFields>(name: K, value: StateFields[K]):
       return (value as Process[]).map(processJson);
     case "checkpoints":
       return (value as Checkpoint[]).map(checkpointJson);
+    case "policy":
+      return value as unknown as object;
+    case "approvals":
+      return (value as Approval[]).map(approvalJson);
+    case "allow":
+      return [...(value as string[])];
     default:
       return (value as Port[]).map(portJson);
   }
@@ -373,24 +388,15 @@ function fieldJson<K extends keyof StateFields>(name: K, value: StateFields[K]):
 
 /** `cf_agent_state` of the given lists and fields. */
 export function stateFrame(messages: DuetMessage[], execs: ExecRecord[], fields: StateFields): string {
-  return JSON.stringify({
-    type: "cf_agent_state",
-    state: {
-      messages: messages.map(messageJson),
-      execs: execs.map(execRecordJson),
-      shell: fieldJson("shell", fields.shell),
-      terminal: fieldJson("terminal", fields.terminal),
-      processes: fieldJson("processes", fields.processes),
-      ports: fieldJson("ports", fields.ports),
-      checkpoints: fieldJson("checkpoints", fields.checkpoints),
-    },
-  });
+  const state: Record<string, unknown> = { messages: messages.map(messageJson), execs: execs.map(execRecordJson) };
+  for (const name of STATE_FIELDS) state[name] = fieldJson(name, fields[name]);
+  return JSON.stringify({ type: "cf_agent_state", state });
 }
 
 /** `duet_state`: the new value of a field of the room state (deltas sockets). */
 export function statePatchFrame(patch: Partial<StateFields>): string {
   const value: Record<string, unknown> = {};
-  for (const name of ["shell", "terminal", "processes", "ports", "checkpoints"] as const) {
+  for (const name of STATE_FIELDS) {
     if (name in patch) value[name] = fieldJson(name, patch[name] as StateFields[typeof name]);
   }
   return JSON.stringify({ type: "duet_state", patch: value });
@@ -403,8 +409,13 @@ export function identityFrame(room: string): string {
 export function presenceFrame(users: PresenceUser[]): string {
   return JSON.stringify({
     type: "duet_presence",
-    users: users.map((u) => ({ id: u.id, name: u.name, since: u.since })),
+    users: users.map((u) => ({ id: u.id, name: u.name, since: u.since, role: u.role })),
   });
+}
+
+/** `duet_you`: this socket itself (its invite unless it came with the server's token). */
+export function youFrame(id: string, name: string, role: RoomRole, inviteId?: string): string {
+  return JSON.stringify({ type: "duet_you", id, name, role, ...(inviteId !== undefined && { inviteId }) });
 }
 
 /** `duet_typing`; `termId` when the typing is into the shared terminal. */

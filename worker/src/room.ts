@@ -4,6 +4,8 @@
 // Durable Object (agent.ts) owns the sockets and gives the room a way to
 // reach them.
 
+import { OWNER, check, opAction, type Caller } from "./access";
+import { Approvals, NOT_APPROVED_IN_TIME, POLICY_OFF, allowedWithoutAsking, deniedBy, parseAllowList, type Policy } from "./approvals";
 import { limits, type Env, type Limits } from "./env";
 import { Commands, execResult, runOf, type CommandEnd } from "./exec";
 import { ApiError, describe, ok, type Reply } from "./http";
@@ -36,6 +38,7 @@ import { recordText } from "./records";
 import { roomSandbox } from "./sandbox/adapter";
 import { roomOp } from "./rooms";
 import type { RoomSandbox, WorkspaceCopy } from "./sandbox/types";
+import { Invites, inviteJson } from "./invites";
 import { Ports } from "./ports";
 import { Processes } from "./processes";
 import { Store, fitRuns } from "./store";
@@ -68,6 +71,31 @@ export interface Sockets {
   send(connection: string, text: string): void;
   /** How many sockets are connected. */
   count(): number;
+  /** Invite `inviteId`'s role changed: its sockets get `duet_you`, everyone `duet_presence`. */
+  roleChanged(inviteId: string): void;
+  /** Invite `inviteId` was revoked or expired: its sockets close with 4401 and `reason`. */
+  closeInvite(inviteId: string, reason: string): void;
+  /** An invite expires at `at` (ms): its sockets must close then, even if the object hibernated meanwhile. */
+  expiresAt(at: number): void;
+}
+
+/** What a request tells the room of who asks: the invite it came with (none: the server's token). */
+export interface Who {
+  inviteId?: string;
+}
+
+/** 401, as for a wrong token: the invite was revoked or expired since the Worker looked. */
+function gone(): ApiError {
+  return ApiError.unauthorized();
+}
+
+/** 409 of a backend without a token: nobody needs an invite there. */
+function invitesNeedToken(): ApiError {
+  return new ApiError(409, "invites need a token", {
+    token: [
+      "this server has no token, so everyone in it is an owner: start it with --token (or DUET_TOKEN) to invite people with roles",
+    ],
+  });
 }
 
 /** How long a fork's copy of the workspace as it is now is kept (it is deleted once the new room has it). */
@@ -124,6 +152,13 @@ export class Room {
   readonly ports: Ports;
   /** Its checkpoints (copies of /workspace). */
   readonly checkpoints: Checkpoints;
+  /** Its invites, and the agent's commands waiting for a person. */
+  readonly invites: Invites;
+  readonly approvals: Approvals;
+  private policy: Policy;
+  /** The server's allow list (DUET_APPROVAL_ALLOW) and the room's own. */
+  private readonly serverAllow: string[];
+  private roomAllow: string[];
 
   constructor(
     readonly id: string,
@@ -204,6 +239,19 @@ export class Room {
       { autoKeep: this.limits.autoCheckpoints, ttlSecs: this.limits.checkpointTtlSecs, diskBytes: this.limits.diskBytes },
       store.checkpoints(),
     );
+    this.invites = new Invites(store);
+    this.approvals = new Approvals(
+      {
+        all: (text) => this.sockets.all(text),
+        changed: (approvals) => {
+          this.stateCache = undefined;
+          this.sockets.patch(statePatchFrame({ approvals }));
+        },
+      },
+      this.limits.approvalTimeoutMs,
+    );
+    ({ policy: this.policy, allow: this.roomAllow } = store.policy());
+    this.serverAllow = parseAllowList(env.DUET_APPROVAL_ALLOW);
     const host: TurnHost = {
       emit: (frame) => this.sockets.all(frame),
       run: (cmd, signal, turnId, byConnection) => this.agentRun(cmd, signal, turnId, byConnection),
@@ -234,7 +282,26 @@ export class Room {
       processes: this.processes.list(),
       ports: this.ports.state(),
       checkpoints: this.checkpoints.list(),
+      policy: this.policy,
+      approvals: this.approvals.list(),
+      allow: this.allow(),
     }));
+  }
+
+  /** The commands that never ask: the server's entries, then the room's. */
+  private allow(): string[] {
+    return [...this.serverAllow, ...this.roomAllow];
+  }
+
+  /** Who asks with `who`, as of now; undefined once its invite was revoked or expired. */
+  callerOf(who: Who | undefined): Caller | undefined {
+    return who?.inviteId === undefined ? OWNER : this.invites.caller(who.inviteId);
+  }
+
+  /** Throws the 403 unless `caller` may perform `op` (the table of src/access.ts). */
+  authorize(op: Op, caller: Caller): void {
+    const action = opAction(op, this.terminal.state() !== null);
+    if (action) check(caller.role, action);
   }
 
   /** Expired checkpoints leave the list; the sockets are told. */
@@ -272,9 +339,17 @@ export class Room {
     }
   }
 
-  /** Performs an operation; errors come back as their answers. */
-  async perform(op: Op): Promise<Reply> {
+  /**
+   * Performs an operation for `who` (absent: the room itself, or the
+   * server's token) once its role allows it; errors come back as their
+   * answers. An invite that fixes a name makes it the operation's `user`.
+   */
+  async perform(op: Op, who?: Who): Promise<Reply> {
     try {
+      const caller = this.callerOf(who);
+      if (!caller) throw gone();
+      this.authorize(op, caller);
+      if (caller.name !== undefined) op.user = caller.name;
       this.pruneCheckpoints();
       switch (op.kind) {
         case "message":
@@ -347,6 +422,36 @@ export class Room {
           return await this.fork(op.to, op.checkpointId, op.user ?? ANONYMOUS);
         case "fork_into":
           return await this.forkInto(op);
+        case "invite_create": {
+          if ((this.env.DUET_TOKEN ?? "") === "") throw invitesNeedToken();
+          const { invite, token } = await this.invites.create(op.role, op.expiresIn, op.name, op.user ?? ANONYMOUS);
+          this.sockets.expiresAt(invite.expiresAt);
+          const link = op.link ?? "http://localhost";
+          const url = `${link.replace("://", `://${token}@`)}/${this.id}`;
+          return ok({ invite: inviteJson(invite), token, url });
+        }
+        case "invite_list":
+          return ok({ invites: this.invites.list().map(inviteJson) });
+        case "invite_revoke":
+          this.invites.revoke(op.inviteId);
+          this.sockets.closeInvite(op.inviteId, "the invite was revoked");
+          return ok({ revoked: true });
+        case "set_role": {
+          const invite = this.invites.setRole(op.inviteId, op.role);
+          this.sockets.roleChanged(op.inviteId);
+          return ok({ invite: inviteJson(invite) });
+        }
+        case "set_policy": {
+          const allow = op.allow ?? this.roomAllow;
+          this.store.setPolicy(op.policy, allow);
+          this.policy = op.policy;
+          this.roomAllow = allow;
+          this.stateCache = undefined;
+          this.sockets.patch(statePatchFrame({ policy: this.policy, allow: this.allow() }));
+          return ok({ policy: this.policy });
+        }
+        case "approve":
+          return this.approvals.answer(op.approvalId, op.approved, op.user ?? ANONYMOUS);
       }
     } catch (e) {
       return (e instanceof ApiError ? e : ApiError.internal(describe(e))).reply();
@@ -532,9 +637,17 @@ export class Room {
    */
   private async agentRun(cmd: string, signal: AbortSignal, turnId: string, byConnection?: string): Promise<Run> {
     const cancelled: Run = { cmd, stdout: "", stderr: "", exitCode: null, error: "the agent's turn was cancelled" };
+    const notRun = (error: string): Run => ({ cmd, stdout: "", stderr: "", exitCode: null, error });
+    if (this.policy === "off") return notRun(POLICY_OFF);
+    if (this.policy === "ask" && !allowedWithoutAsking(cmd, this.allow())) {
+      const decision = await this.approvals.request(cmd, turnId, signal);
+      if ("withdrawn" in decision) return cancelled;
+      if (!decision.approved) return notRun(decision.timedOut ? NOT_APPROVED_IN_TIME : deniedBy(decision.by));
+    }
     const aborted = new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
     await Promise.race([this.cleaning, aborted]);
     if (signal.aborted) return cancelled;
+    // Before the turn's first command that actually runs.
     if (this.checkpointedTurn !== turnId) {
       this.checkpointedTurn = turnId;
       const taking = this.checkpoints.beforeTurn(turnId);

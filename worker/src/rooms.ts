@@ -2,11 +2,15 @@
 // its stub by room id, and the internal requests it serves besides the
 // protocol's own routes.
 
+import type { Caller } from "./access";
 import type { DuetAgent } from "./agent";
+import type { Who } from "./room";
 import type { Env } from "./env";
 
 /** A validated operation (ops.ts `Op`) as JSON. */
 export const OP_PATH = "/duet/op";
+/** Who a token (`{hash}`) or an invite (`{inviteId}`) is in the room: `Caller`, or 401. */
+export const CALLER_PATH = "/duet/caller";
 /** `GET /messages`, checked: `?before&limit`. */
 export const PAGE_PATH = "/duet/messages";
 /** The room's sandbox stopped (its container slept or was destroyed): a fresh shell comes next. */
@@ -25,9 +29,23 @@ export function roomRequest(path: string, init?: RequestInit): Request {
   return new Request(`https://duet-agent${path}`, init);
 }
 
-/** Asks `room` to perform an operation; its answer as the HTTP response. */
-export function roomOp(env: Env, room: string, op: object): Promise<Response> {
-  return roomStub(env, room).fetch(roomRequest(OP_PATH, { method: "POST", body: JSON.stringify(op) }));
+/**
+ * Asks `room` to perform an operation for `who` (the invite the request
+ * came with; absent: the server's token, or the room itself); its answer
+ * as the HTTP response.
+ */
+export function roomOp(env: Env, room: string, op: object, who?: Who): Promise<Response> {
+  return roomStub(env, room).fetch(roomRequest(OP_PATH, { method: "POST", body: JSON.stringify({ op, who }) }));
+}
+
+/** Who a token (its hash) or an invite is in `room` now; undefined when nobody (401). */
+export async function askCaller(env: Env, room: string, asked: { hash: string } | { inviteId: string }): Promise<Caller | undefined> {
+  const res = await roomStub(env, room).fetch(roomRequest(CALLER_PATH, { method: "POST", body: JSON.stringify(asked) }));
+  if (res.status !== 200) {
+    await res.body?.cancel();
+    return undefined;
+  }
+  return (await res.json()) as Caller;
 }
 
 /** Tells `room` that its sandbox stopped; failures are logged, never thrown (the sandbox is stopping). */

@@ -19,6 +19,15 @@ import {
   type Run,
 } from "./protocol";
 import type { WorkspaceCopy } from "./sandbox/types";
+import type { Policy } from "./approvals";
+import type { Invite } from "./invites";
+
+/** An invite, its token's hash, and whether it was revoked, as stored. */
+export interface StoredInvite {
+  invite: Invite;
+  hash: string;
+  revoked: boolean;
+}
 
 /** A checkpoint and where its copy is, as stored. */
 export interface StoredCheckpoint {
@@ -49,6 +58,9 @@ const SCHEMA = [
   // Checkpoints: the listed one and its copy's handle (the SDK's DirectoryBackup).
   `CREATE TABLE IF NOT EXISTS duet_checkpoints (
      id TEXT PRIMARY KEY, seq INTEGER NOT NULL, checkpoint TEXT NOT NULL, copy TEXT NOT NULL)`,
+  // Invites: each one as listed, its token's SHA-256 (never the token), and whether it was revoked.
+  `CREATE TABLE IF NOT EXISTS duet_invites (
+     id TEXT PRIMARY KEY, seq INTEGER NOT NULL, invite TEXT NOT NULL, hash TEXT NOT NULL UNIQUE, revoked INTEGER NOT NULL)`,
 ];
 
 /** Columns added since the first schema, added to older tables when the room loads. */
@@ -270,6 +282,55 @@ export class Store {
       .exec("SELECT checkpoint, copy FROM duet_checkpoints ORDER BY seq")
       .toArray()
       .map((r) => ({ checkpoint: JSON.parse(String(r.checkpoint)) as Checkpoint, copy: JSON.parse(String(r.copy)) as WorkspaceCopy }));
+  }
+
+  /** Takes the next invite number (kept, so no id is used twice; a cleanup keeps it). */
+  takeInviteNumber(): number {
+    const n = this.counter("invite");
+    this.setCounter("invite", n + 1);
+    return n;
+  }
+
+  saveInvite(i: StoredInvite): void {
+    this.sql.exec(
+      "INSERT OR REPLACE INTO duet_invites (id, seq, invite, hash, revoked) VALUES (?, ?, ?, ?, ?)",
+      i.invite.id,
+      Number(i.invite.id.replace(/^i/, "")) || 0,
+      JSON.stringify(i.invite),
+      i.hash,
+      i.revoked ? 1 : 0,
+    );
+  }
+
+  /** Every invite the room gave out, oldest first. */
+  invites(): StoredInvite[] {
+    return this.sql
+      .exec("SELECT invite, hash, revoked FROM duet_invites ORDER BY seq")
+      .toArray()
+      .map((r) => ({ invite: JSON.parse(String(r.invite)) as Invite, hash: String(r.hash), revoked: Number(r.revoked) !== 0 }));
+  }
+
+  /** The room's approval policy and its own allow list. */
+  policy(): { policy: Policy; allow: string[] } {
+    const value = (name: string) => this.sql.exec("SELECT value FROM duet_values WHERE name = ?", name).toArray()[0]?.value;
+    const policy = value("policy");
+    const allow = value("allow");
+    return {
+      policy: policy === "ask" || policy === "off" ? policy : "auto",
+      allow: allow === undefined ? [] : (JSON.parse(String(allow)) as string[]),
+    };
+  }
+
+  setPolicy(policy: Policy, allow: string[]): void {
+    this.storage.transactionSync(() => {
+      for (const [name, value] of [["policy", policy], ["allow", JSON.stringify(allow)]]) {
+        this.sql.exec(
+          "INSERT INTO duet_values (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+          name,
+          value,
+        );
+      }
+    });
   }
 
   /** Someone joined the room (it exists from then on: a fork cannot take its name). */

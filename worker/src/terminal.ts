@@ -153,6 +153,14 @@ export class SharedTerminal {
     }
   }
 
+  /** Socket `connection` became a viewer: it watches on, and its size no longer counts. */
+  ignoreSize(connection: string): void {
+    const t = this.current;
+    if (!t?.viewers.has(connection)) return;
+    t.viewers.set(connection, undefined);
+    this.fit(t);
+  }
+
   /** A socket left: it no longer counts. */
   left(connection: string): void {
     const t = this.current;

@@ -31,7 +31,7 @@ function commands(report: ExecOutcome, waitForInterrupt = false) {
   } as unknown as RoomSandbox;
   let n = 0;
   const c = new Commands({
-    limits: { execTimeoutMs: 1000, maxExecTimeoutMs: 1000, outputCap: 1024, maxProcesses: 8, tunnelBytesPerSec: 1 << 26, autoCheckpoints: 0, checkpointTtlSecs: 60, diskBytes: 1 << 30 },
+    limits: { execTimeoutMs: 1000, maxExecTimeoutMs: 1000, outputCap: 1024, maxProcesses: 8, tunnelBytesPerSec: 1 << 26, autoCheckpoints: 0, checkpointTtlSecs: 60, diskBytes: 1 << 30, approvalTimeoutMs: 1000 },
     sandbox: () => sandbox,
     generation: () => 0,
     takeExecNumber: () => ++n,

@@ -55,6 +55,9 @@ export class Ws {
   private frames: string[] = [];
   private waiters: (() => void)[] = [];
   closed = false;
+  /** The close frame's code and reason, once the socket closed. */
+  closeCode?: number;
+  closeReason?: string;
 
   constructor(readonly socket: WebSocket) {
     socket.accept();
@@ -62,7 +65,9 @@ export class Ws {
       this.frames.push(typeof e.data === "string" ? e.data : "<binary>");
       this.wake();
     });
-    socket.addEventListener("close", () => {
+    socket.addEventListener("close", (e) => {
+      this.closeCode = e.code;
+      this.closeReason = e.reason;
       this.closed = true;
       this.wake();
     });
@@ -117,6 +122,20 @@ export class Ws {
     return this.until((f) => f.type === "rpc" && f.id === id);
   }
 
+  /** Waits until the server closed the socket (frames before it are skipped); its code and reason. */
+  async closedWith(): Promise<{ code?: number; reason?: string }> {
+    const deadline = Date.now() + WAIT_MS;
+    while (!this.closed) {
+      if (Date.now() > deadline) throw new Error("the socket stayed open");
+      this.frames.splice(0);
+      await new Promise<void>((ok) => {
+        this.waiters.push(ok);
+        setTimeout(ok, 500);
+      });
+    }
+    return { code: this.closeCode, reason: this.closeReason };
+  }
+
   close() {
     try {
       this.socket.close(1000, "bye");
@@ -142,10 +161,10 @@ export async function ws(roomId: string, query = ""): Promise<Ws> {
   return opened.ws as Ws;
 }
 
-/** A socket that has read its three connect frames. */
+/** A socket that has read its four connect frames. */
 export async function joined(roomId: string, query = ""): Promise<Ws> {
   const s = await ws(roomId, query);
-  for (const type of ["cf_agent_identity", "cf_agent_state", "duet_presence"]) {
+  for (const type of ["cf_agent_identity", "cf_agent_state", "duet_presence", "duet_you"]) {
     expect((await s.next()).type).toBe(type);
   }
   return s;

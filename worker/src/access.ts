@@ -1,0 +1,137 @@
+// Who may do what (docs/protocol.md "Invites, roles and approvals"): the
+// one table of operations × roles, with duet serve's words
+// (src/server/access.rs), and the operation each request or frame is.
+// Every way in asks `check` here before it does anything: HTTP and rpc
+// (room.ts `perform`, agent.ts for the socket's own operations), terminal
+// frames (agent.ts), files, previews and tunnels (index.ts, preview.ts).
+
+import { ApiError } from "./http";
+import type { Op } from "./ops";
+
+export type RoomRole = "owner" | "writer" | "viewer";
+
+export const ROLES: readonly RoomRole[] = ["owner", "writer", "viewer"];
+
+/** Each role may do what the ones after it may. */
+const RANK: Record<RoomRole, number> = { viewer: 0, writer: 1, owner: 2 };
+
+export function parseRole(value: unknown): RoomRole | undefined {
+  return typeof value === "string" && (ROLES as readonly string[]).includes(value) ? (value as RoomRole) : undefined;
+}
+
+/** Who asks: a role, the invite it came with (none: the server's token) and the name that invite fixes. */
+export interface Caller {
+  role: RoomRole;
+  inviteId?: string;
+  name?: string;
+}
+
+/** The server's token (or a backend without one). */
+export const OWNER: Caller = { role: "owner" };
+
+/** The least role each action needs, and how a refusal names it ("a viewer may not …"). */
+const TABLE = {
+  chatToRoom: ["viewer", "talk to the room"],
+  rename: ["viewer", "change their name"],
+  watch: ["viewer", "watch"],
+  previewRead: ["viewer", "open a preview"],
+  askAgent: ["writer", "ask the agent"],
+  runCommand: ["writer", "run commands"],
+  interrupt: ["writer", "interrupt commands"],
+  cancel: ["writer", "cancel the agent's turn"],
+  writeFiles: ["writer", "change files"],
+  startProcess: ["writer", "start background processes"],
+  killProcess: ["writer", "stop background processes"],
+  usePort: ["writer", "send requests to the sandbox's ports"],
+  openTerminal: ["writer", "open the terminal"],
+  typeIntoTerminal: ["writer", "type into the terminal"],
+  resizeTerminal: ["writer", "size the terminal"],
+  closeTerminal: ["writer", "close the terminal"],
+  takeCheckpoint: ["writer", "take checkpoints"],
+  restoreCheckpoint: ["writer", "restore checkpoints"],
+  deleteCheckpoint: ["writer", "delete checkpoints"],
+  setPolicy: ["writer", "change the policy"],
+  approve: ["writer", "answer approvals"],
+  cleanup: ["owner", "clean the room up"],
+  fork: ["owner", "fork the room"],
+  setRole: ["owner", "change roles"],
+  manageInvites: ["owner", "manage invites"],
+} as const satisfies Record<string, readonly [RoomRole, string]>;
+
+export type Action = keyof typeof TABLE;
+
+export function may(role: RoomRole, action: Action): boolean {
+  return RANK[role] >= RANK[TABLE[action][0]];
+}
+
+/** The contract's 403 for `role` doing `action`. */
+export function forbidden(role: RoomRole, action: Action): ApiError {
+  const article = role === "owner" ? "an" : "a";
+  return new ApiError(403, "forbidden", { role: [`${article} ${role} may not ${TABLE[action][1]}`] });
+}
+
+/** Throws the 403 unless `role` may do `action`. */
+export function check(role: RoomRole, action: Action): void {
+  if (!may(role, action)) throw forbidden(role, action);
+}
+
+/**
+ * The action an operation is; undefined for what everyone may do (reads,
+ * and the room's internal operations). `terminalRuns`: whether a
+ * `term_open` only attaches to a running terminal (watching it).
+ */
+export function opAction(op: Op, terminalRuns: boolean): Action | undefined {
+  switch (op.kind) {
+    case "message":
+      return op.to === "room" ? "chatToRoom" : "askAgent";
+    case "exec":
+      return "runCommand";
+    case "interrupt":
+      return "interrupt";
+    case "cancel":
+      return "cancel";
+    case "cleanup":
+      return "cleanup";
+    case "rename":
+      return "rename";
+    case "term_open":
+      return terminalRuns ? "watch" : "openTerminal";
+    case "term_detach":
+    case "process_follow":
+    case "process_unfollow":
+      return "watch";
+    case "term_close":
+      return "closeTerminal";
+    case "process_start":
+      return "startProcess";
+    case "process_kill":
+      return "killProcess";
+    case "checkpoint_create":
+      return "takeCheckpoint";
+    case "checkpoint_restore":
+      return "restoreCheckpoint";
+    case "checkpoint_delete":
+      return "deleteCheckpoint";
+    case "fork":
+      return "fork";
+    case "invite_create":
+    case "invite_list":
+    case "invite_revoke":
+      return "manageInvites";
+    case "set_role":
+      return "setRole";
+    case "set_policy":
+      return "setPolicy";
+    case "approve":
+      return "approve";
+    case "process_list":
+    case "process_get":
+    case "process_logs":
+    case "ports":
+    case "checkpoint_list":
+    case "upload":
+    case "deleted":
+    case "fork_into":
+      return undefined;
+  }
+}
