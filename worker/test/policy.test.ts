@@ -37,10 +37,10 @@ describe("the approval policy", () => {
   it("sets the policy and the room's allow list, in the state, and refuses bad ones", async () => {
     const r = room("pol");
     const s = await joined(r, "deltas=1");
-    const set = await s.rpc(1, "set_policy", [{ policy: "ask", allow: ["make  test", "git status"] }]);
-    expect(set.result).toEqual({ policy: "ask" });
+    s.send({ type: "rpc", id: 1, method: "set_policy", args: [{ policy: "ask", allow: ["make  test", "git status"] }] });
     const patch = await s.until((f) => f.type === "duet_state" && f.patch.policy !== undefined);
     expect(patch.patch).toEqual({ policy: "ask", allow: ["ls", "cat", "make test", "git status"] });
+    expect((await s.until((f) => f.type === "rpc")).result).toEqual({ policy: "ask" });
     const bad = await post(`/api/rooms/${r}/policy`, { policy: "maybe", allow: "ls" });
     expect(bad.status).toBe(400);
     expect(bad.body.details).toEqual({
@@ -62,7 +62,7 @@ describe("the approval policy", () => {
     const ann = await joined(r, "user=ann&_pk=ann&deltas=1");
     const bob = await joined(r, "user=bob&_pk=bob");
     const key = await script(`ask-${r}`, [runs("echo approved")]);
-    const answer = ann.rpc(1, "message", [{ text: `run it ${key}` }]);
+    const answer = post(`/api/rooms/${r}/message`, { text: `run it ${key}`, userId: "ann" });
     const request = await bob.until((f) => f.type === "duet_approval");
     expect(request).toEqual({ type: "duet_approval", phase: "request", approvalId: "a1", turnId: expect.any(String), cmd: "echo approved" });
     const patch = await ann.until((f) => f.type === "duet_state" && f.patch.approvals !== undefined);
@@ -76,8 +76,9 @@ describe("the approval policy", () => {
     expect(decided.result).toEqual({ decided: true });
     const frame = await ann.until((f) => f.type === "duet_approval" && f.phase === "decided");
     expect(frame).toEqual({ type: "duet_approval", phase: "decided", approvalId: "a1", approved: true, by: "bob" });
-    const reply = await answer;
-    expect(reply.result.reply).toBe("On it.\n\nOutput (echo approved):\napproved");
+    const started = await ann.until((f) => f.type === "duet_exec" && f.phase === "start");
+    expect(started).toMatchObject({ cmd: "echo approved", source: "agent" });
+    expect((await answer).body.reply).toBe("On it.\n\nOutput (echo approved):\napproved");
     const second = await post(`/api/rooms/${r}/approve`, { approvalId: "a1", approved: false });
     expect(second.status).toBe(409);
     expect(second.body).toEqual({ error: "already decided", details: { approvalId: ['approval "a1" was decided already'] } });
@@ -91,20 +92,20 @@ describe("the approval policy", () => {
     const s = await joined(r, "user=ann");
     const key = await script(`deny-${r}`, [runs("touch /workspace/denied", "ls -a", "ls; rm -rf /workspace")]);
     const answer = post(`/api/rooms/${r}/message`, { text: `do it ${key}`, userId: "ann" });
-    const first = await s.until((f) => f.type === "duet_approval");
+    const first = await s.until((f) => f.type === "duet_approval" && f.phase === "request");
     expect(first.cmd).toBe("touch /workspace/denied");
     expect((await post(`/api/rooms/${r}/approve`, { approvalId: first.approvalId, approved: false, userId: "bob" })).body).toEqual({
       decided: true,
     });
     // `ls -a` is on the server's allow list: it runs without asking; the chained one asks.
-    const ranLs = await s.until((f) => f.type === "duet_exec" || f.type === "duet_approval");
+    const ranLs = await s.until((f) => (f.type === "duet_exec" && f.phase === "start") || (f.type === "duet_approval" && f.phase === "request"));
     expect([ranLs.type, ranLs.cmd]).toEqual(["duet_exec", "ls -a"]);
     const chained = await s.until((f) => f.type === "duet_approval" && f.phase === "request");
     expect(chained.cmd).toBe("ls; rm -rf /workspace");
     await post(`/api/rooms/${r}/approve`, { approvalId: chained.approvalId, approved: false, userId: "cy" });
     const reply = (await answer).body;
     expect(reply.reply).toBe(
-      "On it.\n\nError (touch /workspace/denied):\ndenied by bob\n\nOutput (ls -a):\n.\n..\n\nError (ls; rm -rf /workspace):\ndenied by cy",
+      "On it.\n\nError (touch /workspace/denied):\ndenied by bob\n\nOutput (ls -a):\n.\n..\n\n\nError (ls; rm -rf /workspace):\ndenied by cy",
     );
     const runsStored = reply.messages.at(-1).runs;
     expect(runsStored[0]).toEqual({ cmd: "touch /workspace/denied", stdout: "", stderr: "", exitCode: null, error: "denied by bob" });
