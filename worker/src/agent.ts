@@ -412,7 +412,7 @@ export class DuetAgent extends Agent<Env> {
     try {
       this.room().authorize(op, caller);
       if (op.kind === "rename" && caller.name !== undefined) {
-        throw new ApiError(403, "forbidden", { name: [`your invite fixes your name: you are ${caller.name}`] });
+        throw new ApiError(403, "forbidden", { name: [`your invite fixes your name: you are ${JSON.stringify(caller.name)} in this room`] });
       }
     } catch (e) {
       return send(c, failure(id, (e instanceof ApiError ? e : ApiError.internal(describe(e))).reply()));

@@ -104,7 +104,7 @@ interface Open {
 /** The requests of a room: open ones in order, and the ids answered or withdrawn (unique while loaded). */
 export class Approvals {
   private readonly open: Open[] = [];
-  private readonly closed = new Map<string, "decided" | "withdrawn">();
+  private readonly closed = new Set<string>();
   private last = 0;
 
   constructor(
@@ -126,7 +126,7 @@ export class Approvals {
     return new Promise<Decision>((resolve) => {
       let timer: ReturnType<typeof setTimeout> | undefined;
       const onAbort = () => {
-        if (this.close(approval.approvalId, "withdrawn")) {
+        if (this.close(approval.approvalId)) {
           this.host.all(withdrawnFrame(approval.approvalId));
           this.host.changed(this.list());
         }
@@ -152,9 +152,9 @@ export class Approvals {
 
   /** Answers request `approvalId` (`by` answered it): the `decided` frame, the state, then `{decided: true}`. */
   answer(approvalId: string, approved: boolean, by: string): Reply {
-    const closed = this.closed.get(approvalId);
-    if (closed) {
-      throw new ApiError(409, "already decided", { approvalId: [`approval ${JSON.stringify(approvalId)} was ${closed} already`] });
+    if (this.closed.has(approvalId)) {
+      // A withdrawn request is over too: nobody can answer it any more.
+      throw new ApiError(409, "already decided", { approvalId: [`approval ${JSON.stringify(approvalId)} was decided already`] });
     }
     if (!this.decide(approvalId, approved, by)) {
       throw new ApiError(404, "no such approval", { approvalId: [`no approval ${JSON.stringify(approvalId)} in this room`] });
@@ -164,7 +164,7 @@ export class Approvals {
 
   private decide(approvalId: string, approved: boolean, by: string, timedOut = false): boolean {
     const entry = this.open.find((o) => o.approval.approvalId === approvalId);
-    if (!entry || !this.close(approvalId, "decided")) return false;
+    if (!entry || !this.close(approvalId)) return false;
     this.host.all(decidedFrame(approvalId, approved, by));
     this.host.changed(this.list());
     entry.settle(approved ? { approved: true } : { approved: false, by, timedOut });
@@ -172,11 +172,11 @@ export class Approvals {
   }
 
   /** Takes a request off the open list; false when it was not open. */
-  private close(approvalId: string, how: "decided" | "withdrawn"): boolean {
+  private close(approvalId: string): boolean {
     const i = this.open.findIndex((o) => o.approval.approvalId === approvalId);
     if (i < 0) return false;
     this.open.splice(i, 1);
-    this.closed.set(approvalId, how);
+    this.closed.add(approvalId);
     return true;
   }
 }
