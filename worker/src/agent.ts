@@ -109,7 +109,8 @@ export class DuetAgent extends Agent<Env> {
         if (c) send(c, text);
       },
       count: () => this.connections().length,
-      roleChanged: (inviteId) => this.roleChanged(inviteId),
+      // After the answer of the request that changed it (as duet serve's sockets tell it).
+      roleChanged: (inviteId) => void setTimeout(() => this.roleChanged(inviteId), 0),
       closeInvite: (inviteId, reason) => this.closeInvite(inviteId, reason),
       expiresAt: (at) => this.expiresAt(at),
     });
