@@ -109,8 +109,7 @@ export class DuetAgent extends Agent<Env> {
         if (c) send(c, text);
       },
       count: () => this.connections().length,
-      // After the answer of the request that changed it (as duet serve's sockets tell it).
-      roleChanged: (inviteId) => void setTimeout(() => this.roleChanged(inviteId), 0),
+      roleChanged: (inviteId) => this.roleChanged(inviteId),
       closeInvite: (inviteId, reason) => this.closeInvite(inviteId, reason),
       expiresAt: (at) => this.expiresAt(at),
     });

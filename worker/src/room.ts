@@ -447,9 +447,7 @@ export class Room {
           this.policy = op.policy;
           this.roomAllow = allow;
           this.stateCache = undefined;
-          // After the answer of the request that changed it, as duet serve sends it.
-          const patch = statePatchFrame({ policy: this.policy, allow: this.allow() });
-          setTimeout(() => this.sockets.patch(patch), 0);
+          this.sockets.patch(statePatchFrame({ policy: this.policy, allow: this.allow() }));
           return ok({ policy: this.policy });
         }
         case "approve":
