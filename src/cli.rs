@@ -360,6 +360,13 @@ pub struct ServeArgs {
     /// Seconds one answer of the model may take
     #[arg(long, default_value_t = 120, env = "DUET_AI_TIMEOUT_SECS")]
     pub ai_timeout_secs: u64,
+    /// Offer the model the `run` tool: auto (offered; tags if the model
+    /// refuses tools), on, or off (tags only)
+    #[arg(long, value_enum, default_value_t = crate::ai::ToolMode::Auto, env = "DUET_AI_TOOLS")]
+    pub ai_tools: crate::ai::ToolMode,
+    /// Bytes of /workspace/AGENTS.md the agent is sent each turn
+    #[arg(long, default_value_t = crate::ai::context::DEFAULT_AGENTS_MD_BYTES, env = "DUET_AGENTS_MD_BYTES")]
+    pub agents_md_bytes: usize,
     #[command(flatten)]
     pub limits: LimitArgs,
     /// Set by plain `duet` for its embedded backend, which has no --ai-*
@@ -437,6 +444,8 @@ impl ServeArgs {
     #[cfg(feature = "server")]
     pub fn ai_config(&self) -> crate::ai::AiConfig {
         crate::ai::AiConfig {
+            tools: self.ai_tools,
+            agents_md_bytes: Some(self.agents_md_bytes),
             url: self.ai_url.clone(),
             model: self.ai_model.clone(),
             key: self.ai_key.clone(),
