@@ -63,6 +63,10 @@ pub enum Command {
     Ls(LsArgs),
     /// Delete files of the room's workspace (a folder only with -r)
     Rm(RmArgs),
+    /// Write the room's whole history: markdown (who said and ran what),
+    /// the protocol's JSON, or an asciicast v2 recording of its commands
+    /// (`asciinema play FILE`)
+    Export(ExportArgs),
     /// Take a checkpoint: a copy of the room's /workspace now, to restore
     /// later (`duet restore NAME`)
     Checkpoint(CheckpointArgs),
@@ -201,6 +205,18 @@ pub struct LsArgs {
     /// Print `{entries}` as JSON instead
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// md, json or cast (default: from the file's name, else md)
+    #[arg(long, value_enum)]
+    pub format: Option<crate::client::export::Format>,
+    /// Write to this file instead of stdout
+    #[arg(short, long)]
+    pub output: Option<String>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -514,6 +530,7 @@ fn run_async(command: Command) -> ExitCode {
             Command::Kill(args) => crate::client::ps::kill(args).await,
             Command::Port(args) => crate::client::tunnel::port(args).await,
             Command::Ls(args) => crate::client::ls::ls(args).await,
+            Command::Export(args) => crate::client::export::run(args).await,
             Command::Rm(args) => crate::client::ls::rm(args).await,
             Command::Checkpoint(args) => crate::client::undo::checkpoint(args).await,
             Command::Checkpoints(args) => crate::client::undo::list(args).await,

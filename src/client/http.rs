@@ -273,6 +273,27 @@ impl HttpClient {
         decode(url.as_str(), &text)
     }
 
+    /// `GET /execs`: a page of the room's commands strictly older than `before`.
+    pub async fn execs(
+        &self,
+        before: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<crate::protocol::ExecsPage, HttpError> {
+        let mut url = url::Url::parse(&self.room_url("execs"))
+            .map_err(|err| HttpError::Invalid(err.to_string()))?;
+        {
+            let mut query = url.query_pairs_mut();
+            if let Some(before) = before {
+                query.append_pair("before", before);
+            }
+            if let Some(limit) = limit {
+                query.append_pair("limit", &limit.to_string());
+            }
+        }
+        let text = self.send_text(Method::GET, url.as_str(), None).await?;
+        decode(url.as_str(), &text)
+    }
+
     async fn post<B: Serialize, T: DeserializeOwned>(
         &self,
         tail: &str,

@@ -5,6 +5,7 @@ pub mod commands;
 pub mod cp;
 pub mod deltas;
 pub mod explain;
+pub mod export;
 pub mod follow;
 pub mod http;
 pub mod join;
