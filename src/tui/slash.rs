@@ -179,8 +179,8 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
     SlashCommand {
         name: "policy",
         aliases: &[],
-        usage: "/policy [auto|ask|off]",
-        help: "the agent's commands: run (auto), wait for approval (ask) or not run (off); alone: shows it",
+        usage: "/policy [MODE]",
+        help: "auto: the agent's commands run; ask: each waits for a yes; off: none run",
         // Showing it is for everyone; setting it is checked by the handler.
         deed: None,
         run: |app, arg, effects| app.policy_command(arg, effects),
@@ -199,8 +199,8 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
     SlashCommand {
         name: "invite",
         aliases: &[],
-        usage: "/invite ROLE [NAME]",
-        help: "a link for someone else to join as viewer, writer or owner (NAME fixes their name)",
+        usage: "/invite ROLE",
+        help: "a link to join as viewer, writer or owner (a NAME after it fixes theirs)",
         deed: Some(Deed::Invite),
         run: |app, arg, effects| {
             let (role, name) =
