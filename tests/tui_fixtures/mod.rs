@@ -119,6 +119,7 @@ pub fn state(messages: Vec<DuetMessage>, execs: Vec<ExecRecord>) -> Msg {
             messages,
             execs,
             shell: None,
+            ..Default::default()
         },
     })
 }
@@ -216,6 +217,7 @@ pub fn presence(names: &[(&str, &str)]) -> Msg {
         users: names
             .iter()
             .map(|(id, name)| PresenceUser {
+                role: duet::protocol::RoomRole::Owner,
                 id: id.to_string(),
                 name: name.to_string(),
                 since: T0,
