@@ -391,9 +391,6 @@ fn a_cleaned_up_room_shows_just_its_cleanup_record() {
             processes: Vec::new(),
             ports: Vec::new(),
             checkpoints: Vec::new(),
-            policy: Policy::Auto,
-            approvals: Vec::new(),
-            allow: Vec::new(),
             messages: vec![record_msg(
                 3,
                 Event::Cleanup { by: "bob".into() },
@@ -537,9 +534,6 @@ fn the_status_bar_shows_the_shells_directory_and_its_reset() {
             processes: Vec::new(),
             ports: Vec::new(),
             checkpoints: Vec::new(),
-            policy: Policy::Auto,
-            approvals: Vec::new(),
-            allow: Vec::new(),
             messages: vec![],
             execs: vec![],
             shell: Some(ShellState {

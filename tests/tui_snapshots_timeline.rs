@@ -61,9 +61,6 @@ fn pairing_room() -> App {
             processes: Vec::new(),
             ports: Vec::new(),
             checkpoints: Vec::new(),
-            policy: Policy::Auto,
-            approvals: Vec::new(),
-            allow: Vec::new(),
             messages: vec![
                 msg(
                     1,

@@ -113,9 +113,6 @@ pub fn state(messages: Vec<DuetMessage>, execs: Vec<ExecRecord>) -> Msg {
             processes: Vec::new(),
             ports: Vec::new(),
             checkpoints: Vec::new(),
-            policy: Policy::Auto,
-            approvals: Vec::new(),
-            allow: Vec::new(),
             messages,
             execs,
             shell: None,
@@ -221,7 +218,6 @@ pub fn presence(names: &[(&str, &str)]) -> Msg {
                 id: id.to_string(),
                 name: name.to_string(),
                 since: T0,
-                role: RoomRole::Owner,
             })
             .collect(),
     })
