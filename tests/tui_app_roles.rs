@@ -429,6 +429,10 @@ fn a_viewer_sees_no_dialog_and_a_refused_answer_asks_again() {
     let mut watcher = viewer();
     watcher.update(approval_request("a1", "ls"));
     assert!(watcher.modals.is_empty());
+    assert_eq!(
+        last_toast(&watcher),
+        "The agent waits for a writer or owner to approve `ls`"
+    );
     assert_eq!(watcher.approvals.open.len(), 1);
 
     let mut app = app();

@@ -78,18 +78,29 @@ impl App {
                 turn_id,
                 cmd,
             } => {
-                if !self
+                if self
                     .approvals
                     .open
                     .iter()
                     .any(|a| a.approval_id == approval_id)
                 {
-                    self.approvals.open.push(Approval {
-                        approval_id,
-                        turn_id,
-                        cmd,
-                    });
+                    return false;
                 }
+                // Those who may not answer know why the agent waits.
+                if self.may(Deed::Approve).is_err() {
+                    self.toast(
+                        format!(
+                            "The agent waits for a writer or owner to approve {}",
+                            quoted(&cmd)
+                        ),
+                        false,
+                    );
+                }
+                self.approvals.open.push(Approval {
+                    approval_id,
+                    turn_id,
+                    cmd,
+                });
                 self.offer_approval();
             }
             ApprovalFrame::Decided {

@@ -1,6 +1,8 @@
 //! The status bar (room, your name, connection, people, the shell's
 //! directory, the shared terminal's size, how many background processes
-//! run, how to join, server), the presence column and the hints
+//! run, your role when not an owner, the approval policy when not auto,
+//! how to join, server), the presence column (with roles once they
+//! differ) and the hints
 //! line (messages queued while offline, "X is typing" or key hints, the
 //! current mode's marked).
 
@@ -133,7 +135,7 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         };
         parts.push(Part {
             style: bar.patch(theme.warn()),
-            ..part(vec![long, format!(" · {}", policy.as_str())], &[5])
+            ..part(vec![long, format!(" · policy {}", policy.as_str())], &[5])
         });
     }
     let running = app.procs.running();
