@@ -82,6 +82,19 @@ pub enum Command {
     /// Start a new room from this room's /workspace (or a checkpoint of
     /// it), with an empty history
     Fork(ForkArgs),
+    /// Invite someone into the room with a role (viewer, writer, owner):
+    /// prints the command they join with; --list shows the room's
+    /// invites, --revoke ID ends one (its people are disconnected)
+    Invite(InviteArgs),
+    /// Show the room's approval policy for the agent's commands (and
+    /// those waiting), or set it: auto (they run), ask (each waits for a
+    /// writer or owner), off (none runs)
+    Policy(PolicyArgs),
+    /// Approve an agent's command waiting for a person (its id: `duet
+    /// policy` lists them)
+    Approve(ApproveArgs),
+    /// Deny an agent's command waiting for a person: it does not run
+    Deny(ApproveArgs),
     /// Reach a port of the room's sandbox from this machine: listens on
     /// 127.0.0.1:LOCAL and carries each connection to PORT in the sandbox
     /// (any protocol) until Ctrl+C
@@ -270,6 +283,91 @@ pub struct ForkArgs {
     /// workspace as it is now
     #[arg(long, value_name = "NAME|ID")]
     pub from: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct InviteArgs {
+    /// Backend URL, e.g. http://127.0.0.1:8787
+    #[arg(long, env = "DUET_SERVER")]
+    pub server: Option<String>,
+    /// Room id (1–63 of A-Z a-z 0-9 _ -)
+    #[arg(long, env = "DUET_ROOM")]
+    pub room: Option<String>,
+    /// Bearer token: the server's (an owner's everywhere) or an owner's
+    /// invite
+    #[arg(long, env = "DUET_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Your name in the room, as the invite's maker (`--name` is the
+    /// invited person's)
+    #[arg(long = "by", env = "DUET_NAME", value_name = "NAME")]
+    pub by: Option<String>,
+    /// What they may do: viewer (watch and chat), writer (also ask the
+    /// agent, run commands), owner (everything)
+    #[arg(long, value_parser = parse_role, required_unless_present_any = ["list", "revoke"])]
+    pub role: Option<crate::protocol::RoomRole>,
+    /// How long it lasts: 90s, 30m, 24h, 7d, or seconds (default: 24h)
+    #[arg(long, value_name = "TIME", value_parser = crate::client::access::parse_expires)]
+    pub expires: Option<u64>,
+    /// Fixes the name of whoever joins with it (records and approvals
+    /// then name them truly)
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// List the room's invites (id, role, name, expiry) instead
+    #[arg(long, conflicts_with_all = ["role", "expires", "name", "revoke"])]
+    pub list: bool,
+    /// With --list: print `{invites}` as JSON
+    #[arg(long, requires = "list")]
+    pub json: bool,
+    /// Revoke invite ID: its token stops working, its people are
+    /// disconnected
+    #[arg(long, value_name = "ID", conflicts_with_all = ["role", "expires", "name"])]
+    pub revoke: Option<String>,
+}
+
+impl InviteArgs {
+    /// Where the client finds its room, and as whom.
+    pub fn client(&self) -> ClientArgs {
+        ClientArgs {
+            server: self.server.clone(),
+            room: self.room.clone(),
+            token: self.token.clone(),
+            name: self.by.clone(),
+        }
+    }
+}
+
+/// A role as written on the command line.
+fn parse_role(text: &str) -> Result<crate::protocol::RoomRole, String> {
+    crate::protocol::RoomRole::parse(text)
+        .ok_or_else(|| format!("{text:?} is not a role: viewer, writer or owner"))
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct PolicyArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// The new policy: auto, ask or off (absent: shows it)
+    #[arg(value_parser = parse_policy)]
+    pub policy: Option<crate::protocol::Policy>,
+    /// The room's own commands that never ask, comma-separated
+    /// ("ls,cat,git status"; "" empties it); needs a policy
+    #[arg(long, value_name = "LIST", requires = "policy")]
+    pub allow: Option<String>,
+}
+
+/// A policy as written on the command line.
+fn parse_policy(text: &str) -> Result<crate::protocol::Policy, String> {
+    crate::protocol::Policy::parse(text)
+        .ok_or_else(|| format!("{text:?} is not a policy: auto, ask or off"))
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ApproveArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// The waiting command's id (`a1`; `duet policy` lists them)
+    #[arg(value_name = "ID")]
+    pub approval: String,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -537,6 +635,10 @@ fn run_async(command: Command) -> ExitCode {
             Command::Restore(args) => crate::client::undo::restore(args).await,
             Command::Undo(args) => crate::client::undo::undo(args).await,
             Command::Fork(args) => crate::client::undo::fork(args).await,
+            Command::Invite(args) => crate::client::invite::invite(args).await,
+            Command::Policy(args) => crate::client::invite::policy(args).await,
+            Command::Approve(args) => crate::client::invite::decide(args, true).await,
+            Command::Deny(args) => crate::client::invite::decide(args, false).await,
             Command::SandboxInit | Command::Join(_) => Ok(ExitCode::FAILURE),
         }
     });
@@ -592,6 +694,35 @@ mod tests {
         };
         assert_eq!(checkpoint.client.name.as_deref(), Some("ada"));
         assert_eq!(checkpoint.checkpoint.as_deref(), Some("before"));
+        let cli = Cli::try_parse_from([
+            "duet",
+            "invite",
+            "--role",
+            "viewer",
+            "--expires",
+            "30m",
+            "--name",
+            "bob",
+        ])
+        .unwrap();
+        let Some(Command::Invite(invite)) = cli.command else {
+            panic!("invite parses")
+        };
+        assert_eq!(invite.role, Some(crate::protocol::RoomRole::Viewer));
+        assert_eq!(invite.expires, Some(1_800));
+        assert_eq!(invite.name.as_deref(), Some("bob"));
+        for bad in [
+            &["duet", "invite"][..],
+            &["duet", "invite", "--role", "boss"],
+            &["duet", "invite", "--role", "viewer", "--expires", "1w"],
+            &["duet", "invite", "--list", "--role", "viewer"],
+            &["duet", "policy", "maybe"],
+        ] {
+            let err = Cli::try_parse_from(bad).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{bad:?}");
+        }
+        assert!(Cli::try_parse_from(["duet", "invite", "--list"]).is_ok());
+        assert!(Cli::try_parse_from(["duet", "invite", "--revoke", "i1"]).is_ok());
         let cli = Cli::try_parse_from(["duet", "rm", "-r", "a", "b"]).unwrap();
         assert!(
             matches!(cli.command, Some(Command::Rm(rm)) if rm.recursive && rm.paths == ["a", "b"])

@@ -1,5 +1,6 @@
 //! The client side of the protocol: HTTP calls and the room socket.
 
+pub mod access;
 pub mod checkpoints;
 pub mod commands;
 pub mod cp;
@@ -8,6 +9,7 @@ pub mod explain;
 pub mod export;
 pub mod follow;
 pub mod http;
+pub mod invite;
 pub mod join;
 pub mod local;
 pub mod ls;
