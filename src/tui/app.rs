@@ -131,6 +131,9 @@ pub enum Effect {
     },
     /// `/ls`: a folder of the workspace (relative to /workspace).
     ListDir(String),
+    /// `/export FILE`: the room's whole history into a local file (its
+    /// format from the name: `.json`, `.cast`, else markdown).
+    Export(String),
     /// Leave this room for that one (after `/fork`): the loop reconnects
     /// there with a fresh App.
     SwitchRoom(String),

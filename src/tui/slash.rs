@@ -80,6 +80,20 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         },
     },
     SlashCommand {
+        name: "export",
+        aliases: &[],
+        usage: "/export FILE",
+        help: "save the room's whole history (FILE.md, .json or .cast)",
+        deed: None,
+        run: |_, arg, effects| {
+            if arg.is_empty() {
+                return Err("usage: /export FILE (FILE.md, FILE.json or FILE.cast)".into());
+            }
+            effects.push(Effect::Export(arg.to_string()));
+            Ok(())
+        },
+    },
+    SlashCommand {
         name: "ls",
         aliases: &[],
         usage: "/ls [DIR]",
