@@ -3,6 +3,7 @@
 //! stack of `worker/dev.sh`), an HTTP client and a WebSocket client.
 #![allow(dead_code)]
 
+pub mod access;
 pub mod apps;
 pub mod procs;
 pub mod tmux;
@@ -316,6 +317,22 @@ impl Ws {
             }
         };
         tokio::time::timeout(WAIT, read_all).await.is_ok()
+    }
+
+    /// Reads until the server closes the socket: its close code and
+    /// reason (`None` when the connection ended without a close frame).
+    pub async fn closed(&mut self) -> Option<(u16, String)> {
+        let read_all = async {
+            while let Some(Ok(msg)) = self.inner.next().await {
+                if let Message::Close(frame) = msg {
+                    return frame.map(|f| (u16::from(f.code), f.reason.to_string()));
+                }
+            }
+            None
+        };
+        tokio::time::timeout(WAIT, read_all)
+            .await
+            .expect("the server closes the socket in time")
     }
 
     pub async fn close(mut self) {
