@@ -313,6 +313,15 @@ pub struct ServeArgs {
     /// commands) a room keeps; 0 takes none
     #[arg(long, default_value_t = crate::protocol::DEFAULT_AUTO_CHECKPOINTS, env = "DUET_AUTO_CHECKPOINTS")]
     pub auto_checkpoints: usize,
+    /// Seconds an agent's command waits for approval (policy `ask`)
+    /// before it is refused
+    #[arg(long, default_value_t = crate::protocol::DEFAULT_APPROVAL_TIMEOUT_SECS, env = "DUET_APPROVAL_TIMEOUT_SECS")]
+    pub approval_timeout_secs: u64,
+    /// Commands that never ask under the policy `ask`, comma-separated
+    /// ("ls,cat,git status"); a command matches by its first words and only
+    /// when it holds none of ; & | < > $ ` ( ) or a newline
+    #[arg(long, default_value = "", env = "DUET_APPROVAL_ALLOW")]
+    pub approval_allow: String,
     /// Memory of a room, in MiB (a cgroup limit where the host allows one)
     #[arg(long, default_value_t = 512)]
     pub memory_mb: u64,

@@ -38,6 +38,7 @@ async fn run_op(
     room: String,
     method: Method,
     access: Access,
+    headers: axum::http::HeaderMap,
     body: Result<JsonObject, ApiError>,
 ) -> Result<Reply, ApiError> {
     let details = room_details(&room);
@@ -47,11 +48,7 @@ async fn run_op(
         Err(e) if details.is_empty() => return Err(e),
         Err(_) => return Err(ApiError::invalid(details)),
     };
-    let caller = Caller {
-        name: None,
-        access,
-        socket: None,
-    };
+    let caller = Caller::new(None, access, None).reached_by(&headers);
     let request = ops::parse(method, &obj, details, caller)?;
     app.registry.room(&room).await?.perform(request).await
 }
@@ -65,6 +62,7 @@ pub(crate) fn operation(method: Method, verb: Verb) -> MethodRouter<Arc<App>> {
     let handler = move |State(app): State<Arc<App>>,
                         Extension(access): Extension<Access>,
                         Path(params): Path<std::collections::BTreeMap<String, String>>,
+                        headers: axum::http::HeaderMap,
                         body: Result<JsonObject, ApiError>| {
         let room = params.get("room").cloned().unwrap_or_default();
         let body = body.map(|JsonObject(mut obj)| {
@@ -73,7 +71,7 @@ pub(crate) fn operation(method: Method, verb: Verb) -> MethodRouter<Arc<App>> {
             }
             JsonObject(obj)
         });
-        run_op(app, room, method, access, body)
+        run_op(app, room, method, access, headers, body)
     };
     match verb {
         Verb::Post => post(handler),

@@ -41,6 +41,7 @@ pub(crate) fn build(app: Arc<App>) -> Router {
                 .delete(files::delete_file),
         )
         .route("/api/rooms/{room}/checkpoints", get(processes::checkpoints))
+        .route("/api/rooms/{room}/invites", get(processes::invites))
         .route("/api/rooms/{room}/processes", get(processes::list))
         .route("/api/rooms/{room}/processes/{id}", get(processes::one))
         .route(

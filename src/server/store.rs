@@ -40,6 +40,9 @@ pub(crate) struct RoomRow {
     /// Its checkpoints, oldest first, and the next one's number.
     pub(crate) checkpoints: Vec<crate::protocol::Checkpoint>,
     pub(crate) next_checkpoint: u64,
+    /// Its invites (revoked ones too) and its approval policy.
+    pub(crate) invites: Vec<super::store_access::InviteRow>,
+    pub(crate) policy: super::store_access::PolicyRow,
 }
 
 /// Tables of the store; `PRAGMA`s set WAL and `synchronous = NORMAL`.
@@ -149,6 +152,7 @@ impl Store {
             .spawn(move || {
                 let opened = Connection::open(&path).and_then(|conn| {
                     conn.execute_batch(SCHEMA)?;
+                    conn.execute_batch(super::store_access::SCHEMA)?;
                     migrate(&conn)?;
                     Ok(conn)
                 });
@@ -213,6 +217,8 @@ impl Store {
                 },
             )?;
             let checkpoints = super::store_checkpoints::select(&tx, &room)?;
+            let invites = super::store_access::select_invites(&tx, &room)?;
+            let policy = super::store_access::select_policy(&tx, &room)?;
             let mut messages = select_messages(&tx, &room, None, STATE_MESSAGES)?;
             messages.reverse();
             let mut execs = {
@@ -234,6 +240,8 @@ impl Store {
                 execs,
                 checkpoints,
                 next_checkpoint,
+                invites,
+                policy,
             })
         })
         .await

@@ -116,6 +116,7 @@ pub fn state(messages: Vec<DuetMessage>, execs: Vec<ExecRecord>) -> Msg {
             messages,
             execs,
             shell: None,
+            ..Default::default()
         },
     })
 }
@@ -213,6 +214,7 @@ pub fn presence(names: &[(&str, &str)]) -> Msg {
         users: names
             .iter()
             .map(|(id, name)| PresenceUser {
+                role: duet::protocol::RoomRole::Owner,
                 id: id.to_string(),
                 name: name.to_string(),
                 since: T0,

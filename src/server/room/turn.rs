@@ -66,7 +66,7 @@ struct RoomHost {
     /// The socket whose message began the turn.
     by_connection: Option<String>,
     /// Set once the turn ran a command (an automatic checkpoint came first).
-    ran: std::sync::atomic::AtomicBool,
+    ran: Arc<std::sync::atomic::AtomicBool>,
     /// The room's shared terminal when the turn began, and its size.
     terminal: Option<(
         crate::server::terminal::TermHandle,
@@ -91,8 +91,24 @@ impl TurnHost for RoomHost {
     fn run(&self, cmd: String) -> BoxFuture<Run> {
         let inbox = self.inbox.clone();
         let turn_id = self.turn_id.clone();
-        let first = !self.ran.swap(true, std::sync::atomic::Ordering::SeqCst);
+        let ran = self.ran.clone();
         Box::pin(async move {
+            // The room's policy first: maybe a person must approve it.
+            let (asked, verdict) = oneshot::channel();
+            let ask = Command::AskToRun {
+                turn_id: turn_id.clone(),
+                cmd: cmd.clone(),
+                verdict: asked,
+            };
+            if inbox.send(ask).await.is_err() {
+                return Run::failed(cmd, "the room stopped");
+            }
+            match verdict.await {
+                Ok(Ok(())) => {}
+                Ok(Err(why)) => return Run::failed(cmd, why),
+                Err(_) => return Run::failed(cmd, "the room stopped"),
+            }
+            let first = !ran.swap(true, std::sync::atomic::Ordering::SeqCst);
             if first {
                 // Before the turn's first command: a checkpoint to undo it.
                 let (reply, taken) = oneshot::channel();
