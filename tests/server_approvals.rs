@@ -52,15 +52,6 @@ async fn frames_until(ws: &mut Ws, last: impl Fn(&Value) -> bool) -> Vec<Value> 
     }
 }
 
-/// Reads frames until each of `wanted` matched one; answers all of them.
-async fn frames_until_all(ws: &mut Ws, wanted: &[&dyn Fn(&Value) -> bool]) -> Vec<Value> {
-    let mut frames: Vec<Value> = Vec::new();
-    while !wanted.iter().all(|w| frames.iter().any(|f| w(f))) {
-        frames.push(ws.next().await);
-    }
-    frames
-}
-
 fn approval(phase: &'static str) -> impl Fn(&Value) -> bool {
     move |f| f["type"] == "duet_approval" && f["phase"] == phase
 }
@@ -95,54 +86,50 @@ fn execs(frames: &[Value]) -> Vec<&Value> {
     frames.iter().filter(|f| f["type"] == "duet_exec").collect()
 }
 
-/// Sends an rpc and keeps the frames read before its answer.
-async fn rpc_keeping(ws: &mut Ws, id: u64, method: &str, args: Value) -> (Value, Vec<Value>) {
-    ws.send(json!({"type":"rpc","id":id,"method":method,"args":args}))
-        .await;
-    let mut others = Vec::new();
-    loop {
-        let f = ws.next().await;
-        if f["type"] == "rpc" && f["id"] == id {
-            return (f, others);
-        }
-        others.push(f);
-    }
-}
-
 /// Two owners' sockets in `room` (ada's plain, bob's with deltas) and the
 /// policy `ask` set by ada over rpc.
 async fn two_asking(server: &Server, room: &str) -> (Joined, Joined) {
     let mut ada = owner_joins(server, room, "user=ada").await;
     let mut bob = owner_joins(server, room, "user=bob&deltas=1").await;
-    let set = ada.ws.rpc(1, "set_policy", json!([{"policy":"ask"}])).await;
-    assert_eq!(set["result"], json!({"policy":"ask"}), "{set}");
-    ada.ws
-        .until(|f| f["type"] == "cf_agent_state" && f["state"]["policy"] == "ask")
+    let (set, seen) = ada
+        .ws
+        .rpc_keeping(1, "set_policy", json!([{"policy":"ask"}]))
         .await;
+    assert_eq!(set["result"], json!({"policy":"ask"}), "{set}");
+    let asks = |f: &Value| f["type"] == "cf_agent_state" && f["state"]["policy"] == "ask";
+    if !seen.iter().any(asks) {
+        ada.ws.until(asks).await;
+    }
     bob.ws
         .until(|f| f["type"] == "duet_state" && f["patch"]["policy"] == "ask")
         .await;
     (ada, bob)
 }
 
-/// Waits on `ws` for the request of `cmd` and the state listing it;
-/// answers the request frame.
+/// Waits on `ws` for the request of `cmd` and the state listing it (in
+/// `seen`, the frames read already, or those after); answers the request.
+async fn requested_after(ws: &mut Ws, cmd: &str, mut seen: Vec<Value>) -> Value {
+    let is_request = |f: &Value| approval("request")(f) && f["cmd"] == cmd;
+    let listed = |frames: &[Value]| {
+        let request = frames.iter().find(|f| is_request(f))?;
+        let entry =
+            json!({"approvalId": request["approvalId"], "turnId": request["turnId"], "cmd": cmd});
+        frames
+            .iter()
+            .filter_map(approvals_in)
+            .any(|a| a == json!([entry]))
+            .then(|| request.clone())
+    };
+    loop {
+        if let Some(request) = listed(&seen) {
+            return request;
+        }
+        seen.push(ws.next().await);
+    }
+}
+
 async fn requested(ws: &mut Ws, cmd: &str) -> Value {
-    let frames = frames_until_all(
-        ws,
-        &[&approval("request"), &|f: &Value| {
-            approvals_in(f).is_some_and(|a| a.as_array().is_some_and(|a| !a.is_empty()))
-        }],
-    )
-    .await;
-    let request = frames.iter().find(|f| approval("request")(f)).unwrap().clone();
-    assert_eq!(request["cmd"], cmd, "{request}");
-    let listed = frames.iter().rev().find_map(approvals_in).unwrap();
-    assert_eq!(
-        listed,
-        json!([{"approvalId": request["approvalId"], "turnId": request["turnId"], "cmd": cmd}])
-    );
-    request
+    requested_after(ws, cmd, Vec::new()).await
 }
 
 #[tokio::test]
@@ -183,21 +170,38 @@ async fn an_approved_command_waits_then_runs_and_every_socket_sees_it() {
         .ws
         .rpc(2, "approve", json!([{"approvalId": id, "approved": "yes"}]))
         .await;
-    assert_eq!((&bad["status"], &bad["error"]), (&json!(400), &json!("invalid request")), "{bad}");
+    assert_eq!(
+        (&bad["status"], &bad["error"]),
+        (&json!(400), &json!("invalid request")),
+        "{bad}"
+    );
     assert!(bad["details"]["approved"].is_array(), "{bad}");
     let (status, body) = server
-        .post(&room_path(room, "/approve"), json!({"approvalId":"a999","approved":true}))
+        .post(
+            &room_path(room, "/approve"),
+            json!({"approvalId":"a999","approved":true}),
+        )
         .await;
     assert_eq!(status, 404, "{body}");
     assert_eq!(body["error"], "no such approval");
-    assert!(body["details"]["approvalId"].as_array().is_some_and(|a| !a.is_empty()), "{body}");
+    assert!(
+        body["details"]["approvalId"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty()),
+        "{body}"
+    );
 
     // Nothing has run yet; bob approves.
-    let (answer, before) =
-        rpc_keeping(&mut bob.ws, 3, "approve", json!([{"approvalId": id, "approved": true}])).await;
+    let (answer, before) = bob
+        .ws
+        .rpc_keeping(3, "approve", json!([{"approvalId": id, "approved": true}]))
+        .await;
     assert_eq!(answer["result"], json!({"decided": true}), "{answer}");
     let decided = json!({"type":"duet_approval","phase":"decided","approvalId":id,"approved":true,"by":"bob"});
-    assert!(before.contains(&decided), "decided goes out before the answer: {before:?}");
+    assert!(
+        before.contains(&decided),
+        "decided goes out before the answer: {before:?}"
+    );
     assert!(execs(&before).is_empty(), "{before:?}");
     // Ada sees: decided, the request leaving the state, then the command.
     let frames = frames_until(&mut ada.ws, agent_stored).await;
@@ -220,7 +224,10 @@ async fn an_approved_command_waits_then_runs_and_every_socket_sees_it() {
     assert_eq!(out["data"], "approved-ran\n");
     let (status, body) = turn.await.unwrap();
     assert_eq!(status, 200, "{body}");
-    assert_eq!(body["reply"], "Let me look.\n\nOutput (echo approved-ran):\napproved-ran");
+    assert_eq!(
+        body["reply"],
+        "Let me look.\n\nOutput (echo approved-ran):\napproved-ran"
+    );
     // A second answer is a 409, over rpc and HTTP.
     let taken = json!({"error":"already decided","details":{"approvalId":[format!("approval \"{}\" was decided already", id.as_str().unwrap())]}});
     let again = ada
@@ -228,9 +235,15 @@ async fn an_approved_command_waits_then_runs_and_every_socket_sees_it() {
         .rpc(4, "approve", json!([{"approvalId": id, "approved": false}]))
         .await;
     assert_eq!(again["status"], 409, "{again}");
-    assert_eq!(json!({"error": again["error"], "details": again["details"]}), taken);
+    assert_eq!(
+        json!({"error": again["error"], "details": again["details"]}),
+        taken
+    );
     let again = server
-        .post(&room_path(room, "/approve"), json!({"approvalId": id, "approved": false}))
+        .post(
+            &room_path(room, "/approve"),
+            json!({"approvalId": id, "approved": false}),
+        )
         .await;
     assert_eq!(again, (409, taken));
     // The viewer saw the decision and the command too.
@@ -249,16 +262,17 @@ async fn a_denied_command_runs_nothing_and_the_turn_goes_on() {
     let (mut ada, mut bob) = two_asking(&server, room).await;
     let turn = ask(&server, room, "do two things");
     let first = requested(&mut ada.ws, "echo one").await;
-    let (answer, _) = rpc_keeping(
-        &mut ada.ws,
-        2,
-        "approve",
-        json!([{"approvalId": first["approvalId"], "approved": false}]),
-    )
-    .await;
+    let (answer, seen) = ada
+        .ws
+        .rpc_keeping(
+            2,
+            "approve",
+            json!([{"approvalId": first["approvalId"], "approved": false}]),
+        )
+        .await;
     assert_eq!(answer["result"], json!({"decided": true}), "{answer}");
     // The turn goes on to its next command, which asks in turn.
-    let second = requested(&mut ada.ws, "echo two").await;
+    let second = requested_after(&mut ada.ws, "echo two", seen).await;
     assert_ne!(second["approvalId"], first["approvalId"]);
     assert_eq!(second["turnId"], first["turnId"]);
     let (status, body) = server
@@ -306,7 +320,12 @@ async fn a_denied_command_runs_nothing_and_the_turn_goes_on() {
         .collect();
     assert_eq!(starts, [&json!("echo two")]);
     let state = owner_joins(&server, room, "user=check").await.state;
-    let cmds: Vec<&Value> = state["execs"].as_array().unwrap().iter().map(|e| &e["cmd"]).collect();
+    let cmds: Vec<&Value> = state["execs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["cmd"])
+        .collect();
     assert_eq!(cmds, [&json!("echo two")]);
 }
 
@@ -332,7 +351,11 @@ async fn a_command_nobody_answers_is_decided_by_duet_when_the_time_is_up() {
         .ws
         .rpc(2, "approve", json!([{"approvalId": id, "approved": true}]))
         .await;
-    assert_eq!((&late["status"], &late["error"]), (&json!(409), &json!("already decided")), "{late}");
+    assert_eq!(
+        (&late["status"], &late["error"]),
+        (&json!(409), &json!("already decided")),
+        "{late}"
+    );
     let state = owner_joins(&server, room, "user=check").await.state;
     assert_eq!(state["approvals"], json!([]));
     assert_eq!(state["execs"], json!([]));
@@ -347,9 +370,12 @@ async fn cancelling_the_turn_withdraws_its_request() {
     let turn = ask(&server, room, "wait for me");
     let request = requested(&mut ada.ws, "echo never").await;
     requested(&mut bob.ws, "echo never").await;
-    let (status, body) = server.post(&room_path(room, "/cancel"), json!({"userId":"olga"})).await;
+    let (status, body) = server
+        .post(&room_path(room, "/cancel"), json!({"userId":"olga"}))
+        .await;
     assert_eq!((status, body), (200, json!({"cancelled": true})));
-    let withdrawn = json!({"type":"duet_approval","phase":"withdrawn","approvalId":request["approvalId"]});
+    let withdrawn =
+        json!({"type":"duet_approval","phase":"withdrawn","approvalId":request["approvalId"]});
     for ws in [&mut ada.ws, &mut bob.ws] {
         let frames = frames_until(ws, |f| *f == withdrawn).await;
         assert!(execs(&frames).is_empty(), "{frames:?}");
@@ -389,7 +415,11 @@ async fn a_socket_that_reconnects_sees_the_open_request_and_answers_it() {
     assert_eq!(back.state["policy"], "ask");
     let answer = back
         .ws
-        .rpc(1, "approve", json!([{"approvalId": request["approvalId"], "approved": true}]))
+        .rpc(
+            1,
+            "approve",
+            json!([{"approvalId": request["approvalId"], "approved": true}]),
+        )
         .await;
     assert_eq!(answer["result"], json!({"decided": true}), "{answer}");
     let frames = frames_until(&mut bob.ws, agent_stored).await;
@@ -397,7 +427,10 @@ async fn a_socket_that_reconnects_sees_the_open_request_and_answers_it() {
     assert!(frames.contains(&decided), "{frames:?}");
     assert!(!execs(&frames).is_empty(), "{frames:?}");
     let (_, body) = turn.await.unwrap();
-    assert_eq!(body["reply"], "Output (echo after-reconnect):\nafter-reconnect");
+    assert_eq!(
+        body["reply"],
+        "Output (echo after-reconnect):\nafter-reconnect"
+    );
 }
 
 #[tokio::test]
@@ -410,16 +443,28 @@ async fn under_off_no_agent_command_runs() {
     let turn = ask(&server, room, "try");
     let frames = frames_until(&mut ada.ws, agent_stored).await;
     assert!(execs(&frames).is_empty(), "{frames:?}");
-    assert!(!frames.iter().any(|f| f["type"] == "duet_approval"), "{frames:?}");
+    assert!(
+        !frames.iter().any(|f| f["type"] == "duet_approval"),
+        "{frames:?}"
+    );
     let (status, body) = turn.await.unwrap();
     assert_eq!(status, 200, "{body}");
-    assert_eq!(body["reply"], "Trying.\n\nError (echo nope):\nnot run: the room's policy is off");
+    assert_eq!(
+        body["reply"],
+        "Trying.\n\nError (echo nope):\nnot run: the room's policy is off"
+    );
     let agent = body["messages"].as_array().unwrap().last().unwrap();
     assert_eq!(agent["runs"][0]["exitCode"], Value::Null);
-    assert_eq!(agent["runs"][0]["error"], "not run: the room's policy is off");
+    assert_eq!(
+        agent["runs"][0]["error"],
+        "not run: the room's policy is off"
+    );
     // People's own commands are never held.
     let (status, ran) = server
-        .post(&room_path(room, "/sandbox/exec"), json!({"cmd":"echo mine"}))
+        .post(
+            &room_path(room, "/sandbox/exec"),
+            json!({"cmd":"echo mine"}),
+        )
         .await;
     assert_eq!(status, 200);
     assert_eq!(ran["result"]["stdout"], "mine\n");
@@ -427,10 +472,9 @@ async fn under_off_no_agent_command_runs() {
 
 #[tokio::test]
 async fn allowed_commands_run_without_asking_but_not_when_they_chain() {
-    let model = model_saying(
-        "<run>ls</run>\n<run>cat notes.txt</run>\n<run>ls; rm -rf /workspace</run>",
-    )
-    .await;
+    let model =
+        model_saying("<run>ls</run>\n<run>cat notes.txt</run>\n<run>ls; rm -rf /workspace</run>")
+            .await;
     let (server, _dir) = with_model(&model, &["--approval-allow", "ls"]).await;
     let room = "allow";
     common::apps::put_file(&server, room, "notes.txt", b"keep me".to_vec()).await;
@@ -455,14 +499,18 @@ async fn allowed_commands_run_without_asking_but_not_when_they_chain() {
     assert_eq!(frames.iter().filter(|f| approval("request")(f)).count(), 1);
     let answer = ada
         .ws
-        .rpc(1, "approve", json!([{"approvalId": request["approvalId"], "approved": false}]))
+        .rpc(
+            1,
+            "approve",
+            json!([{"approvalId": request["approvalId"], "approved": false}]),
+        )
         .await;
     assert_eq!(answer["result"], json!({"decided": true}));
     let (status, body) = turn.await.unwrap();
     assert_eq!(status, 200, "{body}");
     assert_eq!(
         body["reply"],
-        "Output (ls):\nnotes.txt\n\nOutput (cat notes.txt):\nkeep me\n\nError (ls; rm -rf /workspace):\ndenied by ada"
+        "Output (ls):\nnotes.txt\n\n\nOutput (cat notes.txt):\nkeep me\n\nError (ls; rm -rf /workspace):\ndenied by ada"
     );
     let (status, kept) = server.get(&room_path(room, "/files/notes.txt")).await;
     assert_eq!((status, kept), (200, json!("keep me")));
@@ -476,16 +524,26 @@ async fn setting_the_policy_answers_it_patches_the_state_and_refuses_bad_bodies(
     let mut deltas = owner_joins(&server, room, "user=bob&deltas=1").await;
     assert_eq!(plain.state["policy"], "auto");
     assert_eq!(plain.state["allow"], json!([]));
-    let set = deltas
+    let (set, mut frames) = deltas
         .ws
-        .rpc(1, "set_policy", json!([{"policy":"ask","allow":["git status","ls"]}]))
+        .rpc_keeping(
+            1,
+            "set_policy",
+            json!([{"policy":"ask","allow":["git status","ls"]}]),
+        )
         .await;
     assert_eq!(set["result"], json!({"policy":"ask"}), "{set}");
     let mut seen = json!({});
     while seen.get("policy").is_none() || seen.get("allow").is_none() {
-        let f = deltas.ws.until_type("duet_state").await;
-        for (k, v) in f["patch"].as_object().unwrap() {
-            seen[k] = v.clone();
+        let f = if frames.is_empty() {
+            deltas.ws.next().await
+        } else {
+            frames.remove(0)
+        };
+        if f["type"] == "duet_state" {
+            for (k, v) in f["patch"].as_object().unwrap() {
+                seen[k] = v.clone();
+            }
         }
     }
     assert_eq!(seen["policy"], "ask");
@@ -543,7 +601,12 @@ async fn the_policy_and_the_room_s_allow_list_are_kept_across_a_restart() {
     let listen = format!("127.0.0.1:{}", common::free_port());
     let room = "kept-policy";
     let server = start_with_token(dir.path(), &listen, &["--approval-allow", "ls"]).await;
-    set_policy(&server, room, json!({"policy":"ask","allow":["git status"]})).await;
+    set_policy(
+        &server,
+        room,
+        json!({"policy":"ask","allow":["git status"]}),
+    )
+    .await;
     let before = owner_joins(&server, room, "user=ada").await.state;
     assert_eq!(before["allow"], json!(["ls", "git status"]));
     server.stop().await;

@@ -10,8 +10,8 @@ mod common;
 
 use base64::Engine;
 use common::access::{
-    Guest, assert_forbidden, assert_rpc_forbidden, enter, guest, invite,
-    owner_joins, refused_status, start_with_token, with_token,
+    Guest, assert_forbidden, assert_rpc_forbidden, enter, guest, invite, owner_joins,
+    refused_status, start_with_token, with_token,
 };
 use common::apps::{delete, exec, put_file, room_path, start};
 use common::{Server, Ws};
@@ -54,7 +54,9 @@ async fn messages(server: &Server, room: &str) -> Vec<Value> {
 
 /// Whether a file exists in the room's workspace (asked by the owner).
 async fn exists(server: &Server, room: &str, path: &str) -> bool {
-    let (status, _) = server.get(&room_path(room, &format!("/files/{path}"))).await;
+    let (status, _) = server
+        .get(&room_path(room, &format!("/files/{path}")))
+        .await;
     assert!(status == 200 || status == 404, "{path}: {status}");
     status == 200
 }
@@ -156,7 +158,10 @@ async fn an_invite_has_the_contract_s_shape_and_its_link_joins_the_room() {
     let listed = invites(&server, room).await;
     assert_eq!(listed, vec![inv.clone(), inv2.clone()]);
     let text = serde_json::to_string(&listed).unwrap();
-    assert!(!text.contains(token) && !text.contains("duet_inv_"), "{text}");
+    assert!(
+        !text.contains(token) && !text.contains("duet_inv_"),
+        "{text}"
+    );
     // Another room has its own (none).
     assert_eq!(invites(&server, "inv-other").await, Vec::<Value>::new());
 }
@@ -178,7 +183,9 @@ async fn bad_invite_bodies_are_400s_with_the_field_named() {
         assert_eq!(status, 400, "{body}: {answer}");
         assert_eq!(answer["error"], "invalid request", "{body}: {answer}");
         assert!(
-            answer["details"][field].as_array().is_some_and(|a| !a.is_empty()),
+            answer["details"][field]
+                .as_array()
+                .is_some_and(|a| !a.is_empty()),
             "{body}: {answer}"
         );
     }
@@ -187,7 +194,12 @@ async fn bad_invite_bodies_are_400s_with_the_field_named() {
         json!(["must be owner, writer or viewer"])
     );
     // The longest lifetime is a year; nothing bad was made.
-    invite(&server, "inv-bad", json!({"role":"viewer","expiresIn":31_536_000})).await;
+    invite(
+        &server,
+        "inv-bad",
+        json!({"role":"viewer","expiresIn":31_536_000}),
+    )
+    .await;
     assert_eq!(invites(&server, "inv-bad").await.len(), 1);
 }
 
@@ -222,7 +234,13 @@ async fn a_revoked_invite_answers_401_at_once_and_its_sockets_close_with_4401() 
                     .any(|u| u["name"] == "vera")
         })
         .await;
-    assert!(left["users"].as_array().unwrap().iter().any(|u| u["name"] == "kim"));
+    assert!(
+        left["users"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|u| u["name"] == "kim")
+    );
     assert_eq!(kept.get("/messages").await.0, 200);
     // It is gone from the list; a second revoke does not know it.
     assert_eq!(invites(&server, room).await, vec![kept_inv]);
@@ -270,7 +288,9 @@ async fn an_invite_opens_its_own_room_only() {
     for answer in [
         elsewhere.get("/messages").await,
         elsewhere.post("/sandbox/exec", json!({"cmd":"true"})).await,
-        elsewhere.post("/message", json!({"text":"hi","to":"room"})).await,
+        elsewhere
+            .post("/message", json!({"text":"hi","to":"room"}))
+            .await,
         elsewhere.get("/invites").await,
     ] {
         assert_eq!(answer, (401, json!({"error":"unauthorized"})));
@@ -296,7 +316,10 @@ async fn on_connect_duet_you_comes_right_after_presence_with_the_role() {
         json!({"type":"duet_you","id":"pk-olga","name":"olga","role":"owner"})
     );
     let olga = &owner.users[0];
-    assert_eq!((&olga["id"], &olga["name"], &olga["role"]), (&json!("pk-olga"), &json!("olga"), &json!("owner")));
+    assert_eq!(
+        (&olga["id"], &olga["name"], &olga["role"]),
+        (&json!("pk-olga"), &json!("olga"), &json!("owner"))
+    );
     assert!(olga["since"].is_number(), "{olga}");
     let (vera, inv) = guest(&server, room, "viewer", None).await;
     let viewer = vera.joins("user=vera&_pk=pk-vera").await;
@@ -379,7 +402,10 @@ async fn still_furnished(server: &Server, room: &str, f: &Furnished, invites_bef
     assert_eq!(names, [&json!("before")]);
     let listed = invites(server, room).await;
     assert_eq!(listed.len(), invites_before);
-    let writer = listed.iter().find(|i| i["id"] == f.invite.as_str()).unwrap();
+    let writer = listed
+        .iter()
+        .find(|i| i["id"] == f.invite.as_str())
+        .unwrap();
     assert_eq!(writer["role"], "writer");
     let (_, execs) = server.get(&room_path(room, "/processes")).await;
     assert_eq!(execs["processes"].as_array().unwrap().len(), 1, "{execs}");
@@ -390,7 +416,9 @@ async fn still_furnished(server: &Server, room: &str, f: &Furnished, invites_bef
         .map(|m| m["text"].clone())
         .collect();
     assert!(
-        !texts.iter().any(|t| t.as_str().unwrap().contains("agent, please")),
+        !texts
+            .iter()
+            .any(|t| t.as_str().unwrap().contains("agent, please")),
         "{texts:?}"
     );
 }
@@ -406,7 +434,8 @@ async fn a_viewer_s_every_forbidden_call_over_http_is_a_403_and_does_nothing() {
     let calls: Vec<(&str, (u16, Value))> = vec![
         (
             "ask the agent",
-            vera.post("/message", json!({"text":"agent, please rm -rf /"})).await,
+            vera.post("/message", json!({"text":"agent, please rm -rf /"}))
+                .await,
         ),
         (
             "ask the agent (to: agent)",
@@ -418,15 +447,28 @@ async fn a_viewer_s_every_forbidden_call_over_http_is_a_403_and_does_nothing() {
             vera.post("/sandbox/exec", json!({"cmd":"touch intruder.txt"}))
                 .await,
         ),
-        ("interrupt", vera.post("/sandbox/interrupt", json!({})).await),
+        (
+            "interrupt",
+            vera.post("/sandbox/interrupt", json!({})).await,
+        ),
         ("cancel", vera.post("/cancel", json!({})).await),
-        ("PUT a file", vera.put("/files/intruder.txt?userId=vera", b"x").await),
-        ("DELETE a file", vera.delete("/files/kept.txt?userId=vera").await),
+        (
+            "PUT a file",
+            vera.put("/files/intruder.txt?userId=vera", b"x").await,
+        ),
+        (
+            "DELETE a file",
+            vera.delete("/files/kept.txt?userId=vera").await,
+        ),
         (
             "start a process",
-            vera.post("/processes", json!({"cmd":"touch intruder.txt"})).await,
+            vera.post("/processes", json!({"cmd":"touch intruder.txt"}))
+                .await,
         ),
-        ("kill a process", vera.delete(&format!("/processes/{p}")).await),
+        (
+            "kill a process",
+            vera.delete(&format!("/processes/{p}")).await,
+        ),
         (
             "POST to a preview",
             common::answer(
@@ -439,15 +481,28 @@ async fn a_viewer_s_every_forbidden_call_over_http_is_a_403_and_does_nothing() {
             "DELETE on a preview",
             common::answer(vera.request(reqwest::Method::DELETE, "/ports/8000/x")).await,
         ),
-        ("take a checkpoint", vera.post("/checkpoints", json!({})).await),
+        (
+            "take a checkpoint",
+            vera.post("/checkpoints", json!({})).await,
+        ),
         (
             "restore a checkpoint",
-            vera.post(&format!("/checkpoints/{c}/restore"), json!({})).await,
+            vera.post(&format!("/checkpoints/{c}/restore"), json!({}))
+                .await,
         ),
-        ("delete a checkpoint", vera.delete(&format!("/checkpoints/{c}")).await),
-        ("fork", vera.post("/fork", json!({"to":"viewer-http-fork"})).await),
+        (
+            "delete a checkpoint",
+            vera.delete(&format!("/checkpoints/{c}")).await,
+        ),
+        (
+            "fork",
+            vera.post("/fork", json!({"to":"viewer-http-fork"})).await,
+        ),
         ("cleanup", vera.post("/cleanup", json!({})).await),
-        ("set the policy", vera.post("/policy", json!({"policy":"off"})).await),
+        (
+            "set the policy",
+            vera.post("/policy", json!({"policy":"off"})).await,
+        ),
         (
             "approve",
             vera.post("/approve", json!({"approvalId":"a1","approved":true}))
@@ -458,7 +513,10 @@ async fn a_viewer_s_every_forbidden_call_over_http_is_a_403_and_does_nothing() {
             vera.post("/invites", json!({"role":"owner"})).await,
         ),
         ("list the invites", vera.get("/invites").await),
-        ("revoke an invite", vera.delete(&format!("/invites/{i}")).await),
+        (
+            "revoke an invite",
+            vera.delete(&format!("/invites/{i}")).await,
+        ),
         (
             "set a role",
             vera.post(&format!("/invites/{i}/role"), json!({"role":"viewer"}))
@@ -480,7 +538,9 @@ async fn a_viewer_s_every_forbidden_call_over_http_is_a_403_and_does_nothing() {
         .iter()
         .any(|m| m["event"]["kind"] == "cleanup");
     assert!(!cleaned, "the room was not cleaned up");
-    let (_, state) = server.get(&room_path("viewer-http-fork", "/messages")).await;
+    let (_, state) = server
+        .get(&room_path("viewer-http-fork", "/messages"))
+        .await;
     assert_eq!(state["messages"], json!([]), "no fork was made");
 }
 
@@ -546,7 +606,9 @@ async fn a_viewer_s_every_forbidden_rpc_is_a_403_and_terminal_frames_are_refused
     assert_rpc_forbidden("term_close", &close, "viewer");
     // The owner's keys reach the shell; the viewer's never did.
     owner
-        .send(json!({"type":"duet_term_input","termId":term_id,"data":b64(b"echo OWNER-$((6*7))\r")}))
+        .send(
+            json!({"type":"duet_term_input","termId":term_id,"data":b64(b"echo OWNER-$((6*7))\r")}),
+        )
         .await;
     let screen = terminal_until(&mut owner, &term_id, "OWNER-42").await;
     assert!(!screen.contains("VIEWER-TYPED"), "{screen}");
@@ -589,7 +651,10 @@ async fn a_viewer_reads_everything_chats_follows_and_watches() {
     assert_eq!(status, 502, "{body}");
     // Chat to the room, over HTTP and rpc; typing; rename.
     let (status, body) = vera
-        .post("/message", json!({"text":"hello room","to":"room","userId":"vera"}))
+        .post(
+            "/message",
+            json!({"text":"hello room","to":"room","userId":"vera"}),
+        )
         .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["reply"], Value::Null);
@@ -657,29 +722,47 @@ async fn a_writer_may_act_but_not_clean_up_fork_invite_or_set_roles() {
     let ok = |what: &str, (status, body): &(u16, Value)| {
         assert_eq!(*status, 200, "{what}: {body}");
     };
-    let ran = wes.post("/sandbox/exec", json!({"cmd":"echo by-the-writer"})).await;
+    let ran = wes
+        .post("/sandbox/exec", json!({"cmd":"echo by-the-writer"}))
+        .await;
     ok("exec", &ran);
     assert_eq!(ran.1["result"]["stdout"], "by-the-writer\n");
-    ok("interrupt", &wes.post("/sandbox/interrupt", json!({})).await);
+    ok(
+        "interrupt",
+        &wes.post("/sandbox/interrupt", json!({})).await,
+    );
     ok("cancel", &wes.post("/cancel", json!({})).await);
     // Asking the agent is allowed (this backend has no model: it says so).
     let asked = wes.post("/message", json!({"text":"hello agent"})).await;
     ok("ask the agent", &asked);
     assert_eq!(asked.1["reply"], Value::Null);
-    ok("PUT a file", &wes.put("/files/w.txt?userId=wes", b"w").await);
-    ok("DELETE a file", &wes.delete("/files/w.txt?userId=wes").await);
+    ok(
+        "PUT a file",
+        &wes.put("/files/w.txt?userId=wes", b"w").await,
+    );
+    ok(
+        "DELETE a file",
+        &wes.delete("/files/w.txt?userId=wes").await,
+    );
     let started = wes.post("/processes", json!({"cmd":"sleep 600"})).await;
     ok("start a process", &started);
     let pid = started.1["process"]["id"].as_str().unwrap().to_string();
-    ok("kill a process", &wes.delete(&format!("/processes/{pid}")).await);
+    ok(
+        "kill a process",
+        &wes.delete(&format!("/processes/{pid}")).await,
+    );
     let taken = wes.post("/checkpoints", json!({"name":"w1"})).await;
     ok("take a checkpoint", &taken);
     let cid = taken.1["checkpoint"]["id"].as_str().unwrap().to_string();
     ok(
         "restore a checkpoint",
-        &wes.post(&format!("/checkpoints/{cid}/restore"), json!({})).await,
+        &wes.post(&format!("/checkpoints/{cid}/restore"), json!({}))
+            .await,
     );
-    ok("delete a checkpoint", &wes.delete(&format!("/checkpoints/{cid}")).await);
+    ok(
+        "delete a checkpoint",
+        &wes.delete(&format!("/checkpoints/{cid}")).await,
+    );
     let policy = wes.post("/policy", json!({"policy":"ask"})).await;
     assert_eq!(policy, (200, json!({"policy":"ask"})));
     // Over the socket: open, type into, resize and close the terminal.
@@ -699,13 +782,19 @@ async fn a_writer_may_act_but_not_clean_up_fork_invite_or_set_roles() {
         .ws
         .until(|f| f["type"] == "duet_term" && f["phase"] == "resize")
         .await;
-    assert_eq!((&resized["cols"], &resized["rows"]), (&json!(70), &json!(20)));
+    assert_eq!(
+        (&resized["cols"], &resized["rows"]),
+        (&json!(70), &json!(20))
+    );
     let closed = writer
         .ws
         .rpc(2, "term_close", json!([{"termId": term_id}]))
         .await;
     assert_eq!(closed["result"], json!({"closed": true}), "{closed}");
-    let set = writer.ws.rpc(3, "set_policy", json!([{"policy":"auto"}])).await;
+    let set = writer
+        .ws
+        .rpc(3, "set_policy", json!([{"policy":"auto"}]))
+        .await;
     assert_eq!(set["result"], json!({"policy":"auto"}), "{set}");
 
     // What only an owner may do.
@@ -713,12 +802,19 @@ async fn a_writer_may_act_but_not_clean_up_fork_invite_or_set_roles() {
     for (what, answer) in [
         ("cleanup", wes.post("/cleanup", json!({})).await),
         ("fork", wes.post("/fork", json!({"to":"writer-fork"})).await),
-        ("create an invite", wes.post("/invites", json!({"role":"viewer"})).await),
+        (
+            "create an invite",
+            wes.post("/invites", json!({"role":"viewer"})).await,
+        ),
         ("list the invites", wes.get("/invites").await),
-        ("revoke an invite", wes.delete(&format!("/invites/{i}")).await),
+        (
+            "revoke an invite",
+            wes.delete(&format!("/invites/{i}")).await,
+        ),
         (
             "set a role",
-            wes.post(&format!("/invites/{i}/role"), json!({"role":"owner"})).await,
+            wes.post(&format!("/invites/{i}/role"), json!({"role":"owner"}))
+                .await,
         ),
     ] {
         assert_forbidden(what, &answer, "writer");
@@ -739,7 +835,10 @@ async fn a_writer_may_act_but_not_clean_up_fork_invite_or_set_roles() {
     // The room kept its history and invites; the writer is still a writer.
     assert!(exists(&server, room, "kept.txt").await);
     assert_eq!(invites(&server, room).await.len(), 2);
-    assert_eq!(server.get(&room_path("writer-fork", "/messages")).await.1["messages"], json!([]));
+    assert_eq!(
+        server.get(&room_path("writer-fork", "/messages")).await.1["messages"],
+        json!([])
+    );
 }
 
 #[tokio::test]
@@ -753,13 +852,16 @@ async fn a_role_change_is_seen_live_and_judges_the_next_call() {
     let refused = viewer.ws.rpc(1, "exec", json!([{"cmd":"echo no"}])).await;
     assert_rpc_forbidden("exec", &refused, "viewer");
 
-    let answer = owner
+    let (answer, before) = owner
         .ws
-        .rpc(2, "set_role", json!([{"inviteId": id, "role":"writer"}]))
+        .rpc_keeping(2, "set_role", json!([{"inviteId": id, "role":"writer"}]))
         .await;
     assert_eq!(answer["success"], true, "{answer}");
     let changed = &answer["result"]["invite"];
-    assert_eq!((&changed["id"], &changed["role"]), (&json!(id), &json!("writer")));
+    assert_eq!(
+        (&changed["id"], &changed["role"]),
+        (&json!(id), &json!("writer"))
+    );
     let you = viewer.ws.until_type("duet_you").await;
     assert_eq!(
         you,
@@ -773,18 +875,28 @@ async fn a_role_change_is_seen_live_and_judges_the_next_call() {
             .find(|u| u["id"] == "pk-vera")
             .map(|u| u["role"].clone())
     };
-    owner
+    let now_writer =
+        |f: &Value| f["type"] == "duet_presence" && role_in(f) == Some(json!("writer"));
+    if !before.iter().any(now_writer) {
+        owner.ws.until(now_writer).await;
+    }
+    let ran = viewer
         .ws
-        .until(|f| f["type"] == "duet_presence" && role_in(f) == Some(json!("writer")))
+        .rpc(3, "exec", json!([{"cmd":"echo now-a-writer"}]))
         .await;
-    let ran = viewer.ws.rpc(3, "exec", json!([{"cmd":"echo now-a-writer"}])).await;
     assert_eq!(ran["success"], true, "{ran}");
     assert_eq!(ran["result"]["result"]["stdout"], "now-a-writer\n");
-    assert_eq!(vera.post("/sandbox/exec", json!({"cmd":"true"})).await.0, 200);
+    assert_eq!(
+        vera.post("/sandbox/exec", json!({"cmd":"true"})).await.0,
+        200
+    );
 
     // Back to viewer over HTTP: the next call is refused again.
     let (status, body) = server
-        .post(&room_path(room, &format!("/invites/{id}/role")), json!({"role":"viewer"}))
+        .post(
+            &room_path(room, &format!("/invites/{id}/role")),
+            json!({"role":"viewer"}),
+        )
         .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["invite"]["role"], "viewer");
@@ -804,7 +916,11 @@ async fn a_role_change_is_seen_live_and_judges_the_next_call() {
         .ws
         .rpc(5, "set_role", json!([{"inviteId": id, "role":"boss"}]))
         .await;
-    assert_eq!((&bad["status"], &bad["error"]), (&json!(400), &json!("invalid request")), "{bad}");
+    assert_eq!(
+        (&bad["status"], &bad["error"]),
+        (&json!(400), &json!("invalid request")),
+        "{bad}"
+    );
     assert!(bad["details"]["role"].is_array(), "{bad}");
     let unknown = owner
         .ws
@@ -816,7 +932,10 @@ async fn a_role_change_is_seen_live_and_judges_the_next_call() {
         unknown_invite("i9")
     );
     // Revoking over rpc closes the socket.
-    let revoked = owner.ws.rpc(7, "invite_revoke", json!([{"inviteId": id}])).await;
+    let revoked = owner
+        .ws
+        .rpc(7, "invite_revoke", json!([{"inviteId": id}]))
+        .await;
     assert_eq!(revoked["result"], json!({"revoked": true}), "{revoked}");
     assert_eq!(
         viewer.ws.closed().await,
@@ -844,11 +963,18 @@ async fn an_invite_s_name_is_fixed_in_records_whatever_the_client_says() {
     // Bodies' userId and the socket's user give way to the invite's name.
     let said = joined
         .ws
-        .rpc(1, "message", json!([{"text":"from the socket","to":"room","userId":"mallory"}]))
+        .rpc(
+            1,
+            "message",
+            json!([{"text":"from the socket","to":"room","userId":"mallory"}]),
+        )
         .await;
     assert_eq!(said["success"], true, "{said}");
     let (status, _) = ann
-        .post("/message", json!({"text":"over http","to":"room","userId":"mallory"}))
+        .post(
+            "/message",
+            json!({"text":"over http","to":"room","userId":"mallory"}),
+        )
         .await;
     assert_eq!(status, 200);
     let (status, _) = ann.put("/files/a.txt?userId=mallory", b"a").await;
@@ -883,7 +1009,10 @@ async fn an_invite_s_name_is_fixed_in_records_whatever_the_client_says() {
         assert_eq!(e["by"], "ann", "{e}");
     }
     // Renaming is refused; the name stays.
-    let rename = joined.ws.rpc(3, "rename", json!([{"name":"mallory"}])).await;
+    let rename = joined
+        .ws
+        .rpc(3, "rename", json!([{"name":"mallory"}]))
+        .await;
     assert_eq!(rename["success"], false, "{rename}");
     assert_eq!(rename["status"], 403);
     assert!(rename["details"]["name"].is_array(), "{rename}");
@@ -892,7 +1021,10 @@ async fn an_invite_s_name_is_fixed_in_records_whatever_the_client_says() {
         .rpc(4, "message", json!([{"text":"still me","to":"room"}]))
         .await;
     assert_eq!(again["success"], true);
-    assert_eq!(messages(&server, room).await.last().unwrap()["userId"], "ann");
+    assert_eq!(
+        messages(&server, room).await.last().unwrap()["userId"],
+        "ann"
+    );
     // An invite without a name leaves names to the client.
     let (kim, _) = guest(&server, room, "viewer", None).await;
     let kim = kim.joins("user=kimberly").await;
@@ -910,12 +1042,17 @@ async fn invites_roles_and_revocations_are_kept_across_a_restart() {
     let (gone, gone_inv) = guest(&server, room, "writer", None).await;
     let wes_id = wes_inv["id"].as_str().unwrap();
     let (status, _) = server
-        .post(&room_path(room, &format!("/invites/{wes_id}/role")), json!({"role":"writer"}))
+        .post(
+            &room_path(room, &format!("/invites/{wes_id}/role")),
+            json!({"role":"writer"}),
+        )
         .await;
     assert_eq!(status, 200);
     let gone_id = gone_inv["id"].as_str().unwrap();
     assert_eq!(
-        delete(&server, &room_path(room, &format!("/invites/{gone_id}"))).await.0,
+        delete(&server, &room_path(room, &format!("/invites/{gone_id}")))
+            .await
+            .0,
         200
     );
     let listed = invites(&server, room).await;
@@ -935,9 +1072,14 @@ async fn invites_roles_and_revocations_are_kept_across_a_restart() {
     assert_eq!(joined.you["name"], "vera");
     assert_eq!(joined.you["role"], "viewer");
     // The role change held; the revoked token stays revoked.
-    let ran = wes.post("/sandbox/exec", json!({"cmd":"echo still-writer"})).await;
+    let ran = wes
+        .post("/sandbox/exec", json!({"cmd":"echo still-writer"}))
+        .await;
     assert_eq!(ran.0, 200, "{}", ran.1);
-    assert_eq!(gone.get("/messages").await, (401, json!({"error":"unauthorized"})));
+    assert_eq!(
+        gone.get("/messages").await,
+        (401, json!({"error":"unauthorized"}))
+    );
     // Ids go on: a new invite is not given an old one's id.
     let next = invite(&server, room, json!({"role":"viewer"})).await;
     assert_eq!(next["invite"]["id"], "i4");

@@ -13,7 +13,10 @@ pub const TOKEN: &str = "the-owners-token";
 /// A backend with the server token `TOKEN` and the flags `extra`.
 pub async fn with_token(extra: &[&str]) -> (Server, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    (start_with_token(dir.path(), "127.0.0.1:0", extra).await, dir)
+    (
+        start_with_token(dir.path(), "127.0.0.1:0", extra).await,
+        dir,
+    )
 }
 
 /// As `with_token`, on `data_dir` and `listen` (for a restart).
@@ -90,7 +93,11 @@ impl Guest {
     }
 
     pub async fn put(&self, rest: &str, bytes: &[u8]) -> (u16, Value) {
-        answer(self.request(reqwest::Method::PUT, rest).body(bytes.to_vec())).await
+        answer(
+            self.request(reqwest::Method::PUT, rest)
+                .body(bytes.to_vec()),
+        )
+        .await
     }
 
     /// The socket URL of the room with `query` and the guest's token.

@@ -294,6 +294,21 @@ impl Ws {
         self.until(|f| f["type"] == "rpc" && f["id"] == id).await
     }
 
+    /// Sends an rpc and waits for its answer; also answers the frames
+    /// read before it, in order.
+    pub async fn rpc_keeping(&mut self, id: u64, method: &str, args: Value) -> (Value, Vec<Value>) {
+        self.send(serde_json::json!({"type":"rpc","id":id,"method":method,"args":args}))
+            .await;
+        let mut before = Vec::new();
+        loop {
+            let frame = self.next().await;
+            if frame["type"] == "rpc" && frame["id"] == id {
+                return (frame, before);
+            }
+            before.push(frame);
+        }
+    }
+
     /// Waits (up to `wait`) for the server's ping, skipping other frames.
     pub async fn ping(&mut self, wait: Duration) -> bool {
         let read = async {
