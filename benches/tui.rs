@@ -104,6 +104,7 @@ fn app_of(messages: Vec<DuetMessage>) -> App {
                 processes: vec![],
                 ports: vec![],
                 checkpoints: vec![],
+                ..Default::default()
             },
         }),
     )));

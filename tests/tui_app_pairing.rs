@@ -400,6 +400,7 @@ fn a_cleaned_up_room_shows_just_its_cleanup_record() {
             shell: Some(ShellState {
                 cwd: "/workspace".into(),
             }),
+            ..Default::default()
         },
     }));
     // The toast saying so floats over the chat's right edge: it is not chat.
@@ -538,6 +539,7 @@ fn the_status_bar_shows_the_shells_directory_and_its_reset() {
             shell: Some(ShellState {
                 cwd: "/workspace".into(),
             }),
+            ..Default::default()
         },
     }));
     assert!(status_bar(&mut app, 120, 40).contains("cwd /workspace"));

@@ -418,3 +418,28 @@ fn a_reply_cut_off_by_a_backend_restart_stops_spinning_and_gives_way_to_the_note
         "the live reply gave way to the note"
     );
 }
+
+#[test]
+fn export_writes_the_room_s_history_to_the_file_named_and_says_so() {
+    let mut app = app();
+    app.update(state(Vec::new(), Vec::new()));
+    assert_eq!(
+        submit(&mut app, "/export notes/room.cast"),
+        vec![duet::tui::app::Effect::Export("notes/room.cast".into())]
+    );
+    // Without a file it says how, and asks for nothing.
+    assert!(submit(&mut app, "/export").is_empty());
+    assert!(
+        app.toasts
+            .last()
+            .is_some_and(|t| t.text.contains("usage: /export FILE"))
+    );
+    app.update(Msg::TransferDone(Ok(
+        "exported 3 messages and 1 commands to notes/room.cast".into(),
+    )));
+    assert!(
+        app.toasts
+            .last()
+            .is_some_and(|t| t.text.contains("exported 3 messages"))
+    );
+}

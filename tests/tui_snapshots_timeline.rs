@@ -124,6 +124,7 @@ fn pairing_room() -> App {
             shell: Some(ShellState {
                 cwd: "/workspace".into(),
             }),
+            ..Default::default()
         },
     }));
     app.update(exec_start_by("e4", "sleep 30", "bob", "c-bob"));

@@ -651,6 +651,14 @@ pub struct MessagesPage {
     pub has_more: bool,
 }
 
+/// Answer of `GET /execs`: a page of the room's commands, oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecsPage {
+    pub execs: Vec<ExecRecord>,
+    pub has_more: bool,
+}
+
 /// Answer of `PUT /files/{path}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FileResponse {

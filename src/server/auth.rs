@@ -2,20 +2,23 @@
 //! one; a socket (and a tunnel) may pass it as `?token=` instead, and a
 //! port's preview also takes the cookie a browser got for it.
 
+use super::access::Action;
 use super::errors::ApiError;
 use super::router::App;
+use crate::protocol::{Invite, RoomRole};
 use axum::extract::{Request, State};
 use axum::http::header::AUTHORIZATION;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 
-/// What a request's credential lets it do. Today the server's token (or
-/// a server without one) allows everything; roles will be told apart here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a request's credential lets it do.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Access {
-    /// Every operation in every room.
-    Full,
+    /// The server's token, or a server without one: owner in every room.
+    Server,
+    /// An invite's token: its role in its room (and maybe its name).
+    Invite(Invite),
 }
 
 /// Who is calling: the name they go by (`userId`, the socket's `user`),
@@ -26,6 +29,9 @@ pub(crate) struct Caller {
     pub(crate) name: Option<String>,
     pub(crate) access: Access,
     pub(crate) socket: Option<SocketRef>,
+    /// The URL the caller reached the server at (`http://HOST`), for the
+    /// links the server hands out.
+    pub(crate) base: Option<String>,
 }
 
 /// A socket of the room, as an operation's caller.
@@ -37,63 +43,227 @@ pub(crate) struct SocketRef {
     pub(crate) id: String,
 }
 
+impl Access {
+    /// The role it gives in its room.
+    pub(crate) fn role(&self) -> RoomRole {
+        match self {
+            Access::Server => RoomRole::Owner,
+            Access::Invite(invite) => invite.role,
+        }
+    }
+
+    /// The invite it came from, if any.
+    pub(crate) fn invite_id(&self) -> Option<&str> {
+        match self {
+            Access::Server => None,
+            Access::Invite(invite) => Some(&invite.id),
+        }
+    }
+
+    /// The name its invite fixes, if it does.
+    pub(crate) fn fixed_name(&self) -> Option<&str> {
+        match self {
+            Access::Server => None,
+            Access::Invite(invite) => invite.name.as_deref(),
+        }
+    }
+}
+
 impl Caller {
+    /// A caller with `access`, going by `name` unless its invite fixes one.
+    pub(crate) fn new(name: Option<String>, access: Access, socket: Option<SocketRef>) -> Self {
+        let name = access.fixed_name().map(str::to_string).or(name);
+        Caller {
+            name,
+            access,
+            socket,
+            base: None,
+        }
+    }
+
+    /// The same caller, reached at the base URL of `headers`.
+    pub(crate) fn reached_by(mut self, headers: &axum::http::HeaderMap) -> Self {
+        self.base = base_url(headers);
+        self
+    }
+
     /// The name for records and frames: "anonymous" when none was given.
     pub(crate) fn name_or_anonymous(&self) -> String {
         self.name.clone().unwrap_or_else(|| "anonymous".into())
+    }
+
+    /// Goes by `name` (a body's `userId`) unless its invite fixes the name.
+    pub(crate) fn call_itself(&mut self, name: String) {
+        if self.access.fixed_name().is_none() {
+            self.name = Some(name);
+        }
     }
 
     /// The `_pk` of its socket, for `byConnection` (none over HTTP).
     pub(crate) fn connection(&self) -> Option<String> {
         self.socket.as_ref().map(|s| s.id.clone())
     }
+
+    /// Its role in the room now.
+    pub(crate) fn role(&self) -> RoomRole {
+        self.access.role()
+    }
+
+    /// `Ok` when its role may do `action`, else the contract's 403.
+    pub(crate) fn may(&self, action: Action) -> Result<(), ApiError> {
+        super::access::check(self.role(), action)
+    }
 }
 
-/// Middleware answering 401 to requests without the server's token; the
-/// others carry their `Access` to the handlers.
+/// `http://HOST` (or `https://` behind a proxy that says so) of a request.
+pub(crate) fn base_url(headers: &axum::http::HeaderMap) -> Option<String> {
+    let host = headers.get(axum::http::header::HOST)?.to_str().ok()?;
+    let https = headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|p| p.eq_ignore_ascii_case("https"));
+    let scheme = if https { "https" } else { "http" };
+    Some(format!("{scheme}://{host}"))
+}
+
+/// How invite tokens start; the rest is 40 hex digits.
+pub(crate) const INVITE_PREFIX: &str = "duet_inv_";
+
+/// A new invite token.
+pub(crate) fn new_invite_token() -> String {
+    let bytes: [u8; 20] = rand::random();
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{INVITE_PREFIX}{hex}")
+}
+
+/// The SHA-256 of a token, as the store keeps it (hex).
+pub(crate) fn token_hash(token: &str) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, token.as_bytes());
+    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The room a path is about (`/api/rooms/{room}/…`,
+/// `/agents/duet-agent/{room}`), unchecked.
+pub(crate) fn path_room(path: &str) -> Option<&str> {
+    if let Some(rest) = path.strip_prefix("/api/rooms/") {
+        return rest.split('/').next().filter(|r| !r.is_empty());
+    }
+    path.strip_prefix("/agents/duet-agent/")
+        .map(|rest| rest.trim_end_matches('/'))
+        .filter(|r| !r.is_empty() && !r.contains('/'))
+}
+
+/// Middleware answering 401 to requests without a credential for the
+/// room they are about; the others carry their `Access` to the handlers.
 pub(crate) async fn require_token(
     State(app): State<Arc<App>>,
     mut req: Request,
     next: Next,
 ) -> Response {
-    match app.token.as_deref() {
-        Some(token) if req.uri().path() != "/health" && !authorized(&req, token) => {
-            ApiError::unauthorized().into_response()
+    let access = match app.token.as_deref() {
+        None => Some(Access::Server),
+        Some(_) if req.uri().path() == "/health" => Some(Access::Server),
+        Some(token) => {
+            let given = Given::of(&req);
+            credential(&app, given, token).await
         }
-        _ => {
-            req.extensions_mut().insert(Access::Full);
+    };
+    match access {
+        Some(access) => {
+            req.extensions_mut().insert(access);
             next.run(req).await
+        }
+        None => ApiError::unauthorized().into_response(),
+    }
+}
+
+/// The credentials a request carries, read before anything is awaited.
+struct Given {
+    path: String,
+    /// `Authorization: Bearer`, then `?token=` where a query may carry it.
+    tokens: Vec<String>,
+    /// The preview's cookie.
+    cookie: Option<String>,
+}
+
+impl Given {
+    fn of(req: &Request) -> Given {
+        let path = req.uri().path().to_string();
+        let header = req
+            .headers()
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(|v| v.trim().to_string());
+        // Sockets, and a browser trading the token for that cookie, may
+        // carry it in the query.
+        let by_query = path.starts_with("/agents/")
+            || (path.starts_with("/api/rooms/") && path.ends_with("/ws"))
+            || super::ports::is_tunnel(&path)
+            || super::ports::preview_target(&path).is_some();
+        let query = by_query
+            .then(|| {
+                req.uri().query().and_then(|q| {
+                    url::form_urlencoded::parse(q.as_bytes())
+                        .find(|(k, _)| k == "token")
+                        .map(|(_, v)| v.into_owned())
+                })
+            })
+            .flatten();
+        let cookie = super::ports::preview_target(&path)
+            .and_then(|_| super::ports::cookie_credential(req.headers()));
+        Given {
+            tokens: header.into_iter().chain(query).collect(),
+            cookie,
+            path,
         }
     }
 }
 
-/// Whether the request carries `token`.
-fn authorized(req: &Request, token: &str) -> bool {
-    let header = req
-        .headers()
-        .get(AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    if header.is_some_and(|given| same(given.trim(), token)) {
-        return true;
+/// What the request's credential allows, or `None` (401).
+async fn credential(app: &App, given: Given, token: &str) -> Option<Access> {
+    for candidate in &given.tokens {
+        if same(candidate, token) {
+            return Some(Access::Server);
+        }
+        if let Some(invite) = invite_access(app, &given.path, candidate).await {
+            return Some(invite);
+        }
     }
-    let path = req.uri().path();
     // A browser opening a port's preview: its cookie opens that preview.
-    if let Some((room, port)) = super::ports::preview_target(path)
-        && super::ports::has_credential(req.headers(), token, room, port)
-    {
-        return true;
+    let (room, port) = super::ports::preview_target(&given.path)?;
+    let cookie = given.cookie.as_deref()?;
+    match cookie.split_once('.') {
+        None => super::ports::is_credential(cookie, token, room, port).then_some(Access::Server),
+        Some((invite_id, tag)) => {
+            let row = app
+                .registry
+                .shared
+                .store
+                .invite(room.to_string(), invite_id.to_string())
+                .await
+                .ok()??;
+            (row.usable() && super::ports::is_credential(tag, &row.token_hash, room, port))
+                .then_some(Access::Invite(row.invite))
+        }
     }
-    // Sockets, and a browser trading the token for that cookie, may carry
-    // it in the query.
-    let by_query = path.starts_with("/agents/")
-        || (path.starts_with("/api/rooms/") && path.ends_with("/ws"))
-        || super::ports::is_tunnel(path)
-        || super::ports::preview_target(path).is_some();
-    by_query
-        && req.uri().query().is_some_and(|q| {
-            url::form_urlencoded::parse(q.as_bytes()).any(|(k, v)| k == "token" && same(&v, token))
-        })
+}
+
+/// The access an invite token `given` gives on `path`: its invite's, when
+/// it is for that path's room and still usable.
+async fn invite_access(app: &App, path: &str, given: &str) -> Option<Access> {
+    if !given.starts_with(INVITE_PREFIX) {
+        return None;
+    }
+    let room = path_room(path)?;
+    let row = app
+        .registry
+        .shared
+        .store
+        .invite_by_hash(token_hash(given))
+        .await
+        .ok()??;
+    (row.room == room && row.usable()).then_some(Access::Invite(row.invite))
 }
 
 /// Compares secrets in time independent of where they differ.
@@ -105,39 +275,26 @@ fn same(a: &str, b: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn req(uri: &str, header: Option<&str>) -> Request {
-        let mut b = Request::builder().uri(uri);
-        if let Some(h) = header {
-            b = b.header(AUTHORIZATION, h);
-        }
-        b.body(axum::body::Body::empty()).unwrap()
+    #[test]
+    fn paths_name_their_room() {
+        assert_eq!(path_room("/api/rooms/a/cleanup"), Some("a"));
+        assert_eq!(path_room("/api/rooms/a"), Some("a"));
+        assert_eq!(path_room("/agents/duet-agent/b"), Some("b"));
+        assert_eq!(path_room("/api/rooms/"), None);
+        assert_eq!(path_room("/health"), None);
     }
 
     #[test]
-    fn tokens_come_by_header_or_on_sockets_by_query() {
-        assert!(authorized(
-            &req("/api/rooms/a/cleanup", Some("Bearer s3")),
-            "s3"
-        ));
-        assert!(!authorized(
-            &req("/api/rooms/a/cleanup", Some("Bearer s4")),
-            "s3"
-        ));
-        assert!(!authorized(
-            &req("/api/rooms/a/cleanup?token=s3", None),
-            "s3"
-        ));
-        assert!(authorized(
-            &req("/api/rooms/a/ws?user=x&token=s3", None),
-            "s3"
-        ));
-        assert!(authorized(
-            &req("/agents/duet-agent/a?token=s3", None),
-            "s3"
-        ));
-        assert!(!authorized(
-            &req("/agents/duet-agent/a?token=s", None),
-            "s3"
-        ));
+    fn invite_tokens_are_random_and_kept_as_hashes() {
+        let (a, b) = (new_invite_token(), new_invite_token());
+        assert_ne!(a, b);
+        assert!(a.starts_with(INVITE_PREFIX));
+        assert_eq!(a.len(), INVITE_PREFIX.len() + 40);
+        assert_eq!(token_hash(&a).len(), 64);
+        assert_ne!(token_hash(&a), token_hash(&b));
+        assert_eq!(
+            token_hash("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
     }
 }

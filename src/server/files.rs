@@ -4,6 +4,8 @@
 //! records in the room. The sandbox module does the path resolution that
 //! never leaves the workspace.
 
+use super::access::Action;
+use super::auth::{Access, Caller};
 use super::errors::Path;
 use super::errors::{ApiError, add_detail};
 use super::http::room_details;
@@ -12,11 +14,11 @@ use crate::protocol::{
     DeleteResponse, Details, Event, FileResponse, ListingResponse, MAX_FILE_BODY, name_problem,
 };
 use crate::sandbox::files::FileError;
-use axum::Json;
 use axum::body::Body;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use std::sync::Arc;
 
 fn file_error(e: FileError) -> Response {
@@ -51,20 +53,26 @@ fn problems(details: Details) -> Result<(), ApiError> {
     }
 }
 
-/// Who uploads or deletes: `?userId=NAME` (trimmed), "anonymous" without one.
-fn uploader(query: Option<&str>, details: &mut Details) -> String {
+/// Who uploads or deletes: `?userId=NAME` (trimmed), "anonymous" without
+/// one, or the name the caller's invite fixes.
+fn uploader(query: Option<&str>, details: &mut Details, access: &Access) -> String {
     let given = url::form_urlencoded::parse(query.unwrap_or("").as_bytes())
         .find(|(key, _)| key == "userId")
         .map(|(_, value)| value.trim().to_string());
-    match given {
-        None => "anonymous".to_string(),
-        Some(name) => {
-            if let Some(problem) = name_problem(&name) {
-                add_detail(details, "userId", problem);
-            }
-            name
-        }
+    if let Some(problem) = given.as_deref().and_then(name_problem) {
+        add_detail(details, "userId", problem);
     }
+    let mut caller = Caller::new(None, access.clone(), None);
+    if let Some(name) = given {
+        caller.call_itself(name);
+    }
+    caller.name_or_anonymous()
+}
+
+/// The 400 of `details`, else the 403 when the caller may not change files.
+fn writable(details: Details, access: &Access) -> Result<(), ApiError> {
+    problems(details)?;
+    crate::server::access::check(access.role(), Action::WriteFiles)
 }
 
 /// `GET /api/rooms/{room}/files/`: the workspace's own listing.
@@ -124,14 +132,15 @@ pub(crate) async fn get_file(
 /// `PUT /api/rooms/{room}/files/{path}?userId=NAME` (body: the bytes)
 pub(crate) async fn put_file(
     State(app): State<Arc<App>>,
+    Extension(access): Extension<Access>,
     Path((room, path)): Path<(String, String)>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
     let mut details = check(&room, &path);
-    let by = uploader(query.as_deref(), &mut details);
-    if let Err(e) = problems(details) {
+    let by = uploader(query.as_deref(), &mut details, &access);
+    if let Err(e) = writable(details, &access) {
         return e.into_response();
     }
     let declared = headers
@@ -167,12 +176,13 @@ pub(crate) async fn put_file(
 /// symlink or a folder with everything in it.
 pub(crate) async fn delete_file(
     State(app): State<Arc<App>>,
+    Extension(access): Extension<Access>,
     Path((room, path)): Path<(String, String)>,
     RawQuery(query): RawQuery,
 ) -> Response {
     let mut details = check(&room, &path);
-    let by = uploader(query.as_deref(), &mut details);
-    if let Err(e) = problems(details) {
+    let by = uploader(query.as_deref(), &mut details, &access);
+    if let Err(e) = writable(details, &access) {
         return e.into_response();
     }
     let handle = match app.registry.room(&room).await {

@@ -1,5 +1,6 @@
 //! The backend: `duet serve` and the embedded server of the terminal client.
 
+mod access;
 mod auth;
 mod errors;
 mod files;
@@ -13,6 +14,7 @@ mod registry;
 mod room;
 mod router;
 mod store;
+mod store_access;
 mod store_checkpoints;
 mod terminal;
 mod ws;
@@ -155,6 +157,9 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
         room_idle: std::time::Duration::from_secs(args.room_idle_secs),
         terminal_idle: std::time::Duration::from_secs(args.terminal_idle_secs),
         auto_checkpoints: args.auto_checkpoints,
+        has_token: token.is_some(),
+        approval_timeout: std::time::Duration::from_secs(args.approval_timeout_secs),
+        approval_allow: crate::protocol::parse_allow_list(&args.approval_allow),
         rooms: Default::default(),
     });
     let app = Arc::new(router::App {

@@ -1,6 +1,7 @@
-//! The read routes of background processes, ports and checkpoints: the
-//! list, one process, its logs, the listening ports, the checkpoints
-//! (starting, killing, taking and restoring are room operations, in `ops`).
+//! The read routes of background processes, ports, checkpoints and
+//! invites: the list, one process, its logs, the listening ports, the
+//! checkpoints, the invites (starting, killing, taking, restoring and
+//! inviting are room operations, in `ops`).
 
 use super::errors::{ApiError, Path};
 use super::http::room_details;
@@ -60,6 +61,32 @@ pub(crate) async fn checkpoints(
     Path(room): Path<String>,
 ) -> Result<Reply, ApiError> {
     read(&app, &room, Query::Checkpoints).await
+}
+
+/// `GET /api/rooms/{room}/invites`: those that can still be used (owners only).
+pub(crate) async fn invites(
+    State(app): State<Arc<App>>,
+    axum::Extension(access): axum::Extension<super::auth::Access>,
+    Path(room): Path<String>,
+) -> Result<Reply, ApiError> {
+    let details = room_details(&room);
+    if !details.is_empty() {
+        return Err(ApiError::invalid(details));
+    }
+    super::access::check(access.role(), super::access::Action::ManageInvites)?;
+    let rows = app
+        .registry
+        .shared
+        .store
+        .invites(room)
+        .await
+        .map_err(|e| ApiError::internal(format!("the invites could not be read: {e}")))?;
+    let invites = rows
+        .into_iter()
+        .filter(|row| row.usable())
+        .map(|row| row.invite)
+        .collect();
+    Ok(Reply::ok(crate::protocol::InvitesResponse { invites }))
 }
 
 fn room_and_id(mut params: BTreeMap<String, String>) -> (String, String) {

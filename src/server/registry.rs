@@ -29,6 +29,12 @@ pub(crate) struct Shared {
     pub(crate) terminal_idle: Duration,
     /// Automatic checkpoints a room keeps (0: none are taken).
     pub(crate) auto_checkpoints: usize,
+    /// Whether the server has a token (invites need one).
+    pub(crate) has_token: bool,
+    /// How long an agent's command waits for approval.
+    pub(crate) approval_timeout: Duration,
+    /// The server's commands that never ask (`--approval-allow`).
+    pub(crate) approval_allow: Vec<String>,
     /// The rooms loaded now, by id.
     pub(crate) rooms: Mutex<HashMap<String, RoomHandle>>,
 }

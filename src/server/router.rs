@@ -30,6 +30,7 @@ pub(crate) fn build(app: Arc<App>) -> Router {
     }
     router
         .route("/api/rooms/{room}/messages", get(http::messages))
+        .route("/api/rooms/{room}/execs", get(http::execs))
         .route(
             "/api/rooms/{room}/files/",
             get(files::list_root).delete(files::delete_root),
@@ -41,6 +42,7 @@ pub(crate) fn build(app: Arc<App>) -> Router {
                 .delete(files::delete_file),
         )
         .route("/api/rooms/{room}/checkpoints", get(processes::checkpoints))
+        .route("/api/rooms/{room}/invites", get(processes::invites))
         .route("/api/rooms/{room}/processes", get(processes::list))
         .route("/api/rooms/{room}/processes/{id}", get(processes::one))
         .route(

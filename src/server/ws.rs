@@ -87,6 +87,7 @@ pub(crate) async fn socket(
     Extension(access): Extension<Access>,
     Path(room): Path<String>,
     RawQuery(query): RawQuery,
+    headers: axum::http::HeaderMap,
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
 ) -> Response {
     let mut details = room_details(&room);
@@ -116,14 +117,12 @@ pub(crate) async fn socket(
         .max_frame_size(MAX_FRAME)
         .on_upgrade(move |socket| async move {
             let number = CONNECTIONS.fetch_add(1, Ordering::Relaxed);
-            let caller = Caller {
-                name: peer.user.clone(),
-                access,
-                socket: Some(SocketRef {
-                    number,
-                    id: peer.id.clone(),
-                }),
+            let socket_ref = SocketRef {
+                number,
+                id: peer.id.clone(),
             };
+            let caller =
+                Caller::new(peer.user.clone(), access, Some(socket_ref)).reached_by(&headers);
             let conn = Connection {
                 number,
                 name: caller.name_or_anonymous(),
@@ -194,6 +193,15 @@ async fn send(socket: &mut WebSocket, msg: Message) -> bool {
     )
 }
 
+/// Closes a socket whose credential stopped working (4401).
+async fn close_unauthorized(socket: &mut WebSocket, reason: &'static str) {
+    let frame = axum::extract::ws::CloseFrame {
+        code: crate::protocol::CLOSE_UNAUTHORIZED,
+        reason: reason.into(),
+    };
+    let _ = send(socket, Message::Close(Some(frame))).await;
+}
+
 /// A `duet_error` frame.
 fn error_frame(error: impl Into<String>) -> Utf8Bytes {
     frame_text(&ServerFrame::Error {
@@ -209,13 +217,14 @@ impl Connection {
             id: self.peer.id.clone(),
             name: self.name.clone(),
             since: now_ms(),
-            role: crate::protocol::RoomRole::Owner,
+            role: self.caller.role(),
         };
+        let invite = self.caller.access.invite_id().map(str::to_string);
         let Some(Joined {
             state,
             presence,
             mut frames,
-        }) = self.handle.join(self.number, user).await
+        }) = self.handle.join(self.number, user, invite).await
         else {
             return;
         };
@@ -224,7 +233,7 @@ impl Connection {
             agent: AGENT_NAME.into(),
         });
         let mut ok = true;
-        for text in [identity, state, presence] {
+        for text in [identity, state, presence, self.you()] {
             ok = ok && send(&mut socket, Message::Text(text)).await;
         }
         if ok {
@@ -246,10 +255,15 @@ impl Connection {
             tokio::time::interval_at(tokio::time::Instant::now() + PING_EVERY, PING_EVERY);
         ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut last_seen = Instant::now();
+        let expires = self.expiry();
         loop {
             let out = tokio::select! {
                 _ = shutdown.cancelled() => {
                     let _ = send(socket, Message::Close(None)).await;
+                    return;
+                }
+                () = crate::server::room::sleep_until(expires) => {
+                    close_unauthorized(socket, "the invite expired").await;
                     return;
                 }
                 incoming = socket.recv() => {
@@ -292,10 +306,11 @@ impl Connection {
                 },
                 Some(Answered { text, renamed, attached, followed }) = answered.recv() => {
                     // Frames read after the client has this answer carry the new name.
-                    if let Some(name) = renamed {
+                    let renamed = renamed.is_some_and(|name| {
                         self.caller.name = Some(name.clone());
                         self.name = name;
-                    }
+                        true
+                    });
                     // What the room broadcast before answering goes first:
                     // a command's frames, a cleanup's emptied state.
                     loop {
@@ -337,6 +352,14 @@ impl Connection {
                             return;
                         }
                         Some(Message::Text(snapshot))
+                    } else if renamed {
+                        // The answer, then who this socket is now.
+                        if let Some(text) = text
+                            && !send(socket, Message::Text(text)).await
+                        {
+                            return;
+                        }
+                        Some(Message::Text(self.you()))
                     } else {
                         text.map(Message::Text)
                     }
@@ -363,6 +386,9 @@ impl Connection {
         if frame.skip == Some(self.number) || self.follows.hold(frame) {
             return true;
         }
+        if let Some(news) = &frame.access {
+            return self.on_access(socket, news, &frame.text).await;
+        }
         if let Some((process, seq)) = &frame.process_output
             && !self.follows.wants(process, *seq)
         {
@@ -382,6 +408,54 @@ impl Connection {
             }
         }
         true
+    }
+
+    /// `duet_you`: this socket as the room knows it.
+    fn you(&self) -> Utf8Bytes {
+        frame_text(&ServerFrame::You {
+            id: self.peer.id.clone(),
+            name: self.name.clone(),
+            role: self.caller.role(),
+            invite_id: self.caller.access.invite_id().map(str::to_string),
+        })
+    }
+
+    /// When this socket's invite expires, if it came with one.
+    fn expiry(&self) -> Option<tokio::time::Instant> {
+        let Access::Invite(invite) = &self.caller.access else {
+            return None;
+        };
+        let left = invite.expires_at.saturating_sub(now_ms() as u64);
+        Some(tokio::time::Instant::now() + Duration::from_millis(left))
+    }
+
+    /// An invite changed: this socket's own takes effect (a new role, or
+    /// the close of a revoked one); `text` goes to everyone.
+    async fn on_access(
+        &mut self,
+        socket: &mut WebSocket,
+        news: &super::room::AccessNews,
+        text: &Utf8Bytes,
+    ) -> bool {
+        use super::room::AccessNews;
+        let mine = |id: &String| self.caller.access.invite_id() == Some(id.as_str());
+        match news {
+            AccessNews::Revoked { invite_id } if mine(invite_id) => {
+                close_unauthorized(socket, "the invite was revoked").await;
+                return false;
+            }
+            AccessNews::Role { invite_id, role } if mine(invite_id) => {
+                if let Access::Invite(invite) = &mut self.caller.access {
+                    invite.role = *role;
+                }
+                if !text.is_empty() && !send(socket, Message::Text(text.clone())).await {
+                    return false;
+                }
+                return send(socket, Message::Text(self.you())).await;
+            }
+            _ => {}
+        }
+        text.is_empty() || send(socket, Message::Text(text.clone())).await
     }
 
     /// Handles a client's text frame; returns a frame for this client alone.
@@ -589,11 +663,7 @@ mod tests {
     use serde_json::json;
 
     fn caller(name: Option<&str>) -> Caller {
-        Caller {
-            name: name.map(str::to_string),
-            access: Access::Full,
-            socket: None,
-        }
+        Caller::new(name.map(str::to_string), Access::Server, None)
     }
 
     #[test]

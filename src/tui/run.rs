@@ -179,6 +179,27 @@ fn to_msg(event: Event) -> Option<Msg> {
     }
 }
 
+/// `/export FILE`: the room's history read whole and written, or why not.
+async fn export(http: &HttpClient, path: &str) -> Result<String, String> {
+    use crate::client::export;
+    let history = export::fetch(http)
+        .await
+        .map_err(|e| format!("/export: {}", crate::client::explain::http(&e)))?;
+    let format = export::Format::of_path(path);
+    let text = export::render(
+        &history,
+        format,
+        crate::protocol::now_ms(),
+        crate::cli::local_offset(),
+    );
+    export::write_file(path, &text).map_err(|e| format!("/export: {e}"))?;
+    Ok(format!(
+        "exported {} messages and {} commands to {path}",
+        history.messages.len(),
+        history.execs.len()
+    ))
+}
+
 /// Runs an HTTP effect in its own task; its answer comes back as a Msg.
 fn spawn_call(effect: Effect, http: HttpClient, done: mpsc::UnboundedSender<Msg>) {
     tokio::spawn(async move {
@@ -216,6 +237,7 @@ fn spawn_call(effect: Effect, http: HttpClient, done: mpsc::UnboundedSender<Msg>
                         format!("/ls: {}", crate::client::ls::path_error(&dir, true, &err))
                     }),
             ),
+            Effect::Export(path) => Msg::TransferDone(export(&http, &path).await),
             Effect::LoadOlder { before } => Msg::OlderLoaded(
                 http.messages(before.as_deref(), Some(PAGE))
                     .await

@@ -3,7 +3,9 @@
 //! stack of `worker/dev.sh`), an HTTP client and a WebSocket client.
 #![allow(dead_code)]
 
+pub mod access;
 pub mod apps;
+pub mod cli;
 pub mod procs;
 pub mod tmux;
 
@@ -196,10 +198,15 @@ impl Server {
         Ws::connect(&format!("ws://{}/api/rooms/{room}/ws?{query}", self.addr)).await
     }
 
-    /// A WebSocket that has read its three connect frames.
+    /// A WebSocket that has read its four connect frames.
     pub async fn joined(&self, room: &str, query: &str) -> Ws {
         let mut ws = self.ws(room, query).await;
-        for kind in ["cf_agent_identity", "cf_agent_state", "duet_presence"] {
+        for kind in [
+            "cf_agent_identity",
+            "cf_agent_state",
+            "duet_presence",
+            "duet_you",
+        ] {
             assert_eq!(ws.next().await["type"], kind);
         }
         ws
@@ -293,6 +300,21 @@ impl Ws {
         self.until(|f| f["type"] == "rpc" && f["id"] == id).await
     }
 
+    /// Sends an rpc and waits for its answer; also answers the frames
+    /// read before it, in order.
+    pub async fn rpc_keeping(&mut self, id: u64, method: &str, args: Value) -> (Value, Vec<Value>) {
+        self.send(serde_json::json!({"type":"rpc","id":id,"method":method,"args":args}))
+            .await;
+        let mut before = Vec::new();
+        loop {
+            let frame = self.next().await;
+            if frame["type"] == "rpc" && frame["id"] == id {
+                return (frame, before);
+            }
+            before.push(frame);
+        }
+    }
+
     /// Waits (up to `wait`) for the server's ping, skipping other frames.
     pub async fn ping(&mut self, wait: Duration) -> bool {
         let read = async {
@@ -316,6 +338,22 @@ impl Ws {
             }
         };
         tokio::time::timeout(WAIT, read_all).await.is_ok()
+    }
+
+    /// Reads until the server closes the socket: its close code and
+    /// reason (`None` when the connection ended without a close frame).
+    pub async fn closed(&mut self) -> Option<(u16, String)> {
+        let read_all = async {
+            while let Some(Ok(msg)) = self.inner.next().await {
+                if let Message::Close(frame) = msg {
+                    return frame.map(|f| (u16::from(f.code), f.reason.to_string()));
+                }
+            }
+            None
+        };
+        tokio::time::timeout(WAIT, read_all)
+            .await
+            .expect("the server closes the socket in time")
     }
 
     pub async fn close(mut self) {

@@ -116,6 +116,7 @@ pub fn state(messages: Vec<DuetMessage>, execs: Vec<ExecRecord>) -> Msg {
             messages,
             execs,
             shell: None,
+            ..Default::default()
         },
     })
 }
@@ -213,12 +214,32 @@ pub fn presence(names: &[(&str, &str)]) -> Msg {
         users: names
             .iter()
             .map(|(id, name)| PresenceUser {
+                role: duet::protocol::RoomRole::Owner,
                 id: id.to_string(),
                 name: name.to_string(),
                 since: T0,
             })
             .collect(),
     })
+}
+
+/// `duet_you`: this socket (`c-ada`) as the room knows it.
+pub fn you(name: &str, role: RoomRole) -> Msg {
+    frame(ServerFrame::You {
+        id: "c-ada".into(),
+        name: name.into(),
+        role,
+        invite_id: Some("i1".into()),
+    })
+}
+
+/// An agent's command waiting for a person (`duet_approval request`).
+pub fn approval_request(id: &str, cmd: &str) -> Msg {
+    frame(ServerFrame::Approval(ApprovalFrame::Request {
+        approval_id: id.into(),
+        turn_id: "t1".into(),
+        cmd: cmd.into(),
+    }))
 }
 
 /// Draws the App at `w`×`h` and answers the screen as text.

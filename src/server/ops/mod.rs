@@ -10,13 +10,17 @@ mod cleanup;
 mod exec;
 mod fields;
 mod interrupt;
+mod invite;
 mod message;
+mod policy;
 mod process;
 mod rename;
 
 pub(crate) use exec::Exec;
 pub(crate) use fields::Fields;
+pub(crate) use invite::InviteCreate;
 pub(crate) use message::Message;
+pub(crate) use policy::Approve;
 pub(crate) use process::ProcessStart;
 
 use super::auth::Caller;
@@ -156,6 +160,11 @@ operations! {
     CheckpointRestore => checkpoint::CheckpointRestore, "checkpoint_restore", Some((Verb::Post, "/checkpoints/{id}/restore"));
     CheckpointDelete => checkpoint::CheckpointDelete, "checkpoint_delete", Some((Verb::Delete, "/checkpoints/{id}"));
     Fork => checkpoint::Fork, "fork", Some((Verb::Post, "/fork"));
+    InviteCreate => invite::InviteCreate, "invite_create", Some((Verb::Post, "/invites"));
+    InviteRevoke => invite::InviteRevoke, "invite_revoke", Some((Verb::Delete, "/invites/{id}"));
+    SetRole => invite::SetRole, "set_role", Some((Verb::Post, "/invites/{id}/role"));
+    SetPolicy => policy::SetPolicy, "set_policy", Some((Verb::Post, "/policy"));
+    Approve => policy::Approve, "approve", Some((Verb::Post, "/approve"));
 }
 
 /// The body field a route's `{id}` fills: the route's first segment
@@ -163,6 +172,8 @@ operations! {
 pub(crate) fn path_id_field(path: &str) -> &'static str {
     if path.starts_with("/checkpoints/") {
         "checkpointId"
+    } else if path.starts_with("/invites/") {
+        "inviteId"
     } else {
         "processId"
     }
@@ -198,10 +209,14 @@ pub(crate) fn parse(
 ) -> Result<Request, ApiError> {
     let mut f = Fields::new(obj, details);
     if let Some(name) = f.name("userId") {
-        caller.name = Some(name);
+        caller.call_itself(name);
     }
     let op = Op::parse_as(method, &mut f);
-    f.finish(op).map(|op| Request { op, caller })
+    let op = f.finish(op)?;
+    // What the body says comes first (a 400), then whether the caller's
+    // role may do it (a 403), before anything is done.
+    caller.may(op.action())?;
+    Ok(Request { op, caller })
 }
 
 #[cfg(test)]
@@ -211,11 +226,7 @@ mod tests {
     use serde_json::json;
 
     fn anonymous() -> Caller {
-        Caller {
-            name: None,
-            access: Access::Full,
-            socket: None,
-        }
+        Caller::new(None, Access::Server, None)
     }
 
     fn parsed(method: Method, body: Value) -> Result<Request, ApiError> {
@@ -266,11 +277,7 @@ mod tests {
     #[test]
     fn good_bodies_parse() {
         let body = json!({"text":"é".repeat(8000), "userId": null});
-        let caller = Caller {
-            name: Some("ada".into()),
-            access: Access::Full,
-            socket: None,
-        };
+        let caller = Caller::new(Some("ada".into()), Access::Server, None);
         let request = parse(
             Method::Message,
             body.as_object().unwrap(),

@@ -10,6 +10,7 @@ mod tunnel;
 pub(crate) use preview::{bare, preview};
 pub(crate) use tunnel::tunnel;
 
+use super::auth::{Access, token_hash};
 use super::errors::ApiError;
 use super::http::room_details;
 use crate::protocol::Details;
@@ -73,11 +74,11 @@ fn unreachable(e: PortError) -> ApiError {
 }
 
 /// The credential a browser's cookie holds for `room`'s `port`: an HMAC
-/// of both under the server's token, so it opens this preview only and
+/// of both under `key` (the server's token, or an invite token's hash), so it opens this preview only and
 /// says nothing of the token.
-pub(crate) fn credential(token: &str, room: &str, port: &str) -> String {
+pub(crate) fn credential(key: &str, room: &str, port: &str) -> String {
     use base64::Engine;
-    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, token.as_bytes());
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key.as_bytes());
     let tag = ring::hmac::sign(&key, format!("duet preview\0{room}\0{port}").as_bytes());
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(tag.as_ref())
 }
@@ -94,12 +95,21 @@ pub(crate) fn cookie_credential(headers: &HeaderMap) -> Option<String> {
         .map(|(_, value)| value.trim().to_string())
 }
 
-/// Whether a request to `room`'s `port` preview carries its credential.
-pub(crate) fn has_credential(headers: &HeaderMap, token: &str, room: &str, port: &str) -> bool {
-    cookie_credential(headers).is_some_and(|given| {
-        let expected = credential(token, room, port);
-        subtle::ConstantTimeEq::ct_eq(given.as_bytes(), expected.as_bytes()).into()
-    })
+/// Whether `given` is the credential for `room`'s `port` under `key`
+/// (the server's token, or an invite token's hash).
+pub(crate) fn is_credential(given: &str, key: &str, room: &str, port: &str) -> bool {
+    let expected = credential(key, room, port);
+    subtle::ConstantTimeEq::ct_eq(given.as_bytes(), expected.as_bytes()).into()
+}
+
+/// The cookie's value for a caller with `access` who gave `token`: the
+/// server's credential, or an invite's, which names the invite (so it
+/// stops working with it) and is keyed by its token's hash.
+pub(crate) fn cookie_value(access: &Access, token: &str, room: &str, port: &str) -> String {
+    match access.invite_id() {
+        None => credential(token, room, port),
+        Some(id) => format!("{id}.{}", credential(&token_hash(token), room, port)),
+    }
 }
 
 /// Whether a query parameter (`name=value`, as sent) is `token`, however
@@ -158,8 +168,22 @@ mod tests {
             COOKIE,
             format!("theme=dark; {COOKIE_NAME}={a}").parse().unwrap(),
         );
-        assert!(has_credential(&headers, "s3cret", "r1", "8000"));
-        assert!(!has_credential(&headers, "s3cret", "r1", "8001"));
+        let given = cookie_credential(&headers).unwrap();
+        assert!(is_credential(&given, "s3cret", "r1", "8000"));
+        assert!(!is_credential(&given, "s3cret", "r1", "8001"));
+        let invite = crate::protocol::Invite {
+            id: "i2".into(),
+            role: crate::protocol::RoomRole::Viewer,
+            name: None,
+            expires_at: 0,
+            created_at: 0,
+            by: String::new(),
+        };
+        let value = cookie_value(&Access::Invite(invite), "duet_inv_x", "r1", "8000");
+        let (id, tag) = value.split_once('.').unwrap();
+        assert_eq!(id, "i2");
+        assert!(is_credential(tag, &token_hash("duet_inv_x"), "r1", "8000"));
+        assert!(!value.contains("duet_inv_x"));
     }
 
     #[test]

@@ -4,9 +4,12 @@
 //! every credential taken off first. A browser trades `?token=` for a
 //! cookie that opens this preview only.
 
-use super::{COOKIE_NAME, checked, cookie_credential, credential, has_token, without_token};
+use super::{COOKIE_NAME, checked, cookie_credential, cookie_value, has_token, without_token};
+use crate::server::access::Action;
+use crate::server::auth::Access;
 use crate::server::errors::{ApiError, Path};
 use crate::server::router::App;
+use axum::Extension;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::header::{self, HeaderMap, HeaderName, HeaderValue};
@@ -51,6 +54,7 @@ pub(crate) async fn bare(
 /// `ANY /api/rooms/{room}/ports/{port}/{path…}`
 pub(crate) async fn preview(
     State(app): State<Arc<App>>,
+    Extension(access): Extension<Access>,
     Path(params): Path<BTreeMap<String, String>>,
     mut req: Request,
 ) -> Result<Response, ApiError> {
@@ -63,9 +67,15 @@ pub(crate) async fn preview(
     // A page is traded for the cookie; a WebSocket or a form cannot follow
     // the redirect, so it goes on with the token taken off.
     let page = matches!(*req.method(), Method::GET | Method::HEAD) && !upgrade;
+    let action = if page {
+        Action::PreviewRead
+    } else {
+        Action::UsePort
+    };
+    crate::server::access::check(access.role(), action)?;
     if let Some(query) = query.as_deref().filter(|_| has_token && page) {
-        let token = app.token.as_deref();
-        return Ok(trade_token(token, room, port_text, req.uri(), query));
+        let cookie = app.token.as_deref().map(|_| (&access, given_token(query)));
+        return Ok(trade_token(cookie, room, port_text, req.uri(), query));
     }
     let query = query.and_then(|q| without_token(&q));
     let stream = super::connect(&app, room, port).await?;
@@ -138,20 +148,34 @@ pub(crate) async fn preview(
     Ok(response.map(Body::new))
 }
 
+/// The `token` a query carries (the middleware checked it).
+fn given_token(query: &str) -> String {
+    url::form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == "token")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default()
+}
+
 /// The answer to `?token=`: 303 to the same URL without it, with the
-/// preview's cookie when the server has a token (the middleware checked
-/// it).
-fn trade_token(token: Option<&str>, room: &str, port: &str, uri: &Uri, query: &str) -> Response {
+/// preview's cookie for the caller's access and token when the server
+/// has a token (the middleware checked it).
+fn trade_token(
+    cookie: Option<(&Access, String)>,
+    room: &str,
+    port: &str,
+    uri: &Uri,
+    query: &str,
+) -> Response {
     let mut location = uri.path().to_string();
     if let Some(rest) = without_token(query) {
         location.push('?');
         location.push_str(&rest);
     }
     let mut response = (StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response();
-    if let Some(token) = token {
+    if let Some((access, token)) = cookie {
         let cookie = format!(
             "{COOKIE_NAME}={}; Path=/api/rooms/{room}/ports/{port}/; HttpOnly; SameSite=Strict",
-            credential(token, room, port)
+            cookie_value(access, &token, room, port)
         );
         if let Ok(value) = HeaderValue::from_str(&cookie) {
             response.headers_mut().insert(header::SET_COOKIE, value);

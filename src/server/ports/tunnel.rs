@@ -22,6 +22,7 @@ const CHUNK: usize = 64 * 1024;
 
 pub(crate) async fn tunnel(
     State(app): State<Arc<App>>,
+    axum::Extension(access): axum::Extension<crate::server::auth::Access>,
     Path(params): Path<BTreeMap<String, String>>,
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
@@ -31,6 +32,7 @@ pub(crate) async fn tunnel(
         params.get("port").map(String::as_str).unwrap_or_default(),
     )?;
     let upgrade = upgrade.map_err(|e| ApiError::field("upgrade", e.body_text()))?;
+    crate::server::access::check(access.role(), crate::server::access::Action::UsePort)?;
     let stream = super::connect(&app, room, port).await?;
     let rate = app.registry.shared.limits.tunnel_bytes_per_sec;
     Ok(upgrade

@@ -4,6 +4,7 @@
 //! awaits a command or a model call: those run in spawned tasks that report
 //! back to its inbox.
 
+mod access;
 mod checkpoints;
 mod exec;
 mod idle;
@@ -34,6 +35,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
+pub(crate) use access::AccessNews;
 pub(crate) use exec::ExecDone;
 use exec::Launched;
 pub(crate) use processes::{Followed, ProcCommand, Query};
@@ -62,6 +64,9 @@ pub(crate) struct OutFrame {
     /// Set on a process's `exit`: a socket waiting for its follow's answer
     /// holds it behind the output.
     pub(crate) process_exit: Option<String>,
+    /// Set when an invite changed: its sockets act on it (`text`, if not
+    /// empty, goes to every socket).
+    pub(crate) access: Option<AccessNews>,
 }
 
 impl OutFrame {
@@ -74,6 +79,7 @@ impl OutFrame {
             term_exit: None,
             process_output: None,
             process_exit: None,
+            access: None,
         }
     }
 }
@@ -114,10 +120,21 @@ pub(crate) enum Command {
     Join {
         conn: u64,
         user: PresenceUser,
+        /// The invite it came with (none: the server's token).
+        invite: Option<String>,
         reply: oneshot::Sender<Joined>,
     },
     /// A connection left.
     Leave { conn: u64 },
+    /// The agent's turn asks whether it may run a command (the policy,
+    /// maybe a person's answer).
+    AskToRun {
+        turn_id: String,
+        cmd: String,
+        verdict: oneshot::Sender<access::Verdict>,
+    },
+    /// Nobody answered an approval in time.
+    ApprovalTimeout { approval_id: String },
     /// The agent's turn runs a command.
     AgentRun {
         turn_id: String,
@@ -140,11 +157,11 @@ pub(crate) enum Command {
         done: oneshot::Sender<()>,
     },
     /// A socket attaches to the shared terminal: the running one, or a new
-    /// one opened by `by`.
+    /// one opened by `by` (none: only a running one, for a viewer).
     TermOpen {
-        by: String,
+        by: Option<String>,
         size: Option<TermSize>,
-        reply: oneshot::Sender<TermHandle>,
+        reply: oneshot::Sender<Option<TermHandle>>,
     },
     /// `term_close`.
     TermClose {
@@ -186,10 +203,20 @@ impl RoomHandle {
     }
 
     /// Adds a connection to the room; `None` when the room stopped.
-    pub(crate) async fn join(&self, conn: u64, user: PresenceUser) -> Option<Joined> {
+    pub(crate) async fn join(
+        &self,
+        conn: u64,
+        user: PresenceUser,
+        invite: Option<String>,
+    ) -> Option<Joined> {
         let (reply, answer) = oneshot::channel();
         self.inbox
-            .send(Command::Join { conn, user, reply })
+            .send(Command::Join {
+                conn,
+                user,
+                invite,
+                reply,
+            })
             .await
             .ok()?;
         answer.await.ok()
@@ -212,12 +239,13 @@ impl RoomHandle {
         record_in(&self.inbox, event).await;
     }
 
-    /// The room's shared terminal, opened by `by` at `size` if none runs.
+    /// The room's shared terminal, opened by `by` at `size` if none runs
+    /// (`None` when none runs and `by` is none).
     pub(crate) async fn terminal(
         &self,
-        by: String,
+        by: Option<String>,
         size: Option<TermSize>,
-    ) -> Result<TermHandle, ApiError> {
+    ) -> Result<Option<TermHandle>, ApiError> {
         let (reply, answer) = oneshot::channel();
         let command = Command::TermOpen { by, size, reply };
         if self.inbox.send(command).await.is_err() {
@@ -332,6 +360,8 @@ pub(crate) struct RoomActor {
     ports: Vec<crate::protocol::PortState>,
     /// The checkpoints of the workspace.
     checkpoints: checkpoints::Checkpoints,
+    /// Its invites, policy and the agent's commands waiting for a person.
+    access: access::RoomAccess,
     /// The handles' count (see `RoomHandle::holders`).
     holders: std::sync::Weak<()>,
     state_cache: Option<Utf8Bytes>,
@@ -380,6 +410,7 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
         processes: processes::Processes::default(),
         ports: Vec::new(),
         checkpoints: checkpoints::Checkpoints::new(row.checkpoints, row.next_checkpoint),
+        access: access::RoomAccess::new(row.invites, row.policy),
         holders: Arc::downgrade(&holders),
         state_cache: None,
         rates,
@@ -481,8 +512,25 @@ impl RoomActor {
                     let _ = reply.send(Err(e));
                 }
             },
-            Command::Join { conn, user, reply } => self.join(conn, user, reply),
-            Command::Leave { conn } => self.leave(conn),
+            Command::Join {
+                conn,
+                user,
+                invite,
+                reply,
+            } => {
+                self.access.joined(conn, invite);
+                self.join(conn, user, reply);
+            }
+            Command::Leave { conn } => {
+                self.access.left(conn);
+                self.leave(conn);
+            }
+            Command::AskToRun {
+                turn_id,
+                cmd,
+                verdict,
+            } => self.ask_to_run(turn_id, cmd, verdict),
+            Command::ApprovalTimeout { approval_id } => self.approval_timed_out(approval_id),
             Command::AgentRun {
                 turn_id,
                 cmd,
@@ -598,6 +646,8 @@ impl RoomActor {
                 sandbox.interrupt(Some(exec_id), true).await;
             });
         }
+        let turn_id = current.id.clone();
+        self.withdraw_approvals(&turn_id);
         true
     }
 

@@ -11,7 +11,7 @@ use tokio::sync::oneshot;
 
 impl RoomActor {
     /// `duet_presence` with one entry per connection.
-    fn presence_frame(&self) -> ServerFrame {
+    pub(super) fn presence_frame(&self) -> ServerFrame {
         ServerFrame::Presence {
             users: self.presence.iter().map(|(_, u)| u.clone()).collect(),
         }
@@ -39,6 +39,14 @@ impl RoomActor {
     /// everyone and a `rename` record (when the name changed); answers
     /// `{name}`.
     pub(crate) async fn rename(&mut self, name: String, caller: Caller, answer: Answer) {
+        if let Some(fixed) = caller.access.fixed_name() {
+            let e = ApiError::forbidden(
+                "name",
+                format!("your invite fixes your name: you are {fixed:?} in this room"),
+            );
+            let _ = answer.send(Err(e));
+            return;
+        }
         let entry = caller
             .socket
             .and_then(|socket| self.presence.iter_mut().find(|(c, _)| *c == socket.number));

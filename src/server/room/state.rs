@@ -7,7 +7,8 @@
 
 use super::{OutFrame, RoomActor, frame_text};
 use crate::protocol::{
-    Checkpoint, DuetMessage, ExecRecord, PortState, Process, ShellState, TerminalState,
+    Approval, Checkpoint, DuetMessage, ExecRecord, Policy, PortState, Process, ShellState,
+    TerminalState,
 };
 use axum::extract::ws::Utf8Bytes;
 use serde::Serialize;
@@ -32,6 +33,9 @@ pub(super) struct StateRef<'a> {
     pub(super) processes: &'a [Process],
     pub(super) ports: &'a [PortState],
     pub(super) checkpoints: &'a [Checkpoint],
+    pub(super) policy: Policy,
+    pub(super) approvals: &'a [Approval],
+    pub(super) allow: &'a [String],
 }
 
 /// `duet_message`: one stored or changed message.
@@ -82,6 +86,8 @@ impl RoomActor {
         if let Some(text) = &self.state_cache {
             return text.clone();
         }
+        let approvals = self.access.approvals();
+        let allow = self.allow_list();
         let text = frame_text(&StateFrame {
             state: StateRef {
                 messages: &self.messages,
@@ -91,6 +97,9 @@ impl RoomActor {
                 processes: &self.processes.listed,
                 ports: &self.ports,
                 checkpoints: &self.checkpoints.list,
+                policy: self.access.policy(),
+                approvals: &approvals,
+                allow: &allow,
             },
         });
         self.state_cache = Some(text.clone());
@@ -151,6 +160,9 @@ mod tests {
                 processes: &[],
                 ports: &[],
                 checkpoints: &[],
+                policy: Policy::Ask,
+                approvals: &[],
+                allow: &[],
             },
         });
         let owned = serde_json::to_string(&ServerFrame::State {
@@ -162,6 +174,9 @@ mod tests {
                 processes: Vec::new(),
                 ports: Vec::new(),
                 checkpoints: Vec::new(),
+                policy: Policy::Ask,
+                approvals: Vec::new(),
+                allow: Vec::new(),
             },
         })
         .unwrap();

@@ -16,10 +16,15 @@ pub(super) type Closing = Vec<oneshot::Sender<Result<(), ApiError>>>;
 
 impl RoomActor {
     /// The running terminal, or a new one opened by `by` at `size`.
-    pub(super) fn open_terminal(&mut self, by: String, size: Option<TermSize>) -> TermHandle {
+    pub(super) fn open_terminal(
+        &mut self,
+        by: Option<String>,
+        size: Option<TermSize>,
+    ) -> Option<TermHandle> {
         if let Some(handle) = &self.terminal {
-            return handle.clone();
+            return Some(handle.clone());
         }
+        let by = by?;
         let handle = terminal::spawn(terminal::Launch {
             sandbox: self.sandbox.clone(),
             by,
@@ -28,7 +33,7 @@ impl RoomActor {
             news: self.term_news.clone(),
         });
         self.terminal = Some(handle.clone());
-        handle
+        Some(handle)
     }
 
     /// `term_close`: ends the terminal `term_id`; answered once it ended.

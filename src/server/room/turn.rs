@@ -65,8 +65,10 @@ struct RoomHost {
     turn_id: String,
     /// The socket whose message began the turn.
     by_connection: Option<String>,
+    /// The room's sandbox, whose workspace the turn reads.
+    sandbox: Arc<dyn crate::sandbox::Sandbox>,
     /// Set once the turn ran a command (an automatic checkpoint came first).
-    ran: std::sync::atomic::AtomicBool,
+    ran: Arc<std::sync::atomic::AtomicBool>,
     /// The room's shared terminal when the turn began, and its size.
     terminal: Option<(
         crate::server::terminal::TermHandle,
@@ -91,8 +93,24 @@ impl TurnHost for RoomHost {
     fn run(&self, cmd: String) -> BoxFuture<Run> {
         let inbox = self.inbox.clone();
         let turn_id = self.turn_id.clone();
-        let first = !self.ran.swap(true, std::sync::atomic::Ordering::SeqCst);
+        let ran = self.ran.clone();
         Box::pin(async move {
+            // The room's policy first: maybe a person must approve it.
+            let (asked, verdict) = oneshot::channel();
+            let ask = Command::AskToRun {
+                turn_id: turn_id.clone(),
+                cmd: cmd.clone(),
+                verdict: asked,
+            };
+            if inbox.send(ask).await.is_err() {
+                return Run::failed(cmd, "the room stopped");
+            }
+            match verdict.await {
+                Ok(Ok(())) => {}
+                Ok(Err(why)) => return Run::failed(cmd, why),
+                Err(_) => return Run::failed(cmd, "the room stopped"),
+            }
+            let first = !ran.swap(true, std::sync::atomic::Ordering::SeqCst);
             if first {
                 // Before the turn's first command: a checkpoint to undo it.
                 let (reply, taken) = oneshot::channel();
@@ -117,6 +135,22 @@ impl TurnHost for RoomHost {
                 return failed(cmd);
             }
             answer.await.unwrap_or_else(|_| failed(cmd))
+        })
+    }
+
+    fn read_file(&self, path: String) -> BoxFuture<crate::ai::context::FileRead> {
+        use crate::ai::context::FileRead;
+        use crate::sandbox::files::FileError;
+        let sandbox = self.sandbox.clone();
+        Box::pin(async move {
+            match sandbox.read_file(path.clone()).await {
+                Ok(bytes) => FileRead::Bytes(bytes),
+                // A folder is not read as a file: it lists.
+                Err(_) if sandbox.list_dir(path.clone()).await.is_ok() => FileRead::Folder,
+                Err(FileError::BadPath(_)) => FileRead::BadPath,
+                Err(FileError::NotFound) => FileRead::Missing,
+                Err(e) => FileRead::Failed(e.to_string()),
+            }
         })
     }
 
@@ -158,6 +192,7 @@ impl RoomActor {
             frames: self.frames.clone(),
             turn_id: turn_id.clone(),
             by_connection: pending.by_connection.clone(),
+            sandbox: self.sandbox.clone(),
             ran: Default::default(),
             terminal: self.terminal_for_turn(),
         });

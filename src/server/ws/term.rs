@@ -4,6 +4,7 @@
 
 use super::{Answered, Connection, error_frame, failure, rpc_args, success_text};
 use crate::protocol::{ServerFrame, TermSize};
+use crate::server::access::{self, Action};
 use crate::server::errors::ApiError;
 use crate::server::room::{frame_text, send_frame};
 use crate::server::terminal::TermHandle;
@@ -38,11 +39,23 @@ impl Connection {
                     Ok(size) => size,
                     Err(e) => return failed(e, id),
                 };
-                let (room, conn, by) = (self.handle.clone(), self.number, self.name.clone());
+                // A viewer watches a running terminal; its size never counts.
+                let role = self.caller.role();
+                let opens = access::may(role, Action::OpenTerminal);
+                let size = size.filter(|_| opens);
+                let by = opens.then(|| self.name.clone());
+                let (room, conn) = (self.handle.clone(), self.number);
                 let answers = answers.clone();
                 tokio::spawn(async move {
                     let attached = async {
-                        let handle = room.terminal(by, size).await?;
+                        let handle = match room.terminal(by, size).await? {
+                            Some(handle) => handle,
+                            None => {
+                                // Only a role that may not open one gets none.
+                                access::check(role, Action::OpenTerminal)?;
+                                return Err(ApiError::internal("the terminal did not open"));
+                            }
+                        };
                         let attached = handle.attach(conn, size).await?;
                         Ok::<_, ApiError>((handle, attached))
                     };
@@ -89,6 +102,9 @@ impl Connection {
                     Ok(term_id) => term_id,
                     Err(e) => return failed(e, id),
                 };
+                if let Err(e) = self.caller.may(Action::CloseTerminal) {
+                    return failed(e, id);
+                }
                 let room = self.handle.clone();
                 let answers = answers.clone();
                 tokio::spawn(async move {
@@ -113,6 +129,14 @@ impl Connection {
     /// socket is attached to the terminal they name.
     pub(super) fn term_frame(&mut self, value: Value) -> Option<Utf8Bytes> {
         let kind = value["type"].as_str().unwrap_or_default();
+        let action = if kind == "duet_term_resize" {
+            Action::ResizeTerminal
+        } else {
+            Action::TypeIntoTerminal
+        };
+        if !access::may(self.caller.role(), action) {
+            return Some(error_frame("forbidden"));
+        }
         let Some(term_id) = value.get("termId").and_then(Value::as_str) else {
             return Some(error_frame(format!("{kind}: needs a \"termId\"")));
         };
