@@ -17,6 +17,7 @@ import {
   checkpointJson,
   cleanupFrame,
   defaultProcessName,
+  execRecordJson,
   execResultJson,
   messageId,
   messageJson,
@@ -208,6 +209,7 @@ export class Room {
       emit: (frame) => this.sockets.all(frame),
       run: (cmd, signal, turnId, byConnection) => this.agentRun(cmd, signal, turnId, byConnection),
       screen: () => this.terminal.screen(),
+      files: () => this.sandbox(),
     };
     this.turns = new Turns({
       config: this.config,
@@ -447,6 +449,16 @@ export class Room {
       return ok({ messages: messages.map(messageJson), hasMore });
     } catch (e) {
       return ApiError.internal(`the messages could not be read: ${describe(e)}`).reply();
+    }
+  }
+
+  /** A page of the room's commands (`GET /execs`). */
+  execPage(before: string | undefined, limit: number): Reply {
+    try {
+      const [execs, hasMore] = this.store.execPage(before, limit);
+      return ok({ execs: execs.map(execRecordJson), hasMore });
+    } catch (e) {
+      return ApiError.internal(`the commands could not be read: ${describe(e)}`).reply();
     }
   }
 

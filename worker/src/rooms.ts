@@ -7,8 +7,9 @@ import type { Env } from "./env";
 
 /** A validated operation (ops.ts `Op`) as JSON. */
 export const OP_PATH = "/duet/op";
-/** `GET /messages`, checked: `?before&limit`. */
+/** `GET /messages` and `GET /execs`, checked: `?before&limit`. */
 export const PAGE_PATH = "/duet/messages";
+export const EXECS_PAGE_PATH = "/duet/execs";
 /** The room's sandbox stopped (its container slept or was destroyed): a fresh shell comes next. */
 export const SANDBOX_STOPPED_PATH = "/duet/sandbox-stopped";
 
