@@ -31,8 +31,8 @@ export interface ProjectContext {
 /** Reads the turn's context: AGENTS.md (at most `agentsMdBytes`) and the files `question` names. */
 export async function projectContext(files: ProjectFiles, question: string | undefined, agentsMdBytes: number, signal: AbortSignal): Promise<ProjectContext> {
   const read = (path: string) => whenStarted(() => readWorkspaceFile(files, path), signal);
-  const agents = await read(AGENTS_MD);
-  const instructions = agents.kind === "file" ? agentsNote(agents.bytes, agentsMdBytes) : undefined;
+  const agents = await whenStarted(() => readAgentsMd(files), signal);
+  const instructions = agents && agentsNote(agents, agentsMdBytes);
   let attachments = "";
   for (const [i, path] of mentions(question ?? "").entries()) {
     attachments += `\n\n${i < MENTION_FILES ? mentionBlock(path, await read(path)) : `[@${path}: not read: at most ${MENTION_FILES} files are inlined in a question]`}`;
@@ -47,6 +47,22 @@ export type Found =
   | { kind: "folder" }
   /** Outside /workspace by the path rules of "Files" (`..`, absolute, a symlink). */
   | { kind: "outside" };
+
+/**
+ * AGENTS.md's bytes, when it is a file: looked for in the workspace's
+ * listing first, so that the usual room without one costs no failed read.
+ */
+async function readAgentsMd(files: ProjectFiles): Promise<Uint8Array | undefined> {
+  try {
+    const entry = (await files.listFiles(""))?.find((e) => e.name === AGENTS_MD);
+    if (entry?.type !== "file" || entry.size === 0) return undefined;
+    return (await files.readFile(AGENTS_MD)) ?? undefined;
+  } catch (e) {
+    if (e instanceof SandboxStarting) throw e;
+    if (!(e instanceof BadPath)) console.error(`reading /workspace/${AGENTS_MD} for the agent failed: ${describe(e)}`);
+    return undefined;
+  }
+}
 
 async function readWorkspaceFile(files: ProjectFiles, path: string): Promise<Found> {
   const parts = pathComponents(path);
