@@ -6,7 +6,6 @@
 // (src/ai/context.rs).
 
 import { describe } from "./http";
-import { capText } from "./protocol";
 import { pathComponents } from "./files";
 import { BadPath, SandboxStarting, type RoomSandbox } from "./sandbox/types";
 
@@ -46,7 +45,9 @@ export type Found =
   | { kind: "missing" }
   | { kind: "folder" }
   /** Outside /workspace by the path rules of "Files" (`..`, absolute, a symlink). */
-  | { kind: "outside" };
+  | { kind: "outside" }
+  /** The sandbox could not read it: why. */
+  | { kind: "failed"; why: string };
 
 /**
  * AGENTS.md's bytes, when it is a file: looked for in the workspace's
@@ -76,9 +77,7 @@ async function readWorkspaceFile(files: ProjectFiles, path: string): Promise<Fou
   } catch (e) {
     if (e instanceof BadPath) return { kind: "outside" };
     if (e instanceof SandboxStarting) throw e;
-    // The turn goes on without it; the room's people see the model's answer.
-    console.error(`reading /workspace/${inside} for the agent failed: ${describe(e)}`);
-    return { kind: "missing" };
+    return { kind: "failed", why: describe(e) };
   }
 }
 
@@ -95,21 +94,62 @@ async function whenStarted<T>(read: () => Promise<T>, signal: AbortSignal): Prom
   }
 }
 
-/** The bytes as text, if they are UTF-8. */
-function utf8(bytes: Uint8Array): string | undefined {
-  try {
-    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
-  } catch {
-    return undefined;
+/**
+ * Where `bytes` stop being UTF-8 (Rust's `Utf8Error`): the valid prefix's
+ * length, and whether what follows is only a character the end cut short;
+ * undefined when they are UTF-8.
+ */
+function utf8Error(bytes: Uint8Array): { validUpTo: number; cutShort: boolean } | undefined {
+  const cont = (b: number | undefined, lo = 0x80, hi = 0xbf) => b !== undefined && b >= lo && b <= hi;
+  let i = 0;
+  while (i < bytes.length) {
+    const b = bytes[i];
+    if (b < 0x80) {
+      i++;
+      continue;
+    }
+    // The allowed range of the second byte (no overlong forms, surrogates or code points past U+10FFFF).
+    const [width, lo, hi] =
+      b >= 0xc2 && b <= 0xdf ? [2, 0x80, 0xbf]
+      : b === 0xe0 ? [3, 0xa0, 0xbf]
+      : b === 0xed ? [3, 0x80, 0x9f]
+      : b >= 0xe1 && b <= 0xef ? [3, 0x80, 0xbf]
+      : b === 0xf0 ? [4, 0x90, 0xbf]
+      : b >= 0xf1 && b <= 0xf3 ? [4, 0x80, 0xbf]
+      : b === 0xf4 ? [4, 0x80, 0x8f]
+      : [0, 0, 0];
+    if (width === 0) return { validUpTo: i, cutShort: false };
+    for (let k = 1; k < width; k++) {
+      if (i + k >= bytes.length) return { validUpTo: i, cutShort: true };
+      if (!(k === 1 ? cont(bytes[i + k], lo, hi) : cont(bytes[i + k]))) return { validUpTo: i, cutShort: false };
+    }
+    i += width;
+  }
+  return undefined;
+}
+
+/**
+ * At most `limit` bytes of `bytes` as text, cut back to a whole character,
+ * and whether they were cut; undefined when they are not UTF-8 (but for a
+ * character the limit cut) (src/ai/context.rs `text_within`).
+ */
+export function textWithin(bytes: Uint8Array, limit: number): [string, boolean] | undefined {
+  const cut = bytes.length > limit;
+  let shown = bytes.subarray(0, Math.min(bytes.length, limit));
+  for (;;) {
+    const error = utf8Error(shown);
+    if (error === undefined) return [new TextDecoder("utf-8", { fatal: false, ignoreBOM: true }).decode(shown), cut];
+    if (!(cut && error.cutShort)) return undefined;
+    shown = shown.subarray(0, error.validUpTo);
   }
 }
 
 /** The second system message for AGENTS.md's bytes; nothing for an empty file. */
 export function agentsNote(bytes: Uint8Array, limit: number): string | undefined {
   if (bytes.length === 0) return undefined;
-  const text = utf8(bytes);
+  const text = textWithin(bytes, limit);
   if (text === undefined) return `${AGENTS_HEADER}\n[${AGENTS_MD} is ${bytes.length} bytes and not text: not shown]`;
-  const [shown, cut] = capText(text, limit);
+  const [shown, cut] = text;
   return `${AGENTS_HEADER}\n${shown}${cut ? `\n[${AGENTS_MD} is ${bytes.length} bytes: only the first ${limit} are shown]` : ""}`;
 }
 
@@ -122,33 +162,37 @@ export function mentionBlock(path: string, found: Found): string {
       return `[@${path}: not a path inside /workspace]`;
     case "folder":
       return `[@${path}: a folder, not a file]`;
+    case "failed":
+      return `[@${path}: could not be read: ${found.why}]`;
     case "file": {
       const size = found.bytes.length;
-      const text = utf8(found.bytes);
+      const text = textWithin(found.bytes, MENTION_BYTES);
       if (text === undefined) return `[@${path}: ${size} bytes and not text: not shown]`;
-      const [shown, cut] = capText(text, MENTION_BYTES);
+      const [shown, cut] = text;
       return `[@${path}: ${size} bytes]\n${shown}${cut ? `\n[@${path} is ${size} bytes: only the first ${MENTION_BYTES} are shown]` : ""}`;
     }
   }
 }
 
-/** A `@` that starts a word (at the start of the text or after white space), and the word after it. */
-const MENTION = /(?<=^|\p{White_Space})@(\P{White_Space}*)/gu;
 /** What a path written in prose does not end with. */
 const TRAILING = /[.,;:!?)\]}'"]+$/u;
 
 /**
- * The paths a question names with `@`, each once, in the order first
- * named; not a lone `@`, nor `@agent` at the start of a line (it
- * addresses the agent in room chat).
+ * The paths a question names with `@` (a word that starts with it), each
+ * once, in the order first named; not a lone `@`, nor `@agent` as a
+ * line's first word (it addresses the agent in room chat).
  */
 export function mentions(text: string): string[] {
   const paths: string[] = [];
-  for (const m of text.matchAll(MENTION)) {
-    const path = m[1].replace(TRAILING, "");
-    const lineStart = m.index === 0 || text[m.index - 1] === "\n";
-    if (path === "" || (path === "agent" && lineStart) || paths.includes(path)) continue;
-    paths.push(path);
+  for (const line of text.split("\n")) {
+    // Rust's split_whitespace: Unicode White_Space.
+    const words = line.split(/\p{White_Space}+/u).filter((w) => w !== "");
+    for (const [n, word] of words.entries()) {
+      if (!word.startsWith("@")) continue;
+      const path = word.slice(1).replace(TRAILING, "");
+      if (path === "" || (n === 0 && path === "agent") || paths.includes(path)) continue;
+      paths.push(path);
+    }
   }
   return paths;
 }

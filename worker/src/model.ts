@@ -81,23 +81,20 @@ export function chunkEvents(chunk: unknown): Event[] {
   const events: Event[] = [];
   const part = (choice.delta ?? choice.message) as { content?: unknown; tool_calls?: unknown } | undefined;
   if (part && typeof part.content === "string") events.push({ kind: "delta", text: part.content });
-  if (part && Array.isArray(part.tool_calls)) for (const call of part.tool_calls) events.push(...toolEvent(call));
+  if (part && Array.isArray(part.tool_calls)) part.tool_calls.forEach((call, position) => events.push(...toolEvent(call, position)));
   if (choice.finish_reason !== undefined && choice.finish_reason !== null) events.push({ kind: "finished" });
   return events;
 }
 
-/** A piece of a tool call (`{index, function: {name?, arguments?}}`); nothing when it is not one. */
-function toolEvent(value: unknown): Event[] {
-  if (value === null || typeof value !== "object") return [];
-  const v = value as { index?: unknown; function?: { name?: unknown; arguments?: unknown } | null };
-  const call: ToolCallPiece = {};
-  if (typeof v.index === "number") call.index = v.index;
+/** A piece of a tool call (`{index, function: {name?, arguments?}}`), the `position`th of its chunk (src/ai/sse.rs). */
+function toolEvent(value: unknown, position: number): Event[] {
+  const v = (value ?? {}) as { index?: unknown; function?: { name?: unknown; arguments?: unknown } | null };
+  const index = typeof v.index === "number" && Number.isSafeInteger(v.index) && v.index >= 0 ? v.index : position;
+  const call: ToolCallPiece = { index };
   const f = v.function;
   if (f && typeof f === "object") {
     if (typeof f.name === "string") call.name = f.name;
-    // A whole answer may give the arguments as an object.
     if (typeof f.arguments === "string") call.args = f.arguments;
-    else if (f.arguments !== undefined && f.arguments !== null) call.args = JSON.stringify(f.arguments);
   }
   return [{ kind: "tool", call }];
 }
@@ -137,7 +134,7 @@ export async function chat(config: ModelConfig, messages: ChatMessage[], signal:
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (config.key) headers.authorization = `Bearer ${config.key}`;
   const send = (tools: boolean) => {
-    const body = JSON.stringify({ model: config.model, messages, stream: true, ...(tools && { tools: [RUN_TOOL] }) });
+    const body = JSON.stringify({ model: config.model, messages, stream: true, ...(tools && { tools: [RUN_TOOL], tool_choice: "auto" }) });
     return reach(url, { method: "POST", headers, body, signal }, config.connectTimeoutMs);
   };
   const tools = offer?.offers(config.base, config.model) ?? false;

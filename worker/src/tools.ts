@@ -29,8 +29,8 @@ export const RUN_TOOL = {
 
 /** One piece of a streamed tool call (OpenAI's `delta.tool_calls[i]`). */
 export interface ToolCallPiece {
-  /** Absent from some services: a piece with a name then starts a new call, one without continues the last. */
-  index?: number;
+  /** Its place among the answer's calls (where a service leaves it out: its place in the chunk's list). */
+  index: number;
   name?: string;
   /** A piece of the arguments' JSON text. */
   args?: string;
@@ -40,15 +40,11 @@ export interface ToolCallPiece {
 export class ToolCalls {
   private readonly calls = new Map<number, { name: string; args: string }>();
 
-  private last = -1;
-
   add(piece: ToolCallPiece): void {
-    const index = piece.index ?? (piece.name !== undefined || this.last < 0 ? Math.max(-1, ...this.calls.keys()) + 1 : this.last);
-    const call = this.calls.get(index) ?? { name: "", args: "" };
-    if (piece.name !== undefined) call.name += piece.name;
+    const call = this.calls.get(piece.index) ?? { name: "", args: "" };
+    if (piece.name !== undefined) call.name = piece.name;
     if (piece.args !== undefined) call.args += piece.args;
-    this.calls.set(index, call);
-    this.last = index;
+    this.calls.set(piece.index, call);
   }
 
   /**

@@ -47,7 +47,7 @@ describe("the run tool", () => {
     expect(toolFrames.streamed).toBe(`Let me look.<run>${cmd}</run>`);
     expect(toolFrames).toEqual(tagFrames);
     const [request] = await modelRequests(withTool);
-    expect(request.body.tools).toEqual([RUN_TOOL]);
+    expect([request.body.tools, request.body.tool_choice]).toEqual([[RUN_TOOL], "auto"]);
     a.close();
     b.close();
   });
@@ -87,7 +87,7 @@ describe("the run tool", () => {
     const requests = await modelRequests(r);
     expect(requests.map((q) => q.body.tools !== undefined)).toEqual([true, false, false]);
     // The request asked again is the same, but for the tool.
-    const { tools: _, ...refused } = requests[0].body;
+    const { tools: _, tool_choice: __, ...refused } = requests[0].body;
     expect(requests[1].body).toEqual(refused);
     // No record of the refusal in the room.
     expect(second.messages.filter((m: Json) => m.role === "system")).toEqual([]);

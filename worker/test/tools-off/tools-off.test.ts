@@ -15,7 +15,7 @@ describe("--ai-tools off, --agents-md-bytes 64", () => {
     const body = await ask(r, `go ${key}`);
     expect(body.reply).toBe("Tags.\n\nOutput (echo off):\noff");
     const [request] = await modelRequests(r);
-    expect("tools" in request.body).toBe(false);
+    expect(["tools" in request.body, "tool_choice" in request.body]).toEqual([false, false]);
     expect(request.body.messages[1]).toEqual({
       role: "system",
       content: `[the project's instructions: /workspace/AGENTS.md]\n${"x".repeat(64)}\n[AGENTS.md is 100 bytes: only the first 64 are shown]`,
