@@ -63,6 +63,10 @@ pub enum Command {
     Ls(LsArgs),
     /// Delete files of the room's workspace (a folder only with -r)
     Rm(RmArgs),
+    /// Write the room's whole history: markdown (who said and ran what),
+    /// the protocol's JSON, or an asciicast v2 recording of its commands
+    /// (`asciinema play FILE`)
+    Export(ExportArgs),
     /// Take a checkpoint: a copy of the room's /workspace now, to restore
     /// later (`duet restore NAME`)
     Checkpoint(CheckpointArgs),
@@ -78,6 +82,19 @@ pub enum Command {
     /// Start a new room from this room's /workspace (or a checkpoint of
     /// it), with an empty history
     Fork(ForkArgs),
+    /// Invite someone into the room with a role (viewer, writer, owner):
+    /// prints the command they join with; --list shows the room's
+    /// invites, --revoke ID ends one (its people are disconnected)
+    Invite(InviteArgs),
+    /// Show the room's approval policy for the agent's commands (and
+    /// those waiting), or set it: auto (they run), ask (each waits for a
+    /// writer or owner), off (none runs)
+    Policy(PolicyArgs),
+    /// Approve an agent's command waiting for a person (its id: `duet
+    /// policy` lists them)
+    Approve(ApproveArgs),
+    /// Deny an agent's command waiting for a person: it does not run
+    Deny(ApproveArgs),
     /// Reach a port of the room's sandbox from this machine: listens on
     /// 127.0.0.1:LOCAL and carries each connection to PORT in the sandbox
     /// (any protocol) until Ctrl+C
@@ -204,6 +221,18 @@ pub struct LsArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// md, json or cast (default: from the file's name, else md)
+    #[arg(long, value_enum)]
+    pub format: Option<crate::client::export::Format>,
+    /// Write to this file instead of stdout
+    #[arg(short, long)]
+    pub output: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
 pub struct RmArgs {
     #[command(flatten)]
     pub client: ClientArgs,
@@ -254,6 +283,91 @@ pub struct ForkArgs {
     /// workspace as it is now
     #[arg(long, value_name = "NAME|ID")]
     pub from: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct InviteArgs {
+    /// Backend URL, e.g. http://127.0.0.1:8787
+    #[arg(long, env = "DUET_SERVER")]
+    pub server: Option<String>,
+    /// Room id (1–63 of A-Z a-z 0-9 _ -)
+    #[arg(long, env = "DUET_ROOM")]
+    pub room: Option<String>,
+    /// Bearer token: the server's (an owner's everywhere) or an owner's
+    /// invite
+    #[arg(long, env = "DUET_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Your name in the room, as the invite's maker (`--name` is the
+    /// invited person's)
+    #[arg(long = "by", env = "DUET_NAME", value_name = "NAME")]
+    pub by: Option<String>,
+    /// What they may do: viewer (watch and chat), writer (also ask the
+    /// agent, run commands), owner (everything)
+    #[arg(long, value_parser = parse_role, required_unless_present_any = ["list", "revoke"])]
+    pub role: Option<crate::protocol::RoomRole>,
+    /// How long it lasts: 90s, 30m, 24h, 7d, or seconds (default: 24h)
+    #[arg(long, value_name = "TIME", value_parser = crate::client::access::parse_expires)]
+    pub expires: Option<u64>,
+    /// Fixes the name of whoever joins with it (records and approvals
+    /// then name them truly)
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// List the room's invites (id, role, name, expiry) instead
+    #[arg(long, conflicts_with_all = ["role", "expires", "name", "revoke"])]
+    pub list: bool,
+    /// With --list: print `{invites}` as JSON
+    #[arg(long, requires = "list")]
+    pub json: bool,
+    /// Revoke invite ID: its token stops working, its people are
+    /// disconnected
+    #[arg(long, value_name = "ID", conflicts_with_all = ["role", "expires", "name"])]
+    pub revoke: Option<String>,
+}
+
+impl InviteArgs {
+    /// Where the client finds its room, and as whom.
+    pub fn client(&self) -> ClientArgs {
+        ClientArgs {
+            server: self.server.clone(),
+            room: self.room.clone(),
+            token: self.token.clone(),
+            name: self.by.clone(),
+        }
+    }
+}
+
+/// A role as written on the command line.
+fn parse_role(text: &str) -> Result<crate::protocol::RoomRole, String> {
+    crate::protocol::RoomRole::parse(text)
+        .ok_or_else(|| format!("{text:?} is not a role: viewer, writer or owner"))
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct PolicyArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// The new policy: auto, ask or off (absent: shows it)
+    #[arg(value_parser = parse_policy)]
+    pub policy: Option<crate::protocol::Policy>,
+    /// The room's own commands that never ask, comma-separated
+    /// ("ls,cat,git status"; "" empties it); needs a policy
+    #[arg(long, value_name = "LIST", requires = "policy")]
+    pub allow: Option<String>,
+}
+
+/// A policy as written on the command line.
+fn parse_policy(text: &str) -> Result<crate::protocol::Policy, String> {
+    crate::protocol::Policy::parse(text)
+        .ok_or_else(|| format!("{text:?} is not a policy: auto, ask or off"))
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ApproveArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// The waiting command's id (`a1`; `duet policy` lists them)
+    #[arg(value_name = "ID")]
+    pub approval: String,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -360,6 +474,13 @@ pub struct ServeArgs {
     /// Seconds one answer of the model may take
     #[arg(long, default_value_t = 120, env = "DUET_AI_TIMEOUT_SECS")]
     pub ai_timeout_secs: u64,
+    /// Offer the model the `run` tool: auto (offered; tags if the model
+    /// refuses tools), on, or off (tags only)
+    #[arg(long, value_enum, default_value_t = crate::ai::ToolMode::Auto, env = "DUET_AI_TOOLS")]
+    pub ai_tools: crate::ai::ToolMode,
+    /// Bytes of /workspace/AGENTS.md the agent is sent each turn
+    #[arg(long, default_value_t = crate::ai::context::DEFAULT_AGENTS_MD_BYTES, env = "DUET_AGENTS_MD_BYTES")]
+    pub agents_md_bytes: usize,
     #[command(flatten)]
     pub limits: LimitArgs,
     /// Set by plain `duet` for its embedded backend, which has no --ai-*
@@ -437,6 +558,8 @@ impl ServeArgs {
     #[cfg(feature = "server")]
     pub fn ai_config(&self) -> crate::ai::AiConfig {
         crate::ai::AiConfig {
+            tools: self.ai_tools,
+            agents_md_bytes: Some(self.agents_md_bytes),
             url: self.ai_url.clone(),
             model: self.ai_model.clone(),
             key: self.ai_key.clone(),
@@ -505,12 +628,17 @@ fn run_async(command: Command) -> ExitCode {
             Command::Kill(args) => crate::client::ps::kill(args).await,
             Command::Port(args) => crate::client::tunnel::port(args).await,
             Command::Ls(args) => crate::client::ls::ls(args).await,
+            Command::Export(args) => crate::client::export::run(args).await,
             Command::Rm(args) => crate::client::ls::rm(args).await,
             Command::Checkpoint(args) => crate::client::undo::checkpoint(args).await,
             Command::Checkpoints(args) => crate::client::undo::list(args).await,
             Command::Restore(args) => crate::client::undo::restore(args).await,
             Command::Undo(args) => crate::client::undo::undo(args).await,
             Command::Fork(args) => crate::client::undo::fork(args).await,
+            Command::Invite(args) => crate::client::invite::invite(args).await,
+            Command::Policy(args) => crate::client::invite::policy(args).await,
+            Command::Approve(args) => crate::client::invite::decide(args, true).await,
+            Command::Deny(args) => crate::client::invite::decide(args, false).await,
             Command::SandboxInit | Command::Join(_) => Ok(ExitCode::FAILURE),
         }
     });
@@ -566,6 +694,35 @@ mod tests {
         };
         assert_eq!(checkpoint.client.name.as_deref(), Some("ada"));
         assert_eq!(checkpoint.checkpoint.as_deref(), Some("before"));
+        let cli = Cli::try_parse_from([
+            "duet",
+            "invite",
+            "--role",
+            "viewer",
+            "--expires",
+            "30m",
+            "--name",
+            "bob",
+        ])
+        .unwrap();
+        let Some(Command::Invite(invite)) = cli.command else {
+            panic!("invite parses")
+        };
+        assert_eq!(invite.role, Some(crate::protocol::RoomRole::Viewer));
+        assert_eq!(invite.expires, Some(1_800));
+        assert_eq!(invite.name.as_deref(), Some("bob"));
+        for bad in [
+            &["duet", "invite"][..],
+            &["duet", "invite", "--role", "boss"],
+            &["duet", "invite", "--role", "viewer", "--expires", "1w"],
+            &["duet", "invite", "--list", "--role", "viewer"],
+            &["duet", "policy", "maybe"],
+        ] {
+            let err = Cli::try_parse_from(bad).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{bad:?}");
+        }
+        assert!(Cli::try_parse_from(["duet", "invite", "--list"]).is_ok());
+        assert!(Cli::try_parse_from(["duet", "invite", "--revoke", "i1"]).is_ok());
         let cli = Cli::try_parse_from(["duet", "rm", "-r", "a", "b"]).unwrap();
         assert!(
             matches!(cli.command, Some(Command::Rm(rm)) if rm.recursive && rm.paths == ["a", "b"])

@@ -79,6 +79,22 @@ pub struct AiConfig {
     /// How a person configures a model on this backend (the advice of
     /// the room's message when there is none).
     pub setup: ModelSetup,
+    /// Whether the model is offered the `run` tool.
+    pub tools: ToolMode,
+    /// Bytes of AGENTS.md sent each turn (none: the default).
+    pub agents_md_bytes: Option<usize>,
+}
+
+/// Whether the model is offered the `run` tool (`--ai-tools`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ToolMode {
+    /// Offered; a service that refuses it gets tags from then on.
+    #[default]
+    Auto,
+    /// Always offered; a refusal is a model error.
+    On,
+    /// Never offered: tags only.
+    Off,
 }
 
 impl AiConfig {
@@ -109,6 +125,11 @@ pub trait TurnHost: Send + Sync + 'static {
     /// text), when one runs.
     fn terminal_screen(&self) -> BoxFuture<Option<(crate::protocol::TermSize, String)>> {
         Box::pin(async { None })
+    }
+    /// Reads a file of the room's workspace (AGENTS.md, a question's
+    /// `@path`).
+    fn read_file(&self, _path: String) -> BoxFuture<super::context::FileRead> {
+        Box::pin(async { super::context::FileRead::Missing })
     }
 }
 
@@ -152,6 +173,9 @@ enum Backend {
         client: Result<reqwest::Client, String>,
         /// The model found by asking the service, once found.
         discovered: Mutex<Option<String>>,
+        /// Set once the service refused the `run` tool (`auto`: tags
+        /// from then on).
+        tools_refused: Arc<std::sync::atomic::AtomicBool>,
     },
 }
 
@@ -165,6 +189,7 @@ impl Agent {
             backend: Arc::new(Backend::Http {
                 client,
                 discovered: Mutex::new(None),
+                tools_refused: Default::default(),
             }),
         }
     }
@@ -194,15 +219,23 @@ impl Agent {
             cancel,
             steps: self.config.steps,
             timeout: self.config.turn_timeout(),
+            agents_md_bytes: self
+                .config
+                .agents_md_bytes
+                .unwrap_or(super::context::DEFAULT_AGENTS_MD_BYTES),
         };
         turn.run(self.provider(), history).await
     }
 
     /// The provider for a turn: the configured one, or Ollama's default.
     async fn provider(&self) -> Result<Arc<dyn Provider>, TurnError> {
-        let (client, discovered) = match self.backend.as_ref() {
+        let (client, discovered, tools_refused) = match self.backend.as_ref() {
             Backend::Fixed(provider) => return Ok(provider.clone()),
-            Backend::Http { client, discovered } => (client, discovered),
+            Backend::Http {
+                client,
+                discovered,
+                tools_refused,
+            } => (client, discovered, tools_refused),
         };
         let client = client
             .as_ref()
@@ -244,7 +277,8 @@ impl Agent {
                 Err(err) => return Err(TurnError::Model(format!("Model error: {err}"))),
             },
         };
-        let provider = openai::OpenAiProvider::new(client.clone(), base, &model, key);
+        let provider = openai::OpenAiProvider::new(client.clone(), base, &model, key)
+            .with_tools(self.config.tools, tools_refused.clone());
         Ok(Arc::new(provider))
     }
 }

@@ -9,6 +9,8 @@ pub mod ask;
 #[cfg(feature = "server")]
 mod agent;
 #[cfg(feature = "server")]
+pub mod context;
+#[cfg(feature = "server")]
 pub mod openai;
 #[cfg(feature = "server")]
 pub(crate) mod prompt;

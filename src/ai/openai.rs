@@ -1,12 +1,14 @@
 //! The OpenAI-compatible chat-completions API with streaming: Ollama,
 //! llama.cpp's server, vLLM, LM Studio, OpenAI and Workers AI all speak it.
 
-use super::BoxFuture;
 use super::provider::{ChatMessage, DeltaStream, ModelError, Provider};
 use super::sse::{self, Event, chunk_events, error_text};
+use super::{BoxFuture, ToolMode};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// Characters of an error answer kept for the message in the room.
@@ -21,6 +23,22 @@ pub(crate) fn http_client(connect_timeout: Duration) -> Result<reqwest::Client, 
         .map_err(|err| describe(&err))
 }
 
+/// The one tool the model is offered (docs/protocol.md "Tool calls").
+fn run_tool() -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": "run",
+            "description": "Run a shell command in the room's sandbox, as <run>CMD</run> does; its output comes back to you.",
+            "parameters": {
+                "type": "object",
+                "properties": {"cmd": {"type": "string", "description": "the command line, for bash"}},
+                "required": ["cmd"]
+            }
+        }
+    })
+}
+
 /// A model behind an OpenAI-compatible API.
 #[derive(Debug, Clone)]
 pub struct OpenAiProvider {
@@ -28,6 +46,9 @@ pub struct OpenAiProvider {
     base: String,
     model: String,
     key: Option<String>,
+    tools: ToolMode,
+    /// Set once the service refused the tool (under `auto`: tags from then on).
+    tools_refused: Arc<AtomicBool>,
 }
 
 impl OpenAiProvider {
@@ -38,7 +59,45 @@ impl OpenAiProvider {
             base: base.trim_end_matches('/').to_string(),
             model: model.to_string(),
             key,
+            tools: ToolMode::Off,
+            tools_refused: Default::default(),
         }
+    }
+
+    /// Offers the `run` tool by `mode`; `refused` remembers a refusal.
+    pub fn with_tools(mut self, mode: ToolMode, refused: Arc<AtomicBool>) -> Self {
+        self.tools = mode;
+        self.tools_refused = refused;
+        self
+    }
+
+    /// Whether this request offers the tool.
+    fn offers_tool(&self) -> bool {
+        match self.tools {
+            ToolMode::Off => false,
+            ToolMode::On => true,
+            ToolMode::Auto => !self.tools_refused.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Sends the chat request, with the tool or without.
+    async fn send(
+        &self,
+        url: &str,
+        messages: &[Value],
+        tool: bool,
+    ) -> Result<reqwest::Response, ModelError> {
+        let mut body = json!({"model": self.model, "messages": messages, "stream": true});
+        if tool {
+            body["tools"] = json!([run_tool()]);
+            body["tool_choice"] = json!("auto");
+        }
+        let mut request = self.client.post(url).json(&body);
+        if let Some(key) = &self.key {
+            request = request.bearer_auth(key);
+        }
+        let response = request.send().await.map_err(|err| unreachable(url, &err))?;
+        check_status(url, response).await
     }
 }
 
@@ -49,17 +108,20 @@ impl Provider for OpenAiProvider {
             .iter()
             .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
             .collect();
-        let body = json!({"model": self.model, "messages": messages, "stream": true});
-        let mut request = self.client.post(&url).json(&body);
-        if let Some(key) = &self.key {
-            request = request.bearer_auth(key);
-        }
+        let this = self.clone();
         Box::pin(async move {
-            let response = request
-                .send()
-                .await
-                .map_err(|err| unreachable(&url, &err))?;
-            let response = check_status(&url, response).await?;
+            let tool = this.offers_tool();
+            let response = match this.send(&url, &messages, tool).await {
+                // A service that refuses tools gets tags, now and later.
+                Err(ModelError::Status { status, .. })
+                    if tool && this.tools == ToolMode::Auto && (400..500).contains(&status) =>
+                {
+                    this.tools_refused.store(true, Ordering::Relaxed);
+                    tracing::info!("the model refused the run tool; using <run> tags");
+                    this.send(&url, &messages, false).await?
+                }
+                other => other?,
+            };
             let is_json = response
                 .headers()
                 .get(reqwest::header::CONTENT_TYPE)
@@ -70,6 +132,34 @@ impl Provider for OpenAiProvider {
             }
             Ok(delta_stream(response))
         })
+    }
+}
+
+/// Tool calls gathered by index: name and arguments so far.
+#[derive(Default)]
+struct ToolCalls(BTreeMap<u64, (Option<String>, String)>);
+
+impl ToolCalls {
+    fn add(&mut self, index: u64, name: Option<String>, arguments: &str) {
+        let call = self.0.entry(index).or_default();
+        if name.is_some() {
+            call.0 = name;
+        }
+        call.1.push_str(arguments);
+    }
+
+    /// The calls of `run` as the tags they stand for, in order; others
+    /// and unreadable ones are left out.
+    fn into_tags(self) -> String {
+        self.0
+            .into_values()
+            .filter(|(name, _)| name.as_deref() == Some("run"))
+            .filter_map(|(_, arguments)| {
+                let value: Value = serde_json::from_str(&arguments).ok()?;
+                let cmd = value.get("cmd")?.as_str()?;
+                Some(format!("<run>{cmd}</run>"))
+            })
+            .collect()
     }
 }
 
@@ -162,12 +252,22 @@ async fn whole_answer(response: reqwest::Response) -> Result<DeltaStream, ModelE
         .await
         .map_err(|err| ModelError::Stream(describe(&err)))?;
     let mut pieces = Vec::new();
+    let mut calls = ToolCalls::default();
     for event in chunk_events(&value) {
         match event {
             Event::Delta(text) => pieces.push(Ok(text)),
             Event::Error(message) => pieces.push(Err(ModelError::Stream(message))),
+            Event::ToolCall {
+                index,
+                name,
+                arguments,
+            } => calls.add(index, name, &arguments),
             Event::Finished | Event::Done => {}
         }
+    }
+    let tags = calls.into_tags();
+    if !tags.is_empty() {
+        pieces.push(Ok(tags));
     }
     Ok(futures_util::stream::iter(pieces).fuse().boxed())
 }
@@ -176,6 +276,8 @@ async fn whole_answer(response: reqwest::Response) -> Result<DeltaStream, ModelE
 struct StreamState {
     events: futures_util::stream::BoxStream<'static, Result<Vec<Event>, String>>,
     pending: VecDeque<Event>,
+    /// The answer's tool calls, streamed as tags once it ends.
+    calls: ToolCalls,
     finished: bool,
     /// The bytes ended.
     ended: bool,
@@ -191,6 +293,7 @@ fn delta_stream(response: reqwest::Response) -> DeltaStream {
     let state = StreamState {
         events: sse::events(bytes).boxed(),
         pending: VecDeque::new(),
+        calls: ToolCalls::default(),
         finished: false,
         ended: false,
         over: false,
@@ -205,7 +308,15 @@ fn delta_stream(response: reqwest::Response) -> DeltaStream {
                     Event::Delta(text) if text.is_empty() => continue,
                     Event::Delta(text) => return Some((Ok(text), state)),
                     Event::Finished => state.finished = true,
-                    Event::Done => return None,
+                    Event::ToolCall {
+                        index,
+                        name,
+                        arguments,
+                    } => state.calls.add(index, name, &arguments),
+                    Event::Done => {
+                        state.over = true;
+                        return tags_at_end(state);
+                    }
                     Event::Error(message) => {
                         state.over = true;
                         return Some((Err(ModelError::Stream(message)), state));
@@ -216,7 +327,7 @@ fn delta_stream(response: reqwest::Response) -> DeltaStream {
             if state.ended {
                 state.over = true;
                 if state.finished {
-                    return None;
+                    return tags_at_end(state);
                 }
                 let err =
                     ModelError::Stream("the connection closed before the answer ended".into());
@@ -234,6 +345,12 @@ fn delta_stream(response: reqwest::Response) -> DeltaStream {
     })
     .fuse()
     .boxed()
+}
+
+/// The tags of an answer's tool calls as its last piece, if it made any.
+fn tags_at_end(mut state: StreamState) -> Option<(Result<String, ModelError>, StreamState)> {
+    let tags = std::mem::take(&mut state.calls).into_tags();
+    (!tags.is_empty()).then_some((Ok(tags), state))
 }
 
 /// A request that got no answer; the reason is the root cause (e.g.

@@ -17,6 +17,13 @@ pub(crate) enum Event {
     Done,
     /// The service reported an error inside the stream.
     Error(String),
+    /// A piece of a tool call: its name (in its first piece) and a piece
+    /// of its JSON arguments, by the call's index in the answer.
+    ToolCall {
+        index: u64,
+        name: Option<String>,
+        arguments: String,
+    },
 }
 
 /// The events of a server-sent-event byte stream, one batch per SSE
@@ -65,6 +72,29 @@ pub(crate) fn chunk_events(chunk: &Value) -> Vec<Event> {
         .and_then(Value::as_str);
     if let Some(text) = content {
         events.push(Event::Delta(text.to_string()));
+    }
+    let calls = choice
+        .get("delta")
+        .or_else(|| choice.get("message"))
+        .and_then(|d| d.get("tool_calls"))
+        .and_then(Value::as_array);
+    for (position, call) in calls.into_iter().flatten().enumerate() {
+        let function = call.get("function");
+        events.push(Event::ToolCall {
+            index: call
+                .get("index")
+                .and_then(Value::as_u64)
+                .unwrap_or(position as u64),
+            name: function
+                .and_then(|f| f.get("name"))
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            arguments: function
+                .and_then(|f| f.get("arguments"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+        });
     }
     if choice
         .get("finish_reason")
@@ -145,6 +175,29 @@ mod tests {
             expected.push(Event::Done);
             proptest::prop_assert_eq!(parse(split), expected);
         }
+    }
+
+    #[test]
+    fn tool_calls_come_in_pieces_by_index() {
+        let events = parse(vec![
+            b"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"type\":\"function\",\"function\":{\"name\":\"run\",\"arguments\":\"{\\\"cmd\"}}]}}]}\n\n".to_vec(),
+            b"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"\\\":\\\"ls\\\"}\"}}]}}]}\n\n".to_vec(),
+        ]);
+        assert_eq!(
+            events,
+            vec![
+                Event::ToolCall {
+                    index: 0,
+                    name: Some("run".into()),
+                    arguments: "{\"cmd".into()
+                },
+                Event::ToolCall {
+                    index: 0,
+                    name: None,
+                    arguments: "\":\"ls\"}".into()
+                },
+            ]
+        );
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! give their outputs back for up to `steps` rounds, and build the reply.
 
 use super::provider::{ChatMessage, ChatRole, ModelError, Provider};
-use super::{AgentReply, TurnError, TurnHost, prompt};
+use super::{AgentReply, TurnError, TurnHost, context, prompt};
 use crate::blocks;
 use crate::protocol::{AiPhase, DuetMessage, Run, STORED_OUTPUT_CAP, ServerFrame, cap_text};
 use futures_util::StreamExt;
@@ -21,6 +21,17 @@ pub(crate) struct Turn {
     pub(crate) cancel: CancellationToken,
     pub(crate) steps: u32,
     pub(crate) timeout: Duration,
+    /// Bytes of AGENTS.md sent.
+    pub(crate) agents_md_bytes: usize,
+}
+
+/// The turn's host as the workspace the context reads.
+struct HostFiles<'a>(&'a dyn TurnHost);
+
+impl context::Workspace for HostFiles<'_> {
+    fn read(&self, path: String) -> super::BoxFuture<context::FileRead> {
+        self.0.read_file(path)
+    }
 }
 
 impl Turn {
@@ -67,7 +78,7 @@ impl Turn {
     async fn rounds(
         &self,
         resolve: impl Future<Output = Result<Arc<dyn Provider>, TurnError>>,
-        history: Vec<DuetMessage>,
+        mut history: Vec<DuetMessage>,
         progress: &mut Progress,
     ) -> Result<(), TurnError> {
         self.emit(AiPhase::Start, None, None);
@@ -75,7 +86,16 @@ impl Turn {
             resolved = resolve => resolved.map_err(|err| self.fail(err))?,
             () = self.cancel.cancelled() => return Err(self.fail(cancelled())),
         };
+        // The question (last) with the files it names; AGENTS.md read now.
+        let files = HostFiles(self.host.as_ref());
+        if let Some(question) = history.last_mut() {
+            question.text = context::with_mentions(&question.text, &files).await;
+        }
+        let agents_md = self.host.read_file(context::AGENTS_MD.into()).await;
         let mut conversation = prompt::conversation(&history);
+        if let Some(note) = context::agents_md_message(agents_md, self.agents_md_bytes) {
+            conversation.insert(1, ChatMessage::new(ChatRole::System, note));
+        }
         if let Some((size, screen)) = self.host.terminal_screen().await {
             prompt::add_terminal(&mut conversation, size, &screen);
         }

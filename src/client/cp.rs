@@ -226,7 +226,7 @@ fn create_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// Replaces `path` whole: written beside it (with the old file's mode),
 /// then renamed over it, so a failure leaves the old file as it was.
-fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let tmp = path.with_file_name(format!(".{name}.duet-{:08x}", rand::random::<u32>()));
     let mode = std::fs::metadata(path).map(|m| m.permissions()).ok();

@@ -74,7 +74,21 @@ pub fn status(err: &StatusError) -> String {
     let said = err.to_string();
     match err.status {
         401 => format!("The server refused the token ({said}): check --token or DUET_TOKEN"),
+        // What the caller's role may not do: the server's sentence names both.
+        403 if detail(err, "role").is_some() => format!(
+            "{} ({} {})",
+            not_allowed(detail(err, "role").unwrap_or_default()),
+            err.status,
+            err.error
+        ),
         403 => format!("The server refused this client ({said})"),
+        // A backend without a token says how to give it one.
+        409 if detail(err, "token").is_some() => format!(
+            "{} ({} {})",
+            capitalized(detail(err, "token").unwrap_or_default()),
+            err.status,
+            err.error
+        ),
         // A 404 with details is the room's answer (no such process), not
         // a path the server does not know.
         404 if err.details.is_some() => format!("Not in this room ({said})"),
@@ -92,6 +106,64 @@ pub fn status(err: &StatusError) -> String {
         502 => format!("Nothing answered inside the sandbox ({said})"),
         400..=499 => format!("The server refused the request ({said})"),
         _ => format!("The server failed ({said})"),
+    }
+}
+
+/// The first reason the server gave for `field`, if any.
+fn detail<'a>(err: &'a StatusError, field: &str) -> Option<&'a str> {
+    err.details
+        .as_ref()?
+        .get(field)?
+        .first()
+        .map(String::as_str)
+        .filter(|why| !why.is_empty())
+}
+
+/// What a role may not do, said to the person who has it: "You are a
+/// viewer: a viewer may not run commands" (the sentence names the role:
+/// the server's 403 and the client's own refusals alike).
+pub fn not_allowed(sentence: &str) -> String {
+    let role = sentence
+        .strip_prefix("an ")
+        .or_else(|| sentence.strip_prefix("a "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(crate::protocol::RoomRole::parse);
+    match role {
+        Some(role) => format!(
+            "You are {}: {sentence}",
+            crate::client::access::a_role(role)
+        ),
+        None => format!("Your role does not allow that: {sentence}"),
+    }
+}
+
+/// The socket was closed with 4401: the invite it came with was revoked
+/// or expired (the close's reason says which). It does not come back.
+pub fn invite_ended(reason: Option<&str>) -> String {
+    let how = match reason {
+        Some(r) if r.contains("revoked") => "was revoked".to_string(),
+        Some(r) if r.contains("expired") => "expired".to_string(),
+        Some(r) => format!("no longer works ({r})"),
+        None => "no longer works".to_string(),
+    };
+    format!("Your invite to this room {how}: ask the room's owner for a new link")
+}
+
+/// The server refused an invite's token (401): revoked, expired, or for
+/// another room.
+pub fn invite_refused(err: &StatusError) -> String {
+    format!(
+        "The server refused your invite ({err}): it was revoked, has expired or is for another \
+         room; ask the room's owner for a new link"
+    )
+}
+
+/// `text` with a capital first letter, to start a sentence.
+pub fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
     }
 }
 
@@ -189,6 +261,32 @@ mod tests {
             rpc(&RpcError::Failed(busy)),
             "The room is busy (rate limited); try again in a moment"
         );
+        let viewer = StatusError::from_body(
+            403,
+            r#"{"error":"forbidden","details":{"role":["a viewer may not run commands"]}}"#,
+        );
+        assert_eq!(
+            status(&viewer),
+            "You are a viewer: a viewer may not run commands (403 forbidden)"
+        );
+        assert_eq!(
+            not_allowed("an owner may not do that"),
+            "You are an owner: an owner may not do that"
+        );
+        let tokenless = StatusError::from_body(
+            409,
+            r#"{"error":"invites need a token","details":{"token":["this server has no token, so everyone in it is an owner: start it with --token (or DUET_TOKEN) to invite people with roles"]}}"#,
+        );
+        assert_eq!(
+            status(&tokenless),
+            "This server has no token, so everyone in it is an owner: start it with --token \
+             (or DUET_TOKEN) to invite people with roles (409 invites need a token)"
+        );
+        assert_eq!(
+            invite_ended(Some("the invite was revoked")),
+            "Your invite to this room was revoked: ask the room's owner for a new link"
+        );
+        assert!(invite_ended(Some("the invite expired")).contains("room expired:"));
         assert_eq!(
             rpc(&RpcError::NotSent("you are offline".into())),
             "not sent: you are offline"

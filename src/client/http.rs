@@ -11,7 +11,9 @@ use crate::protocol::{
     Checkpoint, CheckpointResponse, CheckpointsResponse, DeleteResponse, DirEntry, ForkResponse,
     ListingResponse, RestoreResponse,
 };
+use crate::protocol::{DecidedResponse, Invite, InviteCreated, InvitesResponse, RevokeResponse};
 use crate::protocol::{KillResponse, PortsResponse, ProcessResponse, ProcessesResponse};
+use crate::protocol::{Policy, PolicyResponse};
 use crate::protocol::{PortState, Process, ProcessLogs};
 use crate::support::error_chain;
 use reqwest::{Method, StatusCode};
@@ -273,6 +275,27 @@ impl HttpClient {
         decode(url.as_str(), &text)
     }
 
+    /// `GET /execs`: a page of the room's commands strictly older than `before`.
+    pub async fn execs(
+        &self,
+        before: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<crate::protocol::ExecsPage, HttpError> {
+        let mut url = url::Url::parse(&self.room_url("execs"))
+            .map_err(|err| HttpError::Invalid(err.to_string()))?;
+        {
+            let mut query = url.query_pairs_mut();
+            if let Some(before) = before {
+                query.append_pair("before", before);
+            }
+            if let Some(limit) = limit {
+                query.append_pair("limit", &limit.to_string());
+            }
+        }
+        let text = self.send_text(Method::GET, url.as_str(), None).await?;
+        decode(url.as_str(), &text)
+    }
+
     async fn post<B: Serialize, T: DeserializeOwned>(
         &self,
         tail: &str,
@@ -375,6 +398,52 @@ impl HttpClient {
         };
         let answer: ForkResponse = self.post("fork", &body).await?;
         Ok(answer.room_id)
+    }
+
+    /// `POST /invites`: a link for someone else, with `role`; the only
+    /// answer that shows its token.
+    pub async fn create_invite(
+        &self,
+        mut request: crate::client::access::InviteRequest,
+    ) -> Result<InviteCreated, HttpError> {
+        request.user_id.get_or_insert_with(|| self.name.clone());
+        self.post("invites", &request).await
+    }
+
+    /// `GET /invites`: the invites that can still be used, oldest first.
+    pub async fn invites(&self) -> Result<Vec<Invite>, HttpError> {
+        let answer: InvitesResponse = self.get_json(&self.room_url("invites")).await?;
+        Ok(answer.invites)
+    }
+
+    /// `DELETE /invites/{id}`: its token stops working at once.
+    pub async fn revoke_invite(&self, id: &str) -> Result<bool, HttpError> {
+        let url = self.segments_url("invites", &[id])?;
+        let text = self.send_text(Method::DELETE, &url, None).await?;
+        let answer: RevokeResponse = decode(&url, &text)?;
+        Ok(answer.revoked)
+    }
+
+    /// `POST /policy`: the room's approval policy (and, given, its own
+    /// allow list); answers the policy as set.
+    pub async fn set_policy(
+        &self,
+        policy: Policy,
+        allow: Option<Vec<String>>,
+    ) -> Result<Policy, HttpError> {
+        let body = crate::client::access::PolicyRequest { policy, allow };
+        let answer: PolicyResponse = self.post("policy", &body).await?;
+        Ok(answer.policy)
+    }
+
+    /// `POST /approve`: answers an agent's command waiting for a person.
+    pub async fn approve(&self, approval_id: &str, approved: bool) -> Result<bool, HttpError> {
+        let body = crate::client::access::ApproveRequest {
+            approval_id: approval_id.to_string(),
+            approved,
+        };
+        let answer: DecidedResponse = self.post("approve", &body).await?;
+        Ok(answer.decided)
     }
 
     /// `GET /files/{dir}/`: a folder of the workspace (`dir` relative to

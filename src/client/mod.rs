@@ -1,12 +1,15 @@
 //! The client side of the protocol: HTTP calls and the room socket.
 
+pub mod access;
 pub mod checkpoints;
 pub mod commands;
 pub mod cp;
 pub mod deltas;
 pub mod explain;
+pub mod export;
 pub mod follow;
 pub mod http;
+pub mod invite;
 pub mod join;
 pub mod local;
 pub mod ls;

@@ -3,12 +3,13 @@
 //! operation caused (docs/protocol.md), so the client never merges an
 //! answer's body with the state it has: it only learns whether it worked.
 
+use crate::client::access::{ApproveRequest, InviteRequest, PolicyRequest};
 use crate::client::checkpoints::{CreateCheckpoint, Fork};
 use crate::client::http::StatusError;
 use crate::client::processes::StartProcess;
 use crate::client::socket::SocketEvent;
 use crate::protocol::{
-    Addressee, ClientFrame, Details, ExecRequest, MessageRequest, RpcAnswer, TermSize,
+    Addressee, ClientFrame, Details, ExecRequest, MessageRequest, Policy, RpcAnswer, TermSize,
 };
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
@@ -63,6 +64,15 @@ pub enum RoomOp {
         to: String,
         checkpoint_id: Option<String>,
     },
+    /// `set_policy [{policy}]`: whether the agent's commands run, wait
+    /// for a person, or do not run.
+    SetPolicy(Policy),
+    /// `approve [{approvalId, approved}]`: an answer to an agent's command
+    /// waiting for a person.
+    Approve { approval_id: String, approved: bool },
+    /// `invite_create [{role, expiresIn?, name?}]`: a link for someone
+    /// else, with a role.
+    InviteCreate(InviteRequest),
 }
 
 impl RoomOp {
@@ -102,6 +112,9 @@ impl RoomOp {
             RoomOp::CheckpointRestore(_) => "checkpoint_restore",
             RoomOp::CheckpointDelete(_) => "checkpoint_delete",
             RoomOp::Fork { .. } => "fork",
+            RoomOp::SetPolicy(_) => "set_policy",
+            RoomOp::Approve { .. } => "approve",
+            RoomOp::InviteCreate(_) => "invite_create",
         }
     }
 
@@ -153,6 +166,18 @@ impl RoomOp {
                 checkpoint_id: checkpoint_id.clone(),
                 user_id: None,
             })],
+            RoomOp::SetPolicy(policy) => vec![to_arg(&PolicyRequest {
+                policy: *policy,
+                allow: None,
+            })],
+            RoomOp::Approve {
+                approval_id,
+                approved,
+            } => vec![to_arg(&ApproveRequest {
+                approval_id: approval_id.clone(),
+                approved: *approved,
+            })],
+            RoomOp::InviteCreate(request) => vec![to_arg(request)],
         }
     }
 }
@@ -302,8 +327,9 @@ pub(crate) struct Calls {
     on_its_way: Option<String>,
     /// The outbox as last reported (`outbox_changed`).
     reported: Vec<RoomOp>,
-    /// The name a `rename` gave this connection: the next connection
-    /// joins under it (the socket's `user`).
+    /// The name a `rename` (or the room's `duet_you`) gave this
+    /// connection: the next connection joins under it (the socket's
+    /// `user`).
     renamed: Option<String>,
 }
 
@@ -416,7 +442,14 @@ impl Calls {
         })
     }
 
-    /// The name a `rename` answered since last asked, if any.
+    /// The room named this connection (`duet_you`): the next connection
+    /// joins under that name.
+    pub(crate) fn named(&mut self, name: &str) {
+        self.renamed = Some(name.to_string());
+    }
+
+    /// The name a `rename` answered (or `duet_you` said) since last
+    /// asked, if any.
     pub(crate) fn take_renamed(&mut self) -> Option<String> {
         self.renamed.take()
     }

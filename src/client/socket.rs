@@ -160,6 +160,9 @@ pub fn backoff(attempt: u32, jitter: f64) -> Duration {
 /// How one connection ended.
 enum Ended {
     Dropped(String),
+    /// Closed with 4401: the invite it came with was revoked or expired
+    /// (why, as a sentence); it does not come back.
+    Revoked(String),
     Rejoin(String),
     Retarget(String),
     Close,
@@ -211,6 +214,18 @@ async fn actor(
                         calls.lose_all(&events, &reason);
                         Some(reason)
                     }
+                    Ended::Revoked(reason) => {
+                        calls.lose_all(&events, &reason);
+                        calls.give_up_resends(&events, &reason);
+                        tell_outbox(&events, &mut calls);
+                        report(ConnState::Offline(reason.clone()));
+                        if wait_for_person(&mut params, &mut commands, &events, &mut term, &reason)
+                            .await
+                        {
+                            continue;
+                        }
+                        return;
+                    }
                 };
                 tell_outbox(&events, &mut calls);
                 match reason {
@@ -223,23 +238,10 @@ async fn actor(
                 calls.give_up_resends(&events, &reason);
                 tell_outbox(&events, &mut calls);
                 // Refused for good (bad token, bad room): wait for the person.
-                loop {
-                    match commands.recv().await {
-                        None | Some(SocketCommand::Close) => return,
-                        Some(SocketCommand::Rejoin { name }) => {
-                            params.name = name;
-                            break;
-                        }
-                        Some(SocketCommand::Retarget { base }) => {
-                            params.base = base;
-                            break;
-                        }
-                        Some(SocketCommand::Call(op)) => not_sent(&events, op, &reason),
-                        Some(SocketCommand::TermResize { size, .. }) => term.resized(size),
-                        Some(SocketCommand::Typing | SocketCommand::TermInput { .. }) => {}
-                    }
+                if wait_for_person(&mut params, &mut commands, &events, &mut term, &reason).await {
+                    continue;
                 }
-                continue;
+                return;
             }
             Err(ConnectError::Failed(reason)) => reason,
         };
@@ -284,6 +286,59 @@ async fn actor(
     }
 }
 
+/// Refused for good (a bad token, a revoked invite): nothing is tried
+/// until the person asks (another name or backend: true, connect again);
+/// false when the actor is to stop.
+async fn wait_for_person(
+    params: &mut SocketParams,
+    commands: &mut mpsc::UnboundedReceiver<SocketCommand>,
+    events: &mpsc::UnboundedSender<SocketEvent>,
+    term: &mut Attachment,
+    reason: &str,
+) -> bool {
+    loop {
+        match commands.recv().await {
+            None | Some(SocketCommand::Close) => return false,
+            Some(SocketCommand::Rejoin { name }) => {
+                params.name = name;
+                return true;
+            }
+            Some(SocketCommand::Retarget { base }) => {
+                params.base = base;
+                return true;
+            }
+            Some(SocketCommand::Call(op)) => not_sent(events, op, reason),
+            Some(SocketCommand::TermResize { size, .. }) => term.resized(size),
+            Some(SocketCommand::Typing | SocketCommand::TermInput { .. }) => {}
+        }
+    }
+}
+
+/// The room's state as a socket gets it on connect, for a one-shot
+/// command (`duet policy`): connects, reads the `cf_agent_state`, closes.
+/// `Err` is a sentence.
+pub async fn state_once(params: &SocketParams) -> Result<crate::protocol::RoomState, String> {
+    let mut ws = connect(params).await.map_err(|err| match err {
+        ConnectError::Refused(why) | ConnectError::Failed(why) => why,
+    })?;
+    let read = async {
+        while let Some(message) = ws.next().await {
+            let message = message.map_err(|err| broke(&params.base, &explain::cause(&err)))?;
+            if let Message::Text(text) = message
+                && let Ok(ServerFrame::State { state }) = serde_json::from_str(text.as_str())
+            {
+                return Ok(state);
+            }
+        }
+        Err(closed(&params.base, None))
+    };
+    let state = tokio::time::timeout(CONNECT_TIMEOUT, read)
+        .await
+        .map_err(|_| explain::unreachable(&params.base, "timed out"))?;
+    let _ = ws.close(None).await;
+    state
+}
+
 /// Why a connection attempt failed.
 enum ConnectError {
     /// The backend refused the socket (4xx): retrying will not help.
@@ -313,7 +368,13 @@ async fn connect(params: &SocketParams) -> Result<Ws, ConnectError> {
                 .unwrap_or_default();
             let shown = crate::client::http::StatusError::from_body(status.as_u16(), &body);
             tracing::info!(%shown, "the socket was refused");
-            if status.is_client_error() && status.as_u16() != 429 {
+            let invite = params
+                .token
+                .as_deref()
+                .is_some_and(|t| t.starts_with(crate::client::access::INVITE_TOKEN_PREFIX));
+            if status.as_u16() == 401 && invite {
+                Err(ConnectError::Refused(explain::invite_refused(&shown)))
+            } else if status.is_client_error() && status.as_u16() != 429 {
                 Err(ConnectError::Refused(explain::status(&shown)))
             } else {
                 Err(ConnectError::Failed(explain::status(&shown)))
@@ -380,6 +441,11 @@ async fn connection(
                             }
                             Ok(frame) => {
                                 term.on_frame(&frame);
+                                // The name the room knows us by (an invite
+                                // may fix it): the next connection joins so.
+                                if let ServerFrame::You { name, .. } = &frame {
+                                    calls.named(name);
+                                }
                                 if let ServerFrame::State { state } = &frame
                                     && includes(&state.messages, calls.on_its_way())
                                 {
@@ -420,7 +486,11 @@ async fn connection(
                         }
                     }
                     Message::Close(frame) => {
+                        let code = frame.as_ref().map(|f| u16::from(f.code));
                         let why = frame.map(|f| f.reason.to_string()).filter(|r| !r.is_empty());
+                        if code == Some(crate::protocol::CLOSE_UNAUTHORIZED) {
+                            return Ended::Revoked(explain::invite_ended(why.as_deref()));
+                        }
                         return Ended::Dropped(closed(base, why.as_deref()));
                     }
                     _ => {}

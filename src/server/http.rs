@@ -79,22 +79,26 @@ pub(crate) fn operation(method: Method, verb: Verb) -> MethodRouter<Arc<App>> {
     }
 }
 
-/// The `before` and `limit` of `/messages`, or the problems with them.
+/// The `before` and `limit` of a page (`/messages`, `/execs`), or the
+/// problems with them; `prefix` starts the ids (`x` for commands).
 fn page_query(
     query: Option<&str>,
+    prefix: &str,
+    what: &str,
     mut details: Details,
 ) -> Result<(Option<String>, usize), ApiError> {
     let (mut before, mut limit) = (None, PAGE_DEFAULT);
     for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         match key.as_ref() {
             "before" => {
-                if !value.is_empty()
-                    && value.len() <= 20
-                    && value.bytes().all(|b| b.is_ascii_digit())
+                let digits = value.strip_prefix(prefix).unwrap_or("");
+                if !digits.is_empty()
+                    && digits.len() <= 20
+                    && digits.bytes().all(|b| b.is_ascii_digit())
                 {
                     before = Some(value.into_owned());
                 } else {
-                    add_detail(&mut details, "before", "must be a message id");
+                    add_detail(&mut details, "before", format!("must be {what}"));
                 }
             }
             "limit" => match value.parse::<usize>() {
@@ -121,7 +125,7 @@ pub(crate) async fn messages(
     Path(room): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Result<Json<MessagesPage>, ApiError> {
-    let (before, limit) = page_query(query.as_deref(), room_details(&room))?;
+    let (before, limit) = page_query(query.as_deref(), "", "a message id", room_details(&room))?;
     // A stored room is loaded first: loading notes a turn cut off by a crash.
     if let Ok(true) = app.registry.shared.store.has_room(room.clone()).await {
         app.registry.room(&room).await?.ready().await;
@@ -146,21 +150,70 @@ pub(crate) async fn method_not_allowed() -> Response {
     ApiError::method_not_allowed().into_response()
 }
 
+/// `GET /api/rooms/{room}/execs?before&limit`: the room's commands, a page.
+pub(crate) async fn execs(
+    State(app): State<Arc<App>>,
+    Path(room): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Result<Json<crate::protocol::ExecsPage>, ApiError> {
+    let (before, limit) = page_query(query.as_deref(), "x", "a command id", room_details(&room))?;
+    let (execs, has_more) = app
+        .registry
+        .shared
+        .store
+        .page_execs(room, before, limit)
+        .await
+        .map_err(|e| ApiError::internal(format!("the commands could not be read: {e}")))?;
+    Ok(Json(crate::protocol::ExecsPage { execs, has_more }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn page_queries_are_checked() {
-        assert_eq!(page_query(None, Details::new()).unwrap(), (None, 50));
         assert_eq!(
-            page_query(Some("before=000000000007&limit=100"), Details::new()).unwrap(),
+            page_query(None, "", "a message id", Details::new()).unwrap(),
+            (None, 50)
+        );
+        assert_eq!(
+            page_query(
+                Some("before=000000000007&limit=100"),
+                "",
+                "a message id",
+                Details::new()
+            )
+            .unwrap(),
             (Some("000000000007".into()), 100)
         );
-        let err = page_query(Some("limit=101&before=x"), Details::new()).unwrap_err();
+        let err = page_query(
+            Some("limit=101&before=x"),
+            "",
+            "a message id",
+            Details::new(),
+        )
+        .unwrap_err();
         let details = err.body.details.unwrap();
         assert!(details.contains_key("limit") && details.contains_key("before"));
-        assert!(page_query(Some("limit=abc"), Details::new()).is_err());
-        assert!(page_query(Some("limit=0"), Details::new()).is_err());
+        assert!(page_query(Some("limit=abc"), "", "a message id", Details::new()).is_err());
+        assert!(page_query(Some("limit=0"), "", "a message id", Details::new()).is_err());
+        let commands = page_query(
+            Some("before=x00000000003"),
+            "x",
+            "a command id",
+            Details::new(),
+        );
+        assert_eq!(commands.unwrap(), (Some("x00000000003".into()), 50));
+        let err = page_query(
+            Some("before=00000000003"),
+            "x",
+            "a command id",
+            Details::new(),
+        );
+        assert_eq!(
+            err.unwrap_err().body.details.unwrap()["before"],
+            ["must be a command id"]
+        );
     }
 }

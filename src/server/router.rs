@@ -30,6 +30,7 @@ pub(crate) fn build(app: Arc<App>) -> Router {
     }
     router
         .route("/api/rooms/{room}/messages", get(http::messages))
+        .route("/api/rooms/{room}/execs", get(http::execs))
         .route(
             "/api/rooms/{room}/files/",
             get(files::list_root).delete(files::delete_root),

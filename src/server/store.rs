@@ -221,14 +221,7 @@ impl Store {
             let policy = super::store_access::select_policy(&tx, &room)?;
             let mut messages = select_messages(&tx, &room, None, STATE_MESSAGES)?;
             messages.reverse();
-            let mut execs = {
-                let mut stmt = tx.prepare(
-                    "SELECT exec_id, cmd, by_name, source, stdout, stderr, exit_code, duration, ts, \
-                     truncated FROM execs WHERE room = ?1 ORDER BY exec_id DESC LIMIT ?2",
-                )?;
-                stmt.query_map(params![room, STATE_EXECS as i64], exec_from_row)?
-                    .collect::<rusqlite::Result<Vec<_>>>()?
-            };
+            let mut execs = select_execs(&tx, &room, None, STATE_EXECS)?;
             execs.reverse();
             tx.commit()?;
             Ok(RoomRow {
@@ -366,6 +359,24 @@ impl Store {
         .await
     }
 
+    /// A page of `room`'s commands older than `before`, oldest first, and
+    /// whether older ones remain.
+    pub(crate) async fn page_execs(
+        &self,
+        room: String,
+        before: Option<String>,
+        limit: usize,
+    ) -> Result<(Vec<ExecRecord>, bool), StoreError> {
+        self.call(move |conn| {
+            let mut execs = select_execs(conn, &room, before.as_deref(), limit + 1)?;
+            let more = execs.len() > limit;
+            execs.truncate(limit);
+            execs.reverse();
+            Ok((execs, more))
+        })
+        .await
+    }
+
     /// What became of the message `client_id` of `room`.
     pub(crate) async fn client_message(
         &self,
@@ -460,6 +471,22 @@ fn select_messages(
         None => stmt.query_map(params![room, limit as i64], message_from_row)?,
     };
     rows.collect()
+}
+
+/// Up to `limit` commands of `room` older than `before`, newest first.
+fn select_execs(
+    conn: &Connection,
+    room: &str,
+    before: Option<&str>,
+    limit: usize,
+) -> rusqlite::Result<Vec<ExecRecord>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT exec_id, cmd, by_name, source, stdout, stderr, exit_code, duration, ts, \
+         truncated FROM execs WHERE room = ?1 AND (?3 IS NULL OR exec_id < ?3) \
+         ORDER BY exec_id DESC LIMIT ?2",
+    )?;
+    stmt.query_map(params![room, limit as i64, before], exec_from_row)?
+        .collect()
 }
 
 /// A column that does not convert.

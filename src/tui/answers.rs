@@ -27,7 +27,7 @@ impl App {
             RoomOp::Cancel(_) => self.stop_failed("cancelling", err),
             RoomOp::Cleanup => self.stop_failed("the cleanup", err),
             // Answered in src/tui/rename.rs, src/tui/term_view.rs,
-            // src/tui/procs.rs and src/tui/undo.rs.
+            // src/tui/procs.rs, src/tui/undo.rs and src/tui/approvals.rs.
             RoomOp::Rename(_)
             | RoomOp::TermOpen(_)
             | RoomOp::TermDetach(_)
@@ -39,7 +39,10 @@ impl App {
             | RoomOp::CheckpointCreate(_)
             | RoomOp::CheckpointRestore(_)
             | RoomOp::CheckpointDelete(_)
-            | RoomOp::Fork { .. } => {}
+            | RoomOp::Fork { .. }
+            | RoomOp::SetPolicy(_)
+            | RoomOp::Approve { .. }
+            | RoomOp::InviteCreate(_) => {}
         }
     }
 
@@ -62,7 +65,10 @@ impl App {
             | RoomOp::CheckpointCreate(_)
             | RoomOp::CheckpointRestore(_)
             | RoomOp::CheckpointDelete(_)
-            | RoomOp::Fork { .. } => {}
+            | RoomOp::Fork { .. }
+            | RoomOp::SetPolicy(_)
+            | RoomOp::Approve { .. }
+            | RoomOp::InviteCreate(_) => {}
             RoomOp::Interrupt(_) => {
                 let done = answer.decode::<InterruptResponse>().map(|a| a.interrupted);
                 self.stopped("interrupt", done);

@@ -63,6 +63,9 @@ pub enum Modal {
     ConfirmSwitch(String),
     /// A folder of the workspace (`/ls`): `App::listing`.
     Listing,
+    /// An agent's command waits for a person: approve it? (its
+    /// `approvalId`; src/tui/approvals.rs)
+    Approval(String),
 }
 
 /// A note that goes away by itself.
@@ -184,6 +187,11 @@ pub struct App {
     pub checkpoints: crate::tui::undo::Checkpoints,
     /// The folder `/ls` shows.
     pub listing: Option<crate::tui::files::Listing>,
+    /// This connection as the room knows it, once it said (`duet_you`).
+    pub you: Option<crate::tui::approvals::You>,
+    /// The room's approval policy and the agent's commands waiting for a
+    /// person (src/tui/approvals.rs).
+    pub approvals: crate::tui::approvals::Approvals,
     pub toasts: Vec<Toast>,
     /// Whether the mouse is captured (the wheel scrolls); off, the
     /// terminal selects text.
@@ -232,6 +240,8 @@ impl App {
             procs: Default::default(),
             checkpoints: Default::default(),
             listing: None,
+            you: None,
+            approvals: Default::default(),
             toasts: Vec::new(),
             mouse_capture: true,
             modals: Vec::new(),
@@ -342,7 +352,7 @@ impl App {
                 changed
             }
             Msg::Socket(SocketEvent::Outbox(ops)) => self.on_outbox(ops),
-            Msg::Socket(SocketEvent::Frame(frame)) => self.on_frame(*frame),
+            Msg::Socket(SocketEvent::Frame(frame)) => self.on_frame(*frame, &mut effects),
             Msg::Socket(SocketEvent::Delta(delta)) => self.on_delta(*delta),
             Msg::Socket(SocketEvent::Answer(answer)) => {
                 match answer.op {
@@ -358,6 +368,9 @@ impl App {
                     | RoomOp::CheckpointRestore(_)
                     | RoomOp::CheckpointDelete(_)
                     | RoomOp::Fork { .. } => self.on_checkpoint_answer(&answer),
+                    RoomOp::Approve { .. } | RoomOp::SetPolicy(_) | RoomOp::InviteCreate(_) => {
+                        self.on_access_answer(&answer, &mut effects)
+                    }
                     _ => self.on_answer(*answer),
                 }
                 true

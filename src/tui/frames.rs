@@ -7,7 +7,9 @@ use crate::protocol::{
     AiPhase, Checkpoint, DuetMessage, ExecFrame, ExecRecord, PortState, Process, ServerFrame,
     ShellState, TerminalState,
 };
-use crate::tui::app::{App, Pane, TYPING_MS, Typist};
+use crate::protocol::{Approval, Policy};
+use crate::tui::app::{App, Effect, Pane, TYPING_MS, Typist};
+use crate::tui::approvals::You;
 use crate::tui::chat::LiveTurn;
 use crate::tui::scroll::Scroll;
 use serde_json::Value;
@@ -66,16 +68,45 @@ const PATCH_FIELDS: &[(&str, PatchField)] = &[
             Err(err) => app.bad_patch("checkpoints", &err),
         }
     }),
+    ("policy", |app, value| {
+        match serde_json::from_value::<Policy>(value) {
+            Ok(policy) => app.set_policy(policy),
+            Err(err) => app.bad_patch("policy", &err),
+        }
+    }),
+    ("allow", |app, value| {
+        match serde_json::from_value::<Vec<String>>(value) {
+            Ok(allow) => app.set_allow(allow),
+            Err(err) => app.bad_patch("allow", &err),
+        }
+    }),
+    ("approvals", |app, value| {
+        match serde_json::from_value::<Vec<Approval>>(value) {
+            Ok(open) => app.set_approvals(open),
+            Err(err) => app.bad_patch("approvals", &err),
+        }
+    }),
 ];
 
 impl App {
-    pub(crate) fn on_frame(&mut self, frame: ServerFrame) -> bool {
+    pub(crate) fn on_frame(&mut self, frame: ServerFrame, effects: &mut Vec<Effect>) -> bool {
         match frame {
-            // Roles and approvals are not shown yet.
-            ServerFrame::Identity { .. }
-            | ServerFrame::Rpc(_)
-            | ServerFrame::Approval(_)
-            | ServerFrame::You { .. } => false,
+            ServerFrame::Identity { .. } | ServerFrame::Rpc(_) => false,
+            ServerFrame::Approval(frame) => self.on_approval_frame(frame),
+            ServerFrame::You {
+                id,
+                name,
+                role,
+                invite_id,
+            } => self.on_you(
+                You {
+                    id,
+                    name,
+                    role,
+                    invite_id,
+                },
+                effects,
+            ),
             ServerFrame::Process(frame) => self.on_process_frame(frame),
             ServerFrame::Term(frame) => self.on_term_frame(frame),
             ServerFrame::State { state } => {
@@ -88,6 +119,9 @@ impl App {
                 self.set_processes(state.processes);
                 self.set_ports(state.ports);
                 self.set_checkpoints(state.checkpoints);
+                self.set_policy(state.policy);
+                self.set_allow(state.allow);
+                self.set_approvals(state.approvals);
                 true
             }
             ServerFrame::StateError { error } | ServerFrame::Error { error, .. } => {

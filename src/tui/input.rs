@@ -93,6 +93,7 @@ impl App {
         let table = match modal {
             Modal::Help | Modal::Checkpoints | Modal::Listing => keymap::HELP_KEYS,
             Modal::Processes => keymap::PROCESS_KEYS,
+            Modal::Approval(_) => keymap::APPROVAL_KEYS,
             Modal::ConfirmCleanup
             | Modal::ConfirmStop(_)
             | Modal::ConfirmOverwrite
@@ -103,6 +104,11 @@ impl App {
             return;
         };
         let scrolls = matches!(modal, Modal::Help | Modal::Checkpoints | Modal::Listing);
+        if let Some(deed) = crate::tui::roles::key_deed(action)
+            && self.refused(deed)
+        {
+            return;
+        }
         match (modal, action) {
             (_, Action::Up) if scrolls => self.help_scroll = self.help_scroll.saturating_sub(1),
             (_, Action::Down) if scrolls => self.help_scroll = (self.help_scroll + 1).min(2000),
@@ -136,6 +142,9 @@ impl App {
             (Modal::Processes, Action::Follow) => self.toggle_follow(effects),
             (Modal::Processes, Action::Kill) => self.kill_selected(effects),
             (Modal::Processes, Action::Close) => self.close_processes(effects),
+            (Modal::Approval(id), Action::Confirm) => self.answer_approval(id, true, effects),
+            (Modal::Approval(id), Action::Deny) => self.answer_approval(id, false, effects),
+            (Modal::Approval(id), Action::Close) => self.dismiss_approval(id),
             (_, Action::Close) => {
                 self.modals.pop();
                 self.help_scroll = 0;
@@ -146,6 +155,15 @@ impl App {
 
     fn on_action(&mut self, action: Action, effects: &mut Vec<Effect>) {
         let empty = self.composer.is_empty();
+        // Esc with nothing to stop does nothing, for every role.
+        if action == Action::Escape && self.stop_target().is_none() {
+            return;
+        }
+        if let Some(deed) = crate::tui::roles::key_deed(action)
+            && self.refused(deed)
+        {
+            return;
+        }
         match action {
             Action::Submit => self.submit(effects),
             Action::Newline => self.composer.insert("\n"),
@@ -217,13 +235,14 @@ impl App {
             Action::Redraw => effects.push(Effect::Redraw),
             Action::Terminal => self.toggle_terminal(effects),
             Action::Processes => self.open_processes(),
+            Action::Approvals => self.reopen_approvals(),
             // The processes view's own table: not looked up here.
             Action::Follow | Action::Kill => {}
             // The terminal view's own table: not looked up here.
             Action::TermBack => {}
             Action::Copy => self.copy_last(effects),
             // Dialog actions: their tables are not looked up here.
-            Action::Confirm | Action::Close => {}
+            Action::Confirm | Action::Deny | Action::Close => {}
             Action::SwitchPane => {
                 self.focus = match self.focus {
                     Pane::Chat => Pane::Output,
@@ -255,6 +274,12 @@ impl App {
         let Some(op) = read_line(self.composer.mode, trimmed) else {
             return;
         };
+        // What this role may not do stays in the input, said why.
+        if let Some(deed) = crate::tui::roles::op_deed(&op)
+            && self.refused(deed)
+        {
+            return;
+        }
         if let RoomOp::Exec(cmd) = &op
             && self.held_for_terminal(cmd)
         {

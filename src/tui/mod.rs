@@ -2,6 +2,7 @@
 
 mod answers;
 pub mod app;
+pub mod approvals;
 pub mod backend;
 pub mod cell;
 pub mod chat;
@@ -20,6 +21,7 @@ pub mod markdown;
 pub mod print;
 pub mod procs;
 mod rename;
+pub mod roles;
 pub mod run;
 pub mod scroll;
 pub mod slash;

@@ -3,6 +3,7 @@
 
 use crate::tui::app::{App, Effect, Modal};
 use crate::tui::composer::Mode;
+use crate::tui::roles::Deed;
 
 /// What a handler makes of the rest of the line: `Err` says why it is
 /// refused (the line stays for the person to fix).
@@ -18,6 +19,9 @@ pub struct SlashCommand {
     pub usage: &'static str,
     /// What it does.
     pub help: &'static str,
+    /// What it does that not every role may (`tui::roles`): refused
+    /// before it runs, greyed out in the help.
+    pub deed: Option<Deed>,
     run: Handler,
 }
 
@@ -28,6 +32,7 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         aliases: &[],
         usage: "/help",
         help: "show this help",
+        deed: None,
         run: |app, _, _| {
             app.modals.push(Modal::Help);
             Ok(())
@@ -38,6 +43,7 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         aliases: &[],
         usage: "/cleanup",
         help: "clean the room up: history and sandbox (asks first)",
+        deed: Some(Deed::Cleanup),
         run: |app, _, _| {
             app.modals.push(Modal::ConfirmCleanup);
             Ok(())
@@ -48,6 +54,7 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         aliases: &[],
         usage: "/name NAME",
         help: "change your name in the room (everyone sees it)",
+        deed: None,
         run: |app, arg, effects| app.rename(arg, effects),
     },
     SlashCommand {
@@ -55,6 +62,7 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         aliases: &[],
         usage: "/put FILE [PATH]",
         help: "copy a file of yours into the workspace",
+        deed: Some(Deed::ChangeFiles),
         run: |app, arg, effects| {
             let (local, remote) = one_or_two(arg).ok_or("usage: /put FILE [PATH]")?;
             app.put_file(local, &remote, effects)
@@ -65,6 +73,7 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         aliases: &[],
         usage: "/get PATH [FILE]",
         help: "copy a workspace file here (asks before replacing one)",
+        deed: None,
         run: |app, arg, effects| {
             let (remote, local) = one_or_two(arg).ok_or("usage: /get PATH [FILE]")?;
             app.get_file(&remote, local, effects)
@@ -75,6 +84,7 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         aliases: &[],
         usage: "/ls [DIR]",
         help: "list a folder of the workspace (default: /workspace)",
+        deed: None,
         run: |app, arg, effects| app.list_dir(arg, effects),
     },
     SlashCommand {
@@ -82,6 +92,7 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         aliases: &[],
         usage: "/undo",
         help: "undo the agent's last turn: restores the checkpoint before it (asks first)",
+        deed: Some(Deed::Checkpoints),
         run: |app, arg, _| {
             if !arg.is_empty() {
                 return Err(
@@ -97,6 +108,7 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         aliases: &[],
         usage: "/checkpoint [NAME]",
         help: "save a copy of /workspace now, to restore later",
+        deed: Some(Deed::Checkpoints),
         run: |app, arg, effects| app.take_checkpoint(arg, effects),
     },
     SlashCommand {
@@ -104,6 +116,7 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         aliases: &[],
         usage: "/checkpoints",
         help: "the room's checkpoints: name, when, by, size, automatic or not",
+        deed: None,
         run: |app, _, _| {
             app.open_checkpoints();
             Ok(())
@@ -114,6 +127,7 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         aliases: &[],
         usage: "/restore NAME",
         help: "make /workspace a checkpoint again, by name or id (asks first)",
+        deed: Some(Deed::Checkpoints),
         run: |app, arg, _| app.ask_restore(arg),
     },
     SlashCommand {
@@ -121,6 +135,7 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         aliases: &[],
         usage: "/fork ROOM [NAME]",
         help: "start room ROOM from these files (or checkpoint NAME); offers to switch",
+        deed: Some(Deed::Fork),
         run: |app, arg, effects| {
             let (to, from) = one_or_two(arg).ok_or("usage: /fork ROOM [NAME]")?;
             app.fork(to, &from, effects)
@@ -131,6 +146,7 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         aliases: &[],
         usage: "/bg CMD",
         help: "start CMD in the background in the sandbox (a dev server, a watcher)",
+        deed: Some(Deed::StartProcess),
         run: |app, arg, effects| app.start_process(arg, effects),
     },
     SlashCommand {
@@ -138,6 +154,7 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         aliases: &["procs"],
         usage: "/ps",
         help: "the background processes and listening ports, with the URL to open",
+        deed: None,
         run: |app, _, _| {
             app.open_processes();
             Ok(())
@@ -148,6 +165,7 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         aliases: &[],
         usage: "/logs ID",
         help: "follow a background process's log (its id, or its name)",
+        deed: None,
         run: |app, arg, effects| app.show_log(arg, effects),
     },
     SlashCommand {
@@ -155,13 +173,47 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         aliases: &[],
         usage: "/kill ID",
         help: "stop a background process (someone else's: asks first)",
+        deed: Some(Deed::KillProcess),
         run: |app, arg, effects| app.kill_named(arg, effects),
+    },
+    SlashCommand {
+        name: "policy",
+        aliases: &[],
+        usage: "/policy [MODE]",
+        help: "auto: the agent's commands run; ask: each waits for a yes; off: none run",
+        // Showing it is for everyone; setting it is checked by the handler.
+        deed: None,
+        run: |app, arg, effects| app.policy_command(arg, effects),
+    },
+    SlashCommand {
+        name: "approvals",
+        aliases: &[],
+        usage: "/approvals",
+        help: "the agent's commands waiting for approval: ask again (as F5)",
+        deed: Some(Deed::Approve),
+        run: |app, _, _| {
+            app.reopen_approvals();
+            Ok(())
+        },
+    },
+    SlashCommand {
+        name: "invite",
+        aliases: &[],
+        usage: "/invite ROLE",
+        help: "a link to join as viewer, writer or owner (a NAME after it fixes theirs)",
+        deed: Some(Deed::Invite),
+        run: |app, arg, effects| {
+            let (role, name) =
+                one_or_two(arg).ok_or("usage: /invite viewer|writer|owner [NAME]")?;
+            app.invite_command(&role, name, effects)
+        },
     },
     SlashCommand {
         name: "clear",
         aliases: &[],
         usage: "/clear",
         help: "clear this screen only (nobody else's)",
+        deed: None,
         run: |app, _, _| {
             app.chat.clear_local();
             app.execs.clear_local();
@@ -175,6 +227,7 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         aliases: &["exit"],
         usage: "/quit",
         help: "leave",
+        deed: None,
         run: |app, _, effects| {
             app.quit = true;
             effects.push(Effect::Quit);
@@ -226,6 +279,11 @@ impl App {
             self.toast(format!("unknown command /{word} (see /help)"), true);
             return Outcome::Refused;
         };
+        if let Some(deed) = command.deed
+            && self.refused(deed)
+        {
+            return Outcome::Refused;
+        }
         match (command.run)(self, arg.trim(), effects) {
             Ok(()) => Outcome::Done,
             Err(why) => {

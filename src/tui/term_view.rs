@@ -13,6 +13,7 @@ use crate::client::term::screen::{Seen, TermScreen};
 use crate::protocol::{TermFrame, TermSize, TerminalState};
 use crate::tui::app::{App, Effect, Pane, TYPING_MS, Typist};
 use crate::tui::keymap::{self, Action};
+use crate::tui::roles::Deed;
 use crossterm::event::{KeyEvent, MouseEvent};
 
 /// The terminal view's state.
@@ -124,6 +125,9 @@ impl App {
     }
 
     fn term_input(&mut self, data: Vec<u8>, effects: &mut Vec<Effect>) {
+        if self.refused(Deed::TypeInTerminal) {
+            return;
+        }
         match self.term.screen.term_id().filter(|_| self.term.attached) {
             Some(term_id) => effects.push(Effect::TermInput {
                 term_id: term_id.to_string(),
@@ -149,6 +153,10 @@ impl App {
             self.term.screen.detached();
             return;
         }
+        // Watching one that runs is for everyone; opening one is not.
+        if self.term.running.is_none() && self.refused(Deed::OpenTerminal) {
+            return;
+        }
         self.term.shown = true;
         self.focus = Pane::Output;
         self.unseen.1 = false;
@@ -159,7 +167,8 @@ impl App {
 
     /// The pane's size changed while attached: say so.
     pub(crate) fn follow_pane_size(&mut self, effects: &mut Vec<Effect>) {
-        if !self.term.shown || !self.term.attached {
+        // A watcher's size does not count: it is not sent.
+        if !self.term.shown || !self.term.attached || self.may(Deed::TypeInTerminal).is_err() {
             return;
         }
         let size = term_size(self.pane_size(Pane::Output));

@@ -34,6 +34,13 @@ pub enum Script {
     Hang(Vec<String>),
     /// Answers in one JSON piece (no streaming).
     Whole(String),
+    /// Streams the prose pieces, then tool calls (a name and its
+    /// arguments in pieces), then `finish_reason: "tool_calls"`.
+    Tools(Vec<String>, Vec<(String, Vec<String>)>),
+    /// A model without tools: a request that offers any is refused with a
+    /// 400 (and this script stays for the next request); one without
+    /// tools gets the inner script.
+    NoTools(Box<Script>),
 }
 
 impl Script {
@@ -137,8 +144,28 @@ fn finish() -> Bytes {
 
 async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: String) -> Response {
     let value: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-    state.requests.lock().unwrap().push((headers, value));
-    let next = state.scripts.lock().unwrap().pop_front();
+    state
+        .requests
+        .lock()
+        .unwrap()
+        .push((headers, value.clone()));
+    let mut next = state.scripts.lock().unwrap().pop_front();
+    if let Some(Script::NoTools(inner)) = next {
+        if value.get("tools").is_some() {
+            state
+                .scripts
+                .lock()
+                .unwrap()
+                .push_front(Script::NoTools(inner));
+            return (
+                StatusCode::BAD_REQUEST,
+                [(header::CONTENT_TYPE, "application/json")],
+                r#"{"error":{"message":"this model does not support tools"}}"#,
+            )
+                .into_response();
+        }
+        next = Some(*inner);
+    }
     let script = next
         .or_else(|| state.fallback.lock().unwrap().clone())
         .unwrap_or(Script::Status(
@@ -158,6 +185,28 @@ async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Str
             body,
         )
             .into_response(),
+        Script::Tools(prose, calls) => {
+            let mut events: Vec<Result<Bytes, std::io::Error>> =
+                prose.iter().map(|p| Ok(event(p))).collect();
+            for (index, (name, pieces)) in calls.iter().enumerate() {
+                for (n, piece) in pieces.iter().enumerate() {
+                    let mut function = json!({"arguments": piece});
+                    let mut call = json!({"index": index});
+                    if n == 0 {
+                        function["name"] = json!(name);
+                        call["id"] = json!(format!("call_{index}"));
+                        call["type"] = json!("function");
+                    }
+                    call["function"] = function;
+                    let chunk = json!({"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"tool_calls":[call]},"finish_reason":null}]});
+                    events.push(Ok(Bytes::from(format!("data: {chunk}\n\n"))));
+                }
+            }
+            let chunk = json!({"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]});
+            events.push(Ok(Bytes::from(format!("data: {chunk}\n\ndata: [DONE]\n\n"))));
+            sse(Body::from_stream(futures_util::stream::iter(events)))
+        }
+        Script::NoTools(_) => unreachable!("unwrapped above"),
         Script::Whole(text) => axum::Json(json!({"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":text},"finish_reason":"stop"}]})).into_response(),
         Script::Stream(pieces) => {
             let events: Vec<Result<Bytes, std::io::Error>> =

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod apps;
+pub mod cli;
 pub mod procs;
 pub mod tmux;
 

@@ -223,6 +223,25 @@ pub fn presence(names: &[(&str, &str)]) -> Msg {
     })
 }
 
+/// `duet_you`: this socket (`c-ada`) as the room knows it.
+pub fn you(name: &str, role: RoomRole) -> Msg {
+    frame(ServerFrame::You {
+        id: "c-ada".into(),
+        name: name.into(),
+        role,
+        invite_id: Some("i1".into()),
+    })
+}
+
+/// An agent's command waiting for a person (`duet_approval request`).
+pub fn approval_request(id: &str, cmd: &str) -> Msg {
+    frame(ServerFrame::Approval(ApprovalFrame::Request {
+        approval_id: id.into(),
+        turn_id: "t1".into(),
+        cmd: cmd.into(),
+    }))
+}
+
 /// Draws the App at `w`×`h` and answers the screen as text.
 pub fn render(app: &mut App, w: u16, h: u16) -> String {
     app.update(Msg::Resize(w, h));

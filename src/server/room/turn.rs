@@ -65,6 +65,8 @@ struct RoomHost {
     turn_id: String,
     /// The socket whose message began the turn.
     by_connection: Option<String>,
+    /// The room's sandbox, whose workspace the turn reads.
+    sandbox: Arc<dyn crate::sandbox::Sandbox>,
     /// Set once the turn ran a command (an automatic checkpoint came first).
     ran: Arc<std::sync::atomic::AtomicBool>,
     /// The room's shared terminal when the turn began, and its size.
@@ -136,6 +138,22 @@ impl TurnHost for RoomHost {
         })
     }
 
+    fn read_file(&self, path: String) -> BoxFuture<crate::ai::context::FileRead> {
+        use crate::ai::context::FileRead;
+        use crate::sandbox::files::FileError;
+        let sandbox = self.sandbox.clone();
+        Box::pin(async move {
+            match sandbox.read_file(path.clone()).await {
+                Ok(bytes) => FileRead::Bytes(bytes),
+                // A folder is not read as a file: it lists.
+                Err(_) if sandbox.list_dir(path.clone()).await.is_ok() => FileRead::Folder,
+                Err(FileError::BadPath(_)) => FileRead::BadPath,
+                Err(FileError::NotFound) => FileRead::Missing,
+                Err(e) => FileRead::Failed(e.to_string()),
+            }
+        })
+    }
+
     fn terminal_screen(&self) -> BoxFuture<Option<(crate::protocol::TermSize, String)>> {
         let terminal = self.terminal.clone();
         Box::pin(async move {
@@ -174,6 +192,7 @@ impl RoomActor {
             frames: self.frames.clone(),
             turn_id: turn_id.clone(),
             by_connection: pending.by_connection.clone(),
+            sandbox: self.sandbox.clone(),
             ran: Default::default(),
             terminal: self.terminal_for_turn(),
         });

@@ -145,6 +145,13 @@ pub const BINDINGS: &[Binding] = &[
         edit: false,
     },
     Binding {
+        keys: &[k(KeyCode::F(5))],
+        action: Action::Approvals,
+        help: "the agent's commands waiting for approval: ask again (y approves, n denies)",
+        hint: None,
+        edit: false,
+    },
+    Binding {
         keys: &[ctrl('l')],
         action: Action::Redraw,
         help: "redraw the whole screen",
@@ -315,5 +322,25 @@ pub const PROCESS_KEYS: &[Binding] = &[
         ],
         Action::Close,
         "close the view",
+    ),
+];
+
+/// Keys of the approval dialog: only these do anything (Enter does
+/// nothing, so that a line typed in haste does not answer).
+pub const APPROVAL_KEYS: &[Binding] = &[
+    dialog(
+        &[k(KeyCode::Char('y')), k(KeyCode::Char('Y'))],
+        Action::Confirm,
+        "approve: the command runs",
+    ),
+    dialog(
+        &[k(KeyCode::Char('n')), k(KeyCode::Char('N'))],
+        Action::Deny,
+        "deny: it does not run, and the agent is told who denied it",
+    ),
+    dialog(
+        &[k(KeyCode::Esc), ctrl('c')],
+        Action::Close,
+        "answer later (F5 or /approvals asks again)",
     ),
 ];

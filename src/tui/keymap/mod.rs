@@ -47,15 +47,19 @@ pub enum Action {
     Follow,
     /// In the processes view: stop the selected process.
     Kill,
+    /// The agent's commands waiting for approval: their dialog again.
+    Approvals,
     /// In a dialog: do what it asks.
     Confirm,
+    /// In the approval dialog: deny the command.
+    Deny,
     /// In a dialog: close it (and do nothing).
     Close,
 }
 
 mod bindings;
 
-pub use bindings::{BINDINGS, CONFIRM_KEYS, HELP_KEYS, PROCESS_KEYS, TERMINAL_KEYS};
+pub use bindings::{APPROVAL_KEYS, BINDINGS, CONFIRM_KEYS, HELP_KEYS, PROCESS_KEYS, TERMINAL_KEYS};
 
 /// One key with its modifiers (Ctrl and Alt; Shift only where it matters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -237,6 +241,7 @@ mod tests {
             CONFIRM_KEYS,
             TERMINAL_KEYS,
             PROCESS_KEYS,
+            APPROVAL_KEYS,
         ] {
             let mut seen = Vec::new();
             for b in table {

@@ -18,6 +18,11 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
     let theme = app.theme;
     let (label, prompt, style) = match app.composer.mode {
         Mode::Ask => (" to the agent · !cmd runs ", "› ", theme.agent()),
+        Mode::Room if app.may(crate::tui::roles::Deed::AskAgent).is_err() => (
+            " to the room (as a viewer, you chat; you cannot ask the agent) ",
+            "» ",
+            theme.person(&app.session.name),
+        ),
         Mode::Room => (
             " to the room, no agent · @agent asks it ",
             "» ",

@@ -1,7 +1,8 @@
 //! What is drawn over the panes: toasts, the help overlay (from the
 //! keymap), the cleanup confirmation, the question before stopping
 //! someone else's command or turn, `/get`'s "overwrite?", the question
-//! before a restore (what is lost) and `/fork`'s "switch to it?".
+//! before a restore (what is lost), `/fork`'s "switch to it?" and the
+//! agent's command waiting for approval.
 
 use crate::tui::app::App;
 use crate::tui::keymap::{self, BINDINGS};
@@ -83,9 +84,18 @@ pub fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
             Span::raw(what.to_string()),
         ])
     };
+    // What this role may not do is there, greyed out.
+    let greyed = |line: Line<'static>, may: bool| {
+        if may {
+            line
+        } else {
+            line.patch_style(theme.dim())
+        }
+    };
     let mut lines = vec![Line::styled("Commands", theme.agent())];
     for command in SLASH_COMMANDS {
-        lines.push(row(command.usage.to_string(), command.help));
+        let may = command.deed.is_none_or(|deed| app.may(deed).is_ok());
+        lines.push(greyed(row(command.usage.to_string(), command.help), may));
     }
     for (usage, what) in PREFIXES {
         lines.push(row(usage.to_string(), what));
@@ -93,7 +103,17 @@ pub fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
     lines.push(Line::default());
     lines.push(Line::styled("Keys", theme.agent()));
     for binding in BINDINGS.iter().filter(|b| !b.edit) {
-        lines.push(row(keymap::keys_label(binding), binding.help));
+        let may = app.may_key(binding.action);
+        lines.push(greyed(row(keymap::keys_label(binding), binding.help), may));
+    }
+    if app.role() != crate::protocol::RoomRole::Owner {
+        lines.push(Line::styled(
+            format!(
+                "(greyed out: what {} may not do)",
+                crate::client::access::a_role(app.role())
+            ),
+            theme.dim(),
+        ));
     }
     lines.push(Line::default());
     lines.push(Line::styled(
@@ -265,6 +285,44 @@ pub fn draw_switch(frame: &mut Frame, app: &App, room: &str, area: Rect) {
     ];
     let rect = centered(area, 60, lines.len() as u16 + 4);
     draw_question(frame, lines, rect, " /fork ", theme.warn());
+}
+
+/// "The agent asks to run `CMD`. y approve   n deny   Esc later": the
+/// command in full, however long.
+pub fn draw_approval(frame: &mut Frame, app: &App, approval_id: &str, area: Rect) {
+    let Some(approval) = app.approval(approval_id) else {
+        return;
+    };
+    let theme = app.theme;
+    let w = area.width.saturating_sub(4).min(90);
+    let inner = usize::from(w.saturating_sub(2)).max(1);
+    let mut lines = vec![
+        Line::raw("The agent asks to run this command in the room's sandbox:"),
+        Line::default(),
+    ];
+    for line in approval.cmd.lines() {
+        for piece in wrap(line, inner.saturating_sub(2).max(1)) {
+            lines.push(Line::styled(format!("  {piece}"), theme.command()));
+        }
+    }
+    lines.push(Line::default());
+    lines.push(Line::from(vec![
+        Span::styled("y", theme.ok()),
+        Span::raw(" approve: it runs   "),
+        Span::styled("n", theme.error()),
+        Span::raw(" deny   "),
+        Span::styled("Esc", theme.command()),
+        Span::raw(" answer later (F5)"),
+    ]));
+    let more = app.approvals.open.len().saturating_sub(1);
+    let note = match more {
+        0 => "The agent's turn waits for the first answer from anyone who may give one.".into(),
+        n => format!("{n} more after this one wait too."),
+    };
+    lines.push(Line::styled(note, theme.dim()));
+    let h: usize = lines.iter().map(|l| l.width().div_ceil(inner).max(1)).sum();
+    let rect = centered(area, w, h as u16 + 2);
+    draw_question(frame, lines, rect, " Approve? ", theme.warn());
 }
 
 /// The answers line of a y/n question: `y YES   n / Esc NO`.

@@ -1,6 +1,8 @@
 //! The status bar (room, your name, connection, people, the shell's
 //! directory, the shared terminal's size, how many background processes
-//! run, how to join, server), the presence column and the hints
+//! run, your role when not an owner, the approval policy when not auto,
+//! how to join, server), the presence column (with roles once they
+//! differ) and the hints
 //! line (messages queued while offline, "X is typing" or key hints, the
 //! current mode's marked).
 
@@ -115,6 +117,26 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
             ],
             &[3, 5],
         ));
+    }
+    // Who you are, when not an owner; the policy, when not auto.
+    let role = app.role();
+    if role != crate::protocol::RoomRole::Owner {
+        parts.push(Part {
+            style: bar.patch(theme.warn()),
+            ..part(vec![format!(" · {role}")], &[9])
+        });
+    }
+    let policy = app.approvals.policy;
+    if policy != crate::protocol::Policy::Auto {
+        let waiting = app.approvals.open.len();
+        let long = match waiting {
+            0 => format!(" · policy {}", policy.as_str()),
+            n => format!(" · policy {} ({n} waiting)", policy.as_str()),
+        };
+        parts.push(Part {
+            style: bar.patch(theme.warn()),
+            ..part(vec![long, format!(" · policy {}", policy.as_str())], &[5])
+        });
     }
     let running = app.procs.running();
     if running > 0 {
@@ -250,6 +272,10 @@ pub fn draw_presence(frame: &mut Frame, app: &App, area: Rect) {
             theme.warn(),
         )
     });
+    let roles = app
+        .presence
+        .iter()
+        .any(|u| u.role != crate::protocol::RoomRole::Owner);
     let lines: Vec<Line> = stale
         .into_iter()
         .chain(app.presence.iter().map(|user| {
@@ -261,12 +287,17 @@ pub fn draw_presence(frame: &mut Frame, app: &App, area: Rect) {
             } else {
                 user.name.clone()
             };
+            // Roles show once they differ (a room of owners has none).
+            let role = if roles {
+                format!(" {}", user.role)
+            } else {
+                String::new()
+            };
+            let label = truncate(&label, avail.saturating_sub(2 + width(&role)).max(1));
             Line::from(vec![
                 Span::styled(format!("{mark} "), theme.person(&user.name)),
-                Span::styled(
-                    truncate(&label, avail.saturating_sub(2)),
-                    theme.person(&user.name),
-                ),
+                Span::styled(label, theme.person(&user.name)),
+                Span::styled(role, theme.dim()),
             ])
         }))
         .collect();
@@ -325,6 +356,8 @@ pub fn draw_hints(frame: &mut Frame, app: &App, area: Rect) {
             used += w;
             let what_style = if action == current {
                 theme.focused().add_modifier(Modifier::BOLD)
+            } else if !app.may_key(action) {
+                theme.dim().add_modifier(Modifier::CROSSED_OUT)
             } else {
                 theme.dim()
             };
