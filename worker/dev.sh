@@ -35,6 +35,10 @@ The same flags and DUET_* variables as `duet serve`:
   --ai-key K                  [env: DUET_AI_KEY]
   --agent-steps N             rounds of commands per turn (1)
   --ai-timeout-secs N         [env: DUET_AI_TIMEOUT_SECS] (120)
+  --ai-tools MODE             [env: DUET_AI_TOOLS] offer the model the run tool: auto (tags
+                              if the model refuses it), on, off (auto)
+  --agents-md-bytes N         [env: DUET_AGENTS_MD_BYTES] bytes of /workspace/AGENTS.md
+                              the agent is sent each turn (16384)
   --allow-origin O[,O…]       [env: DUET_ALLOW_ORIGIN] web origins that may call the API
   --socket-frames-per-sec, --socket-bytes-per-sec, --socket-messages-per-min,
   --socket-commands-per-min, --room-messages-per-min, --room-commands-per-min,
@@ -68,6 +72,8 @@ ai_url="${DUET_AI_URL:-}"
 ai_model="${DUET_AI_MODEL:-}"
 ai_key="${DUET_AI_KEY:-}"
 ai_timeout="${DUET_AI_TIMEOUT_SECS:-120}"
+ai_tools="${DUET_AI_TOOLS:-auto}"
+agents_md_bytes="${DUET_AGENTS_MD_BYTES:-16384}"
 agent_steps=1
 exec_timeout=60000
 max_exec_timeout=600000
@@ -116,6 +122,8 @@ while [ $# -gt 0 ]; do
   --ai-key) ai_key="$value" ;;
   --ai-timeout-secs) number "$flag" "$value" && ai_timeout="$value" ;;
   --agent-steps) number "$flag" "$value" && agent_steps="$value" ;;
+  --ai-tools) ai_tools="$value" ;;
+  --agents-md-bytes) number "$flag" "$value" && agents_md_bytes="$value" ;;
   --exec-timeout-ms) number "$flag" "$value" && exec_timeout="$value" ;;
   --max-exec-timeout-ms) number "$flag" "$value" && max_exec_timeout="$value" ;;
   --output-cap) number "$flag" "$value" && output_cap="$value" ;;
@@ -144,6 +152,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ "$max_exec_timeout" -ge "$exec_timeout" ] || max_exec_timeout="$exec_timeout"
+[[ "$ai_tools" == auto || "$ai_tools" == on || "$ai_tools" == off ]] || die "--ai-tools is auto, on or off, not '$ai_tools'"
+number --agents-md-bytes "$agents_md_bytes"
 
 host="${listen%:*}"
 port="${listen##*:}"
@@ -255,6 +265,8 @@ fi
   echo "DUET_AI_KEY=$ai_key"
   echo "DUET_AGENT_STEPS=$agent_steps"
   echo "DUET_AI_TIMEOUT_SECS=$ai_timeout"
+  echo "DUET_AI_TOOLS=$ai_tools"
+  echo "DUET_AGENTS_MD_BYTES=$agents_md_bytes"
   echo "DUET_EXEC_TIMEOUT_MS=$exec_timeout"
   echo "DUET_MAX_EXEC_TIMEOUT_MS=$max_exec_timeout"
   echo "DUET_OUTPUT_CAP=$output_cap"

@@ -3,7 +3,8 @@
 // front of a real `duet serve`) and a fake model, both started by
 // test/global-setup.mjs. Several projects, because the model settings are
 // vars of the whole Worker: `room` (one round, a model), `rounds` (five
-// rounds), `nomodel` (no model configured), `starting` (containers that
+// rounds), `nomodel` (no model configured), `tools-on` and `tools-off`
+// (DUET_AI_TOOLS; the latter with a 64-byte DUET_AGENTS_MD_BYTES), `starting` (containers that
 // take 3 s to start), `idle` (sandboxes and terminals that idle out after 2 s), `checkpoints`
 // (two automatic checkpoints kept, a 1 MiB disk, 3 s lifetimes) and `limits`
 // (small rate limits and socket cap), `notoken` (no DUET_TOKEN) and
@@ -48,6 +49,8 @@ export default defineConfig({
       project("room", ["test/*.test.ts"], { DUET_APPROVAL_ALLOW: "ls, cat" }),
       project("rounds", ["test/rounds/*.test.ts"], { DUET_AGENT_STEPS: "5", DUET_AI_TIMEOUT_SECS: "2" }),
       project("nomodel", ["test/nomodel/*.test.ts"], { DUET_AI_URL: "" }),
+      project("tools-on", ["test/tools-on/*.test.ts"], { DUET_AI_TOOLS: "on" }),
+      project("tools-off", ["test/tools-off/*.test.ts"], { DUET_AI_TOOLS: "off", DUET_AGENTS_MD_BYTES: "64" }),
       project("starting", ["test/starting/*.test.ts"], { DUET_STANDIN_START_SECS: "3" }),
       project("idle", ["test/idle/*.test.ts"], { DUET_SANDBOX_IDLE_SECS: "2", DUET_TERMINAL_IDLE_SECS: "2" }),
       project("checkpoints", ["test/checkpoints/*.test.ts"], {

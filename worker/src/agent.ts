@@ -17,7 +17,7 @@ import type { Env } from "./env";
 import { ApiError, describe, isObject, response, unpairedSurrogate, type JsonObject, type Reply } from "./http";
 import { SOCKETS_RETRY_MS, SocketBuckets, rateLimits } from "./limits";
 import { UnknownMethod, rpcOp, type Op } from "./ops";
-import { CALLER_PATH, OP_PATH, PAGE_PATH, SANDBOX_STOPPED_PATH } from "./rooms";
+import { CALLER_PATH, EXECS_PAGE_PATH, OP_PATH, PAGE_PATH, SANDBOX_STOPPED_PATH } from "./rooms";
 import {
   READONLY_FRAME,
   errorFrame,
@@ -121,8 +121,8 @@ export class DuetAgent extends Agent<Env> {
   // ---- Requests the Worker forwards (index.ts) ----
 
   /**
-   * `POST /duet/op` (a validated operation as JSON) and `GET
-   * /duet/messages?before&limit`. A fetch rather than Durable Object RPC:
+   * `POST /duet/op` (a validated operation as JSON), `GET
+   * /duet/messages?before&limit` and `GET /duet/execs?before&limit`. A fetch rather than Durable Object RPC:
    * an answer (a command's whole output) may exceed RPC's 32 MiB per value.
    */
   async onRequest(request: Request): Promise<Response> {
@@ -147,9 +147,11 @@ export class DuetAgent extends Agent<Env> {
       this.room().sandboxStopped();
       return new Response(null, { status: 204 });
     }
-    if (request.method === "GET" && url.pathname === PAGE_PATH) {
+    if (request.method === "GET" && (url.pathname === PAGE_PATH || url.pathname === EXECS_PAGE_PATH)) {
       const before = url.searchParams.get("before") ?? undefined;
-      return response(this.room().page(before, Number(url.searchParams.get("limit"))));
+      const limit = Number(url.searchParams.get("limit"));
+      const room = this.room();
+      return response(url.pathname === PAGE_PATH ? room.page(before, limit) : room.execPage(before, limit));
     }
     return new Response("not found", { status: 404 });
   }

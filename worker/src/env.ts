@@ -25,6 +25,10 @@ export interface Env {
   DUET_AI_TIMEOUT_SECS?: string;
   /** Time to reach the model's service, until its answer starts (default 30). */
   DUET_AI_CONNECT_TIMEOUT_SECS?: string;
+  /** Whether the model is offered the `run` tool: auto (default; tags if refused), on, off. */
+  DUET_AI_TOOLS?: string;
+  /** Bytes of /workspace/AGENTS.md the agent is sent each turn (default 16384). */
+  DUET_AGENTS_MD_BYTES?: string;
   /** A command's timeout when the request names none, and the largest allowed. */
   DUET_EXEC_TIMEOUT_MS?: string;
   DUET_MAX_EXEC_TIMEOUT_MS?: string;

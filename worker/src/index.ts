@@ -13,7 +13,7 @@ import { originRefusal } from "./origin";
 import { PAGE_DEFAULT, PAGE_MAX, isControl, nameProblem } from "./protocol";
 import { preview, tunnel } from "./preview";
 import type { Who } from "./room";
-import { PAGE_PATH, roomOp, roomRequest, roomStub } from "./rooms";
+import { EXECS_PAGE_PATH, PAGE_PATH, roomOp, roomRequest, roomStub } from "./rooms";
 import { previewByHost } from "./sandbox/adapter";
 
 export { DuetAgent } from "./agent";
@@ -96,7 +96,8 @@ async function route(request: Request, env: Env): Promise<Response> {
     method === m ? then() : Promise.resolve(errorResponse(ApiError.methodNotAllowed()));
   const op = OPERATIONS[rest];
   if (op) return allow("POST", () => operation(request, env, room, op, who));
-  if (rest === "messages") return allow("GET", () => messages(env, room, query));
+  if (rest === "messages") return allow("GET", () => page(env, room, query, MESSAGES_PAGE));
+  if (rest === "execs") return allow("GET", () => page(env, room, query, EXECS_PAGE));
   if (rest === "ws") return allow("GET", () => socket(request, env, rawRoom, query, who));
   if (rest === "processes") {
     if (method === "POST") return operation(request, env, room, "process_start", who);
@@ -178,15 +179,25 @@ async function ask(env: Env, room: string, op: Op, who: Who | undefined): Promis
   return roomOp(env, room, op, who);
 }
 
-/** `GET /api/rooms/{room}/messages?before&limit` */
-async function messages(env: Env, room: string, query: string): Promise<Response> {
+/** What a page of the room's history is of: where the room serves it, and what its `before` is. */
+interface PageOf {
+  path: string;
+  id: RegExp;
+  notAnId: string;
+}
+
+const MESSAGES_PAGE: PageOf = { path: PAGE_PATH, id: /^[0-9]{1,20}$/, notAnId: "must be a message id" };
+const EXECS_PAGE: PageOf = { path: EXECS_PAGE_PATH, id: /^x[0-9]{1,20}$/, notAnId: "must be a command id" };
+
+/** `GET /api/rooms/{room}/messages?before&limit` and `GET /api/rooms/{room}/execs?before&limit` */
+async function page(env: Env, room: string, query: string, of: PageOf): Promise<Response> {
   const details = roomDetails(room);
   let before: string | undefined;
   let limit = PAGE_DEFAULT;
   for (const [key, value] of new URLSearchParams(query)) {
     if (key === "before") {
-      if (/^[0-9]{1,20}$/.test(value)) before = value;
-      else addDetail(details, "before", "must be a message id");
+      if (of.id.test(value)) before = value;
+      else addDetail(details, "before", of.notAnId);
     } else if (key === "limit") {
       const n = /^\+?[0-9]+$/.test(value) ? Number(value.replace(/^\+/, "")) : NaN;
       if (n >= 1 && n <= PAGE_MAX) limit = n;
@@ -194,8 +205,8 @@ async function messages(env: Env, room: string, query: string): Promise<Response
     }
   }
   if (Object.keys(details).length > 0) throw ApiError.invalid(details);
-  const page = new URLSearchParams({ limit: String(limit), ...(before !== undefined && { before }) });
-  return roomStub(env, room).fetch(roomRequest(`${PAGE_PATH}?${page}`));
+  const params = new URLSearchParams({ limit: String(limit), ...(before !== undefined && { before }) });
+  return roomStub(env, room).fetch(roomRequest(`${of.path}?${params}`));
 }
 
 /** Who a socket says it is (`user`, `_pk`), checked, and whether it wants deltas. */

@@ -3,6 +3,7 @@
 // src/ai/openai.rs and src/ai/provider.rs.
 
 import { describe } from "./http";
+import { RUN_TOOL, ToolCalls, type ToolCallPiece, type ToolOffer } from "./tools";
 
 export type ChatRole = "system" | "user" | "assistant";
 export interface ChatMessage {
@@ -28,6 +29,7 @@ export interface ModelConfig {
 /** What one event of the stream says. */
 export type Event =
   | { kind: "delta"; text: string }
+  | { kind: "tool"; call: ToolCallPiece }
   | { kind: "finished" }
   | { kind: "done" }
   | { kind: "error"; message: string };
@@ -77,10 +79,24 @@ export function chunkEvents(chunk: unknown): Event[] {
   const choice = Array.isArray(c?.choices) ? (c.choices[0] as Record<string, unknown> | undefined) : undefined;
   if (!choice || typeof choice !== "object") return [];
   const events: Event[] = [];
-  const part = (choice.delta ?? choice.message) as { content?: unknown } | undefined;
+  const part = (choice.delta ?? choice.message) as { content?: unknown; tool_calls?: unknown } | undefined;
   if (part && typeof part.content === "string") events.push({ kind: "delta", text: part.content });
+  if (part && Array.isArray(part.tool_calls)) part.tool_calls.forEach((call, position) => events.push(...toolEvent(call, position)));
   if (choice.finish_reason !== undefined && choice.finish_reason !== null) events.push({ kind: "finished" });
   return events;
+}
+
+/** A piece of a tool call (`{index, function: {name?, arguments?}}`), the `position`th of its chunk (src/ai/sse.rs). */
+function toolEvent(value: unknown, position: number): Event[] {
+  const v = (value ?? {}) as { index?: unknown; function?: { name?: unknown; arguments?: unknown } | null };
+  const index = typeof v.index === "number" && Number.isSafeInteger(v.index) && v.index >= 0 ? v.index : position;
+  const call: ToolCallPiece = { index };
+  const f = v.function;
+  if (f && typeof f === "object") {
+    if (typeof f.name === "string") call.name = f.name;
+    if (typeof f.arguments === "string") call.args = f.arguments;
+  }
+  return [{ kind: "tool", call }];
 }
 
 /** The message of an OpenAI-style error value (`{"message": …}` or text). */
@@ -107,15 +123,27 @@ const REASONS: Record<number, string> = {
 export type Pieces = AsyncGenerator<string, void, undefined>;
 
 /**
- * Sends the conversation; resolves once the model started answering, with
- * its pieces. `signal` ends the request (cancel, timeout).
+ * Sends the conversation, offering the `run` tool where `offer` says so;
+ * resolves once the model started answering, with its pieces (its tool
+ * calls last, as `<run>` tags). A refusal of the tool (an HTTP 4xx) is
+ * asked again at once without it where the offer falls back to tags.
+ * `signal` ends the request (cancel, timeout).
  */
-export async function chat(config: ModelConfig, messages: ChatMessage[], signal: AbortSignal): Promise<Pieces> {
+export async function chat(config: ModelConfig, messages: ChatMessage[], signal: AbortSignal, offer?: ToolOffer): Promise<Pieces> {
   const url = `${config.base.replace(/\/+$/, "")}/chat/completions`;
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (config.key) headers.authorization = `Bearer ${config.key}`;
-  const body = JSON.stringify({ model: config.model, messages, stream: true });
-  const res = await reach(url, { method: "POST", headers, body, signal }, config.connectTimeoutMs);
+  const send = (tools: boolean) => {
+    const body = JSON.stringify({ model: config.model, messages, stream: true, ...(tools && { tools: [RUN_TOOL], tool_choice: "auto" }) });
+    return reach(url, { method: "POST", headers, body, signal }, config.connectTimeoutMs);
+  };
+  const tools = offer?.offers(config.base, config.model) ?? false;
+  let res = await send(tools);
+  if (tools && offer?.fallsBack() && res.status >= 400 && res.status < 500) {
+    await res.body?.cancel().catch(() => {});
+    offer.refused(config.base, config.model);
+    res = await send(false);
+  }
   if (!res.ok) throw await statusError(url, res);
   if ((res.headers.get("content-type") ?? "").startsWith("application/json")) return wholeAnswer(res);
   return streamed(res);
@@ -164,14 +192,26 @@ async function* wholeAnswer(res: Response): Pieces {
   } catch (e) {
     throw new ModelError(`the model's answer broke off: ${describe(e)}`);
   }
+  const calls = new ToolCalls();
   for (const event of chunkEvents(value)) {
     if (event.kind === "delta") yield event.text;
+    else if (event.kind === "tool") calls.add(event.call);
     else if (event.kind === "error") throw new ModelError(`the model's answer broke off: ${event.message}`);
   }
+  const tags = calls.tags();
+  if (tags !== "") yield tags;
 }
 
-/** The pieces of a server-sent-events answer. */
+/** The pieces of a server-sent-events answer; its tool calls, gathered, as tags once it ended. */
 async function* streamed(res: Response): Pieces {
+  const calls = new ToolCalls();
+  yield* streamedText(res, calls);
+  const tags = calls.tags();
+  if (tags !== "") yield tags;
+}
+
+/** The text pieces of a server-sent-events answer, its tool calls into `calls`. */
+async function* streamedText(res: Response, calls: ToolCalls): Pieces {
   if (!res.body) throw new ModelError("the model's answer broke off: the answer has no body");
   const reader = res.body.getReader();
   const parser = new SseParser();
@@ -187,6 +227,7 @@ async function* streamed(res: Response): Pieces {
       const events = part.done ? parser.finish() : parser.feed(part.value);
       for (const event of events) {
         if (event.kind === "delta" && event.text !== "") yield event.text;
+        else if (event.kind === "tool") calls.add(event.call);
         else if (event.kind === "finished") finished = true;
         else if (event.kind === "done") return;
         else if (event.kind === "error") throw new ModelError(`the model's answer broke off: ${event.message}`);

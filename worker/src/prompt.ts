@@ -1,8 +1,10 @@
-// What the model is told: the system prompt, the room's recent messages,
-// the shared terminal's screen while one runs and, between rounds, the
+// What the model is told: the system prompt, the project's AGENTS.md, the
+// room's recent messages (the question with the files it names), the
+// shared terminal's screen while one runs and, between rounds, the
 // outputs of the commands it ran (src/ai/prompt.rs).
 
 import { NO_OUTPUT, isErrorRun, parseBlocks } from "./blocks";
+import type { ProjectContext } from "./context";
 import type { ChatMessage } from "./model";
 import { firstChars, trim, type DuetMessage, type Run } from "./protocol";
 
@@ -37,10 +39,13 @@ export function terminalNote(screen: TerminalScreen): string {
  * sent each other and the room's records marked as such), the agent as
  * `assistant`; other `system` notes (why a turn had no reply) are the
  * room's and are left out. While the shared terminal runs, its `screen`
- * comes just before the question.
+ * comes just before the question. The `project`'s AGENTS.md follows the
+ * system prompt, and the files the question names follow its text.
  */
-export function conversation(history: DuetMessage[], screen?: TerminalScreen): ChatMessage[] {
+export function conversation(history: DuetMessage[], screen?: TerminalScreen, project?: ProjectContext): ChatMessage[] {
   const out: ChatMessage[] = [{ role: "system", content: trim(SYSTEM_PROMPT) }];
+  if (project?.instructions !== undefined) out.push({ role: "system", content: project.instructions });
+  const head = out.length;
   for (const m of history.slice(Math.max(0, history.length - CONTEXT_MESSAGES))) {
     if (m.role === "user") {
       const said = m.userId !== undefined ? `${m.userId}: ${m.text}` : m.text;
@@ -51,8 +56,12 @@ export function conversation(history: DuetMessage[], screen?: TerminalScreen): C
       out.push({ role: "user", content: `${RECORD_MARK} ${m.text}` });
     }
   }
+  const question = out[out.length - 1];
+  if (project && project.attachments !== "" && out.length > head && history[history.length - 1]?.role === "user") {
+    question.content += project.attachments;
+  }
   // The screen as it is now, just before the question (which stays last).
-  if (screen !== undefined) out.splice(Math.max(1, out.length - 1), 0, { role: "user", content: terminalNote(screen) });
+  if (screen !== undefined) out.splice(Math.max(head, out.length - 1), 0, { role: "user", content: terminalNote(screen) });
   return out;
 }
 

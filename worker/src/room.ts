@@ -19,6 +19,7 @@ import {
   checkpointJson,
   cleanupFrame,
   defaultProcessName,
+  execRecordJson,
   execResultJson,
   messageId,
   messageJson,
@@ -256,6 +257,7 @@ export class Room {
       emit: (frame) => this.sockets.all(frame),
       run: (cmd, signal, turnId, byConnection) => this.agentRun(cmd, signal, turnId, byConnection),
       screen: () => this.terminal.screen(),
+      files: () => this.sandbox(),
     };
     this.turns = new Turns({
       config: this.config,
@@ -552,6 +554,16 @@ export class Room {
       return ok({ messages: messages.map(messageJson), hasMore });
     } catch (e) {
       return ApiError.internal(`the messages could not be read: ${describe(e)}`).reply();
+    }
+  }
+
+  /** A page of the room's commands (`GET /execs`). */
+  execPage(before: string | undefined, limit: number): Reply {
+    try {
+      const [execs, hasMore] = this.store.execPage(before, limit);
+      return ok({ execs: execs.map(execRecordJson), hasMore });
+    } catch (e) {
+      return ApiError.internal(`the commands could not be read: ${describe(e)}`).reply();
     }
   }
 

@@ -11,8 +11,9 @@ import type { Env } from "./env";
 export const OP_PATH = "/duet/op";
 /** Who a token (`{hash}`) or an invite (`{inviteId}`) is in the room: `Caller`, or 401. */
 export const CALLER_PATH = "/duet/caller";
-/** `GET /messages`, checked: `?before&limit`. */
+/** `GET /messages` and `GET /execs`, checked: `?before&limit`. */
 export const PAGE_PATH = "/duet/messages";
+export const EXECS_PAGE_PATH = "/duet/execs";
 /** The room's sandbox stopped (its container slept or was destroyed): a fresh shell comes next. */
 export const SANDBOX_STOPPED_PATH = "/duet/sandbox-stopped";
 

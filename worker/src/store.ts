@@ -1,7 +1,7 @@
 // A room's persistence in its Durable Object's SQLite: one row per message
-// (records too) and per command (never the SDK's `setState`, whose single
-// row is capped at 2 MB in production), the counters that keep ids unique,
-// and the shell's working directory.
+// (records too) and per command, all kept until a cleanup (never the SDK's
+// `setState`, whose single row is capped at 2 MB in production), the
+// counters that keep ids unique, and the shell's working directory.
 
 import {
   STATE_EXECS,
@@ -199,28 +199,22 @@ export class Store {
     );
   }
 
-  /** Stores a command's record, keeping only the room's most recent ones. */
+  /** Stores a command's record (all are kept until a cleanup: `GET /execs` pages through them). */
   insertExec(r: ExecRecord): void {
-    this.storage.transactionSync(() => {
-      this.sql.exec(
-        `INSERT OR REPLACE INTO duet_execs (exec_id, cmd, by_name, source, stdout, stderr, exit_code, duration, ts, truncated)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        r.execId,
-        r.cmd,
-        r.by,
-        r.source,
-        r.stdout,
-        r.stderr,
-        r.exitCode,
-        r.duration,
-        r.ts,
-        r.truncated ? 1 : 0,
-      );
-      this.sql.exec(
-        "DELETE FROM duet_execs WHERE exec_id NOT IN (SELECT exec_id FROM duet_execs ORDER BY exec_id DESC LIMIT ?)",
-        STATE_EXECS,
-      );
-    });
+    this.sql.exec(
+      `INSERT OR REPLACE INTO duet_execs (exec_id, cmd, by_name, source, stdout, stderr, exit_code, duration, ts, truncated)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      r.execId,
+      r.cmd,
+      r.by,
+      r.source,
+      r.stdout,
+      r.stderr,
+      r.exitCode,
+      r.duration,
+      r.ts,
+      r.truncated ? 1 : 0,
+    );
   }
 
   /** Takes the next process number (kept, so no id is used twice). */
@@ -381,14 +375,18 @@ export class Store {
 
   /** The most recent commands of the state, oldest first. */
   recentExecs(): ExecRecord[] {
-    const rows = this.sql
-      .exec(
-        `SELECT exec_id, cmd, by_name, source, stdout, stderr, exit_code, duration, ts, truncated
-         FROM duet_execs ORDER BY exec_id DESC LIMIT ?`,
-        STATE_EXECS,
-      )
-      .toArray();
-    return rows.reverse().map(execFromRow);
+    return this.execPage(undefined, STATE_EXECS)[0];
+  }
+
+  /** Commands strictly older than `before` (default: all), oldest first, and whether older ones remain. */
+  execPage(before: string | undefined, limit: number): [ExecRecord[], boolean] {
+    const columns = "exec_id, cmd, by_name, source, stdout, stderr, exit_code, duration, ts, truncated";
+    // Command ids have a fixed width: their text order is their order.
+    const rows =
+      before === undefined
+        ? this.sql.exec(`SELECT ${columns} FROM duet_execs ORDER BY exec_id DESC LIMIT ?`, limit + 1).toArray()
+        : this.sql.exec(`SELECT ${columns} FROM duet_execs WHERE exec_id < ? ORDER BY exec_id DESC LIMIT ?`, before, limit + 1).toArray();
+    return [rows.slice(0, limit).reverse().map(execFromRow), rows.length > limit];
   }
 
   /** Messages strictly older than `before` (default: all), oldest first, and whether older ones remain. */

@@ -5,7 +5,8 @@
 // cancelled turn keeps what it had streamed and run.
 
 import { extractCommands, partialProse, renderReply } from "./blocks";
-import { positiveVar, type Env } from "./env";
+import { projectContext, type ProjectFiles } from "./context";
+import { countVar, positiveVar, type Env } from "./env";
 import { ApiError, describe, ok, type Reply } from "./http";
 import { ModelError, chat, discoverModel, type ChatMessage, type ModelConfig } from "./model";
 import { conversation, resultsNote, type TerminalScreen } from "./prompt";
@@ -20,6 +21,7 @@ import {
   type Run,
 } from "./protocol";
 import { recordText } from "./records";
+import { ToolOffer, toolsMode, type ToolsMode } from "./tools";
 
 /** Shortest time between two `delta` frames of a turn. */
 const DELTA_INTERVAL_MS = 25;
@@ -47,6 +49,10 @@ export interface AgentConfig {
   steps: number;
   timeoutMs: number;
   connectTimeoutMs: number;
+  /** Bytes of /workspace/AGENTS.md sent each turn. */
+  agentsMdBytes: number;
+  /** Whether the model is offered the `run` tool. */
+  tools: ToolsMode;
 }
 
 export function agentConfig(env: Env): AgentConfig {
@@ -57,6 +63,8 @@ export function agentConfig(env: Env): AgentConfig {
     steps: positiveVar(env.DUET_AGENT_STEPS, 1),
     timeoutMs: positiveVar(env.DUET_AI_TIMEOUT_SECS, 120) * 1000,
     connectTimeoutMs: positiveVar(env.DUET_AI_CONNECT_TIMEOUT_SECS, 30) * 1000,
+    agentsMdBytes: countVar(env.DUET_AGENTS_MD_BYTES, 16_384),
+    tools: toolsMode(env.DUET_AI_TOOLS),
   };
 }
 
@@ -74,6 +82,8 @@ export interface TurnHost {
   run(cmd: string, signal: AbortSignal, turnId: string, byConnection?: string): Promise<Run>;
   /** The shared terminal's screen as text, while one runs. */
   screen(): TerminalScreen | undefined;
+  /** The workspace, for AGENTS.md and the files a question names. */
+  files(): ProjectFiles;
 }
 
 /** How far a turn got: its finished rounds' reply, and the round under way. */
@@ -98,6 +108,8 @@ function joinRounds(text: string, prose: string): string {
 
 interface TurnContext {
   config: AgentConfig;
+  /** Whether the room still offers the model the `run` tool. */
+  tools: ToolOffer;
   host: TurnHost;
   turnId: string;
   signal: AbortSignal;
@@ -157,7 +169,17 @@ export async function runTurn(t: TurnContext, history: DuetMessage[]): Promise<A
   } catch (e) {
     throw fail(e);
   }
-  const chatLog = conversation(history, t.host.screen());
+  const question = history[history.length - 1];
+  let chatLog: ChatMessage[];
+  try {
+    const project = await unlessCancelled(
+      projectContext(t.host.files(), question?.role === "user" ? question.text : undefined, t.config.agentsMdBytes, t.signal),
+      t.signal,
+    );
+    chatLog = conversation(history, t.host.screen(), project);
+  } catch (e) {
+    throw fail(e);
+  }
   const p = t.progress;
   for (let round = 0; round < Math.max(1, t.config.steps); round++) {
     if (round > 0) emit("start");
@@ -219,7 +241,7 @@ async function streamRound(t: TurnContext, model: ModelConfig, chatLog: ChatMess
     lastSent = Date.now();
   };
   try {
-    const pieces = await Promise.race([chat(model, [...chatLog], ctrl.signal), ended]);
+    const pieces = await Promise.race([chat(model, [...chatLog], ctrl.signal, t.tools), ended]);
     for (;;) {
       const next = await Promise.race([pieces.next(), ended]);
       if (next.done) break;
@@ -309,8 +331,12 @@ export function noReply(error: string, messages: DuetMessage[]): Reply {
 export class Turns {
   private readonly waiting: Pending[] = [];
   private current?: Current;
+  /** For the life of the room's object: a model that refused the tool gets tags. */
+  private readonly tools: ToolOffer;
 
-  constructor(private readonly room: TurnRoom) {}
+  constructor(private readonly room: TurnRoom) {
+    this.tools = new ToolOffer(room.config.tools);
+  }
 
   /** Queues the turn of the stored question `upto` (sent by socket `connection`); resolves with its answer. */
   ask(user: string | undefined, upto: string, connection?: string): Promise<Reply> {
@@ -365,6 +391,7 @@ export class Turns {
     if (asked) history.push(asked);
     const context: TurnContext = {
       config: this.room.config,
+      tools: this.tools,
       host: this.room.host,
       turnId: current.id,
       signal: current.ctrl.signal,

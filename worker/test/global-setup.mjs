@@ -5,7 +5,9 @@
 //
 // A test registers scripts under a key (POST /control/scripts) and puts
 // `[[KEY]]` in its question; the model answers each request with the next
-// script of the last key its conversation mentions.
+// script of the last key its conversation mentions. Scripts speak text,
+// OpenAI's streamed tool calls (`tools`), or refuse a request that offers
+// tools (`notools`: a 400 that leaves the script for the next request).
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -69,6 +71,18 @@ const FINISH = `data: ${JSON.stringify({
 
 const sleep = (ms) => new Promise((ok) => setTimeout(ok, ms));
 
+/** One SSE event carrying a piece of the answer's tool calls. */
+function toolEvent(call) {
+  const chunk = { id: "c1", object: "chat.completion.chunk", choices: [{ index: 0, delta: { tool_calls: [call] }, finish_reason: null }] };
+  return `data: ${JSON.stringify(chunk)}\n\n`;
+}
+
+const TOOLS_FINISH = `data: ${JSON.stringify({
+  id: "c1",
+  object: "chat.completion.chunk",
+  choices: [{ index: 0, delta: {}, finish_reason: "tool_calls" }],
+})}\n\ndata: [DONE]\n\n`;
+
 /** Answers one chat request with `script`. */
 async function answer(res, script) {
   const sse = () => res.writeHead(200, { "content-type": "text/event-stream" });
@@ -86,6 +100,15 @@ async function answer(res, script) {
           choices: [{ index: 0, message: { role: "assistant", content: script.text }, finish_reason: "stop" }],
         }),
       );
+    case "tools":
+      // Text, then each call: its name first, its arguments in the pieces given.
+      sse();
+      for (const p of pieces) res.write(event(p));
+      for (const [index, call] of (script.calls ?? []).entries()) {
+        res.write(toolEvent({ index, id: `call_${index}`, type: "function", function: { name: call.name, arguments: "" } }));
+        for (const piece of call.args) res.write(toolEvent({ index, function: { arguments: piece } }));
+      }
+      return res.end(TOOLS_FINISH);
     case "stream":
       sse();
       for (const p of pieces) res.write(event(p));
@@ -118,11 +141,12 @@ async function answer(res, script) {
 
 function readJson(req) {
   return new Promise((ok) => {
-    let body = "";
-    req.on("data", (c) => (body += c));
+    // Decoded once: a character may be split between two chunks.
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
     req.on("end", () => {
       try {
-        ok(JSON.parse(body));
+        ok(JSON.parse(Buffer.concat(chunks).toString("utf8")));
       } catch {
         ok(null);
       }
@@ -156,7 +180,15 @@ async function startModel() {
       const keys = [...text.matchAll(/\[\[([A-Za-z0-9_-]+)\]\]/g)].map((m) => m[1]);
       const key = keys[keys.length - 1] ?? "";
       requests.set(key, [...(requests.get(key) ?? []), { headers: req.headers, body }]);
-      const next = scripts.get(key)?.shift();
+      const queue = scripts.get(key) ?? [];
+      if (queue[0]?.kind === "notools") {
+        if (body?.tools !== undefined) {
+          res.writeHead(400, { "content-type": "application/json" });
+          return res.end(JSON.stringify({ error: { message: "tools are not supported by this model" } }));
+        }
+        return answer(res, queue.shift().then);
+      }
+      const next = queue.shift();
       return answer(res, next ?? { kind: "status", status: 500, body: '{"error":{"message":"no script left"}}' });
     }
     res.writeHead(404);

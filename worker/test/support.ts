@@ -178,7 +178,11 @@ export type Script =
   | { kind: "broken"; pieces: string[] }
   | { kind: "cut"; pieces: string[] }
   | { kind: "hang"; pieces: string[] }
-  | { kind: "whole"; text: string };
+  | { kind: "whole"; text: string }
+  /** The pieces of text, then OpenAI tool calls streamed with their arguments' JSON in `args` pieces. */
+  | { kind: "tools"; pieces?: string[]; calls: { name: string; args: string[] }[] }
+  /** A request that offers tools is refused (400) and the script stays; one without is answered `then`. */
+  | { kind: "notools"; then: Script };
 
 /** A reply streamed in pieces of `size` characters. */
 export function chunked(text: string, size: number): Script {
