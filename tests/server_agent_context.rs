@@ -242,6 +242,30 @@ async fn a_model_that_refuses_tools_gets_tags_the_same_reply() {
 }
 
 #[tokio::test]
+async fn a_rate_limit_under_auto_is_the_model_error_not_a_refusal_of_tools() {
+    let model = FakeModel::start(vec![
+        Script::Status(429, r#"{"error":{"message":"Rate limit reached"}}"#.into()),
+        Script::Stream(vec!["fine".into()]),
+    ])
+    .await;
+    let (server, _dir) = with_model(&model, &[]).await;
+    let body = ask(&server, "tool6", "hi").await;
+    assert_eq!(body["reply"], Value::Null);
+    let error = body["error"].as_str().unwrap();
+    assert!(
+        error.contains("answered 429: Rate limit reached"),
+        "{error}"
+    );
+    // Asked once, not again without tools; and the next turn offers them.
+    assert_eq!(model.requests().len(), 1);
+    let body = ask(&server, "tool6", "hi again").await;
+    assert_eq!(body["reply"], "fine");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(requests[1].1.get("tools").is_some());
+}
+
+#[tokio::test]
 async fn with_tools_on_a_refusal_is_the_model_error_and_off_offers_none() {
     let model = FakeModel::start(vec![Script::NoTools(Box::new(Script::Stream(vec![
         "never".into(),

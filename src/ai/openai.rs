@@ -101,6 +101,13 @@ impl OpenAiProvider {
     }
 }
 
+/// Whether an answer of `status` to a request with tools may be the
+/// service refusing them: a 4xx, but not a key, permission or rate answer,
+/// which would be the same without tools.
+fn refuses_tools(status: u16) -> bool {
+    (400..500).contains(&status) && !matches!(status, 401 | 403 | 408 | 429)
+}
+
 impl Provider for OpenAiProvider {
     fn chat(&self, messages: Vec<ChatMessage>) -> BoxFuture<Result<DeltaStream, ModelError>> {
         let url = format!("{}/chat/completions", self.base);
@@ -112,13 +119,15 @@ impl Provider for OpenAiProvider {
         Box::pin(async move {
             let tool = this.offers_tool();
             let response = match this.send(&url, &messages, tool).await {
-                // A service that refuses tools gets tags, now and later.
+                // A service that refuses tools gets tags, now and later; it
+                // refused them if the same request without them is answered.
                 Err(ModelError::Status { status, .. })
-                    if tool && this.tools == ToolMode::Auto && (400..500).contains(&status) =>
+                    if tool && this.tools == ToolMode::Auto && refuses_tools(status) =>
                 {
+                    let response = this.send(&url, &messages, false).await?;
                     this.tools_refused.store(true, Ordering::Relaxed);
                     tracing::info!("the model refused the run tool; using <run> tags");
-                    this.send(&url, &messages, false).await?
+                    response
                 }
                 other => other?,
             };

@@ -125,8 +125,9 @@ export type Pieces = AsyncGenerator<string, void, undefined>;
 /**
  * Sends the conversation, offering the `run` tool where `offer` says so;
  * resolves once the model started answering, with its pieces (its tool
- * calls last, as `<run>` tags). A refusal of the tool (an HTTP 4xx) is
- * asked again at once without it where the offer falls back to tags.
+ * calls last, as `<run>` tags). A refusal of the tool (an HTTP 4xx but
+ * 401, 403, 408 and 429) is asked again at once without it where the offer
+ * falls back to tags.
  * `signal` ends the request (cancel, timeout).
  */
 export async function chat(config: ModelConfig, messages: ChatMessage[], signal: AbortSignal, offer?: ToolOffer): Promise<Pieces> {
@@ -139,14 +140,24 @@ export async function chat(config: ModelConfig, messages: ChatMessage[], signal:
   };
   const tools = offer?.offers(config.base, config.model) ?? false;
   let res = await send(tools);
-  if (tools && offer?.fallsBack() && res.status >= 400 && res.status < 500) {
+  if (tools && offer?.fallsBack() && refusesTools(res.status)) {
     await res.body?.cancel().catch(() => {});
-    offer.refused(config.base, config.model);
     res = await send(false);
+    // It refused the tool if the same request without it is answered.
+    if (res.ok) offer.refused(config.base, config.model);
   }
   if (!res.ok) throw await statusError(url, res);
   if ((res.headers.get("content-type") ?? "").startsWith("application/json")) return wholeAnswer(res);
   return streamed(res);
+}
+
+/**
+ * Whether an answer of `status` to a request with tools may be the service
+ * refusing them: a 4xx, but not a key, permission or rate answer, which
+ * would be the same without tools.
+ */
+function refusesTools(status: number): boolean {
+  return status >= 400 && status < 500 && ![401, 403, 408, 429].includes(status);
 }
 
 /** `fetch`, with the connect timeout and the error of a service that does not answer. */
