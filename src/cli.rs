@@ -479,7 +479,7 @@ pub struct ServeArgs {
     #[arg(long, value_enum, default_value_t = crate::ai::ToolMode::Auto, env = "DUET_AI_TOOLS")]
     pub ai_tools: crate::ai::ToolMode,
     /// Bytes of /workspace/AGENTS.md the agent is sent each turn
-    #[arg(long, default_value_t = crate::ai::context::DEFAULT_AGENTS_MD_BYTES, env = "DUET_AGENTS_MD_BYTES")]
+    #[arg(long, default_value_t = crate::ai::DEFAULT_AGENTS_MD_BYTES, env = "DUET_AGENTS_MD_BYTES")]
     pub agents_md_bytes: usize,
     #[command(flatten)]
     pub limits: LimitArgs,

@@ -2,7 +2,7 @@
 //! and the provider it reaches.
 
 use super::provider::{ModelError, Provider};
-use super::{openai, turn};
+use super::{ToolMode, openai, turn};
 use crate::protocol::{DuetMessage, Run, ServerFrame};
 pub use crate::support::BoxFuture;
 use std::sync::{Arc, Mutex};
@@ -83,18 +83,6 @@ pub struct AiConfig {
     pub tools: ToolMode,
     /// Bytes of AGENTS.md sent each turn (none: the default).
     pub agents_md_bytes: Option<usize>,
-}
-
-/// Whether the model is offered the `run` tool (`--ai-tools`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum ToolMode {
-    /// Offered; a service that refuses it gets tags from then on.
-    #[default]
-    Auto,
-    /// Always offered; a refusal is a model error.
-    On,
-    /// Never offered: tags only.
-    Off,
 }
 
 impl AiConfig {
@@ -222,7 +210,7 @@ impl Agent {
             agents_md_bytes: self
                 .config
                 .agents_md_bytes
-                .unwrap_or(super::context::DEFAULT_AGENTS_MD_BYTES),
+                .unwrap_or(super::DEFAULT_AGENTS_MD_BYTES),
         };
         turn.run(self.provider(), history).await
     }

@@ -5,8 +5,6 @@
 
 use super::BoxFuture;
 
-/// Bytes of AGENTS.md sent unless the server says otherwise.
-pub const DEFAULT_AGENTS_MD_BYTES: usize = 16 * 1024;
 /// Bytes of one `@path` file inlined.
 pub const MENTION_BYTES: usize = 32 * 1024;
 /// Files inlined in one question.

@@ -4,6 +4,9 @@
 //! `duet ask`, the client's one question to it.
 
 pub mod ask;
+mod options;
+
+pub use options::{DEFAULT_AGENTS_MD_BYTES, ToolMode};
 
 // The backend's parts: the agent that answers in rooms.
 #[cfg(feature = "server")]

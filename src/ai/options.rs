@@ -1,0 +1,18 @@
+//! How the agent is set up by `duet serve`'s flags: here rather than beside
+//! the agent because the command line names them in every build, the
+//! client-only one too.
+
+/// Bytes of AGENTS.md sent unless the server says otherwise.
+pub const DEFAULT_AGENTS_MD_BYTES: usize = 16 * 1024;
+
+/// Whether the model is offered the `run` tool (`--ai-tools`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ToolMode {
+    /// Offered; a service that refuses it gets tags from then on.
+    #[default]
+    Auto,
+    /// Always offered; a refusal is a model error.
+    On,
+    /// Never offered: tags only.
+    Off,
+}
