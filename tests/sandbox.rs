@@ -212,6 +212,39 @@ async fn destroy_deletes_the_workspace_and_background_processes() {
 }
 
 #[tokio::test]
+async fn reads_during_a_destroy_leave_no_disk_behind() {
+    // A cleanup during an agent's turn destroys the sandbox while the turn
+    // reads AGENTS.md: each read readies the workspace (mounting its disk),
+    // and none may leave a mount that the destroy cannot release.
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..8 {
+        let room = format!("race{round}");
+        let sb = sandbox(dir.path(), &room, Limits::default());
+        sb.write_file("AGENTS.md".into(), "be brief\n".into())
+            .await
+            .unwrap();
+        let readers: Vec<_> = (0..4)
+            .map(|_| {
+                let sb = sb.clone();
+                tokio::spawn(async move {
+                    for _ in 0..4 {
+                        let _ = sb.read_file("AGENTS.md".into()).await;
+                    }
+                })
+            })
+            .collect();
+        sb.destroy().await.unwrap();
+        for reader in readers {
+            reader.await.unwrap();
+        }
+        // A read after the destroy may ready an empty workspace again; the
+        // next destroy takes it away.
+        sb.destroy().await.unwrap();
+        assert!(!dir.path().join("workspaces").join(&room).exists());
+    }
+}
+
+#[tokio::test]
 async fn bombs_are_held_by_the_room_limits() {
     let dir = tempfile::tempdir().unwrap();
     let limits = Limits {

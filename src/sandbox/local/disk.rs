@@ -120,9 +120,26 @@ const LAYOUT_MARK: &str = ".duet-layout-2";
 /// Where an old image's files gather before they become `workspace/`.
 const MOVING: &str = ".duet-moving";
 
+/// Mounts and unmounts of the rooms' disks, one at a time: a file read
+/// that readies a workspace while a cleanup releases it would otherwise
+/// stack a second mount on the first, and the release would leave it.
+static LAYOUT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Runs `change` while no other workspace is readied or released.
+pub fn exclusively<T>(change: impl FnOnce() -> T) -> T {
+    let _only = LAYOUT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    change()
+}
+
 /// Makes sure the workspace exists (and, with a quota, is mounted), owned
 /// by `uid` when given, and the checkpoints' folder beside it.
 pub fn prepare(quota: Quota, workspace: &Path, bytes: u64, uid: Option<u32>) -> io::Result<()> {
+    exclusively(|| prepare_alone(quota, workspace, bytes, uid))
+}
+
+fn prepare_alone(quota: Quota, workspace: &Path, bytes: u64, uid: Option<u32>) -> io::Result<()> {
     std::fs::create_dir_all(workspace)?;
     if quota == Quota::Image && !is_mount_point(workspace) {
         let disk = disk_of(workspace);

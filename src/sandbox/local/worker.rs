@@ -677,9 +677,11 @@ async fn destroy(
     }
     let workspace = place.workspace.clone();
     tokio::task::spawn_blocking(move || {
-        super::disk::release(&workspace)
-            .map_err(|e| format!("cannot unmount the workspace: {e}"))?;
-        super::remove_workspace(&workspace)
+        super::disk::exclusively(|| {
+            super::disk::release(&workspace)
+                .map_err(|e| format!("cannot unmount the workspace: {e}"))?;
+            super::remove_workspace(&workspace)
+        })
     })
     .await
     .map_err(|e| e.to_string())?
