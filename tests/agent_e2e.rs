@@ -12,10 +12,7 @@ use std::time::Duration;
 
 /// A server whose agent is `model`.
 async fn serve_with(model: &FakeModel, extra: &[&str]) -> (Server, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut args = vec!["--ai-url", &model.url, "--ai-model", "scripted"];
-    args.extend_from_slice(extra);
-    (Server::start(dir.path(), &args).await, dir)
+    Server::fresh_with(&[model.server_args(), extra.to_vec()].concat()).await
 }
 
 /// Sends a message in the background; resolves to the HTTP answer.

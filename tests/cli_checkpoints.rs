@@ -8,30 +8,8 @@
 mod common;
 
 use common::Server;
+use common::cli::{duet, stderr, stdout};
 use serde_json::Value;
-use std::process::{Command, Output};
-
-/// `duet ARGS…` as a person runs it, against `server`'s room `room`.
-fn duet(server: &Server, room: &str, args: &[&str]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_duet"));
-    cmd.arg(args[0])
-        .args(["--server", &server.url(""), "--room", room])
-        .args(&args[1..])
-        .env_remove("DUET_TOKEN")
-        .env("DUET_NAME", "ada");
-    if let Some(token) = &server.token {
-        cmd.env("DUET_TOKEN", token);
-    }
-    cmd.output().unwrap()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 /// Runs a shell line in the room's sandbox; answers its stdout.
 fn sh(server: &Server, room: &str, line: &str) -> String {

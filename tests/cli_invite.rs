@@ -8,6 +8,7 @@
 
 mod common;
 
+use common::cli::{duet_with as duet, stderr, stdout};
 use common::tmux::{Tmux, shared_client_env};
 use common::{Server, next_matching};
 use duet::client::socket::{self, ConnState, SocketCommand, SocketEvent, SocketParams};
@@ -17,30 +18,6 @@ use std::process::{Command, Output};
 use tokio::sync::mpsc;
 
 const TOKEN: &str = "owner-secret";
-
-/// `duet ARGS…` against `server` and `room`, with `token` (none: no
-/// token at all).
-fn duet(server: &str, room: &str, token: Option<&str>, args: &[&str]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_duet"));
-    cmd.arg(args[0])
-        .args(["--server", server, "--room", room])
-        .args(&args[1..])
-        .env_remove("DUET_TOKEN")
-        .env_remove("DUET_SERVER")
-        .env("DUET_NAME", "ada");
-    if let Some(token) = token {
-        cmd.env("DUET_TOKEN", token);
-    }
-    cmd.output().unwrap()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 /// The link `duet invite` printed after `duet join`, and its token.
 fn joined_with(out: &Output) -> (String, String) {

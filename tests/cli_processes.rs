@@ -6,31 +6,10 @@
 
 mod common;
 
+use common::cli::{duet, stderr, stdout};
 use common::{Server, WAIT};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Instant;
-
-/// `duet ARGS…` as a person runs it, against `server`'s room `room`.
-fn duet(server: &Server, room: &str, args: &[&str]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_duet"));
-    cmd.arg(args[0])
-        .args(["--server", &server.url(""), "--room", room])
-        .args(&args[1..])
-        .env_remove("DUET_TOKEN")
-        .env("DUET_NAME", "ada");
-    if let Some(token) = &server.token {
-        cmd.env("DUET_TOKEN", token);
-    }
-    cmd.output().unwrap()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 /// `duet ps --json`, parsed.
 fn listing(server: &Server, room: &str) -> serde_json::Value {

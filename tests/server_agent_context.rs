@@ -14,10 +14,7 @@ use serde_json::{Value, json};
 
 /// A backend whose model is `model`, with more `duet serve` flags.
 async fn with_model(model: &FakeModel, extra: &[&str]) -> (Server, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut args = model.server_args();
-    args.extend_from_slice(extra);
-    (Server::start(dir.path(), &args).await, dir)
+    Server::fresh_with(&[model.server_args(), extra.to_vec()].concat()).await
 }
 
 /// Writes a workspace file of `room`.

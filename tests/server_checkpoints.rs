@@ -28,10 +28,7 @@ fn now_ms() -> u64 {
 
 /// A server whose agent is `model`, with the `duet serve` flags `extra`.
 async fn with_model(model: &FakeModel, extra: &[&str]) -> (Server, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut args = model.server_args();
-    args.extend_from_slice(extra);
-    (Server::start(dir.path(), &args).await, dir)
+    Server::fresh_with(&[model.server_args(), extra.to_vec()].concat()).await
 }
 
 /// `POST …/checkpoints` with `body`; answers the `Checkpoint`.

@@ -11,8 +11,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 
 async fn with_model(model: &FakeModel) -> (Server, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    (Server::start(dir.path(), &model.server_args()).await, dir)
+    Server::fresh_with(&model.server_args()).await
 }
 
 /// Posts a message in the background; resolves to its status and answer.
@@ -147,6 +146,9 @@ async fn cancel_ends_a_hanging_turn_and_says_so() {
         .await;
     let turn_id = start["turnId"].as_str().unwrap();
     assert!(turn_id.starts_with('t'));
+    // What streamed before the cancel is kept: wait until it has.
+    bob.until(|f| f["type"] == "duet_ai" && f["phase"] == "delta")
+        .await;
     assert_eq!(
         server
             .post("/api/rooms/t3/cancel", json!({"turnId":"t-other"}))
@@ -212,10 +214,10 @@ async fn cleanup_during_a_turn_answers_it_and_keeps_the_room_empty() {
     let answer = post_message(&server, "t5", "hang");
     bob.until(|f| f["type"] == "duet_ai" && f["phase"] == "start")
         .await;
-    let (status, _) = server
+    let (status, cleaned) = server
         .post("/api/rooms/t5/cleanup", json!({"userId":"bob"}))
         .await;
-    assert_eq!(status, 200);
+    assert_eq!(status, 200, "{cleaned}");
     let (_, body) = answer.await.unwrap();
     assert_eq!(body["reply"], Value::Null);
     assert_eq!(body["error"], "the room was cleaned up");

@@ -29,12 +29,7 @@ async fn an_approved_command_runs_for_both_and_a_denied_one_says_who_denied_it()
         ]),
     ])
     .await;
-    let data = tempfile::tempdir().unwrap();
-    let server = Server::start(
-        data.path(),
-        &["--ai-url", &model.url, "--ai-model", "fake-model"],
-    )
-    .await;
+    let (server, _data) = Server::fresh_with(&model.server_args()).await;
     let room = "approvals-room";
     let dir = tempfile::tempdir().unwrap();
     let tmux = Tmux::new(dir.path());
@@ -93,20 +88,9 @@ async fn a_viewer_is_not_asked_until_the_owner_makes_them_a_writer() {
         "<run>echo approved-$((6*7))</run>".into(),
     ])])
     .await;
-    let data = tempfile::tempdir().unwrap();
     let token = "owner-secret";
-    let server = Server::start(
-        data.path(),
-        &[
-            "--ai-url",
-            &model.url,
-            "--ai-model",
-            "fake-model",
-            "--token",
-            token,
-        ],
-    )
-    .await;
+    let (server, _data) =
+        Server::fresh_with(&[model.server_args(), vec!["--token", token]].concat()).await;
     let room = "viewer-room";
     let (status, invite) = server
         .post(

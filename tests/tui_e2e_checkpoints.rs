@@ -33,12 +33,7 @@ async fn undo_brings_back_the_file_the_agents_turn_deleted() {
         "<run>rm notes.txt</run>".into(),
     ])])
     .await;
-    let data = tempfile::tempdir().unwrap();
-    let server = Server::start(
-        data.path(),
-        &["--ai-url", &model.url, "--ai-model", "fake-model"],
-    )
-    .await;
+    let (server, _data) = Server::fresh_with(&model.server_args()).await;
     let room = "undo-room";
     exec(&server, room, "printf 'our work' > notes.txt").await;
 

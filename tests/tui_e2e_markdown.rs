@@ -64,12 +64,7 @@ async fn a_markdown_reply_reads_well_and_its_code_is_one_key_from_the_clipboard(
         Script::chunked(&reply(), 24),
     ])
     .await;
-    let data = tempfile::tempdir().unwrap();
-    let server = Server::start(
-        data.path(),
-        &["--ai-url", &model.url, "--ai-model", "fake-model"],
-    )
-    .await;
+    let (server, _data) = Server::fresh_with(&model.server_args()).await;
     let url = server.url("");
     let dir = tempfile::tempdir().unwrap();
     let tmux = Tmux::new(dir.path());

@@ -31,12 +31,7 @@ async fn talking_to_the_room_runs_no_turn_and_at_agent_asks() {
         "here yet.".into(),
     ])])
     .await;
-    let data = tempfile::tempdir().unwrap();
-    let server = Server::start(
-        data.path(),
-        &["--ai-url", &model.url, "--ai-model", "fake-model"],
-    )
-    .await;
+    let (server, _data) = Server::fresh_with(&model.server_args()).await;
     let dir = tempfile::tempdir().unwrap();
     let tmux = Tmux::new(dir.path());
     tmux.start_pair(dir.path(), &server.url(""), "talk-room", ["ann", "bob"])

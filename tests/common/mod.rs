@@ -137,8 +137,13 @@ impl Server {
 
     /// A server on a fresh temporary data directory.
     pub async fn fresh() -> (Server, tempfile::TempDir) {
+        Server::fresh_with(&[]).await
+    }
+
+    /// A server on a fresh temporary data directory, with `extra` flags.
+    pub async fn fresh_with(extra: &[&str]) -> (Server, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
-        (Server::start(dir.path(), &[]).await, dir)
+        (Server::start(dir.path(), extra).await, dir)
     }
 
     /// The backend's process id (worker/dev.sh's, for the worker).
