@@ -260,19 +260,7 @@ impl HttpClient {
         before: Option<&str>,
         limit: Option<usize>,
     ) -> Result<MessagesPage, HttpError> {
-        let mut url = url::Url::parse(&self.room_url("messages"))
-            .map_err(|err| HttpError::Invalid(err.to_string()))?;
-        {
-            let mut query = url.query_pairs_mut();
-            if let Some(before) = before {
-                query.append_pair("before", before);
-            }
-            if let Some(limit) = limit {
-                query.append_pair("limit", &limit.to_string());
-            }
-        }
-        let text = self.send_text(Method::GET, url.as_str(), None).await?;
-        decode(url.as_str(), &text)
+        self.page("messages", before, limit).await
     }
 
     /// `GET /execs`: a page of the room's commands strictly older than `before`.
@@ -281,7 +269,17 @@ impl HttpClient {
         before: Option<&str>,
         limit: Option<usize>,
     ) -> Result<crate::protocol::ExecsPage, HttpError> {
-        let mut url = url::Url::parse(&self.room_url("execs"))
+        self.page("execs", before, limit).await
+    }
+
+    /// `GET /{what}?before&limit`: a page of the room's history.
+    async fn page<T: DeserializeOwned>(
+        &self,
+        what: &str,
+        before: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<T, HttpError> {
+        let mut url = url::Url::parse(&self.room_url(what))
             .map_err(|err| HttpError::Invalid(err.to_string()))?;
         {
             let mut query = url.query_pairs_mut();
