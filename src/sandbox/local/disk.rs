@@ -5,6 +5,7 @@
 //! Elsewhere the per-file size limit (RLIMIT_FSIZE) is what holds, and
 //! checkpoints live in a plain `<workspace>.checkpoints` folder.
 
+use std::collections::BTreeSet;
 use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -120,23 +121,47 @@ const LAYOUT_MARK: &str = ".duet-layout-2";
 /// Where an old image's files gather before they become `workspace/`.
 const MOVING: &str = ".duet-moving";
 
-/// Mounts and unmounts of the rooms' disks, one at a time: a file read
-/// that readies a workspace while a cleanup releases it would otherwise
-/// stack a second mount on the first, and the release would leave it.
-static LAYOUT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// The workspaces being readied or released now: one change at a time
+/// per room, since a file read that readies a workspace while a cleanup
+/// releases it would stack a second mount on the first, which the release
+/// would leave behind. Other rooms go on meanwhile.
+static CHANGING: std::sync::Mutex<BTreeSet<PathBuf>> = std::sync::Mutex::new(BTreeSet::new());
+static CHANGED: std::sync::Condvar = std::sync::Condvar::new();
 
-/// Runs `change` while no other workspace is readied or released.
-pub fn exclusively<T>(change: impl FnOnce() -> T) -> T {
-    let _only = LAYOUT
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+/// Runs `change` while nothing else readies or releases `workspace`.
+pub fn exclusively<T>(workspace: &Path, change: impl FnOnce() -> T) -> T {
+    let mut busy = changing();
+    while busy.contains(workspace) {
+        busy = CHANGED
+            .wait(busy)
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+    }
+    busy.insert(workspace.to_path_buf());
+    drop(busy);
+    let _done = Done(workspace);
     change()
+}
+
+fn changing() -> std::sync::MutexGuard<'static, BTreeSet<PathBuf>> {
+    CHANGING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Frees its workspace for the next change however this one ends.
+struct Done<'a>(&'a Path);
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        changing().remove(self.0);
+        CHANGED.notify_all();
+    }
 }
 
 /// Makes sure the workspace exists (and, with a quota, is mounted), owned
 /// by `uid` when given, and the checkpoints' folder beside it.
 pub fn prepare(quota: Quota, workspace: &Path, bytes: u64, uid: Option<u32>) -> io::Result<()> {
-    exclusively(|| prepare_alone(quota, workspace, bytes, uid))
+    exclusively(workspace, || prepare_alone(quota, workspace, bytes, uid))
 }
 
 fn prepare_alone(quota: Quota, workspace: &Path, bytes: u64, uid: Option<u32>) -> io::Result<()> {

@@ -677,7 +677,7 @@ async fn destroy(
     }
     let workspace = place.workspace.clone();
     tokio::task::spawn_blocking(move || {
-        super::disk::exclusively(|| {
+        super::disk::exclusively(&workspace, || {
             super::disk::release(&workspace)
                 .map_err(|e| format!("cannot unmount the workspace: {e}"))?;
             super::remove_workspace(&workspace)
