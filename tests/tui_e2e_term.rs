@@ -31,7 +31,8 @@ async fn duet_term_draws_less_detaches_with_ctrl_bracket_and_restores_the_termin
     let tmux = Tmux::new(dir.path());
     tmux.shell("ann", &client_env(dir.path(), "ann"), (100, 30));
     // The person's terminal as it was, to compare after.
-    tmux.type_text("ann", "stty -g > before.stty");
+    let saved = dir.path().join("before.stty");
+    tmux.type_text("ann", &format!("stty -g > {}", saved.display()));
     tmux.keys("ann", &["Enter"]);
     tmux.type_text("ann", &term_line(&server, "term-room"));
     tmux.keys("ann", &["Enter"]);
@@ -88,7 +89,10 @@ async fn duet_term_draws_less_detaches_with_ctrl_bracket_and_restores_the_termin
     assert_eq!(tmux.display("ann", "#{cursor_flag}"), "1");
     tmux.type_text(
         "ann",
-        "stty -g | cmp -s - before.stty && echo TTY-RESTORED-$((2*2))",
+        &format!(
+            "stty -g | cmp -s - {} && echo TTY-RESTORED-$((2*2))",
+            saved.display()
+        ),
     );
     tmux.keys("ann", &["Enter"]);
     tmux.wait("ann", "the tty's settings as before", |s| {
