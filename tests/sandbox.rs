@@ -102,14 +102,33 @@ async fn a_timeout_kills_the_whole_tree_and_the_shell_survives() {
     sb.destroy().await.unwrap();
 }
 #[tokio::test]
-async fn a_busy_or_stopped_shell_is_replaced() {
+async fn a_busy_or_stopped_shell_is_stopped_and_one_that_will_not_is_replaced() {
+    use duet::sandbox::{RestartReason, ShellRestart};
     let dir = tempfile::tempdir().unwrap();
     let sb = sandbox(dir.path(), "wedge", Limits::default());
+    run(&sb, "f() { echo fn; }; x=1").await;
     let out = run_with(&sb, "while :; do :; done", Duration::from_millis(300)).await;
     assert!(out.timed_out);
-    assert!(out.error.unwrap_or_default().contains("restarted"));
-    let out = run_with(&sb, "kill -STOP $$", Duration::from_millis(300)).await;
+    assert_eq!((out.restart, out.error), (None, None));
+    let out = run_with(&sb, "kill -STOP $$; echo after", Duration::from_millis(300)).await;
     assert!(out.timed_out);
+    assert_eq!((out.stdout.as_str(), out.restart), ("", None));
+    assert_eq!(run(&sb, "f; echo $x").await.stdout, "fn\n1\n");
+    // A command that takes the stop signal's trap away leaves nothing but
+    // a replacement.
+    let out = run_with(
+        &sb,
+        "trap - URG; while :; do :; done",
+        Duration::from_millis(300),
+    )
+    .await;
+    assert!(out.timed_out);
+    let replaced = ShellRestart {
+        reason: RestartReason::Timeout,
+        reset: false,
+    };
+    assert_eq!(out.restart, Some(replaced));
+    assert!(out.error.unwrap_or_default().contains("replaced"));
     assert_eq!(run(&sb, "echo alive").await.stdout, "alive\n");
     let out = run(&sb, "exit 7").await;
     assert_eq!(out.exit_code, Some(7));
@@ -479,16 +498,10 @@ async fn results_say_where_the_next_command_runs_and_an_exit_starts_afresh() {
         (out.stdout.as_str(), out.cwd.as_deref()),
         ("/tmp\n", Some("/workspace/a b"))
     );
-    // A timeout replaces the shell where it was.
+    // A timeout leaves the shell where the command took it.
     let out = run_with(&sb, "cd /; sleep 10", Duration::from_millis(300)).await;
-    let kept = ShellRestart {
-        reason: RestartReason::Timeout,
-        reset: false,
-    };
-    assert_eq!(
-        (out.restart, out.cwd.as_deref()),
-        (Some(kept), Some("/workspace/a b"))
-    );
+    assert_eq!((out.restart, out.cwd.as_deref()), (None, Some("/")));
+    assert_eq!(run(&sb, "pwd").await.stdout, "/\n");
     // An exit starts afresh: /workspace, no exports.
     let out = run(&sb, "exit 3").await;
     let fresh = ShellRestart {
@@ -505,10 +518,19 @@ async fn results_say_where_the_next_command_runs_and_an_exit_starts_afresh() {
         run(&sb, "pwd; echo \"[$KEEP]\"").await.stdout,
         "/workspace\n[]\n"
     );
-    // A directory gone by the time the shell is replaced: /workspace, truly.
+    // A shell that would not stop is replaced where the last finished
+    // command left it, unless that directory is gone: /workspace, truly.
     run(&sb, "mkdir /tmp/gone && cd /tmp/gone").await;
-    let out = run_with(&sb, "rmdir /tmp/gone; sleep 10", Duration::from_millis(300)).await;
-    assert_eq!(out.cwd.as_deref(), Some("/workspace"));
+    let stuck = "rmdir /tmp/gone; trap - URG; while :; do :; done";
+    let out = run_with(&sb, stuck, Duration::from_millis(300)).await;
+    let kept = ShellRestart {
+        reason: RestartReason::Timeout,
+        reset: false,
+    };
+    assert_eq!(
+        (out.restart, out.cwd.as_deref()),
+        (Some(kept), Some("/workspace"))
+    );
     assert_eq!(run(&sb, "pwd").await.stdout, "/workspace\n");
     sb.destroy().await.unwrap();
 }

@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::shell_state::{CHECK_STATE, SHELL_STATE, STATE_KEPT};
 use common::{Server, Ws, http};
 use serde_json::{Value, json};
 
@@ -261,4 +262,80 @@ async fn the_server_stops_at_once_while_a_command_runs() {
         assert_eq!(res.status(), 500);
     }
     assert!(ada.ends().await);
+}
+
+async fn exec_in(server: &Server, room: &str, body: Value) -> Value {
+    let (status, body) = server
+        .post(&format!("/api/rooms/{room}/sandbox/exec"), body)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    body["result"].clone()
+}
+
+/// Builds the shell's state in `room`, runs `stop` on a command that it
+/// ends, then checks the state: everything is as before the command.
+async fn state_outlives(room: &str, stopped: Value, interrupt: bool, code: i64) {
+    let (server, _dir) = Server::fresh().await;
+    let mut ws = server.joined(room, "user=ada").await;
+    let r = exec_in(&server, room, json!({ "cmd": SHELL_STATE })).await;
+    assert_eq!(r["exitCode"], 0, "{r}");
+    assert_eq!(
+        exec_in(&server, room, json!({ "cmd": CHECK_STATE })).await["stdout"],
+        STATE_KEPT
+    );
+    let url = server.url(&format!("/api/rooms/{room}/sandbox/exec"));
+    let running = tokio::spawn(common::answer(http().post(url).json(&stopped)));
+    // Earlier commands printed too: this one's output says it runs.
+    ws.until(|f| {
+        f["type"] == "duet_exec"
+            && f["phase"] == "stdout"
+            && f["data"].as_str().is_some_and(|d| d.contains("started"))
+    })
+    .await;
+    if interrupt {
+        let (status, body) = server
+            .post(&format!("/api/rooms/{room}/sandbox/interrupt"), json!({}))
+            .await;
+        assert_eq!(
+            (status, &body["interrupted"]),
+            (200, &json!(true)),
+            "{body}"
+        );
+    }
+    let (_, body) = running.await.unwrap();
+    let r = &body["result"];
+    assert_eq!(r["exitCode"], code, "{r}");
+    assert!(
+        !r["stdout"].as_str().unwrap().contains("after"),
+        "the rest of the command ran: {r}"
+    );
+    assert_eq!(r["error"], Value::Null, "the shell was replaced: {r}");
+    let r = exec_in(&server, room, json!({ "cmd": CHECK_STATE })).await;
+    assert_eq!(r["stdout"], STATE_KEPT, "the shell lost its state: {r}");
+}
+
+#[tokio::test]
+async fn an_interrupt_keeps_the_shells_functions_aliases_variables_and_options() {
+    let cmd = "echo started; sleep 100; echo after";
+    state_outlives("keep-i", json!({ "cmd": cmd }), true, 130).await;
+}
+
+#[tokio::test]
+async fn a_timeout_keeps_the_shells_functions_aliases_variables_and_options() {
+    let cmd = "echo started; sleep 100; echo after";
+    let stopped = json!({ "cmd": cmd, "timeoutMs": 1500 });
+    state_outlives("keep-t", stopped, false, 124).await;
+}
+
+#[tokio::test]
+async fn a_builtin_loop_that_is_interrupted_keeps_the_shells_state() {
+    let cmd = "echo started; while :; do :; done; echo after";
+    state_outlives("keep-b", json!({ "cmd": cmd }), true, 130).await;
+}
+
+#[tokio::test]
+async fn a_stopped_shell_at_its_timeout_keeps_its_state() {
+    let cmd = "echo started; kill -STOP $$; echo after";
+    let stopped = json!({ "cmd": cmd, "timeoutMs": 1500 });
+    state_outlives("keep-s", stopped, false, 124).await;
 }

@@ -207,6 +207,44 @@ async fn cancel_kills_the_agents_running_command() {
 }
 
 #[tokio::test]
+async fn a_cancel_keeps_the_shells_functions_aliases_variables_and_options() {
+    use common::shell_state::{CHECK_STATE, SHELL_STATE, STATE_KEPT};
+    let model = FakeModel::start(vec![Script::chunked(
+        "<run>echo started; sleep 60; echo after</run>",
+        50,
+    )])
+    .await;
+    let (server, _dir) = with_model(&model).await;
+    let mut bob = server.joined("t9", "user=bob").await;
+    let exec = |cmd: &str| {
+        let body = json!({ "cmd": cmd });
+        async { server.post("/api/rooms/t9/sandbox/exec", body).await.1["result"].clone() }
+    };
+    assert_eq!(exec(SHELL_STATE).await["exitCode"], 0);
+    let answer = post_message(&server, "t9", "sleep");
+    bob.until(|f| {
+        f["type"] == "duet_exec"
+            && f["phase"] == "stdout"
+            && f["data"].as_str().is_some_and(|d| d.contains("started"))
+    })
+    .await;
+    let (_, body) = server.post("/api/rooms/t9/cancel", json!({})).await;
+    assert_eq!(body, json!({"cancelled":true}));
+    let complete = bob
+        .until(|f| f["type"] == "duet_exec" && f["phase"] == "complete")
+        .await;
+    assert_eq!(complete["exitCode"], 130, "{complete}");
+    assert_eq!(
+        complete["error"],
+        Value::Null,
+        "the shell was replaced: {complete}"
+    );
+    answer.await.unwrap();
+    let r = exec(CHECK_STATE).await;
+    assert_eq!(r["stdout"], STATE_KEPT, "the shell lost its state: {r}");
+}
+
+#[tokio::test]
 async fn cleanup_during_a_turn_answers_it_and_keeps_the_room_empty() {
     let model = FakeModel::start(vec![Script::Hang(vec!["…".into()])]).await;
     let (server, _dir) = with_model(&model).await;

@@ -76,11 +76,6 @@ fn command_processes(
     found
 }
 
-/// Whether a process the current command started is still alive.
-pub(super) fn command_alive(snapshot: &HashSet<i32>, shell_pid: i32) -> bool {
-    !command_processes(&list_processes(), snapshot, shell_pid).is_empty()
-}
-
 /// Signals every process the current command started. Repeated for
 /// SIGKILL so that forks in flight are caught too.
 pub(super) fn kill_command(snapshot: &HashSet<i32>, shell_pid: i32, sig: i32) {

@@ -37,20 +37,23 @@ pub(super) fn wait_briefly(child: &mut Child) -> Option<i32> {
 pub(super) fn start_shell() -> io::Result<Shell> {
     let program = shell::program()?;
     let mut child = Command::new(program)
-        .args(["--noprofile", "--norc"])
+        .args(shell::SHELL_ARGS)
         .env_clear()
         .envs(shell::SHELL_ENV)
         .current_dir(WORKSPACE)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        // An interactive bash without a terminal says so at its start, and
+        // prints its (empty) prompts there: nothing anyone needs.
+        .stderr(Stdio::null())
         .spawn()?;
     let (Some(stdin), Some(ctl)) = (child.stdin.take(), child.stdout.take()) else {
         return Err(io::Error::other("the shell has no pipes"));
     };
+    let mut stdin = stdin;
+    stdin.write_all(shell::setup_line().as_bytes())?;
     // A replacement shell goes back to the last finished command's
     // directory and exports (the first shell finds no state yet).
-    let mut stdin = stdin;
     if std::path::Path::new(shell::STATE_FILE).exists() {
         stdin.write_all(shell::restore_line().as_bytes())?;
     }

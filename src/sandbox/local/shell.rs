@@ -1,12 +1,19 @@
 //! The persistent shell inside a sandbox: how a command is written to bash
 //! and how its end is recognised.
 //!
-//! Each command runs in the shell itself (so `cd` and `export` persist),
-//! inside `{ eval '…'; }` with stdin from `/dev/null` and stdout and stderr
-//! sent to two FIFOs made for that command alone: output a background job
-//! writes later goes to its own command's FIFOs, never into another
-//! command's result. Afterwards bash prints a sentinel carrying a random
-//! nonce and the exit status on its own stdout, which only we read.
+//! The shell is an interactive bash (no terminal, no line editing, no
+//! history): an interrupt aborts the command line it runs and brings it
+//! back to its prompt, as Ctrl+C does in a terminal, so its functions,
+//! aliases, variables and options outlive an interrupt or a timeout.
+//!
+//! Each command is a file of its own that the shell sources (so `cd`,
+//! `export`, functions and aliases persist), with stdin from `/dev/null`
+//! and stdout and stderr sent to two FIFOs made for that command alone:
+//! output a background job writes later goes to its own command's FIFOs,
+//! never into another command's result. Afterwards bash prints a sentinel
+//! carrying a random nonce and the exit status on its own stdout, which
+//! only we read; and before each prompt, a prompt mark saying whether the
+//! stop signal ended what ran.
 
 use std::collections::BTreeMap;
 
@@ -15,17 +22,68 @@ pub const FIFO_DIR: &str = "/tmp/.duet";
 
 /// Where the shell keeps, after each command that finished, its working
 /// directory and exported variables, as a script a replacement shell
-/// sources: a timeout or an interrupt replaces the shell, and these persist.
+/// sources: a shell that did not stop when told to is replaced, and these
+/// persist.
 pub const STATE_FILE: &str = "/tmp/.duet/state";
 
 /// Where the shell keeps, beside the state, its working directory as is
 /// (`$PWD`, unquoted): where the next command runs.
 pub const CWD_FILE: &str = "/tmp/.duet/cwd";
 
+/// What the shell runs after each command, and at the prompt after it was
+/// stopped: it saves its directory and exports (`STATE_FILE`, `CWD_FILE`).
+fn save_state() -> String {
+    format!(
+        "{{ builtin export -p; builtin printf 'cd -- %q\\n' \"$PWD\"; }} 2>/dev/null >{STATE_FILE}; \
+         builtin printf %s \"$PWD\" 2>/dev/null >{CWD_FILE}"
+    )
+}
+
 /// The first line a replacement shell reads: back to the last finished
 /// command's directory and exports.
 pub fn restore_line() -> String {
     format!(". {STATE_FILE} 2>/dev/null\n")
+}
+
+/// How bash is started: interactive (an interrupt aborts its command line
+/// instead of ending it), without a terminal's line editing, history or
+/// `!` expansion, and without any profile or rc file.
+pub const SHELL_ARGS: [&str; 7] = [
+    "--noprofile",
+    "--norc",
+    "--noediting",
+    "-i",
+    "+H",
+    "+o",
+    "history",
+];
+
+/// The signal that stops what the shell runs: its trap (armed again before
+/// every prompt) raises SIGINT in the shell itself once the running program
+/// has ended, which aborts the command line however that program ended.
+/// SIGURG is ignored by default: a shell whose trap a command removed
+/// ignores it too, and is replaced after a grace.
+pub const STOP_SIGNAL: i32 = libc::SIGURG;
+
+/// Where the stop signal's trap keeps a SIGINT trap of the person's while
+/// it raises its own SIGINT; the next prompt puts it back.
+pub const INT_TRAP_FILE: &str = "/tmp/.duet/int-trap";
+
+/// The first line every shell reads: no prompts, no history file, and the
+/// prompt mark (`\x1eP<stopped>\x1e`: `1` once the stop signal's trap ran
+/// since the last mark) printed before each prompt, where the stop
+/// signal's trap is armed again. Only builtins: no fork per command.
+pub fn setup_line() -> String {
+    format!(
+        "PS1= PS2= PS0=; unset HISTFILE MAILCHECK; \
+         __duet_prompt() {{ \
+         if [[ -n ${{__duet_stopped-}} ]]; then builtin . {INT_TRAP_FILE} 2>/dev/null; {save}; fi; \
+         builtin printf '\\036P%s\\036\\n' \"${{__duet_stopped-}}\"; __duet_stopped=; \
+         builtin trap '__duet_stopped=1; builtin trap -p INT 2>/dev/null >{INT_TRAP_FILE}; \
+         builtin trap - INT; builtin kill -INT $$' URG; }}; \
+         PROMPT_COMMAND=__duet_prompt\n",
+        save = save_state()
+    )
 }
 
 /// The interpreter, first one found.
@@ -55,19 +113,21 @@ pub const SHELL_ENV: [(&str, &str); 4] = [
 
 pub use crate::support::shell_quote as quote;
 
-/// The text written to the shell to run one command.
+/// The text written to the shell to run one command, which is in the file
+/// `cmd_file` (sourced, so that what it defines stays; bash reads a file
+/// whole, where it reads its stdin pipe a byte at a time).
 pub fn script(
     nonce: &str,
-    cmd: &str,
+    cmd_file: &str,
     cwd: Option<&str>,
     env: &BTreeMap<String, String>,
     out: &str,
     err: &str,
 ) -> String {
-    let eval = format!("eval {}", quote(cmd));
+    let source = format!(". {}", quote(cmd_file));
     // A per-command cwd or env applies to this command only: a subshell.
     let body = if cwd.is_none() && env.is_empty() {
-        eval
+        source
     } else {
         let mut parts = Vec::new();
         if let Some(dir) = cwd {
@@ -76,17 +136,28 @@ pub fn script(
         for (key, value) in env {
             parts.push(format!("export {}", quote(&format!("{key}={value}"))));
         }
-        parts.push(eval);
+        parts.push(source);
         format!("( {} )", parts.join("; "))
     };
     format!(
         "{{ {body}\n}} </dev/null >{} 2>{}; __duet_status=$?; \
-         {{ export -p; printf 'cd -- %q\\n' \"$PWD\"; }} 2>/dev/null >{STATE_FILE}; \
-         printf %s \"$PWD\" 2>/dev/null >{CWD_FILE}; \
-         printf '\\036%s:%d\\036\\n' {nonce} \"$__duet_status\"\n",
+         {save}; \
+         builtin printf '\\036%s:%d\\036\\n' {nonce} \"$__duet_status\"\n",
         quote(out),
-        quote(err)
+        quote(err),
+        save = save_state()
     )
+}
+
+/// Whether the shell came back to its prompt after the stop signal's trap
+/// ran (the prompt mark `\x1eP1\x1e`).
+pub fn stopped_at_prompt(ctl: &[u8]) -> bool {
+    ctl.windows(4).any(|w| w == b"\x1eP1\x1e")
+}
+
+/// Whether the shell printed any prompt mark.
+pub fn at_prompt(ctl: &[u8]) -> bool {
+    ctl.windows(2).any(|w| w == b"\x1eP")
 }
 
 /// Finds the sentinel of `nonce` in what the shell printed; returns the
@@ -112,6 +183,13 @@ mod tests {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// A command's file, as the supervisor writes it.
+    fn command_in(dir: &tempfile::TempDir, name: &str, cmd: &str) -> String {
+        let path = dir.path().join(name);
+        std::fs::write(&path, cmd).unwrap();
+        path.to_str().unwrap().to_string()
+    }
+
     #[test]
     fn quoting_survives_any_text() {
         for s in ["plain", "it's", "'", "a\nb", "$(rm -rf /) `x` \\ \"q\"", ""] {
@@ -124,9 +202,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("o");
         let err = dir.path().join("e");
+        let cmd = command_in(&dir, "c1", "echo out; echo err >&2; (exit 3)");
         let text = script(
             "N1",
-            "echo out; echo err >&2; (exit 3)",
+            &cmd,
             None,
             &BTreeMap::new(),
             out.to_str().unwrap(),
@@ -145,7 +224,7 @@ mod tests {
         let env = BTreeMap::from([("GREETING".to_string(), "hi 'there'".to_string())]);
         let first = script(
             "N",
-            "pwd; echo \"$GREETING\"",
+            &command_in(&dir, "c1", "pwd; echo \"$GREETING\""),
             Some("/usr"),
             &env,
             out.to_str().unwrap(),
@@ -153,7 +232,7 @@ mod tests {
         );
         let second = script(
             "M",
-            "echo \"[$GREETING]\"",
+            &command_in(&dir, "c2", "echo \"[$GREETING]\""),
             None,
             &BTreeMap::new(),
             "/dev/stdout",

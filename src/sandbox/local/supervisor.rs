@@ -4,7 +4,7 @@
 //! poll-driven: it runs in a process forked from the helper.
 
 use super::background::{self, Background};
-use super::procs::{command_alive, kill_command, list_processes};
+use super::procs::{kill_command, list_processes};
 use super::pty::{Pty, Pumped};
 use super::session::{
     Shell, bring_up_loopback, forget_state, next_cwd, random_hex, read_available, set_nonblocking,
@@ -24,17 +24,19 @@ use std::time::{Duration, Instant};
 
 /// Time a command gets after SIGINT before SIGKILL.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
-/// Time the shell gets to report after its command was killed; then the
-/// shell itself is replaced (a builtin loop, or a stopped shell).
-const SHELL_GRACE: Duration = Duration::from_millis(500);
+/// Time the shell gets to come back to its prompt once told to stop (or,
+/// after an output cap, to end its command); then it is told to stop, or,
+/// told already, replaced: a command removed the stop signal's trap, or
+/// the shell cannot run.
+const SHELL_GRACE: Duration = Duration::from_secs(2);
 /// How often orphans reparented to PID 1 are reaped.
 const REAP_EVERY: Duration = Duration::from_millis(250);
 /// How often the listening ports are looked at.
 const PORTS_EVERY: Duration = Duration::from_secs(1);
 
-const SHELL_RESET: &str = "the shell was restarted: the working directory and exported \
-     variables are those of the last command that finished; functions, aliases and other \
-     variables were reset";
+const SHELL_RESET: &str = "the shell did not stop when told to and was replaced: the working \
+     directory and exported variables are those of the last command that finished; functions, \
+     aliases and other variables were reset";
 const SHELL_EXITED: &str = "the shell exited and was restarted: the next command runs in a \
      fresh shell in /workspace, without the exported variables";
 
@@ -73,6 +75,8 @@ pub fn run() -> i32 {
 struct Running {
     nonce: String,
     fifos: [String; 2],
+    /// The file holding the command's text, which the shell sources.
+    cmd_file: String,
     /// Read ends of the stdout and stderr FIFOs; `None` after an error.
     pipes: [Option<File>; 2],
     /// Our own write ends, held so that the read ends never see a hang-up
@@ -85,12 +89,44 @@ struct Running {
     pending_input: Vec<u8>,
     snapshot: HashSet<i32>,
     deadline: Instant,
+    /// When the command's processes that outlived SIGINT get SIGKILL.
     hard_kill_at: Option<Instant>,
+    /// When the shell is told to stop (after an output cap), or, told
+    /// already, replaced.
     give_up_at: Option<Instant>,
-    /// Interrupted: the shell is stopped (it runs nothing more of the
-    /// command) while the command's processes get SIGINT and time to exit.
+    /// Interrupted: the command's processes got SIGINT.
     stopping: bool,
+    /// The shell got the stop signal: the command ends when the shell is
+    /// back at its prompt with the mark that its trap ran.
+    stop_sent: bool,
+    /// A line break was written to a shell that was idle when told to
+    /// stop, so that it reads, runs its trap and comes back to the prompt.
+    nudged: bool,
+    /// The exit code of a command we ended (124, 130).
+    stop_code: Option<i32>,
     done: Done,
+}
+
+impl Running {
+    /// Tells the shell to stop what it runs: it goes on, if stopped, and
+    /// its trap aborts the command line once the running program ended;
+    /// `code` is the command's exit code. Nothing more of the command runs
+    /// and the shell, with everything it holds, stays.
+    fn stop_shell(&mut self, code: Option<i32>) {
+        if self.stop_code.is_none() {
+            self.stop_code = code;
+        }
+        if !self.stop_sent {
+            self.stop_sent = true;
+            // SAFETY: signalling our own child, the shell.
+            unsafe {
+                libc::kill(self.shell_pid, shell::STOP_SIGNAL);
+                libc::kill(self.shell_pid, libc::SIGCONT);
+            }
+        }
+        let start = self.hard_kill_at.unwrap_or_else(Instant::now);
+        self.give_up_at = Some(start.max(Instant::now()) + SHELL_GRACE);
+    }
 }
 
 struct Supervisor {
@@ -249,17 +285,21 @@ impl Supervisor {
                     return Ok(());
                 };
                 run.done.interrupted = true;
+                // The shell is told first, so that its trap is pending when
+                // the program ends and nothing after the program runs.
                 if hard {
-                    return self.end_stopped(EXIT_INTERRUPTED, RestartReason::Interrupt);
+                    run.hard_kill_at = None;
+                    run.stop_shell(Some(EXIT_INTERRUPTED));
+                    kill_command(&run.snapshot, run.shell_pid, libc::SIGKILL);
+                    return Ok(());
                 }
                 if !run.stopping {
-                    // The shell stops first, so nothing after the running
-                    // program starts; the program gets SIGINT like Ctrl+C.
+                    // The program gets SIGINT like Ctrl+C, and SIGKILL if it
+                    // outlives the grace.
                     run.stopping = true;
-                    // SAFETY: signalling our own child, the shell.
-                    unsafe { libc::kill(run.shell_pid, libc::SIGSTOP) };
-                    kill_command(&run.snapshot, run.shell_pid, libc::SIGINT);
                     run.hard_kill_at = Some(Instant::now() + INTERRUPT_GRACE);
+                    run.stop_shell(Some(EXIT_INTERRUPTED));
+                    kill_command(&run.snapshot, run.shell_pid, libc::SIGINT);
                 }
             }
             Request::TermOpen { cols, rows } => self.open_terminal(TermSize { cols, rows })?,
@@ -445,11 +485,14 @@ impl Supervisor {
             *slot = Some(open(false)?);
             keep_open.push(open(true)?);
         }
-        let script = shell::script(&nonce, cmd, cwd, env, &fifos[0], &fifos[1]);
+        let cmd_file = format!("{}/{nonce}.cmd", shell::FIFO_DIR);
+        write_private(&cmd_file, cmd.as_bytes())?;
+        let script = shell::script(&nonce, &cmd_file, cwd, env, &fifos[0], &fifos[1]);
         self.shell.ctl_buf.clear();
         Ok(Running {
             nonce,
             fifos,
+            cmd_file,
             pipes,
             keep_open,
             shell_pid: self.shell.child.id() as i32,
@@ -461,6 +504,9 @@ impl Supervisor {
             hard_kill_at: None,
             give_up_at: None,
             stopping: false,
+            stop_sent: false,
+            nudged: false,
+            stop_code: None,
             done: Done::default(),
         })
     }
@@ -490,7 +536,20 @@ impl Supervisor {
             relay(run, stream, &mut self.out)?;
         }
         let shell_gone = read_available(&mut self.shell.ctl, &mut self.shell.ctl_buf)?;
-        if let Some(code) = shell::find_sentinel(&self.shell.ctl_buf, &run.nonce) {
+        let ctl = &self.shell.ctl_buf;
+        let sentinel = shell::find_sentinel(ctl, &run.nonce);
+        if run.stop_sent {
+            if shell::stopped_at_prompt(ctl) {
+                run.done.exit_code = run.stop_code.or(sentinel).or(Some(EXIT_INTERRUPTED));
+                return self.finish(None);
+            }
+            if !run.nudged && (sentinel.is_some() || shell::at_prompt(ctl)) {
+                // The command ended before the shell was told to stop:
+                // the trap runs when the shell next reads a line.
+                run.nudged = true;
+                run.pending_input.push(b'\n');
+            }
+        } else if let Some(code) = sentinel {
             run.done.exit_code = Some(code);
             return self.finish(None);
         }
@@ -499,46 +558,44 @@ impl Supervisor {
             return self.finish(Some(RestartReason::Exit));
         }
         let now = Instant::now();
-        if now >= run.deadline && !run.done.timed_out {
+        if now >= run.deadline && run.stop_code.is_none() {
             run.done.timed_out = true;
-            return self.end_stopped(EXIT_TIMED_OUT, RestartReason::Timeout);
+            run.hard_kill_at = None;
+            run.stop_shell(Some(EXIT_TIMED_OUT));
+            kill_command(&run.snapshot, shell_pid, libc::SIGKILL);
         }
-        if run.stopping
-            && (run.hard_kill_at.is_some_and(|t| now >= t)
-                || !command_alive(&run.snapshot, shell_pid))
-        {
-            return self.end_stopped(EXIT_INTERRUPTED, RestartReason::Interrupt);
+        if run.hard_kill_at.is_some_and(|t| now >= t) {
+            run.hard_kill_at = None;
+            kill_command(&run.snapshot, shell_pid, libc::SIGKILL);
         }
         if run.give_up_at.is_some_and(|t| now >= t) {
-            // The shell itself is busy (a builtin loop) or stopped.
+            if !run.stop_sent {
+                // Its output was cut and its programs killed, but the
+                // shell goes on (a builtin loop): it is told to stop.
+                run.stop_shell(None);
+                return Ok(());
+            }
+            // The shell did not come back to its prompt: it is replaced.
             let _ = self.shell.child.kill();
             let _ = self.shell.child.wait();
-            run.done.exit_code = None;
-            return self.finish(Some(RestartReason::Stopped));
+            kill_command(&run.snapshot, shell_pid, libc::SIGKILL);
+            run.done.exit_code = run.stop_code;
+            let reason = if run.done.timed_out {
+                RestartReason::Timeout
+            } else if run.done.interrupted {
+                RestartReason::Interrupt
+            } else {
+                RestartReason::Stopped
+            };
+            return self.finish(Some(reason));
         }
         Ok(())
     }
 
-    /// Ends the current command for good (a timeout, an interrupt): its
-    /// processes and the shell are killed, so nothing more of it runs and
-    /// no job-control message is printed; the next shell starts where the
-    /// last finished command left the directory and exports.
-    fn end_stopped(&mut self, exit_code: i32, reason: RestartReason) -> io::Result<()> {
-        let Some(run) = &mut self.current else {
-            return Ok(());
-        };
-        let shell_pid = run.shell_pid;
-        // SAFETY: signalling our own child, the shell.
-        unsafe { libc::kill(shell_pid, libc::SIGKILL) };
-        kill_command(&run.snapshot, shell_pid, libc::SIGKILL);
-        run.done.exit_code = Some(exit_code);
-        self.finish(Some(reason))
-    }
-
     /// Ends the current command: drains its output, replaces the shell
-    /// when it died (`restart`: why), and reports where the next command
-    /// runs. A shell that exited is replaced afresh; one that was killed
-    /// keeps the last finished command's directory and exports.
+    /// when it died or did not stop (`restart`: why), and reports where the
+    /// next command runs. A shell that exited is replaced afresh; one that
+    /// was killed keeps the last finished command's directory and exports.
     fn finish(&mut self, restart: Option<RestartReason>) -> io::Result<()> {
         let Some(mut run) = self.current.take() else {
             return Ok(());
@@ -546,8 +603,13 @@ impl Supervisor {
         for stream in 0..2 {
             relay(&mut run, stream, &mut self.out)?;
         }
+        if run.stop_code.is_some() {
+            // What the command left running (its background jobs) ends
+            // with it.
+            kill_command(&run.snapshot, run.shell_pid, libc::SIGKILL);
+        }
         run.keep_open.clear();
-        for path in &run.fifos {
+        for path in run.fifos.iter().chain([&run.cmd_file]) {
             let _ = std::fs::remove_file(path);
         }
         self.orphans.extend(run.pipes.into_iter().flatten());
@@ -650,6 +712,18 @@ fn relay(run: &mut Running, stream: usize, out: &mut io::Stdout) -> io::Result<(
         }
     }
     Ok(())
+}
+
+/// Writes a file only the sandbox's user can read, replacing any.
+fn write_private(path: &str, bytes: &[u8]) -> io::Result<()> {
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(path)?;
+    file.write_all(bytes)
 }
 
 fn kill_all_new(run: &Running) {
