@@ -571,19 +571,23 @@ async fn exit_resets_the_directory_and_exports_and_says_so() {
 }
 
 #[tokio::test]
-async fn a_timeout_keeps_the_directory_and_exports() {
+async fn a_timeout_keeps_the_shell_and_stores_no_shell_record() {
     let (_model, server, _dir) = without_turns().await;
     let room = "p14";
-    exec(&server, room, json!({"cmd":"export A=1; cd /tmp"})).await;
+    exec(&server, room, json!({"cmd":"export A=1; cd /tmp; f() { echo fn; }"})).await;
     let timed = exec(&server, room, json!({"cmd":"sleep 30","timeoutMs":500})).await;
     assert_eq!(timed["timedOut"], true, "{timed}");
-    let after = exec(&server, room, json!({"cmd":"pwd; echo \"[$A]\""})).await;
-    assert_eq!(after["stdout"], "/tmp\n[1]\n");
-    let record = the_record(&server, room, "shell").await;
-    assert_eq!(record["event"]["reason"], "timeout");
-    assert_eq!(record["event"]["reset"], false);
-    assert_eq!(record["event"]["cwd"], "/tmp");
-    assert_eq!(record["event"]["by"], "anonymous");
+    assert_eq!(timed["error"], Value::Null, "{timed}");
+    let after = exec(&server, room, json!({"cmd":"pwd; echo \"[$A]\"; f"})).await;
+    assert_eq!(after["stdout"], "/tmp\n[1]\nfn\n");
+    let (_, stored) = server.get(&format!("/api/rooms/{room}/messages")).await;
+    let shells: Vec<&Value> = stored["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["event"]["kind"] == "shell")
+        .collect();
+    assert!(shells.is_empty(), "{shells:?}");
 }
 
 #[tokio::test]

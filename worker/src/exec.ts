@@ -253,9 +253,9 @@ export class Commands {
  */
 function shellReason(o: ExecOutcome): ShellReason | undefined {
   if (o.interrupted) return undefined;
-  if (o.timedOut) return "timeout";
   if (o.shell === "exited") return "exit";
-  if (o.shell === "stopped") return "stopped";
+  // A timeout stops the command, not the shell: only a shell replaced at it is a record.
+  if (o.shell === "stopped") return o.timedOut ? "timeout" : "stopped";
   return undefined;
 }
 
