@@ -574,7 +574,12 @@ async fn exit_resets_the_directory_and_exports_and_says_so() {
 async fn a_timeout_keeps_the_shell_and_stores_no_shell_record() {
     let (_model, server, _dir) = without_turns().await;
     let room = "p14";
-    exec(&server, room, json!({"cmd":"export A=1; cd /tmp; f() { echo fn; }"})).await;
+    exec(
+        &server,
+        room,
+        json!({"cmd":"export A=1; cd /tmp; f() { echo fn; }"}),
+    )
+    .await;
     let timed = exec(&server, room, json!({"cmd":"sleep 30","timeoutMs":500})).await;
     assert_eq!(timed["timedOut"], true, "{timed}");
     assert_eq!(timed["error"], Value::Null, "{timed}");
