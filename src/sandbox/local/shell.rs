@@ -65,6 +65,17 @@ pub const SHELL_ARGS: [&str; 7] = [
 /// ignores it too, and is replaced after a grace.
 pub const STOP_SIGNAL: i32 = libc::SIGURG;
 
+/// The file holding the command the shell runs (one at a time), which it
+/// sources.
+pub const COMMAND_FILE: &str = "/tmp/.duet/command";
+
+/// What the command's file holds: a first line that empties the file (bash
+/// has read it whole by then, and the text does not lie around in `/tmp`
+/// while it runs), then the command.
+pub fn command_text(cmd: &str) -> String {
+    format!("builtin : 2>/dev/null >{COMMAND_FILE}\n{cmd}")
+}
+
 /// Where the stop signal's trap keeps a SIGINT trap of the person's while
 /// it raises its own SIGINT; the next prompt puts it back.
 pub const INT_TRAP_FILE: &str = "/tmp/.duet/int-trap";
@@ -113,18 +124,30 @@ pub const SHELL_ENV: [(&str, &str); 4] = [
 
 pub use crate::support::shell_quote as quote;
 
-/// The text written to the shell to run one command, which is in the file
-/// `cmd_file` (sourced, so that what it defines stays; bash reads a file
-/// whole, where it reads its stdin pipe a byte at a time).
+/// How the shell runs the command: it sources the command's file (so that
+/// what it defines stays; bash reads a file whole, where it reads its
+/// stdin pipe a byte at a time).
+pub fn source_file(path: &str) -> String {
+    format!(". {}", quote(path))
+}
+
+/// How the shell runs the command when its file cannot be written (a full
+/// `/tmp`): the text itself, through the pipe.
+pub fn eval_text(cmd: &str) -> String {
+    format!("eval {}", quote(cmd))
+}
+
+/// The text written to the shell to run one command: `run` (from
+/// `source_file` or `eval_text`).
 pub fn script(
     nonce: &str,
-    cmd_file: &str,
+    run: &str,
     cwd: Option<&str>,
     env: &BTreeMap<String, String>,
     out: &str,
     err: &str,
 ) -> String {
-    let source = format!(". {}", quote(cmd_file));
+    let source = run.to_string();
     // A per-command cwd or env applies to this command only: a subshell.
     let body = if cwd.is_none() && env.is_empty() {
         source
@@ -183,11 +206,35 @@ mod tests {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    /// A command's file, as the supervisor writes it.
+    /// A command's file, as the supervisor writes it; how it is run.
     fn command_in(dir: &tempfile::TempDir, name: &str, cmd: &str) -> String {
         let path = dir.path().join(name);
         std::fs::write(&path, cmd).unwrap();
-        path.to_str().unwrap().to_string()
+        source_file(path.to_str().unwrap())
+    }
+
+    #[test]
+    fn a_command_without_its_file_runs_from_the_pipe() {
+        let text = script(
+            "N2",
+            &eval_text("echo \"it's\"; (exit 5)"),
+            None,
+            &BTreeMap::new(),
+            "/dev/stdout",
+            "/dev/null",
+        );
+        let ctl = run_in_bash(&text);
+        assert!(ctl.starts_with("it's\n"), "{ctl}");
+        assert_eq!(find_sentinel(ctl.as_bytes(), "N2"), Some(5));
+    }
+
+    #[test]
+    fn prompt_marks_say_whether_the_stop_ran() {
+        assert!(stopped_at_prompt(b"x\x1eP1\x1e\n"));
+        assert!(!stopped_at_prompt(b"\x1eP\x1e\n\x1eabc:0\x1e\n"));
+        assert!(at_prompt(b"\x1eabc:0\x1e\n\x1eP\x1e\n"));
+        assert!(!at_prompt(b"\x1eabc:0\x1e\n"));
+        assert!(command_text("ls").ends_with("\nls"));
     }
 
     #[test]

@@ -75,8 +75,6 @@ pub fn run() -> i32 {
 struct Running {
     nonce: String,
     fifos: [String; 2],
-    /// The file holding the command's text, which the shell sources.
-    cmd_file: String,
     /// Read ends of the stdout and stderr FIFOs; `None` after an error.
     pipes: [Option<File>; 2],
     /// Our own write ends, held so that the read ends never see a hang-up
@@ -485,14 +483,15 @@ impl Supervisor {
             *slot = Some(open(false)?);
             keep_open.push(open(true)?);
         }
-        let cmd_file = format!("{}/{nonce}.cmd", shell::FIFO_DIR);
-        write_private(&cmd_file, cmd.as_bytes())?;
-        let script = shell::script(&nonce, &cmd_file, cwd, env, &fifos[0], &fifos[1]);
+        let run = match write_private(shell::COMMAND_FILE, shell::command_text(cmd).as_bytes()) {
+            Ok(()) => shell::source_file(shell::COMMAND_FILE),
+            Err(_) => shell::eval_text(cmd),
+        };
+        let script = shell::script(&nonce, &run, cwd, env, &fifos[0], &fifos[1]);
         self.shell.ctl_buf.clear();
         Ok(Running {
             nonce,
             fifos,
-            cmd_file,
             pipes,
             keep_open,
             shell_pid: self.shell.child.id() as i32,
@@ -609,7 +608,7 @@ impl Supervisor {
             kill_command(&run.snapshot, run.shell_pid, libc::SIGKILL);
         }
         run.keep_open.clear();
-        for path in run.fifos.iter().chain([&run.cmd_file]) {
+        for path in &run.fifos {
             let _ = std::fs::remove_file(path);
         }
         self.orphans.extend(run.pipes.into_iter().flatten());
