@@ -196,7 +196,7 @@ async fn the_sandbox_is_isolated() {
 async fn interrupt_stops_the_command_not_the_shell() {
     let dir = tempfile::tempdir().unwrap();
     let sb = sandbox(dir.path(), "intr", Limits::default());
-    run(&sb, "cd /tmp").await;
+    run(&sb, "cd /tmp; trap 'echo mine' INT").await;
     let spec = ExecSpec {
         cmd: "sleep 30".into(),
         timeout: Duration::from_secs(60),
@@ -210,7 +210,11 @@ async fn interrupt_stops_the_command_not_the_shell() {
     let out = task.await.unwrap().unwrap();
     assert!(out.interrupted);
     assert_eq!(out.exit_code, Some(130));
-    assert_eq!(run(&sb, "pwd").await.stdout, "/tmp\n");
+    // The shell lives on, with the person's own trap of SIGINT.
+    assert_eq!(
+        run(&sb, "pwd; trap -p INT").await.stdout,
+        "/tmp\ntrap -- 'echo mine' SIGINT\n"
+    );
     sb.destroy().await.unwrap();
 }
 #[tokio::test]

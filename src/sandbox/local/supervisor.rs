@@ -483,11 +483,11 @@ impl Supervisor {
             *slot = Some(open(false)?);
             keep_open.push(open(true)?);
         }
-        let run = match write_private(shell::COMMAND_FILE, shell::command_text(cmd).as_bytes()) {
+        let runs = match write_private(shell::COMMAND_FILE, shell::command_text(cmd).as_bytes()) {
             Ok(()) => shell::source_file(shell::COMMAND_FILE),
             Err(_) => shell::eval_text(cmd),
         };
-        let script = shell::script(&nonce, &run, cwd, env, &fifos[0], &fifos[1]);
+        let script = shell::script(&nonce, &runs, cwd, env, &fifos[0], &fifos[1]);
         self.shell.ctl_buf.clear();
         Ok(Running {
             nonce,
