@@ -488,7 +488,8 @@ async fn results_say_where_the_next_command_runs_and_an_exit_starts_afresh() {
     use duet::sandbox::{RestartReason, ShellRestart};
     let dir = tempfile::tempdir().unwrap();
     let sb = sandbox(dir.path(), "cwd", Limits::default());
-    let out = run(&sb, "mkdir -p 'a b' && cd 'a b' && export KEEP=1").await;
+    // A person's noclobber is theirs: the shell's own files are written.
+    let out = run(&sb, "mkdir -p 'a b' && cd 'a b' && export KEEP=1; set -C").await;
     assert_eq!(out.cwd.as_deref(), Some("/workspace/a b"));
     assert_eq!(out.restart, None);
     // A command's own directory does not move the shell.

@@ -32,10 +32,12 @@ pub const CWD_FILE: &str = "/tmp/.duet/cwd";
 
 /// What the shell runs after each command, and at the prompt after it was
 /// stopped: it saves its directory and exports (`STATE_FILE`, `CWD_FILE`).
+/// Our files are written with `>|`: a person's `set -o noclobber` holds
+/// for theirs.
 fn save_state() -> String {
     format!(
-        "{{ builtin export -p; builtin printf 'cd -- %q\\n' \"$PWD\"; }} 2>/dev/null >{STATE_FILE}; \
-         builtin printf %s \"$PWD\" 2>/dev/null >{CWD_FILE}"
+        "{{ builtin export -p; builtin printf 'cd -- %q\\n' \"$PWD\"; }} 2>/dev/null >|{STATE_FILE}; \
+         builtin printf %s \"$PWD\" 2>/dev/null >|{CWD_FILE}"
     )
 }
 
@@ -73,7 +75,7 @@ pub const COMMAND_FILE: &str = "/tmp/.duet/command";
 /// has read it whole by then, and the text does not lie around in `/tmp`
 /// while it runs), then the command.
 pub fn command_text(cmd: &str) -> String {
-    format!("builtin : 2>/dev/null >{COMMAND_FILE}\n{cmd}")
+    format!("builtin : 2>/dev/null >|{COMMAND_FILE}\n{cmd}")
 }
 
 /// Where the stop signal's trap keeps a SIGINT trap of the person's while
@@ -90,7 +92,7 @@ pub fn setup_line() -> String {
          __duet_prompt() {{ \
          if [[ -n ${{__duet_stopped-}} ]]; then builtin . {INT_TRAP_FILE} 2>/dev/null; {save}; fi; \
          builtin printf '\\036P%s\\036\\n' \"${{__duet_stopped-}}\"; __duet_stopped=; \
-         builtin trap '__duet_stopped=1; builtin trap -p INT 2>/dev/null >{INT_TRAP_FILE}; \
+         builtin trap '__duet_stopped=1; builtin trap -p INT 2>/dev/null >|{INT_TRAP_FILE}; \
          builtin trap - INT; builtin kill -INT $$' URG; }}; \
          PROMPT_COMMAND=__duet_prompt\n",
         save = save_state()
