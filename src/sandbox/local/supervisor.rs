@@ -24,10 +24,12 @@ use std::time::{Duration, Instant};
 
 /// Time a command gets after SIGINT before SIGKILL.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
-/// Time the shell gets to come back to its prompt once told to stop (or,
-/// after an output cap, to end its command); then it is told to stop, or,
-/// told already, replaced: a command removed the stop signal's trap, or
-/// the shell cannot run.
+/// Time the shell gets to end its command once its output was cut and its
+/// programs killed; then it is told to stop (a builtin loop).
+const CUT_GRACE: Duration = Duration::from_millis(500);
+/// Time the shell gets to come back to its prompt once told to stop; then
+/// it is replaced: a command removed the stop signal's trap, or the shell
+/// cannot run.
 const SHELL_GRACE: Duration = Duration::from_secs(2);
 /// How often orphans reparented to PID 1 are reaped.
 const REAP_EVERY: Duration = Duration::from_millis(250);
@@ -698,7 +700,7 @@ fn relay(run: &mut Running, stream: usize, out: &mut io::Stdout) -> io::Result<(
                 }
                 if keep < n && !run.done.truncated {
                     run.done.truncated = true;
-                    run.give_up_at.get_or_insert(Instant::now() + SHELL_GRACE);
+                    run.give_up_at.get_or_insert(Instant::now() + CUT_GRACE);
                     kill_all_new(run);
                 }
             }
