@@ -1285,3 +1285,50 @@ async fn a_revoked_or_demoted_invite_s_open_preview_is_cut() {
     let _ = cut(&mut ws).await;
     assert_eq!(refused_status(&url).await, 403);
 }
+
+#[tokio::test]
+async fn a_writer_demoted_while_attached_to_the_terminal_types_nothing_more() {
+    let (server, _dir) = with_token(&[]).await;
+    let room = "demoted-term";
+    let (wes, inv) = guest(&server, room, "writer", None).await;
+    let mut writer = wes.joins("user=wes").await;
+    let term = open_terminal(&mut writer.ws, 1, 100, 30).await;
+    let term_id = term["termId"].clone();
+    writer
+        .ws
+        .send(json!({"type":"duet_term_input","termId":term_id,"data":b64(b"echo W-$((2*21))\r")}))
+        .await;
+    terminal_until(&mut writer.ws, &term_id, "W-42").await;
+
+    let id = inv["id"].as_str().unwrap();
+    let (status, body) = server
+        .post(
+            &room_path(room, &format!("/invites/{id}/role")),
+            json!({"role":"viewer"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(writer.ws.until_type("duet_you").await["role"], "viewer");
+    writer
+        .ws
+        .send(json!({"type":"duet_term_input","termId":term_id,"data":b64(b"touch demoted.txt; echo DEMOTED-TYPED\r")}))
+        .await;
+    let refused = writer.ws.until_type("duet_error").await;
+    assert_eq!(refused, json!({"type":"duet_error","error":"forbidden"}));
+
+    // The owner's keys still reach the shell; the demoted ones never did.
+    let mut owner = owner_joins(&server, room, "user=olga").await;
+    let owned = open_terminal(&mut owner.ws, 2, 100, 30).await;
+    assert_eq!(owned["termId"], term_id);
+    owner
+        .ws
+        .send(
+            json!({"type":"duet_term_input","termId":term_id,"data":b64(b"echo OWNER-$((6*7))\r")}),
+        )
+        .await;
+    let screen = terminal_until(&mut owner.ws, &term_id, "OWNER-42").await;
+    assert!(!screen.contains("DEMOTED-TYPED"), "{screen}");
+    let watched = terminal_until(&mut writer.ws, &term_id, "OWNER-42").await;
+    assert!(!watched.contains("DEMOTED-TYPED"), "{watched}");
+    assert!(!exists(&server, room, "demoted.txt").await);
+}

@@ -31,6 +31,12 @@ pub type FileBody = std::pin::Pin<
     Box<dyn futures_util::Stream<Item = Result<bytes::Bytes, FileError>> + Send + 'static>,
 >;
 
+/// `bytes` as a body of one chunk.
+pub fn whole(bytes: impl Into<bytes::Bytes>) -> FileBody {
+    let bytes = bytes.into();
+    Box::pin(futures_util::stream::once(async move { Ok(bytes) }))
+}
+
 /// Checks a workspace-relative path; returns its components.
 pub fn components(path: &str) -> Result<Vec<&str>, FileError> {
     let bad = |m: &str| Err(FileError::BadPath(m.to_string()));
