@@ -243,9 +243,12 @@ async fn reads_during_a_destroy_leave_no_disk_behind() {
     for round in 0..8 {
         let room = format!("race{round}");
         let sb = sandbox(dir.path(), &room, Limits::default());
-        sb.write_file("AGENTS.md".into(), "be brief\n".into())
-            .await
-            .unwrap();
+        sb.write_file(
+            "AGENTS.md".into(),
+            duet::sandbox::files::whole("be brief\n"),
+        )
+        .await
+        .unwrap();
         let readers: Vec<_> = (0..4)
             .map(|_| {
                 let sb = sb.clone();

@@ -2,7 +2,11 @@
 //! real backend and sandbox: listing `/files/` and `/files/{dir}/` (byte
 //! order, hidden files, the four types, sizes, mtimes in ms), the 404s,
 //! `DELETE /files/{path}` of a file, a symlink, a folder, with its path
-//! rules and its `delete` record. Backend-neutral: only the protocol.
+//! rules and its `delete` record; a FIFO or a socket is a 400 at once and
+//! holds up nothing; big files stream both ways whole, and an upload too
+//! large leaves the old file; the token in a query opens no file.
+//! Backend-neutral: only the protocol, except what is marked
+//! `only_duet_serve`.
 
 mod common;
 
@@ -312,4 +316,140 @@ async fn a_path_with_an_empty_segment_is_a_400() {
     let (status, body) = get(&server, room, "dir//sub/").await;
     assert_eq!(status, 400, "GET files/dir//sub/: {body}");
     assert!(body["details"]["path"][0].is_string(), "{body}");
+}
+
+/// What `GET` of a FIFO or a socket answers.
+fn not_regular() -> Value {
+    json!({"error":"invalid request","details":{"path":["is not a regular file (a FIFO, socket or device is never read)"]}})
+}
+
+#[tokio::test]
+async fn a_fifo_or_a_socket_is_a_400_at_once_and_holds_up_no_room() {
+    if common::only_duet_serve("reading a FIFO through duet serve's own files") {
+        return;
+    }
+    let (server, _dir) = common::access::with_token(&[]).await;
+    let room = "files-fifo";
+    let (vera, _) = common::access::guest(&server, room, "viewer", None).await;
+    let made = exec(
+        &server,
+        room,
+        "mkfifo ff && python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind(\"sock\")'",
+    )
+    .await;
+    assert_eq!(made["exitCode"], 0, "{made}");
+    assert_eq!(vera.get("/files/ff").await, (400, not_regular()));
+    assert_eq!(vera.get("/files/sock").await, (400, not_regular()));
+    // Many at once: every one is answered, and the owner's files in
+    // another room still are.
+    let many = (0..64).map(|_| {
+        let vera = vera.clone();
+        async move { vera.get("/files/ff").await }
+    });
+    for answered in futures_util::future::join_all(many).await {
+        assert_eq!(answered, (400, not_regular()));
+    }
+    put_file(&server, "files-fifo-other", "a.txt", b"still here".to_vec()).await;
+    let url = server.url(&room_path("files-fifo-other", "/files/a.txt"));
+    let res = with_token(&server, http().get(url)).send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.bytes().await.unwrap().as_ref(), b"still here");
+    // The FIFO is listed as `other`, and a writer may still replace it.
+    let entry = list(&server, room, "")
+        .await
+        .into_iter()
+        .find(|e| e["name"] == "ff")
+        .expect("ff is listed");
+    assert_eq!(entry["type"], "other");
+    put_file(&server, room, "ff", b"a file now".to_vec()).await;
+    assert_eq!(vera.get("/files/sock").await, (400, not_regular()));
+}
+
+#[tokio::test]
+async fn a_big_file_streams_both_ways_whole_and_a_too_large_upload_changes_nothing() {
+    if common::only_duet_serve("uploads streamed to duet serve's own disk") {
+        return;
+    }
+    let (server, _dir) = Server::fresh().await;
+    let room = "files-big";
+    let bytes = common::apps::pattern(24 * 1024 * 1024 + 7);
+    put_file(&server, room, "big.bin", bytes.clone()).await;
+    let url = server.url(&room_path(room, "/files/big.bin"));
+    let res = with_token(&server, http().get(&url)).send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(
+        res.headers()["content-length"].to_str().unwrap(),
+        bytes.len().to_string()
+    );
+    let got = res.bytes().await.unwrap();
+    assert!(
+        got.as_ref() == bytes.as_slice(),
+        "the file comes back whole"
+    );
+
+    // A body past 64 MiB that does not say its length: 413, and the old
+    // file is as it was, with nothing half-written beside it.
+    put_file(&server, room, "kept.txt", b"old".to_vec()).await;
+    let chunk = bytes::Bytes::from(vec![7u8; 1024 * 1024]);
+    let chunks =
+        futures_util::stream::iter((0..65).map(move |_| Ok::<_, std::io::Error>(chunk.clone())));
+    let put = http()
+        .put(server.url(&room_path(room, "/files/kept.txt")))
+        .body(reqwest::Body::wrap_stream(chunks));
+    let (status, body) = answer(with_token(&server, put)).await;
+    assert_eq!((status, body), (413, json!({"error":"body too large"})));
+    let res = with_token(
+        &server,
+        http().get(server.url(&room_path(room, "/files/kept.txt"))),
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(res.bytes().await.unwrap().as_ref(), b"old");
+    let names: Vec<Value> = list(&server, room, "")
+        .await
+        .into_iter()
+        .map(|e| e["name"].clone())
+        .collect();
+    assert_eq!(names, vec![json!("big.bin"), json!("kept.txt")]);
+}
+
+#[tokio::test]
+async fn the_token_in_a_query_opens_no_file_even_one_named_ws() {
+    let (server, _dir) = common::access::with_token(&[]).await;
+    let room = "files-query-token";
+    let (wes, _) = common::access::guest(&server, room, "writer", None).await;
+    put_file(&server, room, "sub/ws", b"secret".to_vec()).await;
+    let by_query = |method: reqwest::Method, path: &str| {
+        let url = server.url(&room_path(
+            room,
+            &format!("{path}?token={}&userId=eve", wes.token),
+        ));
+        http().request(method, url)
+    };
+    for (method, path) in [
+        (reqwest::Method::GET, "/files/sub/ws"),
+        (reqwest::Method::PUT, "/files/sub/ws"),
+        (reqwest::Method::DELETE, "/files/sub/ws"),
+        (reqwest::Method::GET, "/files/ws"),
+        (reqwest::Method::GET, "/messages"),
+    ] {
+        let (status, body) = answer(by_query(method.clone(), path).body("overwritten")).await;
+        assert_eq!(
+            (status, body),
+            (401, json!({"error":"unauthorized"})),
+            "{method} {path}"
+        );
+    }
+    // Untouched; with the token in its header the same guest gets in.
+    assert_eq!(wes.get("/files/sub/").await.0, 200);
+    let res = wes
+        .request(reqwest::Method::GET, "/files/sub/ws")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.bytes().await.unwrap().as_ref(), b"secret");
+    // The socket still takes it in the query.
+    let joined = wes.joins("user=wes").await;
+    assert_eq!(joined.you["role"], "writer");
 }

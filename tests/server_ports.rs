@@ -14,9 +14,9 @@
 mod common;
 
 use common::apps::{
-    ECHO_REQUEST_PY, WS_ECHO_PY, delete, exec, http_no_redirect, http_server, pattern, preview_get,
-    preview_url, printed, put_file, python_app, read_tunnel, room_path, split_response, start,
-    tunnel, tunnel_with, wait_for, with_token,
+    ECHO_REQUEST_PY, TCP_ECHO_PY, WS_ECHO_PY, delete, exec, http_no_redirect, http_server, pattern,
+    preview_get, preview_url, printed, put_file, python_app, read_tunnel, room_path,
+    split_response, start, tunnel, tunnel_with, wait_for, with_token,
 };
 use common::{Server, WAIT, answer, http};
 use futures_util::{SinkExt, StreamExt};
@@ -27,29 +27,6 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 const TOKEN: &str = "preview-s3cret-token";
-
-/// A TCP echo server (any protocol: what `duet port` is for); prints
-/// `closed` when a client closes its connection.
-const TCP_ECHO_PY: &str = r#"
-import socket, sys, threading
-
-def echo(c):
-    with c:
-        while True:
-            d = c.recv(65536)
-            if not d:
-                print("closed", flush=True)
-                return
-            c.sendall(d)
-
-s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[1])))
-s.listen()
-while True:
-    c, _ = s.accept()
-    threading.Thread(target=echo, args=(c,), daemon=True).start()
-"#;
 
 fn nothing_listens(port: u16) -> Value {
     json!({"error": format!("nothing listens on port {port} in the sandbox")})

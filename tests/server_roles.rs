@@ -2,7 +2,9 @@
 //! says, over real sockets and HTTP to a real backend: an invite's shape,
 //! token and link; listing and revoking; who may do what (a viewer's every
 //! forbidden call, a writer's allowed ones and owner-only refusals); the
-//! room an invite is for; expiry and revocation closing sockets with 4401;
+//! room an invite is for; expiry and revocation closing sockets with 4401
+//! and cutting its tunnels and previews (demotion too, where the role no
+//! longer allows them);
 //! a role changed live; names an invite fixes; the connect frames; the
 //! tokenless server; and invites kept across a restart. Backend-neutral.
 
@@ -13,9 +15,14 @@ use common::access::{
     Guest, assert_forbidden, assert_rpc_forbidden, enter, guest, invite, owner_joins,
     refused_status, start_with_token, with_token,
 };
-use common::apps::{delete, exec, put_file, room_path, start};
-use common::{Server, Ws};
+use common::apps::{
+    TCP_ECHO_PY, Tunnel, WS_ECHO_PY, delete, exec, preview_url, put_file, python_app, room_path,
+    start, tunnel,
+};
+use common::{Server, WAIT, Ws, http};
+use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
 
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
@@ -1086,4 +1093,242 @@ async fn invites_roles_and_revocations_are_kept_across_a_restart() {
     // The server's token is still the owner.
     let (status, _) = server.get(&room_path(room, "/invites")).await;
     assert_eq!(status, 200);
+}
+
+/// An app that answers every GET with a body that never ends: a line
+/// every 100 ms (an event stream, a log tail).
+const DRIP_PY: &str = r#"
+import http.server, sys, time
+
+class Drip(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.end_headers()
+        n = 0
+        while True:
+            n += 1
+            self.wfile.write(b"drip %d\n" % n)
+            self.wfile.flush()
+            time.sleep(0.1)
+
+    def log_message(self, *args):
+        pass
+
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Drip).serve_forever()
+"#;
+
+/// Sends `bytes` through a tunnel to the echo app and reads them back.
+async fn echoed(t: &mut Tunnel, bytes: &[u8]) {
+    t.send(Message::binary(bytes.to_vec())).await.unwrap();
+    let mut got = Vec::new();
+    while got.len() < bytes.len() {
+        match tokio::time::timeout(WAIT, t.next())
+            .await
+            .expect("echo in time")
+        {
+            Some(Ok(Message::Binary(b))) => got.extend_from_slice(&b),
+            Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
+            other => panic!("the tunnel ended early: {other:?}"),
+        }
+    }
+    assert_eq!(got, bytes);
+}
+
+/// Reads a tunnel (or a preview's socket) until the server ends it: its
+/// close code and reason, or `None` when the connection was just cut.
+async fn cut(t: &mut Tunnel) -> Option<(u16, String)> {
+    let read = async {
+        loop {
+            match t.next().await {
+                Some(Ok(Message::Close(frame))) => {
+                    return frame.map(|f| (u16::from(f.code), f.reason.to_string()));
+                }
+                Some(Ok(_)) => {}
+                Some(Err(_)) | None => return None,
+            }
+        }
+    };
+    tokio::time::timeout(WAIT, read)
+        .await
+        .expect("the server ends the channel in time")
+}
+
+#[tokio::test]
+async fn a_revoked_demoted_or_expired_invite_s_open_tunnel_is_cut() {
+    let (server, _dir) = with_token(&[]).await;
+    let room = "cut-tunnel";
+    python_app(&server, room, "tcp_echo.py", TCP_ECHO_PY, 9000).await;
+    let mut owners = tunnel(&server, room, 9000).await;
+    echoed(&mut owners, b"owner first").await;
+
+    // Revoked: the open tunnel closes as the invite's sockets do.
+    let (wes, inv) = guest(&server, room, "writer", None).await;
+    let mut t = wes.tunnel(9000).await;
+    echoed(&mut t, b"echo before the revoke").await;
+    let id = inv["id"].as_str().unwrap();
+    let (status, _) = delete(&server, &room_path(room, &format!("/invites/{id}"))).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        cut(&mut t).await,
+        Some((4401, "the invite was revoked".to_string()))
+    );
+
+    // Demoted to viewer, who may not use a tunnel: it closes with 4403.
+    let (wen, inv) = guest(&server, room, "writer", None).await;
+    let mut t = wen.tunnel(9000).await;
+    echoed(&mut t, b"echo before the demotion").await;
+    let id = inv["id"].as_str().unwrap();
+    let (status, body) = server
+        .post(
+            &room_path(room, &format!("/invites/{id}/role")),
+            json!({"role":"viewer"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        cut(&mut t).await,
+        Some((4403, "the invite's role is viewer now".to_string()))
+    );
+    // Made owner, the same invite keeps its tunnel.
+    let (wyn, inv) = guest(&server, room, "writer", None).await;
+    let mut kept = wyn.tunnel(9000).await;
+    let id = inv["id"].as_str().unwrap();
+    let (status, _) = server
+        .post(
+            &room_path(room, &format!("/invites/{id}/role")),
+            json!({"role":"owner"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+
+    // Expired: closed at the moment it expires, without a request.
+    let created = invite(&server, room, json!({"role":"writer","expiresIn":3})).await;
+    let wex = Guest {
+        addr: server.addr.clone(),
+        room: room.to_string(),
+        token: created["token"].as_str().unwrap().to_string(),
+    };
+    let mut t = wex.tunnel(9000).await;
+    echoed(&mut t, b"echo before it expires").await;
+    assert_eq!(
+        cut(&mut t).await,
+        Some((4401, "the invite expired".to_string()))
+    );
+    assert!(now_ms() + 1000 >= created["invite"]["expiresAt"].as_u64().unwrap());
+
+    // The server's token and the promoted invite were never cut.
+    echoed(&mut owners, b"owner still here").await;
+    echoed(&mut kept, b"owner by invite still here").await;
+}
+
+#[tokio::test]
+async fn a_revoked_or_demoted_invite_s_open_preview_is_cut() {
+    let (server, _dir) = with_token(&[]).await;
+    let room = "cut-preview";
+    python_app(&server, room, "drip.py", DRIP_PY, 8300).await;
+    python_app(&server, room, "ws_echo.py", WS_ECHO_PY, 8301).await;
+
+    // A viewer's GET whose body never ends stops when the invite is revoked.
+    let (vera, inv) = guest(&server, room, "viewer", None).await;
+    // A client without a time limit: only the server may end the body.
+    let _ = http();
+    let mut res = reqwest::Client::new()
+        .get(preview_url(&server, room, 8300, "/feed"))
+        .bearer_auth(&vera.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let first = tokio::time::timeout(WAIT, res.chunk()).await.unwrap();
+    assert!(first.unwrap().unwrap().starts_with(b"drip "));
+    let id = inv["id"].as_str().unwrap();
+    let (status, _) = delete(&server, &room_path(room, &format!("/invites/{id}"))).await;
+    assert_eq!(status, 200);
+    let ended = tokio::time::timeout(WAIT, async {
+        loop {
+            match res.chunk().await {
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => return,
+            }
+        }
+    })
+    .await;
+    assert!(
+        ended.is_ok(),
+        "the preview's body ends once the invite is revoked"
+    );
+
+    // A writer's WebSocket through the preview ends when the writer
+    // becomes a viewer (who may not open one).
+    let (wes, inv) = guest(&server, room, "writer", None).await;
+    let url = format!(
+        "ws://{}{}?token={}",
+        server.addr,
+        room_path(room, "/ports/8301/live"),
+        wes.token
+    );
+    let (mut ws, _) = tokio::time::timeout(WAIT, tokio_tungstenite::connect_async(url.as_str()))
+        .await
+        .expect("upgrades in time")
+        .expect("a writer's socket goes through the preview");
+    let first = tokio::time::timeout(WAIT, ws.next()).await.unwrap();
+    assert_eq!(first.unwrap().unwrap(), Message::text("path:/live"));
+    let id = inv["id"].as_str().unwrap();
+    let (status, _) = server
+        .post(
+            &room_path(room, &format!("/invites/{id}/role")),
+            json!({"role":"viewer"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let _ = cut(&mut ws).await;
+    assert_eq!(refused_status(&url).await, 403);
+}
+
+#[tokio::test]
+async fn a_writer_demoted_while_attached_to_the_terminal_types_nothing_more() {
+    let (server, _dir) = with_token(&[]).await;
+    let room = "demoted-term";
+    let (wes, inv) = guest(&server, room, "writer", None).await;
+    let mut writer = wes.joins("user=wes").await;
+    let term = open_terminal(&mut writer.ws, 1, 100, 30).await;
+    let term_id = term["termId"].clone();
+    writer
+        .ws
+        .send(json!({"type":"duet_term_input","termId":term_id,"data":b64(b"echo W-$((2*21))\r")}))
+        .await;
+    terminal_until(&mut writer.ws, &term_id, "W-42").await;
+
+    let id = inv["id"].as_str().unwrap();
+    let (status, body) = server
+        .post(
+            &room_path(room, &format!("/invites/{id}/role")),
+            json!({"role":"viewer"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(writer.ws.until_type("duet_you").await["role"], "viewer");
+    writer
+        .ws
+        .send(json!({"type":"duet_term_input","termId":term_id,"data":b64(b"touch demoted.txt; echo DEMOTED-TYPED\r")}))
+        .await;
+    let refused = writer.ws.until_type("duet_error").await;
+    assert_eq!(refused, json!({"type":"duet_error","error":"forbidden"}));
+
+    // The owner's keys still reach the shell; the demoted ones never did.
+    let mut owner = owner_joins(&server, room, "user=olga").await;
+    let owned = open_terminal(&mut owner.ws, 2, 100, 30).await;
+    assert_eq!(owned["termId"], term_id);
+    owner
+        .ws
+        .send(
+            json!({"type":"duet_term_input","termId":term_id,"data":b64(b"echo OWNER-$((6*7))\r")}),
+        )
+        .await;
+    let screen = terminal_until(&mut owner.ws, &term_id, "OWNER-42").await;
+    assert!(!screen.contains("DEMOTED-TYPED"), "{screen}");
+    let watched = terminal_until(&mut writer.ws, &term_id, "OWNER-42").await;
+    assert!(!watched.contains("DEMOTED-TYPED"), "{watched}");
+    assert!(!exists(&server, room, "demoted.txt").await);
 }

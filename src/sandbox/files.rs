@@ -1,7 +1,7 @@
 //! What every sandbox's files share: the errors a read or write answers
 //! and the path rules of docs/protocol.md "Files" (relative to
 //! `/workspace`, no `..`, no empty segment), checked before any backend
-//! is asked.
+//! is asked; a file read or written in chunks.
 
 /// Why a file could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -13,8 +13,28 @@ pub enum FileError {
     NotFound,
     #[error("the room's disk is full")]
     Full,
+    /// The body was larger than a file may be.
+    #[error("body too large")]
+    TooLarge,
     #[error("{0}")]
     Io(String),
+}
+
+/// A regular file opened for reading, and its length when it was opened.
+pub struct FileReader {
+    pub len: u64,
+    pub file: std::fs::File,
+}
+
+/// A file's new bytes as they arrive (an upload's body).
+pub type FileBody = std::pin::Pin<
+    Box<dyn futures_util::Stream<Item = Result<bytes::Bytes, FileError>> + Send + 'static>,
+>;
+
+/// `bytes` as a body of one chunk.
+pub fn whole(bytes: impl Into<bytes::Bytes>) -> FileBody {
+    let bytes = bytes.into();
+    Box::pin(futures_util::stream::once(async move { Ok(bytes) }))
 }
 
 /// Checks a workspace-relative path; returns its components.

@@ -46,15 +46,21 @@ pub trait Sandbox: Send + Sync + 'static {
     /// usable: the next command starts afresh on an empty workspace.
     fn destroy(&self) -> BoxFuture<Result<(), String>>;
 
-    /// Reads a file of the workspace (`path` relative to `/workspace`).
+    /// Reads a file of the workspace (`path` relative to `/workspace`)
+    /// whole: small files (AGENTS.md, a question's `@path`).
     fn read_file(&self, path: String) -> BoxFuture<Result<Vec<u8>, files::FileError>>;
 
-    /// Writes a file of the workspace, creating its parent folders;
-    /// answers its size.
+    /// Opens a regular file of the workspace to be read in chunks; a
+    /// FIFO, socket or device is refused without waiting on it.
+    fn open_file(&self, path: String) -> BoxFuture<Result<files::FileReader, files::FileError>>;
+
+    /// Writes a file of the workspace from `body` as it comes, creating
+    /// its parent folders; it replaces the old file only once all of
+    /// `body` is written. Answers its size.
     fn write_file(
         &self,
         path: String,
-        bytes: bytes::Bytes,
+        body: files::FileBody,
     ) -> BoxFuture<Result<u64, files::FileError>>;
 
     /// Whether it runs or holds anything for the room right now (a

@@ -197,10 +197,7 @@ impl Given {
             .map(|v| v.trim().to_string());
         // Sockets, and a browser trading the token for that cookie, may
         // carry it in the query.
-        let by_query = path.starts_with("/agents/")
-            || (path.starts_with("/api/rooms/") && path.ends_with("/ws"))
-            || super::ports::is_tunnel(&path)
-            || super::ports::preview_target(&path).is_some();
+        let by_query = query_token_route(&path);
         let query = by_query
             .then(|| {
                 req.uri().query().and_then(|q| {
@@ -218,6 +215,19 @@ impl Given {
             path,
         }
     }
+}
+
+/// Whether `path` is a route the contract lets carry `?token=`: the room's
+/// socket (`/api/rooms/{room}/ws`, `/agents/duet-agent/{room}`), a tunnel
+/// and a port's preview. Nowhere else (not a file named `ws`).
+fn query_token_route(path: &str) -> bool {
+    let socket = match path.strip_prefix("/api/rooms/") {
+        Some(rest) => rest
+            .split_once('/')
+            .is_some_and(|(room, rest)| !room.is_empty() && rest == "ws"),
+        None => path_room(path).is_some(),
+    };
+    socket || super::ports::is_tunnel(path) || super::ports::preview_target(path).is_some()
 }
 
 /// What the request's credential allows, or `None` (401).
@@ -282,6 +292,31 @@ mod tests {
         assert_eq!(path_room("/agents/duet-agent/b"), Some("b"));
         assert_eq!(path_room("/api/rooms/"), None);
         assert_eq!(path_room("/health"), None);
+    }
+
+    #[test]
+    fn only_sockets_tunnels_and_previews_take_the_token_in_the_query() {
+        for path in [
+            "/api/rooms/a/ws",
+            "/agents/duet-agent/a",
+            "/api/rooms/a/tunnel/8000",
+            "/api/rooms/a/ports/8000/",
+            "/api/rooms/a/ports/8000/x/ws",
+        ] {
+            assert!(query_token_route(path), "{path}");
+        }
+        for path in [
+            "/api/rooms/a/files/ws",
+            "/api/rooms/a/files/sub/ws",
+            "/api/rooms/a/messages",
+            "/api/rooms//ws",
+            "/api/rooms/a/ws/x",
+            "/agents/duet-agent/a/ws",
+            "/agents/other/a",
+            "/health",
+        ] {
+            assert!(!query_token_route(path), "{path}");
+        }
     }
 
     #[test]

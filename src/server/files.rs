@@ -13,7 +13,7 @@ use super::router::App;
 use crate::protocol::{
     DeleteResponse, Details, Event, FileResponse, ListingResponse, MAX_FILE_BODY, name_problem,
 };
-use crate::sandbox::files::FileError;
+use crate::sandbox::files::{FileBody, FileError, FileReader};
 use axum::body::Body;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -30,8 +30,48 @@ fn file_error(e: FileError) -> Response {
             Json(serde_json::json!({"error": "the room's disk is full"})),
         )
             .into_response(),
+        FileError::TooLarge => ApiError::too_large().into_response(),
         FileError::Io(message) => ApiError::internal(message).into_response(),
     }
+}
+
+/// How long a file may take to open before the answer says so: a stalled
+/// disk holds one request, not the server's threads for ever.
+const OPEN_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How much of a file one chunk of an answer carries.
+const CHUNK: usize = 64 * 1024;
+
+/// A file's bytes as an answer's body, read a chunk at a time (never the
+/// whole file in memory); at most the length it had when opened.
+fn file_body(reader: FileReader) -> Body {
+    use tokio::io::AsyncReadExt;
+    let file = tokio::fs::File::from_std(reader.file).take(reader.len);
+    let chunks = futures_util::stream::unfold(Some(file), |file| async move {
+        let mut file = file?;
+        let mut buf = bytes::BytesMut::with_capacity(CHUNK);
+        match file.read_buf(&mut buf).await {
+            Ok(0) => None,
+            Ok(_) => Some((Ok(buf.freeze()), Some(file))),
+            Err(e) => Some((Err(e), None)),
+        }
+    });
+    Body::from_stream(chunks)
+}
+
+/// An upload's body as it arrives, refused past `MAX_FILE_BODY` bytes.
+fn upload_body(body: Body) -> FileBody {
+    use futures_util::StreamExt;
+    let mut seen = 0usize;
+    let chunks = body.into_data_stream().map(move |chunk| {
+        let chunk = chunk.map_err(|e| FileError::Io(format!("the upload broke off: {e}")))?;
+        seen = seen.saturating_add(chunk.len());
+        if seen > MAX_FILE_BODY {
+            return Err(FileError::TooLarge);
+        }
+        Ok(chunk)
+    });
+    Box::pin(chunks)
 }
 
 /// Checks the room and the path before anything is touched; answers the
@@ -123,9 +163,18 @@ pub(crate) async fn get_file(
         Ok(h) => h,
         Err(e) => return e.into_response(),
     };
-    match handle.sandbox.read_file(path).await {
-        Ok(bytes) => ([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response(),
-        Err(e) => file_error(e),
+    let opened = tokio::time::timeout(OPEN_LIMIT, handle.sandbox.open_file(path)).await;
+    match opened {
+        Ok(Ok(reader)) => {
+            let len = reader.len;
+            let headers = [
+                (header::CONTENT_TYPE, "application/octet-stream".to_string()),
+                (header::CONTENT_LENGTH, len.to_string()),
+            ];
+            (headers, file_body(reader)).into_response()
+        }
+        Ok(Err(e)) => file_error(e),
+        Err(_) => ApiError::internal("the file did not open in time").into_response(),
     }
 }
 
@@ -150,15 +199,15 @@ pub(crate) async fn put_file(
     if declared.is_some_and(|n| n > MAX_FILE_BODY) {
         return ApiError::too_large().into_response();
     }
-    let bytes = match axum::body::to_bytes(body, MAX_FILE_BODY).await {
-        Ok(b) => b,
-        Err(_) => return ApiError::too_large().into_response(),
-    };
     let handle = match app.registry.room(&room).await {
         Ok(h) => h,
         Err(e) => return e.into_response(),
     };
-    match handle.sandbox.write_file(path.clone(), bytes).await {
+    match handle
+        .sandbox
+        .write_file(path.clone(), upload_body(body))
+        .await
+    {
         Ok(size) => {
             let event = Event::Upload {
                 by,

@@ -2,6 +2,7 @@
 
 mod access;
 mod auth;
+mod channel_guard;
 mod errors;
 mod files;
 mod http;
@@ -160,6 +161,7 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
         has_token: token.is_some(),
         approval_timeout: std::time::Duration::from_secs(args.approval_timeout_secs),
         approval_allow: crate::protocol::parse_allow_list(&args.approval_allow),
+        access_news: tokio::sync::broadcast::channel(channel_guard::NEWS_KEPT).0,
         rooms: Default::default(),
     });
     let app = Arc::new(router::App {

@@ -35,6 +35,9 @@ pub(crate) struct Shared {
     pub(crate) approval_timeout: Duration,
     /// The server's commands that never ask (`--approval-allow`).
     pub(crate) approval_allow: Vec<String>,
+    /// Every room's changes of access (revocations, roles), for the open
+    /// channels that are not sockets (channel_guard.rs).
+    pub(crate) access_news: tokio::sync::broadcast::Sender<super::channel_guard::RoomNews>,
     /// The rooms loaded now, by id.
     pub(crate) rooms: Mutex<HashMap<String, RoomHandle>>,
 }

@@ -122,6 +122,19 @@ impl Guest {
         refused_status(&url).await
     }
 
+    /// A tunnel to the room's `port`, opened with the guest's `?token=`
+    /// (it must open).
+    pub async fn tunnel(&self, port: u16) -> super::apps::Tunnel {
+        let url = format!(
+            "ws://{}/api/rooms/{}/tunnel/{port}?token={}",
+            self.addr, self.room, self.token
+        );
+        let opened = tokio::time::timeout(WAIT, tokio_tungstenite::connect_async(url))
+            .await
+            .expect("the tunnel opens in time");
+        opened.expect("the tunnel opens").0
+    }
+
     /// The same token on another room.
     pub fn in_room(&self, room: &str) -> Guest {
         Guest {

@@ -255,6 +255,29 @@ pub async fn tunnel(server: &Server, room: &str, port: u16) -> Tunnel {
     }
 }
 
+/// A TCP echo server (any protocol: what `duet port` is for); prints
+/// `closed` when a client closes its connection.
+pub const TCP_ECHO_PY: &str = r#"
+import socket, sys, threading
+
+def echo(c):
+    with c:
+        while True:
+            d = c.recv(65536)
+            if not d:
+                print("closed", flush=True)
+                return
+            c.sendall(d)
+
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen()
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=echo, args=(c,), daemon=True).start()
+"#;
+
 /// A WebSocket echo server: answers the upgrade by hand (RFC 6455), sends
 /// `path:{request path}` and `headers:{JSON [[name, value]…], names in
 /// lower case}` first, then echoes every text and binary frame.

@@ -24,6 +24,8 @@ export interface Caller {
   role: RoomRole;
   inviteId?: string;
   name?: string;
+  /** An invite's expiry (ms), for the channels it opens (watch.ts). */
+  expiresAt?: number;
 }
 
 /** The server's token (or a backend without one). */

@@ -16,8 +16,9 @@ function tokensOf(request: Request, path: string, query: string): string[] {
   const tokens: string[] = [];
   const header = request.headers.get("authorization");
   if (header?.startsWith("Bearer ")) tokens.push(trim(header.slice(7)));
-  const socketPath =
-    path.startsWith("/agents/") || (path.startsWith("/api/rooms/") && (path.endsWith("/ws") || /^\/api\/rooms\/[^/]+\/tunnel\/[^/]+$/.test(path)));
+  // Only the routes the contract names: the room's socket and a tunnel (a
+  // preview checks its own), never a file that happens to be called `ws`.
+  const socketPath = /^\/agents\/duet-agent\/[^/]+$/.test(path) || /^\/api\/rooms\/[^/]+\/(ws|tunnel\/[^/]+)$/.test(path);
   if (socketPath) for (const [k, v] of new URLSearchParams(query)) if (k === "token") tokens.push(v);
   return tokens;
 }

@@ -131,5 +131,5 @@ export class Invites {
 }
 
 function callerOf(i: Invite): Caller {
-  return { role: i.role, inviteId: i.id, ...(i.name !== undefined && { name: i.name }) };
+  return { role: i.role, inviteId: i.id, expiresAt: i.expiresAt, ...(i.name !== undefined && { name: i.name }) };
 }

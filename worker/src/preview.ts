@@ -5,6 +5,7 @@
 // the room's sandbox (src/sandbox/types.ts `fetchPort`, `tunnel`), never
 // through the room's object, and never start a sandbox.
 
+import { guarded, watch } from "./watch";
 import { OWNER, check, type Caller } from "./access";
 import { limits, type Env } from "./env";
 import { ApiError, addDetail, describe, errorResponse, same } from "./http";
@@ -184,9 +185,12 @@ export async function preview(
     body: request.method === "GET" || request.method === "HEAD" ? undefined : request.body,
     redirect: "manual",
   });
+  // Revoked, expired or demoted below what it does: the exchange is cut.
+  const w = watch(env, room, caller, page ? "previewRead" : "usePort");
   try {
-    return await roomSandbox(env, room).fetchPort(port, forwarded);
+    return guarded(await roomSandbox(env, room).fetchPort(port, forwarded), w);
   } catch (e) {
+    w.stop();
     return portError(e, port);
   }
 }
@@ -198,9 +202,11 @@ export async function tunnel(request: Request, env: Env, room: string, portText:
     throw ApiError.field("upgrade", "`Upgrade` header did not include 'websocket'");
   }
   check(caller.role, "usePort");
+  const w = watch(env, room, caller, "usePort");
   try {
-    return await roomSandbox(env, room).tunnel(port, request, limits(env).tunnelBytesPerSec);
+    return guarded(await roomSandbox(env, room).tunnel(port, request, limits(env).tunnelBytesPerSec), w);
   } catch (e) {
+    w.stop();
     return portError(e, port);
   }
 }

@@ -7,11 +7,11 @@ use nix::errno::Errno;
 use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
 use nix::sys::stat::Mode;
 use std::fs::File;
-use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::io::Read;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 
-use crate::sandbox::files::{FileError, components};
+use crate::sandbox::files::{FileError, FileReader, components};
 
 fn how(flags: OFlag) -> OpenHow {
     let how = OpenHow::new().flags(flags | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW);
@@ -35,12 +35,14 @@ pub(super) fn map_errno(e: Errno) -> FileError {
         Errno::EXDEV => FileError::BadPath("must not leave /workspace".into()),
         Errno::EISDIR => FileError::BadPath("is a directory".into()),
         Errno::ENOTDIR => FileError::BadPath("a parent is not a directory".into()),
+        // A socket (or a device with nothing behind it) cannot be opened.
+        Errno::ENXIO => FileError::BadPath(NOT_REGULAR.into()),
         Errno::ENOSPC | Errno::EDQUOT | Errno::EFBIG => FileError::Full,
         other => FileError::Io(other.desc().to_string()),
     }
 }
 
-fn io_error(e: std::io::Error) -> FileError {
+pub(super) fn io_error(e: std::io::Error) -> FileError {
     match e.raw_os_error() {
         Some(code) => map_errno(Errno::from_raw(code)),
         None => FileError::Io(e.to_string()),
@@ -57,105 +59,169 @@ fn open_workspace(workspace: &Path) -> Result<File, FileError> {
     File::open(workspace).map_err(io_error)
 }
 
-/// Reads a file of the workspace.
-pub fn read(workspace: &Path, path: &str) -> Result<Vec<u8>, FileError> {
+/// Opens a regular file of the workspace for reading. Opened without
+/// blocking (a FIFO with no writer would hold the thread forever), then
+/// anything but a regular file is refused.
+pub fn open_regular(workspace: &Path, path: &str) -> Result<FileReader, FileError> {
     let parts = components(path)?;
     let root = open_workspace(workspace)?;
-    let fd = open_at(&root, &parts.join("/"), OFlag::O_RDONLY)?;
-    let mut file = File::from(fd);
+    let fd = open_at(
+        &root,
+        &parts.join("/"),
+        OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_NOCTTY,
+    )?;
+    let file = File::from(fd);
     let meta = file.metadata().map_err(io_error)?;
     if meta.is_dir() {
         return Err(FileError::BadPath("is a directory".into()));
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    if !meta.is_file() {
+        return Err(FileError::BadPath(NOT_REGULAR.into()));
+    }
+    Ok(FileReader {
+        len: meta.len(),
+        file,
+    })
+}
+
+/// What a FIFO, socket or device answers.
+pub const NOT_REGULAR: &str = "is not a regular file (a FIFO, socket or device is never read)";
+
+/// Reads a regular file of the workspace whole.
+pub fn read(workspace: &Path, path: &str) -> Result<Vec<u8>, FileError> {
+    let FileReader { len, mut file } = open_regular(workspace, path)?;
+    let mut bytes = Vec::with_capacity(len as usize);
     file.read_to_end(&mut bytes).map_err(io_error)?;
     Ok(bytes)
 }
 
-/// Writes a file of the workspace, creating its parent folders; new
-/// entries belong to `owner` (the room's uid) when given.
+/// An upload being written: a new file beside its target, renamed over it
+/// by `finish`; dropped unfinished, the new file is removed (a crash
+/// mid-write leaves the old file or none, never a torn one).
+pub struct Upload {
+    dir: OwnedFd,
+    temp: String,
+    name: String,
+    file: File,
+    done: bool,
+}
+
+impl Upload {
+    /// Starts writing `path` of the workspace, creating its parent
+    /// folders; new entries belong to `owner` (the room's uid) when given.
+    pub fn create(workspace: &Path, path: &str, owner: Option<u32>) -> Result<Upload, FileError> {
+        let parts = components(path)?;
+        let (name, parents) = parts
+            .split_last()
+            .ok_or(FileError::BadPath("must name a file".into()))?;
+        let mut dir = OwnedFd::from(open_workspace(workspace)?);
+        for part in parents {
+            dir = match open_at(&dir, part, OFlag::O_RDONLY | OFlag::O_DIRECTORY) {
+                Ok(next) => next,
+                Err(FileError::NotFound) => {
+                    nix::sys::stat::mkdirat(
+                        Some(dir.as_raw_fd()),
+                        *part,
+                        Mode::from_bits_truncate(0o755),
+                    )
+                    .or_else(|e| if e == Errno::EEXIST { Ok(()) } else { Err(e) })
+                    .map_err(map_errno)?;
+                    let next = open_at(&dir, part, OFlag::O_RDONLY | OFlag::O_DIRECTORY)?;
+                    chown(&next, owner)?;
+                    next
+                }
+                Err(e) => return Err(e),
+            };
+        }
+        let temp = format!(".duet-upload-{:016x}", rand::random::<u64>());
+        let fd = open_at(
+            &dir,
+            &temp,
+            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL,
+        )?;
+        let mut upload = Upload {
+            dir,
+            temp,
+            name: name.to_string(),
+            file: File::from(fd),
+            done: false,
+        };
+        upload.prepare(owner)?;
+        Ok(upload)
+    }
+
+    /// The new file, to write the bytes to.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Makes the new file the target's: its bytes on disk, then renamed.
+    pub fn finish(mut self) -> Result<(), FileError> {
+        self.file.sync_data().map_err(io_error)?;
+        nix::fcntl::renameat(
+            Some(self.dir.as_raw_fd()),
+            self.temp.as_str(),
+            Some(self.dir.as_raw_fd()),
+            self.name.as_str(),
+        )
+        .map_err(map_errno)?;
+        self.done = true;
+        Ok(())
+    }
+
+    /// The new file's owner, and the mode of the file it will replace (an
+    /// uploaded script stays executable).
+    fn prepare(&mut self, owner: Option<u32>) -> Result<(), FileError> {
+        let fd = self.file.as_fd().try_clone_to_owned().map_err(io_error)?;
+        chown(&fd, owner)?;
+        let old = nix::sys::stat::fstatat(
+            Some(self.dir.as_raw_fd()),
+            self.name.as_str(),
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        );
+        if let Ok(old) = old {
+            match old.st_mode & libc::S_IFMT {
+                libc::S_IFDIR => return Err(FileError::BadPath("is a directory".into())),
+                libc::S_IFLNK => {
+                    return Err(FileError::BadPath("passes through a symlink".into()));
+                }
+                _ => {}
+            }
+            nix::sys::stat::fchmod(
+                fd.as_raw_fd(),
+                Mode::from_bits_truncate(old.st_mode & 0o777),
+            )
+            .map_err(map_errno)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Upload {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = nix::unistd::unlinkat(
+                Some(self.dir.as_raw_fd()),
+                self.temp.as_str(),
+                nix::unistd::UnlinkatFlags::NoRemoveDir,
+            );
+        }
+    }
+}
+
+/// Writes a file of the workspace whole (as an upload does).
+#[cfg(test)]
 pub fn write(
     workspace: &Path,
     path: &str,
     bytes: &[u8],
     owner: Option<u32>,
 ) -> Result<u64, FileError> {
-    let parts = components(path)?;
-    let (name, parents) = parts
-        .split_last()
-        .ok_or(FileError::BadPath("must name a file".into()))?;
-    let mut dir = OwnedFd::from(open_workspace(workspace)?);
-    for part in parents {
-        dir = match open_at(&dir, part, OFlag::O_RDONLY | OFlag::O_DIRECTORY) {
-            Ok(next) => next,
-            Err(FileError::NotFound) => {
-                nix::sys::stat::mkdirat(
-                    Some(dir.as_raw_fd()),
-                    *part,
-                    Mode::from_bits_truncate(0o755),
-                )
-                .or_else(|e| if e == Errno::EEXIST { Ok(()) } else { Err(e) })
-                .map_err(map_errno)?;
-                let next = open_at(&dir, part, OFlag::O_RDONLY | OFlag::O_DIRECTORY)?;
-                chown(&next, owner)?;
-                next
-            }
-            Err(e) => return Err(e),
-        };
-    }
-    // Written beside the target, then renamed over it: a crash mid-write
-    // leaves the old file or none, never a torn one.
-    let temp = format!(".duet-upload-{:016x}", rand::random::<u64>());
-    let written = write_new(&dir, &temp, name, bytes, owner).and_then(|()| {
-        nix::fcntl::renameat(
-            Some(dir.as_raw_fd()),
-            temp.as_str(),
-            Some(dir.as_raw_fd()),
-            *name,
-        )
-        .map_err(map_errno)
-    });
-    if written.is_err() {
-        let _ = nix::unistd::unlinkat(
-            Some(dir.as_raw_fd()),
-            temp.as_str(),
-            nix::unistd::UnlinkatFlags::NoRemoveDir,
-        );
-    }
-    written.map(|()| bytes.len() as u64)
-}
-
-/// Writes `bytes` to the new file `temp` in `dir`, with the mode of the
-/// file `target` it will replace (an uploaded script stays executable).
-fn write_new(
-    dir: &OwnedFd,
-    temp: &str,
-    target: &str,
-    bytes: &[u8],
-    owner: Option<u32>,
-) -> Result<(), FileError> {
-    let fd = open_at(dir, temp, OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL)?;
-    chown(&fd, owner)?;
-    let old = nix::sys::stat::fstatat(
-        Some(dir.as_raw_fd()),
-        target,
-        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
-    );
-    if let Ok(old) = old {
-        match old.st_mode & libc::S_IFMT {
-            libc::S_IFDIR => return Err(FileError::BadPath("is a directory".into())),
-            libc::S_IFLNK => return Err(FileError::BadPath("passes through a symlink".into())),
-            _ => {}
-        }
-        nix::sys::stat::fchmod(
-            fd.as_raw_fd(),
-            Mode::from_bits_truncate(old.st_mode & 0o777),
-        )
-        .map_err(map_errno)?;
-    }
-    let mut file = File::from(fd);
-    file.write_all(bytes).map_err(io_error)?;
-    file.sync_data().map_err(io_error)
+    let upload = Upload::create(workspace, path, owner)?;
+    let mut file = upload.file();
+    std::io::Write::write_all(&mut file, bytes).map_err(io_error)?;
+    upload.finish()?;
+    Ok(bytes.len() as u64)
 }
 
 fn chown(fd: &OwnedFd, owner: Option<u32>) -> Result<(), FileError> {

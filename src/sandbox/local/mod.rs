@@ -28,7 +28,7 @@ pub mod tree;
 pub mod wire;
 mod worker;
 
-use super::files::FileError;
+use super::files::{FileBody, FileError, FileReader};
 pub(crate) use super::{
     BoxFuture, CheckpointError, Chunk, ExecOutcome, ExecSpec, ForkSource, Network, OnOutput,
     PortError, ProcEvent, ProcEvents, ProcSignal, RestartReason, Sandbox, SandboxError,
@@ -261,16 +261,50 @@ impl RoomSandbox {
         .map_err(|e| FileError::Io(e.to_string()))?
     }
 
-    /// Writes a file of the workspace, creating its parent folders;
-    /// answers its size.
-    pub async fn write_file(&self, path: String, bytes: bytes::Bytes) -> Result<u64, FileError> {
+    /// Opens a regular file of the workspace to be read in chunks.
+    pub async fn open_file(&self, path: String) -> Result<FileReader, FileError> {
         let (place, limits) = (self.place.clone(), self.limits.clone());
         tokio::task::spawn_blocking(move || {
+            if !place.workspace.exists() {
+                return Err(FileError::NotFound);
+            }
             ready_workspace(&place, &limits).map_err(unavailable)?;
-            files::write(&place.workspace, &path, &bytes, place.uid)
+            files::open_regular(&place.workspace, &path)
         })
         .await
         .map_err(|e| FileError::Io(e.to_string()))?
+    }
+
+    /// Writes a file of the workspace from `body` as it arrives, beside
+    /// the old one, and renames it over it at the end; answers its size.
+    pub async fn write_file(&self, path: String, mut body: FileBody) -> Result<u64, FileError> {
+        use futures_util::StreamExt;
+        use tokio::io::AsyncWriteExt;
+        let (place, limits) = (self.place.clone(), self.limits.clone());
+        let upload = tokio::task::spawn_blocking(move || {
+            ready_workspace(&place, &limits).map_err(unavailable)?;
+            files::Upload::create(&place.workspace, &path, place.uid)
+        })
+        .await
+        .map_err(|e| FileError::Io(e.to_string()))??;
+        let written = upload
+            .file()
+            .try_clone()
+            .map_err(|e| FileError::Io(e.to_string()))?;
+        let mut out = tokio::fs::File::from_std(written);
+        let mut size = 0u64;
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk?;
+            size += chunk.len() as u64;
+            out.write_all(&chunk).await.map_err(files::io_error)?;
+        }
+        out.flush().await.map_err(files::io_error)?;
+        drop(out);
+        // An error or a dropped request before here removes the new file.
+        tokio::task::spawn_blocking(move || upload.finish())
+            .await
+            .map_err(|e| FileError::Io(e.to_string()))??;
+        Ok(size)
     }
 
     /// Queues a command behind those queued before it (the job is queued
@@ -469,9 +503,14 @@ impl Sandbox for RoomSandbox {
         Box::pin(async move { RoomSandbox::read_file(&sandbox, path).await })
     }
 
-    fn write_file(&self, path: String, bytes: bytes::Bytes) -> BoxFuture<Result<u64, FileError>> {
+    fn open_file(&self, path: String) -> BoxFuture<Result<FileReader, FileError>> {
         let sandbox = self.clone();
-        Box::pin(async move { RoomSandbox::write_file(&sandbox, path, bytes).await })
+        Box::pin(async move { RoomSandbox::open_file(&sandbox, path).await })
+    }
+
+    fn write_file(&self, path: String, body: FileBody) -> BoxFuture<Result<u64, FileError>> {
+        let sandbox = self.clone();
+        Box::pin(async move { RoomSandbox::write_file(&sandbox, path, body).await })
     }
 
     fn busy(&self) -> bool {

@@ -35,7 +35,8 @@ pub(crate) fn preview_target(path: &str) -> Option<(&str, &str)> {
 pub(crate) fn is_tunnel(path: &str) -> bool {
     path.strip_prefix("/api/rooms/")
         .and_then(|rest| rest.split_once('/'))
-        .is_some_and(|(_, rest)| rest.starts_with("tunnel/"))
+        .and_then(|(_, rest)| rest.strip_prefix("tunnel/"))
+        .is_some_and(|port| !port.is_empty() && !port.contains('/'))
 }
 
 /// The room id and port of a route, or the 400 naming what is wrong.
@@ -151,6 +152,7 @@ mod tests {
         assert_eq!(preview_target("/api/rooms/r1/files/ports/8000"), None);
         assert!(is_tunnel("/api/rooms/r1/tunnel/5432"));
         assert!(!is_tunnel("/api/rooms/r1/files/tunnel/5432"));
+        assert!(!is_tunnel("/api/rooms/r1/tunnel/5432/ws"));
         assert!(checked("r1", "0").is_err());
         assert!(checked("r1", "65536").is_err());
         assert_eq!(checked("r1", "8000").ok(), Some(8000));

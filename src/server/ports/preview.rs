@@ -7,6 +7,7 @@
 use super::{COOKIE_NAME, checked, cookie_credential, cookie_value, has_token, without_token};
 use crate::server::access::Action;
 use crate::server::auth::Access;
+use crate::server::channel_guard::{Guard, cut_when};
 use crate::server::errors::{ApiError, Path};
 use crate::server::router::App;
 use axum::Extension;
@@ -73,6 +74,8 @@ pub(crate) async fn preview(
         Action::UsePort
     };
     crate::server::access::check(access.role(), action)?;
+    // Revoked, expired or demoted below `action`: the exchange is cut.
+    let mut lost = Box::pin(Guard::new(&app.registry.shared, room, &access, action).lost());
     if let Some(query) = query.as_deref().filter(|_| has_token && page) {
         let cookie = app.token.as_deref().map(|_| (&access, given_token(query)));
         return Ok(trade_token(cookie, room, port_text, req.uri(), query));
@@ -131,21 +134,27 @@ pub(crate) async fn preview(
     tokio::spawn(async move {
         let _ = conn.with_upgrades().await;
     });
-    let mut response = sender.send_request(upstream).await.map_err(broken)?;
+    let mut response = tokio::select! {
+        response = sender.send_request(upstream) => response.map_err(broken)?,
+        _ = &mut lost => return Err(ApiError::unauthorized()),
+    };
     if response.status() == StatusCode::SWITCHING_PROTOCOLS {
         let app_upgrade = hyper::upgrade::on(&mut response);
         if let Some(client_upgrade) = client_upgrade {
             tokio::spawn(async move {
                 if let (Ok(client), Ok(app)) = (client_upgrade.await, app_upgrade.await) {
                     let (mut client, mut app) = (TokioIo::new(client), TokioIo::new(app));
-                    let _ = tokio::io::copy_bidirectional(&mut client, &mut app).await;
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut client, &mut app) => {}
+                        _ = lost => {}
+                    }
                 }
             });
         }
         return Ok(response.map(|_| Body::empty()));
     }
     scrub(response.headers_mut(), false);
-    Ok(response.map(Body::new))
+    Ok(response.map(|body| cut_when(Body::new(body), lost)))
 }
 
 /// The `token` a query carries (the middleware checked it).

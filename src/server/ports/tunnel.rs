@@ -5,6 +5,8 @@
 //! `--tunnel-bytes-per-sec` (slower, never dropped).
 
 use super::checked;
+use crate::server::access::Action;
+use crate::server::channel_guard::Guard;
 use crate::server::errors::{ApiError, Path};
 use crate::server::limits::Bucket;
 use crate::server::router::App;
@@ -32,17 +34,19 @@ pub(crate) async fn tunnel(
         params.get("port").map(String::as_str).unwrap_or_default(),
     )?;
     let upgrade = upgrade.map_err(|e| ApiError::field("upgrade", e.body_text()))?;
-    crate::server::access::check(access.role(), crate::server::access::Action::UsePort)?;
+    crate::server::access::check(access.role(), Action::UsePort)?;
+    let guard = Guard::new(&app.registry.shared, room, &access, Action::UsePort);
     let stream = super::connect(&app, room, port).await?;
     let rate = app.registry.shared.limits.tunnel_bytes_per_sec;
     Ok(upgrade
         .max_message_size(4 * 1024 * 1024)
-        .on_upgrade(move |socket| carry(socket, stream, Bucket::per_second(rate)))
+        .on_upgrade(move |socket| carry(socket, stream, Bucket::per_second(rate), guard))
         .into_response())
 }
 
-/// Moves bytes both ways until either side ends.
-async fn carry(socket: WebSocket, stream: TcpStream, mut bucket: Bucket) {
+/// Moves bytes both ways until either side ends, or the credential it was
+/// opened with stops allowing it.
+async fn carry(socket: WebSocket, stream: TcpStream, mut bucket: Bucket, guard: Guard) {
     let (mut to_client, mut from_client) = socket.split();
     let (mut from_port, mut to_port) = stream.into_split();
     let code = {
@@ -79,17 +83,13 @@ async fn carry(socket: WebSocket, stream: TcpStream, mut bucket: Bucket) {
             }
         };
         tokio::select! {
-            code = upstream => code,
-            code = downstream => Some(code),
+            code = upstream => code.map(|code| (code, "a tunnel carries binary frames only")),
+            code = downstream => Some((code, "the port closed the connection")),
+            lost = guard.lost() => Some((lost.close_code(), lost.reason())),
         }
     };
     let _ = to_port.shutdown().await;
-    if let Some(code) = code {
-        let reason = if code == close_code::UNSUPPORTED {
-            "a tunnel carries binary frames only"
-        } else {
-            "the port closed the connection"
-        };
+    if let Some((code, reason)) = code {
         let close = CloseFrame {
             code,
             reason: reason.into(),

@@ -243,6 +243,11 @@ impl RoomActor {
     /// Sends `news` to the room's sockets with `text` for everyone (none:
     /// only the invite's sockets act on it).
     fn tell_members(&self, news: AccessNews, text: Option<axum::extract::ws::Utf8Bytes>) {
+        // Tunnels and previews of the invite hear it too.
+        let _ = self
+            .shared
+            .access_news
+            .send(Arc::new((self.id.clone(), news.clone())));
         let frame = OutFrame {
             access: Some(news),
             ..OutFrame::plain(text.unwrap_or_default())
