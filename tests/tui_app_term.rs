@@ -456,3 +456,30 @@ fn an_unexpected_end_says_why() {
         "{effects:?}"
     );
 }
+
+/// Issue 23: after the terminal died unseen, every key alice typed drew
+/// a `not attached ... (term_open first)` toast. The first refusal ends
+/// the view: the keys that follow go to the input, and F3 opens it again.
+#[test]
+fn a_refused_keystroke_ends_the_view_instead_of_a_toast_per_key() {
+    let mut app = app();
+    attached(&mut app, None);
+    let refusal =
+        "duet_term_input: this socket is not attached to terminal \"t1\" (term_open first)";
+    for _ in 0..3 {
+        app.update(tui_fixtures::frame(ServerFrame::Error {
+            error: refusal.into(),
+            retry_after_ms: None,
+        }));
+    }
+    assert!(!app.term.shown && !app.term.attached);
+    assert!(typed(&type_text(&mut app, "ab")).is_empty());
+    assert_eq!(app.composer.text(), "ab");
+    let screen = render(&mut app, 120, 40);
+    assert!(!screen.contains("term_open first"), "{screen}");
+    assert_eq!(
+        screen.matches("not attached any more").count(),
+        1,
+        "{screen}"
+    );
+}

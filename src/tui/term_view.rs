@@ -262,6 +262,27 @@ impl App {
         }
     }
 
+    /// A `duet_error` saying this socket is not attached to the terminal
+    /// the view shows (it ended unseen): the view ends, so the keys that
+    /// follow go to the input instead of each drawing the same refusal.
+    /// Answers whether the error was that.
+    pub(crate) fn term_input_refused(&mut self, error: &str) -> bool {
+        let refused =
+            error.starts_with("duet_term_") && error.contains("is not attached to terminal");
+        if !refused || !self.term.shown {
+            return false;
+        }
+        self.terminal_ended();
+        self.toast(
+            format!(
+                "the room's terminal is not attached any more: {} opens it",
+                toggle_key()
+            ),
+            true,
+        );
+        true
+    }
+
     /// `duet_typing` with a `termId`: someone types into the terminal.
     pub(crate) fn on_term_typing(&mut self, id: String, name: String) -> bool {
         if id == self.session.connection_id {
