@@ -263,14 +263,15 @@ impl App {
     }
 
     /// A `duet_error` saying this socket is not attached to the terminal
-    /// the view shows (it ended unseen): the view ends, so the keys that
-    /// follow go to the input instead of each drawing the same refusal.
-    /// Answers whether the error was that.
+    /// the view shows (it ended unseen): the view ends, once, so the keys
+    /// that follow go to the input instead of each drawing the same
+    /// refusal (those sent before it ended are refused quietly). Answers
+    /// whether the error was that.
     pub(crate) fn term_input_refused(&mut self, error: &str) -> bool {
         let refused =
             error.starts_with("duet_term_") && error.contains("is not attached to terminal");
         if !refused || !self.term.shown {
-            return false;
+            return refused;
         }
         self.terminal_ended();
         self.toast(
