@@ -438,8 +438,9 @@ export function termResizeFrame(termId: string, cols: number, rows: number): str
   return JSON.stringify({ type: "duet_term", phase: "resize", termId, cols, rows });
 }
 
-export function termExitFrame(termId: string, exitCode: number | null): string {
-  return JSON.stringify({ type: "duet_term", phase: "exit", termId, exitCode });
+/** `reason`: why, when it ended unexpectedly (its screen or its connection to the sandbox failed). */
+export function termExitFrame(termId: string, exitCode: number | null, reason?: string): string {
+  return JSON.stringify({ type: "duet_term", phase: "exit", termId, exitCode, ...(reason === undefined ? {} : { reason }) });
 }
 
 

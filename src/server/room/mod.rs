@@ -661,7 +661,7 @@ impl RoomActor {
         for turn in self.turns.drain(..) {
             turn.answer(Ok(turn::no_reply(CLEANED, Vec::new())));
         }
-        self.end_terminal(None);
+        self.end_terminal(None, None);
         self.kill_all_processes();
         self.broadcast(&ServerFrame::Cleanup { by: by.clone() });
         self.messages.clear();
