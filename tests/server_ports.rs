@@ -1229,3 +1229,69 @@ async fn the_port_routes_never_start_a_sandbox() {
     exec(&server, room, "true").await;
     assert!(!common::procs::descendants(server.pid()).is_empty());
 }
+
+/// An HTTP/1.1 app that keeps its connections open and, as many apps do,
+/// reads no body of a GET: each request it parses is a line of its stdout
+/// (`METHOD PATH`), answered with an empty 200.
+const KEEP_ALIVE_PY: &str = r#"
+import http.server, sys
+
+class App(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def answer(self):
+        print(self.command, self.path, flush=True)
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_HEAD = do_POST = answer
+
+    def log_message(self, *args):
+        pass
+
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), App).serve_forever()
+"#;
+
+/// A viewer may only read a preview (GET and HEAD): a GET whose body holds
+/// a second request must not reach the app as a second request. The
+/// proxy frames what it forwards: the viewer's body is dropped, and the
+/// app's connection carries this one request only.
+#[tokio::test]
+async fn a_viewer_s_get_cannot_smuggle_a_second_request_into_the_app() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (server, _dir) = common::access::with_token(&[]).await;
+    let room = "ports-smuggle";
+    let app = python_app(&server, room, "app.py", KEEP_ALIVE_PY, 8000).await;
+    let id = app["id"].as_str().unwrap().to_string();
+    let (viewer, _) = common::access::guest(&server, room, "viewer", None).await;
+    let smuggled = "POST /smuggled HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n";
+    let head = format!(
+        "GET {} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        room_path(room, "/ports/8000/first"),
+        server.addr,
+        viewer.token,
+        smuggled.len()
+    );
+    let mut tcp = tokio::net::TcpStream::connect(&server.addr).await.unwrap();
+    tcp.write_all(format!("{head}{smuggled}").as_bytes())
+        .await
+        .unwrap();
+    let mut raw = Vec::new();
+    tokio::time::timeout(WAIT, tcp.read_to_end(&mut raw))
+        .await
+        .expect("the answer comes in time")
+        .unwrap();
+    let (status, _, _) = split_response(&raw);
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&raw));
+    // A later request, logged after the first: once it is there, a
+    // smuggled one would have been logged too.
+    let (status, _) = preview_get(&server, room, 8000, "/after").await;
+    assert_eq!(status, 200);
+    let log = printed(&server, room, &id, "GET /after").await;
+    assert!(log.contains("GET /first"), "{log}");
+    assert!(
+        !log.contains("smuggled"),
+        "the app ran a smuggled request:\n{log}"
+    );
+}

@@ -233,25 +233,12 @@ async fn credential(app: &App, given: Given, token: &str) -> Option<Access> {
     // A browser opening a port's preview: its cookie opens that preview.
     let (room, port) = super::ports::preview_target(&given.path)?;
     let cookie = given.cookie.as_deref()?;
-    match cookie.split_once('.') {
-        None => super::ports::is_credential(cookie, token, room, port).then_some(Access::Server),
-        Some((invite_id, tag)) => {
-            let row = app
-                .registry
-                .shared
-                .store
-                .invite(room.to_string(), invite_id.to_string())
-                .await
-                .ok()??;
-            (row.usable() && super::ports::is_credential(tag, &row.token_hash, room, port))
-                .then_some(Access::Invite(row.invite))
-        }
-    }
+    super::ports::cookie_access(app, token, room, port, cookie).await
 }
 
 /// The access an invite token `given` gives on `path`: its invite's, when
 /// it is for that path's room and still usable.
-async fn invite_access(app: &App, path: &str, given: &str) -> Option<Access> {
+pub(crate) async fn invite_access(app: &App, path: &str, given: &str) -> Option<Access> {
     if !given.starts_with(INVITE_PREFIX) {
         return None;
     }
@@ -267,7 +254,7 @@ async fn invite_access(app: &App, path: &str, given: &str) -> Option<Access> {
 }
 
 /// Compares secrets in time independent of where they differ.
-fn same(a: &str, b: &str) -> bool {
+pub(crate) fn same(a: &str, b: &str) -> bool {
     subtle::ConstantTimeEq::ct_eq(a.as_bytes(), b.as_bytes()).into()
 }
 

@@ -133,6 +133,8 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let addr = listener.local_addr()?;
+    let previews = ports::PreviewHosts::new(args.preview_host.as_deref(), addr)
+        .map_err(|e| anyhow::anyhow!(e))?;
     let policy = args.policy();
     let limits = limits::LimitConfig::from(&args.limits);
     tracing::info!("rate limits in force: {}", limits.describe());
@@ -160,6 +162,7 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
         has_token: token.is_some(),
         approval_timeout: std::time::Duration::from_secs(args.approval_timeout_secs),
         approval_allow: crate::protocol::parse_allow_list(&args.approval_allow),
+        previews,
         rooms: Default::default(),
     });
     let app = Arc::new(router::App {

@@ -35,6 +35,8 @@ pub(crate) struct Shared {
     pub(crate) approval_timeout: Duration,
     /// The server's commands that never ask (`--approval-allow`).
     pub(crate) approval_allow: Vec<String>,
+    /// Where each preview has an origin of its own, if anywhere.
+    pub(crate) previews: Option<super::ports::PreviewHosts>,
     /// The rooms loaded now, by id.
     pub(crate) rooms: Mutex<HashMap<String, RoomHandle>>,
 }
