@@ -1,6 +1,7 @@
 //! The bearer token: every path but `/health` needs it when the server has
-//! one; a socket (and a tunnel) may pass it as `?token=` instead, and a
-//! port's preview also takes the cookie a browser got for it.
+//! one; a socket (and a tunnel) may pass it as `?token=` instead, and so
+//! may a port's preview (whose own origin takes the cookie a browser got
+//! for it: ports/site.rs).
 
 use super::access::Action;
 use super::errors::ApiError;
@@ -182,8 +183,6 @@ struct Given {
     path: String,
     /// `Authorization: Bearer`, then `?token=` where a query may carry it.
     tokens: Vec<String>,
-    /// The preview's cookie.
-    cookie: Option<String>,
 }
 
 impl Given {
@@ -210,11 +209,8 @@ impl Given {
                 })
             })
             .flatten();
-        let cookie = super::ports::preview_target(&path)
-            .and_then(|_| super::ports::cookie_credential(req.headers()));
         Given {
             tokens: header.into_iter().chain(query).collect(),
-            cookie,
             path,
         }
     }
@@ -230,10 +226,7 @@ async fn credential(app: &App, given: Given, token: &str) -> Option<Access> {
             return Some(invite);
         }
     }
-    // A browser opening a port's preview: its cookie opens that preview.
-    let (room, port) = super::ports::preview_target(&given.path)?;
-    let cookie = given.cookie.as_deref()?;
-    super::ports::cookie_access(app, token, room, port, cookie).await
+    None
 }
 
 /// The access an invite token `given` gives on `path`: its invite's, when

@@ -191,12 +191,10 @@ pub(super) async fn forward(
             .headers
             .insert(HeaderName::from_static("x-forwarded-host"), host);
     }
-    if let Some(prefix) = prefix {
-        set(
-            &mut parts.headers,
-            HeaderName::from_static("x-forwarded-prefix"),
-            prefix,
-        );
+    let prefix_header = HeaderName::from_static("x-forwarded-prefix");
+    match prefix {
+        Some(prefix) => set(&mut parts.headers, prefix_header, prefix),
+        None => drop(parts.headers.remove(prefix_header)),
     }
     set(
         &mut parts.headers,
