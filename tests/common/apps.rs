@@ -493,7 +493,9 @@ pub fn client_for(server: &Server, url: &str) -> reqwest::Client {
         .and_then(|u| u.host_str().map(str::to_string))
         .expect("a URL with a host");
     let addr: std::net::SocketAddr = server.addr.parse().expect("the server's address");
+    let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
+        .timeout(WAIT)
         .redirect(reqwest::redirect::Policy::none())
         .resolve(&host, addr)
         .build()
