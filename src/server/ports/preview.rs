@@ -160,14 +160,6 @@ pub(super) async fn forward(
     bodiless: bool,
 ) -> Result<Response, ApiError> {
     let upgrade = wants_upgrade(req.headers());
-    if req.headers().contains_key(header::TRANSFER_ENCODING)
-        && req.headers().contains_key(header::CONTENT_LENGTH)
-    {
-        return Err(ApiError::field(
-            "content-length",
-            "a request with both Content-Length and Transfer-Encoding is refused",
-        ));
-    }
     let stream = super::connect(app, room, port).await?;
     let client_upgrade = req.extensions_mut().remove::<hyper::upgrade::OnUpgrade>();
     let (mut parts, body) = req.into_parts();
