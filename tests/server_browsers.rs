@@ -1,6 +1,8 @@
 //! Browsers cannot reach in (docs/protocol.md "Browsers and host names"):
 //! a web page the user visits can neither call the token-less loopback
-//! backend nor open a room's socket, and DNS rebinding gets 421.
+//! backend nor open a room's socket, and DNS rebinding gets 421; a page of
+//! one room's preview (a real browser) reaches neither another room's
+//! preview nor Duet's API, nor sets cookies beyond its own origin.
 
 mod common;
 

@@ -2,11 +2,13 @@
 //! says: listening ports (TCP, any address, any listener) in the room
 //! state and `GET …/ports`, the HTTP preview (files, redirects, 502 and
 //! 400, streamed bodies, WebSockets), the tunnel (a raw TCP connection over
-//! binary frames, closed either way), the token's cookie flow (by hand and
-//! with a real browser, Debian's headless Chromium), and isolation: the
-//! host's loopback is out of reach, the app never sees a credential (even
-//! slipped in), browsers may open the preview but not the API, and the
-//! routes never start a sandbox. Apps in the sandbox are
+//! binary frames, closed either way), each preview's own origin and the
+//! ticket and cookie that open it (by hand and with a real browser,
+//! Debian's headless Chromium), and isolation: the host's loopback is out
+//! of reach, the app never sees a credential (even slipped in), browsers
+//! may open the preview at its origin but not the API, a viewer's body
+//! never reaches the app as a second request, and the routes never start
+//! a sandbox. Apps in the sandbox are
 //! `python3 -m http.server` and small standard-library Python programs.
 //! Backend-neutral: only the protocol, except what is marked
 //! `only_duet_serve` (its flags and local facts).
