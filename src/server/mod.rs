@@ -134,6 +134,8 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let addr = listener.local_addr()?;
+    let previews = ports::PreviewHosts::new(args.preview_host.as_deref(), addr)
+        .map_err(|e| anyhow::anyhow!(e))?;
     let policy = args.policy();
     let limits = limits::LimitConfig::from(&args.limits);
     tracing::info!("rate limits in force: {}", limits.describe());
@@ -162,6 +164,7 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
         approval_timeout: std::time::Duration::from_secs(args.approval_timeout_secs),
         approval_allow: crate::protocol::parse_allow_list(&args.approval_allow),
         access_news: tokio::sync::broadcast::channel(channel_guard::NEWS_KEPT).0,
+        previews,
         rooms: Default::default(),
     });
     let app = Arc::new(router::App {

@@ -38,6 +38,8 @@ pub(crate) struct Shared {
     /// Every room's changes of access (revocations, roles), for the open
     /// channels that are not sockets (channel_guard.rs).
     pub(crate) access_news: tokio::sync::broadcast::Sender<super::channel_guard::RoomNews>,
+    /// Where each preview has an origin of its own, if anywhere.
+    pub(crate) previews: Option<super::ports::PreviewHosts>,
     /// The rooms loaded now, by id.
     pub(crate) rooms: Mutex<HashMap<String, RoomHandle>>,
 }
