@@ -7,6 +7,7 @@ pub mod access;
 pub mod apps;
 pub mod cli;
 pub mod procs;
+pub mod ticks;
 pub mod tmux;
 
 use futures_util::{SinkExt, StreamExt};
