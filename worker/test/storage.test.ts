@@ -4,7 +4,8 @@
 import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../src/env";
-import { get, post, room, ws } from "./support";
+import { SERVER_STOPPED } from "../src/protocol";
+import { get, joined, post, room, sleep, ws } from "./support";
 
 const testEnv = env as unknown as Env;
 
@@ -85,5 +86,37 @@ describe("storage", () => {
         .filter((name) => JSON.stringify(sql.exec(`SELECT * FROM "${name}"`).toArray()).includes("marker-"));
     });
     expect(holders).toEqual(["duet_messages"]);
+  });
+
+  it("keeps a command a restart cut off, with what it printed, no exit code and why (tests/crash_recovery.rs)", async () => {
+    const r = room("cut");
+    const ticks = "for i in $(seq 1 20); do echo tick $i; sleep 1; done";
+    const stub = testEnv.DuetAgent.get(testEnv.DuetAgent.idFromName(r));
+    const s = await joined(r, "user=ada");
+    const running = post(`/api/rooms/${r}/sandbox/exec`, { cmd: ticks }).catch((e) => e);
+    let printed = "";
+    while (!printed.includes("tick 3\n")) {
+      printed += (await s.until((f) => f.type === "duet_exec" && f.phase === "stdout")).data;
+    }
+    // Its row is written as it starts and its output as it streams, in batches.
+    const row = () =>
+      runInDurableObject(stub, (_i, state) => state.storage.sql.exec("SELECT stdout, ended FROM duet_execs").toArray()[0]);
+    while (!String((await row())?.stdout ?? "").includes("tick 3\n")) await sleep(100);
+    expect((await row())?.ended).toBe(0);
+    // Not a record while it runs.
+    expect((await get(`/api/rooms/${r}/execs`)).body.execs).toEqual([]);
+    s.close();
+    await evictDurableObject(stub);
+    await running;
+    const execs = (await get(`/api/rooms/${r}/execs`)).body.execs;
+    expect(execs.length, JSON.stringify(execs)).toBe(1);
+    expect(execs[0].stdout.startsWith("tick 1\ntick 2\ntick 3\n"), execs[0].stdout).toBe(true);
+    expect(execs[0].stdout).not.toContain("tick 20");
+    expect([execs[0].cmd, execs[0].exitCode, execs[0].error]).toEqual([ticks, null, SERVER_STOPPED]);
+    // Who joins after sees it ended, in the state.
+    const bob = await ws(r, "user=bob");
+    await bob.next();
+    expect((await bob.next()).state.execs).toEqual(execs);
+    bob.close();
   });
 });
