@@ -190,6 +190,7 @@ export function execRecordJson(r: ExecRecord): object {
     duration: r.duration,
     ts: r.ts,
     ...(r.truncated && { truncated: true }),
+    ...(r.error !== undefined && { error: r.error }),
   };
 }
 
