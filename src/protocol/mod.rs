@@ -269,7 +269,15 @@ pub struct ExecRecord {
     pub ts: i64,
     #[serde(default, skip_serializing_if = "is_false")]
     pub truncated: bool,
+    /// Why it has no exit code when it could not end by itself (the
+    /// server stopped while it ran, the sandbox failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
+
+/// What a command still running when its server stopped (SIGTERM, a
+/// crash, a restart) is stored with as its `error`.
+pub const SERVER_STOPPED: &str = "the server stopped while it ran";
 
 /// What a client receives on connect and after every change of messages.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

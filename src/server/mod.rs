@@ -27,6 +27,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
+/// How long a stopping server waits for its rooms to store what ran.
+const ROOMS_STOP: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// A backend running in this process.
 pub struct RunningServer {
     /// Where it listens (the real port when asked for port 0).
@@ -166,7 +169,9 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
         access_news: tokio::sync::broadcast::channel(channel_guard::NEWS_KEPT).0,
         previews,
         rooms: Default::default(),
+        actors: Arc::new(tokio::sync::Semaphore::new(registry::ACTOR_SLOTS as usize)),
     });
+    let actors = shared.actors.clone();
     let app = Arc::new(router::App {
         registry: registry::Registry::new(shared),
         token,
@@ -187,6 +192,15 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
             .await
         {
             tracing::error!("the server failed: {e}");
+        }
+        // Each room stores the commands it still ran before the sandboxes
+        // (and those commands) are stopped.
+        let rooms_stopped = actors.acquire_many(registry::ACTOR_SLOTS);
+        if tokio::time::timeout(ROOMS_STOP, rooms_stopped)
+            .await
+            .is_err()
+        {
+            tracing::warn!("rooms still stopping after {ROOMS_STOP:?}: stopping anyway");
         }
         // Quota images are mounted again on the next start.
         let _ = tokio::task::spawn_blocking(move || sandboxes.shutdown()).await;
