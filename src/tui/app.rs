@@ -33,8 +33,26 @@ pub struct Session {
     pub name: String,
     /// This connection's `_pk`.
     pub connection_id: String,
-    /// The exact command a second terminal runs to join.
-    pub join_hint: String,
+    /// How hints name the backend (never with its token).
+    pub backend: crate::client::join::Backend,
+}
+
+impl Session {
+    /// What the status bar offers others: the room's address, or the
+    /// command that joins it where no token is needed.
+    pub fn join_hint(&self) -> String {
+        crate::client::join::join_hint(&self.backend, &self.server, &self.room)
+    }
+
+    /// The room's address: its link without a token.
+    pub fn address(&self) -> String {
+        crate::client::join::address(&self.server, &self.room)
+    }
+
+    /// How this person comes back to `room` on this backend, as this name.
+    pub fn come_back(&self, room: &str) -> String {
+        crate::client::join::come_back(&self.backend, &self.server, room, &self.name)
+    }
 }
 
 /// The two scrollable panes.
@@ -66,6 +84,9 @@ pub enum Modal {
     /// An agent's command waits for a person: approve it? (its
     /// `approvalId`; src/tui/approvals.rs)
     Approval(String),
+    /// A link for someone else, until dismissed: `App::shared`
+    /// (src/tui/share.rs).
+    Link,
 }
 
 /// A note that goes away by itself.
@@ -196,6 +217,10 @@ pub struct App {
     /// person (src/tui/approvals.rs).
     pub approvals: crate::tui::approvals::Approvals,
     pub toasts: Vec<Toast>,
+    /// The link the link dialog shows (src/tui/share.rs).
+    pub shared: Option<crate::tui::share::SharedLink>,
+    /// Where a copy (OSC 52) goes: said after each copy.
+    pub clipboard: crate::tui::share::ClipboardPath,
     /// Whether the mouse is captured (the wheel scrolls); off, the
     /// terminal selects text.
     pub mouse_capture: bool,
@@ -246,6 +271,8 @@ impl App {
             you: None,
             approvals: Default::default(),
             toasts: Vec::new(),
+            shared: None,
+            clipboard: Default::default(),
             mouse_capture: true,
             modals: Vec::new(),
             help_scroll: 0,
@@ -401,11 +428,6 @@ impl App {
             }
             Msg::ServerMoved(Ok(url)) => {
                 self.toast(format!("the room's backend moved to {url}"), false);
-                self.session.join_hint = crate::client::join::hint_moved(
-                    &self.session.join_hint,
-                    &self.session.server,
-                    &url,
-                );
                 self.session.server = url;
                 true
             }

@@ -77,7 +77,7 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         style: bar,
         gives_way,
     };
-    let hint = &app.session.join_hint;
+    let hint = app.session.join_hint();
     let mut parts = vec![
         Part {
             style: bar.add_modifier(Modifier::BOLD),
@@ -85,7 +85,7 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         },
         part(
             vec![format!("as {} ", app.session.name), String::new()],
-            &[4],
+            if online { &[8] } else { &[5] },
         ),
         // The round trip is the first thing to go, the connection's words
         // late; its symbol stays.
@@ -93,9 +93,9 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
             style: bar.patch(conn_style),
             ..match app.conn {
                 ConnState::Connected { rtt_ms: Some(_) } => {
-                    part(vec![conn, "● connected".into(), symbol], &[1, 7])
+                    part(vec![conn, "● connected".into(), symbol], &[1, 3])
                 }
-                _ => part(vec![conn, symbol], &[7]),
+                _ => part(vec![conn, symbol], if online { &[3] } else { &[7] }),
             }
         },
         // Who is here: the names go early; the count, online, after the
@@ -149,11 +149,15 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     // Online, the hint is never dropped (only cut, when alone); offline
     // it goes before who was here.
     parts.push(part(
-        [format!(" · join: {hint}"), format!(" · {hint}")]
-            .into_iter()
-            .chain((!online).then(String::new))
-            .collect(),
-        if online { &[6] } else { &[3] },
+        [
+            format!(" · join: {hint} (F6: link)"),
+            format!(" · join: {hint}"),
+            format!(" · {hint}"),
+        ]
+        .into_iter()
+        .chain((!online).then(String::new))
+        .collect(),
+        if online { &[2, 6] } else { &[2, 3] },
     ));
     parts.push(part(
         vec![format!(" · {}", app.session.server), String::new()],
