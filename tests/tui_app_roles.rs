@@ -218,6 +218,45 @@ fn a_viewer_watches_the_terminal_but_does_not_open_it_or_type_into_it() {
 }
 
 #[test]
+fn a_viewers_keys_into_the_terminal_make_one_toast_that_counts_and_the_footer_says_view_only() {
+    let mut app = viewer();
+    app.update(frame(ServerFrame::Term(TermFrame::Open {
+        term_id: "t1".into(),
+        by: "bob".into(),
+        cols: 80,
+        rows: 24,
+    })));
+    app.update(key(KeyCode::F(3)));
+    app.update(answer(
+        RoomOp::TermOpen(None),
+        Ok(json!({"termId":"t1","cols":80,"rows":24})),
+    ));
+    type_text(&mut app, "twelve keys");
+    app.update(key(KeyCode::Enter));
+    let refusals = app
+        .toasts
+        .iter()
+        .filter(|t| t.text.contains("may not type"));
+    assert_eq!(refusals.count(), 1, "{:?}", app.toasts);
+    let screen = render(&mut app, 120, 40);
+    assert!(screen.contains("terminal ×12"), "{screen}");
+    assert!(
+        screen.contains("the terminal is view-only for a viewer"),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("keys go to the room's terminal"),
+        "{screen}"
+    );
+    // A dialog is never under a toast.
+    app.update(key(KeyCode::Char(']')));
+    app.update(ctrl(']'));
+    app.update(key(KeyCode::F(1)));
+    let screen = render(&mut app, 120, 40);
+    assert!(!screen.contains("×12"), "{screen}");
+}
+
+#[test]
 fn the_servers_refusal_is_said_whole() {
     let mut app = app();
     let refused = StatusError::from_body(

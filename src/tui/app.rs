@@ -97,6 +97,18 @@ pub struct Toast {
     pub until_ms: i64,
     /// About the connection: goes when it is back (see `tui::link`).
     pub link: Option<crate::tui::link::LinkToast>,
+    /// How many times it was said while on screen (drawn `×N` past one).
+    pub count: u32,
+}
+
+impl Toast {
+    /// Its words as drawn: with `×N` when it was said N times.
+    pub fn shown(&self) -> String {
+        match self.count {
+            0 | 1 => self.text.clone(),
+            n => format!("{} ×{n}", self.text),
+        }
+    }
 }
 
 /// Someone typing.
@@ -327,11 +339,23 @@ impl App {
     /// Shows a note for a while (from `update` only).
     pub(crate) fn toast(&mut self, text: impl Into<String>, error: bool) {
         let until_ms = self.now_ms + if error { ERROR_TOAST_MS } else { TOAST_MS };
+        let text = text.into();
+        // The same words again (a key held down, keys into a dead or
+        // view-only terminal): one toast that counts, not a stack.
+        let same = |t: &Toast| t.text == text && t.error == error && t.link.is_none();
+        if let Some(at) = self.toasts.iter().position(same) {
+            let mut again = self.toasts.remove(at);
+            again.count = again.count.saturating_add(1);
+            again.until_ms = until_ms;
+            self.toasts.push(again);
+            return;
+        }
         self.toasts.push(Toast {
-            text: text.into(),
+            text,
             error,
             until_ms,
             link: None,
+            count: 1,
         });
         if self.toasts.len() > 4 {
             self.toasts.remove(0);

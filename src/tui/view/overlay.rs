@@ -42,7 +42,7 @@ pub fn draw_toasts(frame: &mut Frame, app: &App, area: Rect) {
             app.theme.ok()
         };
         let lines: Vec<Line> = toast
-            .text
+            .shown()
             .lines()
             .flat_map(|l| wrap(l, usize::from(w - 2)))
             .map(Line::raw)

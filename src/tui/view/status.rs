@@ -336,10 +336,20 @@ pub fn draw_hints(frame: &mut Frame, app: &App, area: Rect) {
         };
         Line::styled(truncate(&text, total), theme.dim())
     } else if app.terminal_focused() {
-        let text = format!(
-            "keys go to the room's terminal · {} gives them back to the input",
-            crate::client::term::DETACH_LABEL
-        );
+        let back = crate::client::term::DETACH_LABEL;
+        let text = if app.may(crate::tui::roles::Deed::TypeInTerminal).is_err() {
+            format!(
+                "the terminal is view-only for {}: your keys are not sent · {back} gives them back to the input",
+                crate::client::access::a_role(app.role())
+            )
+        } else if app.term.running.is_none() {
+            format!(
+                "the terminal has ended: your keys are not sent · {} opens a new one",
+                crate::tui::term_view::toggle_key()
+            )
+        } else {
+            format!("keys go to the room's terminal · {back} gives them back to the input")
+        };
         Line::styled(truncate(&text, total), theme.warn())
     } else {
         let mut spans = Vec::new();
