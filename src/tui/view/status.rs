@@ -286,21 +286,29 @@ pub fn draw_presence(frame: &mut Frame, app: &App, area: Rect) {
             let me = user.id == app.session.connection_id;
             let typing = app.typing.iter().any(|t| t.id == user.id);
             let mark = if typing { "✎" } else { "●" };
-            let label = if me {
-                format!("{} (you)", user.name)
-            } else {
-                user.name.clone()
-            };
             // Roles show once they differ (a room of owners has none).
             let role = if roles {
                 format!(" {}", user.role)
             } else {
                 String::new()
             };
-            let label = truncate(&label, avail.saturating_sub(2 + width(&role)).max(1));
+            // Where "name (you) role" does not fit, "(you)" gives way (you
+            // are in bold), then the name is cut: never a word in half.
+            let room_for = avail.saturating_sub(2 + width(&role)).max(1);
+            let you = format!("{} (you)", user.name);
+            let label = if me && width(&you) <= room_for {
+                you
+            } else {
+                truncate(&user.name, room_for)
+            };
+            let style = if me {
+                theme.person(&user.name).add_modifier(Modifier::BOLD)
+            } else {
+                theme.person(&user.name)
+            };
             Line::from(vec![
                 Span::styled(format!("{mark} "), theme.person(&user.name)),
-                Span::styled(label, theme.person(&user.name)),
+                Span::styled(label, style),
                 Span::styled(role, theme.dim()),
             ])
         }))
