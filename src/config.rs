@@ -72,7 +72,8 @@ pub struct ClientSettings {
     /// `None`: no room was named anywhere.
     pub room: Option<String>,
     pub token: Option<String>,
-    /// Never empty: `$USER` or `guest` when nothing else names one.
+    /// Never empty: the login name (`default_name`) when nothing else
+    /// names one.
     pub name: String,
     /// The data directory of the embedded backend.
     pub data_dir: PathBuf,
@@ -133,12 +134,32 @@ pub fn default_data_dir() -> Option<PathBuf> {
     default_dirs().map(|d| d.data_dir)
 }
 
-/// The default name: `$USER`, else `guest`.
+/// The default name: the login name (`$USER`, `$LOGNAME`, else the
+/// account's name in the system's user database: a service or `env -i`
+/// sets neither variable), `guest` only when none is a usable name.
 pub fn default_name() -> String {
-    std::env::var("USER")
-        .ok()
-        .filter(|u| crate::protocol::name_problem(u).is_none())
+    let usable = |name: &String| crate::protocol::name_problem(name).is_none();
+    ["USER", "LOGNAME"]
+        .into_iter()
+        .filter_map(|var| std::env::var(var).ok())
+        .find(usable)
+        .or_else(|| account_name().filter(usable))
         .unwrap_or_else(|| "guest".to_string())
+}
+
+/// This process's account name, from the user database.
+#[cfg(target_os = "linux")]
+fn account_name() -> Option<String> {
+    nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|user| user.name)
+}
+
+/// No user database is read here.
+#[cfg(not(target_os = "linux"))]
+fn account_name() -> Option<String> {
+    None
 }
 
 /// Applies the layers: `args` (flags, then environment, via clap), then

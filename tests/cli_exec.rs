@@ -290,3 +290,29 @@ async fn the_terminal_client_without_a_terminal_says_what_to_use() {
         text(&out.stderr)
     );
 }
+
+#[tokio::test]
+async fn without_a_name_a_command_is_the_login_names() {
+    let (server, dir) = Server::fresh().await;
+    let url = server.url("");
+    let login = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .expect("this test's user has an account name");
+    // No --name, no DUET_NAME, and not even USER or LOGNAME set (a
+    // service, a `sudo -E`, a bare `env -i`): the account's name, not "guest".
+    let mut cmd = duet(
+        dir.path(),
+        &["exec", "--server", &url, "--room", "login", "--", "true"],
+    );
+    cmd.env_remove("USER").env_remove("LOGNAME");
+    if let Some(token) = &server.token {
+        cmd.env("DUET_TOKEN", token);
+    }
+    let out = run(cmd).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mut ws = server.ws("login", "user=t").await;
+    let state = ws.until_type("cf_agent_state").await;
+    assert_eq!(state["state"]["execs"][0]["by"], login.as_str(), "{state}");
+}

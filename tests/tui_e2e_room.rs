@@ -28,7 +28,10 @@ async fn two_people_share_a_room_and_clean_it_up() {
         "the UI uses the alternate screen and the mouse"
     );
     assert!(
-        ada.contains(&format!("join: duet --server {url} --room e2e-room")),
+        ada.contains(&format!(
+            "join: duet join {}/e2e-room",
+            url.trim_start_matches("http://")
+        )),
         "{ada}"
     );
 

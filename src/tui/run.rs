@@ -46,6 +46,7 @@ pub async fn run(
     terminal.clear()?;
     let size = terminal.size()?;
     app.now_ms = crate::protocol::now_ms();
+    app.clipboard = crate::tui::share::ClipboardPath::detect();
     app.update(Msg::Resize(size.width, size.height));
 
     let (socket_tx, mut socket_rx) = mpsc::unbounded_channel();

@@ -96,13 +96,31 @@ pub fn random_room() -> String {
 
 /// What is said on the way out: how to come back and, while the backend
 /// stays up for the others, how they join.
-fn goodbye(settings: &ClientSettings, session: &Session, backend_stays: bool) -> String {
-    let back = join::come_back(settings, &session.room, &session.join_hint);
+fn goodbye(session: &Session, backend_stays: bool) -> String {
+    let back = session.come_back(&session.room);
     let mut said = format!("Left room {}. Back in: {back}", session.room);
-    if backend_stays && back != session.join_hint {
-        said.push_str(&format!("\nOthers join with: {}", session.join_hint));
+    if backend_stays {
+        said.push_str(&format!("\nOthers join: {}", others_join(session)));
     }
     said
+}
+
+/// How others join, in words for the way out (no token: an owner makes
+/// them an invite with `duet invite`).
+fn others_join(session: &Session) -> String {
+    let hint = session.join_hint();
+    let server = match session.backend {
+        join::Backend::Embedded { .. } => String::new(),
+        join::Backend::Server { .. } => format!(" --server {}", session.server),
+    };
+    if session.backend.needs_token() {
+        format!(
+            "{hint}, with an invite: `duet invite --role writer{server} --room {}` makes one",
+            session.room
+        )
+    } else {
+        hint
+    }
 }
 
 async fn start(settings: ClientSettings, tz: time::UtcOffset) -> anyhow::Result<String> {
@@ -149,7 +167,7 @@ async fn start(settings: ClientSettings, tz: time::UtcOffset) -> anyhow::Result<
             room: room.clone(),
             name: name.clone(),
             connection_id: connection_id.clone(),
-            join_hint: join::join_hint(&server, &room, token.as_deref()),
+            backend: join::Backend::of(&settings),
         };
         let params = SocketParams {
             base: server.clone(),
@@ -182,5 +200,5 @@ async fn start(settings: ClientSettings, tz: time::UtcOffset) -> anyhow::Result<
     if let Some(owned) = owned {
         owned.stop().await;
     }
-    result.map(|session| goodbye(&settings, &session, backend_stays))
+    result.map(|session| goodbye(&session, backend_stays))
 }
