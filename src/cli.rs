@@ -1,6 +1,7 @@
 //! The command line: which part of Duet runs, with which settings.
 
-use clap::{Args, Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -20,7 +21,7 @@ pub struct Cli {
     pub client: ClientArgs,
     /// Data directory of the embedded backend started (or joined) when no
     /// --server is given (default: $XDG_DATA_HOME/duet)
-    #[arg(long, env = "DUET_DATA_DIR")]
+    #[arg(long, env = "DUET_DATA_DIR", global = true)]
     pub data_dir: Option<PathBuf>,
 }
 
@@ -104,20 +105,22 @@ pub enum Command {
     SandboxInit,
 }
 
-/// Where a client finds its room; flags beat the environment.
+/// Where a client finds its room; flags beat the environment. The flags
+/// are global: `duet --room R ps` and `duet ps --room R` are the same (the
+/// one after the subcommand wins when both are given).
 #[derive(Debug, Clone, Args)]
 pub struct ClientArgs {
     /// Backend URL, e.g. http://127.0.0.1:8787
-    #[arg(long, env = "DUET_SERVER")]
+    #[arg(long, env = "DUET_SERVER", global = true)]
     pub server: Option<String>,
     /// Room id (1–63 of A-Z a-z 0-9 _ -)
-    #[arg(long, env = "DUET_ROOM")]
+    #[arg(long, env = "DUET_ROOM", global = true)]
     pub room: Option<String>,
     /// Bearer token, when the backend has one
-    #[arg(long, env = "DUET_TOKEN", hide_env_values = true)]
+    #[arg(long, env = "DUET_TOKEN", hide_env_values = true, global = true)]
     pub token: Option<String>,
     /// Your name in the room
-    #[arg(long, env = "DUET_NAME")]
+    #[arg(long, env = "DUET_NAME", global = true)]
     pub name: Option<String>,
 }
 
@@ -297,9 +300,9 @@ pub struct InviteArgs {
     /// invite
     #[arg(long, env = "DUET_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
-    /// Your name in the room, as the invite's maker (`--name` is the
-    /// invited person's)
-    #[arg(long = "by", env = "DUET_NAME", value_name = "NAME")]
+    /// Your name in the room, as the invite's maker (`--name` after
+    /// `invite` is the invited person's; `duet --name NAME invite` is yours)
+    #[arg(long = "by", id = "name", env = "DUET_NAME", value_name = "NAME")]
     pub by: Option<String>,
     /// What they may do: viewer (watch and chat), writer (also ask the
     /// agent, run commands), owner (everything)
@@ -310,17 +313,17 @@ pub struct InviteArgs {
     pub expires: Option<u64>,
     /// Fixes the name of whoever joins with it (records and approvals
     /// then name them truly)
-    #[arg(long, value_name = "NAME")]
+    #[arg(long = "name", id = "invitee", value_name = "NAME")]
     pub name: Option<String>,
     /// List the room's invites (id, role, name, expiry) instead
-    #[arg(long, conflicts_with_all = ["role", "expires", "name", "revoke"])]
+    #[arg(long, conflicts_with_all = ["role", "expires", "invitee", "revoke"])]
     pub list: bool,
     /// With --list: print `{invites}` as JSON
     #[arg(long, requires = "list")]
     pub json: bool,
     /// Revoke invite ID: its token stops working, its people are
     /// disconnected
-    #[arg(long, value_name = "ID", conflicts_with_all = ["role", "expires", "name"])]
+    #[arg(long, value_name = "ID", conflicts_with_all = ["role", "expires", "invitee"])]
     pub revoke: Option<String>,
 }
 
@@ -578,6 +581,16 @@ impl ServeArgs {
 /// thread (the time crate refuses later); UTC when it cannot be read.
 static LOCAL_OFFSET: std::sync::OnceLock<time::UtcOffset> = std::sync::OnceLock::new();
 
+/// The data directory the command line names (`--data-dir`, before or
+/// after the subcommand, else `DUET_DATA_DIR`), set once after parsing.
+static DATA_DIR: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+
+/// The data directory the command line names, if it was parsed and names
+/// one (see [`DATA_DIR`]).
+pub fn data_dir() -> Option<PathBuf> {
+    DATA_DIR.get().cloned().flatten()
+}
+
 /// The local offset times are shown in (see [`LOCAL_OFFSET`]).
 pub fn local_offset() -> time::UtcOffset {
     *LOCAL_OFFSET.get_or_init(|| time::UtcOffset::UTC)
@@ -587,13 +600,76 @@ pub fn local_offset() -> time::UtcOffset {
 pub fn main() -> ExitCode {
     LOCAL_OFFSET
         .get_or_init(|| time::UtcOffset::current_local_offset().unwrap_or(time::UtcOffset::UTC));
-    let cli = Cli::parse();
+    let cli = parse();
+    DATA_DIR.get_or_init(|| cli.data_dir.clone());
     match cli.command {
         Some(Command::SandboxInit) => crate::sandbox::helper_main(),
         Some(Command::Join(args)) => crate::tui::start::join(args, cli.data_dir),
         Some(command) => run_async(command),
         None => crate::tui::start::main(cli.client, cli.data_dir),
     }
+}
+
+/// The global flags a subcommand cannot use, and why: given on the command
+/// line (before or after it), they are refused rather than ignored.
+const NOT_FOR: &[(&str, &[&str], &str)] = &[
+    (
+        "serve",
+        &["server", "room", "name"],
+        "`duet serve` hosts rooms and joins none",
+    ),
+    (
+        "join",
+        &["server", "room", "token"],
+        "the link names the server, the room and the token",
+    ),
+];
+
+/// The whole command line as clap sees it (help, completions, the manual).
+/// The flags of [`NOT_FOR`] are hidden placeholders in their subcommands,
+/// so that the global ones are neither shown nor silently taken there.
+pub fn command() -> clap::Command {
+    let mut command = Cli::command();
+    for (sub, ids, _) in NOT_FOR {
+        command = command.mut_subcommand(sub, |mut sub| {
+            for id in *ids {
+                sub = sub.arg(clap::Arg::new(*id).long(*id).hide(true));
+            }
+            sub
+        });
+    }
+    command
+}
+
+/// Parses `args`: the global flags count before or after the subcommand;
+/// one the subcommand cannot use is an error.
+pub fn try_parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let mut command = command();
+    let matches = command.try_get_matches_from_mut(args)?;
+    if let Some((name, sub)) = matches.subcommand()
+        && let Some((_, ids, why)) = NOT_FOR.iter().find(|(n, _, _)| *n == name)
+        && let Some(id) = ids
+            .iter()
+            .find(|id| sub.value_source(id) == Some(ValueSource::CommandLine))
+    {
+        let message = format!("--{id} does not apply to `duet {name}`: {why}");
+        let kind = clap::error::ErrorKind::ArgumentConflict;
+        return Err(match command.find_subcommand_mut(name) {
+            Some(sub) => sub.error(kind, message),
+            None => command.error(kind, message),
+        });
+    }
+    Cli::from_arg_matches(&matches).map_err(|err| err.format(&mut command))
+}
+
+/// Parses this process's command line; exits with clap's message (and
+/// code 2) when it is wrong.
+fn parse() -> Cli {
+    try_parse_from(std::env::args_os()).unwrap_or_else(|err| err.exit())
 }
 
 /// The multi-threaded runtime every async part of `duet` runs on; its
@@ -663,9 +739,8 @@ mod tests {
 
     #[test]
     fn the_command_line_is_well_formed() {
-        use clap::CommandFactory;
-        Cli::command().debug_assert();
-        let cli = Cli::try_parse_from([
+        command().debug_assert();
+        let cli = try_parse_from([
             "duet",
             "bg",
             "--name",
@@ -685,16 +760,16 @@ mod tests {
         assert_eq!(bg.process_name.as_deref(), Some("web"));
         assert_eq!(bg.cmd, ["python3", "-m", "http.server"]);
         assert!(
-            Cli::try_parse_from(["duet", "port", "0"]).is_err(),
+            try_parse_from(["duet", "port", "0"]).is_err(),
             "ports are 1–65535"
         );
-        let cli = Cli::try_parse_from(["duet", "checkpoint", "--name", "ada", "before"]).unwrap();
+        let cli = try_parse_from(["duet", "checkpoint", "--name", "ada", "before"]).unwrap();
         let Some(Command::Checkpoint(checkpoint)) = cli.command else {
             panic!("checkpoint parses")
         };
         assert_eq!(checkpoint.client.name.as_deref(), Some("ada"));
         assert_eq!(checkpoint.checkpoint.as_deref(), Some("before"));
-        let cli = Cli::try_parse_from([
+        let cli = try_parse_from([
             "duet",
             "invite",
             "--role",
@@ -718,12 +793,12 @@ mod tests {
             &["duet", "invite", "--list", "--role", "viewer"],
             &["duet", "policy", "maybe"],
         ] {
-            let err = Cli::try_parse_from(bad).unwrap_err();
+            let err = try_parse_from(bad).unwrap_err();
             assert_eq!(err.exit_code(), 2, "{bad:?}");
         }
-        assert!(Cli::try_parse_from(["duet", "invite", "--list"]).is_ok());
-        assert!(Cli::try_parse_from(["duet", "invite", "--revoke", "i1"]).is_ok());
-        let cli = Cli::try_parse_from(["duet", "rm", "-r", "a", "b"]).unwrap();
+        assert!(try_parse_from(["duet", "invite", "--list"]).is_ok());
+        assert!(try_parse_from(["duet", "invite", "--revoke", "i1"]).is_ok());
+        let cli = try_parse_from(["duet", "rm", "-r", "a", "b"]).unwrap();
         assert!(
             matches!(cli.command, Some(Command::Rm(rm)) if rm.recursive && rm.paths == ["a", "b"])
         );
