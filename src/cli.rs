@@ -100,6 +100,16 @@ pub enum Command {
     /// 127.0.0.1:LOCAL and carries each connection to PORT in the sandbox
     /// (any protocol) until Ctrl+C
     Port(PortArgs),
+    /// Print the completion script of a shell: e.g. `duet completions
+    /// bash > ~/.local/share/bash-completion/completions/duet`
+    Completions {
+        /// bash, zsh, fish, powershell or elvish
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff): `duet man | man -l -`, or save it as
+    /// duet.1 in a man directory
+    Man,
     /// Internal: builds one room's sandbox (started by the server)
     #[command(hide = true)]
     SandboxInit,
@@ -389,100 +399,195 @@ pub struct PortArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     /// Address to listen on; anything but loopback needs --token
-    #[arg(long, default_value = "127.0.0.1:8787", env = "DUET_LISTEN")]
+    #[arg(
+        long,
+        default_value = "127.0.0.1:8787",
+        env = "DUET_LISTEN",
+        help_heading = "Network"
+    )]
     pub listen: SocketAddr,
     /// Where rooms, messages and workspaces are kept
     /// (default: $XDG_DATA_HOME/duet)
-    #[arg(long, env = "DUET_DATA_DIR")]
+    #[arg(long, env = "DUET_DATA_DIR", help_heading = "Storage")]
     pub data_dir: Option<PathBuf>,
     /// Require this bearer token on every request but /health
-    #[arg(long, env = "DUET_TOKEN", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "DUET_TOKEN",
+        hide_env_values = true,
+        help_heading = "Network"
+    )]
     pub token: Option<String>,
     /// An origin (`https://host[:port]`) whose web pages may call the API;
     /// every other request carrying `Origin` (a browser) is refused
-    #[arg(long, env = "DUET_ALLOW_ORIGIN", value_delimiter = ',')]
+    #[arg(
+        long,
+        env = "DUET_ALLOW_ORIGIN",
+        value_delimiter = ',',
+        help_heading = "Network"
+    )]
     pub allow_origin: Vec<String>,
     /// A host name this server answers besides 127.0.0.1, localhost and
     /// [::1] when it listens on loopback (others get 421)
-    #[arg(long, env = "DUET_PUBLIC_HOST", value_delimiter = ',')]
+    #[arg(
+        long,
+        env = "DUET_PUBLIC_HOST",
+        value_delimiter = ',',
+        help_heading = "Network"
+    )]
     pub public_host: Vec<String>,
     /// Default wall-clock timeout of a command, in milliseconds
-    #[arg(long, default_value_t = 60_000)]
+    #[arg(
+        long,
+        default_value_t = 60_000,
+        env = "DUET_EXEC_TIMEOUT_MS",
+        help_heading = "Sandbox"
+    )]
     pub exec_timeout_ms: u64,
     /// Largest timeout a request may ask for, in milliseconds
-    #[arg(long, default_value_t = 600_000)]
+    #[arg(
+        long,
+        default_value_t = 600_000,
+        env = "DUET_MAX_EXEC_TIMEOUT_MS",
+        help_heading = "Sandbox"
+    )]
     pub max_exec_timeout_ms: u64,
     /// Output captured per stream of a command, in bytes
-    #[arg(long, default_value_t = 1024 * 1024)]
+    #[arg(long, default_value_t = 1024 * 1024, env = "DUET_OUTPUT_CAP", help_heading = "Sandbox")]
     pub output_cap: usize,
     /// Unload a room after this many seconds without connections, commands
     /// or turns (its history and files stay; it loads again on use)
-    #[arg(long, default_value_t = 300, env = "DUET_ROOM_IDLE_SECS")]
+    #[arg(
+        long,
+        default_value_t = 300,
+        env = "DUET_ROOM_IDLE_SECS",
+        help_heading = "Storage"
+    )]
     pub room_idle_secs: u64,
     /// Stop a room's sandbox after this many idle seconds (its files stay)
-    #[arg(long, default_value_t = 600)]
+    #[arg(
+        long,
+        default_value_t = 600,
+        env = "DUET_SANDBOX_IDLE_SECS",
+        help_heading = "Sandbox"
+    )]
     pub sandbox_idle_secs: u64,
     /// End a room's shared terminal after this many seconds with nobody
     /// attached and no output
-    #[arg(long, default_value_t = 3600, env = "DUET_TERMINAL_IDLE_SECS")]
+    #[arg(
+        long,
+        default_value_t = 3600,
+        env = "DUET_TERMINAL_IDLE_SECS",
+        help_heading = "Sandbox"
+    )]
     pub terminal_idle_secs: u64,
     /// Automatic checkpoints (one before each agent turn that runs
     /// commands) a room keeps; 0 takes none
-    #[arg(long, default_value_t = crate::protocol::DEFAULT_AUTO_CHECKPOINTS, env = "DUET_AUTO_CHECKPOINTS")]
+    #[arg(long, default_value_t = crate::protocol::DEFAULT_AUTO_CHECKPOINTS, env = "DUET_AUTO_CHECKPOINTS", help_heading = "Storage")]
     pub auto_checkpoints: usize,
     /// Seconds an agent's command waits for approval (policy `ask`)
     /// before it is refused
-    #[arg(long, default_value_t = crate::protocol::DEFAULT_APPROVAL_TIMEOUT_SECS, env = "DUET_APPROVAL_TIMEOUT_SECS")]
+    #[arg(long, default_value_t = crate::protocol::DEFAULT_APPROVAL_TIMEOUT_SECS, env = "DUET_APPROVAL_TIMEOUT_SECS", help_heading = "Agent")]
     pub approval_timeout_secs: u64,
     /// Commands that never ask under the policy `ask`, comma-separated
     /// ("ls,cat,git status"); a command matches by its first words and only
     /// when it holds none of ; & | < > $ ` ( ) or a newline
-    #[arg(long, default_value = "", env = "DUET_APPROVAL_ALLOW")]
+    #[arg(
+        long,
+        default_value = "",
+        env = "DUET_APPROVAL_ALLOW",
+        help_heading = "Agent"
+    )]
     pub approval_allow: String,
     /// Memory of a room, in MiB (a cgroup limit where the host allows one)
-    #[arg(long, default_value_t = 512)]
+    #[arg(
+        long,
+        default_value_t = 512,
+        env = "DUET_MEMORY_MB",
+        help_heading = "Sandbox"
+    )]
     pub memory_mb: u64,
     /// Processes of a room
-    #[arg(long, default_value_t = 256)]
+    #[arg(
+        long,
+        default_value_t = 256,
+        env = "DUET_PROCESSES",
+        help_heading = "Sandbox"
+    )]
     pub processes: u64,
     /// CPU seconds a process of a room may use
-    #[arg(long, default_value_t = 600)]
+    #[arg(
+        long,
+        default_value_t = 600,
+        env = "DUET_CPU_SECS",
+        help_heading = "Sandbox"
+    )]
     pub cpu_secs: u64,
     /// Disk of a room, in MiB: its workspace and checkpoints together (a
     /// quota as root, else the largest file, and checkpoints are counted)
-    #[arg(long, default_value_t = 1024)]
+    #[arg(
+        long,
+        default_value_t = 1024,
+        env = "DUET_DISK_MB",
+        help_heading = "Sandbox"
+    )]
     pub disk_mb: u64,
     /// Open files per process of a room
-    #[arg(long, default_value_t = 1024)]
+    #[arg(
+        long,
+        default_value_t = 1024,
+        env = "DUET_OPEN_FILES",
+        help_heading = "Sandbox"
+    )]
     pub open_files: u64,
     /// Size of a room's /tmp, in MiB
-    #[arg(long, default_value_t = 256)]
+    #[arg(
+        long,
+        default_value_t = 256,
+        env = "DUET_TMP_MB",
+        help_heading = "Sandbox"
+    )]
     pub tmp_mb: u64,
     /// Network of the sandboxes: `none` (only their own loopback) or `nat`
     /// (outside hosts through pasta, never the host's loopback services)
-    #[arg(long, value_enum, default_value_t = crate::sandbox::Network::None)]
+    #[arg(long, value_enum, default_value_t = crate::sandbox::Network::None, env = "DUET_SANDBOX_NETWORK", help_heading = "Sandbox")]
     pub sandbox_network: crate::sandbox::Network,
     /// Base URL of an OpenAI-compatible chat API (default: Ollama on loopback)
-    #[arg(long, env = "DUET_AI_URL")]
+    #[arg(long, env = "DUET_AI_URL", help_heading = "Agent")]
     pub ai_url: Option<String>,
     /// Model name
-    #[arg(long, env = "DUET_AI_MODEL")]
+    #[arg(long, env = "DUET_AI_MODEL", help_heading = "Agent")]
     pub ai_model: Option<String>,
     /// API key of the model's service
-    #[arg(long, env = "DUET_AI_KEY", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "DUET_AI_KEY",
+        hide_env_values = true,
+        help_heading = "Agent"
+    )]
     pub ai_key: Option<String>,
     /// Rounds of commands the agent may run in one turn
-    #[arg(long, default_value_t = 1)]
+    #[arg(
+        long,
+        default_value_t = 1,
+        env = "DUET_AGENT_STEPS",
+        help_heading = "Agent"
+    )]
     pub agent_steps: u32,
     /// Seconds one answer of the model may take
-    #[arg(long, default_value_t = 120, env = "DUET_AI_TIMEOUT_SECS")]
+    #[arg(
+        long,
+        default_value_t = 120,
+        env = "DUET_AI_TIMEOUT_SECS",
+        help_heading = "Agent"
+    )]
     pub ai_timeout_secs: u64,
     /// Offer the model the `run` tool: auto (offered; tags if the model
     /// refuses tools), on, or off (tags only)
-    #[arg(long, value_enum, default_value_t = crate::ai::ToolMode::Auto, env = "DUET_AI_TOOLS")]
+    #[arg(long, value_enum, default_value_t = crate::ai::ToolMode::Auto, env = "DUET_AI_TOOLS", help_heading = "Agent")]
     pub ai_tools: crate::ai::ToolMode,
     /// Bytes of /workspace/AGENTS.md the agent is sent each turn
-    #[arg(long, default_value_t = crate::ai::DEFAULT_AGENTS_MD_BYTES, env = "DUET_AGENTS_MD_BYTES")]
+    #[arg(long, default_value_t = crate::ai::DEFAULT_AGENTS_MD_BYTES, env = "DUET_AGENTS_MD_BYTES", help_heading = "Agent")]
     pub agents_md_bytes: usize,
     #[command(flatten)]
     pub limits: LimitArgs,
@@ -496,6 +601,7 @@ pub struct ServeArgs {
 /// What one socket and one room may ask for (0: no limit); over a rate
 /// the answer is 429 with Retry-After, over a cap 503.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Limits")]
 pub struct LimitArgs {
     /// Frames one socket may send per second
     #[arg(long, default_value_t = 100, env = "DUET_SOCKET_FRAMES_PER_SEC")]
@@ -604,6 +710,8 @@ pub fn main() -> ExitCode {
     DATA_DIR.get_or_init(|| cli.data_dir.clone());
     match cli.command {
         Some(Command::SandboxInit) => crate::sandbox::helper_main(),
+        Some(Command::Completions { shell }) => crate::manual::completions(shell),
+        Some(Command::Man) => crate::manual::man(),
         Some(Command::Join(args)) => crate::tui::start::join(args, cli.data_dir),
         Some(command) => run_async(command),
         None => crate::tui::start::main(cli.client, cli.data_dir),
@@ -613,6 +721,16 @@ pub fn main() -> ExitCode {
 /// The global flags a subcommand cannot use, and why: given on the command
 /// line (before or after it), they are refused rather than ignored.
 const NOT_FOR: &[(&str, &[&str], &str)] = &[
+    (
+        "completions",
+        &["server", "room", "token", "name", "data_dir"],
+        "it prints a script and joins no room",
+    ),
+    (
+        "man",
+        &["server", "room", "token", "name", "data_dir"],
+        "it prints the manual and joins no room",
+    ),
     (
         "serve",
         &["server", "room", "name"],
@@ -633,12 +751,20 @@ pub fn command() -> clap::Command {
     for (sub, ids, _) in NOT_FOR {
         command = command.mut_subcommand(sub, |mut sub| {
             for id in *ids {
-                sub = sub.arg(clap::Arg::new(*id).long(*id).hide(true));
+                sub = sub.arg(clap::Arg::new(*id).long(flag(id)).hide(true));
             }
             sub
         });
     }
     command
+}
+
+/// The long flag of a global argument's id (`data_dir`: `data-dir`).
+fn flag(id: &'static str) -> &'static str {
+    match id {
+        "data_dir" => "data-dir",
+        other => other,
+    }
 }
 
 /// Parses `args`: the global flags count before or after the subcommand;
@@ -656,7 +782,7 @@ where
             .iter()
             .find(|id| sub.value_source(id) == Some(ValueSource::CommandLine))
     {
-        let message = format!("--{id} does not apply to `duet {name}`: {why}");
+        let message = format!("--{} does not apply to `duet {name}`: {why}", flag(id));
         let kind = clap::error::ErrorKind::ArgumentConflict;
         return Err(match command.find_subcommand_mut(name) {
             Some(sub) => sub.error(kind, message),
@@ -715,7 +841,10 @@ fn run_async(command: Command) -> ExitCode {
             Command::Policy(args) => crate::client::invite::policy(args).await,
             Command::Approve(args) => crate::client::invite::decide(args, true).await,
             Command::Deny(args) => crate::client::invite::decide(args, false).await,
-            Command::SandboxInit | Command::Join(_) => Ok(ExitCode::FAILURE),
+            Command::SandboxInit
+            | Command::Join(_)
+            | Command::Completions { .. }
+            | Command::Man => Ok(ExitCode::FAILURE),
         }
     });
     match result {
