@@ -52,7 +52,10 @@ fn the_bash_completion_parses_and_completes_duet() {
     let said = text(&sourced.stdout);
     assert!(sourced.status.success(), "{}", text(&sourced.stderr));
     assert!(said.contains("-F _duet duet"), "{said}");
-    assert!(said.lines().any(|l| l.split(' ').any(|w| w == "serve")), "{said}");
+    assert!(
+        said.lines().any(|l| l.split(' ').any(|w| w == "serve")),
+        "{said}"
+    );
 }
 
 #[test]
@@ -67,7 +70,11 @@ fn every_shell_gets_a_script() {
         assert!(text(&out.stdout).contains(mark), "{shell}");
     }
     let out = duet(&["completions", "tcsh"]);
-    assert_eq!(out.status.code(), Some(2), "an unknown shell is a usage error");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "an unknown shell is a usage error"
+    );
 }
 
 #[test]
@@ -93,7 +100,10 @@ fn the_manual_renders_with_man() {
     for words in ["SYNOPSIS", "serve", "completions", "DUET_LOG", "duet.toml"] {
         assert!(shown_text.contains(words), "{words}: {shown_text}");
     }
-    assert!(!shown_text.contains("\\f"), "no roff left raw: {shown_text}");
+    assert!(
+        !shown_text.contains("\\f"),
+        "no roff left raw: {shown_text}"
+    );
 }
 
 #[test]
