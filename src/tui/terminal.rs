@@ -228,11 +228,7 @@ pub fn restore() {
 #[cfg(unix)]
 fn redirect_stderr(path: &std::path::Path) {
     use std::os::fd::AsRawFd;
-    let Ok(file) = std::fs::File::options()
-        .create(true)
-        .append(true)
-        .open(path)
-    else {
+    let Ok(file) = crate::client::log_file::open_private(path) else {
         return;
     };
     // SAFETY: dup/dup2 on descriptors this process owns; `file` stays open
