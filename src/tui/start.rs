@@ -62,17 +62,14 @@ pub fn join(args: JoinArgs, data_dir: Option<PathBuf>) -> ExitCode {
     main(client, data_dir)
 }
 
-/// Logs go to `duet.log` in the data directory, never to the terminal the
-/// UI draws on. Without a writable file there are no logs.
+/// Logs go to `duet.log` in the data directory (0600, rotated: see
+/// `client::log_file`), never to the terminal the UI draws on. Without a
+/// writable file there are no logs.
 pub(crate) fn init_logging(data_dir: &Path) {
     if std::fs::create_dir_all(data_dir).is_err() {
         return;
     }
-    let Ok(file) = std::fs::File::options()
-        .create(true)
-        .append(true)
-        .open(local::log_path(data_dir))
-    else {
+    let Ok(file) = crate::client::log_file::RotatingLog::open(&local::log_path(data_dir)) else {
         return;
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("DUET_LOG")
