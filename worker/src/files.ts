@@ -3,7 +3,8 @@
 // and out of a room's workspace (docs/protocol.md "Files"), with the path
 // rules of src/sandbox/files.rs. The sandbox refuses symlinks. The Worker
 // talks to the room's sandbox directly; a written file is then the room's
-// `upload` record, a deleted one its `delete` record.
+// `upload` record, a deleted one its `delete` record. Bodies stream both
+// ways (never held whole); only regular files are read, so a FIFO is a 400.
 
 import { check as allowed, type Caller } from "./access";
 import type { Env } from "./env";
