@@ -403,6 +403,12 @@ pub struct ServeArgs {
     /// [::1] when it listens on loopback (others get 421)
     #[arg(long, env = "DUET_PUBLIC_HOST", value_delimiter = ',')]
     pub public_host: Vec<String>,
+    /// Where each port's preview gets an origin of its own:
+    /// `[http[s]://]HOST[:PORT]`, a port's preview being
+    /// `{port}-{room}.HOST` (default on loopback: localhost at the server's
+    /// port; elsewhere none, and browsers cannot open previews)
+    #[arg(long, env = "DUET_PREVIEW_HOST")]
+    pub preview_host: Option<String>,
     /// Default wall-clock timeout of a command, in milliseconds
     #[arg(long, default_value_t = 60_000)]
     pub exec_timeout_ms: u64,

@@ -6,6 +6,7 @@ pub mod blocks;
 pub mod cli;
 pub mod client;
 pub mod config;
+pub mod emulator;
 pub mod protocol;
 pub mod sandbox;
 #[cfg(feature = "server")]

@@ -164,15 +164,19 @@ async fn a_listening_port_is_shown_with_the_url_to_open() {
     assert_eq!(list["ports"][0]["path"], "/api/rooms/web/ports/8000/");
     let out = duet(&server, "web", &["ps"]);
     let table = stdout(&out);
-    let url = format!("{}/api/rooms/web/ports/8000/", server.url(""));
+    // The preview's own origin where the backend has one, else its path.
+    let url = match list["ports"][0]["url"].as_str() {
+        Some(url) => url.to_string(),
+        None => format!("{}/api/rooms/web/ports/8000/", server.url("")),
+    };
     assert!(
         table
             .lines()
             .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["8000", &url]),
         "{table}"
     );
-    // The URL answers: the preview route serves the app.
-    let (status, _) = common::answer(common::http().get(&url)).await;
+    // The URL answers: the preview serves the app.
+    let (status, _) = common::answer(common::apps::client_for(&server, &url).get(&url)).await;
     assert_eq!(status, 200);
 }
 

@@ -105,6 +105,53 @@ async fn a_crash_during_a_streaming_command_leaves_nothing_behind() {
     );
 }
 
+/// What `duet serve` has stored so far of the command `cmd` still running
+/// in `dir`'s database.
+fn stored_output(dir: &Path, cmd: &str) -> String {
+    let Ok(db) = rusqlite::Connection::open_with_flags(
+        dir.join("duet.db"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    ) else {
+        return String::new();
+    };
+    db.query_row(
+        "SELECT stdout FROM execs WHERE cmd = ?1 AND ended = 0",
+        [cmd],
+        |r| r.get(0),
+    )
+    .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_command_cut_by_a_crash_is_kept_with_what_it_printed() {
+    use common::ticks::{TICKS, assert_cut_off, ticking, ticks_record};
+    if common::only_duet_serve("kill -9 of the server and its database file") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]).await;
+    let mut ws = server.joined("cut9", "user=ada").await;
+    ticking(&server, &mut ws, "cut9", 3).await;
+    // Output is written as it streams, in batches: wait until tick 3 is.
+    assert!(
+        eventually(|| stored_output(dir.path(), TICKS).contains("tick 3\n")).await,
+        "the running command's output is not stored as it streams"
+    );
+    server.crash().await;
+
+    let server = Server::start(dir.path(), &[]).await;
+    assert_cut_off(&ticks_record(&server, "cut9").await, 3);
+    let mut ws = server.ws("cut9", "user=bob").await;
+    ws.next().await;
+    let state = ws.next().await;
+    let execs = state["state"]["execs"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let record = execs.iter().find(|e| e["cmd"] == TICKS);
+    assert_cut_off(record.unwrap_or(&state), 3);
+}
+
 #[tokio::test]
 async fn a_crash_during_a_turn_keeps_the_question_and_says_so() {
     let model = FakeModel::start(vec![Script::Paced(

@@ -2,11 +2,13 @@
 //! says: listening ports (TCP, any address, any listener) in the room
 //! state and `GET …/ports`, the HTTP preview (files, redirects, 502 and
 //! 400, streamed bodies, WebSockets), the tunnel (a raw TCP connection over
-//! binary frames, closed either way), the token's cookie flow (by hand and
-//! with a real browser, Debian's headless Chromium), and isolation: the
-//! host's loopback is out of reach, the app never sees a credential (even
-//! slipped in), browsers may open the preview but not the API, and the
-//! routes never start a sandbox. Apps in the sandbox are
+//! binary frames, closed either way), each preview's own origin and the
+//! ticket and cookie that open it (by hand and with a real browser,
+//! Debian's headless Chromium), and isolation: the host's loopback is out
+//! of reach, the app never sees a credential (even slipped in), browsers
+//! may open the preview at its origin but not the API, a viewer's body
+//! never reaches the app as a second request, and the routes never start
+//! a sandbox. Apps in the sandbox are
 //! `python3 -m http.server` and small standard-library Python programs.
 //! Backend-neutral: only the protocol, except what is marked
 //! `only_duet_serve` (its flags and local facts).
@@ -233,11 +235,8 @@ async fn a_websocket_goes_through_the_preview() {
         server.addr,
         room_path(room, "/ports/8100/live/feed?x=1")
     );
-    // A browser's socket: it carries Origin, which the preview accepts.
-    let mut req = url.into_client_request().unwrap();
-    req.headers_mut()
-        .insert("origin", "http://app.example".parse().unwrap());
-    let (mut ws, _) = tokio::time::timeout(WAIT, tokio_tungstenite::connect_async(req))
+    // A client's socket (a browser's goes to the preview's own origin).
+    let (mut ws, _) = tokio::time::timeout(WAIT, tokio_tungstenite::connect_async(url))
         .await
         .expect("upgrades in time")
         .expect("the upgrade goes through the preview");
@@ -383,7 +382,11 @@ async fn the_tunnel_carries_a_raw_tcp_connection() {
 }
 
 #[tokio::test]
-async fn a_token_in_the_preview_url_becomes_a_cookie_for_that_preview_only() {
+async fn a_browser_opens_the_preview_at_its_own_origin_with_a_cookie_for_it_only() {
+    if common::only_duet_serve("a preview's own origin on loopback (the worker's is exposePort's)")
+    {
+        return;
+    }
     let (server, _dir) = protected().await;
     let room = "ports-cookie";
     put_file(&server, room, "index.html", b"<p>the page</p>".to_vec()).await;
@@ -392,6 +395,15 @@ async fn a_token_in_the_preview_url_becomes_a_cookie_for_that_preview_only() {
     http_server(&server, "ports-cookie-other", 8000).await;
     let client = http_no_redirect();
     let base = preview_url(&server, room, 8000, "/");
+    let port = server.addr.rsplit(':').next().unwrap().to_string();
+
+    // The state's ports carry the origin's URL.
+    let listed = common::apps::ports(&server, room).await;
+    let url = format!("http://8000-{room}.localhost:{port}/");
+    assert!(
+        listed.iter().any(|p| p["url"] == url.as_str()),
+        "{listed:?}"
+    );
 
     // No credential, or a wrong token: 401.
     for url in [base.clone(), format!("{base}?token=wrong")] {
@@ -402,35 +414,45 @@ async fn a_token_in_the_preview_url_becomes_a_cookie_for_that_preview_only() {
             json!({"error":"unauthorized"})
         );
     }
-    // The token in the query: 303 to the same URL without it, with the cookie.
+    // The token in the query of Duet's route: 303 to the preview's own
+    // origin, the token traded for a ticket there; no cookie of Duet's.
     let res = client
-        .get(format!("{base}?a=1&token={TOKEN}&b=2"))
+        .get(format!("{base}index.html?a=1&token={TOKEN}&b=2"))
         .send()
         .await
         .unwrap();
     assert_eq!(res.status().as_u16(), 303);
-    assert_eq!(
-        location_path(&server, &res),
-        format!("/api/rooms/{room}/ports/8000/?a=1&b=2")
-    );
-    let cookies: Vec<String> = res
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .map(|v| v.to_str().unwrap().to_string())
-        .collect();
-    let cookie = cookies
-        .iter()
-        .find(|c| c.starts_with("duet_preview="))
-        .unwrap_or_else(|| panic!("a duet_preview cookie among {cookies:?}"));
+    assert!(res.headers().get("set-cookie").is_none());
+    let to = res.headers()["location"].to_str().unwrap().to_string();
+    let (at, ticket) = to.split_once("&duet_ticket=").expect("a ticket");
+    assert_eq!(at, format!("{url}index.html?a=1&b=2"));
+    assert!(!to.contains(TOKEN), "{to}");
+    // The ticket opens this origin only: another port's or room's refuses it.
+    for other in [
+        format!("http://8001-{room}.localhost:{port}/?duet_ticket={ticket}"),
+        format!("http://8000-ports-cookie-other.localhost:{port}/?duet_ticket={ticket}"),
+    ] {
+        let res = common::apps::client_for(&server, &other)
+            .get(&other)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 401, "{other}");
+    }
+    let origin = common::apps::client_for(&server, &to);
+    let res = origin.get(&to).send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 303);
+    assert_eq!(res.headers()["location"], "/index.html?a=1&b=2");
+    let cookie = res.headers()["set-cookie"].to_str().unwrap().to_string();
     let mut parts = cookie.split(';').map(str::trim);
     let pair = parts.next().unwrap().to_string();
     let attrs: Vec<String> = parts.map(str::to_ascii_lowercase).collect();
-    assert!(attrs.contains(&"httponly".into()), "{cookie}");
-    assert!(attrs.contains(&"samesite=strict".into()), "{cookie}");
+    for attr in ["httponly", "samesite=lax", "path=/"] {
+        assert!(attrs.contains(&attr.to_string()), "{cookie}");
+    }
     assert!(
-        attrs.contains(&format!("path=/api/rooms/{room}/ports/8000/").to_ascii_lowercase()),
-        "{cookie}"
+        !attrs.iter().any(|a| a.starts_with("domain")),
+        "host-only: {cookie}"
     );
     let value = pair.strip_prefix("duet_preview=").unwrap();
     assert!(
@@ -438,67 +460,74 @@ async fn a_token_in_the_preview_url_becomes_a_cookie_for_that_preview_only() {
         "not the token: {cookie}"
     );
 
-    // The cookie opens this preview…
-    let res = client
-        .get(format!("{base}index.html"))
+    // The cookie opens this origin: all its paths are the app's…
+    let page = format!("{url}index.html");
+    let res = origin
+        .get(&page)
         .header("cookie", &pair)
         .send()
         .await
         .unwrap();
     assert_eq!(res.status().as_u16(), 200);
     assert_eq!(res.text().await.unwrap(), "<p>the page</p>");
-    let res = client
-        .get(&base)
-        .header("cookie", &pair)
+    // …even the API's paths, which are the app's here, never Duet's.
+    let res = origin
+        .get(format!("{url}api/rooms/{room}/messages"))
+        .bearer_auth(TOKEN)
         .send()
         .await
         .unwrap();
-    assert_eq!(res.status().as_u16(), 200, "the folder's index too");
-    // …and nothing else: not another port, not another room, not the API,
-    // not the tunnel, not the room's socket.
-    for url in [
-        preview_url(&server, room, 8001, "/"),
-        preview_url(&server, "ports-cookie-other", 8000, "/"),
+    assert_eq!(res.status().as_u16(), 404, "http.server's 404, not the API");
+    assert!(!res.text().await.unwrap().contains("messages\""));
+    // …and nothing else: not another port, not another room, not the API.
+    for other in [
+        format!("http://8001-{room}.localhost:{port}/"),
+        format!("http://8000-ports-cookie-other.localhost:{port}/"),
         server.url(&room_path(room, "/messages")),
-        server.url(&room_path(room, "/processes")),
+        server.url(&room_path(room, "/ports/8000/")),
     ] {
-        let res = client
-            .get(&url)
+        let res = common::apps::client_for(&server, &other)
+            .get(&other)
             .header("cookie", &pair)
             .send()
             .await
             .unwrap();
-        assert_eq!(res.status().as_u16(), 401, "{url}");
+        assert_eq!(res.status().as_u16(), 401, "{other}");
     }
-    let res = client
-        .post(server.url(&room_path(room, "/sandbox/exec")))
+    // A page of another origin cannot use it (nor the bearer token).
+    let res = origin
+        .get(&page)
         .header("cookie", &pair)
-        .json(&json!({"cmd": "echo pwned > pwned"}))
+        .header("origin", format!("http://8001-{room}.localhost:{port}"))
         .send()
         .await
         .unwrap();
-    assert_eq!(res.status().as_u16(), 401);
-    for path in ["/tunnel/8000", "/ws?user=eve"] {
-        let url = format!("ws://{}{}", server.addr, room_path(room, path));
-        let mut req = url.into_client_request().unwrap();
-        req.headers_mut().insert("cookie", pair.parse().unwrap());
-        match tokio_tungstenite::connect_async(req).await {
-            Err(tokio_tungstenite::tungstenite::Error::Http(res)) => {
-                assert_eq!(res.status().as_u16(), 401, "{path}")
-            }
-            Ok(_) => panic!("the cookie opened {path}"),
-            Err(e) => panic!("{path}: {e}"),
-        }
-    }
-    // The bearer token works on the preview too.
-    let (status, bytes) = preview_get(&server, room, 8001, "/index.html").await;
-    assert_eq!((status, bytes), (200, b"<p>the page</p>".to_vec()));
-    let listed = exec(&server, room, "ls").await;
-    assert!(!listed["stdout"].as_str().unwrap().contains("pwned"));
+    assert_eq!(res.status().as_u16(), 403);
+    // The token in the origin's own URL is traded the same way.
+    let res = origin
+        .get(format!("{url}?token={TOKEN}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 303);
+    assert_eq!(res.headers()["location"], "/");
+    assert!(
+        res.headers()["set-cookie"]
+            .to_str()
+            .unwrap()
+            .starts_with(&pair)
+    );
+    // The bearer token works at the origin too.
+    let res = origin.get(&page).bearer_auth(TOKEN).send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 200);
 }
 
 #[tokio::test]
 async fn a_real_browser_opens_the_preview_with_the_token() {
+    if common::only_duet_serve("a preview's own origin on loopback (the worker's is exposePort's)")
+    {
+        return;
+    }
     let (server, _dir) = protected().await;
     let room = "ports-browser";
     put_file(
@@ -629,49 +658,6 @@ async fn the_app_never_sees_a_credential() {
     );
     assert!(!seen.to_string().contains(TOKEN), "{seen}");
 
-    // Through the cookie flow: neither the token nor the cookie arrives.
-    let res = client
-        .get(preview_url(
-            &server,
-            room,
-            8300,
-            &format!("/start?token={TOKEN}&x=1"),
-        ))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status().as_u16(), 303);
-    let to = location_path(&server, &res);
-    assert_eq!(to, format!("{prefix}/start?x=1"));
-    let pair = res
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .map(|v| v.to_str().unwrap().to_string())
-        .find(|c| c.starts_with("duet_preview="))
-        .expect("the preview's cookie")
-        .split(';')
-        .next()
-        .unwrap()
-        .to_string();
-    let res = client
-        .get(server.url(&to))
-        .header("cookie", format!("theme=dark; {pair}; lang=en"))
-        .send()
-        .await
-        .unwrap();
-    let seen = echoed(res).await;
-    assert_eq!(seen["path"], "/start?x=1");
-    let cookies = header_values(&seen, "cookie").join("; ");
-    assert!(
-        cookies.contains("theme=dark") && cookies.contains("lang=en"),
-        "{seen}"
-    );
-    assert!(!cookies.contains("duet_preview"), "{seen}");
-    let value = pair.strip_prefix("duet_preview=").unwrap();
-    assert!(!seen.to_string().contains(value), "{seen}");
-    assert!(!seen.to_string().contains(TOKEN), "{seen}");
-
     // A body goes through both ways, with the bearer token left behind.
     let res = client
         .post(preview_url(&server, room, 8300, "/form"))
@@ -686,6 +672,38 @@ async fn the_app_never_sees_a_credential() {
         (json!("POST"), json!("name=ada&x=1"))
     );
     assert!(!seen.to_string().contains(TOKEN), "{seen}");
+    // At the preview's own origin, through the cookie flow: neither the
+    // token nor the cookie arrives, and there is no prefix.
+    if common::only_duet_serve("a preview's own origin on loopback") {
+        return;
+    }
+    let own = common::apps::own_origin(&server, room, 8300).await;
+    let res = own
+        .client
+        .get(own.url("/start?x=1"))
+        .header("cookie", format!("theme=dark; {}; lang=en", own.cookie))
+        .send()
+        .await
+        .unwrap();
+    let seen = echoed(res).await;
+    assert_eq!(seen["path"], "/start?x=1");
+    let cookies = header_values(&seen, "cookie").join("; ");
+    assert!(
+        cookies.contains("theme=dark") && cookies.contains("lang=en"),
+        "{seen}"
+    );
+    assert!(!cookies.contains("duet_preview"), "{seen}");
+    let value = own.cookie.strip_prefix("duet_preview=").unwrap();
+    assert!(!seen.to_string().contains(value), "{seen}");
+    assert!(!seen.to_string().contains(TOKEN), "{seen}");
+    assert_eq!(
+        header_values(&seen, "x-forwarded-prefix"),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        header_values(&seen, "x-forwarded-host"),
+        vec![own.host.clone()]
+    );
 }
 
 #[tokio::test]
@@ -697,15 +715,15 @@ async fn browsers_may_open_the_preview_but_not_the_api() {
     python_app(&server, room, "tcp_echo.py", TCP_ECHO_PY, 9000).await;
     let own = format!("http://{}", server.addr);
     for origin in ["http://evil.example", own.as_str()] {
-        // The preview: a page of the app, and its requests.
+        // Duet's preview route serves no page to a browser: the app's
+        // pages live at the preview's own origin.
         let res = http()
             .get(preview_url(&server, room, 8000, "/index.html"))
             .header("origin", origin)
             .send()
             .await
             .unwrap();
-        assert_eq!(res.status().as_u16(), 200, "{origin}");
-        assert_eq!(res.text().await.unwrap(), "<p>app</p>");
+        assert_eq!(res.status().as_u16(), 403, "{origin}");
         // Duet's API, from that page: refused like any browser.
         let (status, body) = answer(
             http()
@@ -732,6 +750,30 @@ async fn browsers_may_open_the_preview_but_not_the_api() {
     }
     let listed = exec(&server, room, "ls").await;
     assert!(!listed["stdout"].as_str().unwrap().contains("pwned"));
+    if common::only_duet_serve("a preview's own origin on loopback") {
+        return;
+    }
+    // The preview's own origin answers its own pages, and no other's.
+    let preview = common::apps::own_origin(&server, room, 8000).await;
+    let res = preview
+        .client
+        .get(preview.url("/index.html"))
+        .header("origin", &preview.base)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    assert_eq!(res.text().await.unwrap(), "<p>app</p>");
+    for origin in ["http://evil.example", own.as_str(), "null"] {
+        let res = preview
+            .client
+            .post(preview.url("/index.html"))
+            .header("origin", origin)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 403, "{origin}");
+    }
 }
 
 #[tokio::test]
@@ -797,55 +839,57 @@ async fn ws_headers(ws: &mut common::apps::Tunnel) -> Value {
     json!({ "headers": serde_json::from_str::<Value>(&text).unwrap() })
 }
 
+/// A WebSocket to `path` at a preview's own origin with `headers`: the
+/// socket, or the status of a refused upgrade.
+async fn origin_ws(
+    server: &Server,
+    own: &common::apps::OwnOrigin,
+    path: &str,
+    headers: &[(&str, String)],
+) -> Result<common::apps::Tunnel, u16> {
+    let mut req = format!("ws://{}{path}", own.host)
+        .into_client_request()
+        .unwrap();
+    for (name, value) in headers {
+        req.headers_mut().insert(
+            reqwest::header::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+            value.parse().unwrap(),
+        );
+    }
+    let tcp = tokio::net::TcpStream::connect(&server.addr).await.unwrap();
+    let tcp = tokio_tungstenite::MaybeTlsStream::Plain(tcp);
+    match tokio::time::timeout(WAIT, tokio_tungstenite::client_async(req, tcp))
+        .await
+        .expect("the upgrade is answered in time")
+    {
+        Ok((ws, _)) => Ok(ws),
+        Err(tokio_tungstenite::tungstenite::Error::Http(res)) => Err(res.status().as_u16()),
+        Err(e) => panic!("{path}: {e}"),
+    }
+}
+
 #[tokio::test]
 async fn a_browser_s_websocket_opens_with_the_cookie_and_carries_no_credential() {
+    if common::only_duet_serve("a preview's own origin on loopback") {
+        return;
+    }
     let (server, _dir) = protected().await;
     let room = "ports-ws-cookie";
     python_app(&server, room, "ws_echo.py", WS_ECHO_PY, 8100).await;
-    let res = http_no_redirect()
-        .get(preview_url(
-            &server,
-            room,
-            8100,
-            &format!("/?token={TOKEN}"),
-        ))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status().as_u16(), 303);
-    let pair = res
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .map(|v| v.to_str().unwrap().to_string())
-        .find(|c| c.starts_with("duet_preview="))
-        .expect("the preview's cookie")
-        .split(';')
-        .next()
-        .unwrap()
-        .to_string();
-    let url = format!(
-        "ws://{}{}",
-        server.addr,
-        room_path(room, "/ports/8100/socket")
-    );
+    let own = common::apps::own_origin(&server, room, 8100).await;
     // Without a credential: 401.
-    match tokio_tungstenite::connect_async(url.as_str()).await {
-        Err(tokio_tungstenite::tungstenite::Error::Http(res)) => {
-            assert_eq!(res.status().as_u16(), 401)
-        }
-        other => panic!("opened without a credential: {:?}", other.map(|_| ())),
-    }
+    let refused = origin_ws(&server, &own, "/socket", &[]).await;
+    assert_eq!(refused.err(), Some(401));
     // With the cookie, as a browser on the preview's page sends it.
-    let mut req = url.as_str().into_client_request().unwrap();
-    req.headers_mut()
-        .insert("cookie", format!("theme=dark; {pair}").parse().unwrap());
-    req.headers_mut()
-        .insert("origin", server.url("").parse().unwrap());
-    let (mut ws, _) = tokio::time::timeout(WAIT, tokio_tungstenite::connect_async(req))
-        .await
-        .unwrap()
-        .expect("the cookie opens the preview's socket");
+    let cookie = ("cookie", format!("theme=dark; {}", own.cookie));
+    let mut ws = origin_ws(
+        &server,
+        &own,
+        "/socket",
+        &[cookie.clone(), ("origin", own.base.clone())],
+    )
+    .await
+    .expect("the cookie opens the preview's socket");
     let seen = ws_headers(&mut ws).await;
     assert_eq!(header_values(&seen, "authorization"), Vec::<String>::new());
     assert_eq!(
@@ -853,38 +897,38 @@ async fn a_browser_s_websocket_opens_with_the_cookie_and_carries_no_credential()
         vec!["theme=dark".to_string()],
         "{seen}"
     );
-    let value = pair.strip_prefix("duet_preview=").unwrap();
+    let value = own.cookie.strip_prefix("duet_preview=").unwrap();
     assert!(
         !seen.to_string().contains(value) && !seen.to_string().contains(TOKEN),
         "{seen}"
     );
-    // With the token in the query (a room's socket may pass it so; the
-    // preview's rule names the bearer token and the cookie): either the
-    // 303 of the cookie flow, to a URL without it, or a socket whose
-    // request line does not carry it.
-    match tokio_tungstenite::connect_async(format!("{url}?x=1&token={TOKEN}")).await {
-        Ok((mut ws, _)) => {
-            let path = tokio::time::timeout(WAIT, ws.next())
-                .await
-                .unwrap()
-                .unwrap()
-                .unwrap();
-            assert_eq!(path, Message::text("path:/socket?x=1"));
-        }
-        Err(tokio_tungstenite::tungstenite::Error::Http(res)) => {
-            assert_eq!(res.status().as_u16(), 303);
-            let to = res.headers()["location"].to_str().unwrap();
-            assert!(to.ends_with("/ports/8100/socket?x=1"), "{to}");
-        }
-        Err(e) => panic!("{e}"),
+    // A page of another origin (Duet's, another preview's) cannot open it.
+    for origin in [server.url(""), "http://8000-x.localhost".to_string()] {
+        let origin = origin.trim_end_matches('/').to_string();
+        let refused = origin_ws(
+            &server,
+            &own,
+            "/socket",
+            &[cookie.clone(), ("origin", origin.clone())],
+        )
+        .await;
+        assert_eq!(refused.err(), Some(403), "{origin}");
     }
-    // With the bearer token: no Authorization reaches the app either.
-    let mut req = url.as_str().into_client_request().unwrap();
-    req.headers_mut()
-        .insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
-    let (mut ws, _) = tokio::time::timeout(WAIT, tokio_tungstenite::connect_async(req))
+    // With the token in the query: a socket cannot follow a redirect, so
+    // it goes on with the token taken off.
+    let mut ws = origin_ws(&server, &own, &format!("/socket?x=1&token={TOKEN}"), &[])
+        .await
+        .expect("the token opens the preview's socket");
+    let path = tokio::time::timeout(WAIT, ws.next())
         .await
         .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(path, Message::text("path:/socket?x=1"));
+    // With the bearer token: no Authorization reaches the app either.
+    let bearer = ("authorization", format!("Bearer {TOKEN}"));
+    let mut ws = origin_ws(&server, &own, "/socket", &[bearer])
+        .await
         .expect("the token opens the preview's socket");
     let seen = ws_headers(&mut ws).await;
     assert_eq!(
@@ -1060,7 +1104,8 @@ async fn a_credential_cannot_be_slipped_past_the_stripping() {
         }
     }
     // An encoded name alone: either it is the token (then 303 without
-    // it, as for `token=`) or it is no credential (401); never the app.
+    // it, to the preview's own origin, or 403 where there is none) or it
+    // is no credential (401); never the app.
     for path in [format!("/q?%74oken={TOKEN}"), format!("/q?tok%65n={TOKEN}")] {
         let res = client
             .get(preview_url(&server, room, 8300, &path))
@@ -1073,55 +1118,53 @@ async fn a_credential_cannot_be_slipped_past_the_stripping() {
             if to.contains(TOKEN) {
                 problems.push(format!("{path} (no bearer) redirects to {to}"));
             }
-        } else if status != 401 {
+        } else if status != 401 && status != 403 {
             let text = res.text().await.unwrap();
             problems.push(format!("{path} (no bearer) answered {status}: {text}"));
         }
     }
-    // The cookie in a second Cookie header; forwarding headers of the
-    // client's own.
+    // Forwarding headers of the client's own.
     let res = client
-        .get(preview_url(
-            &server,
-            room,
-            8300,
-            &format!("/?token={TOKEN}"),
-        ))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status().as_u16(), 303);
-    let pair = res
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .map(|v| v.to_str().unwrap().to_string())
-        .find(|c| c.starts_with("duet_preview="))
-        .expect("the preview's cookie")
-        .split(';')
-        .next()
-        .unwrap()
-        .to_string();
-    let value = pair.strip_prefix("duet_preview=").unwrap().to_string();
-    let res = client
-        .get(preview_url(&server, room, 8300, "/two-cookies"))
-        .header("cookie", "theme=dark")
-        .header("cookie", &pair)
+        .get(preview_url(&server, room, 8300, "/forwarded"))
+        .bearer_auth(TOKEN)
         .header("x-forwarded-prefix", "/not/the/prefix")
         .header("x-forwarded-host", "evil.example")
         .send()
         .await
         .unwrap();
     let seen = echoed(res).await;
-    if seen.to_string().contains(&value) || seen.to_string().contains("duet_preview") {
-        problems.push(format!("a second Cookie header reached the app: {seen}"));
-    }
     if header_values(&seen, "x-forwarded-prefix") != vec![prefix.clone()]
         || header_values(&seen, "x-forwarded-host") != vec![server.addr.clone()]
     {
         problems.push(format!(
             "the client's forwarding headers reached the app: {seen}"
         ));
+    }
+    // At the preview's own origin: the cookie in a second Cookie header.
+    if !common::only_duet_serve("a preview's own origin on loopback") {
+        let own = common::apps::own_origin(&server, room, 8300).await;
+        let res = own
+            .client
+            .get(own.url("/two-cookies"))
+            .header("cookie", "theme=dark")
+            .header("cookie", &own.cookie)
+            .header("x-forwarded-prefix", "/not/the/prefix")
+            .header("x-forwarded-host", "evil.example")
+            .send()
+            .await
+            .unwrap();
+        let seen = echoed(res).await;
+        let value = own.cookie.strip_prefix("duet_preview=").unwrap();
+        if seen.to_string().contains(value) || seen.to_string().contains("duet_preview") {
+            problems.push(format!("a second Cookie header reached the app: {seen}"));
+        }
+        if !header_values(&seen, "x-forwarded-prefix").is_empty()
+            || header_values(&seen, "x-forwarded-host") != vec![own.host.clone()]
+        {
+            problems.push(format!(
+                "the client's forwarding headers reached the app: {seen}"
+            ));
+        }
     }
     assert!(problems.is_empty(), "{problems:#?}");
 }
@@ -1205,4 +1248,95 @@ async fn the_port_routes_never_start_a_sandbox() {
     // A command starts one (so the check above could see one).
     exec(&server, room, "true").await;
     assert!(!common::procs::descendants(server.pid()).is_empty());
+}
+
+/// An HTTP/1.1 app that keeps its connections open and, as many apps do,
+/// reads no body of a GET: each request it parses is a line of its stdout
+/// (`METHOD PATH`), answered with an empty 200.
+const KEEP_ALIVE_PY: &str = r#"
+import http.server, sys
+
+class App(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def answer(self):
+        print(self.command, self.path, flush=True)
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_HEAD = do_POST = answer
+
+    def log_message(self, *args):
+        pass
+
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), App).serve_forever()
+"#;
+
+/// A viewer may only read a preview (GET and HEAD): a GET whose body holds
+/// a second request must not reach the app as a second request. The
+/// proxy frames what it forwards: the viewer's body is dropped, and the
+/// app's connection carries this one request only.
+#[tokio::test]
+async fn a_viewer_s_get_cannot_smuggle_a_second_request_into_the_app() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (server, _dir) = common::access::with_token(&[]).await;
+    let room = "ports-smuggle";
+    let app = python_app(&server, room, "app.py", KEEP_ALIVE_PY, 8000).await;
+    let id = app["id"].as_str().unwrap().to_string();
+    let (viewer, _) = common::access::guest(&server, room, "viewer", None).await;
+    let smuggled = "POST /smuggled HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n";
+    let head = format!(
+        "GET {} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        room_path(room, "/ports/8000/first"),
+        server.addr,
+        viewer.token,
+        smuggled.len()
+    );
+    let mut tcp = tokio::net::TcpStream::connect(&server.addr).await.unwrap();
+    tcp.write_all(format!("{head}{smuggled}").as_bytes())
+        .await
+        .unwrap();
+    let mut raw = Vec::new();
+    tokio::time::timeout(WAIT, tcp.read_to_end(&mut raw))
+        .await
+        .expect("the answer comes in time")
+        .unwrap();
+    let (status, _, _) = split_response(&raw);
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&raw));
+    // A later request, logged after the first: once it is there, a
+    // smuggled one would have been logged too.
+    let (status, _) = preview_get(&server, room, 8000, "/after").await;
+    assert_eq!(status, 200);
+    let log = printed(&server, room, &id, "GET /after").await;
+    assert!(log.contains("GET /first"), "{log}");
+    assert!(
+        !log.contains("smuggled"),
+        "the app ran a smuggled request:\n{log}"
+    );
+
+    // Conflicting lengths (a writer's): the chunked body wins (RFC 9112),
+    // and what it holds is a body, never a second request to the app.
+    let inner = "GET /smuggled-again HTTP/1.1\r\nHost: localhost\r\n\r\n";
+    let conflict = format!(
+        "POST {} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n{:x}\r\n{inner}\r\n0\r\n\r\n",
+        room_path(room, "/ports/8000/conflict"),
+        server.addr,
+        server.token.as_deref().unwrap_or_default(),
+        inner.len(),
+    );
+    let mut tcp = tokio::net::TcpStream::connect(&server.addr).await.unwrap();
+    tcp.write_all(conflict.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    tokio::time::timeout(WAIT, tcp.read_to_end(&mut raw))
+        .await
+        .expect("the answer comes in time")
+        .unwrap();
+    let (status, _, _) = split_response(&raw);
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&raw));
+    let (status, _) = preview_get(&server, room, 8000, "/last").await;
+    assert_eq!(status, 200);
+    let log = printed(&server, room, &id, "GET /last").await;
+    assert!(log.contains("POST /conflict"), "{log}");
+    assert!(!log.contains("smuggled-again"), "{log}");
 }

@@ -443,3 +443,37 @@ fn export_writes_the_room_s_history_to_the_file_named_and_says_so() {
             .is_some_and(|t| t.text.contains("exported 3 messages"))
     );
 }
+
+#[test]
+fn a_command_cut_by_a_restart_stops_spinning_after_the_reconnect() {
+    let cmd = "for i in $(seq 1 20); do echo tick $i; sleep 1; done";
+    let mut app = app();
+    app.update(state(vec![], vec![]));
+    app.update(exec_start("x00000000001", cmd, "bob"));
+    app.update(exec_out("x00000000001", "tick 1\ntick 2\n"));
+    assert!(app.execs.running().is_some());
+    // The server stops and comes back: the socket reconnects and the
+    // state has the command ended by the stop.
+    app.update(Msg::Socket(SocketEvent::State(ConnState::Reconnecting {
+        in_secs: 1,
+        reason: "The connection broke".into(),
+    })));
+    app.update(Msg::Socket(SocketEvent::State(ConnState::Connecting)));
+    app.update(Msg::Socket(SocketEvent::State(ConnState::Connected {
+        rtt_ms: None,
+    })));
+    let cut = ExecRecord {
+        exit_code: None,
+        error: Some("the server stopped while it ran".into()),
+        ..record("x00000000001", cmd, "tick 1\ntick 2\ntick 3\n")
+    };
+    app.update(state(vec![], vec![cut]));
+    assert!(app.execs.running().is_none(), "the spinner goes on");
+    assert!(
+        app.stop_target().is_none(),
+        "Esc would stop a command that is gone"
+    );
+    let screen = render(&mut app, 120, 30);
+    assert!(screen.contains("tick 3"), "{screen}");
+    assert!(screen.contains("error: the server stopped"), "{screen}");
+}

@@ -211,6 +211,7 @@ fn f3_while_shown_detaches_and_the_terminals_end_hides_it() {
     app.update(term(TermFrame::Exit {
         term_id: "t1".into(),
         exit_code: Some(0),
+        reason: None,
     }));
     assert!(!app.term.shown && !app.term.attached && app.term.running.is_none());
     let screen = render(&mut app, 120, 40);
@@ -337,4 +338,148 @@ fn a_click_in_the_view_goes_to_a_program_that_asked_for_the_mouse() {
         modifiers: KeyModifiers::NONE,
     });
     assert!(typed(&app.update(outside)).is_empty());
+}
+
+/// Issue 23: bob (90x28, the one-pane layout) pressed Ctrl+] while the
+/// terminal was shown; the hidden output pane was sent as a 1×1 window and
+/// squeezed the terminal for everyone. A hidden pane keeps the size it
+/// had; a sliver of a pane asks for the smallest terminal, 20×5.
+#[test]
+fn a_hidden_or_narrow_pane_never_shrinks_the_terminal() {
+    let mut app = app();
+    app.update(Msg::Resize(90, 28));
+    let asked = attached(&mut app, None);
+    assert!(asked.cols > 80 && asked.rows > 20, "{asked:?}");
+    let back = app.update(ctrl(']'));
+    assert!(!app.terminal_focused());
+    assert_eq!(
+        app.pane_size(Pane::Output),
+        (0, 0),
+        "the one-pane layout hides it"
+    );
+    assert!(
+        !back.iter().any(|e| matches!(e, Effect::TermResize { .. })),
+        "a hidden pane sends no size: {back:?}"
+    );
+    // Nor does anything that follows while it is hidden.
+    assert!(
+        app.update(Msg::Resize(90, 27))
+            .iter()
+            .all(|e| !matches!(e, Effect::TermResize { .. }))
+    );
+    // Shown again: its size.
+    let shown = app.update(key(KeyCode::Tab));
+    assert!(app.terminal_focused());
+    assert!(
+        shown.iter().all(|e| match e {
+            Effect::TermResize { size, .. } => size.cols >= 20 && size.rows >= 5,
+            _ => true,
+        }),
+        "{shown:?}"
+    );
+    // A window smaller than the smallest terminal asks for 20×5.
+    let tiny = app.update(Msg::Resize(12, 4));
+    let sizes: Vec<TermSize> = tiny
+        .iter()
+        .filter_map(|e| match e {
+            Effect::TermResize { size, .. } => Some(*size),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sizes, vec![TermSize { cols: 20, rows: 5 }]);
+}
+
+/// Issue 23 item 9: after a restore (which ends the terminal) the pane
+/// showed `Terminal 1x1` until F3 twice. The pane follows the room's
+/// terminal: the state saying none runs ends the view (even when the
+/// `exit` was missed), and F3 opens a new one at once.
+#[test]
+fn the_view_follows_the_rooms_terminal_and_f3_opens_a_new_one_at_once() {
+    let mut app = app();
+    attached(&mut app, None);
+    app.update(snapshot(b"$ vim notes.txt"));
+    assert!(app.term.shown && app.term.attached);
+    // The restore's patch, without an `exit` frame on this socket.
+    app.update(patch(json!({"terminal": null})));
+    assert!(!app.term.shown && !app.term.attached && app.term.running.is_none());
+    assert!(!app.terminal_focused());
+    let screen = render(&mut app, 120, 40);
+    assert!(!screen.contains("Tab: keys to it"), "{screen}");
+    // Keys go to the input again, not to a terminal that is gone.
+    assert!(typed(&type_text(&mut app, "x")).is_empty());
+    assert_eq!(app.composer.text(), "x");
+    app.update(ctrl('u'));
+    // One F3: a new terminal.
+    let asked = pane_term_size(&app);
+    let effects = app.update(key(KeyCode::F(3)));
+    assert!(
+        matches!(
+            effects.as_slice(),
+            [Effect::Call(RoomOp::TermOpen(Some(_)))]
+        ),
+        "{effects:?} (pane {asked:?})"
+    );
+
+    // A new terminal in the state while an old one is shown: the old one
+    // ended too.
+    let mut app = tui_fixtures::app();
+    attached(&mut app, None);
+    app.update(patch(
+        json!({"terminal": {"termId": "t9", "cols": 80, "rows": 24}}),
+    ));
+    assert!(!app.term.shown && !app.term.attached);
+    assert_eq!(
+        app.term.running.as_ref().map(|t| t.term_id.as_str()),
+        Some("t9")
+    );
+}
+
+/// An `exit` that says why (the terminal failed) shows it.
+#[test]
+fn an_unexpected_end_says_why() {
+    let mut app = app();
+    attached(&mut app, None);
+    app.update(term(TermFrame::Exit {
+        term_id: "t1".into(),
+        exit_code: None,
+        reason: Some("the terminal's connection to the sandbox was lost".into()),
+    }));
+    assert!(!app.term.shown && !app.term.attached && app.term.running.is_none());
+    let screen = render(&mut app, 120, 40);
+    assert!(
+        screen.contains("the room's terminal ended: the terminal's connection"),
+        "{screen}"
+    );
+    let effects = app.update(key(KeyCode::F(3)));
+    assert!(
+        matches!(effects.as_slice(), [Effect::Call(RoomOp::TermOpen(_))]),
+        "{effects:?}"
+    );
+}
+
+/// Issue 23: after the terminal died unseen, every key alice typed drew
+/// a `not attached ... (term_open first)` toast. The first refusal ends
+/// the view: the keys that follow go to the input, and F3 opens it again.
+#[test]
+fn a_refused_keystroke_ends_the_view_instead_of_a_toast_per_key() {
+    let mut app = app();
+    attached(&mut app, None);
+    let refusal =
+        "duet_term_input: this socket is not attached to terminal \"t1\" (term_open first)";
+    for _ in 0..3 {
+        app.update(tui_fixtures::frame(ServerFrame::Error {
+            error: refusal.into(),
+            retry_after_ms: None,
+        }));
+    }
+    assert!(!app.term.shown && !app.term.attached);
+    assert!(typed(&type_text(&mut app, "ab")).is_empty());
+    assert_eq!(app.composer.text(), "ab");
+    let screen = render(&mut app, 120, 40);
+    assert!(!screen.contains("term_open first"), "{screen}");
+    assert_eq!(
+        screen.matches("not attached any more").count(),
+        1,
+        "{screen}"
+    );
 }

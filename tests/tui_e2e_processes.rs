@@ -57,7 +57,9 @@ async fn bg_then_the_view_follows_a_log_and_stops_processes() {
 
     // The view: the process, and its port's URL once it listens.
     tmux.keys("ann", &["F4"]);
-    let preview = format!("{url}/api/rooms/{room}/ports/8000/");
+    // The preview's own origin (`*.localhost` on a loopback server).
+    let port = server.addr.rsplit(':').next().unwrap_or_default();
+    let preview = format!("http://8000-{room}.localhost:{port}/");
     let screen = tmux
         .wait("ann", "the process and its port in the view", |s| {
             s.contains("Processes · 1 running") && s.contains(&format!("8000  {preview}"))
@@ -76,7 +78,8 @@ async fn bg_then_the_view_follows_a_log_and_stops_processes() {
         s.contains("Log of p1 (python3) · following")
     })
     .await;
-    let (status_code, _) = common::answer(common::http().get(format!("{preview}?live=1"))).await;
+    let client = common::apps::client_for(&server, &preview);
+    let (status_code, _) = common::answer(client.get(format!("{preview}?live=1"))).await;
     assert_eq!(status_code, 200);
     tmux.wait("ann", "the request in the live log", |s| {
         s.contains("\"GET /?live=1 HTTP/1.1\" 200")

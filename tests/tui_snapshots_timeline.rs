@@ -54,6 +54,7 @@ fn pairing_room() -> App {
         duration: 40,
         ts: at(minute),
         truncated: false,
+        error: None,
     };
     app.update(frame(ServerFrame::State {
         state: RoomState {

@@ -252,7 +252,10 @@ fn message_md(m: &DuetMessage, tz: time::UtcOffset) -> String {
 fn command_md(e: &ExecRecord, tz: time::UtcOffset) -> String {
     let status = match e.exit_code {
         Some(code) => format!("exit {code}"),
-        None => "no exit code".into(),
+        None => match &e.error {
+            Some(why) => format!("no exit code: {why}"),
+            None => "no exit code".into(),
+        },
     };
     let mut body = format!("$ {}\n", e.cmd);
     body.push_str(&e.stdout);
@@ -340,6 +343,7 @@ mod tests {
             duration: 40,
             ts,
             truncated: false,
+            error: None,
         }
     }
 

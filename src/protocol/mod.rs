@@ -269,7 +269,15 @@ pub struct ExecRecord {
     pub ts: i64,
     #[serde(default, skip_serializing_if = "is_false")]
     pub truncated: bool,
+    /// Why it has no exit code when it could not end by itself (the
+    /// server stopped while it ran, the sandbox failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
+
+/// What a command still running when its server stopped (SIGTERM, a
+/// crash, a restart) is stored with as its `error`.
+pub const SERVER_STOPPED: &str = "the server stopped while it ran";
 
 /// What a client receives on connect and after every change of messages.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -329,21 +337,38 @@ pub struct TermSize {
 impl TermSize {
     /// The size of a terminal nobody gave a size for.
     pub const DEFAULT: TermSize = TermSize { cols: 80, rows: 24 };
+    /// The narrowest terminal: a smaller window's size counts as this (a
+    /// hidden or sliver pane must not squeeze the programs of everyone).
+    pub const MIN_COLS: u16 = 20;
+    /// The shortest terminal.
+    pub const MIN_ROWS: u16 = 5;
     /// The widest terminal.
     pub const MAX_COLS: u16 = 500;
     /// The tallest terminal.
     pub const MAX_ROWS: u16 = 200;
 
-    /// What is wrong with `cols` and `rows` as a size, by field.
-    pub fn problems(cols: i64, rows: i64) -> Vec<(&'static str, String)> {
+    /// What is wrong with `cols` and `rows` as a size, by field: each
+    /// must be a whole number (any: it is clamped).
+    pub fn problems(cols: Option<i64>, rows: Option<i64>) -> Vec<(&'static str, String)> {
         let mut problems = Vec::new();
-        if !(1..=i64::from(Self::MAX_COLS)).contains(&cols) {
-            problems.push(("cols", format!("must be 1-{}", Self::MAX_COLS)));
-        }
-        if !(1..=i64::from(Self::MAX_ROWS)).contains(&rows) {
-            problems.push(("rows", format!("must be 1-{}", Self::MAX_ROWS)));
+        for (field, value) in [("cols", cols), ("rows", rows)] {
+            if value.is_none() {
+                problems.push((field, "must be a whole number".to_string()));
+            }
         }
         problems
+    }
+
+    /// A size a client gave, within the bounds: `MIN_COLS`–`MAX_COLS`
+    /// wide, `MIN_ROWS`–`MAX_ROWS` tall.
+    pub fn clamped(cols: i64, rows: i64) -> TermSize {
+        let bound = |v: i64, min: u16, max: u16| {
+            u16::try_from(v.clamp(i64::from(min), i64::from(max))).unwrap_or(min)
+        };
+        TermSize {
+            cols: bound(cols, Self::MIN_COLS, Self::MAX_COLS),
+            rows: bound(rows, Self::MIN_ROWS, Self::MAX_ROWS),
+        }
     }
 }
 
@@ -378,11 +403,14 @@ pub enum TermFrame {
         cols: u16,
         rows: u16,
     },
-    /// The terminal ended (to every socket).
+    /// The terminal ended (to every socket); `reason` when it ended
+    /// unexpectedly (its emulator or its connection to the sandbox failed).
     #[serde(rename_all = "camelCase")]
     Exit {
         term_id: String,
         exit_code: Option<i32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
 }
 

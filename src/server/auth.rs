@@ -1,6 +1,7 @@
 //! The bearer token: every path but `/health` needs it when the server has
-//! one; a socket (and a tunnel) may pass it as `?token=` instead, and a
-//! port's preview also takes the cookie a browser got for it.
+//! one; a socket (and a tunnel) may pass it as `?token=` instead, and so
+//! may a port's preview (whose own origin takes the cookie a browser got
+//! for it: ports/site.rs).
 
 use super::access::Action;
 use super::errors::ApiError;
@@ -182,8 +183,6 @@ struct Given {
     path: String,
     /// `Authorization: Bearer`, then `?token=` where a query may carry it.
     tokens: Vec<String>,
-    /// The preview's cookie.
-    cookie: Option<String>,
 }
 
 impl Given {
@@ -207,11 +206,8 @@ impl Given {
                 })
             })
             .flatten();
-        let cookie = super::ports::preview_target(&path)
-            .and_then(|_| super::ports::cookie_credential(req.headers()));
         Given {
             tokens: header.into_iter().chain(query).collect(),
-            cookie,
             path,
         }
     }
@@ -240,28 +236,12 @@ async fn credential(app: &App, given: Given, token: &str) -> Option<Access> {
             return Some(invite);
         }
     }
-    // A browser opening a port's preview: its cookie opens that preview.
-    let (room, port) = super::ports::preview_target(&given.path)?;
-    let cookie = given.cookie.as_deref()?;
-    match cookie.split_once('.') {
-        None => super::ports::is_credential(cookie, token, room, port).then_some(Access::Server),
-        Some((invite_id, tag)) => {
-            let row = app
-                .registry
-                .shared
-                .store
-                .invite(room.to_string(), invite_id.to_string())
-                .await
-                .ok()??;
-            (row.usable() && super::ports::is_credential(tag, &row.token_hash, room, port))
-                .then_some(Access::Invite(row.invite))
-        }
-    }
+    None
 }
 
 /// The access an invite token `given` gives on `path`: its invite's, when
 /// it is for that path's room and still usable.
-async fn invite_access(app: &App, path: &str, given: &str) -> Option<Access> {
+pub(crate) async fn invite_access(app: &App, path: &str, given: &str) -> Option<Access> {
     if !given.starts_with(INVITE_PREFIX) {
         return None;
     }
@@ -277,7 +257,7 @@ async fn invite_access(app: &App, path: &str, given: &str) -> Option<Access> {
 }
 
 /// Compares secrets in time independent of where they differ.
-fn same(a: &str, b: &str) -> bool {
+pub(crate) fn same(a: &str, b: &str) -> bool {
     subtle::ConstantTimeEq::ct_eq(a.as_bytes(), b.as_bytes()).into()
 }
 

@@ -27,6 +27,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
+/// How long a stopping server waits for its rooms to store what ran.
+const ROOMS_STOP: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// A backend running in this process.
 pub struct RunningServer {
     /// Where it listens (the real port when asked for port 0).
@@ -134,6 +137,8 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let addr = listener.local_addr()?;
+    let previews = ports::PreviewHosts::new(args.preview_host.as_deref(), addr)
+        .map_err(|e| anyhow::anyhow!(e))?;
     let policy = args.policy();
     let limits = limits::LimitConfig::from(&args.limits);
     tracing::info!("rate limits in force: {}", limits.describe());
@@ -162,8 +167,11 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
         approval_timeout: std::time::Duration::from_secs(args.approval_timeout_secs),
         approval_allow: crate::protocol::parse_allow_list(&args.approval_allow),
         access_news: tokio::sync::broadcast::channel(channel_guard::NEWS_KEPT).0,
+        previews,
         rooms: Default::default(),
+        actors: Arc::new(tokio::sync::Semaphore::new(registry::ACTOR_SLOTS as usize)),
     });
+    let actors = shared.actors.clone();
     let app = Arc::new(router::App {
         registry: registry::Registry::new(shared),
         token,
@@ -184,6 +192,15 @@ pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
             .await
         {
             tracing::error!("the server failed: {e}");
+        }
+        // Each room stores the commands it still ran before the sandboxes
+        // (and those commands) are stopped.
+        let rooms_stopped = actors.acquire_many(registry::ACTOR_SLOTS);
+        if tokio::time::timeout(ROOMS_STOP, rooms_stopped)
+            .await
+            .is_err()
+        {
+            tracing::warn!("rooms still stopping after {ROOMS_STOP:?}: stopping anyway");
         }
         // Quota images are mounted again on the next start.
         let _ = tokio::task::spawn_blocking(move || sandboxes.shutdown()).await;

@@ -51,9 +51,10 @@ impl BrowserPolicy {
 
     /// Why `req` is refused, if it is.
     fn refusal(&self, req: &Request) -> Option<ApiError> {
-        // A port's preview is a web page: browsers are who it is for.
-        let preview = super::ports::preview_target(req.uri().path()).is_some();
-        if let Some(origin) = req.headers().get(ORIGIN).filter(|_| !preview) {
+        // A port's preview is a web page, but at an origin of its own
+        // (ports::by_host answers it before this check): Duet's origin
+        // serves no page, so every browser request here is refused.
+        if let Some(origin) = req.headers().get(ORIGIN) {
             let origin = origin.to_str().unwrap_or("").to_ascii_lowercase();
             if !self.allowed_origins.contains(&origin) {
                 return Some(ApiError::forbidden(
@@ -77,7 +78,7 @@ impl BrowserPolicy {
 }
 
 /// The host name of a `Host` header, lowercase, without its port.
-fn host_name(host: &str) -> String {
+pub(crate) fn host_name(host: &str) -> String {
     let host = host.trim().to_ascii_lowercase();
     if host.starts_with('[') {
         // [::1]:8787

@@ -38,9 +38,17 @@ pub(crate) struct Shared {
     /// Every room's changes of access (revocations, roles), for the open
     /// channels that are not sockets (channel_guard.rs).
     pub(crate) access_news: tokio::sync::broadcast::Sender<super::channel_guard::RoomNews>,
+    /// Where each preview has an origin of its own, if anywhere.
+    pub(crate) previews: Option<super::ports::PreviewHosts>,
     /// The rooms loaded now, by id.
     pub(crate) rooms: Mutex<HashMap<String, RoomHandle>>,
+    /// One permit per running room actor: a stopping server waits until
+    /// it has them all back (each room has stored what it ran).
+    pub(crate) actors: Arc<tokio::sync::Semaphore>,
 }
+
+/// Permits of `Shared::actors`: more rooms than a server ever loads.
+pub(crate) const ACTOR_SLOTS: u32 = 1 << 20;
 
 /// The live rooms.
 pub(crate) struct Registry {

@@ -65,10 +65,15 @@ pub(crate) fn build(app: Arc<App>) -> Router {
             app.clone(),
             auth::require_token,
         ))
-        // Outermost: a browser is refused before anything else is looked at.
+        // A browser is refused before anything else is looked at.
         .layer(axum::middleware::from_fn_with_state(
             app.clone(),
             origin::guard,
+        ))
+        // Outermost: a preview's own origin is the app's, never the API.
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            ports::by_host,
         ))
         .with_state(app)
 }

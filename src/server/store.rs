@@ -4,7 +4,8 @@
 //! they were sent; async code awaits their answers.
 
 use crate::protocol::{
-    Addressee, DuetMessage, ExecRecord, ExecSource, Role, STATE_EXECS, STATE_MESSAGES,
+    Addressee, DuetMessage, ExecRecord, ExecSource, Role, SERVER_STOPPED, STATE_EXECS,
+    STATE_MESSAGES,
 };
 use rusqlite::{Connection, Row, params};
 use std::path::PathBuf;
@@ -70,6 +71,7 @@ CREATE TABLE IF NOT EXISTS execs (
     room TEXT NOT NULL, exec_id TEXT NOT NULL, cmd TEXT NOT NULL, by_name TEXT NOT NULL,
     source TEXT NOT NULL, stdout TEXT NOT NULL, stderr TEXT NOT NULL, exit_code INTEGER,
     duration INTEGER NOT NULL, ts INTEGER NOT NULL, truncated INTEGER NOT NULL,
+    error TEXT, ended INTEGER NOT NULL DEFAULT 1,
     PRIMARY KEY (room, exec_id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS checkpoints (
@@ -112,7 +114,30 @@ fn migrate(conn: &Connection) -> rusqlite::Result<()> {
             "ALTER TABLE rooms ADD COLUMN next_checkpoint INTEGER NOT NULL DEFAULT 1",
         )?;
     }
+    // Commands stored before they were written as they run had ended.
+    for (column, kind) in EXEC_ADDED_COLUMNS {
+        if conn
+            .prepare(&format!("SELECT {column} FROM execs LIMIT 0"))
+            .is_err()
+        {
+            conn.execute_batch(&format!("ALTER TABLE execs ADD COLUMN {column} {kind}"))?;
+        }
+    }
     conn.execute_batch(CLIENT_ID_INDEX)
+}
+
+/// Columns of `execs` added later: a command's `error`, and whether it
+/// ended (a row is written when the command starts, its output as it comes).
+const EXEC_ADDED_COLUMNS: [(&str, &str); 2] =
+    [("error", "TEXT"), ("ended", "INTEGER NOT NULL DEFAULT 1")];
+
+/// Ends every command a stopped server left running (nothing runs while
+/// the store opens): kept with what it printed, no exit code and `error`.
+fn close_unended(conn: &Connection, error: &str) -> rusqlite::Result<usize> {
+    conn.execute(
+        "UPDATE execs SET ended = 1, exit_code = NULL, error = ?1 WHERE ended = 0",
+        params![error],
+    )
 }
 
 /// A value kept as JSON text.
@@ -154,6 +179,10 @@ impl Store {
                     conn.execute_batch(SCHEMA)?;
                     conn.execute_batch(super::store_access::SCHEMA)?;
                     migrate(&conn)?;
+                    let closed = close_unended(&conn, SERVER_STOPPED)?;
+                    if closed > 0 {
+                        tracing::info!("{closed} commands were cut off by the last stop");
+                    }
                     Ok(conn)
                 });
                 let mut conn = match opened {
@@ -299,11 +328,23 @@ impl Store {
         room: String,
         rec: ExecRecord,
     ) -> Result<(), StoreError> {
+        self.write_exec(room, rec, true).await
+    }
+
+    /// Stores a command that starts (`ended` false: left so by a crash,
+    /// the next start ends it) or ended, keeping the room's most recent ones.
+    pub(crate) async fn write_exec(
+        &self,
+        room: String,
+        rec: ExecRecord,
+        ended: bool,
+    ) -> Result<(), StoreError> {
         self.call(move |conn| {
             let tx = conn.transaction()?;
             tx.execute(
                 "INSERT OR REPLACE INTO execs (room, exec_id, cmd, by_name, source, stdout, stderr, \
-                 exit_code, duration, ts, truncated) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                 exit_code, duration, ts, truncated, error, ended) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
                 params![
                     room,
                     rec.exec_id,
@@ -315,7 +356,9 @@ impl Store {
                     rec.exit_code,
                     rec.duration as i64,
                     rec.ts,
-                    rec.truncated
+                    rec.truncated,
+                    rec.error,
+                    ended
                 ],
             )?;
             tx.execute(
@@ -324,6 +367,31 @@ impl Store {
                 params![room, STATE_EXECS as i64],
             )?;
             tx.commit()
+        })
+        .await
+    }
+
+    /// What a running command printed so far (a row `write_exec` began
+    /// and that has not ended).
+    pub(crate) async fn exec_output(
+        &self,
+        room: String,
+        rec: ExecRecord,
+    ) -> Result<(), StoreError> {
+        self.call(move |conn| {
+            conn.execute(
+                "UPDATE execs SET stdout = ?3, stderr = ?4, truncated = ?5, duration = ?6 \
+                 WHERE room = ?1 AND exec_id = ?2 AND ended = 0",
+                params![
+                    room,
+                    rec.exec_id,
+                    rec.stdout,
+                    rec.stderr,
+                    rec.truncated,
+                    rec.duration as i64
+                ],
+            )
+            .map(drop)
         })
         .await
     }
@@ -482,8 +550,8 @@ fn select_execs(
 ) -> rusqlite::Result<Vec<ExecRecord>> {
     let mut stmt = conn.prepare_cached(
         "SELECT exec_id, cmd, by_name, source, stdout, stderr, exit_code, duration, ts, \
-         truncated FROM execs WHERE room = ?1 AND (?3 IS NULL OR exec_id < ?3) \
-         ORDER BY exec_id DESC LIMIT ?2",
+         truncated, error FROM execs WHERE room = ?1 AND ended = 1 \
+         AND (?3 IS NULL OR exec_id < ?3) ORDER BY exec_id DESC LIMIT ?2",
     )?;
     stmt.query_map(params![room, limit as i64, before], exec_from_row)?
         .collect()
@@ -548,6 +616,7 @@ fn exec_from_row(r: &Row<'_>) -> rusqlite::Result<ExecRecord> {
         duration: r.get::<_, i64>(7)?.max(0) as u64,
         ts: r.get(8)?,
         truncated: r.get(9)?,
+        error: r.get(10)?,
     })
 }
 

@@ -153,6 +153,7 @@ async fn only_recent_execs_are_kept() {
             duration: n,
             ts: 5,
             truncated: n % 2 == 0,
+            error: None,
         };
         store.insert_exec("r".into(), rec).await.unwrap();
     }

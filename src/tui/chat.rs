@@ -469,6 +469,7 @@ mod tests {
             duration: 1,
             ts: 30_000,
             truncated: false,
+            error: None,
         };
         let agents = ExecRecord {
             exec_id: "e2".into(),

@@ -9,6 +9,9 @@ use std::collections::VecDeque;
 
 /// Commands kept in the pane.
 pub const MAX_RUNS: usize = 100;
+/// What a command whose end this client missed, and whose record the
+/// state no longer has, is shown with.
+const ENDED_UNSEEN: &str = "it ended while this screen was away";
 /// Exec ids remembered as hidden by `/clear`.
 const MAX_HIDDEN: usize = 1000;
 
@@ -49,7 +52,8 @@ impl Completion {
         })
     }
 
-    /// How a stored record says it ended (records keep only the code).
+    /// How a stored record says it ended (records keep the code, and why
+    /// there is none when it could not end by itself).
     pub fn from_record(record: &ExecRecord) -> Completion {
         Completion {
             exit_code: record.exit_code,
@@ -57,7 +61,7 @@ impl Completion {
             timed_out: false,
             interrupted: false,
             truncated: record.truncated,
-            error: None,
+            error: record.error.clone(),
         }
     }
 }
@@ -245,8 +249,36 @@ impl ExecLog {
             self.runs.insert(anchor, ExecRun::from_record(record));
             changed = true;
         }
+        changed |= self.end_overtaken(records);
         while self.runs.len() > MAX_RUNS {
             self.runs.pop_front();
+        }
+        changed
+    }
+
+    /// Commands run one at a time in the order they started: one shown as
+    /// running that started before a command the state has ended is over,
+    /// even when its own record is not there (its end was missed).
+    fn end_overtaken(&mut self, records: &[ExecRecord]) -> bool {
+        let Some(newest) = records.iter().map(|r| r.exec_id.as_str()).max() else {
+            return false;
+        };
+        let mut changed = false;
+        for run in self.runs.iter_mut().filter(|r| r.done.is_none()) {
+            // Ids are fixed-width (`x` and 11 digits): their order is the text's.
+            if run.exec_id.len() == newest.len() && run.exec_id.as_str() < newest {
+                run.output.finish();
+                run.done = Some(Completion {
+                    exit_code: None,
+                    duration_ms: 0,
+                    timed_out: false,
+                    interrupted: false,
+                    truncated: false,
+                    error: Some(ENDED_UNSEEN.into()),
+                });
+                run.revision += 1;
+                changed = true;
+            }
         }
         changed
     }
@@ -337,7 +369,31 @@ mod tests {
             duration: 5,
             ts: 0,
             truncated: false,
+            error: None,
         }
+    }
+
+    #[test]
+    fn a_run_older_than_an_ended_one_is_over_even_without_its_record() {
+        let mut log = ExecLog::default();
+        log.apply_frame(&start("x00000000001"), 0);
+        log.apply_frame(&start("x00000000003"), 0);
+        let mut later = echo_hi_record();
+        later.exec_id = "x00000000002".into();
+        assert!(log.apply_records(&[later]));
+        let ended: Vec<_> = log
+            .runs()
+            .iter()
+            .map(|r| (r.exec_id.as_str(), r.error()))
+            .collect();
+        assert!(
+            ended.contains(&("x00000000001", Some(ENDED_UNSEEN))),
+            "{ended:?}"
+        );
+        assert_eq!(
+            log.running().map(|r| r.exec_id.as_str()),
+            Some("x00000000003")
+        );
     }
 
     #[test]

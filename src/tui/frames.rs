@@ -124,6 +124,7 @@ impl App {
                 self.set_approvals(state.approvals);
                 true
             }
+            ServerFrame::Error { error, .. } if self.term_input_refused(&error) => true,
             ServerFrame::StateError { error } | ServerFrame::Error { error, .. } => {
                 self.toast(format!("backend: {error}"), true);
                 true

@@ -57,12 +57,10 @@ pub fn toggle_key() -> String {
         .unwrap_or_else(|| "F3".into())
 }
 
-/// A pane's inner size as a terminal size (the protocol's bounds hold).
+/// A pane's inner size as a terminal size (the protocol's bounds hold:
+/// a sliver of a pane asks for the smallest terminal, not less).
 fn term_size((width, height): (u16, u16)) -> TermSize {
-    TermSize {
-        cols: width.clamp(1, TermSize::MAX_COLS),
-        rows: height.clamp(1, TermSize::MAX_ROWS),
-    }
+    TermSize::clamped(i64::from(width), i64::from(height))
 }
 
 impl App {
@@ -171,7 +169,13 @@ impl App {
         if !self.term.shown || !self.term.attached || self.may(Deed::TypeInTerminal).is_err() {
             return;
         }
-        let size = term_size(self.pane_size(Pane::Output));
+        // A hidden pane (the narrow layout shows one pane at a time) keeps
+        // the size it had: only a pane on screen says how big it is.
+        let (width, height) = self.pane_size(Pane::Output);
+        if width == 0 || height == 0 {
+            return;
+        }
+        let size = term_size((width, height));
         if self.term.sent_size == Some(size) {
             return;
         }
@@ -223,7 +227,11 @@ impl App {
                     running.rows = *rows;
                 }
             }
-            TermFrame::Exit { term_id, exit_code } => {
+            TermFrame::Exit {
+                term_id,
+                exit_code,
+                reason,
+            } => {
                 let ours = self
                     .term
                     .running
@@ -231,13 +239,15 @@ impl App {
                     .is_some_and(|r| r.term_id == *term_id);
                 if ours {
                     self.term.running = None;
-                    self.toast(
-                        match exit_code {
-                            Some(code) => format!("the room's terminal exited (code {code})"),
-                            None => "the room's terminal was closed".to_string(),
-                        },
-                        false,
-                    );
+                    match (exit_code, reason) {
+                        (_, Some(reason)) => {
+                            self.toast(format!("the room's terminal ended: {reason}"), true)
+                        }
+                        (Some(code), None) => {
+                            self.toast(format!("the room's terminal exited (code {code})"), false)
+                        }
+                        (None, None) => self.toast("the room's terminal was closed", false),
+                    }
                 }
             }
             TermFrame::Data { .. } => {}
@@ -246,12 +256,32 @@ impl App {
             Seen::Nothing => matches!(frame, TermFrame::Resize { .. } | TermFrame::Exit { .. }),
             Seen::Drawn => true,
             Seen::Exited(_) => {
-                self.term.attached = false;
-                self.term.shown = false;
-                self.term.sent_size = None;
+                self.terminal_ended();
                 true
             }
         }
+    }
+
+    /// A `duet_error` saying this socket is not attached to the terminal
+    /// the view shows (it ended unseen): the view ends, once, so the keys
+    /// that follow go to the input instead of each drawing the same
+    /// refusal (those sent before it ended are refused quietly). Answers
+    /// whether the error was that.
+    pub(crate) fn term_input_refused(&mut self, error: &str) -> bool {
+        let refused =
+            error.starts_with("duet_term_") && error.contains("is not attached to terminal");
+        if !refused || !self.term.shown {
+            return refused;
+        }
+        self.terminal_ended();
+        self.toast(
+            format!(
+                "the room's terminal is not attached any more: {} opens it",
+                toggle_key()
+            ),
+            true,
+        );
+        true
     }
 
     /// `duet_typing` with a `termId`: someone types into the terminal.
@@ -267,11 +297,27 @@ impl App {
         true
     }
 
-    /// The state's `terminal`: whether one runs.
+    /// The state's `terminal`: whether one runs. The pane follows it: a
+    /// pane showing a terminal that no longer runs (a restore or a cleanup
+    /// ended it, or its `exit` was missed) shows that it ended.
     pub(crate) fn set_terminal(&mut self, terminal: Option<TerminalState>) -> bool {
         let changed = self.term.running != terminal;
+        let shown_id = self.term.screen.term_id().map(str::to_string);
+        let gone = shown_id.is_some_and(|id| terminal.as_ref().is_none_or(|t| t.term_id != id));
         self.term.running = terminal;
-        changed
+        if gone {
+            self.terminal_ended();
+        }
+        changed || gone
+    }
+
+    /// The terminal shown here ended: the pane gives way to the output
+    /// and the keys go back to the input; F3 opens a new one.
+    fn terminal_ended(&mut self) {
+        self.term.screen.detached();
+        self.term.attached = false;
+        self.term.shown = false;
+        self.term.sent_size = None;
     }
 
     /// The answer of `term_open`, `term_detach` or `term_close`.

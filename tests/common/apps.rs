@@ -476,3 +476,110 @@ pub fn pattern(len: usize) -> Vec<u8> {
         })
         .collect()
 }
+
+/// A preview at its own origin (`{port}-{room}.localhost` on a loopback
+/// `duet serve`), as a browser reaches it: a client that does not follow
+/// redirects and resolves that host to the server (a browser resolves
+/// `*.localhost` itself), and the `duet_preview` cookie it got there.
+pub struct OwnOrigin {
+    /// `http://HOST:PORT`, without a final slash.
+    pub base: String,
+    /// `HOST:PORT`, as the `Host` header says it.
+    pub host: String,
+    pub client: reqwest::Client,
+    /// `duet_preview=VALUE` (empty on a server without a token).
+    pub cookie: String,
+    /// The whole `Set-Cookie` that carried it.
+    pub set_cookie: String,
+}
+
+impl OwnOrigin {
+    /// `base` + `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// A GET of `path` with the cookie.
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        let mut req = self.client.get(self.url(path));
+        if !self.cookie.is_empty() {
+            req = req.header("cookie", &self.cookie);
+        }
+        req.send().await.expect("the preview's origin answers")
+    }
+}
+
+/// A client that sends requests for `url`'s host to the server.
+pub fn client_for(server: &Server, url: &str) -> reqwest::Client {
+    let host = reqwest::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_string))
+        .expect("a URL with a host");
+    let addr: std::net::SocketAddr = server.addr.parse().expect("the server's address");
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .timeout(WAIT)
+        .redirect(reqwest::redirect::Policy::none())
+        .resolve(&host, addr)
+        .build()
+        .unwrap()
+}
+
+/// Opens `room`'s `port` as a browser does: `?token=` (or nothing, on a
+/// server without one) at Duet's preview route, whose 303 leads to the
+/// preview's own origin with a ticket, which that origin trades for its
+/// cookie (303 to the same URL without the ticket).
+pub async fn own_origin(server: &Server, room: &str, port: u16) -> OwnOrigin {
+    let query = server
+        .token
+        .as_ref()
+        .map(|t| format!("?token={t}"))
+        .unwrap_or_default();
+    let res = http_no_redirect()
+        .get(preview_url(server, room, port, &format!("/{query}")))
+        .header("sec-fetch-mode", "navigate")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        res.status().as_u16(),
+        303,
+        "Duet's preview route sends a browser on"
+    );
+    let to = res.headers()["location"].to_str().unwrap().to_string();
+    let parsed = reqwest::Url::parse(&to).expect("an absolute URL");
+    let host = format!(
+        "{}:{}",
+        parsed.host_str().unwrap(),
+        parsed.port_or_known_default().unwrap()
+    );
+    let base = format!("http://{host}");
+    let client = client_for(server, &to);
+    let (mut cookie, mut set_cookie) = (String::new(), String::new());
+    if server.token.is_some() {
+        assert!(to.contains("duet_ticket="), "{to}");
+        let res = client.get(&to).send().await.unwrap();
+        assert_eq!(
+            res.status().as_u16(),
+            303,
+            "the ticket is traded for a cookie"
+        );
+        let again = res.headers()["location"].to_str().unwrap();
+        assert_eq!(again, "/", "the same URL without the ticket");
+        set_cookie = res
+            .headers()
+            .get_all("set-cookie")
+            .iter()
+            .map(|v| v.to_str().unwrap().to_string())
+            .find(|c| c.starts_with("duet_preview="))
+            .expect("the preview origin's cookie");
+        cookie = set_cookie.split(';').next().unwrap().to_string();
+    }
+    OwnOrigin {
+        base,
+        host,
+        client,
+        cookie,
+        set_cookie,
+    }
+}

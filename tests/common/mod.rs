@@ -8,6 +8,7 @@ pub mod apps;
 pub mod cli;
 pub mod procs;
 pub mod shell_state;
+pub mod ticks;
 pub mod tmux;
 
 use futures_util::{SinkExt, StreamExt};

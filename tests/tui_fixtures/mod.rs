@@ -196,6 +196,7 @@ pub fn record(id: &str, cmd: &str, stdout: &str) -> ExecRecord {
         duration: 4,
         ts: T0,
         truncated: false,
+        error: None,
     }
 }
 

@@ -34,6 +34,14 @@ export interface CommandHost {
   broadcast(text: string): void;
   /** Keeps a command's record (unless a cleanup came since it started). */
   record(generation: number, record: ExecRecord): void;
+  /**
+   * Stores a command as it is announced, not ended yet (a restart leaves it
+   * so: the object's next start ends it); then what it printed so far, in
+   * batches; `unstarted`: it is asked for again, no record of it stays.
+   */
+  started(generation: number, record: ExecRecord): void;
+  printed(execId: string, printed: Printed, durationMs: number): void;
+  unstarted(execId: string): void;
   /** Where the shell is, as last known. */
   shellCwd(): string;
   /** The shell is now in `cwd` (unless a cleanup came since the command started). */
@@ -75,6 +83,40 @@ export const CANCELLED = "the agent's turn was cancelled";
 /** How long the agent's command waits for a starting sandbox. */
 const AGENT_START_WAIT_MS = 120_000;
 
+const utf8 = new TextEncoder();
+
+/** How often a running command's new output is written to storage (what a restart may lose of it). */
+export const WRITE_EVERY_MS = 1000;
+
+/** A running command's output as storage keeps it: the first `STORED_OUTPUT_CAP` bytes of each stream. */
+export class Printed {
+  stdout = "";
+  stderr = "";
+  truncated = false;
+  private dirty = false;
+  /** Bytes kept of each stream. */
+  private readonly bytes = { stdout: 0, stderr: 0 };
+
+  /** Keeps what of `data` fits; whether anything changed. */
+  push(stream: "stdout" | "stderr", data: string): boolean {
+    const [kept, cut] = capText(data, Math.max(0, STORED_OUTPUT_CAP - this.bytes[stream]));
+    const changed = kept.length > 0 || (cut && !this.truncated);
+    this.bytes[stream] += utf8.encode(kept).length;
+    if (stream === "stdout") this.stdout += kept;
+    else this.stderr += kept;
+    this.truncated ||= cut;
+    this.dirty ||= changed;
+    return changed;
+  }
+
+  /** Whether it changed since the last call. */
+  take(): boolean {
+    const was = this.dirty;
+    this.dirty = false;
+    return was;
+  }
+}
+
 /** The command running now. */
 interface Running {
   execId: string;
@@ -94,6 +136,17 @@ export class Commands {
     this.host.broadcast(execStartFrame(execId, req.cmd, req.by, req.source, req.byConnection));
     const ts = Date.now();
     const generation = this.host.generation();
+    this.host.started(generation, {
+      execId,
+      cmd: req.cmd,
+      by: req.by,
+      source: req.source,
+      stdout: "",
+      stderr: "",
+      exitCode: null,
+      duration: 0,
+      ts,
+    });
     const ended = this.queue.then(() => this.runOne(execId, req, ts, generation));
     this.queue = ended.catch(() => {});
     return ended;
@@ -160,7 +213,8 @@ export class Commands {
       }),
     );
     // A command that waits for a starting sandbox is asked for again: not a record.
-    if (end.startingSecs === undefined) {
+    if (end.startingSecs !== undefined) this.host.unstarted(execId);
+    else {
       const [stdout, cutOut] = capText(o?.stdout ?? "", STORED_OUTPUT_CAP);
       const [stderr, cutErr] = capText(o?.stderr ?? "", STORED_OUTPUT_CAP);
       end.record = {
@@ -204,6 +258,17 @@ export class Commands {
     };
     req.signal?.addEventListener("abort", onAbort);
     const started = Date.now();
+    // Its output goes to the store as it comes, once a period, not once a line.
+    const printed = new Printed();
+    let writing: ReturnType<typeof setTimeout> | undefined;
+    const write = () => {
+      writing = undefined;
+      if (printed.take()) this.host.printed(end.execId, printed, Date.now() - end.ts);
+    };
+    const print = (stream: "stdout" | "stderr", data: string) => {
+      if (printed.push(stream, data) && writing === undefined) writing = setTimeout(write, WRITE_EVERY_MS);
+      this.host.broadcast(execOutputFrame(stream, end.execId, data));
+    };
     try {
       for (;;) {
         try {
@@ -213,8 +278,8 @@ export class Commands {
             cwd: req.cwd,
             env: req.env && Object.keys(req.env).length > 0 ? req.env : undefined,
             outputCap: limits.outputCap,
-            onStdout: (data) => this.host.broadcast(execOutputFrame("stdout", end.execId, data)),
-            onStderr: (data) => this.host.broadcast(execOutputFrame("stderr", end.execId, data)),
+            onStdout: (data) => print("stdout", data),
+            onStderr: (data) => print("stderr", data),
           });
           // An interrupt the room sent counts even if the sandbox did not say so.
           const interrupted = outcome.interrupted || (running.interrupted && outcome.exitCode !== 0);
@@ -241,6 +306,7 @@ export class Commands {
         }
       }
     } finally {
+      if (writing !== undefined) clearTimeout(writing);
       req.signal?.removeEventListener("abort", onAbort);
       if (this.running === running) this.running = undefined;
     }

@@ -11,7 +11,7 @@ import { ApiError, addDetail, describe, errorResponse, jsonBody, notFound, type 
 import { parseOp, roomDetails, type Method, type Op } from "./ops";
 import { originRefusal } from "./origin";
 import { PAGE_DEFAULT, PAGE_MAX, isControl, nameProblem } from "./protocol";
-import { preview, tunnel } from "./preview";
+import { confineCookies, preview, tunnel } from "./preview";
 import type { Who } from "./room";
 import { EXECS_PAGE_PATH, PAGE_PATH, roomOp, roomRequest, roomStub } from "./rooms";
 import { previewByHost } from "./sandbox/adapter";
@@ -67,15 +67,16 @@ function previewTarget(path: string): { rawRoom: string; port: string; rest?: st
 async function route(request: Request, env: Env): Promise<Response> {
   // Host-based previews (exposePort URLs) are the SDK's, behind their own token.
   const byHost = await previewByHost(request, env);
-  if (byHost) return byHost;
+  if (byHost) return confineCookies(byHost);
   const [path, query] = target(request.url);
   const port = previewTarget(path);
-  // A browser is refused before anything else is looked at, but on a port's preview, which browsers open.
-  const refused = port ? undefined : originRefusal(request, env);
+  // A browser is refused before anything else is looked at: the Worker's
+  // own origin serves no page (a port's preview has an origin of its own).
+  const refused = originRefusal(request, env);
   if (refused) return errorResponse(refused);
   const method = request.method === "HEAD" ? "GET" : request.method;
   if (path === "/health") return method === "GET" ? text("ok") : errorResponse(ApiError.methodNotAllowed());
-  // The preview checks its own credentials (the token, or its cookie).
+  // The preview checks its own credentials (the token).
   if (port) return preview(request, env, port.rawRoom, decoded(port.rawRoom) ?? port.rawRoom, port.port, port.rest, query);
   const seg = path.split("/").slice(1);
   const sdkSocket = seg[0] === "agents" && seg[1] === "duet-agent" && seg.length === 3 && seg[2] !== "";

@@ -6,7 +6,7 @@ import { parseRole, type RoomRole } from "./access";
 import { collapse, parsePolicy, type Policy } from "./approvals";
 import { ApiError, addDetail, isObject, type Details, type JsonObject } from "./http";
 import type { TermSize, WorkspaceCopy } from "./sandbox/types";
-import { sizeProblems } from "./terminal";
+import { clampSize, sizeProblems } from "./terminal";
 import {
   MAX_TEXT_CHARS,
   ROOM_RULE,
@@ -263,7 +263,7 @@ export function parseOp(method: Method, obj: JsonObject, details: Details = {}, 
       }
       // Both or neither: a size with one half missing is refused by its missing half.
       for (const [field, problem] of sizeProblems(cols, rows)) f.problem(field, problem);
-      op = { kind: "term_open", size: { cols: cols as number, rows: rows as number }, user };
+      op = { kind: "term_open", size: clampSize(cols, rows), user };
       break;
     }
     case "term_detach":

@@ -1,47 +1,23 @@
 // The routes to a port inside a room's sandbox (docs/protocol.md "Ports"):
-// the HTTP preview `ANY /api/rooms/{room}/ports/{port}/{path…}` with its
-// browser credential (the `duet_preview` cookie), and the tunnel `GET
+// the HTTP preview `ANY /api/rooms/{room}/ports/{port}/{path…}` for
+// clients that send the token, and the tunnel `GET
 // /api/rooms/{room}/tunnel/{port}`. Both go from the Worker straight to
 // the room's sandbox (src/sandbox/types.ts `fetchPort`, `tunnel`), never
-// through the room's object, and never start a sandbox.
+// through the room's object, and never start a sandbox. A browser is never
+// served an app on the Worker's own origin: a page goes to the port's
+// own origin (its `url`, under DUET_PREVIEW_HOST), anything else is 403.
 
 import { guarded, watch } from "./watch";
 import { OWNER, check, type Caller } from "./access";
 import { limits, type Env } from "./env";
-import { ApiError, addDetail, describe, errorResponse, same } from "./http";
+import { ApiError, addDetail, describe, errorResponse } from "./http";
 import { roomDetails } from "./ops";
-import { askCaller } from "./rooms";
 import { roomSandbox } from "./sandbox/adapter";
 import { NothingListens, SandboxStarting } from "./sandbox/types";
 import { credential } from "./credentials";
 
 /** The browser's credential for one preview. */
 export const PREVIEW_COOKIE = "duet_preview";
-
-const encoder = new TextEncoder();
-
-/**
- * The cookie's value for the preview of `port` in `room`: an HMAC of both
- * keyed by the token, so that it opens that preview only and tells nothing
- * of the token. Made from an invite's token, it names the invite
- * (`i3.MAC`, the MAC over the invite's id too): it works while the invite
- * does, with the invite's role as of then.
- */
-export async function previewCredential(token: string, room: string, port: number, inviteId?: string): Promise<string> {
-  const key = await crypto.subtle.importKey("raw", encoder.encode(token), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  const what = `duet-preview\n${room}\n${port}${inviteId === undefined ? "" : `\n${inviteId}`}`;
-  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(what)));
-  const text = btoa(String.fromCharCode(...mac)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-  return inviteId === undefined ? text : `${inviteId}.${text}`;
-}
-
-/** Who a `duet_preview` cookie of `room`'s `port` is; undefined when it is none (or its invite no longer works). */
-async function cookieCaller(env: Env, token: string, room: string, port: number, value: string): Promise<Caller | undefined> {
-  const dot = value.indexOf(".");
-  const inviteId = dot < 0 ? undefined : value.slice(0, dot);
-  if (!same(value, await previewCredential(token, room, port, inviteId))) return undefined;
-  return inviteId === undefined ? OWNER : askCaller(env, room, { inviteId });
-}
 
 /** The port of a path segment, or undefined when it is not 1-65535. */
 function portOf(text: string): number | undefined {
@@ -103,14 +79,6 @@ function appCookies(header: string | null): string | null {
   return kept.length > 0 ? kept.join("; ") : null;
 }
 
-function cookieValue(header: string | null, name: string): string[] {
-  if (header === null) return [];
-  return cookiePairs(header)
-    .map((c) => c.trim())
-    .filter((c) => c.split("=")[0].trim() === name)
-    .map((c) => c.slice(c.indexOf("=") + 1).trim());
-}
-
 /** The request's bearer token, if it has one. */
 function bearer(request: Request): string | undefined {
   const header = request.headers.get("authorization");
@@ -137,16 +105,8 @@ export async function preview(
   let caller: Caller | undefined = OWNER;
   if (token !== "") {
     const header = bearer(request);
-    if (tokens.length > 0) caller = await credential(env, token, room, tokens);
-    else if (header !== undefined && (caller = await credential(env, token, room, [header]))) {
-      // The bearer token says who.
-    } else {
-      const port = portOf(portText);
-      caller = undefined;
-      for (const value of cookieValue(request.headers.get("cookie"), PREVIEW_COOKIE)) {
-        if (port !== undefined && (caller = await cookieCaller(env, token, room, port, value))) break;
-      }
-    }
+    const given = tokens.length > 0 ? tokens : header !== undefined ? [header] : [];
+    caller = given.length > 0 ? await credential(env, token, room, given) : undefined;
     if (!caller) return errorResponse(ApiError.unauthorized());
   }
   const port = checked(room, portText);
@@ -159,16 +119,7 @@ export async function preview(
   if (path === undefined) {
     return new Response(null, { status: 308, headers: { location: `${prefix}/${query === "" ? "" : `?${query}`}` } });
   }
-  if (tokens.length > 0 && page) {
-    // Once: the browser keeps a credential for this preview only, never the token.
-    const headers: Record<string, string> = { location: `${prefix}${path}${search}` };
-    if (token !== "") {
-      const value = await previewCredential(token, room, port, caller.inviteId);
-      const secure = new URL(request.url).protocol === "https:" ? "; Secure" : "";
-      headers["set-cookie"] = `${PREVIEW_COOKIE}=${value}; Path=${prefix}/; HttpOnly; SameSite=Strict${secure}`;
-    }
-    return new Response(null, { status: 303, headers });
-  }
+  if (fromBrowser(request, token !== "")) return elsewhere(env, room, port, `${path}${search}`, page);
   // What the app sees: its own host, where the browser was, the prefix; no credential.
   const headers = new Headers(request.headers);
   headers.delete("authorization");
@@ -179,6 +130,7 @@ export async function preview(
   headers.set("x-forwarded-host", request.headers.get("host") ?? new URL(request.url).host);
   headers.set("x-forwarded-prefix", prefix);
   headers.set("x-forwarded-proto", new URL(request.url).protocol.replace(/:$/, ""));
+  // A GET or HEAD (all a viewer may send) carries no body: none is sent on.
   const forwarded = new Request(`http://localhost:${port}${path}${search}`, {
     method: request.method,
     headers,
@@ -188,11 +140,65 @@ export async function preview(
   // Revoked, expired or demoted below what it does: the exchange is cut.
   const w = watch(env, room, caller, page ? "previewRead" : "usePort");
   try {
-    return guarded(await roomSandbox(env, room).fetchPort(port, forwarded), w);
+    return guarded(confineCookies(await roomSandbox(env, room).fetchPort(port, forwarded)), w);
   } catch (e) {
     w.stop();
     return portError(e, port);
   }
+}
+
+/**
+ * Whether a browser sent the request: it says where it comes from
+ * (`Origin`, `Sec-Fetch-*`), or it has no bearer token where one is
+ * needed (the token in the URL), or it carries cookies without one.
+ */
+function fromBrowser(request: Request, tokenNeeded: boolean): boolean {
+  let says = request.headers.has("origin");
+  for (const [name] of request.headers) if (name.startsWith("sec-fetch-")) says = true;
+  const hasBearer = bearer(request) !== undefined;
+  return says || (!hasBearer && (tokenNeeded || request.headers.has("cookie")));
+}
+
+/** A browser on the Worker's preview route: a page goes to the port's own origin (`target` there); anything else is 403. */
+async function elsewhere(env: Env, room: string, port: number, target: string, page: boolean): Promise<Response> {
+  if (!env.DUET_PREVIEW_HOST) {
+    return errorResponse(
+      new ApiError(403, "forbidden", {
+        origin: ["browsers open a port's preview at an origin of its own, and this Worker has none: set the var DUET_PREVIEW_HOST"],
+      }),
+    );
+  }
+  let url: string | undefined;
+  try {
+    url = (await roomSandbox(env, room).listeningPorts()).find((p) => p.port === port)?.url;
+  } catch (e) {
+    return portError(e, port);
+  }
+  if (!page || url === undefined) {
+    const where = url === undefined ? "" : `: ${url}`;
+    return errorResponse(new ApiError(403, "forbidden", { origin: [`a port's preview opens at an origin of its own${where}`] }));
+  }
+  return new Response(null, { status: 303, headers: { location: `${url.replace(/\/+$/, "")}${target}` } });
+}
+
+/**
+ * The app's `Set-Cookie` headers kept to the preview's own host: a
+ * `Domain` attribute is taken off (a host-only cookie is left), and a
+ * cookie named as Duet's credential is dropped.
+ */
+export function confineCookies(response: Response): Response {
+  const given = response.headers.getSetCookie();
+  if (given.length === 0 || response.status === 101) return response;
+  const out = new Response(response.body, response);
+  out.headers.delete("set-cookie");
+  for (const cookie of given) {
+    const [pair, ...attributes] = cookie.split(";").map((part) => part.trim());
+    const name = pair.split("=")[0].trim();
+    if (name === "" || name.toLowerCase() === PREVIEW_COOKIE) continue;
+    const kept = attributes.filter((a) => a !== "" && a.split("=")[0].trim().toLowerCase() !== "domain");
+    out.headers.append("set-cookie", [pair, ...kept].join("; "));
+  }
+  return out;
 }
 
 /** `GET /api/rooms/{room}/tunnel/{port}` (upgrade; the token checked as for the room's socket). */

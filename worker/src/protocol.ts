@@ -82,7 +82,12 @@ export interface ExecRecord {
   duration: number;
   ts: number;
   truncated?: boolean;
+  /** Why it has no exit code when it could not end by itself (the room's object or container restarted under it). */
+  error?: string;
 }
+
+/** What a command still running when the room's object or its container restarted is stored with as its `error`. */
+export const SERVER_STOPPED = "the server stopped while it ran";
 
 export interface ExecResult {
   success: boolean;
@@ -185,6 +190,7 @@ export function execRecordJson(r: ExecRecord): object {
     duration: r.duration,
     ts: r.ts,
     ...(r.truncated && { truncated: true }),
+    ...(r.error !== undefined && { error: r.error }),
   };
 }
 
@@ -438,8 +444,9 @@ export function termResizeFrame(termId: string, cols: number, rows: number): str
   return JSON.stringify({ type: "duet_term", phase: "resize", termId, cols, rows });
 }
 
-export function termExitFrame(termId: string, exitCode: number | null): string {
-  return JSON.stringify({ type: "duet_term", phase: "exit", termId, exitCode });
+/** `reason`: why, when it ended unexpectedly (its screen or its connection to the sandbox failed). */
+export function termExitFrame(termId: string, exitCode: number | null, reason?: string): string {
+  return JSON.stringify({ type: "duet_term", phase: "exit", termId, exitCode, ...(reason === undefined ? {} : { reason }) });
 }
 
 

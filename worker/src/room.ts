@@ -182,6 +182,10 @@ export class Room {
       takeExecNumber: () => this.store.takeExecNumber(),
       broadcast: (text) => this.sockets.all(text),
       record: (generation, record) => this.keepExec(generation, record),
+      started: (generation, record) => current(generation) && this.quietly(() => this.store.writeExec(record, false)),
+      printed: (execId, p, duration) =>
+        this.quietly(() => this.store.execOutput(execId, p.stdout, p.stderr, p.truncated, duration)),
+      unstarted: (execId) => this.quietly(() => this.store.dropExec(execId)),
       shellCwd: () => this.cwd,
       shellMoved: (generation, cwd) => current(generation) && this.moveShell(cwd),
       note: (generation, event, text) => current(generation) && this.noteQuietly(event, text),
@@ -620,6 +624,15 @@ export class Room {
     this.moveShell(WORKSPACE);
     this.processes.sandboxGone();
     this.ports.clear();
+  }
+
+  /** A write of a running command's row: a failure is logged, the command runs on. */
+  private quietly(write: () => void): void {
+    try {
+      write();
+    } catch (e) {
+      console.error(`room ${this.id}: storing a running command failed: ${describe(e)}`);
+    }
   }
 
   private keepExec(generation: number, record: ExecRecord): void {

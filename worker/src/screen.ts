@@ -17,15 +17,26 @@ const SCROLLBACK = 0;
 const RESET = "\x1bc";
 
 const encoder = new TextEncoder();
+
+function emulator(cols: number, rows: number): [Terminal, SerializeAddon] {
+  const term = new Terminal({ cols, rows, scrollback: SCROLLBACK, allowProposedApi: true });
+  const serializer = new SerializeAddon();
+  term.loadAddon(serializer);
+  return [term, serializer];
+}
 const decoder = new TextDecoder();
 
+/**
+ * The emulator behind a screen; every call into it is guarded (src/emulator.rs
+ * does the same for duet serve): on a throw it is rebuilt, showing what could
+ * still be read of the old one, and the terminal lives on.
+ */
 export class Screen {
-  private readonly term: Terminal;
-  private readonly serializer = new SerializeAddon();
+  private term: Terminal;
+  private serializer: SerializeAddon;
 
   constructor(cols: number, rows: number) {
-    this.term = new Terminal({ cols, rows, scrollback: SCROLLBACK, allowProposedApi: true });
-    this.term.loadAddon(this.serializer);
+    [this.term, this.serializer] = emulator(cols, rows);
   }
 
   get cols(): number {
@@ -42,21 +53,56 @@ export class Screen {
    * the output after it.
    */
   write(bytes: Uint8Array, parsed?: () => void): void {
-    this.term.write(bytes, parsed);
+    try {
+      this.term.write(bytes, parsed);
+    } catch (e) {
+      this.rebuild("output", e);
+      parsed?.();
+    }
   }
 
   /** Runs `then` once every byte written so far is on the screen. */
   afterWrites(then: () => void): void {
-    this.term.write(new Uint8Array(0), then);
+    this.write(new Uint8Array(0), then);
   }
 
   resize(cols: number, rows: number): void {
-    this.term.resize(cols, rows);
+    try {
+      this.term.resize(cols, rows);
+    } catch (e) {
+      this.rebuild("a resize", e, cols, rows);
+    }
   }
 
   /** Bytes that redraw the whole screen (and the alternate screen and modes in use) on a fresh emulator. */
   snapshot(): Uint8Array {
-    return encoder.encode(RESET + this.serializer.serialize({ scrollback: 0 }));
+    return encoder.encode(RESET + this.serialized());
+  }
+
+  private serialized(): string {
+    try {
+      return this.serializer.serialize({ scrollback: 0 });
+    } catch (e) {
+      console.error(`the terminal's screen could not be read: ${String(e)}`);
+      return "";
+    }
+  }
+
+  /** A fresh emulator (of `cols`×`rows`) in place of one that threw, showing what the old one still could. */
+  private rebuild(during: string, e: unknown, cols = this.cols, rows = this.rows): void {
+    console.error(`the terminal's emulator failed on ${during}; its screen was rebuilt: ${String(e)}`);
+    const old = this.serialized();
+    try {
+      this.term.dispose();
+    } catch {
+      // it is being replaced
+    }
+    [this.term, this.serializer] = emulator(cols, rows);
+    try {
+      this.term.write(old);
+    } catch {
+      // a blank screen then
+    }
   }
 
   /**
@@ -65,6 +111,15 @@ export class Screen {
    * dropped, at most AGENT_BYTES (the end kept).
    */
   text(): string {
+    try {
+      return this.readText();
+    } catch (e) {
+      console.error(`the terminal's screen could not be read: ${String(e)}`);
+      return "";
+    }
+  }
+
+  private readText(): string {
     const buffer = this.term.buffer.active;
     const lines: string[] = [];
     for (let i = buffer.baseY; i < buffer.baseY + this.term.rows; i++) lines.push(trimEnd(buffer.getLine(i)?.translateToString(true) ?? ""));

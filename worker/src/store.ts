@@ -6,6 +6,7 @@
 import {
   STATE_EXECS,
   STATE_MESSAGES,
+  SERVER_STOPPED,
   STORED_OUTPUT_CAP,
   WORKSPACE,
   capText,
@@ -76,6 +77,15 @@ const ADDED_COLUMNS: [string, string][] = [
   ["cancelled_by", "TEXT"],
 ];
 
+/**
+ * Columns of `duet_execs` added later: a command's `error`, and whether it
+ * ended (its row is written as it starts, its output as it comes).
+ */
+const ADDED_EXEC_COLUMNS: [string, string][] = [
+  ["error", "TEXT"],
+  ["ended", "INTEGER NOT NULL DEFAULT 1"],
+];
+
 /** The columns a message is read from, in messageFromRow's terms. */
 const MESSAGE_COLUMNS = "id, role, user_id, client_id, text, ts, runs, addressee, event, cancelled_by";
 
@@ -124,6 +134,12 @@ export class Store {
       if (!have.has(name)) this.sql.exec(`ALTER TABLE duet_messages ADD COLUMN ${name} ${type}`);
     }
     this.sql.exec("CREATE UNIQUE INDEX IF NOT EXISTS duet_messages_client_id ON duet_messages (client_id)");
+    const execColumns = new Set(this.sql.exec("PRAGMA table_info(duet_execs)").toArray().map((r) => String(r.name)));
+    for (const [name, type] of ADDED_EXEC_COLUMNS) {
+      if (!execColumns.has(name)) this.sql.exec(`ALTER TABLE duet_execs ADD COLUMN ${name} ${type}`);
+    }
+    // The object just started: no command runs, so one left running was cut off by a restart.
+    this.sql.exec("UPDATE duet_execs SET ended = 1, exit_code = NULL, error = ? WHERE ended = 0", SERVER_STOPPED);
   }
 
   /** The message a `clientId` stored, and its turn's answer if it ended. */
@@ -201,9 +217,17 @@ export class Store {
 
   /** Stores a command's record (all are kept until a cleanup: `GET /execs` pages through them). */
   insertExec(r: ExecRecord): void {
+    this.writeExec(r, true);
+  }
+
+  /**
+   * Stores a command that starts (`ended` false: a restart leaves it so,
+   * and the object's next start ends it) or that ended.
+   */
+  writeExec(r: ExecRecord, ended: boolean): void {
     this.sql.exec(
-      `INSERT OR REPLACE INTO duet_execs (exec_id, cmd, by_name, source, stdout, stderr, exit_code, duration, ts, truncated)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT OR REPLACE INTO duet_execs (exec_id, cmd, by_name, source, stdout, stderr, exit_code, duration, ts, truncated, error, ended)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       r.execId,
       r.cmd,
       r.by,
@@ -214,6 +238,25 @@ export class Store {
       r.duration,
       r.ts,
       r.truncated ? 1 : 0,
+      r.error ?? null,
+      ended ? 1 : 0,
+    );
+  }
+
+  /** Forgets a command that did not run and is asked for again (the sandbox was starting). */
+  dropExec(execId: string): void {
+    this.sql.exec("DELETE FROM duet_execs WHERE exec_id = ? AND ended = 0", execId);
+  }
+
+  /** What a running command printed so far (a row `writeExec` began that has not ended). */
+  execOutput(execId: string, stdout: string, stderr: string, truncated: boolean, duration: number): void {
+    this.sql.exec(
+      "UPDATE duet_execs SET stdout = ?, stderr = ?, truncated = ?, duration = ? WHERE exec_id = ? AND ended = 0",
+      stdout,
+      stderr,
+      truncated ? 1 : 0,
+      duration,
+      execId,
     );
   }
 
@@ -380,12 +423,14 @@ export class Store {
 
   /** Commands strictly older than `before` (default: all), oldest first, and whether older ones remain. */
   execPage(before: string | undefined, limit: number): [ExecRecord[], boolean] {
-    const columns = "exec_id, cmd, by_name, source, stdout, stderr, exit_code, duration, ts, truncated";
-    // Command ids have a fixed width: their text order is their order.
+    const columns = "exec_id, cmd, by_name, source, stdout, stderr, exit_code, duration, ts, truncated, error";
+    // Command ids have a fixed width: their text order is their order. Running ones are not records yet.
     const rows =
       before === undefined
-        ? this.sql.exec(`SELECT ${columns} FROM duet_execs ORDER BY exec_id DESC LIMIT ?`, limit + 1).toArray()
-        : this.sql.exec(`SELECT ${columns} FROM duet_execs WHERE exec_id < ? ORDER BY exec_id DESC LIMIT ?`, before, limit + 1).toArray();
+        ? this.sql.exec(`SELECT ${columns} FROM duet_execs WHERE ended = 1 ORDER BY exec_id DESC LIMIT ?`, limit + 1).toArray()
+        : this.sql
+            .exec(`SELECT ${columns} FROM duet_execs WHERE ended = 1 AND exec_id < ? ORDER BY exec_id DESC LIMIT ?`, before, limit + 1)
+            .toArray();
     return [rows.slice(0, limit).reverse().map(execFromRow), rows.length > limit];
   }
 
@@ -426,5 +471,6 @@ function execFromRow(r: Row): ExecRecord {
     duration: Number(r.duration),
     ts: Number(r.ts),
     ...(Number(r.truncated) !== 0 && { truncated: true }),
+    ...(r.error !== null && r.error !== undefined && { error: String(r.error) }),
   };
 }

@@ -24,6 +24,9 @@ import { Screen } from "./screen";
 
 /** A terminal nobody gave a size for. */
 export const DEFAULT_SIZE: TermSize = { cols: 80, rows: 24 };
+/** The smallest terminal: a smaller window counts as this (a hidden or sliver pane must not squeeze everyone's programs). */
+export const MIN_COLS = 20;
+export const MIN_ROWS = 5;
 export const MAX_COLS = 500;
 export const MAX_ROWS = 200;
 /** Decoded bytes one `duet_term_input` may carry. */
@@ -41,13 +44,19 @@ export function smallest(sizes: Iterable<TermSize | undefined>): TermSize | unde
   return out;
 }
 
-/** What is wrong with `cols` and `rows` as a size, by field (src/protocol.rs TermSize::problems). */
+/** What is wrong with `cols` and `rows` as a size, by field: each must be a whole number, any (src/protocol.rs TermSize::problems). */
 export function sizeProblems(cols: unknown, rows: unknown): [string, string][] {
   const problems: [string, string][] = [];
-  const whole = (v: unknown, max: number) => typeof v === "number" && Number.isInteger(v) && v >= 1 && v <= max;
-  if (!whole(cols, MAX_COLS)) problems.push(["cols", `must be 1-${MAX_COLS}`]);
-  if (!whole(rows, MAX_ROWS)) problems.push(["rows", `must be 1-${MAX_ROWS}`]);
+  const whole = (v: unknown) => typeof v === "number" && Number.isSafeInteger(v);
+  if (!whole(cols)) problems.push(["cols", "must be a whole number"]);
+  if (!whole(rows)) problems.push(["rows", "must be a whole number"]);
   return problems;
+}
+
+/** A size a client gave, within the bounds (src/protocol.rs TermSize::clamped); call after sizeProblems found none. */
+export function clampSize(cols: unknown, rows: unknown): TermSize {
+  const bound = (v: unknown, min: number, max: number) => Math.min(max, Math.max(min, Number(v) || 0));
+  return { cols: bound(cols, MIN_COLS, MAX_COLS), rows: bound(rows, MIN_ROWS, MAX_ROWS) };
 }
 
 /** How the terminal reaches the room and its sockets. */
@@ -188,7 +197,7 @@ export class SharedTerminal {
     if (!t || !this.attached(connection, termId)) return notAttachedFrame(kind, termId);
     const [problem] = sizeProblems(cols, rows);
     if (problem) return `${kind}: ${problem[0]} ${problem[1]}`;
-    t.viewers.set(connection, { cols: cols as number, rows: rows as number });
+    t.viewers.set(connection, clampSize(cols, rows));
     this.fit(t);
     return undefined;
   }
@@ -208,7 +217,7 @@ export class SharedTerminal {
       // Output may come before it is ready (the PTY's buffered output): it goes onto the screen.
       t.pty = await this.host.sandbox().openTerminal(termId, initial, {
         onData: (bytes) => this.output(t, bytes),
-        onExit: (code) => this.finish(t, code),
+        onExit: (code, reason) => this.finish(t, code, reason),
       });
     } catch (e) {
       t.over = true;
@@ -261,15 +270,15 @@ export class SharedTerminal {
     this.host.changed(this.state());
   }
 
-  /** The terminal ended: `exit` to everyone, every socket detached. */
-  private finish(t: Running, exitCode: number | null): void {
+  /** The terminal ended: `exit` to everyone (why, when it failed), every socket detached. */
+  private finish(t: Running, exitCode: number | null, reason?: string): void {
     if (t.over || this.current !== t) return;
     t.over = true;
     this.current = undefined;
     this.stopIdle(t);
     t.viewers.clear();
     t.receiving.clear();
-    this.host.all(termExitFrame(t.termId, exitCode));
+    this.host.all(termExitFrame(t.termId, exitCode, reason));
     this.host.changed(null);
   }
 

@@ -2,7 +2,7 @@
 // 64 KiB tail, the process wrapper the stand-in reads back, the kernel's
 // TCP table, default names, and the preview's cookie credential.
 import { describe, expect, it } from "vitest";
-import { previewCredential } from "../src/preview";
+import { confineCookies } from "../src/preview";
 import { http1 } from "../src/sandbox/http1";
 import { LogTail } from "../src/processes";
 import { defaultProcessName } from "../src/protocol";
@@ -54,13 +54,13 @@ describe("process units", () => {
     expect(defaultProcessName("   ")).toBe("process");
   });
 
-  it("gives each preview its own cookie, which is not the token", async () => {
-    const a = await previewCredential("secret", "r1", 8000);
-    expect(a).toBe(await previewCredential("secret", "r1", 8000));
-    expect(a).not.toContain("secret");
-    expect(await previewCredential("secret", "r1", 8001)).not.toBe(a);
-    expect(await previewCredential("secret", "r2", 8000)).not.toBe(a);
-    expect(await previewCredential("other", "r1", 8000)).not.toBe(a);
+  it("keeps an app's cookies to its own host, and drops one named as Duet's", () => {
+    const headers = new Headers();
+    headers.append("set-cookie", "tracker=1; Domain=localhost; Path=/; HttpOnly");
+    headers.append("set-cookie", "duet_preview=forged; Path=/");
+    headers.append("set-cookie", "b=2");
+    const kept = confineCookies(new Response("x", { headers })).headers.getSetCookie();
+    expect(kept).toEqual(["tracker=1; Path=/; HttpOnly", "b=2"]);
   });
 
   it("speaks one HTTP/1.1 exchange over a byte stream, chunked or not", async () => {

@@ -4,7 +4,8 @@
 import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../src/env";
-import { get, post, room, ws } from "./support";
+import { SERVER_STOPPED } from "../src/protocol";
+import { get, joined, post, room, sleep, ws } from "./support";
 
 const testEnv = env as unknown as Env;
 
@@ -85,5 +86,53 @@ describe("storage", () => {
         .filter((name) => JSON.stringify(sql.exec(`SELECT * FROM "${name}"`).toArray()).includes("marker-"));
     });
     expect(holders).toEqual(["duet_messages"]);
+  });
+
+  it("keeps a command a restart cut off, with what it printed, no exit code and why (tests/crash_recovery.rs)", async () => {
+    const r = room("cut");
+    const ticks = "for i in $(seq 1 20); do echo tick $i; sleep 1; done";
+    const stub = testEnv.DuetAgent.get(testEnv.DuetAgent.idFromName(r));
+    const s = await joined(r, "user=ada");
+    const running = post(`/api/rooms/${r}/sandbox/exec`, { cmd: ticks });
+    let printed = "";
+    while (!printed.includes("tick 3\n")) {
+      printed += (await s.until((f) => f.type === "duet_exec" && f.phase === "stdout")).data;
+    }
+    // Its row is written as it starts and its output as it streams, in batches.
+    const row = () =>
+      runInDurableObject(stub, (_i, state) => state.storage.sql.exec("SELECT * FROM duet_execs").toArray()[0]);
+    while (!String((await row())?.stdout ?? "").includes("tick 3\n")) await sleep(100);
+    const left = await row();
+    expect(left?.ended).toBe(0);
+    // Not a record while it runs.
+    expect((await get(`/api/rooms/${r}/execs`)).body.execs).toEqual([]);
+    expect((await post(`/api/rooms/${r}/sandbox/interrupt`, {})).body).toEqual({ interrupted: true });
+    expect((await running).status).toBe(200);
+    s.close();
+    // A restart under it leaves the row as it was while it ran (local
+    // workerd cannot reset an object mid-request reliably): the object's
+    // next start ends it.
+    await runInDurableObject(stub, (_i, state) => {
+      state.storage.sql.exec(
+        "INSERT INTO duet_execs (exec_id, cmd, by_name, source, stdout, stderr, exit_code, duration, ts, truncated, ended) VALUES ('x00000000002', ?, 'ada', 'user', ?, '', NULL, ?, ?, 0, 0)",
+        ticks,
+        String(left?.stdout),
+        Number(left?.duration),
+        Number(left?.ts),
+      );
+      state.storage.sql.exec("UPDATE duet_counters SET value = 3 WHERE name = 'exec'");
+    });
+    await evictDurableObject(stub);
+    const execs = (await get(`/api/rooms/${r}/execs`)).body.execs;
+    expect(execs.map((e: any) => e.execId), JSON.stringify(execs)).toEqual(["x00000000001", "x00000000002"]);
+    const cut = execs[1];
+    expect(cut.stdout.startsWith("tick 1\ntick 2\ntick 3\n"), cut.stdout).toBe(true);
+    expect(cut.stdout).not.toContain("tick 20");
+    expect([cut.cmd, cut.exitCode, cut.error]).toEqual([ticks, null, SERVER_STOPPED]);
+    // Who joins after sees it ended, in the state.
+    const bob = await ws(r, "user=bob");
+    await bob.next();
+    expect((await bob.next()).state.execs).toEqual(execs);
+    bob.close();
   });
 });

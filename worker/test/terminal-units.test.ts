@@ -3,7 +3,7 @@
 // and the frames' exact bytes.
 import { describe, expect, it } from "vitest";
 import { AGENT_BYTES, AGENT_LINES, Screen } from "../src/screen";
-import { smallest } from "../src/terminal";
+import { clampSize, sizeProblems, smallest } from "../src/terminal";
 import { conversation } from "../src/prompt";
 import { termDataFrame, termExitFrame, termOpenFrame, termResizeFrame, typingFrame } from "../src/protocol";
 
@@ -59,6 +59,55 @@ describe("the terminal's screen", () => {
   });
 });
 
+describe("sizes a client gives", () => {
+  it("are whole numbers, clamped to 20x5..500x200 (docs/protocol.md)", () => {
+    expect(sizeProblems(0, -3)).toEqual([]);
+    expect(sizeProblems("80", 2.5)).toEqual([
+      ["cols", "must be a whole number"],
+      ["rows", "must be a whole number"],
+    ]);
+    expect(clampSize(1, 1)).toEqual({ cols: 20, rows: 5 });
+    expect(clampSize(0, 0)).toEqual({ cols: 20, rows: 5 });
+    expect(clampSize(65535, 65535)).toEqual({ cols: 500, rows: 200 });
+    expect(clampSize(-7, 30)).toEqual({ cols: 20, rows: 30 });
+  });
+});
+
+describe("the screen under fuzz (issue 23)", () => {
+  it("takes random sizes and random bytes and keeps working", async () => {
+    // Seeded (a small LCG): a failure repeats.
+    let seed = 23;
+    const next = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    const edges = [0, 1, 65535, -1];
+    const pick = () => (next(3) === 0 ? edges[next(edges.length)] : next(700));
+    const pieces = ["\x1b[", "\x1b]", "\x1b[?1049h", "\x1b[?1049l", "\x1b[2;1r", "\r\n", "你", "\u0301", "\x1b[65535;65535H"];
+    const screen = new Screen(80, 24);
+    const ROUNDS = 2000;
+    for (let round = 0; round < ROUNDS; round++) {
+      if (next(4) === 0) {
+        const size = clampSize(pick(), pick());
+        screen.resize(size.cols, size.rows);
+        continue;
+      }
+      const out: number[] = [];
+      for (let i = next(40) + 1; i > 0; i--) {
+        if (next(2) === 0) out.push(...bytes(pieces[next(pieces.length)]));
+        else out.push(next(256));
+        if (next(5) === 0) out.push(...bytes("y".repeat(next(400))));
+      }
+      screen.write(new Uint8Array(out));
+      if (round % 100 === 0) screen.snapshot();
+    }
+    screen.resize(30, 6);
+    screen.write(bytes("\x1b[?1049l\x1b[r\x1b[2J\x1b[Hmarker-ok"));
+    await written(screen);
+    expect(screen.text()).toContain("marker-ok");
+  });
+});
+
 describe("the smallest rule", () => {
   it("takes the narrowest and the shortest of the sockets that gave a size", () => {
     expect(smallest([{ cols: 120, rows: 40 }, undefined, { cols: 100, rows: 50 }])).toEqual({ cols: 100, rows: 40 });
@@ -75,6 +124,7 @@ describe("terminal frames", () => {
     expect(termResizeFrame("t1", 100, 30)).toBe('{"type":"duet_term","phase":"resize","termId":"t1","cols":100,"rows":30}');
     expect(termExitFrame("t1", 0)).toBe('{"type":"duet_term","phase":"exit","termId":"t1","exitCode":0}');
     expect(termExitFrame("t1", null)).toBe('{"type":"duet_term","phase":"exit","termId":"t1","exitCode":null}');
+    expect(termExitFrame("t1", null, "lost")).toBe('{"type":"duet_term","phase":"exit","termId":"t1","exitCode":null,"reason":"lost"}');
     expect(typingFrame("c1", "ann", "t1")).toBe('{"type":"duet_typing","id":"c1","name":"ann","termId":"t1"}');
     expect(typingFrame("c1", "ann")).toBe('{"type":"duet_typing","id":"c1","name":"ann"}');
   });

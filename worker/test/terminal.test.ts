@@ -205,13 +205,13 @@ describe("the shared terminal", () => {
     const r = room("term");
     const ann = await joined(r, "user=ann");
     const bob = await joined(r, "user=bob");
-    const bad = await ann.rpc("b1", "term_open", [{ cols: 0, rows: 24 }]);
-    expect(bad).toMatchObject({ success: false, status: 400, error: "invalid request", details: { cols: ["must be 1-500"] } });
+    const bad = await ann.rpc("b1", "term_open", [{ cols: "wide", rows: 24 }]);
+    expect(bad).toMatchObject({ success: false, status: 400, error: "invalid request", details: { cols: ["must be a whole number"] } });
     const half = await ann.rpc("b2", "term_open", [{ cols: 80 }]);
     expect(half).toMatchObject({ success: false, status: 400 });
     expect(Object.keys(half.details)).toEqual(["rows"]);
-    const tall = await ann.rpc("b3", "term_open", [{ cols: 80, rows: 201 }]);
-    expect(tall.details).toEqual({ rows: ["must be 1-200"] });
+    const tall = await ann.rpc("b3", "term_open", [{ cols: 80, rows: 2.5 }]);
+    expect(tall.details).toEqual({ rows: ["must be a whole number"] });
     const { answer } = await open(ann, "o", { cols: 80, rows: 24 });
     // Not attached: bob's input and resize are refused.
     bob.send({ type: "duet_term_input", termId: answer.termId, data: encode("x") });
@@ -223,7 +223,7 @@ describe("the shared terminal", () => {
     expect((await ann.untilType("duet_error")).type).toBe("duet_error");
     ann.send({ type: "duet_term_input", termId: answer.termId, data: btoa("x".repeat(64 * 1024 + 1)) });
     expect((await ann.untilType("duet_error")).type).toBe("duet_error");
-    ann.send({ type: "duet_term_resize", termId: answer.termId, cols: 501, rows: 10 });
+    ann.send({ type: "duet_term_resize", termId: answer.termId, cols: "501", rows: 10 });
     expect((await ann.untilType("duet_error")).type).toBe("duet_error");
     ann.send({ type: "duet_term_input", termId: "other", data: encode("x") });
     expect((await ann.untilType("duet_error")).type).toBe("duet_error");

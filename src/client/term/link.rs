@@ -127,11 +127,13 @@ mod tests {
         link.on_frame(&ServerFrame::Term(TermFrame::Exit {
             term_id: "t0".into(),
             exit_code: Some(0),
+            reason: None,
         }));
         assert!(link.reattach().is_some());
         link.on_frame(&ServerFrame::Term(TermFrame::Exit {
             term_id: "t1".into(),
             exit_code: Some(0),
+            reason: None,
         }));
         assert_eq!(link.reattach(), None);
 

@@ -4,6 +4,7 @@
 //! program in the sandbox cannot set the person's clipboard (OSC 52) or
 //! have their terminal answer queries into the shared shell.
 
+use crate::emulator::Emulator;
 use crate::protocol::{TermFrame, TermSize, TerminalState};
 use base64::Engine;
 
@@ -21,7 +22,8 @@ pub enum Seen {
 /// The screen of the terminal this client is attached to.
 pub struct TermScreen {
     term_id: Option<String>,
-    parser: vt100::Parser,
+    /// Guarded: no frame can bring the client down.
+    parser: Emulator,
 }
 
 impl TermScreen {
@@ -29,7 +31,7 @@ impl TermScreen {
     pub fn new(size: TermSize) -> TermScreen {
         TermScreen {
             term_id: None,
-            parser: vt100::Parser::new(size.rows.max(1), size.cols.max(1), 0),
+            parser: Emulator::new(size),
         }
     }
 
@@ -59,8 +61,7 @@ impl TermScreen {
 
     /// The terminal's size as last said.
     pub fn size(&self) -> TermSize {
-        let (rows, cols) = self.parser.screen().size();
-        TermSize { cols, rows }
+        self.parser.size()
     }
 
     /// The emulator's screen: cells, cursor and input modes.
@@ -70,7 +71,7 @@ impl TermScreen {
 
     /// The screen's text, rows joined by newlines (trailing blanks cut).
     pub fn text(&self) -> String {
-        self.parser.screen().contents()
+        self.parser.contents()
     }
 
     /// Applies a frame of the terminal this screen is attached to.
@@ -91,8 +92,7 @@ impl TermScreen {
                 };
                 if *snapshot {
                     // A redraw of the whole screen: start from a blank one.
-                    let size = self.size();
-                    self.parser = vt100::Parser::new(size.rows, size.cols, 0);
+                    self.parser = Emulator::new(self.size());
                 }
                 self.parser.process(&bytes);
                 Seen::Drawn
@@ -105,7 +105,9 @@ impl TermScreen {
                 self.set_size(*cols, *rows);
                 Seen::Drawn
             }
-            TermFrame::Exit { term_id, exit_code } if ours(term_id) => {
+            TermFrame::Exit {
+                term_id, exit_code, ..
+            } if ours(term_id) => {
                 self.term_id = None;
                 Seen::Exited(*exit_code)
             }
@@ -114,7 +116,7 @@ impl TermScreen {
     }
 
     fn set_size(&mut self, cols: u16, rows: u16) {
-        self.parser.screen_mut().set_size(rows.max(1), cols.max(1));
+        self.parser.set_size(TermSize { cols, rows });
     }
 }
 
@@ -128,15 +130,10 @@ impl std::fmt::Debug for TermScreen {
 }
 
 impl Clone for TermScreen {
-    /// The emulator cannot be copied: a copy is the same screen drawn
-    /// again (contents and input modes) into a fresh one.
     fn clone(&self) -> TermScreen {
-        let size = self.size();
-        let mut parser = vt100::Parser::new(size.rows, size.cols, 0);
-        parser.process(&self.parser.screen().state_formatted());
         TermScreen {
             term_id: self.term_id.clone(),
-            parser,
+            parser: self.parser.clone(),
         }
     }
 }
@@ -198,6 +195,7 @@ mod tests {
         let exit = TermFrame::Exit {
             term_id: "t1".into(),
             exit_code: Some(3),
+            reason: None,
         };
         assert_eq!(screen.apply(&exit), Seen::Exited(Some(3)));
         assert_eq!(screen.term_id(), None);

@@ -1,16 +1,24 @@
 //! A room's ports, reached through the backend (docs/protocol.md
 //! "Background processes and ports"): the HTTP preview (preview.rs), the
-//! browser's credential for it (this file), and the tunnel (tunnel.rs).
+//! browser's credential for it (this file), each preview's own origin
+//! (hosts.rs names them, site.rs serves them, ticket.rs carries a browser
+//! there), and the tunnel (tunnel.rs).
 //! Both connect through `Sandbox::port_connect`, which reaches only the
 //! sandbox's own loopback.
 
+mod cookies;
+mod hosts;
 mod preview;
+mod site;
+mod ticket;
 mod tunnel;
 
+pub(crate) use hosts::PreviewHosts;
 pub(crate) use preview::{bare, preview};
+pub(crate) use site::by_host;
 pub(crate) use tunnel::tunnel;
 
-use super::auth::{Access, token_hash};
+use super::auth::Access;
 use super::errors::ApiError;
 use super::http::room_details;
 use crate::protocol::Details;
@@ -103,36 +111,60 @@ pub(crate) fn is_credential(given: &str, key: &str, room: &str, port: &str) -> b
     subtle::ConstantTimeEq::ct_eq(given.as_bytes(), expected.as_bytes()).into()
 }
 
-/// The cookie's value for a caller with `access` who gave `token`: the
-/// server's credential, or an invite's, which names the invite (so it
-/// stops working with it) and is keyed by its token's hash.
-pub(crate) fn cookie_value(access: &Access, token: &str, room: &str, port: &str) -> String {
-    match access.invite_id() {
-        None => credential(token, room, port),
-        Some(id) => format!("{id}.{}", credential(&token_hash(token), room, port)),
+/// What a `duet_preview` cookie opens on `room`'s `port` (`token`: the
+/// server's): the server's access, or its invite's while that is usable.
+pub(crate) async fn cookie_access(
+    app: &super::router::App,
+    token: &str,
+    room: &str,
+    port: &str,
+    cookie: &str,
+) -> Option<Access> {
+    match cookie.split_once('.') {
+        None => is_credential(cookie, token, room, port).then_some(Access::Server),
+        Some((invite_id, tag)) => {
+            let row = app
+                .registry
+                .shared
+                .store
+                .invite(room.to_string(), invite_id.to_string())
+                .await
+                .ok()??;
+            (row.usable() && is_credential(tag, &row.token_hash, room, port))
+                .then_some(Access::Invite(row.invite))
+        }
     }
 }
 
-/// Whether a query parameter (`name=value`, as sent) is `token`, however
-/// its name is encoded (`%74oken` is `token` to the token check too).
-fn is_token(pair: &str) -> bool {
+/// Whether a query parameter (`name=value`, as sent) is named `name`,
+/// however that is encoded.
+fn is_param(pair: &str, name: &str) -> bool {
     url::form_urlencoded::parse(pair.as_bytes())
         .next()
-        .is_some_and(|(name, _)| name == "token")
+        .is_some_and(|(given, _)| given == name)
 }
 
-/// Whether `query` carries a `token` parameter.
-pub(crate) fn has_token(query: &str) -> bool {
-    query.split('&').any(is_token)
+/// The values of the query's parameters named `name`.
+pub(crate) fn query_values(query: &str, name: &str) -> Vec<String> {
+    url::form_urlencoded::parse(query.as_bytes())
+        .filter(|(given, _)| given == name)
+        .map(|(_, value)| value.into_owned())
+        .collect()
+}
+
+/// `query` without its parameters named one of `names` (`None` when
+/// nothing is left), the others as they were written.
+pub(crate) fn without_params(query: &str, names: &[&str]) -> Option<String> {
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| !pair.is_empty() && !names.iter().any(|name| is_param(pair, name)))
+        .collect();
+    (!kept.is_empty()).then(|| kept.join("&"))
 }
 
 /// `query` without its `token` parameters (`None` when nothing is left).
 pub(crate) fn without_token(query: &str) -> Option<String> {
-    let kept: Vec<&str> = query
-        .split('&')
-        .filter(|pair| !pair.is_empty() && !is_token(pair))
-        .collect();
-    (!kept.is_empty()).then(|| kept.join("&"))
+    without_params(query, &["token"])
 }
 
 #[cfg(test)]
@@ -173,19 +205,6 @@ mod tests {
         let given = cookie_credential(&headers).unwrap();
         assert!(is_credential(&given, "s3cret", "r1", "8000"));
         assert!(!is_credential(&given, "s3cret", "r1", "8001"));
-        let invite = crate::protocol::Invite {
-            id: "i2".into(),
-            role: crate::protocol::RoomRole::Viewer,
-            name: None,
-            expires_at: 0,
-            created_at: 0,
-            by: String::new(),
-        };
-        let value = cookie_value(&Access::Invite(invite), "duet_inv_x", "r1", "8000");
-        let (id, tag) = value.split_once('.').unwrap();
-        assert_eq!(id, "i2");
-        assert!(is_credential(tag, &token_hash("duet_inv_x"), "r1", "8000"));
-        assert!(!value.contains("duet_inv_x"));
     }
 
     #[test]
@@ -194,6 +213,13 @@ mod tests {
         assert_eq!(without_token("a=1&token=x&b=2").as_deref(), Some("a=1&b=2"));
         assert_eq!(without_token("tokens=1").as_deref(), Some("tokens=1"));
         assert_eq!(without_token("%74oken=x&a=1").as_deref(), Some("a=1"));
-        assert!(has_token("a=1&%74ok%65n=x") && !has_token("a=token"));
+        assert_eq!(
+            query_values("a=1&%74ok%65n=x&duet_ticket=t", "token"),
+            ["x"]
+        );
+        assert_eq!(
+            without_params("a=1&duet_ticket=t&token=x", &["token", "duet_ticket"]).as_deref(),
+            Some("a=1")
+        );
     }
 }

@@ -1,10 +1,11 @@
 //! The HTTP preview of a sandbox port: `ANY /api/rooms/{room}/ports/{port}/…`
 //! is sent on to `http://localhost:{port}/…` inside the sandbox over a
 //! connection of its own (HTTP/1.1, WebSocket upgrades included), with
-//! every credential taken off first. A browser trades `?token=` for a
-//! cookie that opens this preview only.
+//! every credential taken off first and only the body a role may send
+//! (`forward`, which the preview's own origin uses too, site.rs). A
+//! browser is sent to that origin instead: no app runs on Duet's.
 
-use super::{COOKIE_NAME, checked, cookie_credential, cookie_value, has_token, without_token};
+use super::{COOKIE_NAME, checked, cookie_credential, without_token};
 use crate::server::access::Action;
 use crate::server::auth::Access;
 use crate::server::channel_guard::{Guard, cut_when};
@@ -52,36 +53,26 @@ pub(crate) async fn bare(
         .into_response())
 }
 
-/// `ANY /api/rooms/{room}/ports/{port}/{path…}`
+/// `ANY /api/rooms/{room}/ports/{port}/{path…}`: for the CLI and other
+/// clients that send the token (never browsers: a browser is sent to the
+/// preview's own origin, so that no app's page runs on Duet's).
 pub(crate) async fn preview(
     State(app): State<Arc<App>>,
     Extension(access): Extension<Access>,
     Path(params): Path<BTreeMap<String, String>>,
-    mut req: Request,
+    req: Request,
 ) -> Result<Response, ApiError> {
     let (room, port_text) = (param(&params, "room"), param(&params, "port"));
     let port = checked(room, port_text)?;
     let prefix = format!("/api/rooms/{room}/ports/{port_text}");
-    let query = req.uri().query().map(str::to_string);
-    let has_token = query.as_deref().is_some_and(has_token);
-    let upgrade = wants_upgrade(req.headers());
-    // A page is traded for the cookie; a WebSocket or a form cannot follow
-    // the redirect, so it goes on with the token taken off.
-    let page = matches!(*req.method(), Method::GET | Method::HEAD) && !upgrade;
+    let page = is_page(&req);
     let action = if page {
         Action::PreviewRead
     } else {
         Action::UsePort
     };
     crate::server::access::check(access.role(), action)?;
-    // Revoked, expired or demoted below `action`: the exchange is cut.
-    let mut lost = Box::pin(Guard::new(&app.registry.shared, room, &access, action).lost());
-    if let Some(query) = query.as_deref().filter(|_| has_token && page) {
-        let cookie = app.token.as_deref().map(|_| (&access, given_token(query)));
-        return Ok(trade_token(cookie, room, port_text, req.uri(), query));
-    }
-    let query = query.and_then(|q| without_token(&q));
-    let stream = super::connect(&app, room, port).await?;
+    let query = req.uri().query().and_then(without_token);
     let rest = req
         .uri()
         .path()
@@ -92,10 +83,100 @@ pub(crate) async fn preview(
         Some(q) => format!("{rest}?{q}"),
         None => rest,
     };
+    if from_browser(req.headers(), app.token.is_some()) {
+        return elsewhere(&app, &access, room, port, &target, page).await;
+    }
+    let bodiless = crate::server::access::check(access.role(), Action::UsePort).is_err();
+    let guard = Guard::new(&app.registry.shared, room, &access, action);
+    forward(&app, room, port, Some(&prefix), target, req, bodiless, guard).await
+}
+
+/// Whether the request is a page's (a `GET` or `HEAD` that is not a
+/// WebSocket upgrade): what a viewer may send.
+pub(super) fn is_page(req: &Request) -> bool {
+    matches!(*req.method(), Method::GET | Method::HEAD) && !wants_upgrade(req.headers())
+}
+
+/// Whether a browser sent the request: it says where it comes from
+/// (`Origin`, `Sec-Fetch-*`), or it has no bearer token where one is
+/// needed (the token in the URL, a cookie).
+fn from_browser(headers: &HeaderMap, token_needed: bool) -> bool {
+    let says = headers.contains_key(header::ORIGIN)
+        || headers
+            .keys()
+            .any(|name| name.as_str().starts_with("sec-fetch-"));
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("Bearer "));
+    says || (!bearer && (token_needed || headers.contains_key(header::COOKIE)))
+}
+
+/// A browser's request on Duet's preview route: a page goes to the
+/// preview's own origin (`target` there, with a ticket for its cookie);
+/// anything else is refused.
+async fn elsewhere(
+    app: &App,
+    access: &Access,
+    room: &str,
+    port: u16,
+    target: &str,
+    page: bool,
+) -> Result<Response, ApiError> {
+    let Some(hosts) = app.registry.shared.previews.as_ref() else {
+        return Err(ApiError::forbidden(
+            "origin",
+            "browsers open a port's preview at an origin of its own, and this server has none: \
+             start it with --preview-host HOST",
+        ));
+    };
+    let url = hosts.url(room, port);
+    if !page {
+        return Err(ApiError::forbidden(
+            "origin",
+            format!("a port's preview opens at an origin of its own: {url}"),
+        ));
+    }
+    let mut location = format!("{}{target}", url.trim_end_matches('/'));
+    if let Some(token) = app.token.as_deref() {
+        let ticket = super::ticket::issue(app, token, access, room, port)
+            .await
+            .ok_or_else(ApiError::unauthorized)?;
+        location.push(if target.contains('?') { '&' } else { '?' });
+        location.push_str(&format!("{}={ticket}", super::site::TICKET));
+    }
+    Ok((StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response())
+}
+
+/// Sends `req` on to `port` in `room`'s sandbox as `target` (path and
+/// query), on a connection of its own that carries this one request:
+/// without its body when `bodiless` (a viewer's), with `X-Forwarded-Prefix:
+/// prefix` when the preview lives below one. What it carries is cut when
+/// `guard`'s credential is revoked, expires or is demoted below the request.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn forward(
+    app: &App,
+    room: &str,
+    port: u16,
+    prefix: Option<&str>,
+    target: String,
+    mut req: Request,
+    bodiless: bool,
+) -> Result<Response, ApiError> {
+    let upgrade = wants_upgrade(req.headers());
+    let stream = super::connect(app, room, port).await?;
     let client_upgrade = req.extensions_mut().remove::<hyper::upgrade::OnUpgrade>();
     let (mut parts, body) = req.into_parts();
+    let body = if bodiless { Body::empty() } else { body };
     let forwarded_host = parts.headers.get(header::HOST).cloned();
     scrub(&mut parts.headers, upgrade);
+    if bodiless {
+        parts.headers.remove(header::CONTENT_LENGTH);
+    }
+    if !upgrade {
+        // The app's connection carries this one request, nothing after it.
+        set(&mut parts.headers, header::CONNECTION, "close");
+    }
     set(
         &mut parts.headers,
         header::HOST,
@@ -106,11 +187,11 @@ pub(crate) async fn preview(
             .headers
             .insert(HeaderName::from_static("x-forwarded-host"), host);
     }
-    set(
-        &mut parts.headers,
-        HeaderName::from_static("x-forwarded-prefix"),
-        &prefix,
-    );
+    let prefix_header = HeaderName::from_static("x-forwarded-prefix");
+    match prefix {
+        Some(prefix) => set(&mut parts.headers, prefix_header, prefix),
+        None => drop(parts.headers.remove(prefix_header)),
+    }
     set(
         &mut parts.headers,
         HeaderName::from_static("x-forwarded-proto"),
@@ -154,43 +235,8 @@ pub(crate) async fn preview(
         return Ok(response.map(|_| Body::empty()));
     }
     scrub(response.headers_mut(), false);
+    super::cookies::confine(response.headers_mut());
     Ok(response.map(|body| cut_when(Body::new(body), lost)))
-}
-
-/// The `token` a query carries (the middleware checked it).
-fn given_token(query: &str) -> String {
-    url::form_urlencoded::parse(query.as_bytes())
-        .find(|(k, _)| k == "token")
-        .map(|(_, v)| v.into_owned())
-        .unwrap_or_default()
-}
-
-/// The answer to `?token=`: 303 to the same URL without it, with the
-/// preview's cookie for the caller's access and token when the server
-/// has a token (the middleware checked it).
-fn trade_token(
-    cookie: Option<(&Access, String)>,
-    room: &str,
-    port: &str,
-    uri: &Uri,
-    query: &str,
-) -> Response {
-    let mut location = uri.path().to_string();
-    if let Some(rest) = without_token(query) {
-        location.push('?');
-        location.push_str(&rest);
-    }
-    let mut response = (StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response();
-    if let Some((access, token)) = cookie {
-        let cookie = format!(
-            "{COOKIE_NAME}={}; Path=/api/rooms/{room}/ports/{port}/; HttpOnly; SameSite=Strict",
-            cookie_value(access, &token, room, port)
-        );
-        if let Ok(value) = HeaderValue::from_str(&cookie) {
-            response.headers_mut().insert(header::SET_COOKIE, value);
-        }
-    }
-    response
 }
 
 /// Whether the request asks to switch protocols (a WebSocket).

@@ -334,7 +334,7 @@ impl RoomActor {
             let sandbox = self.sandbox.clone();
             tokio::spawn(async move { sandbox.interrupt(None, true).await });
         }
-        self.end_terminal(None);
+        self.end_terminal(None, None);
         self.stop_all_processes();
         let (sandbox, inbox) = (self.sandbox.clone(), self.inbox.clone());
         tokio::spawn(async move {

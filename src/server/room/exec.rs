@@ -6,14 +6,16 @@ use super::super::errors::ApiError;
 use super::{Answer, Command, Reply, RoomActor, records, send_frame};
 use crate::protocol::{
     Event, ExecFrame, ExecRecord, ExecResponse, ExecResult, ExecSource, InterruptResponse, Run,
-    STATE_EXECS, STORED_OUTPUT_CAP, ServerFrame, WORKSPACE, cap_text, iso_timestamp, now_ms,
-    sandbox_name,
+    SERVER_STOPPED, STATE_EXECS, STORED_OUTPUT_CAP, ServerFrame, WORKSPACE, cap_text,
+    iso_timestamp, now_ms, sandbox_name,
 };
 use crate::sandbox::{Chunk, ExecOutcome, ExecSpec, SandboxError};
 use crate::server::auth::Caller;
 use crate::server::ops::Exec;
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 /// Who waits for a command's end.
 pub(super) enum Then {
@@ -26,8 +28,55 @@ pub(super) enum Then {
 /// A command launched and not yet done.
 pub(super) struct Launched {
     cmd: String,
+    by: String,
+    source: ExecSource,
+    ts: i64,
+    started: Instant,
+    generation: u64,
     /// Its interrupt is recorded (once, however often people press Esc).
     interrupted: bool,
+    /// What it printed so far, as it is stored.
+    printed: Arc<Mutex<Printed>>,
+    /// Stops the task that writes its output to the store as it comes.
+    _writing: DropGuard,
+}
+
+/// How often a running command's new output is written to the store: a
+/// crash loses at most this much of it, and a chatty command costs one
+/// write per period, not one per line.
+const WRITE_EVERY: Duration = Duration::from_secs(1);
+
+/// A running command's output as the store keeps it (the first
+/// `STORED_OUTPUT_CAP` bytes of each stream).
+#[derive(Default)]
+pub(super) struct Printed {
+    stdout: String,
+    stderr: String,
+    truncated: bool,
+    /// Changed since the store last had it.
+    dirty: bool,
+}
+
+impl Printed {
+    /// Keeps what of `chunk` fits under the cap.
+    fn push(&mut self, chunk: &Chunk) {
+        let (stream, data) = match chunk {
+            Chunk::Stdout(data) => (&mut self.stdout, data),
+            Chunk::Stderr(data) => (&mut self.stderr, data),
+        };
+        let room = STORED_OUTPUT_CAP.saturating_sub(stream.len());
+        let (kept, cut) = cap_text(data, room);
+        if !kept.is_empty() || (cut && !self.truncated) {
+            self.dirty = true;
+        }
+        stream.push_str(&kept);
+        self.truncated |= cut;
+    }
+}
+
+/// The lock of `printed`, even if a writer panicked (the text stays whole).
+fn lock(printed: &Mutex<Printed>) -> std::sync::MutexGuard<'_, Printed> {
+    printed.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A command that ended, as reported to the actor.
@@ -112,15 +161,50 @@ impl RoomActor {
             tracing::warn!(room = %self.id, "storing the command counter failed: {e}");
         }
         let exec_id = format!("x{n:011}");
-        let launched = Launched {
-            cmd: cmd.clone(),
-            interrupted: false,
-        };
-        self.running.insert(exec_id.clone(), launched);
         let source = match then {
             Then::Http(_) => ExecSource::User,
             Then::Agent(_) => ExecSource::Agent,
         };
+        let ts = now_ms();
+        let started = Instant::now();
+        // Stored as it starts, its output as it comes: a crash leaves the
+        // row, which the next start ends (store::close_unended).
+        let row = ExecRecord {
+            exec_id: exec_id.clone(),
+            cmd: cmd.clone(),
+            by: by.clone(),
+            source,
+            stdout: String::new(),
+            stderr: String::new(),
+            exit_code: None,
+            duration: 0,
+            ts,
+            truncated: false,
+            error: None,
+        };
+        if let Err(e) = self
+            .shared
+            .store
+            .write_exec(self.id.clone(), row.clone(), false)
+            .await
+        {
+            tracing::warn!(room = %self.id, "storing a starting command failed: {e}");
+        }
+        let printed = Arc::new(Mutex::new(Printed::default()));
+        let writing = CancellationToken::new();
+        self.keep_writing(row, printed.clone(), started, writing.clone());
+        let launched = Launched {
+            cmd: cmd.clone(),
+            by: by.clone(),
+            source,
+            ts,
+            started,
+            generation: self.generation,
+            interrupted: false,
+            printed: printed.clone(),
+            _writing: writing.drop_guard(),
+        };
+        self.running.insert(exec_id.clone(), launched);
         self.broadcast(&ServerFrame::Exec(ExecFrame::Start {
             exec_id: exec_id.clone(),
             cmd: cmd.clone(),
@@ -131,6 +215,7 @@ impl RoomActor {
         let frames = self.frames.clone();
         let id = exec_id.clone();
         let on_output = Box::new(move |chunk: Chunk| {
+            lock(&printed).push(&chunk);
             let frame = match chunk {
                 Chunk::Stdout(data) => ExecFrame::Stdout {
                     exec_id: id.clone(),
@@ -150,8 +235,8 @@ impl RoomActor {
             cmd,
             by,
             source,
-            ts: now_ms(),
-            started: Instant::now(),
+            ts,
+            started,
             generation: self.generation,
             result: Err(SandboxError::Destroyed),
             then,
@@ -183,7 +268,7 @@ impl RoomActor {
             result,
             then,
         } = done;
-        self.running.remove(&exec_id);
+        let launched = self.running.remove(&exec_id);
         if let Some(current) = &mut self.current
             && current.running.as_deref() == Some(exec_id.as_str())
         {
@@ -208,18 +293,30 @@ impl RoomActor {
                 if generation == self.generation {
                     self.set_cwd(WORKSPACE.to_string());
                 }
-                // Recorded like any command: it was announced to everyone.
+                // Recorded like any command: it was announced to everyone,
+                // with what it printed before it failed.
+                let (stdout, stderr, truncated) = launched
+                    .map(|l| {
+                        let printed = lock(&l.printed);
+                        (
+                            printed.stdout.clone(),
+                            printed.stderr.clone(),
+                            printed.truncated,
+                        )
+                    })
+                    .unwrap_or_default();
                 let record = ExecRecord {
                     exec_id,
                     cmd: cmd.clone(),
                     by,
                     source,
-                    stdout: String::new(),
-                    stderr: String::new(),
+                    stdout,
+                    stderr,
                     exit_code: None,
                     duration,
                     ts,
-                    truncated: false,
+                    truncated,
+                    error: Some(error.clone()),
                 };
                 self.record_exec(generation, record).await;
                 match then {
@@ -257,6 +354,7 @@ impl RoomActor {
             duration,
             ts,
             truncated: outcome.truncated || cut_out || cut_err,
+            error: None,
         };
         self.record_exec(generation, record.clone()).await;
         if generation == self.generation {
@@ -313,6 +411,85 @@ impl RoomActor {
             && let Err(e) = self.store(draft).await
         {
             tracing::warn!(room = %self.id, "storing a record failed: {}", e.body.error);
+        }
+    }
+
+    /// Writes what the running command of `row` printed to its stored row,
+    /// every `WRITE_EVERY` while it changed, until `stop`.
+    fn keep_writing(
+        &self,
+        row: ExecRecord,
+        printed: Arc<Mutex<Printed>>,
+        started: Instant,
+        stop: CancellationToken,
+    ) {
+        let store = self.shared.store.clone();
+        let room = self.id.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(WRITE_EVERY) => {}
+                }
+                let rec = {
+                    let mut printed = lock(&printed);
+                    if !std::mem::take(&mut printed.dirty) {
+                        continue;
+                    }
+                    ExecRecord {
+                        stdout: printed.stdout.clone(),
+                        stderr: printed.stderr.clone(),
+                        truncated: printed.truncated,
+                        duration: started.elapsed().as_millis() as u64,
+                        ..row.clone()
+                    }
+                };
+                if let Err(e) = store.exec_output(room.clone(), rec).await {
+                    tracing::warn!(room = %room, "storing a command's output failed: {e}");
+                }
+            }
+        });
+    }
+
+    /// The server stops: every command still running is announced and
+    /// stored as ended, with what it printed and no exit code (the
+    /// sandboxes are stopped after the rooms).
+    pub(super) async fn stop_running(&mut self) {
+        let running = std::mem::take(&mut self.running);
+        for (exec_id, launched) in running {
+            let (stdout, stderr, truncated) = {
+                let printed = lock(&launched.printed);
+                (
+                    printed.stdout.clone(),
+                    printed.stderr.clone(),
+                    printed.truncated,
+                )
+            };
+            let duration = launched.started.elapsed().as_millis() as u64;
+            self.broadcast(&ServerFrame::Exec(ExecFrame::Complete {
+                exec_id: exec_id.clone(),
+                exit_code: None,
+                duration,
+                timed_out: false,
+                truncated,
+                interrupted: false,
+                error: Some(SERVER_STOPPED.to_string()),
+                cwd: None,
+            }));
+            let record = ExecRecord {
+                exec_id,
+                cmd: launched.cmd,
+                by: launched.by,
+                source: launched.source,
+                stdout,
+                stderr,
+                exit_code: None,
+                duration,
+                ts: launched.ts,
+                truncated,
+                error: Some(SERVER_STOPPED.to_string()),
+            };
+            self.record_exec(launched.generation, record).await;
         }
     }
 

@@ -327,6 +327,9 @@ const CLEANED: &str = "the room was cleaned up";
 const CUT_OFF: &str = "The server restarted before the agent answered; nothing was lost, \
                        but that question has no reply: ask again.";
 
+/// How long a stopping server waits for a turn to hand back what it streamed.
+const TURN_STOP: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// The room's actor and the state it owns.
 pub(crate) struct RoomActor {
     id: String,
@@ -367,6 +370,8 @@ pub(crate) struct RoomActor {
     state_cache: Option<Utf8Bytes>,
     /// Messages and commands of the room per minute, HTTP and sockets.
     rates: super::limits::OpRates,
+    /// Held while the actor runs (see `Shared::actors`).
+    _running: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 /// Starts the actor of room `id` from its stored row.
@@ -380,6 +385,7 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
         opaque: row.opaque.clone(),
         slot: row.slot,
     });
+    let shared_actors = shared.actors.clone();
     let rates = super::limits::OpRates::new(
         "in this room",
         shared.limits.room_messages_per_min,
@@ -414,6 +420,7 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
         holders: Arc::downgrade(&holders),
         state_cache: None,
         rates,
+        _running: shared_actors.try_acquire_owned().ok(),
     };
     tokio::spawn(actor.run(rx, term_news_rx));
     RoomHandle {
@@ -477,7 +484,40 @@ impl RoomActor {
         if let Some(current) = &self.current {
             current.cancel.cancel();
         }
+        if shutdown.is_cancelled() {
+            self.server_stopping(&mut rx).await;
+        }
         tracing::debug!(room = %self.id, "room stopped");
+    }
+
+    /// The server stops: commands that ended meanwhile are recorded, the
+    /// cancelled turn keeps what it had streamed, and commands still
+    /// running are stored as ended by the stop.
+    async fn server_stopping(&mut self, rx: &mut mpsc::Receiver<Command>) {
+        let turn_id = self.current.as_ref().map(|c| c.id.clone());
+        let waited = tokio::time::sleep(TURN_STOP);
+        tokio::pin!(waited);
+        while let Some(turn) = turn_id.as_deref() {
+            let command = tokio::select! {
+                c = rx.recv() => c,
+                () = &mut waited => None,
+            };
+            match command {
+                Some(Command::ExecDone(done)) => self.exec_done(*done).await,
+                Some(Command::TurnDone { turn_id, result }) if turn_id == turn => {
+                    self.turn_stopped(result).await;
+                    break;
+                }
+                Some(_) => {}
+                None => break,
+            }
+        }
+        while let Ok(command) = rx.try_recv() {
+            if let Command::ExecDone(done) = command {
+                self.exec_done(*done).await;
+            }
+        }
+        self.stop_running().await;
     }
 
     /// A room is loaded with no turn running, so questions after the last
@@ -661,7 +701,7 @@ impl RoomActor {
         for turn in self.turns.drain(..) {
             turn.answer(Ok(turn::no_reply(CLEANED, Vec::new())));
         }
-        self.end_terminal(None);
+        self.end_terminal(None, None);
         self.kill_all_processes();
         self.broadcast(&ServerFrame::Cleanup { by: by.clone() });
         self.messages.clear();

@@ -429,7 +429,14 @@ impl RoomActor {
 
     /// The sandbox's listening ports are now `ports`.
     pub(super) fn set_ports(&mut self, ports: &[u16]) {
-        let ports: Vec<PortState> = ports.iter().map(|p| PortState::new(&self.id, *p)).collect();
+        let previews = self.shared.previews.as_ref();
+        let ports: Vec<PortState> = ports
+            .iter()
+            .map(|p| PortState {
+                url: previews.map(|hosts| hosts.url(&self.id, *p)),
+                ..PortState::new(&self.id, *p)
+            })
+            .collect();
         if ports != self.ports {
             self.ports = ports;
             let value = serde_json::to_value(&self.ports).unwrap_or_default();

@@ -21,6 +21,12 @@ impl RoomActor {
         by: Option<String>,
         size: Option<TermSize>,
     ) -> Option<TermHandle> {
+        // One whose task is over without a word (it cannot be reached)
+        // is ended here, so that a new one opens at once.
+        if self.terminal.as_ref().is_some_and(TermHandle::is_gone) {
+            let reason = "the terminal stopped answering";
+            self.end_terminal(None, Some(reason.to_string()));
+        }
         if let Some(handle) = &self.terminal {
             return Some(handle.clone());
         }
@@ -93,17 +99,22 @@ impl RoomActor {
                     }));
                 }
             }
-            TermNews::Ended { term_id, exit_code } => {
+            TermNews::Ended {
+                term_id,
+                exit_code,
+                reason,
+            } => {
                 if ours(&term_id, &self.terminal) {
-                    self.end_terminal(exit_code);
+                    self.end_terminal(exit_code, reason);
                 }
             }
         }
     }
 
-    /// The terminal is over (it exited, was closed, or the room is being
-    /// cleaned up): everyone is told, and those who closed it answered.
-    pub(super) fn end_terminal(&mut self, exit_code: Option<i32>) {
+    /// The terminal is over (it exited, was closed, failed, or the room is
+    /// being cleaned up): everyone is told (why, when it failed), and those
+    /// who closed it answered.
+    pub(super) fn end_terminal(&mut self, exit_code: Option<i32>, reason: Option<String>) {
         let Some(handle) = self.terminal.take() else {
             return;
         };
@@ -118,6 +129,7 @@ impl RoomActor {
             let frame = ServerFrame::Term(TermFrame::Exit {
                 term_id: handle.term_id.clone(),
                 exit_code,
+                reason,
             });
             let mut out = outgoing(super::frame_text(&frame), None);
             if let Some(frame) = Arc::get_mut(&mut out) {

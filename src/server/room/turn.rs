@@ -49,6 +49,10 @@ pub(super) struct CurrentTurn {
     pub(super) cancelled_by: Option<String>,
 }
 
+/// The note stored after a reply the server's stop cut off.
+pub(super) const TURN_STOPPED: &str = "The server stopped while the agent was answering: its \
+     reply ends where it was cut off; ask again.";
+
 /// The answer of a turn that ended without a reply.
 pub(super) fn no_reply(error: &str, messages: Vec<DuetMessage>) -> Reply {
     Reply::ok(MessageResponse {
@@ -303,6 +307,49 @@ impl RoomActor {
         }
         self.restores_after_turn().await;
         self.next_turn();
+    }
+
+    /// The server stops during the turn: what it had streamed is stored as
+    /// the agent's reply, cut off by `duet`, then a note saying so; its
+    /// request (and a resend of its `clientId`) is answered the same.
+    pub(super) async fn turn_stopped(&mut self, result: Result<AgentReply, TurnError>) {
+        let Some(current) = self.current.take() else {
+            return;
+        };
+        let pending = current.pending;
+        if current.discarded {
+            pending.answer(Ok(no_reply(CLEANED, self.messages())));
+            return;
+        }
+        let partial = match result {
+            Ok(agent) | Err(TurnError::Cancelled(agent)) => Some(agent),
+            Err(_) => None,
+        };
+        if let Some(partial) = partial.filter(|p| !p.text.is_empty() || !p.runs.is_empty()) {
+            let draft = DuetMessage {
+                role: Role::Agent,
+                text: partial.text,
+                runs: (!partial.runs.is_empty()).then_some(partial.runs),
+                cancelled_by: Some("duet".into()),
+                ..Default::default()
+            };
+            if let Err(e) = self.store(draft).await {
+                tracing::warn!(room = %self.id, "storing a cut reply failed: {}", e.body.error);
+            }
+        }
+        let note = self
+            .store_message(
+                Role::System,
+                pending.user.clone(),
+                TURN_STOPPED.into(),
+                None,
+            )
+            .await;
+        let answer = note.map(|_| no_reply(TURN_STOPPED, self.messages()));
+        if let (Some(client_id), Ok(reply)) = (&pending.client_id, &answer) {
+            self.keep_client_reply(client_id, reply).await;
+        }
+        pending.answer(answer);
     }
 
     /// Stores what a cancelled turn had replied (`cancelledBy`), then the

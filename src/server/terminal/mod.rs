@@ -16,8 +16,10 @@ use crate::protocol::{ServerFrame, TermFrame, TermSize};
 use crate::sandbox::{Sandbox, TermEvent, TermRequest};
 use axum::extract::ws::Utf8Bytes;
 use base64::Engine;
+use futures_util::FutureExt;
 use screen::Screen;
 use size::Viewers;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -33,6 +35,11 @@ const GATHER: Duration = Duration::from_millis(4);
 const BULK: usize = 1024;
 /// The most output one frame carries.
 const FRAME_BYTES: usize = 64 * 1024;
+/// How long a terminal whose task failed waits for the sandbox to end its
+/// shell, so that the next one can open there.
+const CLOSE_WAIT: Duration = Duration::from_secs(10);
+/// The error of an attachment to a terminal that ended meanwhile.
+const ENDED: &str = "the terminal ended";
 
 /// What an attached socket receives from the terminal.
 #[derive(Debug, Clone)]
@@ -69,6 +76,8 @@ pub(crate) enum TermNews {
     Ended {
         term_id: String,
         exit_code: Option<i32>,
+        /// Why, when it ended unexpectedly (`exit`'s `reason`).
+        reason: Option<String>,
     },
 }
 
@@ -108,7 +117,7 @@ impl TermHandle {
         size: Option<TermSize>,
     ) -> Result<Attached, ApiError> {
         let (reply, answer) = oneshot::channel();
-        let gone = || ApiError::internal("the terminal ended");
+        let gone = || ApiError::internal(ENDED);
         self.requests
             .send(Request::Attach { conn, size, reply })
             .map_err(|_| gone())?;
@@ -125,6 +134,11 @@ impl TermHandle {
 
     pub(crate) fn input(&self, bytes: Vec<u8>) {
         let _ = self.requests.send(Request::Input(bytes));
+    }
+
+    /// Whether its task is over (it answers nothing any more).
+    pub(crate) fn is_gone(&self) -> bool {
+        self.requests.is_closed()
     }
 
     /// Ends the terminal for everyone.
@@ -149,6 +163,12 @@ pub(crate) struct Launch {
     pub(crate) idle: Duration,
     /// Where the room's actor hears from it.
     pub(crate) news: mpsc::UnboundedSender<TermNews>,
+}
+
+/// Whether an attachment failed because the terminal ended as it came
+/// (the room opens a new one once it heard).
+pub(crate) fn ended_meanwhile(error: &ApiError) -> bool {
+    error.body.error == ENDED
 }
 
 /// Starts a terminal; it opens in the sandbox in the background, and
@@ -193,6 +213,7 @@ async fn run(term_id: String, launch: Launch, mut rx: mpsc::UnboundedReceiver<Re
             let _ = news.send(TermNews::Ended {
                 term_id,
                 exit_code: None,
+                reason: None,
             });
             return;
         }
@@ -206,7 +227,7 @@ async fn run(term_id: String, launch: Launch, mut rx: mpsc::UnboundedReceiver<Re
     };
     if news.send(started).is_err() || !acked.await.unwrap_or(false) {
         sandbox.term_send(TermRequest::Close);
-        fail_waiting(&mut rx, "the terminal ended");
+        fail_waiting(&mut rx, ENDED);
         return;
     }
     let (frames, _) = broadcast::channel(FRAMES_CAPACITY);
@@ -223,49 +244,51 @@ async fn run(term_id: String, launch: Launch, mut rx: mpsc::UnboundedReceiver<Re
         last_sent: None,
         quiet_since: Instant::now(),
     };
-    let mut reachable = true;
-    let exit_code = loop {
-        let flush_at = hub.pending_since.map(|t| t + GATHER);
-        let idle_at = hub.viewers.is_empty().then(|| hub.quiet_since + idle);
-        tokio::select! {
-            biased;
-            event = events.recv() => match event {
-                Some(TermEvent::Output(bytes)) => hub.output(bytes),
-                Some(TermEvent::Exit(code, error)) => {
-                    if let Some(error) = error {
-                        tracing::info!(term = %hub.term_id, "terminal ended: {error}");
+    // Nothing the terminal does may end it for the room without a word: a
+    // panic in its task is caught, the shell closed, and the room told why.
+    let served = AssertUnwindSafe(hub.serve_until_end(&mut events, &mut rx, idle))
+        .catch_unwind()
+        .await;
+    let (exit_code, reason) = match served {
+        Ok(end) => end,
+        Err(panic) => {
+            let reason = format!("the terminal failed: {}", panic_text(&*panic));
+            tracing::error!(term = %hub.term_id, "{reason}");
+            hub.sandbox.term_send(TermRequest::Close);
+            // The sandbox ends its shell before it can open the next one.
+            let _ = tokio::time::timeout(CLOSE_WAIT, async {
+                while let Some(event) = events.recv().await {
+                    if matches!(event, TermEvent::Exit(..)) {
+                        break;
                     }
-                    break code;
                 }
-                None => break None,
-            },
-            request = rx.recv(), if reachable => match request {
-                Some(request) => hub.serve(request),
-                // The room unloaded: nobody can reach the terminal.
-                None => {
-                    reachable = false;
-                    hub.sandbox.term_send(TermRequest::Close);
-                }
-            },
-            () = sleep_until(flush_at) => hub.flush(),
-            () = sleep_until(idle_at) => {
-                tracing::info!(term = %hub.term_id, "terminal unattached and silent: closing it");
-                hub.quiet_since = Instant::now();
-                hub.sandbox.term_send(TermRequest::Close);
-            }
+            })
+            .await;
+            (None, Some(reason))
         }
     };
-    hub.flush();
+    hub.pending.clear();
     let exit = frame_text(TermFrame::Exit {
         term_id: hub.term_id.clone(),
         exit_code,
+        reason: reason.clone(),
     });
     let _ = hub.frames.send(TermOut::Exit(exit));
+    fail_waiting(&mut rx, ENDED);
     let _ = hub.news.send(TermNews::Ended {
         term_id: hub.term_id.clone(),
         exit_code,
+        reason,
     });
-    fail_waiting(&mut rx, "the terminal ended");
+}
+
+/// What a panic said.
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "it panicked".to_string())
 }
 
 /// Answers the sockets that wait to attach to a terminal that is not there.
@@ -284,6 +307,53 @@ fn frame_text(frame: TermFrame) -> Utf8Bytes {
 }
 
 impl Hub {
+    /// Runs the terminal until it ends: its exit code, and why when it
+    /// ended unexpectedly.
+    async fn serve_until_end(
+        &mut self,
+        events: &mut crate::sandbox::TermEvents,
+        rx: &mut mpsc::UnboundedReceiver<Request>,
+        idle: Duration,
+    ) -> (Option<i32>, Option<String>) {
+        let mut reachable = true;
+        let end = loop {
+            let flush_at = self.pending_since.map(|t| t + GATHER);
+            let idle_at = self.viewers.is_empty().then(|| self.quiet_since + idle);
+            tokio::select! {
+                biased;
+                event = events.recv() => match event {
+                    Some(TermEvent::Output(bytes)) => self.output(bytes),
+                    Some(TermEvent::Exit(code, error)) => {
+                        if let Some(error) = &error {
+                            tracing::info!(term = %self.term_id, "terminal ended: {error}");
+                        }
+                        break (code, error);
+                    }
+                    None => {
+                        let lost = "the terminal's connection to the sandbox was lost";
+                        break (None, Some(lost.to_string()));
+                    }
+                },
+                request = rx.recv(), if reachable => match request {
+                    Some(request) => self.serve(request),
+                    // The room unloaded: nobody can reach the terminal.
+                    None => {
+                        reachable = false;
+                        self.sandbox.term_send(TermRequest::Close);
+                    }
+                },
+                () = sleep_until(flush_at) => self.flush(),
+                () = sleep_until(idle_at) => {
+                    tracing::info!(term = %self.term_id, "terminal unattached and silent: closing it");
+                    self.quiet_since = Instant::now();
+                    self.sandbox.term_send(TermRequest::Close);
+                }
+            }
+        };
+        self.flush();
+        end
+    }
+
     fn serve(&mut self, request: Request) {
         match request {
             Request::Attach { conn, size, reply } => {

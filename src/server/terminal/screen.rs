@@ -1,7 +1,8 @@
 //! The terminal's screen as the server keeps it, with a terminal emulator
-//! (vt100): what a socket that attaches is sent to redraw it, and what the
-//! agent reads of it.
+//! (vt100, guarded: no output or size can bring it down): what a socket
+//! that attaches is sent to redraw it, and what the agent reads of it.
 
+use crate::emulator::Emulator;
 use crate::protocol::TermSize;
 
 /// Lines and bytes of the screen the agent is shown at most.
@@ -9,13 +10,13 @@ const AGENT_LINES: usize = 60;
 const AGENT_BYTES: usize = 8 * 1024;
 
 pub(super) struct Screen {
-    parser: vt100::Parser,
+    parser: Emulator,
 }
 
 impl Screen {
     pub(super) fn new(size: TermSize) -> Self {
         Screen {
-            parser: vt100::Parser::new(size.rows, size.cols, 0),
+            parser: Emulator::new(size),
         }
     }
 
@@ -24,7 +25,7 @@ impl Screen {
     }
 
     pub(super) fn resize(&mut self, size: TermSize) {
-        self.parser.screen_mut().set_size(size.rows, size.cols);
+        self.parser.set_size(size);
     }
 
     /// Bytes that redraw the whole screen on a terminal of its size, from
@@ -38,15 +39,14 @@ impl Screen {
         } else {
             b"\x1b[?1049l"
         });
-        out.extend_from_slice(&screen.state_formatted());
+        out.extend_from_slice(&self.parser.state_formatted());
         out
     }
 
     /// The screen as text for the agent: its last lines, trailing blanks
     /// trimmed, bounded.
     pub(super) fn text(&self) -> String {
-        let screen = self.parser.screen();
-        let contents = screen.contents();
+        let contents = self.parser.contents();
         let mut lines: Vec<&str> = contents.lines().map(str::trim_end).collect();
         while lines.last().is_some_and(|l| l.is_empty()) {
             lines.pop();
@@ -74,10 +74,7 @@ mod tests {
         screen.feed(b"\x1b[31mred\x1b[m line\r\n$ half-typ");
         let mut viewer = vt100::Parser::new(5, 20, 0);
         viewer.process(&screen.snapshot());
-        assert_eq!(
-            viewer.screen().contents(),
-            screen.parser.screen().contents()
-        );
+        assert_eq!(viewer.screen().contents(), screen.parser.contents());
         assert_eq!(viewer.screen().cursor_position(), (1, 10));
         assert_eq!(
             viewer.screen().cursor_position(),

@@ -70,10 +70,10 @@ impl TermSide {
                 Feed::Ended(self.first_exit(term_id, text))
             }
             Err(broadcast::error::RecvError::Lagged(_)) => Feed::Behind(handle.clone()),
+            // The terminal's task is over without its `exit` on the feed:
+            // the room's `exit` (with why) is the one this socket gets.
             Err(broadcast::error::RecvError::Closed) => {
-                let term_id = handle.term_id.clone();
                 self.attached = None;
-                self.ended = Some(term_id);
                 Feed::Ended(None)
             }
         }
@@ -113,14 +113,11 @@ pub(crate) fn open_size(args: &Map<String, Value>) -> Result<Option<TermSize>, A
     let size = match (cols, rows) {
         (None, None) => None,
         (cols, rows) => {
-            let number = |v: Option<&Value>| v.and_then(Value::as_i64).unwrap_or(0);
-            for (field, problem) in TermSize::problems(number(cols), number(rows)) {
+            let (cols, rows) = (cols.and_then(Value::as_i64), rows.and_then(Value::as_i64));
+            for (field, problem) in TermSize::problems(cols, rows) {
                 add_detail(&mut details, field, problem);
             }
-            Some(TermSize {
-                cols: u16::try_from(number(cols)).unwrap_or(0),
-                rows: u16::try_from(number(rows)).unwrap_or(0),
-            })
+            Some(TermSize::clamped(cols.unwrap_or(0), rows.unwrap_or(0)))
         }
     };
     if details.is_empty() {
@@ -173,8 +170,31 @@ mod tests {
         let bad = open_size(&obj(json!({"cols": 100}))).unwrap_err();
         let details = bad.body.details.unwrap();
         assert!(details.contains_key("rows") && !details.contains_key("cols"));
-        let bad = open_size(&obj(json!({"cols": 0, "rows": 9000}))).unwrap_err();
+        let bad = open_size(&obj(json!({"cols": "wide", "rows": 2.5}))).unwrap_err();
         assert_eq!(bad.body.details.unwrap().len(), 2);
+        // Any whole number is taken, within the bounds.
+        let clamped = |cols: i64, rows: i64| open_size(&obj(json!({"cols": cols, "rows": rows})));
+        assert_eq!(
+            clamped(0, 9000).unwrap(),
+            Some(TermSize {
+                cols: TermSize::MIN_COLS,
+                rows: TermSize::MAX_ROWS
+            })
+        );
+        assert_eq!(
+            clamped(-5, 1).unwrap(),
+            Some(TermSize {
+                cols: TermSize::MIN_COLS,
+                rows: TermSize::MIN_ROWS
+            })
+        );
+        assert_eq!(
+            clamped(65535, 65535).unwrap(),
+            Some(TermSize {
+                cols: TermSize::MAX_COLS,
+                rows: TermSize::MAX_ROWS
+            })
+        );
     }
 
     #[test]

@@ -3,16 +3,51 @@
 //! shared terminal").
 
 use super::{Answered, Connection, error_frame, failure, rpc_args, success_text};
-use crate::protocol::{ServerFrame, TermSize};
+use crate::protocol::{RoomRole, ServerFrame, TermSize};
 use crate::server::access::{self, Action};
 use crate::server::errors::ApiError;
+use crate::server::room::RoomHandle;
 use crate::server::room::{frame_text, send_frame};
-use crate::server::terminal::TermHandle;
 use crate::server::terminal::socket::{input_bytes, open_size, term_id};
+use crate::server::terminal::{Attached, TermHandle, ended_meanwhile};
 use axum::extract::ws::Utf8Bytes;
 use serde_json::{Value, json};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
+
+/// How many times `term_open` tries again when the terminal ended as it
+/// attached (the room opens a new one once it heard), and how long apart.
+const ENDED_RETRIES: u32 = 50;
+const ENDED_RETRY_EVERY: Duration = Duration::from_millis(100);
+
+/// The room's terminal (opened by `by` if none runs), with `conn` attached.
+async fn attach_to_terminal(
+    room: &RoomHandle,
+    by: Option<String>,
+    size: Option<TermSize>,
+    conn: u64,
+    role: RoomRole,
+) -> Result<(TermHandle, Attached), ApiError> {
+    let mut tries = 0;
+    loop {
+        let handle = match room.terminal(by.clone(), size).await? {
+            Some(handle) => handle,
+            None => {
+                // Only a role that may not open one gets none.
+                access::check(role, Action::OpenTerminal)?;
+                return Err(ApiError::internal("the terminal did not open"));
+            }
+        };
+        match handle.attach(conn, size).await {
+            Ok(attached) => return Ok((handle, attached)),
+            Err(e) if ended_meanwhile(&e) && tries < ENDED_RETRIES => {
+                tries += 1;
+                tokio::time::sleep(ENDED_RETRY_EVERY).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
 
 /// The rpc methods of the shared terminal.
 pub(super) const TERM_METHODS: [&str; 3] = ["term_open", "term_detach", "term_close"];
@@ -47,18 +82,7 @@ impl Connection {
                 let (room, conn) = (self.handle.clone(), self.number);
                 let answers = answers.clone();
                 tokio::spawn(async move {
-                    let attached = async {
-                        let handle = match room.terminal(by, size).await? {
-                            Some(handle) => handle,
-                            None => {
-                                // Only a role that may not open one gets none.
-                                access::check(role, Action::OpenTerminal)?;
-                                return Err(ApiError::internal("the terminal did not open"));
-                            }
-                        };
-                        let attached = handle.attach(conn, size).await?;
-                        Ok::<_, ApiError>((handle, attached))
-                    };
+                    let attached = attach_to_terminal(&room, by, size, conn, role);
                     let answer = match attached.await {
                         Ok((handle, attached)) => {
                             let body = json!({
@@ -146,16 +170,13 @@ impl Connection {
             )));
         };
         if kind == "duet_term_resize" {
-            let number = |field: &str| value.get(field).and_then(Value::as_i64).unwrap_or(0);
+            let number = |field: &str| value.get(field).and_then(Value::as_i64);
             let (cols, rows) = (number("cols"), number("rows"));
             let problems = TermSize::problems(cols, rows);
             if let Some((field, problem)) = problems.first() {
                 return Some(error_frame(format!("{kind}: {field} {problem}")));
             }
-            let size = TermSize {
-                cols: cols as u16,
-                rows: rows as u16,
-            };
+            let size = TermSize::clamped(cols.unwrap_or(0), rows.unwrap_or(0));
             handle.resize(self.number, size);
             return None;
         }

@@ -40,10 +40,10 @@ export function ptyOverSocket(res: Response, events: PtyEvents, end: () => Promi
     },
   };
   return new Promise<Pty>((resolve, reject) => {
-    const finish = (code: number | null) => {
+    const finish = (code: number | null, reason?: string) => {
       if (over) return;
       over = true;
-      if (ready) events.onExit(code);
+      if (ready) events.onExit(code, reason);
       else reject(new Error(failure));
     };
     ws.addEventListener("message", (m) => {
@@ -69,7 +69,9 @@ export function ptyOverSocket(res: Response, events: PtyEvents, end: () => Promi
         if (ready) console.error(`the room's terminal: ${failure}`);
       }
     });
-    ws.addEventListener("close", () => finish(null));
-    ws.addEventListener("error", () => finish(null));
+    // Closed without an `exit`: the terminal is gone, and the room is told why.
+    const lost = "the terminal's connection to the sandbox was lost";
+    ws.addEventListener("close", () => finish(null, lost));
+    ws.addEventListener("error", () => finish(null, lost));
   });
 }

@@ -86,8 +86,11 @@ export interface TermSize {
 export interface PtyEvents {
   /** Output bytes, exactly as the program wrote them, in order. */
   onData(bytes: Uint8Array): void;
-  /** The terminal ended: its shell's exit status, or null (killed, closed, or the sandbox cannot say). Once. */
-  onExit(exitCode: number | null): void;
+  /**
+   * The terminal ended: its shell's exit status, or null (killed, closed, or the sandbox cannot say),
+   * and why when it ended unexpectedly (its connection to the sandbox was lost). Once.
+   */
+  onExit(exitCode: number | null, reason?: string): void;
 }
 
 /** A bash on a pseudo-terminal in the room's sandbox, held by the room. */
