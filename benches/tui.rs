@@ -34,7 +34,7 @@ fn session() -> Session {
         room: "bench".into(),
         name: "ada".into(),
         connection_id: "c1".into(),
-        join_hint: "duet --room bench".into(),
+        backend: duet::client::join::Backend::Embedded { data_dir: None },
     }
 }
 

@@ -1,6 +1,7 @@
 //! The command line: which part of Duet runs, with which settings.
 
-use clap::{Args, Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -20,7 +21,7 @@ pub struct Cli {
     pub client: ClientArgs,
     /// Data directory of the embedded backend started (or joined) when no
     /// --server is given (default: $XDG_DATA_HOME/duet)
-    #[arg(long, env = "DUET_DATA_DIR")]
+    #[arg(long, env = "DUET_DATA_DIR", global = true)]
     pub data_dir: Option<PathBuf>,
 }
 
@@ -99,25 +100,37 @@ pub enum Command {
     /// 127.0.0.1:LOCAL and carries each connection to PORT in the sandbox
     /// (any protocol) until Ctrl+C
     Port(PortArgs),
+    /// Print the completion script of a shell: e.g. `duet completions
+    /// bash > ~/.local/share/bash-completion/completions/duet`
+    Completions {
+        /// bash, zsh, fish, powershell or elvish
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff): `duet man | man -l -`, or save it as
+    /// duet.1 in a man directory
+    Man,
     /// Internal: builds one room's sandbox (started by the server)
     #[command(hide = true)]
     SandboxInit,
 }
 
-/// Where a client finds its room; flags beat the environment.
+/// Where a client finds its room; flags beat the environment. The flags
+/// are global: `duet --room R ps` and `duet ps --room R` are the same (the
+/// one after the subcommand wins when both are given).
 #[derive(Debug, Clone, Args)]
 pub struct ClientArgs {
     /// Backend URL, e.g. http://127.0.0.1:8787
-    #[arg(long, env = "DUET_SERVER")]
+    #[arg(long, env = "DUET_SERVER", global = true)]
     pub server: Option<String>,
     /// Room id (1–63 of A-Z a-z 0-9 _ -)
-    #[arg(long, env = "DUET_ROOM")]
+    #[arg(long, env = "DUET_ROOM", global = true)]
     pub room: Option<String>,
     /// Bearer token, when the backend has one
-    #[arg(long, env = "DUET_TOKEN", hide_env_values = true)]
+    #[arg(long, env = "DUET_TOKEN", hide_env_values = true, global = true)]
     pub token: Option<String>,
     /// Your name in the room
-    #[arg(long, env = "DUET_NAME")]
+    #[arg(long, env = "DUET_NAME", global = true)]
     pub name: Option<String>,
 }
 
@@ -297,9 +310,9 @@ pub struct InviteArgs {
     /// invite
     #[arg(long, env = "DUET_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
-    /// Your name in the room, as the invite's maker (`--name` is the
-    /// invited person's)
-    #[arg(long = "by", env = "DUET_NAME", value_name = "NAME")]
+    /// Your name in the room, as the invite's maker (`--name` after
+    /// `invite` is the invited person's; `duet --name NAME invite` is yours)
+    #[arg(long = "by", id = "name", env = "DUET_NAME", value_name = "NAME")]
     pub by: Option<String>,
     /// What they may do: viewer (watch and chat), writer (also ask the
     /// agent, run commands), owner (everything)
@@ -310,17 +323,17 @@ pub struct InviteArgs {
     pub expires: Option<u64>,
     /// Fixes the name of whoever joins with it (records and approvals
     /// then name them truly)
-    #[arg(long, value_name = "NAME")]
+    #[arg(long = "name", id = "invitee", value_name = "NAME")]
     pub name: Option<String>,
     /// List the room's invites (id, role, name, expiry) instead
-    #[arg(long, conflicts_with_all = ["role", "expires", "name", "revoke"])]
+    #[arg(long, conflicts_with_all = ["role", "expires", "invitee", "revoke"])]
     pub list: bool,
     /// With --list: print `{invites}` as JSON
     #[arg(long, requires = "list")]
     pub json: bool,
     /// Revoke invite ID: its token stops working, its people are
     /// disconnected
-    #[arg(long, value_name = "ID", conflicts_with_all = ["role", "expires", "name"])]
+    #[arg(long, value_name = "ID", conflicts_with_all = ["role", "expires", "invitee"])]
     pub revoke: Option<String>,
 }
 
@@ -386,22 +399,42 @@ pub struct PortArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     /// Address to listen on; anything but loopback needs --token
-    #[arg(long, default_value = "127.0.0.1:8787", env = "DUET_LISTEN")]
+    #[arg(
+        long,
+        default_value = "127.0.0.1:8787",
+        env = "DUET_LISTEN",
+        help_heading = "Network"
+    )]
     pub listen: SocketAddr,
     /// Where rooms, messages and workspaces are kept
     /// (default: $XDG_DATA_HOME/duet)
-    #[arg(long, env = "DUET_DATA_DIR")]
+    #[arg(long, env = "DUET_DATA_DIR", help_heading = "Storage")]
     pub data_dir: Option<PathBuf>,
     /// Require this bearer token on every request but /health
-    #[arg(long, env = "DUET_TOKEN", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "DUET_TOKEN",
+        hide_env_values = true,
+        help_heading = "Network"
+    )]
     pub token: Option<String>,
     /// An origin (`https://host[:port]`) whose web pages may call the API;
     /// every other request carrying `Origin` (a browser) is refused
-    #[arg(long, env = "DUET_ALLOW_ORIGIN", value_delimiter = ',')]
+    #[arg(
+        long,
+        env = "DUET_ALLOW_ORIGIN",
+        value_delimiter = ',',
+        help_heading = "Network"
+    )]
     pub allow_origin: Vec<String>,
     /// A host name this server answers besides 127.0.0.1, localhost and
     /// [::1] when it listens on loopback (others get 421)
-    #[arg(long, env = "DUET_PUBLIC_HOST", value_delimiter = ',')]
+    #[arg(
+        long,
+        env = "DUET_PUBLIC_HOST",
+        value_delimiter = ',',
+        help_heading = "Network"
+    )]
     pub public_host: Vec<String>,
     /// Where each port's preview gets an origin of its own:
     /// `[http[s]://]HOST[:PORT]`, a port's preview being
@@ -410,82 +443,157 @@ pub struct ServeArgs {
     #[arg(long, env = "DUET_PREVIEW_HOST")]
     pub preview_host: Option<String>,
     /// Default wall-clock timeout of a command, in milliseconds
-    #[arg(long, default_value_t = 60_000)]
+    #[arg(
+        long,
+        default_value_t = 60_000,
+        env = "DUET_EXEC_TIMEOUT_MS",
+        help_heading = "Sandbox"
+    )]
     pub exec_timeout_ms: u64,
     /// Largest timeout a request may ask for, in milliseconds
-    #[arg(long, default_value_t = 600_000)]
+    #[arg(
+        long,
+        default_value_t = 600_000,
+        env = "DUET_MAX_EXEC_TIMEOUT_MS",
+        help_heading = "Sandbox"
+    )]
     pub max_exec_timeout_ms: u64,
     /// Output captured per stream of a command, in bytes
-    #[arg(long, default_value_t = 1024 * 1024)]
+    #[arg(long, default_value_t = 1024 * 1024, env = "DUET_OUTPUT_CAP", help_heading = "Sandbox")]
     pub output_cap: usize,
     /// Unload a room after this many seconds without connections, commands
     /// or turns (its history and files stay; it loads again on use)
-    #[arg(long, default_value_t = 300, env = "DUET_ROOM_IDLE_SECS")]
+    #[arg(
+        long,
+        default_value_t = 300,
+        env = "DUET_ROOM_IDLE_SECS",
+        help_heading = "Storage"
+    )]
     pub room_idle_secs: u64,
     /// Stop a room's sandbox after this many idle seconds (its files stay)
-    #[arg(long, default_value_t = 600)]
+    #[arg(
+        long,
+        default_value_t = 600,
+        env = "DUET_SANDBOX_IDLE_SECS",
+        help_heading = "Sandbox"
+    )]
     pub sandbox_idle_secs: u64,
     /// End a room's shared terminal after this many seconds with nobody
     /// attached and no output
-    #[arg(long, default_value_t = 3600, env = "DUET_TERMINAL_IDLE_SECS")]
+    #[arg(
+        long,
+        default_value_t = 3600,
+        env = "DUET_TERMINAL_IDLE_SECS",
+        help_heading = "Sandbox"
+    )]
     pub terminal_idle_secs: u64,
     /// Automatic checkpoints (one before each agent turn that runs
     /// commands) a room keeps; 0 takes none
-    #[arg(long, default_value_t = crate::protocol::DEFAULT_AUTO_CHECKPOINTS, env = "DUET_AUTO_CHECKPOINTS")]
+    #[arg(long, default_value_t = crate::protocol::DEFAULT_AUTO_CHECKPOINTS, env = "DUET_AUTO_CHECKPOINTS", help_heading = "Storage")]
     pub auto_checkpoints: usize,
     /// Seconds an agent's command waits for approval (policy `ask`)
     /// before it is refused
-    #[arg(long, default_value_t = crate::protocol::DEFAULT_APPROVAL_TIMEOUT_SECS, env = "DUET_APPROVAL_TIMEOUT_SECS")]
+    #[arg(long, default_value_t = crate::protocol::DEFAULT_APPROVAL_TIMEOUT_SECS, env = "DUET_APPROVAL_TIMEOUT_SECS", help_heading = "Agent")]
     pub approval_timeout_secs: u64,
     /// Commands that never ask under the policy `ask`, comma-separated
     /// ("ls,cat,git status"); a command matches by its first words and only
     /// when it holds none of ; & | < > $ ` ( ) or a newline
-    #[arg(long, default_value = "", env = "DUET_APPROVAL_ALLOW")]
+    #[arg(
+        long,
+        default_value = "",
+        env = "DUET_APPROVAL_ALLOW",
+        help_heading = "Agent"
+    )]
     pub approval_allow: String,
     /// Memory of a room, in MiB (a cgroup limit where the host allows one)
-    #[arg(long, default_value_t = 512)]
+    #[arg(
+        long,
+        default_value_t = 512,
+        env = "DUET_MEMORY_MB",
+        help_heading = "Sandbox"
+    )]
     pub memory_mb: u64,
     /// Processes of a room
-    #[arg(long, default_value_t = 256)]
+    #[arg(
+        long,
+        default_value_t = 256,
+        env = "DUET_PROCESSES",
+        help_heading = "Sandbox"
+    )]
     pub processes: u64,
     /// CPU seconds a process of a room may use
-    #[arg(long, default_value_t = 600)]
+    #[arg(
+        long,
+        default_value_t = 600,
+        env = "DUET_CPU_SECS",
+        help_heading = "Sandbox"
+    )]
     pub cpu_secs: u64,
     /// Disk of a room, in MiB: its workspace and checkpoints together (a
     /// quota as root, else the largest file, and checkpoints are counted)
-    #[arg(long, default_value_t = 1024)]
+    #[arg(
+        long,
+        default_value_t = 1024,
+        env = "DUET_DISK_MB",
+        help_heading = "Sandbox"
+    )]
     pub disk_mb: u64,
     /// Open files per process of a room
-    #[arg(long, default_value_t = 1024)]
+    #[arg(
+        long,
+        default_value_t = 1024,
+        env = "DUET_OPEN_FILES",
+        help_heading = "Sandbox"
+    )]
     pub open_files: u64,
     /// Size of a room's /tmp, in MiB
-    #[arg(long, default_value_t = 256)]
+    #[arg(
+        long,
+        default_value_t = 256,
+        env = "DUET_TMP_MB",
+        help_heading = "Sandbox"
+    )]
     pub tmp_mb: u64,
     /// Network of the sandboxes: `none` (only their own loopback) or `nat`
     /// (outside hosts through pasta, never the host's loopback services)
-    #[arg(long, value_enum, default_value_t = crate::sandbox::Network::None)]
+    #[arg(long, value_enum, default_value_t = crate::sandbox::Network::None, env = "DUET_SANDBOX_NETWORK", help_heading = "Sandbox")]
     pub sandbox_network: crate::sandbox::Network,
     /// Base URL of an OpenAI-compatible chat API (default: Ollama on loopback)
-    #[arg(long, env = "DUET_AI_URL")]
+    #[arg(long, env = "DUET_AI_URL", help_heading = "Agent")]
     pub ai_url: Option<String>,
     /// Model name
-    #[arg(long, env = "DUET_AI_MODEL")]
+    #[arg(long, env = "DUET_AI_MODEL", help_heading = "Agent")]
     pub ai_model: Option<String>,
     /// API key of the model's service
-    #[arg(long, env = "DUET_AI_KEY", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "DUET_AI_KEY",
+        hide_env_values = true,
+        help_heading = "Agent"
+    )]
     pub ai_key: Option<String>,
     /// Rounds of commands the agent may run in one turn
-    #[arg(long, default_value_t = 1)]
+    #[arg(
+        long,
+        default_value_t = 1,
+        env = "DUET_AGENT_STEPS",
+        help_heading = "Agent"
+    )]
     pub agent_steps: u32,
     /// Seconds one answer of the model may take
-    #[arg(long, default_value_t = 120, env = "DUET_AI_TIMEOUT_SECS")]
+    #[arg(
+        long,
+        default_value_t = 120,
+        env = "DUET_AI_TIMEOUT_SECS",
+        help_heading = "Agent"
+    )]
     pub ai_timeout_secs: u64,
     /// Offer the model the `run` tool: auto (offered; tags if the model
     /// refuses tools), on, or off (tags only)
-    #[arg(long, value_enum, default_value_t = crate::ai::ToolMode::Auto, env = "DUET_AI_TOOLS")]
+    #[arg(long, value_enum, default_value_t = crate::ai::ToolMode::Auto, env = "DUET_AI_TOOLS", help_heading = "Agent")]
     pub ai_tools: crate::ai::ToolMode,
     /// Bytes of /workspace/AGENTS.md the agent is sent each turn
-    #[arg(long, default_value_t = crate::ai::DEFAULT_AGENTS_MD_BYTES, env = "DUET_AGENTS_MD_BYTES")]
+    #[arg(long, default_value_t = crate::ai::DEFAULT_AGENTS_MD_BYTES, env = "DUET_AGENTS_MD_BYTES", help_heading = "Agent")]
     pub agents_md_bytes: usize,
     #[command(flatten)]
     pub limits: LimitArgs,
@@ -499,6 +607,7 @@ pub struct ServeArgs {
 /// What one socket and one room may ask for (0: no limit); over a rate
 /// the answer is 429 with Retry-After, over a cap 503.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Limits")]
 pub struct LimitArgs {
     /// Frames one socket may send per second
     #[arg(long, default_value_t = 100, env = "DUET_SOCKET_FRAMES_PER_SEC")]
@@ -584,6 +693,16 @@ impl ServeArgs {
 /// thread (the time crate refuses later); UTC when it cannot be read.
 static LOCAL_OFFSET: std::sync::OnceLock<time::UtcOffset> = std::sync::OnceLock::new();
 
+/// The data directory the command line names (`--data-dir`, before or
+/// after the subcommand, else `DUET_DATA_DIR`), set once after parsing.
+static DATA_DIR: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+
+/// The data directory the command line names, if it was parsed and names
+/// one (see [`DATA_DIR`]).
+pub fn data_dir() -> Option<PathBuf> {
+    DATA_DIR.get().cloned().flatten()
+}
+
 /// The local offset times are shown in (see [`LOCAL_OFFSET`]).
 pub fn local_offset() -> time::UtcOffset {
     *LOCAL_OFFSET.get_or_init(|| time::UtcOffset::UTC)
@@ -593,13 +712,96 @@ pub fn local_offset() -> time::UtcOffset {
 pub fn main() -> ExitCode {
     LOCAL_OFFSET
         .get_or_init(|| time::UtcOffset::current_local_offset().unwrap_or(time::UtcOffset::UTC));
-    let cli = Cli::parse();
+    let cli = parse();
+    DATA_DIR.get_or_init(|| cli.data_dir.clone());
     match cli.command {
         Some(Command::SandboxInit) => crate::sandbox::helper_main(),
+        Some(Command::Completions { shell }) => crate::manual::completions(shell),
+        Some(Command::Man) => crate::manual::man(),
         Some(Command::Join(args)) => crate::tui::start::join(args, cli.data_dir),
         Some(command) => run_async(command),
         None => crate::tui::start::main(cli.client, cli.data_dir),
     }
+}
+
+/// The global flags a subcommand cannot use, and why: given on the command
+/// line (before or after it), they are refused rather than ignored.
+const NOT_FOR: &[(&str, &[&str], &str)] = &[
+    (
+        "completions",
+        &["server", "room", "token", "name", "data_dir"],
+        "it prints a script and joins no room",
+    ),
+    (
+        "man",
+        &["server", "room", "token", "name", "data_dir"],
+        "it prints the manual and joins no room",
+    ),
+    (
+        "serve",
+        &["server", "room", "name"],
+        "`duet serve` hosts rooms and joins none",
+    ),
+    (
+        "join",
+        &["server", "room", "token"],
+        "the link names the server, the room and the token",
+    ),
+];
+
+/// The whole command line as clap sees it (help, completions, the manual).
+/// The flags of [`NOT_FOR`] are hidden placeholders in their subcommands,
+/// so that the global ones are neither shown nor silently taken there.
+pub fn command() -> clap::Command {
+    let mut command = Cli::command();
+    for (sub, ids, _) in NOT_FOR {
+        command = command.mut_subcommand(sub, |mut sub| {
+            for id in *ids {
+                sub = sub.arg(clap::Arg::new(*id).long(flag(id)).hide(true));
+            }
+            sub
+        });
+    }
+    command
+}
+
+/// The long flag of a global argument's id (`data_dir`: `data-dir`).
+fn flag(id: &'static str) -> &'static str {
+    match id {
+        "data_dir" => "data-dir",
+        other => other,
+    }
+}
+
+/// Parses `args`: the global flags count before or after the subcommand;
+/// one the subcommand cannot use is an error.
+pub fn try_parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let mut command = command();
+    let matches = command.try_get_matches_from_mut(args)?;
+    if let Some((name, sub)) = matches.subcommand()
+        && let Some((_, ids, why)) = NOT_FOR.iter().find(|(n, _, _)| *n == name)
+        && let Some(id) = ids
+            .iter()
+            .find(|id| sub.value_source(id) == Some(ValueSource::CommandLine))
+    {
+        let message = format!("--{} does not apply to `duet {name}`: {why}", flag(id));
+        let kind = clap::error::ErrorKind::ArgumentConflict;
+        return Err(match command.find_subcommand_mut(name) {
+            Some(sub) => sub.error(kind, message),
+            None => command.error(kind, message),
+        });
+    }
+    Cli::from_arg_matches(&matches).map_err(|err| err.format(&mut command))
+}
+
+/// Parses this process's command line; exits with clap's message (and
+/// code 2) when it is wrong.
+fn parse() -> Cli {
+    try_parse_from(std::env::args_os()).unwrap_or_else(|err| err.exit())
 }
 
 /// The multi-threaded runtime every async part of `duet` runs on; its
@@ -645,7 +847,10 @@ fn run_async(command: Command) -> ExitCode {
             Command::Policy(args) => crate::client::invite::policy(args).await,
             Command::Approve(args) => crate::client::invite::decide(args, true).await,
             Command::Deny(args) => crate::client::invite::decide(args, false).await,
-            Command::SandboxInit | Command::Join(_) => Ok(ExitCode::FAILURE),
+            Command::SandboxInit
+            | Command::Join(_)
+            | Command::Completions { .. }
+            | Command::Man => Ok(ExitCode::FAILURE),
         }
     });
     match result {
@@ -669,9 +874,8 @@ mod tests {
 
     #[test]
     fn the_command_line_is_well_formed() {
-        use clap::CommandFactory;
-        Cli::command().debug_assert();
-        let cli = Cli::try_parse_from([
+        command().debug_assert();
+        let cli = try_parse_from([
             "duet",
             "bg",
             "--name",
@@ -691,16 +895,16 @@ mod tests {
         assert_eq!(bg.process_name.as_deref(), Some("web"));
         assert_eq!(bg.cmd, ["python3", "-m", "http.server"]);
         assert!(
-            Cli::try_parse_from(["duet", "port", "0"]).is_err(),
+            try_parse_from(["duet", "port", "0"]).is_err(),
             "ports are 1–65535"
         );
-        let cli = Cli::try_parse_from(["duet", "checkpoint", "--name", "ada", "before"]).unwrap();
+        let cli = try_parse_from(["duet", "checkpoint", "--name", "ada", "before"]).unwrap();
         let Some(Command::Checkpoint(checkpoint)) = cli.command else {
             panic!("checkpoint parses")
         };
         assert_eq!(checkpoint.client.name.as_deref(), Some("ada"));
         assert_eq!(checkpoint.checkpoint.as_deref(), Some("before"));
-        let cli = Cli::try_parse_from([
+        let cli = try_parse_from([
             "duet",
             "invite",
             "--role",
@@ -724,12 +928,12 @@ mod tests {
             &["duet", "invite", "--list", "--role", "viewer"],
             &["duet", "policy", "maybe"],
         ] {
-            let err = Cli::try_parse_from(bad).unwrap_err();
+            let err = try_parse_from(bad).unwrap_err();
             assert_eq!(err.exit_code(), 2, "{bad:?}");
         }
-        assert!(Cli::try_parse_from(["duet", "invite", "--list"]).is_ok());
-        assert!(Cli::try_parse_from(["duet", "invite", "--revoke", "i1"]).is_ok());
-        let cli = Cli::try_parse_from(["duet", "rm", "-r", "a", "b"]).unwrap();
+        assert!(try_parse_from(["duet", "invite", "--list"]).is_ok());
+        assert!(try_parse_from(["duet", "invite", "--revoke", "i1"]).is_ok());
+        let cli = try_parse_from(["duet", "rm", "-r", "a", "b"]).unwrap();
         assert!(
             matches!(cli.command, Some(Command::Rm(rm)) if rm.recursive && rm.paths == ["a", "b"])
         );

@@ -58,10 +58,33 @@ pub enum ConfigError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{path} is not valid: {message}")]
-    Parse { path: PathBuf, message: String },
+    #[error("{path}{at} is not valid: {message}", at = at_line(*line, *column))]
+    Parse {
+        path: PathBuf,
+        /// Where the mistake is (1-based), when the parser knows.
+        line: Option<usize>,
+        column: Option<usize>,
+        message: String,
+    },
     #[error("no data directory: pass --data-dir DIR (or set DUET_DATA_DIR or HOME)")]
     NoDataDir,
+}
+
+/// ` at line L, column C` when both are known.
+fn at_line(line: Option<usize>, column: Option<usize>) -> String {
+    match (line, column) {
+        (Some(line), Some(column)) => format!(" at line {line}, column {column}"),
+        _ => String::new(),
+    }
+}
+
+/// The 1-based line and column (in characters) of byte `offset` of `text`.
+fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before.get(start..).map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
 }
 
 /// The client's settings after every source was applied.
@@ -72,7 +95,8 @@ pub struct ClientSettings {
     /// `None`: no room was named anywhere.
     pub room: Option<String>,
     pub token: Option<String>,
-    /// Never empty: `$USER` or `guest` when nothing else names one.
+    /// Never empty: the login name (`default_name`) when nothing else
+    /// names one.
     pub name: String,
     /// The data directory of the embedded backend.
     pub data_dir: PathBuf,
@@ -87,9 +111,20 @@ pub struct ClientSettings {
 impl FileConfig {
     /// Parses the text of a config file.
     pub fn parse(text: &str, path: &Path) -> Result<FileConfig, ConfigError> {
-        toml::from_str(text).map_err(|err| ConfigError::Parse {
-            path: path.to_path_buf(),
-            message: err.message().to_string(),
+        toml::from_str(text).map_err(|err| {
+            let (line, column) = match err.span() {
+                Some(span) => {
+                    let (line, column) = line_and_column(text, span.start);
+                    (Some(line), Some(column))
+                }
+                None => (None, None),
+            };
+            ConfigError::Parse {
+                path: path.to_path_buf(),
+                line,
+                column,
+                message: err.message().trim_end().to_string(),
+            }
         })
     }
 
@@ -133,12 +168,32 @@ pub fn default_data_dir() -> Option<PathBuf> {
     default_dirs().map(|d| d.data_dir)
 }
 
-/// The default name: `$USER`, else `guest`.
+/// The default name: the login name (`$USER`, `$LOGNAME`, else the
+/// account's name in the system's user database: a service or `env -i`
+/// sets neither variable), `guest` only when none is a usable name.
 pub fn default_name() -> String {
-    std::env::var("USER")
-        .ok()
-        .filter(|u| crate::protocol::name_problem(u).is_none())
+    let usable = |name: &String| crate::protocol::name_problem(name).is_none();
+    ["USER", "LOGNAME"]
+        .into_iter()
+        .filter_map(|var| std::env::var(var).ok())
+        .find(usable)
+        .or_else(|| account_name().filter(usable))
         .unwrap_or_else(|| "guest".to_string())
+}
+
+/// This process's account name, from the user database.
+#[cfg(target_os = "linux")]
+fn account_name() -> Option<String> {
+    nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|user| user.name)
+}
+
+/// No user database is read here.
+#[cfg(not(target_os = "linux"))]
+fn account_name() -> Option<String> {
+    None
 }
 
 /// Applies the layers: `args` (flags, then environment, via clap), then
@@ -267,6 +322,14 @@ mod tests {
         let err = FileConfig::parse("sever = \"x\"", Path::new("/c/duet.toml")).unwrap_err();
         assert!(err.to_string().contains("/c/duet.toml"), "{err}");
         assert!(err.to_string().contains("sever"), "{err}");
+        // The file, line and column of the mistake.
+        let text = "# mine\nroom = \"r\"\nname = ada\n";
+        let err = FileConfig::parse(text, Path::new("/c/duet.toml")).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("/c/duet.toml at line 3, column 8 is not valid: "),
+            "{err}"
+        );
     }
 
     #[test]

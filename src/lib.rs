@@ -7,6 +7,7 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod emulator;
+pub mod manual;
 pub mod protocol;
 pub mod sandbox;
 #[cfg(feature = "server")]

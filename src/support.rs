@@ -45,6 +45,12 @@ pub fn install_tls() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
+/// Whether colours are wanted: not when `NO_COLOR` is set to anything but
+/// the empty string (no-color.org).
+pub fn colour_wanted() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

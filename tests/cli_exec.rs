@@ -290,3 +290,116 @@ async fn the_terminal_client_without_a_terminal_says_what_to_use() {
         text(&out.stderr)
     );
 }
+
+#[tokio::test]
+async fn without_a_name_a_command_is_the_login_names() {
+    let (server, dir) = Server::fresh().await;
+    let url = server.url("");
+    let login = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .expect("this test's user has an account name");
+    // No --name, no DUET_NAME, and not even USER or LOGNAME set (a
+    // service, a `sudo -E`, a bare `env -i`): the account's name, not "guest".
+    let mut cmd = duet(
+        dir.path(),
+        &["exec", "--server", &url, "--room", "login", "--", "true"],
+    );
+    cmd.env_remove("USER").env_remove("LOGNAME");
+    if let Some(token) = &server.token {
+        cmd.env("DUET_TOKEN", token);
+    }
+    let out = run(cmd).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mut ws = server.ws("login", "user=t").await;
+    let state = ws.until_type("cf_agent_state").await;
+    assert_eq!(state["state"]["execs"][0]["by"], login.as_str(), "{state}");
+
+async fn the_shared_flags_count_before_the_subcommand_too() {
+    let (server, dir) = Server::fresh().await;
+    let url = server.url("");
+    let with_token = |mut cmd: Command| {
+        if let Some(token) = &server.token {
+            cmd.env("DUET_TOKEN", token);
+        }
+        cmd
+    };
+    // Before the subcommand, and beating the environment as after it does.
+    let mut cmd = with_token(duet(
+        dir.path(),
+        &[
+            "--server", &url, "--room", "first", "--name", "bo", "exec", "--", "echo", "hi",
+        ],
+    ));
+    cmd.env("DUET_ROOM", "from-env");
+    let out = run(cmd).await;
+    assert_eq!(text(&out.stdout), "hi\n", "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0));
+    // Both places: the one after the subcommand is nearer, and wins.
+    let out = run(with_token(duet(
+        dir.path(),
+        &[
+            "--server", &url, "--room", "ignored", "exec", "--room", "second", "--", "true",
+        ],
+    )))
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    for (room, cmd, who) in [("first", "echo hi", Some("bo")), ("second", "true", None)] {
+        let mut ws = server.ws(room, "user=t").await;
+        let state = ws.until_type("cf_agent_state").await;
+        let execs = state["state"]["execs"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(execs.len(), 1, "{room}: {state}");
+        assert_eq!(execs[0]["cmd"], cmd, "{room}");
+        if let Some(who) = who {
+            assert_eq!(execs[0]["by"], who, "{room}: {state}");
+        }
+    }
+    for empty in ["from-env", "ignored"] {
+        let mut ws = server.ws(empty, "user=t").await;
+        let state = ws.until_type("cf_agent_state").await;
+        let execs = state["state"]["execs"].as_array().cloned();
+        assert!(execs.unwrap_or_default().is_empty(), "{empty}: {state}");
+    }
+    // --data-dir before the subcommand names the embedded backend looked for.
+    let elsewhere = dir.path().join("elsewhere");
+    let out = run(duet(
+        dir.path(),
+        &[
+            "--data-dir",
+            &elsewhere.to_string_lossy(),
+            "exec",
+            "--room",
+            "r",
+            "--",
+            "true",
+        ],
+    ))
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains(&*elsewhere.to_string_lossy()),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn a_shared_flag_a_subcommand_cannot_use_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["--room", "r", "serve"][..],
+        &["serve", "--server", "http://127.0.0.1:9"],
+        &["--name", "ada", "serve"],
+        &["--token", "t", "join", "http://127.0.0.1:9/r"],
+        &["join", "--room", "r", "http://127.0.0.1:9/r"],
+    ] {
+        let out = run(duet(dir.path(), args)).await;
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(err.contains("does not apply to `duet "), "{args:?}: {err}");
+    }
+}

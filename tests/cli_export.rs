@@ -162,3 +162,29 @@ async fn a_bad_format_or_an_unwritable_file_is_said() {
         stderr(&out)
     );
 }
+
+#[tokio::test]
+async fn markdown_has_the_outputs_text_without_escape_codes() {
+    let (server, _dir) = Server::fresh().await;
+    let (status, body) = server
+        .post(
+            "/api/rooms/exp5/sandbox/exec",
+            json!({"cmd": "printf '\\033[31mred\\033[0m and \\033[1mbold\\033[0m\\n'", "userId": "bob"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body["result"]["stdout"]
+            .as_str()
+            .unwrap_or_default()
+            .contains('\u{1b}')
+    );
+    let out = duet(&server, "exp5", &["export", "--format", "md"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let md = stdout(&out);
+    assert!(md.contains("red and bold\n"), "{md}");
+    assert!(!md.contains('\u{1b}'), "{md:?}");
+    // The JSON keeps the output as it was.
+    let out = duet(&server, "exp5", &["export", "--format", "json"]);
+    assert!(stdout(&out).contains("\\u001b[31mred"), "{}", stdout(&out));
+}

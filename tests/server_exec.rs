@@ -338,4 +338,28 @@ async fn a_stopped_shell_at_its_timeout_keeps_its_state() {
     let cmd = "echo started; kill -STOP $$; echo after";
     let stopped = json!({ "cmd": cmd, "timeoutMs": 1500 });
     state_outlives("keep-s", stopped, false, 124).await;
+
+#[tokio::test]
+async fn output_past_the_cap_is_marked_truncated() {
+    let (server, _dir) = Server::fresh_with(&["--output-cap", "1000"]).await;
+    let (status, body) = server
+        .post(
+            "/api/rooms/x9/sandbox/exec",
+            json!({"cmd": "head -c 5000 /dev/zero | tr '\\0' a; echo done >&2"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let result = &body["result"];
+    assert_eq!(result["truncated"], true, "{body}");
+    assert_eq!(
+        result["stdout"].as_str().unwrap_or_default().len(),
+        1000,
+        "{body}"
+    );
+    // Under the cap, nothing is marked.
+    let (_, body) = server
+        .post("/api/rooms/x9/sandbox/exec", json!({"cmd": "echo small"}))
+        .await;
+    assert_eq!(body["result"]["stdout"], "small\n", "{body}");
+    assert!(body["result"]["truncated"] != true, "{body}");
 }

@@ -341,6 +341,21 @@ fn fork_declined_stays_and_a_taken_room_is_said() {
     assert!(app.modals.is_empty());
     assert!(last_toast(&app).starts_with("you stay in room demo-room; room b is ready"));
 
+    // On a remote server the hint names that server and this name: a bare
+    // `duet --room b` would open a local embedded backend, as "guest".
+    let mut remote = room_with(Vec::new());
+    remote.session.server = "https://duet.example.com".into();
+    remote.session.name = "alice".into();
+    remote.session.backend = duet::client::join::Backend::Server { token: true };
+    remote.update(answer(op.clone(), Ok(json!({ "roomId": "b" }))));
+    remote.update(key(KeyCode::Char('n')));
+    assert!(
+        last_toast(&remote)
+            .contains("(duet --server https://duet.example.com --room b --name alice"),
+        "{}",
+        last_toast(&remote)
+    );
+
     let taken = StatusError::from_body(
         409,
         r#"{"error":"the room exists","details":{"to":["room \"b\" exists already"]}}"#,

@@ -586,25 +586,25 @@ fn a_long_directory_is_abbreviated_before_anything_important_goes() {
     app.update(patch(serde_json::json!({
         "shell": {"cwd": "/workspace/services/payments/src/handlers/api"}
     })));
-    let wide = status_bar(&mut app, 120, 40);
+    let wide = status_bar(&mut app, 130, 40);
     assert!(
         wide.contains("cwd /workspace/services/payments/src/handlers/api")
             && wide.contains("as ada")
-            && wide.contains("join: duet --room demo-room"),
+            && wide.contains("join: duet join 127.0.0.1:8787/demo-room"),
         "{wide}"
     );
     let bar = status_bar(&mut app, 100, 30);
     assert!(
         bar.contains("cwd …/")
             && bar.contains("/src/handlers/api")
-            && bar.contains("join: duet --room demo-room"),
+            && bar.contains("join: duet join 127.0.0.1:8787/demo-room"),
         "cut from the left at a slash: {bar}"
     );
     let bar = status_bar(&mut app, 80, 24);
     assert!(
         bar.contains("2 here")
-            && bar.contains("connected")
-            && bar.contains("join: duet --room demo-room"),
+            && bar.contains("as ada")
+            && bar.contains("join: duet join 127.0.0.1:8787/demo-room"),
         "the directory goes before them: {bar}"
     );
     let tiny = status_bar(&mut app, 40, 12);

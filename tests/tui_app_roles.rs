@@ -218,6 +218,45 @@ fn a_viewer_watches_the_terminal_but_does_not_open_it_or_type_into_it() {
 }
 
 #[test]
+fn a_viewers_keys_into_the_terminal_make_one_toast_that_counts_and_the_footer_says_view_only() {
+    let mut app = viewer();
+    app.update(frame(ServerFrame::Term(TermFrame::Open {
+        term_id: "t1".into(),
+        by: "bob".into(),
+        cols: 80,
+        rows: 24,
+    })));
+    app.update(key(KeyCode::F(3)));
+    app.update(answer(
+        RoomOp::TermOpen(None),
+        Ok(json!({"termId":"t1","cols":80,"rows":24})),
+    ));
+    type_text(&mut app, "twelve keys");
+    app.update(key(KeyCode::Enter));
+    let refusals = app
+        .toasts
+        .iter()
+        .filter(|t| t.text.contains("may not type"));
+    assert_eq!(refusals.count(), 1, "{:?}", app.toasts);
+    let screen = render(&mut app, 120, 40);
+    assert!(screen.contains("terminal ×12"), "{screen}");
+    assert!(
+        screen.contains("the terminal is view-only for a viewer"),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("keys go to the room's terminal"),
+        "{screen}"
+    );
+    // A dialog is never under a toast.
+    app.update(key(KeyCode::Char(']')));
+    app.update(ctrl(']'));
+    app.update(key(KeyCode::F(1)));
+    let screen = render(&mut app, 120, 40);
+    assert!(!screen.contains("×12"), "{screen}");
+}
+
+#[test]
 fn the_servers_refusal_is_said_whole() {
     let mut app = app();
     let refused = StatusError::from_body(
@@ -269,6 +308,31 @@ fn a_role_change_applies_at_once() {
 }
 
 #[test]
+fn presence_names_are_never_cut_in_the_middle_of_you() {
+    let mut app = app();
+    app.update(frame(ServerFrame::Presence {
+        users: vec![
+            PresenceUser {
+                role: RoomRole::Owner,
+                id: "c-ada".into(),
+                name: "alice".into(),
+                since: T0,
+            },
+            PresenceUser {
+                role: RoomRole::Viewer,
+                id: "c-bob".into(),
+                name: "bob".into(),
+                since: T0,
+            },
+        ],
+    }));
+    let screen = render(&mut app, 120, 40);
+    assert!(!screen.contains("(…"), "{screen}");
+    assert!(screen.contains("● alice owner"), "{screen}");
+    assert!(screen.contains("● bob viewer"), "{screen}");
+}
+
+#[test]
 fn an_invite_that_fixes_the_name_renames_this_client() {
     let mut app = app();
     let effects = app.update(you("Ada Lovelace", RoomRole::Writer));
@@ -296,7 +360,7 @@ fn presence_shows_each_persons_role_once_they_differ() {
         ],
     }));
     let screen = render(&mut app, 120, 40);
-    assert!(screen.contains("● ada (yo… owner"), "{screen}");
+    assert!(screen.contains("● ada owner"), "{screen}");
     assert!(screen.contains("● bob viewer"), "{screen}");
     // A room of owners shows no roles.
     app.update(presence(&[("c-ada", "ada"), ("c-bob", "bob")]));
@@ -475,8 +539,22 @@ fn policy_is_shown_and_set() {
     assert!(last_toast(&app).starts_with("usage: /policy auto|ask|off"));
 }
 
+/// The answer of an `invite_create` that made `token`'s invite.
+fn invite_made(request: duet::client::access::InviteRequest, token: &str) -> Msg {
+    let role = request.role;
+    answer(
+        RoomOp::InviteCreate(request),
+        Ok(json!({
+            "invite": {"id":"i1","role": role,"expiresAt": T0 + 86_400_000,
+                       "createdAt": T0, "by":"ada"},
+            "token": token,
+            "url": format!("http://{token}@127.0.0.1:8787/demo-room"),
+        })),
+    )
+}
+
 #[test]
-fn an_invite_shows_the_command_to_join_and_copies_it() {
+fn an_invite_stays_on_screen_on_one_line_until_dismissed() {
     let mut app = app();
     let effects = submit(&mut app, "/invite viewer bob");
     let Some(RoomOp::InviteCreate(request)) = calls(&effects).pop() else {
@@ -484,22 +562,76 @@ fn an_invite_shows_the_command_to_join_and_copies_it() {
     };
     assert_eq!(request.role, RoomRole::Viewer);
     assert_eq!(request.name.as_deref(), Some("bob"));
-    let url = "http://duet_inv_00@127.0.0.1:8787/demo-room";
-    let effects = app.update(answer(
-        RoomOp::InviteCreate(request),
-        Ok(json!({
-            "invite": {"id":"i1","role":"viewer","name":"bob","expiresAt": T0 + 86_400_000,
-                       "createdAt": T0, "by":"ada"},
-            "token": "duet_inv_00",
-            "url": url,
-        })),
-    ));
-    assert!(effects.contains(&Effect::Clipboard(format!("duet join {url}"))));
+    let token = format!("duet_inv_{}", "0a".repeat(20));
+    let command = format!("duet join {token}@127.0.0.1:8787/demo-room");
+    let effects = app.update(invite_made(request, &token));
+    assert!(effects.contains(&Effect::Clipboard(command.clone())));
+    assert_eq!(app.modals.last(), Some(&Modal::Link));
+    // A minute later it is still there, the command on one line.
+    app.now_ms += 60_000;
+    app.update(Msg::Tick);
+    let screen = render(&mut app, 120, 40);
     assert!(
-        last_toast(&app).contains(&format!("duet join {url}")),
-        "{}",
-        last_toast(&app)
+        screen.lines().any(|l| l.contains(&command)),
+        "one unbroken line:\n{screen}"
     );
+    assert!(
+        screen.contains("OSC 52; your terminal may ignore it"),
+        "{screen}"
+    );
+    // On 80 columns the link has a line of its own, whole.
+    let narrow = render(&mut app, 80, 24);
+    let link = format!("{token}@127.0.0.1:8787/demo-room");
+    assert!(narrow.lines().any(|l| l.contains(&link)), "{narrow}");
+    // Under tmux without set-clipboard on, a copy says it cannot work.
+    app.clipboard = duet::tui::share::ClipboardPath::TmuxOff;
+    let effects = app.update(key(KeyCode::Char('c')));
+    assert!(effects.contains(&Effect::Clipboard(command.clone())));
+    let screen = render(&mut app, 120, 40);
+    assert!(screen.contains("not copied: tmux drops OSC 52"), "{screen}");
+    app.update(key(KeyCode::Esc));
+    assert!(app.modals.is_empty());
+    assert!(!render(&mut app, 120, 40).contains(&token));
     assert!(submit(&mut app, "/invite boss").is_empty());
     assert!(last_toast(&app).starts_with("usage: /invite"));
+}
+
+#[test]
+fn the_link_key_makes_a_writer_invite_and_never_shows_the_token() {
+    use duet::client::join::Backend;
+    // A backend with a token, an owner: a fresh writer invite.
+    let mut app = app();
+    app.session.backend = Backend::Server { token: true };
+    let effects = app.update(key(KeyCode::F(6)));
+    let Some(RoomOp::InviteCreate(request)) = calls(&effects).pop() else {
+        panic!("{effects:?}")
+    };
+    assert_eq!(request.role, RoomRole::Writer);
+    assert_eq!(request.name, None);
+    let token = format!("duet_inv_{}", "1b".repeat(20));
+    app.update(invite_made(request, &token));
+    let screen = render(&mut app, 120, 40);
+    assert!(screen.contains("for a writer"), "{screen}");
+    assert!(screen.contains(&format!("duet join {token}@127.0.0.1:8787/demo-room")));
+    app.update(key(KeyCode::Esc));
+    // The bar shows the address, never a token.
+    assert!(bar(&mut app).contains("join: 127.0.0.1:8787/demo-room"));
+
+    // A viewer may not invite: told to ask an owner, nothing sent.
+    let mut app = viewer();
+    app.session.backend = Backend::Server { token: true };
+    let effects = app.update(key(KeyCode::F(6)));
+    assert!(calls(&effects).is_empty(), "{effects:?}");
+    let screen = render(&mut app, 120, 40);
+    assert!(screen.contains("ask an owner"), "{screen}");
+    assert!(!effects.iter().any(|e| matches!(e, Effect::Clipboard(_))));
+
+    // A backend without a token: the room's link as it is, copied.
+    let mut app = tui_fixtures::app();
+    let effects = app.update(key(KeyCode::F(6)));
+    assert!(calls(&effects).is_empty(), "{effects:?}");
+    assert!(effects.contains(&Effect::Clipboard(
+        "duet join 127.0.0.1:8787/demo-room".into()
+    )));
+    assert!(render(&mut app, 120, 40).contains("this backend takes no token"));
 }

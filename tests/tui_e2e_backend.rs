@@ -24,15 +24,15 @@ async fn a_second_duet_joins_the_embedded_backend_and_so_does_exec() {
     tmux.wait("first", "a connected client", |s| s.contains("1 here"))
         .await;
     let screen = tmux.screen("first");
-    // The join command carries where the backend listens and its token:
-    // it works from any terminal, whatever its HOME or data directory.
+    // The bar shows where the backend listens, never its token (which is
+    // an owner's in every room): F6 gives others a link.
     let port = std::fs::read_to_string(dir.path().join("shared/duet.port")).unwrap();
     let token = std::fs::read_to_string(dir.path().join("shared/duet.token")).unwrap();
     let hint = format!(
-        "join: duet join {}@{}/local-room",
-        token.trim(),
+        "join: {}/local-room",
         port.trim().trim_start_matches("http://")
     );
+    assert!(!screen.contains(token.trim()), "{screen}");
     assert!(screen.contains(&hint), "{screen}");
     tmux.start(
         "second",
@@ -91,7 +91,7 @@ async fn a_second_duet_joins_the_embedded_backend_and_so_does_exec() {
     tmux.keys("first", &["C-c"]);
     tmux.wait("first", "a clean exit", |s| {
         s.contains(&format!(
-            "Left room local-room. Back in: duet --data-dir {} --room local-room",
+            "Left room local-room. Back in: duet --data-dir {} --room local-room --name ada",
             dir.path().join("shared").display()
         )) && s.contains("EXITED 0")
     })

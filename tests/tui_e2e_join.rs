@@ -1,6 +1,7 @@
 //! End to end in tmux, as two new people would: plain `duet` in a fresh
-//! HOME shows a join hint that fits an 80-column status bar; that exact
-//! hint, typed in another terminal with ANOTHER HOME, joins the same room;
+//! HOME shows the room's address (never its token) in an 80-column status
+//! bar; F6 shows a writer invite's link, which, typed in another terminal
+//! with ANOTHER HOME, joins the same room;
 //! the room's advice without a model names what works for plain `duet`;
 //! quitting prints how to come back; the config file gives plain `duet` a
 //! model. And `/get` never replaces a file here without asking. Needs
@@ -53,32 +54,60 @@ fn words(screen: &str) -> String {
     screen.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// The word of `screen` that holds an invite's link (`duet_inv_…@HOST/ROOM`).
+fn invite_link(screen: &str) -> Option<String> {
+    screen
+        .split(|c: char| c.is_whitespace() || c == '│')
+        .find(|w| w.contains("duet_inv_") && w.contains('@') && w.contains('/'))
+        .map(str::to_string)
+}
+
 #[tokio::test]
-async fn the_join_hint_of_plain_duet_works_from_another_home() {
+async fn the_link_key_lets_another_home_in_and_no_token_is_ever_drawn() {
     let dir = tempfile::tempdir().unwrap();
     let tmux = Tmux::new(dir.path());
     let home_a = dir.path().join("home-a");
     tmux.start_sized("host", &fresh_home(&home_a, "ada"), "", (80, 24));
     let screen = tmux
-        .wait("host", "a join hint", |s| {
-            status_bar(s).contains("duet join ") && s.contains('●')
+        .wait("host", "the room's address", |s| {
+            status_bar(s).contains("127.0.0.1:") && s.contains('●')
         })
         .await;
+    // The embedded backend's token is owner of every room: never drawn.
+    let token_file = home_a.join(".local/share/duet/duet.token");
+    let token = std::fs::read_to_string(&token_file).unwrap();
+    let token = token.trim();
+    assert!(token.len() > 8, "{token}");
+    assert!(!screen.contains(token), "the token is on screen:\n{screen}");
     let bar = status_bar(&screen);
-    assert!(!bar.contains('…'), "the hint is whole: {bar}");
-    let hint = bar[bar.find("duet join ").unwrap()..].trim().to_string();
-    let link = duet::client::join::parse_link(hint.strip_prefix("duet join ").unwrap())
-        .unwrap_or_else(|e| panic!("{hint}: {e}"));
-    assert!(link.server.starts_with("http://127.0.0.1:"), "{hint}");
-    assert!(link.token.is_some(), "it carries the token: {hint}");
+    assert!(!bar.contains('…'), "the address is whole: {bar}");
+    let address = bar[bar.find("127.0.0.1:").unwrap()..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    let link = duet::client::join::parse_link(&address).unwrap_or_else(|e| panic!("{bar}: {e}"));
+    assert_eq!(link.token, None, "{bar}");
     let room = link.room.clone();
     assert!(bar.starts_with(&format!(" {room} ")), "{bar}");
 
-    // Another person, another HOME: types exactly what the bar shows.
+    // F6: a fresh writer invite, on one line until Esc; under tmux
+    // without set-clipboard on, the dialog says the copy cannot work.
+    tmux.keys("host", &["F6"]);
+    let screen = tmux
+        .wait("host", "an invite's link", |s| invite_link(s).is_some())
+        .await;
+    let invite = invite_link(&screen).unwrap();
+    assert!(invite.ends_with(&format!("/{room}")), "{screen}");
+    assert!(!screen.contains(token), "{screen}");
+    assert!(words(&screen).contains("for a writer"), "{screen}");
+    assert!(words(&screen).contains("tmux drops OSC 52"), "{screen}");
+
+    // Another person, another HOME: types the link the dialog shows.
     let home_b = dir.path().join("home-b");
     tmux.shell("guest", &fresh_home(&home_b, "bob"), (120, 30));
     tmux.wait("guest", "a shell prompt", prompt).await;
-    tmux.type_text("guest", &hint);
+    tmux.type_text("guest", &format!("duet join {invite}"));
     tmux.keys("guest", &["Enter"]);
     tmux.wait("guest", "the same room", |s| {
         let bar = status_bar(s);
@@ -87,6 +116,11 @@ async fn the_join_hint_of_plain_duet_works_from_another_home() {
             && bar.contains("2 here")
     })
     .await;
+    // The dialog stays until dismissed.
+    assert!(invite_link(&tmux.screen("host")).is_some());
+    tmux.keys("host", &["Escape"]);
+    tmux.wait("host", "the dialog gone", |s| invite_link(s).is_none())
+        .await;
     tmux.type_text("guest", "hello from another home");
     tmux.keys("guest", &["Enter"]);
     let screen = tmux
@@ -108,20 +142,33 @@ async fn the_join_hint_of_plain_duet_works_from_another_home() {
         assert!(!said.contains("--ai-url"), "{screen}");
     }
 
-    // Leaving prints how to come back, on the normal screen.
+    // Leaving prints how to come back, as the same person on the same
+    // backend, and no token.
     tmux.keys("guest", &["C-c"]);
     tmux.keys("guest", &["C-c"]);
-    tmux.wait("guest", "how to come back", |s| {
-        s.contains(&format!("Left room {room}. Back in: {hint}"))
-    })
-    .await;
+    let screen = tmux
+        .wait("guest", "how to come back", |s| s.contains("Back in:"))
+        .await;
+    let said = words(&screen);
+    assert!(
+        said.contains(&format!(
+            "Left room {room}. Back in: duet --server {} --room {room} --name bob",
+            link.server
+        )),
+        "{screen}"
+    );
+    let goodbye = &screen[screen.find("Left room").unwrap()..];
+    assert!(!goodbye.contains("duet_inv_"), "{screen}");
     tmux.keys("host", &["C-c"]);
     tmux.keys("host", &["C-c"]);
-    tmux.wait("host", "how to come back", |s| {
-        s.contains(&format!("Left room {room}. Back in: duet --room {room}"))
-            && s.contains("EXITED 0")
-    })
-    .await;
+    let screen = tmux
+        .wait("host", "how to come back", |s| {
+            s.contains(&format!(
+                "Left room {room}. Back in: duet --room {room} --name ada"
+            )) && s.contains("EXITED 0")
+        })
+        .await;
+    assert!(!screen.contains(token), "{screen}");
     assert_eq!(tmux.display("host", "#{alternate_on}"), "0");
 }
 

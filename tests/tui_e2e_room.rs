@@ -28,7 +28,10 @@ async fn two_people_share_a_room_and_clean_it_up() {
         "the UI uses the alternate screen and the mouse"
     );
     assert!(
-        ada.contains(&format!("join: duet --server {url} --room e2e-room")),
+        ada.contains(&format!(
+            "join: duet join {}/e2e-room",
+            url.trim_start_matches("http://")
+        )),
         "{ada}"
     );
 
@@ -250,4 +253,94 @@ async fn put_and_get_move_files_between_here_and_the_workspace() {
     tmux.type_text("ada", "/get missing.txt");
     tmux.keys("ada", &["Enter"]);
     tmux.wait("ada", "the error", |s| s.contains("404")).await;
+}
+
+/// Starts `duet` on `url`'s room `pairing` from a shell in session `name`,
+/// after saving the tty's settings and naming the window `before`.
+async fn tui_from_a_shell(tmux: &Tmux, dir: &std::path::Path, name: &str, url: &str) {
+    tmux.shell(name, &client_env(dir, "ada"), (100, 30));
+    let saved = dir.join(format!("{name}.stty"));
+    tmux.type_text(
+        name,
+        &format!(
+            "stty -g > {}; printf '\\033]2;before\\033\\\\'; duet --server {url} --room pairing; echo EXITED $?",
+            saved.display()
+        ),
+    );
+    tmux.keys(name, &["Enter"]);
+    tmux.wait(name, "the room", |s| s.contains("join: duet"))
+        .await;
+    assert_eq!(tmux.display(name, "#{pane_title}"), "duet: pairing");
+    assert_eq!(tmux.display(name, "#{alternate_on}"), "1");
+}
+
+/// The terminal is as `tui_from_a_shell` found it: main screen, cursor
+/// shown, the same tty settings (cooked mode), the old title.
+async fn terminal_is_as_it_was(tmux: &Tmux, dir: &std::path::Path, name: &str) {
+    assert_eq!(tmux.display(name, "#{alternate_on}"), "0");
+    assert_eq!(tmux.display(name, "#{cursor_flag}"), "1");
+    assert_eq!(tmux.display(name, "#{mouse_any_flag}"), "0");
+    assert_eq!(tmux.display(name, "#{pane_title}"), "before");
+    let saved = dir.join(format!("{name}.stty"));
+    tmux.type_text(
+        name,
+        &format!(
+            "stty -g | cmp -s - {} && echo TTY-RESTORED-$((2*2))",
+            saved.display()
+        ),
+    );
+    tmux.keys(name, &["Enter"]);
+    tmux.wait(name, "the tty's settings as before", |s| {
+        s.contains("TTY-RESTORED-4")
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn sigterm_and_sighup_leave_the_terminal_as_it_was() {
+    let (server, _data) = Server::fresh().await;
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(dir.path());
+    for (name, signal) in [("term", libc::SIGTERM), ("hup", libc::SIGHUP)] {
+        tui_from_a_shell(&tmux, dir.path(), name, &server.url("")).await;
+        let duet = tmux.pane_child(name);
+        // SAFETY: signalling the test's own `duet`.
+        unsafe { libc::kill(duet, signal) };
+        let screen = tmux
+            .wait(name, "the way out", |s| s.contains("EXITED 1"))
+            .await;
+        assert!(screen.contains("duet: ended by SIG"), "{screen}");
+        terminal_is_as_it_was(&tmux, dir.path(), name).await;
+    }
+}
+
+#[tokio::test]
+async fn ctrl_z_suspends_to_the_shell_and_fg_redraws() {
+    let (server, _data) = Server::fresh().await;
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(dir.path());
+    tui_from_a_shell(&tmux, dir.path(), "ada", &server.url("")).await;
+    tmux.type_text("ada", "half a thought");
+    tmux.keys("ada", &["C-z"]);
+    tmux.wait("ada", "the shell's job note", |s| s.contains("Stopped"))
+        .await;
+    terminal_is_as_it_was(&tmux, dir.path(), "ada").await;
+    tmux.type_text("ada", "clear; fg");
+    tmux.keys("ada", &["Enter"]);
+    tmux.wait("ada", "the UI again, whole", |s| {
+        s.contains("join: duet") && s.contains("half a thought")
+    })
+    .await;
+    assert_eq!(tmux.display("ada", "#{alternate_on}"), "1");
+    assert_eq!(tmux.display("ada", "#{pane_title}"), "duet: pairing");
+    tmux.keys("ada", &["C-c"]);
+    tmux.keys("ada", &["C-c"]);
+    // The stopped job's `; echo EXITED` was dropped by the shell: ask.
+    tmux.wait("ada", "the goodbye", |s| s.contains("Left room pairing"))
+        .await;
+    tmux.type_text("ada", "echo CODE=$?");
+    tmux.keys("ada", &["Enter"]);
+    tmux.wait("ada", "a clean exit", |s| s.contains("CODE=0"))
+        .await;
+    terminal_is_as_it_was(&tmux, dir.path(), "ada").await;
 }

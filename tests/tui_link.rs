@@ -204,32 +204,30 @@ fn messages_written_offline_show_as_queued_until_they_go() {
 }
 
 #[test]
-fn the_join_hint_stays_whole_at_80_columns() {
+fn the_rooms_address_stays_whole_at_80_columns_and_carries_no_token() {
     let mut app = app();
-    app.session.join_hint = "duet join mreIl3D7cpqwLDhpkf7iQX@127.0.0.1:28493/demo-room".into();
+    app.session.server = "http://127.0.0.1:28493".into();
+    app.session.backend = duet::client::join::Backend::Embedded { data_dir: None };
     app.update(presence(&[("c-ada", "ada"), ("c-bob", "bob")]));
     let screen = render(&mut app, 80, 24);
     assert_eq!(
         status_bar(&screen),
-        " demo-room ● · duet join mreIl3D7cpqwLDhpkf7iQX@127.0.0.1:28493/demo-room"
+        " demo-room as ada ● · 2 here: ada, bob · join: 127.0.0.1:28493/demo-room"
     );
     // Wide enough, everything shows.
     let wide = render(&mut app, 160, 40);
     assert!(
-        status_bar(&wide).contains("● connected 3 ms · 2 here · join: duet join"),
+        status_bar(&wide).contains("● connected 3 ms · 2 here · join: 127.0.0.1:28493/demo-room"),
         "{wide}"
     );
 }
 
 #[test]
-fn a_moved_backend_moves_the_join_hint() {
+fn a_moved_backend_moves_the_rooms_address() {
     let mut app = app();
     app.session.server = "http://127.0.0.1:28493".into();
-    app.session.join_hint = "duet join tok@127.0.0.1:28493/demo-room".into();
+    app.session.backend = duet::client::join::Backend::Embedded { data_dir: None };
     app.update(Msg::ServerMoved(Ok("http://127.0.0.1:28494".into())));
-    assert_eq!(
-        app.session.join_hint,
-        "duet join tok@127.0.0.1:28494/demo-room"
-    );
+    assert_eq!(app.session.join_hint(), "127.0.0.1:28494/demo-room");
     assert_eq!(app.session.server, "http://127.0.0.1:28494");
 }

@@ -159,7 +159,10 @@ fn offline_and_reconnecting_in_the_status_bar() {
     })));
     let screen = render(&mut app, 120, 40);
     assert!(screen.contains("reconnecting in 4 s"), "{screen}");
-    assert!(screen.contains("join: duet --room demo-room"), "{screen}");
+    assert!(
+        screen.contains("join: duet join 127.0.0.1:8787/demo-room"),
+        "{screen}"
+    );
 }
 
 #[test]

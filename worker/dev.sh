@@ -229,7 +229,9 @@ watch_groups() {
 # 1. The stand-in's duet serve, on a loopback port of its own choosing.
 standin_token="$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 # The worker enforces the limits; its one stand-in connection carries every
-# room's commands, so the stand-in's own server has none.
+# room's commands, so the stand-in's own server has none. Its output cap is
+# twice the worker's: the worker's adapter caps a command's output (and
+# marks it truncated) as with the real Sandbox, which has no cap of its own.
 setsid env -u DUET_TOKEN -u DUET_AI_URL -u DUET_AI_MODEL -u DUET_AI_KEY -u DUET_LISTEN -u DUET_DATA_DIR \
   -u DUET_ALLOW_ORIGIN DUET_LOG="${DUET_LOG:-warn}" \
   DUET_SOCKET_FRAMES_PER_SEC=0 DUET_SOCKET_BYTES_PER_SEC=0 DUET_SOCKET_MESSAGES_PER_MIN=0 \
@@ -237,7 +239,7 @@ setsid env -u DUET_TOKEN -u DUET_AI_URL -u DUET_AI_MODEL -u DUET_AI_KEY -u DUET_
   DUET_MAX_ROOM_SOCKETS=0 DUET_MAX_SOCKETS=0 DUET_MAX_PROCESSES=1024 DUET_TUNNEL_BYTES_PER_SEC=1099511627776 \
   "$duet" serve --listen 127.0.0.1:0 --data-dir "$data_dir/sandbox" --token "$standin_token" \
   --exec-timeout-ms "$exec_timeout" --max-exec-timeout-ms "$((max_exec_timeout + 60000))" \
-  --output-cap "$output_cap" --sandbox-idle-secs "$((idle_secs + 60))" \
+  --output-cap "$((output_cap * 2))" --sandbox-idle-secs "$((idle_secs + 60))" \
   ${sandbox_limits[@]+"${sandbox_limits[@]}"} >"$run/standin.out" 2>&2 </dev/null &
 groups+=("$!")
 echo "${groups[*]}" >"$run/groups"

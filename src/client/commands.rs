@@ -112,10 +112,14 @@ pub fn shell_join(args: &[String]) -> String {
         .join(" ")
 }
 
+/// The data directory the command line (`--data-dir`, before or after the
+/// subcommand) or the environment (`DUET_DATA_DIR`) names.
 pub(crate) fn data_dir_from_env() -> Option<std::path::PathBuf> {
-    std::env::var_os("DUET_DATA_DIR")
-        .filter(|v| !v.is_empty())
-        .map(Into::into)
+    crate::cli::data_dir().or_else(|| {
+        std::env::var_os("DUET_DATA_DIR")
+            .filter(|v| !v.is_empty())
+            .map(Into::into)
+    })
 }
 
 /// The backend the settings name, else the running embedded one.

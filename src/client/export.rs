@@ -226,6 +226,7 @@ fn message_md(m: &DuetMessage, tz: time::UtcOffset) -> String {
                 match block {
                     Block::Prose(text) => out.push_str(text.trim()),
                     Block::Output { cmd, output } => {
+                        let output = plain(&output);
                         out.push_str(&format!("Output (`{cmd}`):\n\n{}", fenced("text", &output)));
                     }
                     Block::Error { cmd, message } => {
@@ -258,12 +259,12 @@ fn command_md(e: &ExecRecord, tz: time::UtcOffset) -> String {
         },
     };
     let mut body = format!("$ {}\n", e.cmd);
-    body.push_str(&e.stdout);
+    body.push_str(&plain(&e.stdout));
     if !e.stderr.is_empty() {
         if !body.ends_with('\n') {
             body.push('\n');
         }
-        body.push_str(&e.stderr);
+        body.push_str(&plain(&e.stderr));
     }
     format!(
         "**{}** ran · {} · {status}, {} ms\n\n{}\n",
@@ -272,6 +273,21 @@ fn command_md(e: &ExecRecord, tz: time::UtcOffset) -> String {
         e.duration,
         fenced("console", &body)
     )
+}
+
+/// A command's output as the text a reader sees: colours and other escape
+/// codes gone, carriage-return rewrites (progress bars) settled, as the
+/// TUI shows it.
+fn plain(output: &str) -> String {
+    use crate::tui::termtext::{clean, strip_sgr};
+    if output.is_empty() {
+        return String::new();
+    }
+    let mut text: Vec<String> = clean(output).iter().map(|l| strip_sgr(l)).collect();
+    if output.ends_with('\n') {
+        text.push(String::new());
+    }
+    text.join("\n")
 }
 
 /// Terminal text from stored output: newlines as the terminal's CR LF.

@@ -1,8 +1,9 @@
 //! How a person names a room to someone else, and to themselves later:
-//! the join hint (a command that works from any terminal of this machine,
-//! whatever its HOME), the room's link that `duet join` takes
-//! (`[https://][TOKEN@]HOST[:PORT]/ROOM`), and the line printed on quitting
-//! that says how to come back.
+//! the room's address the status bar shows (never a token: a screen can
+//! be shared or recorded), the room's link that `duet join` takes
+//! (`[https://][TOKEN@]HOST[:PORT]/ROOM`), and the command that brings
+//! this person back (same backend, same name) on quitting, after `/fork`
+//! and after `duet fork`.
 
 use crate::config::ClientSettings;
 use crate::support::shell_quote;
@@ -16,17 +17,82 @@ pub struct Link {
     pub token: Option<String>,
 }
 
-/// Whether `server` is on this machine (loopback): its token is then a
-/// secret of this machine's people, and the hint may carry it.
-fn on_this_machine(server: &str) -> bool {
-    let Ok(url) = url::Url::parse(server) else {
-        return false;
-    };
-    match url.host() {
-        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
+/// How hints name this client's backend. No variant holds a token: what
+/// the hints say is drawn on screens and printed on terminals.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backend {
+    /// The embedded backend of a data directory (`None`: the default
+    /// one): `duet --room R` finds it again, and its token, on this
+    /// machine, whatever port it moved to.
+    Embedded { data_dir: Option<String> },
+    /// A server named by its URL; `token`: it takes one (the person's to
+    /// give, never shown).
+    Server { token: bool },
+}
+
+impl Backend {
+    /// How the settings name the backend.
+    pub fn of(settings: &ClientSettings) -> Backend {
+        match settings.server {
+            None => Backend::Embedded {
+                data_dir: (!settings.default_data_dir)
+                    .then(|| settings.data_dir.display().to_string()),
+            },
+            Some(_) => Backend::Server {
+                token: settings.token.is_some(),
+            },
+        }
+    }
+
+    /// Whether joining takes a token (the embedded backend always has one).
+    pub fn needs_token(&self) -> bool {
+        match self {
+            Backend::Embedded { .. } => true,
+            Backend::Server { token } => *token,
+        }
+    }
+}
+
+/// The room's address: its link without a token (`127.0.0.1:8787/r1`,
+/// `https://duet.example.com/r1`), what a screen may show.
+pub fn address(server: &str, room: &str) -> String {
+    link(server, room, None).unwrap_or_else(|| format!("{server}/{room}"))
+}
+
+/// What the status bar offers others: on a backend without a token, the
+/// command that joins (`duet join ADDRESS`); with one, the room's address
+/// alone (a working link, an invite, comes from the link key).
+pub fn join_hint(backend: &Backend, server: &str, room: &str) -> String {
+    let address = address(server, room);
+    if backend.needs_token() {
+        address
+    } else {
+        format!("duet join {address}")
+    }
+}
+
+/// How `name` comes back to `room` (or goes to a fork of it): the same
+/// backend, the same name. The embedded backend: `duet --room R` (it
+/// starts again with the room's history if it stopped); a server: its URL,
+/// with a word on the token that the line leaves out.
+pub fn come_back(backend: &Backend, server: &str, room: &str, name: &str) -> String {
+    let name = shell_quote(name);
+    match backend {
+        Backend::Embedded { data_dir } => {
+            let dir = data_dir
+                .as_deref()
+                .map(|d| format!(" --data-dir {}", shell_quote(d)))
+                .unwrap_or_default();
+            format!("duet{dir} --room {room} --name {name}")
+        }
+        Backend::Server { token } => {
+            let token = if *token {
+                " (your token in DUET_TOKEN or --token)"
+            } else {
+                ""
+            };
+            format!("duet --server {server} --room {room} --name {name}{token}")
+        }
     }
 }
 
@@ -90,72 +156,18 @@ pub fn parse_link(text: &str) -> Result<Link, String> {
     })
 }
 
-/// The command with which a second terminal joins `room` on `server`. A
-/// backend on this machine with a token (the embedded one's, say) gets the
-/// room's link, token included: it works whatever the other terminal's
-/// HOME, and is short. A remote server's token is the person's to share,
-/// so there it is left out (`--token …`).
-pub fn join_hint(server: &str, room: &str, token: Option<&str>) -> String {
-    if token.is_some()
-        && on_this_machine(server)
-        && let Some(link) = link(server, room, token)
-    {
-        return format!("duet join {link}");
-    }
-    let token = if token.is_some() { " --token …" } else { "" };
-    format!("duet --server {server} --room {room}{token}")
-}
-
-/// The join hint after the backend moved from `from` to `to`.
-pub fn hint_moved(hint: &str, from: &str, to: &str) -> String {
-    let (old, new) = (authority(from), authority(to));
-    if old.is_empty() || new.is_empty() {
-        return hint.to_string();
-    }
-    hint.replace(&old, &new)
-}
-
-/// `host:port` of a URL (empty when it has none).
-fn authority(server: &str) -> String {
-    match url::Url::parse(server) {
-        Ok(url) => match (url.host_str(), url.port()) {
-            (Some(host), Some(port)) => format!("{host}:{port}"),
-            (Some(host), None) => host.to_string(),
-            _ => String::new(),
-        },
-        Err(_) => String::new(),
-    }
-}
-
-/// How this person comes back to `room`: on the embedded backend,
-/// `duet --room R` (it starts the backend again, with the room's history);
-/// on another backend, the same way a second terminal joins (`hint`).
-pub fn come_back(settings: &ClientSettings, room: &str, hint: &str) -> String {
-    if settings.server.is_some() {
-        return hint.to_string();
-    }
-    let dir = if settings.default_data_dir {
-        String::new()
-    } else {
-        format!(
-            " --data-dir {}",
-            shell_quote(&settings.data_dir.display().to_string())
-        )
-    };
-    format!("duet{dir} --room {room}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const EMBEDDED: Backend = Backend::Embedded { data_dir: None };
+
     #[test]
-    fn a_hint_on_this_machine_is_a_link_that_reads_back() {
-        let hint = join_hint("http://127.0.0.1:24242", "pairing", Some("Tok3n"));
-        assert_eq!(hint, "duet join Tok3n@127.0.0.1:24242/pairing");
-        let link = parse_link(hint.strip_prefix("duet join ").unwrap()).unwrap();
+    fn a_link_reads_back() {
+        let link = link("http://127.0.0.1:24242", "pairing", Some("Tok3n")).unwrap();
+        assert_eq!(link, "Tok3n@127.0.0.1:24242/pairing");
         assert_eq!(
-            link,
+            parse_link(&link).unwrap(),
             Link {
                 server: "http://127.0.0.1:24242".into(),
                 room: "pairing".into(),
@@ -173,26 +185,54 @@ mod tests {
     }
 
     #[test]
-    fn a_server_without_a_token_is_named_as_it_was_given() {
+    fn no_hint_carries_a_token() {
+        // The embedded backend's token is owner of every room: the bar
+        // shows the address, the link key makes an invite.
         assert_eq!(
-            join_hint("http://127.0.0.1:8787", "r1", None),
-            "duet --server http://127.0.0.1:8787 --room r1"
+            join_hint(&EMBEDDED, "http://127.0.0.1:24242", "pairing"),
+            "127.0.0.1:24242/pairing"
         );
-    }
-
-    #[test]
-    fn a_remote_servers_token_stays_out_of_the_hint() {
+        let remote = Backend::Server { token: true };
         assert_eq!(
-            join_hint("https://duet.example.com", "r1", Some("secret")),
-            "duet --server https://duet.example.com --room r1 --token …"
+            join_hint(&remote, "https://duet.example.com", "r1"),
+            "https://duet.example.com/r1"
         );
         assert_eq!(
-            join_hint("https://duet.example.com", "r1", None),
-            "duet --server https://duet.example.com --room r1"
+            come_back(&remote, "https://duet.example.com", "r1", "alice"),
+            "duet --server https://duet.example.com --room r1 --name alice \
+             (your token in DUET_TOKEN or --token)"
         );
         let link = parse_link("https://duet.example.com/r1").unwrap();
         assert_eq!(link.server, "https://duet.example.com");
         assert_eq!(link.token, None);
+    }
+
+    #[test]
+    fn a_server_without_a_token_is_joined_by_its_address() {
+        let open = Backend::Server { token: false };
+        assert_eq!(
+            join_hint(&open, "http://127.0.0.1:8787", "r1"),
+            "duet join 127.0.0.1:8787/r1"
+        );
+        assert_eq!(
+            come_back(&open, "http://127.0.0.1:8787", "r1", "bob"),
+            "duet --server http://127.0.0.1:8787 --room r1 --name bob"
+        );
+    }
+
+    #[test]
+    fn coming_back_keeps_the_backend_and_the_name() {
+        assert_eq!(
+            come_back(&EMBEDDED, "http://127.0.0.1:1", "r1", "alice"),
+            "duet --room r1 --name alice"
+        );
+        let elsewhere = Backend::Embedded {
+            data_dir: Some("/tmp/my duet".into()),
+        };
+        assert_eq!(
+            come_back(&elsewhere, "http://127.0.0.1:1", "fork2", "a b"),
+            "duet --data-dir '/tmp/my duet' --room fork2 --name 'a b'"
+        );
     }
 
     #[test]
@@ -206,14 +246,5 @@ mod tests {
             let err = parse_link(bad).unwrap_err();
             assert!(err.contains("HOST[:PORT]/ROOM"), "{bad}: {err}");
         }
-    }
-
-    #[test]
-    fn a_moved_backend_moves_the_hint() {
-        let hint = join_hint("http://127.0.0.1:24242", "r", Some("t"));
-        assert_eq!(
-            hint_moved(&hint, "http://127.0.0.1:24242", "http://127.0.0.1:25000"),
-            "duet join t@127.0.0.1:25000/r"
-        );
     }
 }

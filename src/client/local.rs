@@ -108,11 +108,10 @@ impl BackendLock {
     /// another process holds it.
     pub fn try_acquire(data_dir: &Path) -> std::io::Result<Option<BackendLock>> {
         std::fs::create_dir_all(data_dir)?;
-        let file = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(lock_path(data_dir))?;
+        let file = private_file(
+            File::options().create(true).truncate(false).write(true),
+            &lock_path(data_dir),
+        )?;
         if !try_lock(&file)? {
             return Ok(None);
         }
@@ -125,7 +124,10 @@ impl BackendLock {
     /// Writes the port file (atomically: a reader never sees half of it).
     pub fn publish(&self, url: &str) -> std::io::Result<()> {
         let tmp = self.port_file.with_extension("port.tmp");
-        let mut file = File::create(&tmp)?;
+        let mut file = private_file(
+            File::options().create(true).truncate(true).write(true),
+            &tmp,
+        )?;
         writeln!(file, "{url}")?;
         file.sync_all()?;
         std::fs::rename(&tmp, &self.port_file)
@@ -136,6 +138,23 @@ impl Drop for BackendLock {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.port_file);
     }
+}
+
+/// Opens `path` with `options`, created 0600 (and made 0600 if an older
+/// `duet` left it readable by others), as every file of the data directory.
+pub(crate) fn private_file(
+    options: &mut std::fs::OpenOptions,
+    path: &Path,
+) -> std::io::Result<File> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        let file = options.mode(0o600).open(path)?;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        Ok(file)
+    }
+    #[cfg(not(unix))]
+    options.open(path)
 }
 
 /// The URL of the backend running for `data_dir`, if one runs: the lock is
@@ -204,5 +223,23 @@ mod tests {
         drop(lock);
         assert_eq!(running_backend(dir.path()), None);
         assert!(BackendLock::try_acquire(dir.path()).unwrap().is_some());
+    }
+
+    #[test]
+    fn the_lock_and_port_files_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        let dir = tempfile::tempdir().unwrap();
+        // An older duet's lock, readable by everyone.
+        std::fs::write(lock_path(dir.path()), "").unwrap();
+        std::fs::set_permissions(
+            lock_path(dir.path()),
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .unwrap();
+        let lock = BackendLock::try_acquire(dir.path()).unwrap().unwrap();
+        lock.publish("http://127.0.0.1:4242").unwrap();
+        assert_eq!(mode(&lock_path(dir.path())), 0o600);
+        assert_eq!(mode(&port_path(dir.path())), 0o600);
     }
 }

@@ -12,6 +12,7 @@ pub mod http;
 pub mod invite;
 pub mod join;
 pub mod local;
+pub mod log_file;
 pub mod ls;
 pub mod processes;
 pub mod ps;

@@ -5,7 +5,7 @@
 
 use crate::cli::{CheckpointArgs, CheckpointsArgs, ClientArgs, ForkArgs, RestoreArgs};
 use crate::client::checkpoints;
-use crate::client::commands::{client_for, data_dir_from_env, token_for};
+use crate::client::commands::{client_for, data_dir_from_env};
 use crate::client::explain;
 use crate::client::http::HttpClient;
 use crate::client::ps::said;
@@ -122,11 +122,9 @@ pub async fn fork(args: ForkArgs) -> anyhow::Result<ExitCode> {
     };
     match client.fork(&args.to, from.as_deref()).await {
         Ok(room) => {
-            let hint = crate::client::join::join_hint(
-                client.base(),
-                &room,
-                token_for(&settings).as_deref(),
-            );
+            let backend = crate::client::join::Backend::of(&settings);
+            let hint =
+                crate::client::join::come_back(&backend, client.base(), &room, &settings.name);
             println!(
                 "forked room {} into room {room}; join it with: {hint}",
                 client.room()

@@ -235,7 +235,9 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_ansi(
+            std::io::IsTerminal::is_terminal(&std::io::stderr()) && crate::support::colour_wanted(),
+        )
         .try_init();
     if args.token.as_deref().is_none_or(str::is_empty) {
         tracing::warn!(

@@ -33,8 +33,26 @@ pub struct Session {
     pub name: String,
     /// This connection's `_pk`.
     pub connection_id: String,
-    /// The exact command a second terminal runs to join.
-    pub join_hint: String,
+    /// How hints name the backend (never with its token).
+    pub backend: crate::client::join::Backend,
+}
+
+impl Session {
+    /// What the status bar offers others: the room's address, or the
+    /// command that joins it where no token is needed.
+    pub fn join_hint(&self) -> String {
+        crate::client::join::join_hint(&self.backend, &self.server, &self.room)
+    }
+
+    /// The room's address: its link without a token.
+    pub fn address(&self) -> String {
+        crate::client::join::address(&self.server, &self.room)
+    }
+
+    /// How this person comes back to `room` on this backend, as this name.
+    pub fn come_back(&self, room: &str) -> String {
+        crate::client::join::come_back(&self.backend, &self.server, room, &self.name)
+    }
 }
 
 /// The two scrollable panes.
@@ -66,6 +84,9 @@ pub enum Modal {
     /// An agent's command waits for a person: approve it? (its
     /// `approvalId`; src/tui/approvals.rs)
     Approval(String),
+    /// A link for someone else, until dismissed: `App::shared`
+    /// (src/tui/share.rs).
+    Link,
 }
 
 /// A note that goes away by itself.
@@ -76,6 +97,18 @@ pub struct Toast {
     pub until_ms: i64,
     /// About the connection: goes when it is back (see `tui::link`).
     pub link: Option<crate::tui::link::LinkToast>,
+    /// How many times it was said while on screen (drawn `×N` past one).
+    pub count: u32,
+}
+
+impl Toast {
+    /// Its words as drawn: with `×N` when it was said N times.
+    pub fn shown(&self) -> String {
+        match self.count {
+            0 | 1 => self.text.clone(),
+            n => format!("{} ×{n}", self.text),
+        }
+    }
 }
 
 /// Someone typing.
@@ -196,6 +229,10 @@ pub struct App {
     /// person (src/tui/approvals.rs).
     pub approvals: crate::tui::approvals::Approvals,
     pub toasts: Vec<Toast>,
+    /// The link the link dialog shows (src/tui/share.rs).
+    pub shared: Option<crate::tui::share::SharedLink>,
+    /// Where a copy (OSC 52) goes: said after each copy.
+    pub clipboard: crate::tui::share::ClipboardPath,
     /// Whether the mouse is captured (the wheel scrolls); off, the
     /// terminal selects text.
     pub mouse_capture: bool,
@@ -246,6 +283,8 @@ impl App {
             you: None,
             approvals: Default::default(),
             toasts: Vec::new(),
+            shared: None,
+            clipboard: Default::default(),
             mouse_capture: true,
             modals: Vec::new(),
             help_scroll: 0,
@@ -300,11 +339,23 @@ impl App {
     /// Shows a note for a while (from `update` only).
     pub(crate) fn toast(&mut self, text: impl Into<String>, error: bool) {
         let until_ms = self.now_ms + if error { ERROR_TOAST_MS } else { TOAST_MS };
+        let text = text.into();
+        // The same words again (a key held down, keys into a dead or
+        // view-only terminal): one toast that counts, not a stack.
+        let same = |t: &Toast| t.text == text && t.error == error && t.link.is_none();
+        if let Some(at) = self.toasts.iter().position(same) {
+            let mut again = self.toasts.remove(at);
+            again.count = again.count.saturating_add(1);
+            again.until_ms = until_ms;
+            self.toasts.push(again);
+            return;
+        }
         self.toasts.push(Toast {
-            text: text.into(),
+            text,
             error,
             until_ms,
             link: None,
+            count: 1,
         });
         if self.toasts.len() > 4 {
             self.toasts.remove(0);
@@ -401,11 +452,6 @@ impl App {
             }
             Msg::ServerMoved(Ok(url)) => {
                 self.toast(format!("the room's backend moved to {url}"), false);
-                self.session.join_hint = crate::client::join::hint_moved(
-                    &self.session.join_hint,
-                    &self.session.server,
-                    &url,
-                );
                 self.session.server = url;
                 true
             }

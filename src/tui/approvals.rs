@@ -320,22 +320,26 @@ impl App {
             ),
             (RoomOp::InviteCreate(_), Ok(_)) => match answer.decode::<InviteCreated>() {
                 Ok(created) => {
-                    let command = format!("duet join {}", created.url);
+                    // `http://` is the default: a shorter line fits more screens.
+                    let url = created.url.strip_prefix("http://").unwrap_or(&created.url);
+                    let command = format!("duet join {url}");
                     let invite = &created.invite;
                     let expires = crate::client::access::expires(
                         invite.expires_at,
                         u64::try_from(self.now_ms).unwrap_or_default(),
                         self.tz,
                     );
-                    self.toast(
+                    self.show_link(
+                        command,
                         format!(
-                            "Invite {} for {}, expires {expires}; they join with (copied):\n{command}",
+                            "Invite {} for {}, expires {expires} (`duet invite --revoke {}` \
+                             ends it). They join with:",
                             invite.id,
-                            a_role(invite.role)
+                            a_role(invite.role),
+                            invite.id
                         ),
-                        false,
                     );
-                    effects.push(Effect::Clipboard(command));
+                    self.copy_link(effects);
                 }
                 Err(err) => self.toast(format!("the invite: {err}"), true),
             },

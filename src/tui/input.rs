@@ -94,6 +94,7 @@ impl App {
             Modal::Help | Modal::Checkpoints | Modal::Listing => keymap::HELP_KEYS,
             Modal::Processes => keymap::PROCESS_KEYS,
             Modal::Approval(_) => keymap::APPROVAL_KEYS,
+            Modal::Link => keymap::LINK_KEYS,
             Modal::ConfirmCleanup
             | Modal::ConfirmStop(_)
             | Modal::ConfirmOverwrite
@@ -145,6 +146,8 @@ impl App {
             (Modal::Approval(id), Action::Confirm) => self.answer_approval(id, true, effects),
             (Modal::Approval(id), Action::Deny) => self.answer_approval(id, false, effects),
             (Modal::Approval(id), Action::Close) => self.dismiss_approval(id),
+            (Modal::Link, Action::Copy) => self.copy_link(effects),
+            (Modal::Link, Action::Close) => self.close_link(),
             (_, Action::Close) => {
                 self.modals.pop();
                 self.help_scroll = 0;
@@ -241,6 +244,7 @@ impl App {
             // The terminal view's own table: not looked up here.
             Action::TermBack => {}
             Action::Copy => self.copy_last(effects),
+            Action::ShareLink => self.share_link(effects),
             // Dialog actions: their tables are not looked up here.
             Action::Confirm | Action::Deny | Action::Close => {}
             Action::SwitchPane => {

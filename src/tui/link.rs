@@ -82,6 +82,7 @@ impl App {
             error: true,
             until_ms,
             link: Some(kind),
+            count: 1,
         });
         if self.toasts.len() > 4 {
             self.toasts.remove(0);

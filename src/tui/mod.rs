@@ -24,6 +24,7 @@ mod rename;
 pub mod roles;
 pub mod run;
 pub mod scroll;
+pub mod share;
 pub mod slash;
 pub mod start;
 pub mod stop;

@@ -204,10 +204,8 @@ impl App {
         match self.may(deed) {
             Ok(()) => false,
             Err(why) => {
-                // A key held down says it once.
-                if self.toasts.last().is_none_or(|t| t.text != why) {
-                    self.toast(why, true);
-                }
+                // Said again, the toast counts (`×N`).
+                self.toast(why, true);
                 true
             }
         }

@@ -8,7 +8,7 @@ use crate::client::http::HttpClient;
 use crate::client::socket::{self, ConnState, SocketCommand, SocketEvent, SocketParams};
 use crate::tui::app::{App, Effect, Msg, Session};
 use crate::tui::files::Overwrite;
-use crate::tui::terminal::{TerminalGuard, set_mouse};
+use crate::tui::terminal::{StopSignals, TerminalGuard, set_mouse};
 use crossterm::event::{Event, EventStream};
 use futures_util::StreamExt;
 use ratatui::Terminal;
@@ -41,11 +41,14 @@ pub async fn run(
 ) -> anyhow::Result<Ended> {
     // The code grammars load beside the UI, not in its first frame.
     std::thread::spawn(crate::tui::highlight::warm_up);
+    let mut stop = StopSignals::catch()?;
     let guard = TerminalGuard::enter(stderr_log)?;
+    crate::tui::terminal::set_title(&format!("duet: {}", app.session.room));
     let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
     terminal.clear()?;
     let size = terminal.size()?;
     app.now_ms = crate::protocol::now_ms();
+    app.clipboard = crate::tui::share::ClipboardPath::detect();
     app.update(Msg::Resize(size.width, size.height));
 
     let (socket_tx, mut socket_rx) = mpsc::unbounded_channel();
@@ -81,6 +84,17 @@ pub async fn run(
         };
         let msg = tokio::select! {
             event = events.next() => match event {
+                Some(Ok(event)) if crate::tui::terminal::is_suspend(&event) => {
+                    if let Err(err) = guard.suspend() {
+                        break Err(err.into());
+                    }
+                    // Back from `fg`: the whole screen again, at its size now.
+                    let _ = terminal.clear();
+                    match terminal.size() {
+                        Ok(size) => Msg::Resize(size.width, size.height),
+                        Err(err) => break Err(err.into()),
+                    }
+                }
                 Some(Ok(event)) => match to_msg(event) {
                     Some(msg) => msg,
                     None => continue,
@@ -105,6 +119,7 @@ pub async fn run(
                 }
             }
             Some(msg) = done_rx.recv() => msg,
+            signal = stop.next() => break Err(anyhow::anyhow!("ended by {signal}")),
             _ = sleep_until(deadline), if deadline.is_some() => {
                 if wake.is_some_and(|w| w <= Instant::now()) { Msg::Tick } else { continue }
             }

@@ -62,17 +62,14 @@ pub fn join(args: JoinArgs, data_dir: Option<PathBuf>) -> ExitCode {
     main(client, data_dir)
 }
 
-/// Logs go to `duet.log` in the data directory, never to the terminal the
-/// UI draws on. Without a writable file there are no logs.
+/// Logs go to `duet.log` in the data directory (0600, rotated: see
+/// `client::log_file`), never to the terminal the UI draws on. Without a
+/// writable file there are no logs.
 pub(crate) fn init_logging(data_dir: &Path) {
     if std::fs::create_dir_all(data_dir).is_err() {
         return;
     }
-    let Ok(file) = std::fs::File::options()
-        .create(true)
-        .append(true)
-        .open(local::log_path(data_dir))
-    else {
+    let Ok(file) = crate::client::log_file::RotatingLog::open(&local::log_path(data_dir)) else {
         return;
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("DUET_LOG")
@@ -96,13 +93,31 @@ pub fn random_room() -> String {
 
 /// What is said on the way out: how to come back and, while the backend
 /// stays up for the others, how they join.
-fn goodbye(settings: &ClientSettings, session: &Session, backend_stays: bool) -> String {
-    let back = join::come_back(settings, &session.room, &session.join_hint);
+fn goodbye(session: &Session, backend_stays: bool) -> String {
+    let back = session.come_back(&session.room);
     let mut said = format!("Left room {}. Back in: {back}", session.room);
-    if backend_stays && back != session.join_hint {
-        said.push_str(&format!("\nOthers join with: {}", session.join_hint));
+    if backend_stays {
+        said.push_str(&format!("\nOthers join: {}", others_join(session)));
     }
     said
+}
+
+/// How others join, in words for the way out (no token: an owner makes
+/// them an invite with `duet invite`).
+fn others_join(session: &Session) -> String {
+    let hint = session.join_hint();
+    let server = match session.backend {
+        join::Backend::Embedded { .. } => String::new(),
+        join::Backend::Server { .. } => format!(" --server {}", session.server),
+    };
+    if session.backend.needs_token() {
+        format!(
+            "{hint}, with an invite: `duet invite --role writer{server} --room {}` makes one",
+            session.room
+        )
+    } else {
+        hint
+    }
 }
 
 async fn start(settings: ClientSettings, tz: time::UtcOffset) -> anyhow::Result<String> {
@@ -149,7 +164,7 @@ async fn start(settings: ClientSettings, tz: time::UtcOffset) -> anyhow::Result<
             room: room.clone(),
             name: name.clone(),
             connection_id: connection_id.clone(),
-            join_hint: join::join_hint(&server, &room, token.as_deref()),
+            backend: join::Backend::of(&settings),
         };
         let params = SocketParams {
             base: server.clone(),
@@ -182,5 +197,5 @@ async fn start(settings: ClientSettings, tz: time::UtcOffset) -> anyhow::Result<
     if let Some(owned) = owned {
         owned.stop().await;
     }
-    result.map(|session| goodbye(&settings, &session, backend_stays))
+    result.map(|session| goodbye(&session, backend_stays))
 }

@@ -126,6 +126,16 @@ impl App {
         if self.refused(Deed::TypeInTerminal) {
             return;
         }
+        if self.term.running.is_none() {
+            self.toast(
+                format!(
+                    "the terminal has ended: your keys were not sent ({} opens a new one)",
+                    toggle_key()
+                ),
+                true,
+            );
+            return;
+        }
         match self.term.screen.term_id().filter(|_| self.term.attached) {
             Some(term_id) => effects.push(Effect::TermInput {
                 term_id: term_id.to_string(),

@@ -159,8 +159,9 @@ impl App {
         } else {
             self.toast(
                 format!(
-                    "you stay in room {}; room {room} is ready (duet --room {room} joins it)",
-                    self.session.room
+                    "you stay in room {}; room {room} is ready ({} joins it)",
+                    self.session.room,
+                    self.session.come_back(&room)
                 ),
                 false,
             );

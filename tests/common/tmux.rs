@@ -109,6 +109,18 @@ impl Tmux {
         self.run(&["capture-pane", "-p", "-t", &target(name)])
     }
 
+    /// The pid of the one process the pane's shell runs (its `duet`).
+    pub fn pane_child(&self, name: &str) -> i32 {
+        let shell = self.display(name, "#{pane_pid}");
+        let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children"))
+            .unwrap_or_default();
+        children
+            .split_whitespace()
+            .next()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or_else(|| panic!("{name}: the pane's shell {shell} runs nothing"))
+    }
+
     /// A format of the session's pane (`#{alternate_on}`, `#{pane_pid}`).
     pub fn display(&self, name: &str, format: &str) -> String {
         self.run(&["display", "-p", "-t", &target(name), format])

@@ -21,7 +21,7 @@ pub fn app() -> App {
         room: "demo-room".into(),
         name: "ada".into(),
         connection_id: "c-ada".into(),
-        join_hint: "duet --room demo-room".into(),
+        backend: duet::client::join::Backend::Server { token: false },
     };
     let mut app = App::new(session, Theme { color: true }, time::UtcOffset::UTC, T0);
     app.update(Msg::Resize(120, 40));

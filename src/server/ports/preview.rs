@@ -88,7 +88,17 @@ pub(crate) async fn preview(
     }
     let bodiless = crate::server::access::check(access.role(), Action::UsePort).is_err();
     let guard = Guard::new(&app.registry.shared, room, &access, action);
-    forward(&app, room, port, Some(&prefix), target, req, bodiless, guard).await
+    forward(
+        &app,
+        room,
+        port,
+        Some(&prefix),
+        target,
+        req,
+        bodiless,
+        guard,
+    )
+    .await
 }
 
 /// Whether the request is a page's (a `GET` or `HEAD` that is not a
@@ -162,7 +172,9 @@ pub(super) async fn forward(
     target: String,
     mut req: Request,
     bodiless: bool,
+    guard: Guard,
 ) -> Result<Response, ApiError> {
+    let mut lost = Box::pin(guard.lost());
     let upgrade = wants_upgrade(req.headers());
     let stream = super::connect(app, room, port).await?;
     let client_upgrade = req.extensions_mut().remove::<hyper::upgrade::OnUpgrade>();

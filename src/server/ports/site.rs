@@ -8,10 +8,10 @@
 
 use super::hosts::PreviewHosts;
 use super::preview::{forward, is_page};
-use crate::server::channel_guard::Guard;
 use super::{COOKIE_NAME, cookie_access, cookie_credential, query_values, without_params};
 use crate::server::access::Action;
 use crate::server::auth::{Access, invite_access, same};
+use crate::server::channel_guard::Guard;
 use crate::server::errors::ApiError;
 use crate::server::router::App;
 use axum::extract::{Request, State};

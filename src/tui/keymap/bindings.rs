@@ -152,6 +152,14 @@ pub const BINDINGS: &[Binding] = &[
         edit: false,
     },
     Binding {
+        keys: &[k(KeyCode::F(6))],
+        action: Action::ShareLink,
+        help: "a link for someone else: a fresh writer invite where the backend takes a token \
+               (shown until Esc, c copies it); no token is ever shown",
+        hint: None,
+        edit: false,
+    },
+    Binding {
         keys: &[ctrl('l')],
         action: Action::Redraw,
         help: "redraw the whole screen",
@@ -342,5 +350,25 @@ pub const APPROVAL_KEYS: &[Binding] = &[
         &[k(KeyCode::Esc), ctrl('c')],
         Action::Close,
         "answer later (F5 or /approvals asks again)",
+    ),
+];
+
+/// Keys of the link dialog: only these do anything.
+pub const LINK_KEYS: &[Binding] = &[
+    dialog(
+        &[k(KeyCode::Char('c')), ctrl('y')],
+        Action::Copy,
+        "copy the link (OSC 52)",
+    ),
+    dialog(
+        &[
+            k(KeyCode::Esc),
+            k(KeyCode::Char('q')),
+            k(KeyCode::Enter),
+            k(KeyCode::F(6)),
+            ctrl('c'),
+        ],
+        Action::Close,
+        "close",
     ),
 ];

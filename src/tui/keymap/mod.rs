@@ -36,6 +36,8 @@ pub enum Action {
     Redraw,
     /// Copy the last code block (else command output) to the clipboard.
     Copy,
+    /// A working link for someone else (an invite on a token backend).
+    ShareLink,
     /// Show the room's shared terminal in the output pane (attached, with
     /// the keys), or hide it (detached).
     Terminal,
@@ -59,7 +61,9 @@ pub enum Action {
 
 mod bindings;
 
-pub use bindings::{APPROVAL_KEYS, BINDINGS, CONFIRM_KEYS, HELP_KEYS, PROCESS_KEYS, TERMINAL_KEYS};
+pub use bindings::{
+    APPROVAL_KEYS, BINDINGS, CONFIRM_KEYS, HELP_KEYS, LINK_KEYS, PROCESS_KEYS, TERMINAL_KEYS,
+};
 
 /// One key with its modifiers (Ctrl and Alt; Shift only where it matters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -42,6 +42,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
             Modal::ConfirmRestore(restore) => overlay::draw_restore(frame, app, restore, area),
             Modal::ConfirmSwitch(room) => overlay::draw_switch(frame, app, room, area),
             Modal::Approval(id) => overlay::draw_approval(frame, app, id, area),
+            Modal::Link => overlay::draw_link(frame, app, area),
         }
     }
 }

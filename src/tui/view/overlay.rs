@@ -42,7 +42,7 @@ pub fn draw_toasts(frame: &mut Frame, app: &App, area: Rect) {
             app.theme.ok()
         };
         let lines: Vec<Line> = toast
-            .text
+            .shown()
             .lines()
             .flat_map(|l| wrap(l, usize::from(w - 2)))
             .map(Line::raw)
@@ -348,6 +348,62 @@ fn draw_question(frame: &mut Frame, lines: Vec<Line>, rect: Rect, title: &str, b
                     .border_style(border)
                     .title(title.to_string()),
             ),
+        rect,
+    );
+}
+
+/// The link dialog: what the link is, the command on one unbroken line
+/// (cut, never wrapped, on a screen too narrow for it), what a copy did.
+pub fn draw_link(frame: &mut Frame, app: &App, area: Rect) {
+    let Some(shared) = &app.shared else {
+        return;
+    };
+    let theme = app.theme;
+    let w = (width(&shared.command) as u16 + 4).max(60).min(area.width);
+    let inner = usize::from(w.saturating_sub(2)).max(1);
+    let mut lines: Vec<Line> = wrap(&shared.about, inner)
+        .into_iter()
+        .map(Line::raw)
+        .collect();
+    if !shared.command.is_empty() {
+        lines.push(Line::default());
+        // Too wide for one line: the link on a line of its own, whole
+        // where it fits (a selection then takes it in one piece).
+        let command = shared.command.as_str();
+        let pieces = match command.strip_prefix("duet join ") {
+            Some(link) if width(command) > inner => vec!["duet join", link],
+            _ => vec![command],
+        };
+        for piece in pieces {
+            lines.push(Line::styled(
+                crate::tui::text::truncate(piece, inner),
+                theme.command(),
+            ));
+        }
+        lines.push(Line::default());
+        if let Some(copied) = &shared.copied {
+            lines.extend(
+                wrap(copied, inner)
+                    .into_iter()
+                    .map(|l| Line::styled(l, theme.dim())),
+            );
+        }
+    }
+    let keys = if shared.command.is_empty() {
+        "Esc close"
+    } else {
+        "c copy again   Esc close"
+    };
+    lines.push(Line::styled(keys, theme.dim()));
+    let rect = centered(area, w, lines.len() as u16 + 2);
+    frame.render_widget(Clear, rect);
+    frame.render_widget(
+        Paragraph::new(lines).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(theme.focused())
+                .title(" Link "),
+        ),
         rect,
     );
 }

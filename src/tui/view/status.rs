@@ -77,7 +77,7 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         style: bar,
         gives_way,
     };
-    let hint = &app.session.join_hint;
+    let hint = app.session.join_hint();
     let mut parts = vec![
         Part {
             style: bar.add_modifier(Modifier::BOLD),
@@ -85,7 +85,7 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         },
         part(
             vec![format!("as {} ", app.session.name), String::new()],
-            &[4],
+            if online { &[8] } else { &[5] },
         ),
         // The round trip is the first thing to go, the connection's words
         // late; its symbol stays.
@@ -93,9 +93,9 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
             style: bar.patch(conn_style),
             ..match app.conn {
                 ConnState::Connected { rtt_ms: Some(_) } => {
-                    part(vec![conn, "● connected".into(), symbol], &[1, 7])
+                    part(vec![conn, "● connected".into(), symbol], &[1, 3])
                 }
-                _ => part(vec![conn, symbol], &[7]),
+                _ => part(vec![conn, symbol], if online { &[3] } else { &[7] }),
             }
         },
         // Who is here: the names go early; the count, online, after the
@@ -149,11 +149,15 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     // Online, the hint is never dropped (only cut, when alone); offline
     // it goes before who was here.
     parts.push(part(
-        [format!(" · join: {hint}"), format!(" · {hint}")]
-            .into_iter()
-            .chain((!online).then(String::new))
-            .collect(),
-        if online { &[6] } else { &[3] },
+        [
+            format!(" · join: {hint} (F6: link)"),
+            format!(" · join: {hint}"),
+            format!(" · {hint}"),
+        ]
+        .into_iter()
+        .chain((!online).then(String::new))
+        .collect(),
+        if online { &[2, 6] } else { &[2, 3] },
     ));
     parts.push(part(
         vec![format!(" · {}", app.session.server), String::new()],
@@ -282,21 +286,29 @@ pub fn draw_presence(frame: &mut Frame, app: &App, area: Rect) {
             let me = user.id == app.session.connection_id;
             let typing = app.typing.iter().any(|t| t.id == user.id);
             let mark = if typing { "✎" } else { "●" };
-            let label = if me {
-                format!("{} (you)", user.name)
-            } else {
-                user.name.clone()
-            };
             // Roles show once they differ (a room of owners has none).
             let role = if roles {
                 format!(" {}", user.role)
             } else {
                 String::new()
             };
-            let label = truncate(&label, avail.saturating_sub(2 + width(&role)).max(1));
+            // Where "name (you) role" does not fit, "(you)" gives way (you
+            // are in bold), then the name is cut: never a word in half.
+            let room_for = avail.saturating_sub(2 + width(&role)).max(1);
+            let you = format!("{} (you)", user.name);
+            let label = if me && width(&you) <= room_for {
+                you
+            } else {
+                truncate(&user.name, room_for)
+            };
+            let style = if me {
+                theme.person(&user.name).add_modifier(Modifier::BOLD)
+            } else {
+                theme.person(&user.name)
+            };
             Line::from(vec![
                 Span::styled(format!("{mark} "), theme.person(&user.name)),
-                Span::styled(label, theme.person(&user.name)),
+                Span::styled(label, style),
                 Span::styled(role, theme.dim()),
             ])
         }))
@@ -332,10 +344,20 @@ pub fn draw_hints(frame: &mut Frame, app: &App, area: Rect) {
         };
         Line::styled(truncate(&text, total), theme.dim())
     } else if app.terminal_focused() {
-        let text = format!(
-            "keys go to the room's terminal · {} gives them back to the input",
-            crate::client::term::DETACH_LABEL
-        );
+        let back = crate::client::term::DETACH_LABEL;
+        let text = if app.may(crate::tui::roles::Deed::TypeInTerminal).is_err() {
+            format!(
+                "the terminal is view-only for {}: your keys are not sent · {back} gives them back to the input",
+                crate::client::access::a_role(app.role())
+            )
+        } else if app.term.running.is_none() {
+            format!(
+                "the terminal has ended: your keys are not sent · {} opens a new one",
+                crate::tui::term_view::toggle_key()
+            )
+        } else {
+            format!("keys go to the room's terminal · {back} gives them back to the input")
+        };
         Line::styled(truncate(&text, total), theme.warn())
     } else {
         let mut spans = Vec::new();
