@@ -315,7 +315,9 @@ async fn without_a_name_a_command_is_the_login_names() {
     let mut ws = server.ws("login", "user=t").await;
     let state = ws.until_type("cf_agent_state").await;
     assert_eq!(state["state"]["execs"][0]["by"], login.as_str(), "{state}");
+}
 
+#[tokio::test]
 async fn the_shared_flags_count_before_the_subcommand_too() {
     let (server, dir) = Server::fresh().await;
     let url = server.url("");

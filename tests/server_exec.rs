@@ -338,6 +338,7 @@ async fn a_stopped_shell_at_its_timeout_keeps_its_state() {
     let cmd = "echo started; kill -STOP $$; echo after";
     let stopped = json!({ "cmd": cmd, "timeoutMs": 1500 });
     state_outlives("keep-s", stopped, false, 124).await;
+}
 
 #[tokio::test]
 async fn output_past_the_cap_is_marked_truncated() {

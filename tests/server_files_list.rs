@@ -5,8 +5,7 @@
 //! rules and its `delete` record; a FIFO or a socket is a 400 at once and
 //! holds up nothing; big files stream both ways whole, and an upload too
 //! large leaves the old file; the token in a query opens no file.
-//! Backend-neutral: only the protocol, except what is marked
-//! `only_duet_serve`.
+//! Backend-neutral: only the protocol.
 
 mod common;
 
@@ -325,9 +324,6 @@ fn not_regular() -> Value {
 
 #[tokio::test]
 async fn a_fifo_or_a_socket_is_a_400_at_once_and_holds_up_no_room() {
-    if common::only_duet_serve("reading a FIFO through duet serve's own files") {
-        return;
-    }
     let (server, _dir) = common::access::with_token(&[]).await;
     let room = "files-fifo";
     let (vera, _) = common::access::guest(&server, room, "viewer", None).await;
@@ -367,9 +363,6 @@ async fn a_fifo_or_a_socket_is_a_400_at_once_and_holds_up_no_room() {
 
 #[tokio::test]
 async fn a_big_file_streams_both_ways_whole_and_a_too_large_upload_changes_nothing() {
-    if common::only_duet_serve("uploads streamed to duet serve's own disk") {
-        return;
-    }
     let (server, _dir) = Server::fresh().await;
     let room = "files-big";
     let bytes = common::apps::pattern(24 * 1024 * 1024 + 7);

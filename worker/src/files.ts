@@ -3,16 +3,17 @@
 // and out of a room's workspace (docs/protocol.md "Files"), with the path
 // rules of src/sandbox/files.rs. The sandbox refuses symlinks. The Worker
 // talks to the room's sandbox directly; a written file is then the room's
-// `upload` record, a deleted one its `delete` record.
+// `upload` record, a deleted one its `delete` record. Bodies stream both
+// ways (never held whole); only regular files are read, so a FIFO is a 400.
 
 import { check as allowed, type Caller } from "./access";
 import type { Env } from "./env";
-import { ApiError, addDetail, describe, errorResponse, readBody, type Details } from "./http";
+import { ApiError, addDetail, bodyChunks, describe, errorResponse, type Details } from "./http";
 import { roomDetails, type Op } from "./ops";
 import { MAX_FILE_BODY, nameProblem, trim } from "./protocol";
 import { roomOp } from "./rooms";
 import { roomSandbox } from "./sandbox/adapter";
-import { BadPath, DiskFull, SandboxStarting } from "./sandbox/types";
+import { BadPath, DiskFull, NotRegular, SandboxStarting } from "./sandbox/types";
 
 /** A workspace-relative path's components, or why it is refused. */
 export function pathComponents(path: string): string[] | string {
@@ -43,7 +44,7 @@ function checkRoom(room: string): string {
 
 function fileError(e: unknown): Response {
   if (e instanceof ApiError) return errorResponse(e);
-  if (e instanceof BadPath) return errorResponse(ApiError.field("path", e.message));
+  if (e instanceof BadPath || e instanceof NotRegular) return errorResponse(ApiError.field("path", e.message));
   if (e instanceof DiskFull) {
     return new Response(JSON.stringify({ error: "the room's disk is full" }), {
       status: 507,
@@ -54,12 +55,14 @@ function fileError(e: unknown): Response {
   return errorResponse(ApiError.internal(describe(e)));
 }
 
-/** `GET /api/rooms/{room}/files/{path}` */
+/** `GET /api/rooms/{room}/files/{path}`: streamed, with its length. */
 export async function getFile(env: Env, room: string, path: string): Promise<Response> {
   try {
-    const bytes = await roomSandbox(env, room).readFile(check(room, path));
-    if (bytes === null) return notFoundText();
-    return new Response(bytes, { headers: { "content-type": "application/octet-stream" } });
+    const file = await roomSandbox(env, room).openFile(check(room, path));
+    if (file === null) return notFoundText();
+    const sized = new FixedLengthStream(file.size);
+    void file.body.pipeTo(sized.writable).catch((e) => console.error(`room ${room}: sending ${path} stopped: ${describe(e)}`));
+    return new Response(sized.readable, { headers: { "content-type": "application/octet-stream" } });
   } catch (e) {
     return fileError(e);
   }
@@ -127,7 +130,7 @@ function queryUser(query: string, details: Details): string | undefined {
   return problem ? undefined : name;
 }
 
-/** `PUT /api/rooms/{room}/files/{path}?userId=NAME` (body: the bytes, at most 64 MiB) */
+/** `PUT /api/rooms/{room}/files/{path}?userId=NAME` (body: the bytes, at most 64 MiB, streamed to the sandbox) */
 export async function putFile(env: Env, room: string, path: string, query: string, request: Request, caller: Caller): Promise<Response> {
   try {
     const details = roomDetails(room);
@@ -136,10 +139,9 @@ export async function putFile(env: Env, room: string, path: string, query: strin
     allowed(caller.role, "writeFiles");
     // An invite that fixes a name gives it to the record.
     const user = caller.name ?? asked;
-    const bytes = await readBody(request, MAX_FILE_BODY);
-    await roomSandbox(env, room).writeFile(inside, bytes);
-    await recordQuietly(env, room, { kind: "upload", path: inside, size: bytes.byteLength, user });
-    return new Response(JSON.stringify({ path, size: bytes.byteLength }), {
+    const size = await roomSandbox(env, room).writeFileFrom(inside, bodyChunks(request, MAX_FILE_BODY));
+    await recordQuietly(env, room, { kind: "upload", path: inside, size, user });
+    return new Response(JSON.stringify({ path, size }), {
       headers: { "content-type": "application/json" },
     });
   } catch (e) {

@@ -124,26 +124,11 @@ export function notFound(): Response {
 
 /** The bytes of a request's body, or 413 beyond `limit` (declared or streamed). */
 export async function readBody(request: Request, limit: number): Promise<Uint8Array> {
-  const declared = Number(request.headers.get("content-length") ?? "");
-  if (Number.isFinite(declared) && declared > limit) throw ApiError.tooLarge();
-  if (!request.body) return new Uint8Array(0);
-  const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
-  for (;;) {
-    let part: ReadableStreamReadResult<Uint8Array>;
-    try {
-      part = await reader.read();
-    } catch (e) {
-      throw ApiError.field("body", `could not be read: ${describe(e)}`);
-    }
-    if (part.done) break;
-    size += part.value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      throw ApiError.tooLarge();
-    }
-    chunks.push(part.value);
+  for await (const chunk of bodyChunks(request, limit)) {
+    chunks.push(chunk);
+    size += chunk.byteLength;
   }
   const bytes = new Uint8Array(size);
   let at = 0;
@@ -152,6 +137,30 @@ export async function readBody(request: Request, limit: number): Promise<Uint8Ar
     at += c.byteLength;
   }
   return bytes;
+}
+
+/** A request's body as it arrives; past `limit` bytes (declared or sent) a 413, an unreadable one a 400. */
+export async function* bodyChunks(request: Request, limit: number): AsyncGenerator<Uint8Array> {
+  const declared = Number(request.headers.get("content-length") ?? "");
+  if (Number.isFinite(declared) && declared > limit) throw ApiError.tooLarge();
+  if (!request.body) return;
+  const reader = request.body.getReader();
+  let size = 0;
+  for (;;) {
+    let part: ReadableStreamReadResult<Uint8Array>;
+    try {
+      part = await reader.read();
+    } catch (e) {
+      throw ApiError.field("body", `could not be read: ${describe(e)}`);
+    }
+    if (part.done) return;
+    size += part.value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      throw ApiError.tooLarge();
+    }
+    yield part.value;
+  }
 }
 
 export type JsonObject = Record<string, unknown>;

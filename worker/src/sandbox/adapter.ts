@@ -3,7 +3,7 @@
 // seam of src/sandbox/types.ts for the room agent.
 
 import { getSandbox, parseSSEStream, proxyToSandbox, Sandbox as SdkSandbox } from "@cloudflare/sandbox";
-import type { ExecEvent, LogEvent } from "@cloudflare/sandbox";
+import type { ExecEvent, FileStreamEvent, LogEvent } from "@cloudflare/sandbox";
 import type { Env } from "../env";
 import { ROOM_LABEL, tellSandboxStopped } from "../rooms";
 import { WorkspacePersistence, deleteBackup, type WorkspaceHost } from "./backup";
@@ -26,7 +26,9 @@ import {
   DiskFull,
   type ExecOutcome,
   type ExecRequest,
+  type FileStream,
   type FolderEntry,
+  NotRegular,
   type WorkspaceCopy,
   type ListeningPort,
   NothingListens,
@@ -184,6 +186,11 @@ export class Sandbox extends SdkSandbox<Env> {
     }
     this.renewActivityTimeout();
     return tunnelOverSocket(socket, rate, () => this.renewActivityTimeout());
+  }
+
+  override async readFileStream(...args: Parameters<SdkSandbox["readFileStream"]>): ReturnType<SdkSandbox["readFileStream"]> {
+    await this.restored();
+    return super.readFileStream(...args);
   }
 
   // readFile is overloaded (its result depends on `encoding`): one
@@ -413,28 +420,83 @@ class CloudflareSandbox implements RoomSandbox {
   }
 
   async readFile(path: string): Promise<Uint8Array | null> {
+    const file = await this.openFile(path);
+    return file === null ? null : new Uint8Array(await new Response(file.body).arrayBuffer());
+  }
+
+  /**
+   * The SDK's readFileStream (its events decoded as they come), once a
+   * `stat` beside the shell said the path is a regular file: a FIFO is
+   * never opened, so it holds up no reader. Each wait is bounded.
+   */
+  async openFile(path: string): Promise<FileStream | null> {
+    const sandbox = await this.stub();
+    const full = workspacePath(path);
+    const kind = await bounded(this.beside(sandbox, `stat -L -c %F -- ${shellQuote(full)}`), `checking ${path}`);
+    if (kind.exitCode !== 0) {
+      if (/No such file|Not a directory/i.test(kind.stderr)) return null;
+      throw fileError(new Error(kind.stderr.trim() || `checking ${path} failed`));
+    }
+    const type = kind.stdout.trim();
+    if (type === "directory") return null;
+    if (!type.startsWith("regular")) throw new NotRegular();
     try {
-      const file = await (await this.stub()).readFile(workspacePath(path), { encoding: "base64" });
-      return file.encoding === "base64"
-        ? fromBase64(file.content)
-        : new TextEncoder().encode(file.content);
+      const stream = await bounded(sandbox.readFileStream(full), `reading ${path}`);
+      const events = parseSSEStream<FileStreamEvent>(stream)[Symbol.asyncIterator]();
+      const first = await bounded(events.next(), `reading ${path}`);
+      if (first.done) throw new Error(`reading ${path}: the stream ended before it began`);
+      if (first.value.type === "error") throw new Error(first.value.error);
+      if (first.value.type !== "metadata") throw new Error(`reading ${path}: a ${first.value.type} came before the metadata`);
+      return { size: first.value.size, body: fileBody(events, first.value.encoding) };
     } catch (e) {
-      if (/not found|FILE_NOT_FOUND|ENOENT|is a directory|IS_DIRECTORY|EISDIR/i.test(message(e))) {
-        return null;
-      }
+      if (/not found|FILE_NOT_FOUND|ENOENT/i.test(message(e))) return null;
       throw fileError(e);
     }
   }
 
   async writeFile(path: string, bytes: Uint8Array): Promise<void> {
+    await this.writeFileFrom(path, [bytes]);
+  }
+
+  /**
+   * The SDK's writeFile takes a whole string (a stream only over its rpc
+   * transport), so a body goes in parts of UPLOAD_PART_BYTES to a hidden
+   * folder, then one command beside the shell joins them and renames the
+   * result over the file: only one part is ever held here.
+   */
+  async writeFileFrom(path: string, chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<number> {
     const sandbox = await this.stub();
     const full = workspacePath(path);
+    const parts = `${WORKSPACE_DIR}/${UPLOAD_DIR_PREFIX}${crypto.randomUUID()}`;
+    let written = 0;
+    let count = 0;
+    const put = async (bytes: Uint8Array) => {
+      const name = `${parts}/part-${String(count++).padStart(6, "0")}`;
+      try {
+        await sandbox.writeFile(name, toBase64(bytes), { encoding: "base64" });
+      } catch (e) {
+        throw fileError(e);
+      }
+    };
     try {
-      const parent = full.slice(0, full.lastIndexOf("/"));
-      if (parent !== "/workspace") await sandbox.mkdir(parent, { recursive: true });
-      await sandbox.writeFile(full, toBase64(bytes), { encoding: "base64" });
-    } catch (e) {
-      throw fileError(e);
+      try {
+        await sandbox.mkdir(parts, { recursive: true });
+      } catch (e) {
+        throw fileError(e);
+      }
+      const held = new PartBuffer(UPLOAD_PART_BYTES);
+      for await (const chunk of chunks) {
+        written += chunk.byteLength;
+        for (const part of held.add(chunk)) await put(part);
+      }
+      await put(held.rest());
+      const joined = await this.beside(sandbox, joinPartsCommand(parts, full));
+      if (joined.exitCode !== 0) throw fileError(new Error(`writing ${path} failed: ${joined.stderr.trim()}`));
+      return written;
+    } finally {
+      await this.beside(sandbox, `rm -rf -- ${shellQuote(parts)}`).catch((e) => {
+        console.error(`removing the upload parts of room ${this.roomId} failed: ${message(e)}`);
+      });
     }
   }
 
@@ -728,6 +790,101 @@ function workspacePath(path: string): string {
   return `${WORKSPACE_DIR}/${path}`;
 }
 
+
+/** How long a file's type check, or the start of its read, may take. */
+const FILE_WAIT_MS = 30_000;
+/** Bytes of an upload sent to the sandbox in one call. */
+const UPLOAD_PART_BYTES = 1024 * 1024;
+/** The hidden folder an upload's parts wait in (removed when it ends). */
+export const UPLOAD_DIR_PREFIX = ".duet-upload-";
+
+/** `promise`, or an error saying what took too long past FILE_WAIT_MS. */
+async function bounded<T>(promise: Promise<T>, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} took longer than ${FILE_WAIT_MS / 1000} s`)), FILE_WAIT_MS);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The bytes of readFileStream's events after its metadata, decoded one at a time. */
+function fileBody(events: AsyncIterator<FileStreamEvent>, encoding: "utf-8" | "base64"): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const next = await events.next();
+      if (next.done) return controller.error(new Error("the file's stream ended before it was complete"));
+      const event = next.value;
+      if (event.type === "chunk") {
+        controller.enqueue(encoding === "base64" ? fromBase64(event.data) : new TextEncoder().encode(event.data));
+      } else if (event.type === "complete") {
+        controller.close();
+      } else if (event.type === "error") {
+        controller.error(new Error(event.error));
+      }
+    },
+    async cancel() {
+      await events.return?.();
+    },
+  });
+}
+
+/** Gathers chunks into parts of `size` bytes. */
+class PartBuffer {
+  private held: Uint8Array[] = [];
+  private bytes = 0;
+  constructor(private readonly size: number) {}
+
+  /** The parts `chunk` completes. */
+  add(chunk: Uint8Array): Uint8Array[] {
+    const done: Uint8Array[] = [];
+    let rest = chunk;
+    while (this.bytes + rest.byteLength >= this.size) {
+      const take = this.size - this.bytes;
+      this.held.push(rest.subarray(0, take));
+      this.bytes += take;
+      rest = rest.subarray(take);
+      done.push(this.rest());
+    }
+    if (rest.byteLength > 0) {
+      this.held.push(rest);
+      this.bytes += rest.byteLength;
+    }
+    return done;
+  }
+
+  /** What is held, as one part (possibly empty); the buffer is then empty. */
+  rest(): Uint8Array {
+    const part = new Uint8Array(this.bytes);
+    let at = 0;
+    for (const c of this.held) {
+      part.set(c, at);
+      at += c.byteLength;
+    }
+    this.held = [];
+    this.bytes = 0;
+    return part;
+  }
+}
+
+/**
+ * Joins an upload's parts into a new file beside them (each part removed
+ * once copied), keeps the old file's mode, makes the parent folders, and
+ * renames it over the file.
+ * In a subshell: the shell it runs in lives on.
+ */
+function joinPartsCommand(parts: string, target: string): string {
+  const d = shellQuote(parts);
+  const t = shellQuote(target);
+  const parent = shellQuote(target.slice(0, target.lastIndexOf("/")));
+  return (
+    `(set -e; : >| ${d}/whole; for p in ${d}/part-*; do cat "$p" >> ${d}/whole; rm -f "$p"; done; ` +
+    `if [ -f ${t} ]; then chmod --reference=${t} ${d}/whole; fi; mkdir -p -- ${parent}; mv -f -T ${d}/whole ${t})`
+  );
+}
 
 /** The seam's error for a failed file call. */
 function fileError(e: unknown): Error {

@@ -578,6 +578,45 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
     return { success: true, path, content, encoding: "base64", timestamp: new Date().toISOString() };
   }
 
+  /**
+   * SDK readFileStream: its Server-Sent Events (`metadata`, a `chunk` per
+   * piece as duet serve's `GET /files/{path}` streams it, base64 as the
+   * SDK sends a binary file's, then `complete`), never the file whole.
+   */
+  async readFileStream(path: string): Promise<ReadableStream<Uint8Array>> {
+    await this.wake();
+    const res = await this.call("GET", `/files/${filePath(path)}`);
+    if (!res.ok || !res.body) throw await fileError(res, path);
+    const size = Number(res.headers.get("content-length") ?? "0");
+    const source = res.body.getReader();
+    const encoder = new TextEncoder();
+    const event = (e: object) => encoder.encode(`data: ${JSON.stringify(e)}\n\n`);
+    let bytesRead = 0;
+    return new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(event({ type: "metadata", mimeType: "application/octet-stream", size, isBinary: true, encoding: "base64" }));
+      },
+      async pull(controller) {
+        try {
+          const next = await source.read();
+          if (next.done) {
+            controller.enqueue(event({ type: "complete", bytesRead }));
+            controller.close();
+            return;
+          }
+          bytesRead += next.value.byteLength;
+          controller.enqueue(event({ type: "chunk", data: toBase64(next.value) }));
+        } catch (e) {
+          controller.enqueue(event({ type: "error", error: String(e) }));
+          controller.close();
+        }
+      },
+      async cancel() {
+        await source.cancel();
+      },
+    });
+  }
+
   async writeFile(
     path: string,
     content: string,

@@ -49,6 +49,19 @@ export class SandboxStarting extends Error {
 /** A file path refused by the path rules (400 `details.path`). */
 export class BadPath extends Error {}
 
+/** A FIFO, socket or device: never read (it could block the reader forever). */
+export class NotRegular extends Error {
+  constructor() {
+    super("is not a regular file (a FIFO, socket or device is never read)");
+  }
+}
+
+/** A workspace file being read: its length, then its bytes as they come. */
+export interface FileStream {
+  size: number;
+  body: ReadableStream<Uint8Array>;
+}
+
 /** The room's disk is full (507). */
 export class DiskFull extends Error {
   constructor() {
@@ -138,10 +151,21 @@ export interface RoomSandbox {
   exec(req: ExecRequest): Promise<ExecOutcome>;
   /** SIGINT to the running command (SIGKILL 2 s later); false when none runs. */
   interrupt(): Promise<boolean>;
-  /** A workspace file's bytes, or null when absent. `path` is relative to /workspace, already checked. */
+  /**
+   * A workspace file's bytes, or null when absent (or a folder). `path` is
+   * relative to /workspace, already checked. Throws NotRegular.
+   */
   readFile(path: string): Promise<Uint8Array | null>;
+  /** readFile streamed: the bytes are never held whole. */
+  openFile(path: string): Promise<FileStream | null>;
   /** Writes a workspace file, creating parent folders; throws DiskFull. */
   writeFile(path: string, bytes: Uint8Array): Promise<void>;
+  /**
+   * writeFile from chunks as they come (never held whole), replacing the
+   * file at the end (its mode kept); the number of bytes written. An
+   * error of `chunks` leaves the old file as it was, and is thrown.
+   */
+  writeFileFrom(path: string, chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<number>;
   /**
    * The entries of workspace folder `dir` ("" is /workspace itself), in
    * no particular order; null when it is absent or not a folder. Throws

@@ -5,7 +5,7 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../../src/env";
 import { roomSandbox, sandboxId, type SandboxStandIn } from "../../src/sandbox/adapter";
-import { DiskFull, SandboxStarting, type ExecRequest } from "../../src/sandbox/types";
+import { DiskFull, NotRegular, SandboxStarting, type ExecRequest } from "../../src/sandbox/types";
 
 const testEnv = env as unknown as Env;
 
@@ -120,6 +120,33 @@ describe("files", () => {
     expect(await box.readFile("deep/er/data.bin")).toEqual(bytes);
     expect(await box.readFile("nope.txt")).toBeNull();
     expect((await box.exec(request("wc -c < deep/er/data.bin").req)).stdout.trim()).toBe("6");
+  });
+
+  // Many parts are server_files_list's 24 MiB file: this room's disk is 1 MiB.
+  it("an upload from chunks keeps the file's mode, and one whose body fails leaves the old file and no parts", async () => {
+    const box = roomSandbox(testEnv, "files-parts");
+    await box.exec(request("printf old > kept.sh && chmod 750 kept.sh").req);
+    const whole = new Uint8Array(300 * 1024 + 3).map((_, i) => i % 251);
+    async function* pieces() {
+      for (let at = 0; at < whole.length; at += 70_001) yield whole.subarray(at, at + 70_001);
+    }
+    expect(await box.writeFileFrom("kept.sh", pieces())).toBe(whole.length);
+    expect(await box.readFile("kept.sh")).toEqual(whole);
+    expect((await box.exec(request("stat -c %a kept.sh").req)).stdout.trim()).toBe("750");
+    async function* cut() {
+      yield new Uint8Array(100 * 1024);
+      throw new Error("the client went away");
+    }
+    await expect(box.writeFileFrom("kept.sh", cut())).rejects.toThrow("the client went away");
+    expect(await box.readFile("kept.sh")).toEqual(whole);
+    expect((await box.listFiles(""))?.map((e) => e.name)).toEqual(["kept.sh"]);
+  });
+
+  it("a FIFO is NotRegular at once, never opened", async () => {
+    const box = roomSandbox(testEnv, "files-fifo");
+    await box.exec(request("mkfifo ff").req);
+    expect(await box.openFile("ff").catch((e) => e)).toBeInstanceOf(NotRegular);
+    expect(await box.readFile("ff").catch((e) => e)).toBeInstanceOf(NotRegular);
   });
 
   it("a full disk is DiskFull", async () => {
