@@ -78,6 +78,26 @@ impl Server {
 
     /// As `start`, listening on `listen` (a fixed port survives a restart).
     pub async fn start_at(listen: &str, data_dir: &Path, extra: &[&str]) -> Server {
+        let stderr = if std::env::var_os("DUET_TEST_LOG").is_some() {
+            Stdio::inherit()
+        } else {
+            Stdio::null()
+        };
+        Server::spawn(listen, data_dir, extra, stderr).await
+    }
+
+    /// As `start_at`, its stderr appended to `log` (kept across a
+    /// restart), so that a test can read what the server said (a panic).
+    pub async fn start_logged(listen: &str, data_dir: &Path, extra: &[&str], log: &Path) -> Server {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .expect("the server's log file opens");
+        Server::spawn(listen, data_dir, extra, Stdio::from(file)).await
+    }
+
+    async fn spawn(listen: &str, data_dir: &Path, extra: &[&str], stderr: Stdio) -> Server {
         let (mut cmd, wait) = match backend() {
             Backend::Serve => {
                 let mut cmd = Command::new(env!("CARGO_BIN_EXE_duet"));
@@ -105,11 +125,7 @@ impl Server {
             )
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(if std::env::var_os("DUET_TEST_LOG").is_some() {
-                Stdio::inherit()
-            } else {
-                Stdio::null()
-            })
+            .stderr(stderr)
             .kill_on_drop(true);
         // SAFETY: prctl is async-signal-safe; the server dies with the test.
         unsafe {
