@@ -8,6 +8,7 @@ use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
@@ -36,7 +37,8 @@ pub(super) fn wait_briefly(child: &mut Child) -> Option<i32> {
 
 pub(super) fn start_shell() -> io::Result<Shell> {
     let program = shell::program()?;
-    let mut child = Command::new(program)
+    let mut command = Command::new(program);
+    command
         .args(shell::SHELL_ARGS)
         .env_clear()
         .envs(shell::SHELL_ENV)
@@ -45,8 +47,18 @@ pub(super) fn start_shell() -> io::Result<Shell> {
         .stdout(Stdio::piped())
         // An interactive bash without a terminal says so at its start, and
         // prints its (empty) prompts there: nothing anyone needs.
-        .stderr(Stdio::null())
-        .spawn()?;
+        .stderr(Stdio::null());
+    // SAFETY: setsid is async-signal-safe. The shell is interactive, so
+    // without a session of its own it would take the controlling terminal
+    // it inherited (an embedded backend's is the person's, under the TUI)
+    // for its job control and stop the TUI from reading its keys.
+    unsafe {
+        command.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut child = command.spawn()?;
     let (Some(stdin), Some(ctl)) = (child.stdin.take(), child.stdout.take()) else {
         return Err(io::Error::other("the shell has no pipes"));
     };
