@@ -477,3 +477,17 @@ fn a_command_cut_by_a_restart_stops_spinning_after_the_reconnect() {
     assert!(screen.contains("tick 3"), "{screen}");
     assert!(screen.contains("error: the server stopped"), "{screen}");
 }
+
+#[test]
+fn your_own_command_shows_the_time_it_started_before_any_record() {
+    let mut app = app();
+    // A fresh room: no message or record has given the backend's time yet.
+    app.update(state(vec![], vec![]));
+    submit(&mut app, "!echo hi");
+    app.update(exec_start_by("e1", "echo hi", "ada", "c-ada"));
+    app.update(exec_out("e1", "hi\n"));
+    app.update(exec_done("e1", 0, 12));
+    let screen = render(&mut app, 120, 40);
+    assert!(screen.contains("10:00 ada $ echo hi"), "{screen}");
+    assert!(!screen.contains("00:00 ada"), "{screen}");
+}

@@ -25,6 +25,10 @@ pub struct CommandLine {
     pub ts: i64,
     /// When this client saw it start (its running time).
     pub started_ms: i64,
+    /// Its `HH:MM`: this client's clock until a record gives the
+    /// backend's start (`ts` may be older: the last time the backend
+    /// gave, or none at all in a fresh room).
+    pub shown_ms: i64,
     pub done: Option<Completion>,
 }
 
@@ -43,6 +47,7 @@ impl CommandLine {
             by: by.clone(),
             ts,
             started_ms: now_ms,
+            shown_ms: now_ms,
             done: None,
         })
     }
@@ -55,6 +60,7 @@ impl CommandLine {
             by: record.by.clone(),
             ts: record.ts,
             started_ms: record.ts,
+            shown_ms: record.ts,
             done: Some(Completion::from_record(record)),
         }
     }
@@ -64,7 +70,7 @@ impl Cell for CommandLine {
     /// `10:04 bob $ make test  ✓ 0`: the command is cut, never the badge.
     fn lines(&self, cells: u16, ctx: &RenderCtx) -> Lines {
         let theme = ctx.theme;
-        let time = format!("{} ", clock(self.ts, ctx.tz));
+        let time = format!("{} ", clock(self.shown_ms, ctx.tz));
         let (badge, badge_style) = badge(self.done.as_ref(), self.started_ms, ctx);
         let cmd = one_line(&self.cmd);
         let total = usize::from(cells);
