@@ -2,7 +2,10 @@
 //! (`/checkpoints`, live from the state) and a folder of the workspace
 //! (`/ls`), each the table its CLI command prints, scrolled like the help.
 
+use crate::protocol::{Addressee, Checkpoint, Role};
 use crate::tui::app::App;
+use crate::tui::text::truncate;
+use crate::tui::timeline::one_line;
 use crate::tui::view::overlay::centered;
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -26,11 +29,15 @@ pub fn draw_checkpoints(frame: &mut Frame, app: &App, area: Rect) {
     } else {
         let table = crate::client::checkpoints::table(list, app.tz);
         for (i, row) in table.lines().enumerate() {
-            lines.push(if i == 0 {
-                Line::styled(row.to_string(), theme.dim())
-            } else {
-                Line::raw(row.to_string())
-            });
+            if i == 0 {
+                lines.push(Line::styled(row.to_string(), theme.dim()));
+                continue;
+            }
+            lines.push(Line::raw(row.to_string()));
+            // Row i is the list's checkpoint i - 1 (one line each).
+            if let Some(question) = list.get(i - 1).and_then(|c| question_before(app, c)) {
+                lines.push(Line::styled(format!("  ↳ before {question}"), theme.dim()));
+            }
         }
     }
     lines.push(Line::default());
@@ -39,6 +46,23 @@ pub fn draw_checkpoints(frame: &mut Frame, app: &App, area: Rect) {
         theme.dim(),
     ));
     draw_list(frame, app, area, " Checkpoints ", lines);
+}
+
+/// `bob's question: fix the build`: the question whose turn an automatic
+/// checkpoint was taken in (before its first command): the newest message
+/// to the agent stored before it, when the chat holds it.
+fn question_before(app: &App, checkpoint: &Checkpoint) -> Option<String> {
+    checkpoint.turn_id.as_ref()?;
+    let ts = i64::try_from(checkpoint.ts).ok()?;
+    let msg = app
+        .chat
+        .messages()
+        .rev()
+        .filter(|m| m.ts <= ts)
+        .find(|m| m.role == Role::User && m.to.unwrap_or_default() == Addressee::Agent)?;
+    let who = msg.user_id.as_deref().unwrap_or("someone");
+    let text = truncate(&one_line(&msg.text), 60);
+    Some(format!("{who}'s question: {text}"))
 }
 
 /// `/ls`: the folder's table.
