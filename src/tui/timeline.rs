@@ -25,9 +25,9 @@ pub struct CommandLine {
     pub ts: i64,
     /// When this client saw it start (its running time).
     pub started_ms: i64,
-    /// Its `HH:MM`: this client's clock until a record gives the
-    /// backend's start (`ts` may be older: the last time the backend
-    /// gave, or none at all in a fresh room).
+    /// Its `HH:MM`: this client's clock (not before `ts`) until a record
+    /// gives the backend's start (`ts` alone may be much older: the last
+    /// time the backend gave, or none at all in a fresh room).
     pub shown_ms: i64,
     pub done: Option<Completion>,
 }
@@ -47,7 +47,8 @@ impl CommandLine {
             by: by.clone(),
             ts,
             started_ms: now_ms,
-            shown_ms: now_ms,
+            // Not before what the backend already said happened.
+            shown_ms: now_ms.max(ts),
             done: None,
         })
     }
