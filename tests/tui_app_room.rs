@@ -491,3 +491,15 @@ fn your_own_command_shows_the_time_it_started_before_any_record() {
     assert!(screen.contains("10:00 ada $ echo hi"), "{screen}");
     assert!(!screen.contains("00:00 ada"), "{screen}");
 }
+
+#[test]
+fn the_output_pane_gets_its_share_of_a_wide_window() {
+    let mut app = app();
+    let line = "-rw-r--r-- 1 ada ada 1234 Dec  3 07:59 Cargo.toml";
+    app.update(exec_start("e1", "ls -la", "bob"));
+    app.update(exec_out("e1", &format!("{line}\n")));
+    app.update(exec_done("e1", 0, 12));
+    // The chat has the focus; at 140 columns `ls -la` still fits beside it.
+    let screen = render(&mut app, 140, 40);
+    assert!(screen.contains(line), "{screen}");
+}
