@@ -503,3 +503,26 @@ fn the_output_pane_gets_its_share_of_a_wide_window() {
     let screen = render(&mut app, 140, 40);
     assert!(screen.contains(line), "{screen}");
 }
+
+#[test]
+fn a_narrow_chat_keeps_the_commands_start_and_cuts_the_badge_first() {
+    let mut app = app();
+    app.update(exec_start("e1", "sleep 100", "bob"));
+    app.update(frame(ServerFrame::Exec(ExecFrame::Complete {
+        exec_id: "e1".into(),
+        exit_code: Some(130),
+        duration: 900,
+        timed_out: false,
+        truncated: false,
+        interrupted: true,
+        error: None,
+        cwd: None,
+    })));
+    // The output has the focus: the chat is its narrow side.
+    app.update(key(KeyCode::Tab));
+    let screen = render(&mut app, 100, 30);
+    assert!(
+        screen.lines().any(|l| l.starts_with("10:00 bob $ sleep")),
+        "{screen}"
+    );
+}

@@ -67,8 +67,12 @@ impl CommandLine {
     }
 }
 
+/// Cells of a command a narrow line keeps before its badge's words.
+const MIN_COMMAND: usize = 12;
+
 impl Cell for CommandLine {
-    /// `10:04 bob $ make test  ✓ 0`: the command is cut, never the badge.
+    /// `10:04 bob $ make test  ✓ 0`: the command is cut, and when narrow the
+    /// badge first keeps only its sign (`■`, `✓`, the spinner).
     fn lines(&self, cells: u16, ctx: &RenderCtx) -> Lines {
         let theme = ctx.theme;
         let time = format!("{} ", clock(self.shown_ms, ctx.tz));
@@ -76,8 +80,16 @@ impl Cell for CommandLine {
         let cmd = one_line(&self.cmd);
         let total = usize::from(cells);
         let who = truncate(&self.by, 16);
-        let fixed = width(&time) + width(&who) + 3 + 2 + width(&badge);
-        let cmd = truncate(&cmd, total.saturating_sub(fixed).max(1));
+        // Narrow: the badge's words go first (its sign stays), so the
+        // command keeps its start.
+        let room =
+            |badge: &str| total.saturating_sub(width(&time) + width(&who) + 3 + 2 + width(badge));
+        let badge = if room(&badge) < width(&cmd).min(MIN_COMMAND) {
+            badge.split(' ').next().unwrap_or_default().to_string()
+        } else {
+            badge
+        };
+        let cmd = truncate(&cmd, room(&badge).max(1));
         Rc::new(vec![Line::from(vec![
             Span::styled(time, theme.dim()),
             Span::styled(who, theme.person(&self.by)),
