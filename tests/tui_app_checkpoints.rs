@@ -500,3 +500,34 @@ fn a_cleanup_forgets_the_checkpoints() {
     app.update(frame(ServerFrame::Cleanup { by: "bob".into() }));
     assert!(app.checkpoints.list.is_empty());
 }
+
+#[test]
+fn the_list_says_which_question_each_automatic_checkpoint_preceded() {
+    let mut app = app();
+    let to_room = DuetMessage {
+        to: Some(Addressee::Room),
+        ..user_msg(2, "ada", "lunch?")
+    };
+    app.update(frame(ServerFrame::State {
+        state: RoomState {
+            checkpoints: vec![
+                checkpoint("c1", "auto-1", true, 3),
+                checkpoint("c2", "mine", false, 5),
+            ],
+            messages: vec![
+                user_msg(1, "bob", "fix the build"),
+                to_room,
+                agent_msg(4, "Fixed.", None),
+                user_msg(6, "ada", "now the docs"),
+            ],
+            ..RoomState::default()
+        },
+    }));
+    submit(&mut app, "/checkpoints");
+    let screen = render(&mut app, 120, 40);
+    assert!(
+        screen.contains("before bob's question: fix the build"),
+        "{screen}"
+    );
+    assert_eq!(screen.matches("question:").count(), 1, "{screen}");
+}

@@ -291,3 +291,21 @@ fn f2_toggles_mouse_capture_and_says_so() {
     assert_eq!(app.update(key(KeyCode::F(2))), vec![Effect::SetMouse(true)]);
     assert!(app.toasts.last().unwrap().text.contains("wheel scrolls"));
 }
+
+#[test]
+fn help_says_there_is_more_and_scrolls_to_the_processes_keys() {
+    let mut app = app();
+    app.update(key(KeyCode::F(1)));
+    let screen = render(&mut app, 80, 24);
+    assert!(screen.contains("↓ more"), "{screen}");
+    assert!(!screen.contains("select the process below"), "{screen}");
+    // PgDn until the end: F4's keys and the last line are there, and
+    // nothing says there is more.
+    for _ in 0..30 {
+        app.update(key(KeyCode::PageDown));
+    }
+    let screen = render(&mut app, 80, 24);
+    assert!(screen.contains("select the process below"), "{screen}");
+    assert!(screen.contains("Esc, q or ? close"), "{screen}");
+    assert!(!screen.contains("↓ more"), "{screen}");
+}

@@ -477,3 +477,52 @@ fn a_command_cut_by_a_restart_stops_spinning_after_the_reconnect() {
     assert!(screen.contains("tick 3"), "{screen}");
     assert!(screen.contains("error: the server stopped"), "{screen}");
 }
+
+#[test]
+fn your_own_command_shows_the_time_it_started_before_any_record() {
+    let mut app = app();
+    // A fresh room: no message or record has given the backend's time yet.
+    app.update(state(vec![], vec![]));
+    submit(&mut app, "!echo hi");
+    app.update(exec_start_by("e1", "echo hi", "ada", "c-ada"));
+    app.update(exec_out("e1", "hi\n"));
+    app.update(exec_done("e1", 0, 12));
+    let screen = render(&mut app, 120, 40);
+    assert!(screen.contains("10:00 ada $ echo hi"), "{screen}");
+    assert!(!screen.contains("00:00 ada"), "{screen}");
+}
+
+#[test]
+fn the_output_pane_gets_its_share_of_a_wide_window() {
+    let mut app = app();
+    let line = "-rw-r--r-- 1 ada ada 1234 Dec  3 07:59 Cargo.toml";
+    app.update(exec_start("e1", "ls -la", "bob"));
+    app.update(exec_out("e1", &format!("{line}\n")));
+    app.update(exec_done("e1", 0, 12));
+    // The chat has the focus; at 140 columns `ls -la` still fits beside it.
+    let screen = render(&mut app, 140, 40);
+    assert!(screen.contains(line), "{screen}");
+}
+
+#[test]
+fn a_narrow_chat_keeps_the_commands_start_and_cuts_the_badge_first() {
+    let mut app = app();
+    app.update(exec_start("e1", "sleep 100", "bob"));
+    app.update(frame(ServerFrame::Exec(ExecFrame::Complete {
+        exec_id: "e1".into(),
+        exit_code: Some(130),
+        duration: 900,
+        timed_out: false,
+        truncated: false,
+        interrupted: true,
+        error: None,
+        cwd: None,
+    })));
+    // The output has the focus: the chat is its narrow side.
+    app.update(key(KeyCode::Tab));
+    let screen = render(&mut app, 100, 30);
+    assert!(
+        screen.lines().any(|l| l.starts_with("10:00 bob $ sleep")),
+        "{screen}"
+    );
+}

@@ -242,8 +242,9 @@ impl ChatLog {
                 .find(|c| c.exec_id == record.exec_id)
             {
                 Some(line) => {
-                    if line.ts != record.ts || line.done.is_none() {
+                    if line.ts != record.ts || line.shown_ms != record.ts || line.done.is_none() {
                         line.ts = record.ts;
+                        line.shown_ms = record.ts;
                         line.done
                             .get_or_insert_with(|| Completion::from_record(record));
                         changed = true;

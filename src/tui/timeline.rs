@@ -25,6 +25,10 @@ pub struct CommandLine {
     pub ts: i64,
     /// When this client saw it start (its running time).
     pub started_ms: i64,
+    /// Its `HH:MM`: this client's clock (not before `ts`) until a record
+    /// gives the backend's start (`ts` alone may be much older: the last
+    /// time the backend gave, or none at all in a fresh room).
+    pub shown_ms: i64,
     pub done: Option<Completion>,
 }
 
@@ -43,6 +47,8 @@ impl CommandLine {
             by: by.clone(),
             ts,
             started_ms: now_ms,
+            // Not before what the backend already said happened.
+            shown_ms: now_ms.max(ts),
             done: None,
         })
     }
@@ -55,22 +61,35 @@ impl CommandLine {
             by: record.by.clone(),
             ts: record.ts,
             started_ms: record.ts,
+            shown_ms: record.ts,
             done: Some(Completion::from_record(record)),
         }
     }
 }
 
+/// Cells of a command a narrow line keeps before its badge's words.
+const MIN_COMMAND: usize = 12;
+
 impl Cell for CommandLine {
-    /// `10:04 bob $ make test  ✓ 0`: the command is cut, never the badge.
+    /// `10:04 bob $ make test  ✓ 0`: the command is cut, and when narrow the
+    /// badge first keeps only its sign (`■`, `✓`, the spinner).
     fn lines(&self, cells: u16, ctx: &RenderCtx) -> Lines {
         let theme = ctx.theme;
-        let time = format!("{} ", clock(self.ts, ctx.tz));
+        let time = format!("{} ", clock(self.shown_ms, ctx.tz));
         let (badge, badge_style) = badge(self.done.as_ref(), self.started_ms, ctx);
         let cmd = one_line(&self.cmd);
         let total = usize::from(cells);
         let who = truncate(&self.by, 16);
-        let fixed = width(&time) + width(&who) + 3 + 2 + width(&badge);
-        let cmd = truncate(&cmd, total.saturating_sub(fixed).max(1));
+        // Narrow: the badge's words go first (its sign stays), so the
+        // command keeps its start.
+        let room =
+            |badge: &str| total.saturating_sub(width(&time) + width(&who) + 3 + 2 + width(badge));
+        let badge = if room(&badge) < width(&cmd).min(MIN_COMMAND) {
+            badge.split(' ').next().unwrap_or_default().to_string()
+        } else {
+            badge
+        };
+        let cmd = truncate(&cmd, room(&badge).max(1));
         Rc::new(vec![Line::from(vec![
             Span::styled(time, theme.dim()),
             Span::styled(who, theme.person(&self.by)),

@@ -14,6 +14,10 @@ pub const PRESENCE_WIDTH: u16 = 18;
 /// width beside the presence column: the chat reads at about 70 columns
 /// at 120, and Tab gives the room to the output instead.
 pub const FOCUSED_SHARE: u16 = 70;
+/// The focused chat's share stops growing past this many columns (or half
+/// the panes, if more): beyond it, a wide window's columns go to the
+/// output (50 columns at 140 rather than 37).
+pub const CHAT_READ_WIDTH: u16 = 72;
 /// The other pane keeps at least this many columns.
 pub const SIDE_MIN: u16 = 28;
 /// Most lines the input grows to.
@@ -80,7 +84,7 @@ pub fn areas(app: &App, area: Rect) -> Areas {
         // The terminal view keeps the wide share while shown, so that its
         // size does not change with the focus.
         let chat_width = match app.focus {
-            Pane::Chat if !app.term.shown => wide,
+            Pane::Chat if !app.term.shown => wide.min(CHAT_READ_WIDTH.max(panes.width / 2)),
             _ => panes.width - wide,
         };
         let [chat, output] =

@@ -2,8 +2,11 @@
 //! (`/checkpoints`, live from the state) and a folder of the workspace
 //! (`/ls`), each the table its CLI command prints, scrolled like the help.
 
+use crate::protocol::{Addressee, Checkpoint, Role};
 use crate::tui::app::App;
-use crate::tui::view::overlay::centered;
+use crate::tui::text::truncate;
+use crate::tui::timeline::one_line;
+use crate::tui::view::overlay::{centered, scroll_mark};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
@@ -26,11 +29,15 @@ pub fn draw_checkpoints(frame: &mut Frame, app: &App, area: Rect) {
     } else {
         let table = crate::client::checkpoints::table(list, app.tz);
         for (i, row) in table.lines().enumerate() {
-            lines.push(if i == 0 {
-                Line::styled(row.to_string(), theme.dim())
-            } else {
-                Line::raw(row.to_string())
-            });
+            if i == 0 {
+                lines.push(Line::styled(row.to_string(), theme.dim()));
+                continue;
+            }
+            lines.push(Line::raw(row.to_string()));
+            // Row i is the list's checkpoint i - 1 (one line each).
+            if let Some(question) = list.get(i - 1).and_then(|c| question_before(app, c)) {
+                lines.push(Line::styled(format!("  ↳ before {question}"), theme.dim()));
+            }
         }
     }
     lines.push(Line::default());
@@ -39,6 +46,23 @@ pub fn draw_checkpoints(frame: &mut Frame, app: &App, area: Rect) {
         theme.dim(),
     ));
     draw_list(frame, app, area, " Checkpoints ", lines);
+}
+
+/// `bob's question: fix the build`: the question whose turn an automatic
+/// checkpoint was taken in (before its first command): the newest message
+/// to the agent stored before it, when the chat holds it.
+fn question_before(app: &App, checkpoint: &Checkpoint) -> Option<String> {
+    checkpoint.turn_id.as_ref()?;
+    let ts = i64::try_from(checkpoint.ts).ok()?;
+    let msg = app
+        .chat
+        .messages()
+        .rev()
+        .filter(|m| m.ts <= ts)
+        .find(|m| m.role == Role::User && m.to.unwrap_or_default() == Addressee::Agent)?;
+    let who = msg.user_id.as_deref().unwrap_or("someone");
+    let text = truncate(&one_line(&msg.text), 60);
+    Some(format!("{who}'s question: {text}"))
 }
 
 /// `/ls`: the folder's table.
@@ -77,17 +101,16 @@ fn draw_list(frame: &mut Frame, app: &App, area: Rect, title: &str, mut lines: V
     if rect.width < 10 || rect.height < 3 {
         return;
     }
-    let max_scroll = (lines.len() as u16).saturating_sub(rect.height.saturating_sub(2));
+    let shown = rect.height.saturating_sub(2);
+    let max_scroll = (lines.len() as u16).saturating_sub(shown);
+    let scroll = app.help_scroll.min(max_scroll);
+    let mut block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(app.theme.focused())
+        .title(title.to_string());
+    if let Some(mark) = scroll_mark(scroll, shown, lines.len() as u16) {
+        block = block.title_bottom(mark.right_aligned());
+    }
     frame.render_widget(Clear, rect);
-    frame.render_widget(
-        Paragraph::new(lines)
-            .scroll((app.help_scroll.min(max_scroll), 0))
-            .block(
-                Block::default()
-                    .borders(Borders::ALL)
-                    .border_style(app.theme.focused())
-                    .title(title.to_string()),
-            ),
-        rect,
-    );
+    frame.render_widget(Paragraph::new(lines).scroll((scroll, 0)).block(block), rect);
 }

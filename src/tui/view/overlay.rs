@@ -160,26 +160,54 @@ fn width_of(s: &str) -> usize {
     width(s)
 }
 
-/// The help overlay, scrolled by `app.help_scroll`.
+/// The help overlay, scrolled by `app.help_scroll`. Its lines are wrapped
+/// here, so the scroll reaches the last of them.
 pub fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
     let outer_w = area.width.min(100);
-    let lines = help_lines(app, outer_w.saturating_sub(2));
+    let inner_w = usize::from(outer_w.saturating_sub(2)).max(1);
+    let lines: Vec<Line> = help_lines(app, outer_w.saturating_sub(2))
+        .into_iter()
+        .flat_map(|line| wrap_line(line, inner_w))
+        .collect();
     let rect = centered(area, outer_w, lines.len() as u16 + 2);
-    let max_scroll = (lines.len() as u16).saturating_sub(rect.height.saturating_sub(2));
+    let shown = rect.height.saturating_sub(2);
+    let max_scroll = (lines.len() as u16).saturating_sub(shown);
     let scroll = app.help_scroll.min(max_scroll);
+    let mut block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(app.theme.focused())
+        .title(" Help ");
+    if let Some(mark) = scroll_mark(scroll, shown, lines.len() as u16) {
+        block = block.title_bottom(mark.right_aligned());
+    }
     frame.render_widget(Clear, rect);
-    frame.render_widget(
-        Paragraph::new(lines)
-            .wrap(ratatui::widgets::Wrap { trim: false })
-            .scroll((scroll, 0))
-            .block(
-                Block::default()
-                    .borders(Borders::ALL)
-                    .border_style(app.theme.focused())
-                    .title(" Help "),
-            ),
-        rect,
-    );
+    frame.render_widget(Paragraph::new(lines).scroll((scroll, 0)).block(block), rect);
+}
+
+/// A styled line word-wrapped to `cells`, keeping its style.
+fn wrap_line(line: Line<'static>, cells: usize) -> Vec<Line<'static>> {
+    let pieces = crate::tui::text::wrap_words(&line.spans, cells, cells);
+    if pieces.is_empty() {
+        return vec![line];
+    }
+    pieces
+        .into_iter()
+        .map(|spans| Line::from(spans).style(line.style))
+        .collect()
+}
+
+/// ` ↓ more · 1-22/64 `: where a scrolled overlay is, when it does not
+/// show all of its `total` lines (`↑` at the end).
+pub(crate) fn scroll_mark(scroll: u16, shown: u16, total: u16) -> Option<Line<'static>> {
+    if total <= shown || shown == 0 {
+        return None;
+    }
+    let last = (scroll + shown).min(total);
+    let arrow = if last < total { "↓ more" } else { "↑ more" };
+    Some(Line::from(format!(
+        " {arrow} · {}-{last}/{total} ",
+        scroll + 1
+    )))
 }
 
 /// "Clean up room X? y/N"
