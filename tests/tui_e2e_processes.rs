@@ -57,9 +57,15 @@ async fn bg_then_the_view_follows_a_log_and_stops_processes() {
 
     // The view: the process, and its port's URL once it listens.
     tmux.keys("ann", &["F4"]);
-    // The preview's own origin (`*.localhost` on a loopback server).
+    // The preview's own origin (`*.localhost` on a loopback duet serve);
+    // the worker without DUET_PREVIEW_HOST names its path route.
     let port = server.addr.rsplit(':').next().unwrap_or_default();
-    let preview = format!("http://8000-{room}.localhost:{port}/");
+    let preview = match common::backend() {
+        common::Backend::Serve => format!("http://8000-{room}.localhost:{port}/"),
+        common::Backend::Worker => {
+            format!("http://{}/api/rooms/{room}/ports/8000/", server.addr)
+        }
+    };
     let screen = tmux
         .wait("ann", "the process and its port in the view", |s| {
             s.contains("Processes · 1 running") && s.contains(&format!("8000  {preview}"))
