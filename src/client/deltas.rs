@@ -1,6 +1,6 @@
 //! State deltas (docs/protocol.md "State deltas"): the frames a socket
 //! opened with `deltas=1` gets instead of a full `cf_agent_state` after
-//! every change. Read here, beside `ServerFrame`, until src/protocol.rs
+//! every change. Read here, beside `ServerFrame`, until src/protocol/mod.rs
 //! carries them.
 
 use crate::protocol::DuetMessage;

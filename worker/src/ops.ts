@@ -1,6 +1,6 @@
 // The room operations shared by HTTP and the socket's `rpc`, each parsed
 // from a JSON object field by field so that every bad field is named, with
-// the messages of `duet serve` (src/server/ops.rs).
+// the messages of `duet serve` (src/server/ops/).
 
 import { parseRole, type RoomRole } from "./access";
 import { collapse, parsePolicy, type Policy } from "./approvals";

@@ -1,5 +1,5 @@
 // Wire types and frames of docs/protocol.md, serialized in the field order
-// `duet serve` writes them (src/protocol.rs), so that both backends send the
+// `duet serve` writes them (src/protocol/mod.rs), so that both backends send the
 // same bytes; and the text rules of its limits.
 
 import type { RoomRole } from "./access";
