@@ -3,7 +3,8 @@
 //! on someone else's command asks then interrupts, Ctrl+X then `y` empties
 //! both screens; the agent's reply
 //! streams to both with its command; PageUp loads older pages; /put and
-//! /get move files. Needs tmux (the CI script installs it).
+//! /get move files; SIGTERM, SIGHUP and Ctrl+Z leave the terminal as it
+//! was; `duet serve` honours NO_COLOR. Needs tmux (the CI script installs it).
 
 mod agent_support;
 mod common;
@@ -343,4 +344,33 @@ async fn ctrl_z_suspends_to_the_shell_and_fg_redraws() {
     tmux.wait("ada", "a clean exit", |s| s.contains("CODE=0"))
         .await;
     terminal_is_as_it_was(&tmux, dir.path(), "ada").await;
+}
+
+/// `duet serve` colours its log on a terminal, and not when NO_COLOR is set.
+#[tokio::test]
+async fn serve_colours_its_log_on_a_terminal_unless_no_color_is_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(dir.path());
+    for (name, no_color) in [("plain", "1"), ("coloured", "")] {
+        let data = dir.path().join(name);
+        let args = format!("serve --listen 127.0.0.1:0 --data-dir {}", data.display());
+        tmux.start_sized(
+            name,
+            &[("NO_COLOR", no_color.to_string())],
+            &args,
+            (140, 20),
+        );
+    }
+    let with_escapes = |name: &str| {
+        tmux.run(&["capture-pane", "-e", "-p", "-t", &format!("={name}:")])
+            .contains('\x1b')
+    };
+    for name in ["plain", "coloured"] {
+        tmux.wait(name, "the warning about no token", |s| {
+            s.contains("no --token")
+        })
+        .await;
+    }
+    assert!(with_escapes("coloured"), "{}", tmux.screen("coloured"));
+    assert!(!with_escapes("plain"), "{}", tmux.screen("plain"));
 }
