@@ -141,7 +141,7 @@ fn parser(size: TermSize) -> vt100::Parser {
 mod tests {
     use super::*;
     use rand::rngs::StdRng;
-    use rand::{Rng, SeedableRng};
+    use rand::{RngExt, SeedableRng};
 
     fn size(cols: u16, rows: u16) -> TermSize {
         TermSize { cols, rows }

@@ -13,7 +13,7 @@ use common::{Server, Ws};
 use duet::emulator::Emulator;
 use duet::protocol::TermSize;
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use serde_json::{Value, json};
 use std::time::Duration;
 

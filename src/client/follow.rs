@@ -176,7 +176,7 @@ impl Follow<'_> {
     async fn once(&mut self) -> anyhow::Result<Outcome> {
         let server = self.params.base.clone();
         let url = socket_url(&self.params).map_err(anyhow::Error::msg)?;
-        let attempt = tokio_tungstenite::connect_async(url.as_str());
+        let attempt = crate::client::tls::connect_ws(url.as_str());
         let ws = match tokio::time::timeout(CONNECT_TIMEOUT, attempt).await {
             Err(_) => return Ok(Outcome::Dropped(explain::unreachable(&server, "timed out"))),
             Ok(Ok((ws, _))) => ws,

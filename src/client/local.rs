@@ -61,7 +61,7 @@ pub fn embedded_token(data_dir: &Path) -> std::io::Result<String> {
 /// A fresh token: 22 letters and digits (over 128 bits of chance), short
 /// enough that a join hint carrying it fits an 80-column status bar.
 fn new_token() -> String {
-    use rand::Rng;
+    use rand::RngExt;
     const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     let mut rng = rand::rng();
     (0..22)

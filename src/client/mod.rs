@@ -19,5 +19,6 @@ pub mod ps;
 pub mod rpc;
 pub mod socket;
 pub mod term;
+pub mod tls;
 pub mod tunnel;
 pub mod undo;

@@ -11,6 +11,7 @@ use crate::client::deltas::Delta;
 use crate::client::explain;
 use crate::client::rpc::{Answer, Calls, RoomOp, not_sent};
 use crate::client::term::link::{Attachment, input_frames};
+use crate::client::tls::Ws;
 use crate::protocol::{ClientFrame, ServerFrame, TermSize};
 use futures_util::{SinkExt, StreamExt};
 use std::time::{Duration, Instant};
@@ -346,13 +347,9 @@ enum ConnectError {
     Failed(String),
 }
 
-/// The socket of one connection.
-type Ws =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
 async fn connect(params: &SocketParams) -> Result<Ws, ConnectError> {
     let url = socket_url(params).map_err(ConnectError::Refused)?;
-    let attempt = tokio_tungstenite::connect_async(url.as_str());
+    let attempt = crate::client::tls::connect_ws(url.as_str());
     match tokio::time::timeout(CONNECT_TIMEOUT, attempt).await {
         Err(_) => Err(ConnectError::Failed(explain::unreachable(
             &params.base,

@@ -163,12 +163,8 @@ async fn carry(tcp: TcpStream, url: &url::Url, base: &str, port: u16) -> Result<
 }
 
 /// The tunnel's socket, or why not as a sentence.
-async fn connect(
-    url: &url::Url,
-    base: &str,
-) -> Result<tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<TcpStream>>, String>
-{
-    let attempt = tokio_tungstenite::connect_async(url.as_str());
+async fn connect(url: &url::Url, base: &str) -> Result<crate::client::tls::Ws, String> {
+    let attempt = crate::client::tls::connect_ws(url.as_str());
     match tokio::time::timeout(CONNECT_TIMEOUT, attempt).await {
         Err(_) => Err(explain::unreachable(base, "timed out")),
         Ok(Ok((ws, _))) => Ok(ws),

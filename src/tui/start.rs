@@ -83,7 +83,7 @@ pub(crate) fn init_logging(data_dir: &Path) {
 
 /// A new room id: 10 random lowercase letters and digits.
 pub fn random_room() -> String {
-    use rand::Rng;
+    use rand::RngExt;
     const CHARS: &[u8] = b"abcdefghijkmnpqrstuvwxyz23456789";
     let mut rng = rand::rng();
     (0..10)

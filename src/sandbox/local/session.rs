@@ -123,7 +123,7 @@ pub(super) fn set_nonblocking(fd: RawFd) -> io::Result<()> {
 }
 
 pub(super) fn random_hex(bytes: usize) -> String {
-    use rand::RngCore;
+    use rand::Rng;
     let mut buf = vec![0u8; bytes];
     rand::rng().fill_bytes(&mut buf);
     buf.iter().map(|b| format!("{b:02x}")).collect()
