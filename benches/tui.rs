@@ -92,7 +92,7 @@ fn app_with(n: usize) -> App {
 }
 
 fn app_of(messages: Vec<DuetMessage>) -> App {
-    let mut app = App::new(session(), Theme { color: true }, time::UtcOffset::UTC, 0);
+    let mut app = App::new(session(), Theme::DARK, time::UtcOffset::UTC, 0);
     app.update(Msg::Resize(120, 40));
     app.update(Msg::Socket(duet::client::socket::SocketEvent::Frame(
         Box::new(ServerFrame::State {

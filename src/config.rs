@@ -3,6 +3,8 @@
 //! beats the defaults. One struct, resolved once at start.
 
 use crate::cli::ClientArgs;
+use crate::tui::keymap::KeyConfig;
+use crate::tui::theme::Palette;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -28,6 +30,11 @@ pub struct FileConfig {
     pub ai_model: Option<String>,
     /// The API key of the model's service (`DUET_AI_KEY` beats it).
     pub ai_key: Option<String>,
+    /// The terminal client's colours: `dark` or `light` (`DUET_THEME`
+    /// beats it).
+    pub theme: Option<Palette>,
+    /// The terminal client's keys: action = key(s).
+    pub keys: Option<KeyConfig>,
 }
 
 /// The embedded backend's model as the config file names it (the
@@ -106,6 +113,10 @@ pub struct ClientSettings {
     pub model: ModelSettings,
     /// Where the config file is looked for (whether or not it exists).
     pub config_file: Option<PathBuf>,
+    /// The file's `theme`, if it names one.
+    pub theme: Option<Palette>,
+    /// The file's `[keys]`.
+    pub keys: KeyConfig,
 }
 
 impl FileConfig {
@@ -225,6 +236,8 @@ pub fn resolve(
             key: pick(&None, &file.ai_key),
         },
         config_file: None,
+        theme: file.theme,
+        keys: file.keys.clone().unwrap_or_default(),
     })
 }
 
@@ -330,6 +343,59 @@ mod tests {
                 .starts_with("/c/duet.toml at line 3, column 8 is not valid: "),
             "{err}"
         );
+    }
+
+    #[test]
+    fn keys_and_theme_are_read_and_mistakes_located() {
+        use crate::tui::keymap::{Action, ctrl};
+        let text = "theme = \"light\"\n[keys]\nsend = \"ctrl+s\"\nnewline = [\"enter\", \"alt+enter\"]\ncopy = []\n";
+        let file = FileConfig::parse(text, Path::new("duet.toml")).unwrap();
+        assert_eq!(file.theme, Some(Palette::Light));
+        let keys = file.keys.unwrap().0;
+        let of = |action| {
+            keys.iter()
+                .find(|(a, _)| *a == action)
+                .map(|(_, k)| k.len())
+        };
+        assert!(
+            keys.contains(&(Action::Submit, vec![ctrl('s')])),
+            "{keys:?}"
+        );
+        assert_eq!(of(Action::Newline), Some(2));
+        assert_eq!(of(Action::Copy), Some(0));
+        for (text, at, says) in [
+            (
+                "name = \"ada\"\n[keys]\nsend = \"ctrl+enterr\"\n",
+                "line 3, column 8",
+                "\"enterr\" is not a key's name",
+            ),
+            (
+                "[keys]\nundo = \"alt+u\"\nsned = \"f9\"\n",
+                "line 3, column 1",
+                "no action is called \"sned\"",
+            ),
+            (
+                "[keys]\nnewline = [\"alt+enter\", \"x\"]\n",
+                "line 2, column 11",
+                "types a character",
+            ),
+            ("theme = \"sepia\"\n", "line 1, column 9", "sepia"),
+        ] {
+            let err = FileConfig::parse(text, Path::new("/c/duet.toml"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.starts_with(&format!("/c/duet.toml at {at} is not valid: ")),
+                "{err}"
+            );
+            assert!(err.contains(says), "{err}");
+        }
+        let twice = "[keys]\nsend = \"f9\"\nhelp = \"f9\"\n";
+        let err = FileConfig::parse(twice, Path::new("/c/duet.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("F9 is given to both help and send"), "{err}");
+        assert!(err.starts_with("/c/duet.toml at line "), "{err}");
     }
 
     #[test]

@@ -256,6 +256,93 @@ async fn put_and_get_move_files_between_here_and_the_workspace() {
     tmux.wait("ada", "the error", |s| s.contains("404")).await;
 }
 
+/// Writes the people's `duet.toml` (every client of `dir` reads it).
+fn write_config(dir: &std::path::Path, text: &str) -> std::path::PathBuf {
+    let folder = dir.join("config").join("duet");
+    std::fs::create_dir_all(&folder).unwrap();
+    let path = folder.join("duet.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The input edits as a terminal person expects (a word back, Ctrl+W,
+/// undo, Shift+arrows select), with keys of `duet.toml`'s `[keys]`:
+/// Enter starts a new line and Ctrl+S sends.
+#[tokio::test]
+async fn the_input_edits_by_words_undoes_and_selects_and_sends_with_configured_keys() {
+    let (server, _data) = Server::fresh().await;
+    let dir = tempfile::tempdir().unwrap();
+    write_config(
+        dir.path(),
+        "[keys]\nsend = \"ctrl+s\"\nnewline = [\"enter\", \"alt+enter\"]\n",
+    );
+    let tmux = Tmux::new(dir.path());
+    tmux.start_pair(dir.path(), &server.url(""), "e2e-editing", ["ada", "bob"])
+        .await;
+    tmux.keys("ada", &["C-t"]);
+    tmux.type_text("ada", "say hello wrold");
+    tmux.keys("ada", &["M-b", "C-w"]);
+    tmux.wait("ada", "a word deleted", |s| s.contains("» say wrold"))
+        .await;
+    tmux.keys("ada", &["C-_"]);
+    tmux.wait("ada", "the word back by undo", |s| {
+        s.contains("» say hello wrold")
+    })
+    .await;
+    // Shift+Left selects the misspelt word; typing replaces it.
+    tmux.keys(
+        "ada",
+        &["End", "S-Left", "S-Left", "S-Left", "S-Left", "S-Left"],
+    );
+    tmux.type_text("ada", "world");
+    tmux.wait("ada", "the selection replaced", |s| {
+        s.contains("» say hello world")
+    })
+    .await;
+    // Ctrl+Left twice: before `hello`; Ctrl+K cuts the rest, undo (Alt+U)
+    // brings it back.
+    tmux.keys("ada", &["C-Left", "C-Left", "C-k"]);
+    tmux.wait("ada", "the line cut", |s| {
+        s.contains("» say") && !s.contains("say hello")
+    })
+    .await;
+    tmux.keys("ada", &["M-u", "End", "Enter"]);
+    tmux.type_text("ada", "second line");
+    tmux.wait("ada", "two lines in the input", |s| {
+        s.contains("» say hello world") && s.contains("  second line")
+    })
+    .await;
+    tmux.keys("ada", &["C-s"]);
+    for who in ["ada", "bob"] {
+        tmux.wait(who, "both lines sent", |s| {
+            s.contains("say hello world") && s.contains("second line") && !s.contains("» say hello")
+        })
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn a_bad_key_in_the_config_says_where() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(
+        dir.path(),
+        "theme = \"light\"\n[keys]\nundo = \"ctrl+zz\"\n",
+    );
+    let tmux = Tmux::new(dir.path());
+    tmux.start("ada", &client_env(dir.path(), "ada"), "--room r1");
+    let screen = tmux
+        .wait("ada", "the way out", |s| s.contains("EXITED 1"))
+        .await;
+    let joined = screen.replace('\n', "");
+    assert!(
+        joined.contains(&format!(
+            "duet: {} at line 3, column 8 is not valid: \"ctrl+zz\" is not a key",
+            path.display()
+        )),
+        "{screen}"
+    );
+}
+
 /// Starts `duet` on `url`'s room `pairing` from a shell in session `name`,
 /// after saving the tty's settings and naming the window `before`.
 async fn tui_from_a_shell(tmux: &Tmux, dir: &std::path::Path, name: &str, url: &str) {

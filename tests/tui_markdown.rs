@@ -21,7 +21,7 @@ const SIZES: &[(u16, u16)] = &[(120, 40), (80, 24)];
 
 /// An App showing one agent reply.
 fn reply(text: &str) -> App {
-    reply_with(text, Theme { color: true })
+    reply_with(text, Theme::DARK)
 }
 
 /// An App showing one agent reply, with or without colour.
@@ -142,7 +142,7 @@ fn headings_and_emphasis_lose_their_marks_and_keep_their_styles() {
         "inline code has a colour"
     );
 
-    let mut app = reply_with("Some `inline code`.", Theme { color: false });
+    let mut app = reply_with("Some `inline code`.", Theme::PLAIN);
     let rows = chat_rows(&mut app, 120, 40);
     assert!(
         rows.iter().any(|r| r.contains("Some `inline code`.")),
@@ -318,10 +318,7 @@ fn a_code_block_keeps_its_lines_marks_its_wraps_and_has_colour() {
     let (x, y) = find(&buffer, "↪").unwrap();
     assert!(buffer[(x, y)].modifier.contains(Modifier::DIM));
 
-    let mut app = reply_with(
-        &format!("Here:\n\n```rust\n{CODE}\n```"),
-        Theme { color: false },
-    );
+    let mut app = reply_with(&format!("Here:\n\n```rust\n{CODE}\n```"), Theme::PLAIN);
     let buffer = draw(&mut app, 120, 40);
     assert!(
         buffer

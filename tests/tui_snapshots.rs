@@ -227,7 +227,7 @@ fn no_color_draws_without_colours() {
     use ratatui::backend::TestBackend;
     use ratatui::style::Color;
     let mut app = busy_room();
-    app.theme = duet::tui::theme::Theme { color: false };
+    app.theme = duet::tui::theme::Theme::PLAIN;
     let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
     terminal.draw(|f| duet::tui::view::draw(f, &app)).unwrap();
     let buffer = terminal.backend().buffer();
@@ -235,4 +235,61 @@ fn no_color_draws_without_colours() {
         assert_eq!(cell.fg, Color::Reset, "{cell:?}");
         assert_eq!(cell.bg, Color::Reset, "{cell:?}");
     }
+}
+
+#[test]
+fn the_light_theme_draws_dark_text_for_a_white_background() {
+    use duet::tui::theme::{Palette, Theme};
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    use ratatui::style::Color;
+    let mut app = busy_room();
+    app.theme = Theme {
+        color: true,
+        palette: Palette::Light,
+    };
+    for c in "select me".chars() {
+        app.update(key(KeyCode::Char(c)));
+    }
+    // Shift+Left twice: the selection shows.
+    for _ in 0..2 {
+        app.update(Msg::Key(crossterm::event::KeyEvent::new(
+            KeyCode::Left,
+            crossterm::event::KeyModifiers::SHIFT,
+        )));
+    }
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    terminal.draw(|f| duet::tui::view::draw(f, &app)).unwrap();
+    let buffer = terminal.backend().buffer();
+    // Colours that fade into white: none is a text colour here.
+    let faint = [
+        Color::White,
+        Color::Gray,
+        Color::Yellow,
+        Color::LightYellow,
+        Color::LightCyan,
+        Color::LightGreen,
+        Color::LightBlue,
+        Color::LightMagenta,
+    ];
+    let mut coloured = 0;
+    for cell in buffer.content() {
+        assert!(!faint.contains(&cell.fg), "{cell:?}");
+        coloured += usize::from(cell.fg != Color::Reset);
+    }
+    assert!(coloured > 100, "the light theme has colours: {coloured}");
+    let screen = render(&mut app, 120, 40);
+    assert!(screen.contains("› select me"), "{screen}");
+    // The selected "me" stands out from the rest of the line.
+    let (x, y) = (0..40u16)
+        .find_map(|y| {
+            let row: String = (0..120u16).map(|x| buffer[(x, y)].symbol()).collect();
+            row.find("› select me")
+                .map(|at| (row[..at].chars().count() as u16, y))
+        })
+        .unwrap();
+    let me = &buffer[(x + 9, y)];
+    let plain = &buffer[(x + 4, y)];
+    assert_eq!(me.symbol(), "m");
+    assert_ne!(me.bg, plain.bg, "the selection has its own background");
 }

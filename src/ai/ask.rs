@@ -150,8 +150,9 @@ impl Look {
         Look {
             width,
             escapes: terminal,
-            theme: Theme {
-                color: terminal && Theme::from_env().color,
+            theme: match terminal {
+                true => Theme::from_env(),
+                false => Theme::PLAIN,
             },
         }
     }

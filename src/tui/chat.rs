@@ -426,7 +426,7 @@ mod tests {
     /// The timeline as (kind, id) newest last.
     fn timeline(log: &ChatLog) -> Vec<String> {
         let ctx = RenderCtx {
-            theme: crate::tui::theme::Theme { color: false },
+            theme: crate::tui::theme::Theme::PLAIN,
             tz: time::UtcOffset::UTC,
             now_ms: 0,
         };

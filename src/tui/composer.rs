@@ -2,6 +2,7 @@
 //! agent, talk to the room or run a command) and the input history.
 
 use crate::protocol::Addressee;
+use ratatui_textarea::{CursorMove, DataCursor, TextArea};
 use unicode_segmentation::UnicodeSegmentation;
 
 /// Entries kept in the input history.
@@ -30,12 +31,32 @@ impl Mode {
     }
 }
 
-/// The line being edited.
+/// Where a cursor motion goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Motion {
+    /// One grapheme (a character as a person sees it) back or forward.
+    Left,
+    Right,
+    /// To the start of this or the previous word; to the start of the
+    /// next one.
+    WordLeft,
+    WordRight,
+    /// One line, keeping the column as near as it can.
+    Up,
+    Down,
+    /// The start or end of the current line.
+    Home,
+    End,
+}
+
+/// The line being edited: ratatui-textarea keeps the text, the cursor,
+/// the selection and the undo history; this adds the mode, the input
+/// history and grapheme-wise steps.
 #[derive(Debug, Clone)]
 pub struct Composer {
+    area: TextArea<'static>,
+    /// The text, lines joined with `\n` (kept in step with `area`).
     text: String,
-    /// Byte index of the cursor, always on a grapheme boundary.
-    cursor: usize,
     pub mode: Mode,
     history: Vec<String>,
     /// Position while browsing the history; `None` when editing.
@@ -47,8 +68,8 @@ pub struct Composer {
 impl Default for Composer {
     fn default() -> Self {
         Composer {
+            area: TextArea::default(),
             text: String::new(),
-            cursor: 0,
             mode: Mode::Ask,
             history: Vec::new(),
             browsing: None,
@@ -63,9 +84,17 @@ impl Composer {
         &self.text
     }
 
-    /// The cursor's byte index.
+    /// The cursor's byte index in `text`.
     pub fn cursor(&self) -> usize {
-        self.cursor
+        let DataCursor(row, col) = self.area.cursor();
+        self.byte_index(row, col)
+    }
+
+    /// The selected bytes of `text` (start, end), while something is.
+    pub fn selection(&self) -> Option<(usize, usize)> {
+        let ((r1, c1), (r2, c2)) = self.area.selection_range()?;
+        let (start, end) = (self.byte_index(r1, c1), self.byte_index(r2, c2));
+        (start < end).then_some((start, end))
     }
 
     /// Whether the line is empty.
@@ -73,159 +102,160 @@ impl Composer {
         self.text.is_empty()
     }
 
-    /// Replaces the line, cursor at its end.
+    /// Replaces the line, cursor at its end (undo brings the old one back).
     pub fn set_text(&mut self, text: &str) {
-        self.text = text.to_string();
-        self.cursor = self.text.len();
+        self.replace_all(text);
         self.browsing = None;
     }
 
-    /// Inserts at the cursor (typing and paste; newlines included).
+    /// Inserts at the cursor (typing and paste; newlines included),
+    /// over the selection if there is one.
     pub fn insert(&mut self, s: &str) {
         let s = s.replace("\r\n", "\n").replace('\r', "\n");
-        self.text.insert_str(self.cursor, &s);
-        self.cursor += s.len();
-        self.browsing = None;
+        self.area.insert_str(s);
+        self.edited();
     }
 
-    /// Deletes the grapheme before the cursor.
+    /// Deletes the selection, else the grapheme before the cursor.
     pub fn backspace(&mut self) {
-        if let Some(prev) = self.prev_boundary() {
-            self.text.replace_range(prev..self.cursor, "");
-            self.cursor = prev;
-        }
+        self.select_grapheme(Motion::Left);
+        self.area.delete_char();
+        self.edited();
     }
 
-    /// Deletes the grapheme after the cursor.
+    /// Deletes the selection, else the grapheme after the cursor.
     pub fn delete(&mut self) {
-        if let Some(next) = self.next_boundary() {
-            self.text.replace_range(self.cursor..next, "");
-        }
+        self.select_grapheme(Motion::Right);
+        self.area.delete_next_char();
+        self.edited();
     }
 
     /// Deletes the word before the cursor (Ctrl+W).
     pub fn delete_word(&mut self) {
-        let before = &self.text[..self.cursor];
-        let trimmed = before.trim_end();
-        let start = trimmed
-            .rfind(char::is_whitespace)
-            .map(|i| i + trimmed[i..].chars().next().map_or(1, char::len_utf8))
-            .unwrap_or(0);
-        self.text.replace_range(start..self.cursor, "");
-        self.cursor = start;
+        self.area.delete_word();
+        self.edited();
+    }
+
+    /// Deletes the word after the cursor (Alt+D).
+    pub fn delete_next_word(&mut self) {
+        self.area.delete_next_word();
+        self.edited();
     }
 
     /// Deletes from the start of the line to the cursor (Ctrl+U).
     pub fn delete_to_start(&mut self) {
-        let start = self.line_start();
-        self.text.replace_range(start..self.cursor, "");
-        self.cursor = start;
+        self.area.delete_line_by_head();
+        self.edited();
     }
 
     /// Deletes from the cursor to the end of the line (Ctrl+K).
     pub fn delete_to_end(&mut self) {
-        let end = self.line_end();
-        self.text.replace_range(self.cursor..end, "");
+        self.area.delete_line_by_end();
+        self.edited();
+    }
+
+    /// Takes back the last edit.
+    pub fn undo(&mut self) {
+        self.area.undo();
+        self.edited();
+    }
+
+    /// Does again the edit the last undo took back.
+    pub fn redo(&mut self) {
+        self.area.redo();
+        self.edited();
+    }
+
+    /// Moves the cursor; `select` extends the selection (Shift), else
+    /// the selection ends.
+    pub fn move_cursor(&mut self, motion: Motion, select: bool) {
+        if !select {
+            self.area.cancel_selection();
+        } else if !self.area.is_selecting() {
+            self.area.start_selection();
+        }
+        match motion {
+            Motion::Left => (0..self.grapheme_chars(Motion::Left))
+                .for_each(|_| self.area.move_cursor(CursorMove::Back)),
+            Motion::Right => (0..self.grapheme_chars(Motion::Right))
+                .for_each(|_| self.area.move_cursor(CursorMove::Forward)),
+            Motion::WordLeft => self.area.move_cursor(CursorMove::WordBack),
+            Motion::WordRight => self.area.move_cursor(CursorMove::WordForward),
+            Motion::Up => self.area.move_cursor(CursorMove::Up),
+            Motion::Down => self.area.move_cursor(CursorMove::Down),
+            Motion::Home => self.area.move_cursor(CursorMove::Head),
+            Motion::End => self.area.move_cursor(CursorMove::End),
+        }
     }
 
     pub fn left(&mut self) {
-        if let Some(prev) = self.prev_boundary() {
-            self.cursor = prev;
-        }
+        self.move_cursor(Motion::Left, false);
     }
 
     pub fn right(&mut self) {
-        if let Some(next) = self.next_boundary() {
-            self.cursor = next;
-        }
+        self.move_cursor(Motion::Right, false);
     }
 
     /// To the start of the current line.
     pub fn home(&mut self) {
-        self.cursor = self.line_start();
+        self.move_cursor(Motion::Home, false);
     }
 
     /// To the end of the current line.
     pub fn end(&mut self) {
-        self.cursor = self.line_end();
-    }
-
-    fn line_start(&self) -> usize {
-        self.text[..self.cursor].rfind('\n').map_or(0, |i| i + 1)
-    }
-
-    fn line_end(&self) -> usize {
-        self.text[self.cursor..]
-            .find('\n')
-            .map_or(self.text.len(), |i| self.cursor + i)
-    }
-
-    /// Whether the cursor is on the first line (Up browses history there).
-    pub fn on_first_line(&self) -> bool {
-        !self.text[..self.cursor].contains('\n')
-    }
-
-    /// Whether the cursor is on the last line.
-    pub fn on_last_line(&self) -> bool {
-        !self.text[self.cursor..].contains('\n')
+        self.move_cursor(Motion::End, false);
     }
 
     /// Moves the cursor one line up, keeping the column as near as it can.
     pub fn up(&mut self) {
-        let start = self.line_start();
-        if start == 0 {
-            return;
-        }
-        let col = self.text[start..self.cursor].graphemes(true).count();
-        let prev_start = self.text[..start - 1].rfind('\n').map_or(0, |i| i + 1);
-        self.cursor = advance(&self.text, prev_start, start - 1, col);
+        self.move_cursor(Motion::Up, false);
     }
 
     /// Moves the cursor one line down.
     pub fn down(&mut self) {
-        let end = self.line_end();
-        if end == self.text.len() {
-            return;
-        }
-        let col = self.text[self.line_start()..self.cursor]
-            .graphemes(true)
-            .count();
-        let next_start = end + 1;
-        let next_end = self.text[next_start..]
-            .find('\n')
-            .map_or(self.text.len(), |i| next_start + i);
-        self.cursor = advance(&self.text, next_start, next_end, col);
+        self.move_cursor(Motion::Down, false);
+    }
+
+    /// Whether the cursor is on the first line (Up browses history there).
+    pub fn on_first_line(&self) -> bool {
+        self.area.cursor().0 == 0
+    }
+
+    /// Whether the cursor is on the last line.
+    pub fn on_last_line(&self) -> bool {
+        self.area.cursor().0 + 1 >= self.area.lines().len()
     }
 
     /// Up in the history (from the draft to older entries).
     pub fn history_prev(&mut self) {
-        if self.history.is_empty() {
-            return;
-        }
         let index = match self.browsing {
+            _ if self.history.is_empty() => return,
             None => {
                 self.draft = self.text.clone();
                 self.history.len() - 1
             }
-            Some(0) => 0,
-            Some(i) => i - 1,
+            Some(i) => i.saturating_sub(1),
         };
         self.browsing = Some(index);
-        self.text = self.history[index].clone();
-        self.cursor = self.text.len();
+        if let Some(entry) = self.history.get(index).cloned() {
+            self.replace_all(&entry);
+        }
     }
 
     /// Down in the history (towards the draft).
     pub fn history_next(&mut self) {
         let Some(index) = self.browsing else { return };
-        if index + 1 < self.history.len() {
-            self.browsing = Some(index + 1);
-            self.text = self.history[index + 1].clone();
-        } else {
-            self.browsing = None;
-            self.text = std::mem::take(&mut self.draft);
-        }
-        self.cursor = self.text.len();
+        let next = match self.history.get(index + 1) {
+            Some(entry) => {
+                self.browsing = Some(index + 1);
+                entry.clone()
+            }
+            None => {
+                self.browsing = None;
+                std::mem::take(&mut self.draft)
+            }
+        };
+        self.replace_all(&next);
     }
 
     /// Whether Up/Down are browsing the history now.
@@ -233,10 +263,11 @@ impl Composer {
         self.browsing.is_some()
     }
 
-    /// Takes the line for sending: clears it and records it in the history.
+    /// Takes the line for sending: clears it (with its undo history) and
+    /// records it in the input history.
     pub fn take(&mut self) -> String {
         let text = std::mem::take(&mut self.text);
-        self.cursor = 0;
+        self.area = TextArea::default();
         self.browsing = None;
         self.draft.clear();
         if !text.trim().is_empty() && self.history.last() != Some(&text) {
@@ -248,34 +279,67 @@ impl Composer {
         text
     }
 
-    /// Clears the line (Ctrl+C) without recording it.
+    /// Clears the line (Ctrl+C) without recording it; undo brings it back.
     pub fn clear(&mut self) {
-        self.text.clear();
-        self.cursor = 0;
+        self.area.cancel_selection();
+        self.area.clear();
+        self.edited();
+    }
+
+    /// The whole text becomes `text`, cursor at its end, as one more edit.
+    fn replace_all(&mut self, text: &str) {
+        self.area.cancel_selection();
+        self.area.clear();
+        self.area
+            .insert_str(text.replace("\r\n", "\n").replace('\r', "\n"));
+        self.area.move_cursor(CursorMove::Bottom);
+        self.area.move_cursor(CursorMove::End);
+        self.sync();
+    }
+
+    /// After an edit: the text again, and typing leaves the history.
+    fn edited(&mut self) {
+        self.sync();
         self.browsing = None;
     }
 
-    fn prev_boundary(&self) -> Option<usize> {
-        self.text[..self.cursor]
-            .grapheme_indices(true)
-            .next_back()
-            .map(|(i, _)| i)
+    fn sync(&mut self) {
+        self.text = self.area.lines().join("\n");
     }
 
-    fn next_boundary(&self) -> Option<usize> {
-        self.text[self.cursor..]
-            .graphemes(true)
-            .next()
-            .map(|g| self.cursor + g.len())
+    /// Without a selection, selects the grapheme before or after the
+    /// cursor when it is more than one character (an emoji with its
+    /// modifier), so that one key deletes all of it.
+    fn select_grapheme(&mut self, towards: Motion) {
+        if !self.area.is_selecting() && self.grapheme_chars(towards) > 1 {
+            self.move_cursor(towards, true);
+        }
     }
-}
 
-/// The byte index `col` graphemes after `from`, not past `limit`.
-fn advance(text: &str, from: usize, limit: usize, col: usize) -> usize {
-    text[from..limit]
-        .grapheme_indices(true)
-        .nth(col)
-        .map_or(limit, |(i, _)| from + i)
+    /// How many characters the grapheme before (`Left`) or after the
+    /// cursor has; 1 across a line end or at either end of the text.
+    fn grapheme_chars(&self, towards: Motion) -> usize {
+        let DataCursor(row, col) = self.area.cursor();
+        let Some(line) = self.area.lines().get(row) else {
+            return 1;
+        };
+        let at = line.char_indices().nth(col).map_or(line.len(), |(i, _)| i);
+        let grapheme = match towards {
+            Motion::Left => line.get(..at).and_then(|s| s.graphemes(true).next_back()),
+            _ => line.get(at..).and_then(|s| s.graphemes(true).next()),
+        };
+        grapheme.map_or(1, |g| g.chars().count().max(1))
+    }
+
+    /// The byte index in `text` of character `col` of line `row`.
+    fn byte_index(&self, row: usize, col: usize) -> usize {
+        let lines = self.area.lines();
+        let before: usize = lines.iter().take(row).map(|l| l.len() + 1).sum();
+        let within = lines.get(row).map_or(0, |line| {
+            line.char_indices().nth(col).map_or(line.len(), |(i, _)| i)
+        });
+        (before + within).min(self.text.len())
+    }
 }
 
 #[cfg(test)]
@@ -326,5 +390,57 @@ mod tests {
         assert!(c.on_last_line());
         c.insert("\r\n");
         assert_eq!(c.text().matches('\n').count(), 3);
+    }
+
+    #[test]
+    fn words_move_and_delete_and_undo_brings_them_back() {
+        let mut c = Composer::default();
+        c.insert("git commit -m fix");
+        c.move_cursor(Motion::WordLeft, false);
+        assert_eq!(&c.text()[c.cursor()..], "fix");
+        c.move_cursor(Motion::WordLeft, false);
+        c.move_cursor(Motion::WordLeft, false);
+        c.delete_word();
+        assert_eq!(c.text(), "git -m fix");
+        c.move_cursor(Motion::WordRight, false);
+        assert_eq!(&c.text()[c.cursor()..], "m fix");
+        c.delete_to_end();
+        assert_eq!(c.text(), "git -");
+        c.undo();
+        assert_eq!(c.text(), "git -m fix");
+        c.undo();
+        assert_eq!(c.text(), "git commit -m fix");
+        c.redo();
+        assert_eq!(c.text(), "git -m fix");
+        c.end();
+        c.delete_to_start();
+        assert_eq!(c.text(), "");
+        c.undo();
+        assert_eq!(c.text(), "git -m fix");
+    }
+
+    #[test]
+    fn a_selection_is_replaced_by_typing_and_deleted_whole() {
+        let mut c = Composer::default();
+        c.insert("hello world");
+        c.move_cursor(Motion::Left, true);
+        c.move_cursor(Motion::WordLeft, true);
+        assert_eq!(c.selection(), Some((6, 11)));
+        c.insert("there");
+        assert_eq!(c.text(), "hello there");
+        assert_eq!(c.selection(), None);
+        c.home();
+        c.move_cursor(Motion::Right, true);
+        c.move_cursor(Motion::Right, true);
+        c.backspace();
+        assert_eq!(c.text(), "llo there");
+        // A plain motion ends the selection.
+        c.move_cursor(Motion::End, true);
+        c.left();
+        assert_eq!(c.selection(), None);
+        c.clear();
+        assert!(c.is_empty());
+        c.undo();
+        assert_eq!(c.text(), "llo there", "Ctrl+C's clear is undone");
     }
 }

@@ -1,5 +1,6 @@
-//! Syntax colour for code blocks: syntect's default grammars (pure-Rust
-//! regexes), loaded once, on first use or by `warm_up`. Each token is
+//! Syntax colour for code blocks: syntect with bat's grammars (two-face:
+//! TypeScript, TOML, Dockerfile, YAML, Rust… each with its own grammar;
+//! pure-Rust regexes), loaded once, on first use or by `warm_up`. Each token is
 //! classed by its scope into one of a few kinds (`Token`), which the theme
 //! colours, so code follows the terminal's palette and NO_COLOR.
 
@@ -45,12 +46,10 @@ const SCOPES: &[(&str, Token)] = &[
     ("entity.other.attribute-name", Token::Function),
 ];
 
-/// Fence names the default grammars do not know, and the one that fits.
+/// Fence names the grammars do not know, and the one that fits.
 const ALIASES: &[(&str, &str)] = &[
-    ("ts", "js"),
-    ("typescript", "js"),
-    ("tsx", "js"),
-    ("jsx", "js"),
+    ("docker", "dockerfile"),
+    ("containerfile", "dockerfile"),
     ("mjs", "js"),
     ("console", "bash"),
     ("shell", "bash"),
@@ -81,7 +80,7 @@ struct Grammars {
 fn grammars() -> &'static Grammars {
     static GRAMMARS: OnceLock<Grammars> = OnceLock::new();
     GRAMMARS.get_or_init(|| Grammars {
-        syntaxes: SyntaxSet::load_defaults_newlines(),
+        syntaxes: two_face::syntax::extra_newlines(),
         scopes: SCOPES
             .iter()
             .filter_map(|(name, token)| Scope::new(name).ok().map(|s| (s, *token)))
@@ -265,11 +264,42 @@ mod tests {
         let py = highlight("py", "def f():\n    return 'x'\n");
         assert_eq!(kinds_of(&py, "def"), [Token::Keyword]);
         let ts = highlight("ts", "const x = 1;");
+        assert_eq!(kinds_of(&ts, "1"), [Token::Number]);
+    }
+
+    #[test]
+    fn typescript_is_read_as_typescript_not_javascript() {
+        let code = "let n: number = f();\n";
+        // The type annotation is a type in TypeScript's grammar; JavaScript's
+        // knows no annotations.
+        assert_eq!(kinds_of(&highlight("ts", code), "number"), [Token::Type]);
         assert_eq!(
-            kinds_of(&ts, "1"),
-            [Token::Number],
-            "ts reads as JavaScript"
+            kinds_of(&highlight("typescript", code), "number"),
+            [Token::Type]
         );
+        assert_ne!(kinds_of(&highlight("js", code), "number"), [Token::Type]);
+        let tsx = highlight("tsx", "const a: string = <b>hi</b>;\n");
+        assert_eq!(kinds_of(&tsx, "string"), [Token::Type]);
+    }
+
+    #[test]
+    fn config_and_build_files_have_their_grammars() {
+        let toml = highlight("toml", "# mine\n[keys]\nsend = \"enter\"\nn = 42\n");
+        assert_eq!(kinds_of(&toml, "mine"), [Token::Comment]);
+        assert!(
+            kinds_of(&toml, "\"enter").contains(&Token::String),
+            "{toml:?}"
+        );
+        assert_eq!(kinds_of(&toml, "42"), [Token::Number]);
+        let yaml = highlight("yaml", "# ci\non: push\nretries: 3\n");
+        assert_eq!(kinds_of(&yaml, "ci"), [Token::Comment]);
+        assert_eq!(kinds_of(&yaml, "3"), [Token::Number]);
+        assert_eq!(*highlight("yml", "a: 1\n"), *highlight("yaml", "a: 1\n"));
+        for lang in ["dockerfile", "Dockerfile", "docker"] {
+            let docker = highlight(lang, "FROM rust:1\n# build\nRUN cargo build\n");
+            assert_eq!(kinds_of(&docker, "FROM"), [Token::Keyword], "{lang}");
+            assert_eq!(kinds_of(&docker, "# build"), [Token::Comment], "{lang}");
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use crate::client::rpc::RoomOp;
 use crate::protocol::Addressee;
 use crate::tui::app::{App, Effect, Modal, Pane};
-use crate::tui::composer::Mode;
+use crate::tui::composer::{Mode, Motion};
 use crate::tui::keymap::{self, Action};
 use crate::tui::slash::Outcome;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
@@ -189,6 +189,16 @@ impl App {
             }
             Action::Left => self.composer.left(),
             Action::Right => self.composer.right(),
+            Action::WordLeft => self.composer.move_cursor(Motion::WordLeft, false),
+            Action::WordRight => self.composer.move_cursor(Motion::WordRight, false),
+            Action::SelectLeft => self.composer.move_cursor(Motion::Left, true),
+            Action::SelectRight => self.composer.move_cursor(Motion::Right, true),
+            Action::SelectWordLeft => self.composer.move_cursor(Motion::WordLeft, true),
+            Action::SelectWordRight => self.composer.move_cursor(Motion::WordRight, true),
+            Action::SelectUp => self.composer.move_cursor(Motion::Up, true),
+            Action::SelectDown => self.composer.move_cursor(Motion::Down, true),
+            Action::SelectHome => self.composer.move_cursor(Motion::Home, true),
+            Action::SelectEnd => self.composer.move_cursor(Motion::End, true),
             Action::Home if empty => self.scroll_to(self.focus, true, effects),
             Action::End if empty => self.scroll_to(self.focus, false, effects),
             Action::Home => self.composer.home(),
@@ -196,6 +206,9 @@ impl App {
             Action::Backspace => self.composer.backspace(),
             Action::Delete => self.composer.delete(),
             Action::DeleteWord => self.composer.delete_word(),
+            Action::DeleteNextWord => self.composer.delete_next_word(),
+            Action::Undo => self.composer.undo(),
+            Action::Redo => self.composer.redo(),
             Action::DeleteToStart => self.composer.delete_to_start(),
             Action::DeleteToEnd => self.composer.delete_to_end(),
             Action::Escape => self.escape(effects),

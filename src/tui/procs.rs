@@ -123,8 +123,7 @@ pub fn view_key() -> String {
     keymap::BINDINGS
         .iter()
         .find(|b| b.action == Action::Processes)
-        .and_then(|b| b.keys.first())
-        .map(keymap::label)
+        .and_then(|b| keymap::keys_of(b).first().map(keymap::label))
         .unwrap_or_else(|| "F4".into())
 }
 

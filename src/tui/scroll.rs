@@ -136,7 +136,7 @@ mod tests {
 
     fn ctx() -> RenderCtx {
         RenderCtx {
-            theme: crate::tui::theme::Theme { color: false },
+            theme: crate::tui::theme::Theme::PLAIN,
             tz: time::UtcOffset::UTC,
             now_ms: 0,
         }

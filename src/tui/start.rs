@@ -26,6 +26,7 @@ pub fn main(args: ClientArgs, data_dir: Option<PathBuf>) -> ExitCode {
         }
     };
     init_logging(&settings.data_dir);
+    crate::tui::keymap::configure(settings.keys.clone());
     let runtime = match crate::cli::runtime() {
         Ok(rt) => rt,
         Err(code) => return code,
@@ -174,7 +175,12 @@ async fn start(settings: ClientSettings, tz: time::UtcOffset) -> anyhow::Result<
             connection_id,
             deltas: true,
         };
-        let app = App::new(session, Theme::from_env(), tz, crate::protocol::now_ms());
+        let app = App::new(
+            session,
+            Theme::with_palette(settings.theme),
+            tz,
+            crate::protocol::now_ms(),
+        );
         match crate::tui::run::run(app, http, params, watch.as_mut(), Some(&log)).await {
             Ok(crate::tui::run::Ended {
                 session,

@@ -52,8 +52,7 @@ pub fn toggle_key() -> String {
     keymap::BINDINGS
         .iter()
         .find(|b| b.action == Action::Terminal)
-        .and_then(|b| b.keys.first())
-        .map(keymap::label)
+        .and_then(|b| keymap::keys_of(b).first().map(keymap::label))
         .unwrap_or_else(|| "F3".into())
 }
 
@@ -77,7 +76,7 @@ impl App {
     /// A key while the terminal has the keys: Ctrl+] gives them back,
     /// every other goes to the terminal.
     pub(crate) fn on_terminal_key(&mut self, key: KeyEvent, effects: &mut Vec<Effect>) {
-        if keymap::lookup_in(keymap::TERMINAL_KEYS, &key) == Some(Action::TermBack) {
+        if keymap::lookup_terminal(&key) == Some(Action::TermBack) {
             self.focus = Pane::Chat;
             self.unseen.0 = false;
             return;

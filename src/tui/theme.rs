@@ -1,6 +1,7 @@
-//! Colours and styles in one place; `NO_COLOR` turns colours off and keeps
-//! only text attributes (bold, dim, italic, underline, strikethrough,
-//! reverse).
+//! Colours and styles in one place, for a dark terminal or a light one
+//! (`theme = "light"` in duet.toml, or `DUET_THEME=light`); `NO_COLOR`
+//! turns colours off and keeps only text attributes (bold, dim, italic,
+//! underline, strikethrough, reverse).
 
 use crate::tui::highlight::Token;
 use ratatui::style::{Color, Modifier, Style};
@@ -18,17 +19,74 @@ const PEOPLE: &[Color] = &[
     Color::LightYellow,
 ];
 
+/// The people's colours on a light background: dark enough on white.
+const PEOPLE_LIGHT: &[Color] = &[
+    Color::Indexed(25),
+    Color::Indexed(28),
+    Color::Indexed(130),
+    Color::Indexed(30),
+    Color::Indexed(19),
+    Color::Indexed(22),
+    Color::Indexed(94),
+    Color::Indexed(24),
+];
+
+/// Which background the colours are for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Palette {
+    #[default]
+    Dark,
+    Light,
+}
+
+impl Palette {
+    /// `dark` or `light` (any case).
+    pub fn parse(text: &str) -> Option<Palette> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "dark" => Some(Palette::Dark),
+            "light" => Some(Palette::Light),
+            _ => None,
+        }
+    }
+}
+
 /// The styles of the whole UI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Theme {
     pub color: bool,
+    pub palette: Palette,
 }
 
 impl Theme {
-    /// Colour unless `NO_COLOR` is set to anything non-empty.
+    /// Colours for a dark background.
+    pub const DARK: Theme = Theme {
+        color: true,
+        palette: Palette::Dark,
+    };
+    /// No colour at all (NO_COLOR).
+    pub const PLAIN: Theme = Theme {
+        color: false,
+        palette: Palette::Dark,
+    };
+
+    /// Colour unless `NO_COLOR` is set to anything non-empty; the palette
+    /// of `DUET_THEME` (`dark` or `light`), else the dark one.
     pub fn from_env() -> Theme {
+        Theme::with_palette(None)
+    }
+
+    /// As `from_env`, with `configured` (duet.toml's `theme`) where
+    /// `DUET_THEME` names none.
+    pub fn with_palette(configured: Option<Palette>) -> Theme {
+        let env = std::env::var("DUET_THEME").ok();
         Theme {
             color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+            palette: env
+                .as_deref()
+                .and_then(Palette::parse)
+                .or(configured)
+                .unwrap_or_default(),
         }
     }
 
@@ -40,49 +98,64 @@ impl Theme {
         }
     }
 
+    /// `dark` on a dark background, `light` on a light one.
+    fn pick(&self, dark: Color, light: Color) -> Style {
+        self.fg(match self.palette {
+            Palette::Dark => dark,
+            Palette::Light => light,
+        })
+    }
+
     /// A person's name: a stable colour per name.
     pub fn person(&self, name: &str) -> Style {
-        self.fg(person_color(name)).add_modifier(Modifier::BOLD)
+        let color = match self.palette {
+            Palette::Dark => person_color(name),
+            Palette::Light => PEOPLE_LIGHT[name_hash(name) as usize % PEOPLE_LIGHT.len()],
+        };
+        self.fg(color).add_modifier(Modifier::BOLD)
     }
 
     /// The agent's name and marks.
     pub fn agent(&self) -> Style {
-        self.fg(Color::Magenta).add_modifier(Modifier::BOLD)
+        self.pick(Color::Magenta, Color::Indexed(127))
+            .add_modifier(Modifier::BOLD)
     }
 
     /// System notes and other quiet text.
     pub fn dim(&self) -> Style {
-        self.fg(Color::DarkGray).add_modifier(Modifier::DIM)
+        self.pick(Color::DarkGray, Color::Indexed(244))
+            .add_modifier(Modifier::DIM)
     }
 
     /// Errors.
     pub fn error(&self) -> Style {
-        self.fg(Color::Red)
+        self.pick(Color::Red, Color::Indexed(160))
     }
 
     /// Success marks.
     pub fn ok(&self) -> Style {
-        self.fg(Color::Green)
+        self.pick(Color::Green, Color::Indexed(28))
     }
 
     /// Warnings (timed out, interrupted, reconnecting).
     pub fn warn(&self) -> Style {
-        self.fg(Color::Yellow)
+        self.pick(Color::Yellow, Color::Indexed(130))
     }
 
     /// A command line (`$ cmd`).
     pub fn command(&self) -> Style {
-        self.fg(Color::Cyan).add_modifier(Modifier::BOLD)
+        self.pick(Color::Cyan, Color::Indexed(24))
+            .add_modifier(Modifier::BOLD)
     }
 
     /// The gutter of code and output blocks in the chat.
     pub fn gutter(&self) -> Style {
-        self.fg(Color::DarkGray)
+        self.pick(Color::DarkGray, Color::Indexed(246))
     }
 
     /// Inline code in prose (without colour the backticks stay instead).
     pub fn code(&self) -> Style {
-        self.fg(Color::LightYellow)
+        self.pick(Color::LightYellow, Color::Indexed(94))
     }
 
     /// A piece of code in a block, by what it is; without colour only
@@ -91,17 +164,19 @@ impl Theme {
         match token {
             Token::Plain => Style::default(),
             Token::Comment => self.dim().add_modifier(Modifier::ITALIC),
-            Token::String => self.fg(Color::Green),
-            Token::Number | Token::Constant => self.fg(Color::LightRed),
-            Token::Keyword => self.fg(Color::Magenta),
-            Token::Type => self.fg(Color::Cyan),
-            Token::Function => self.fg(Color::LightBlue),
+            Token::String => self.pick(Color::Green, Color::Indexed(28)),
+            Token::Number | Token::Constant => self.pick(Color::LightRed, Color::Indexed(124)),
+            Token::Keyword => self.pick(Color::Magenta, Color::Indexed(90)),
+            Token::Type => self.pick(Color::Cyan, Color::Indexed(30)),
+            Token::Function => self.pick(Color::LightBlue, Color::Indexed(25)),
         }
     }
 
     /// A heading: level 1 underlined, all bold.
     pub fn heading(&self, level: u8) -> Style {
-        let style = self.fg(Color::LightMagenta).add_modifier(Modifier::BOLD);
+        let style = self
+            .pick(Color::LightMagenta, Color::Indexed(90))
+            .add_modifier(Modifier::BOLD);
         if level <= 1 {
             style.add_modifier(Modifier::UNDERLINED)
         } else {
@@ -111,30 +186,42 @@ impl Theme {
 
     /// A link's text (its address follows, dim).
     pub fn link(&self) -> Style {
-        self.fg(Color::LightBlue).add_modifier(Modifier::UNDERLINED)
+        self.pick(Color::LightBlue, Color::Indexed(25))
+            .add_modifier(Modifier::UNDERLINED)
     }
 
     /// The bar of a block quote.
     pub fn quote(&self) -> Style {
-        self.fg(Color::DarkGray)
+        self.pick(Color::DarkGray, Color::Indexed(246))
     }
 
     /// Borders of the focused pane.
     pub fn focused(&self) -> Style {
-        self.fg(Color::Cyan)
+        self.pick(Color::Cyan, Color::Indexed(25))
     }
 
     /// Borders of other panes.
     pub fn border(&self) -> Style {
-        self.fg(Color::DarkGray)
+        self.pick(Color::DarkGray, Color::Indexed(248))
     }
 
     /// The status bar.
     pub fn status(&self) -> Style {
-        if self.color {
-            Style::default().bg(Color::Indexed(236)).fg(Color::Gray)
-        } else {
-            Style::default().add_modifier(Modifier::REVERSED)
+        match (self.color, self.palette) {
+            (true, Palette::Dark) => Style::default().bg(Color::Indexed(236)).fg(Color::Gray),
+            (true, Palette::Light) => Style::default()
+                .bg(Color::Indexed(254))
+                .fg(Color::Indexed(236)),
+            (false, _) => Style::default().add_modifier(Modifier::REVERSED),
+        }
+    }
+
+    /// Selected text in the input.
+    pub fn selection(&self) -> Style {
+        match (self.color, self.palette) {
+            (true, Palette::Dark) => Style::default().bg(Color::Indexed(24)).fg(Color::White),
+            (true, Palette::Light) => Style::default().bg(Color::Indexed(153)).fg(Color::Black),
+            (false, _) => Style::default().add_modifier(Modifier::REVERSED),
         }
     }
 
@@ -150,12 +237,17 @@ impl Theme {
 
 /// A stable colour for a name (FNV-1a; the same in every client).
 pub fn person_color(name: &str) -> Color {
+    PEOPLE[name_hash(name) as usize % PEOPLE.len()]
+}
+
+/// FNV-1a of a name.
+fn name_hash(name: &str) -> u32 {
     let mut hash: u32 = 0x811c_9dc5;
     for b in name.bytes() {
         hash ^= u32::from(b);
         hash = hash.wrapping_mul(0x0100_0193);
     }
-    PEOPLE[hash as usize % PEOPLE.len()]
+    hash
 }
 
 #[cfg(test)]
@@ -171,7 +263,54 @@ mod tests {
             .map(|n| format!("{:?}", person_color(n)))
             .collect();
         assert!(distinct.len() >= 3);
-        let plain = Theme { color: false };
-        assert_eq!(plain.person("ada").fg, None);
+        assert_eq!(Theme::PLAIN.person("ada").fg, None);
+    }
+
+    #[test]
+    fn the_light_palette_avoids_colours_unreadable_on_white() {
+        let light = Theme {
+            color: true,
+            palette: Palette::Light,
+        };
+        // Yellow, white and the light colours vanish on a white background.
+        let faint = [
+            Color::Yellow,
+            Color::LightYellow,
+            Color::White,
+            Color::Gray,
+            Color::LightCyan,
+            Color::LightGreen,
+            Color::LightBlue,
+            Color::LightMagenta,
+        ];
+        let tokens = [
+            Token::String,
+            Token::Number,
+            Token::Keyword,
+            Token::Type,
+            Token::Function,
+        ];
+        let styles = [
+            light.agent(),
+            light.warn(),
+            light.code(),
+            light.command(),
+            light.link(),
+            light.heading(1),
+            light.focused(),
+            light.status(),
+        ]
+        .into_iter()
+        .chain(tokens.map(|t| light.syntax(t)))
+        .chain(["ada", "bob", "carol", "dan", "eve"].map(|n| light.person(n)));
+        for style in styles {
+            assert!(!style.fg.is_some_and(|c| faint.contains(&c)), "{style:?}");
+        }
+        assert_ne!(
+            light.syntax(Token::String),
+            Theme::DARK.syntax(Token::String)
+        );
+        assert_eq!(Palette::parse(" Light "), Some(Palette::Light));
+        assert_eq!(Palette::parse("solarized"), None);
     }
 }

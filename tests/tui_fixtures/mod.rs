@@ -23,7 +23,7 @@ pub fn app() -> App {
         connection_id: "c-ada".into(),
         backend: duet::client::join::Backend::Server { token: false },
     };
-    let mut app = App::new(session, Theme { color: true }, time::UtcOffset::UTC, T0);
+    let mut app = App::new(session, Theme::DARK, time::UtcOffset::UTC, T0);
     app.update(Msg::Resize(120, 40));
     app.update(Msg::Socket(SocketEvent::State(ConnState::Connected {
         rtt_ms: Some(3),

@@ -572,7 +572,7 @@ mod tests {
             conn: ConnState::Connected { rtt_ms: None },
             typing: vec![("c2".into(), "bob".into(), Instant::now() + TYPING)],
             notice: None,
-            theme: Theme { color: false },
+            theme: Theme::PLAIN,
         };
         let mut terminal =
             ratatui::Terminal::new(ratatui::backend::TestBackend::new(90, 5)).unwrap();
@@ -623,7 +623,7 @@ mod tests {
             conn: ConnState::Connecting,
             typing: Vec::new(),
             notice: None,
-            theme: Theme { color: false },
+            theme: Theme::PLAIN,
         };
         let refused = ServerFrame::Error {
             error: "rate limited".into(),

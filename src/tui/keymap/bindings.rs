@@ -1,7 +1,7 @@
 //! The tables: which key does what, outside dialogs and in each dialog.
 //! The help overlay and the footer hints are drawn from `BINDINGS`.
 
-use super::{Action, Binding, ctrl, k, with};
+use super::{Action, Binding, Key, ctrl, k, with};
 use crossterm::event::{KeyCode, KeyModifiers};
 
 /// Every binding outside dialogs. The first key of a row is the one shown.
@@ -173,73 +173,124 @@ pub const BINDINGS: &[Binding] = &[
         hint: Some("copy"),
         edit: false,
     },
-    Binding {
-        keys: &[k(KeyCode::Left)],
-        action: Action::Left,
-        help: "cursor left",
-        hint: None,
-        edit: true,
-    },
-    Binding {
-        keys: &[k(KeyCode::Right)],
-        action: Action::Right,
-        help: "cursor right",
-        hint: None,
-        edit: true,
-    },
-    Binding {
-        keys: &[k(KeyCode::Home), ctrl('a')],
-        action: Action::Home,
-        help: "start of the line",
-        hint: None,
-        edit: true,
-    },
-    Binding {
-        keys: &[k(KeyCode::End), ctrl('e')],
-        action: Action::End,
-        help: "end of the line",
-        hint: None,
-        edit: true,
-    },
-    Binding {
-        keys: &[k(KeyCode::Backspace)],
-        action: Action::Backspace,
-        help: "delete back",
-        hint: None,
-        edit: true,
-    },
-    Binding {
-        keys: &[k(KeyCode::Delete)],
-        action: Action::Delete,
-        help: "delete forward",
-        hint: None,
-        edit: true,
-    },
-    Binding {
-        keys: &[ctrl('w'), with(KeyCode::Backspace, KeyModifiers::ALT)],
-        action: Action::DeleteWord,
-        help: "delete the word before the cursor",
-        hint: None,
-        edit: true,
-    },
-    Binding {
-        keys: &[ctrl('u')],
-        action: Action::DeleteToStart,
-        help: "delete to the start of the line",
-        hint: None,
-        edit: true,
-    },
-    Binding {
-        keys: &[ctrl('k')],
-        action: Action::DeleteToEnd,
-        help: "delete to the end of the line",
-        hint: None,
-        edit: true,
-    },
+    edit(&[k(KeyCode::Left)], Action::Left, "cursor left"),
+    edit(&[k(KeyCode::Right)], Action::Right, "cursor right"),
+    edit(
+        &[alt('b'), with(KeyCode::Left, KeyModifiers::CONTROL)],
+        Action::WordLeft,
+        "a word left",
+    ),
+    edit(
+        &[alt('f'), with(KeyCode::Right, KeyModifiers::CONTROL)],
+        Action::WordRight,
+        "a word right",
+    ),
+    edit(
+        &[k(KeyCode::Home), ctrl('a')],
+        Action::Home,
+        "start of the line",
+    ),
+    edit(
+        &[k(KeyCode::End), ctrl('e')],
+        Action::End,
+        "end of the line",
+    ),
+    edit(
+        &[with(KeyCode::Left, KeyModifiers::SHIFT)],
+        Action::SelectLeft,
+        "select left (typing replaces the selection, Backspace deletes it)",
+    ),
+    edit(
+        &[with(KeyCode::Right, KeyModifiers::SHIFT)],
+        Action::SelectRight,
+        "select right",
+    ),
+    edit(
+        &[with(
+            KeyCode::Left,
+            KeyModifiers::CONTROL.union(KeyModifiers::SHIFT),
+        )],
+        Action::SelectWordLeft,
+        "select a word left",
+    ),
+    edit(
+        &[with(
+            KeyCode::Right,
+            KeyModifiers::CONTROL.union(KeyModifiers::SHIFT),
+        )],
+        Action::SelectWordRight,
+        "select a word right",
+    ),
+    edit(
+        &[with(KeyCode::Up, KeyModifiers::SHIFT)],
+        Action::SelectUp,
+        "select a line up",
+    ),
+    edit(
+        &[with(KeyCode::Down, KeyModifiers::SHIFT)],
+        Action::SelectDown,
+        "select a line down",
+    ),
+    edit(
+        &[with(KeyCode::Home, KeyModifiers::SHIFT)],
+        Action::SelectHome,
+        "select to the start of the line",
+    ),
+    edit(
+        &[with(KeyCode::End, KeyModifiers::SHIFT)],
+        Action::SelectEnd,
+        "select to the end of the line",
+    ),
+    edit(&[k(KeyCode::Backspace)], Action::Backspace, "delete back"),
+    edit(&[k(KeyCode::Delete)], Action::Delete, "delete forward"),
+    edit(
+        &[ctrl('w'), with(KeyCode::Backspace, KeyModifiers::ALT)],
+        Action::DeleteWord,
+        "delete the word before the cursor",
+    ),
+    edit(
+        &[alt('d')],
+        Action::DeleteNextWord,
+        "delete the word after the cursor",
+    ),
+    edit(
+        &[ctrl('u')],
+        Action::DeleteToStart,
+        "delete to the start of the line",
+    ),
+    edit(
+        &[ctrl('k')],
+        Action::DeleteToEnd,
+        "delete to the end of the line",
+    ),
+    // Ctrl+_ and Ctrl+/ reach a terminal without keyboard enhancements as
+    // Ctrl+7 (the same byte); Ctrl+Z suspends.
+    edit(
+        &[ctrl('_'), alt('u'), ctrl('/'), ctrl('7')],
+        Action::Undo,
+        "undo (Ctrl+/ too; Ctrl+C's clearing too)",
+    ),
+    edit(&[alt('r')], Action::Redo, "redo"),
 ];
 
+/// An editing key's row (listed together in the help).
+const fn edit(keys: &'static [Key], action: Action, help: &'static str) -> Binding {
+    Binding {
+        keys,
+        action,
+        help,
+        hint: None,
+        edit: true,
+    }
+}
+
+/// Alt and a letter.
+const fn alt(c: char) -> Key {
+    with(KeyCode::Char(c), KeyModifiers::ALT)
+}
+
 /// A dialog's row: no footer hint, no editing key.
-const fn dialog(keys: &'static [super::Key], action: Action, help: &'static str) -> Binding {
+const fn dialog(keys: &'static [Key], action: Action, help: &'static str) -> Binding {
     Binding {
         keys,
         action,

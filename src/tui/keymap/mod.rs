@@ -1,7 +1,10 @@
 //! Keybindings as data: one table says which key does what, and both the
-//! help overlay and the footer hints are generated from it.
+//! help overlay and the footer hints are generated from it. `duet.toml`'s
+//! `[keys]` table binds other keys to the actions outside dialogs
+//! (`configure`, once at start).
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use std::sync::OnceLock;
 
 /// What a key asks for. The App decides what it means in its state
 /// (e.g. Esc interrupts a command, else cancels the agent's turn).
@@ -18,11 +21,27 @@ pub enum Action {
     Right,
     Home,
     End,
+    /// A word back or forward.
+    WordLeft,
+    WordRight,
+    /// The cursor's moves with Shift: they select.
+    SelectLeft,
+    SelectRight,
+    SelectWordLeft,
+    SelectWordRight,
+    SelectUp,
+    SelectDown,
+    SelectHome,
+    SelectEnd,
     Backspace,
     Delete,
     DeleteWord,
+    DeleteNextWord,
     DeleteToStart,
     DeleteToEnd,
+    /// Take back the last edit of the input, or do it again.
+    Undo,
+    Redo,
     Escape,
     ClearOrQuit,
     Cleanup,
@@ -60,6 +79,7 @@ pub enum Action {
 }
 
 mod bindings;
+pub mod names;
 
 pub use bindings::{
     APPROVAL_KEYS, BINDINGS, CONFIRM_KEYS, HELP_KEYS, LINK_KEYS, PROCESS_KEYS, TERMINAL_KEYS,
@@ -106,13 +126,60 @@ pub struct Binding {
     pub edit: bool,
 }
 
-/// The action bound to `event` outside dialogs, if any.
-pub fn lookup(event: &KeyEvent) -> Option<Action> {
-    lookup_in(BINDINGS, event)
+/// Keys `[keys]` gives actions, in place of their own.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KeyConfig(pub Vec<(Action, Vec<Key>)>);
+
+static CONFIGURED: OnceLock<KeyConfig> = OnceLock::new();
+
+/// Binds the keys of `config` for the rest of the process (the first
+/// call wins: the config is read once, at start). A process-wide table,
+/// as the defaults are, so that help, hints and lookups agree.
+pub fn configure(config: KeyConfig) {
+    let _ = CONFIGURED.set(config);
 }
 
-/// The action `table` binds to `event`, if any.
+fn configured() -> &'static [(Action, Vec<Key>)] {
+    CONFIGURED.get().map_or(&[], |c| c.0.as_slice())
+}
+
+/// The keys of a row of `BINDINGS` or `TERMINAL_KEYS` now: the ones
+/// `[keys]` gives its action, else its own less those `[keys]` gives
+/// another action.
+pub fn keys_of(binding: &Binding) -> Vec<Key> {
+    let config = configured();
+    if let Some((_, keys)) = config.iter().find(|(a, _)| *a == binding.action) {
+        return keys.clone();
+    }
+    binding
+        .keys
+        .iter()
+        .filter(|key| !config.iter().any(|(_, keys)| keys.contains(key)))
+        .copied()
+        .collect()
+}
+
+/// The action bound to `event` outside dialogs, if any.
+pub fn lookup(event: &KeyEvent) -> Option<Action> {
+    find(BINDINGS, event, keys_of)
+}
+
+/// The terminal view's action for `event` (Ctrl+] gives the keys back).
+pub fn lookup_terminal(event: &KeyEvent) -> Option<Action> {
+    find(TERMINAL_KEYS, event, keys_of)
+}
+
+/// The action a dialog's `table` binds to `event`, if any.
 pub fn lookup_in(table: &[Binding], event: &KeyEvent) -> Option<Action> {
+    find(table, event, |b| b.keys.to_vec())
+}
+
+/// The action of the row whose keys (as `keys` gives them) have `event`.
+fn find(
+    table: &[Binding],
+    event: &KeyEvent,
+    keys: impl Fn(&Binding) -> Vec<Key>,
+) -> Option<Action> {
     let mods = event.modifiers & (KeyModifiers::CONTROL | KeyModifiers::ALT | KeyModifiers::SHIFT);
     let code = match event.code {
         KeyCode::Char(c) if mods.contains(KeyModifiers::CONTROL) => {
@@ -130,11 +197,11 @@ pub fn lookup_in(table: &[Binding], event: &KeyEvent) -> Option<Action> {
             }
     };
     let exact = |key: &Key| key.code == code && key.mods == mods;
-    table
-        .iter()
-        .find(|b| b.keys.iter().any(exact))
-        .or_else(|| table.iter().find(|b| b.keys.iter().any(wanted)))
-        .map(|b| b.action)
+    let rows: Vec<(Action, Vec<Key>)> = table.iter().map(|b| (b.action, keys(b))).collect();
+    rows.iter()
+        .find(|(_, keys)| keys.iter().any(exact))
+        .or_else(|| rows.iter().find(|(_, keys)| keys.iter().any(wanted)))
+        .map(|(action, _)| *action)
 }
 
 /// How a key is written in the help: `Ctrl+G`, `Alt+Enter`, `PgUp`.
@@ -150,6 +217,8 @@ pub fn label(key: &Key) -> String {
         out.push_str("Shift+");
     }
     let name = match key.code {
+        KeyCode::Char(' ') => "Space".into(),
+        KeyCode::Char(c) if c.is_ascii_uppercase() => format!("Shift+{c}"),
         KeyCode::Char(c) => c.to_ascii_uppercase().to_string(),
         KeyCode::F(n) => format!("F{n}"),
         KeyCode::Enter => "Enter".into(),
@@ -171,11 +240,9 @@ pub fn label(key: &Key) -> String {
     out
 }
 
-/// The keys of a row, as the help shows them (the first two): `Alt+Enter, Ctrl+J`.
-pub fn keys_label(binding: &Binding) -> String {
-    binding
-        .keys
-        .iter()
+/// Keys as the help shows them (the first two): `Alt+Enter, Ctrl+J`.
+pub fn keys_label(keys: &[Key]) -> String {
+    keys.iter()
         .take(2)
         .map(label)
         .collect::<Vec<_>>()
@@ -189,8 +256,8 @@ pub fn hints() -> Vec<(String, &'static str, Action)> {
         .iter()
         .filter_map(|b| {
             let hint = b.hint?;
-            let key = b.keys.first()?;
-            let short = label(key).replace("Ctrl+", "^");
+            let key = *keys_of(b).first()?;
+            let short = label(&key).replace("Ctrl+", "^");
             Some((short, hint, b.action))
         })
         .collect()

@@ -453,7 +453,7 @@ mod tests {
             .collect()
     }
 
-    pub(super) const COLOR: Theme = Theme { color: true };
+    pub(super) const COLOR: Theme = Theme::DARK;
 
     #[test]
     fn code_blocks_are_found_in_order() {

@@ -7,6 +7,7 @@ use crate::tui::text::width;
 use crate::tui::view::layout::{PROMPT_WIDTH, composer_lines};
 use ratatui::Frame;
 use ratatui::layout::{Position, Rect};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
@@ -51,16 +52,20 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
     let text = app.composer.text();
     let lines = composer_lines(text, inner.width);
     let (cursor_row, cursor_col) = cursor_cell(text, app.composer.cursor(), inner.width);
+    let selection = app.composer.selection();
     // Keep the cursor's line in view.
     let first = (cursor_row + 1).saturating_sub(usize::from(inner.height));
     let shown: Vec<Line> = lines
         .iter()
+        .zip(line_starts(text, &lines))
         .enumerate()
         .skip(first)
         .take(usize::from(inner.height))
-        .map(|(i, l)| {
+        .map(|(i, (l, start))| {
             let lead = if i == 0 { prompt } else { "  " };
-            Line::from(vec![Span::styled(lead, style), Span::raw(l.clone())])
+            let mut spans = vec![Span::styled(lead, style)];
+            spans.extend(selected(l, start, selection, theme.selection()));
+            Line::from(spans)
         })
         .collect();
     frame.render_widget(Paragraph::new(shown), inner);
@@ -71,6 +76,54 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
         if x < inner.x + inner.width && y < inner.y + inner.height {
             frame.set_cursor_position(Position::new(x, y));
         }
+    }
+}
+
+/// The byte offset in `text` where each of its wrapped `lines` starts
+/// (they are its pieces in order, the line ends left out).
+fn line_starts(text: &str, lines: &[String]) -> Vec<usize> {
+    let mut starts = Vec::with_capacity(lines.len());
+    let mut pieces = lines.iter();
+    let mut at = 0;
+    for logical in text.split('\n') {
+        // This line's pieces: until they add up to it (an empty line has
+        // one, empty).
+        let mut used = 0;
+        loop {
+            let Some(piece) = pieces.next() else {
+                return starts;
+            };
+            starts.push(at + used);
+            used += piece.len();
+            if used >= logical.len() {
+                break;
+            }
+        }
+        at += logical.len() + 1;
+    }
+    starts
+}
+
+/// A wrapped line starting at byte `start`, the part in `selection`
+/// (byte range of the text) in `style`.
+fn selected(
+    line: &str,
+    start: usize,
+    selection: Option<(usize, usize)>,
+    style: Style,
+) -> Vec<Span<'static>> {
+    let Some((from, to)) = selection else {
+        return vec![Span::raw(line.to_string())];
+    };
+    let end = start + line.len();
+    let (a, b) = (from.clamp(start, end) - start, to.clamp(start, end) - start);
+    match (line.get(..a), line.get(a..b), line.get(b..)) {
+        (Some(before), Some(inside), Some(after)) if a < b => vec![
+            Span::raw(before.to_string()),
+            Span::styled(inside.to_string(), style),
+            Span::raw(after.to_string()),
+        ],
+        _ => vec![Span::raw(line.to_string())],
     }
 }
 
@@ -86,5 +139,30 @@ pub fn cursor_cell(text: &str, cursor: usize, width_cells: u16) -> (usize, usize
         (row + 1, 0)
     } else {
         (row, col)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrapped_lines_know_where_they_start_and_show_the_selection() {
+        let text = "abcdef\n\nxy";
+        let lines = composer_lines(text, PROMPT_WIDTH + 4);
+        assert_eq!(lines, ["abcd", "ef", "", "xy"]);
+        assert_eq!(line_starts(text, &lines), [0, 4, 7, 8]);
+        let style = Style::default().add_modifier(ratatui::style::Modifier::REVERSED);
+        let spans = selected("ef", 4, Some((5, 9)), style);
+        let parts: Vec<(&str, Style)> = spans.iter().map(|s| (&*s.content, s.style)).collect();
+        assert_eq!(
+            parts,
+            [
+                ("e", Style::default()),
+                ("f", style),
+                ("", Style::default())
+            ]
+        );
+        assert_eq!(selected("xy", 8, Some((0, 3)), style).len(), 1);
     }
 }

@@ -72,7 +72,7 @@ pub fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
     let key_w = BINDINGS
         .iter()
         .filter(|b| !b.edit)
-        .map(|b| width_of(&keymap::keys_label(b)))
+        .map(|b| width_of(&keymap::keys_label(&keymap::keys_of(b))))
         .chain(SLASH_COMMANDS.iter().map(|c| width_of(c.usage)))
         .chain(PREFIXES.iter().map(|(usage, _)| width_of(usage)))
         .max()
@@ -104,7 +104,8 @@ pub fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
     lines.push(Line::styled("Keys", theme.agent()));
     for binding in BINDINGS.iter().filter(|b| !b.edit) {
         let may = app.may_key(binding.action);
-        lines.push(greyed(row(keymap::keys_label(binding), binding.help), may));
+        let keys = keymap::keys_label(&keymap::keys_of(binding));
+        lines.push(greyed(row(keys, binding.help), may));
     }
     if app.role() != crate::protocol::RoomRole::Owner {
         lines.push(Line::styled(
@@ -124,7 +125,10 @@ pub fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
         theme.agent(),
     ));
     for binding in keymap::TERMINAL_KEYS {
-        let first = binding.keys.first().map(keymap::label).unwrap_or_default();
+        let first = keymap::keys_of(binding)
+            .first()
+            .map(keymap::label)
+            .unwrap_or_default();
         lines.push(row(first, binding.help));
     }
     lines.push(Line::default());
@@ -133,14 +137,16 @@ pub fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
         theme.agent(),
     ));
     for binding in keymap::PROCESS_KEYS {
-        lines.push(row(keymap::keys_label(binding), binding.help));
+        lines.push(row(keymap::keys_label(binding.keys), binding.help));
     }
     lines.push(Line::default());
     lines.push(Line::styled("Editing the input", theme.agent()));
     let edits: Vec<String> = BINDINGS
         .iter()
         .filter(|b| b.edit)
-        .map(|b| format!("{}: {}", keymap::keys_label(b), b.help))
+        .map(|b| (keymap::keys_label(&keymap::keys_of(b)), b.help))
+        .filter(|(keys, _)| !keys.is_empty())
+        .map(|(keys, help)| format!("{keys}: {help}"))
         .collect();
     for piece in wrap(
         &edits.join(" · "),
