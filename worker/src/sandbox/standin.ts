@@ -17,6 +17,9 @@
 //   stream (`streamProcessLogs`) that process followed over the socket
 //   (`process_follow`), a group signal its kill (`DELETE`: SIGTERM, SIGKILL
 //   2 s later); its `kill` of a command is duet serve's interrupt;
+// - a session's exec (`execWithSessionToken`) runs beside the room's
+//   shell, as the SDK's does in a session of its own: duet serve's
+//   background process, followed until it exits;
 // - the container's ports are duet serve's: the kernel's TCP table that
 //   a session's exec (`execWithSessionToken`) of PORTS_COMMAND reads is made from `GET /ports`,
 //   `containerFetch(request, port)` is the request as it is over its
@@ -32,6 +35,7 @@
 // `duet-room` names its room, which it tells when its container sleeps.
 
 import { DurableObject } from "cloudflare:workers";
+import { parseSSEStream } from "@cloudflare/sandbox";
 import { fromBase64, toBase64 } from "./bytes";
 import type { Env } from "../env";
 import { ROOM_LABEL, tellSandboxStopped } from "../rooms";
@@ -362,9 +366,13 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
     return { id };
   }
 
-  /** SDK execWithSessionToken: exec in a session of its own (PORTS_COMMAND never wakes the container). */
-  async execWithSessionToken(command: string, _sessionId: string, options: StreamOptions = {}): Promise<ExecResult> {
-    if (command !== PORTS_COMMAND) return this.exec(command, options);
+  /**
+   * SDK execWithSessionToken: exec in a session of its own, so never behind
+   * a command that keeps the room's shell busy (PORTS_COMMAND never wakes
+   * the container).
+   */
+  async execWithSessionToken(command: string, _sessionId: string, _options: StreamOptions = {}): Promise<ExecResult> {
+    if (command !== PORTS_COMMAND) return this.runBeside(command);
     const started = Date.now();
     let table = "";
     if (this.awake) {
@@ -812,6 +820,46 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
       exitCode,
       stdout: result.stdout,
       stderr: result.stderr,
+      command,
+      duration: Date.now() - started,
+      timestamp: new Date(started).toISOString(),
+    };
+  }
+
+  /**
+   * `command` beside the room's shell: duet serve's background process
+   * (a `/sandbox/exec` would wait until the shell's running command ends),
+   * its output and exit code read from its log once it ends.
+   */
+  private async runBeside(command: string): Promise<ExecResult> {
+    await this.wake();
+    const started = Date.now();
+    // Open before it starts: its exit frame may come before it is followed.
+    await this.sharedSocket();
+    const res = await this.call("POST", "/processes", JSON.stringify({ cmd: command }));
+    if (!res.ok) throw new Error(await httpError(res));
+    const { process } = (await res.json()) as { process: { id: string } };
+    const key = `beside-${process.id}`;
+    this.processes.set(key, process.id);
+    let stdout = "";
+    let stderr = "";
+    let exitCode = -1;
+    try {
+      for await (const event of parseSSEStream<Record<string, any>>(await this.streamProcessLogs(key))) {
+        if (event.type === "stdout") stdout += String(event.data ?? "");
+        else if (event.type === "stderr") stderr += String(event.data ?? "");
+        else if (event.type === "exit" && typeof event.exitCode === "number") exitCode = event.exitCode;
+        else if (event.type === "error") throw new Error(String(event.data ?? "the command beside the shell failed"));
+      }
+    } finally {
+      this.processes.delete(key);
+      this.exits.delete(process.id);
+    }
+    return {
+      success: exitCode === 0,
+      exitCode,
+      stdout,
+      stderr,
       command,
       duration: Date.now() - started,
       timestamp: new Date(started).toISOString(),
