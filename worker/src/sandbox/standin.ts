@@ -19,7 +19,7 @@
 //   2 s later); its `kill` of a command is duet serve's interrupt;
 // - a session's exec (`execWithSessionToken`) runs beside the room's
 //   shell, as the SDK's does in a session of its own: duet serve's
-//   background process, followed until it exits;
+//   background process, asked after until it ended;
 // - the container's ports are duet serve's: the kernel's TCP table that
 //   a session's exec (`execWithSessionToken`) of PORTS_COMMAND reads is made from `GET /ports`,
 //   `containerFetch(request, port)` is the request as it is over its
@@ -35,7 +35,6 @@
 // `duet-room` names its room, which it tells when its container sleeps.
 
 import { DurableObject } from "cloudflare:workers";
-import { parseSSEStream } from "@cloudflare/sandbox";
 import { fromBase64, toBase64 } from "./bytes";
 import type { Env } from "../env";
 import { ROOM_LABEL, tellSandboxStopped } from "../rooms";
@@ -107,6 +106,8 @@ interface BackupMeta {
 const BACKUP_DEFAULT_TTL_SECS = 259_200;
 
 const DEFAULT_SLEEP_AFTER_MS = 600_000;
+/** The longest pause between two looks at a command run beside the shell. */
+const BESIDE_POLL_MS = 100;
 /** A command's timeout when the caller gives none (duet serve caps it). */
 const LONGEST_MS = 3_600_000;
 
@@ -829,32 +830,30 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
   /**
    * `command` beside the room's shell: duet serve's background process
    * (a `/sandbox/exec` would wait until the shell's running command ends),
-   * its output and exit code read from its log once it ends.
+   * asked after until it ended, then its log read. Over HTTP only: an open
+   * socket would keep this object from being evicted.
    */
   private async runBeside(command: string): Promise<ExecResult> {
     await this.wake();
     const started = Date.now();
-    // Open before it starts: its exit frame may come before it is followed.
-    await this.sharedSocket();
     const res = await this.call("POST", "/processes", JSON.stringify({ cmd: command }));
     if (!res.ok) throw new Error(await httpError(res));
     const { process } = (await res.json()) as { process: { id: string } };
-    const key = `beside-${process.id}`;
-    this.processes.set(key, process.id);
-    let stdout = "";
-    let stderr = "";
+    const path = `/processes/${encodeURIComponent(process.id)}`;
     let exitCode = -1;
-    try {
-      for await (const event of parseSSEStream<Record<string, any>>(await this.streamProcessLogs(key))) {
-        if (event.type === "stdout") stdout += String(event.data ?? "");
-        else if (event.type === "stderr") stderr += String(event.data ?? "");
-        else if (event.type === "exit" && typeof event.exitCode === "number") exitCode = event.exitCode;
-        else if (event.type === "error") throw new Error(String(event.data ?? "the command beside the shell failed"));
+    for (let pause = 5; ; pause = Math.min(pause * 2, BESIDE_POLL_MS)) {
+      const asked = await this.call("GET", path);
+      if (!asked.ok) throw new Error(await httpError(asked));
+      const { process: now } = (await asked.json()) as { process: { status: string; exitCode: number | null } };
+      if (now.status !== "running") {
+        exitCode = now.exitCode ?? -1;
+        break;
       }
-    } finally {
-      this.processes.delete(key);
-      this.exits.delete(process.id);
+      await new Promise((resolve) => setTimeout(resolve, pause));
     }
+    const logs = await this.call("GET", `${path}/logs`);
+    if (!logs.ok) throw new Error(await httpError(logs));
+    const { stdout, stderr } = (await logs.json()) as { stdout: string; stderr: string };
     return {
       success: exitCode === 0,
       exitCode,
