@@ -583,13 +583,6 @@ async fn the_state_lists_the_checkpoints_in_full_states_and_patches() {
 
 #[tokio::test]
 async fn a_restore_stops_the_command_the_processes_and_the_terminal_then_records_then_answers() {
-    // KNOWN REGRESSION on the worker (issue 23's merges): after this
-    // restore the next exec there times out. Skipped there until fixed;
-    // it passes on duet serve.
-    if common::backend() == common::Backend::Worker {
-        eprintln!("SKIPPED on the worker backend: a known regression, see the test's comment");
-        return;
-    }
     let (server, _dir) = Server::fresh().await;
     let room = "cp-order";
     put_file(&server, room, "f.txt", b"kept".to_vec()).await;

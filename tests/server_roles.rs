@@ -5,7 +5,8 @@
 //! room an invite is for; expiry and revocation closing sockets with 4401
 //! and cutting its tunnels and previews (demotion too, where the role no
 //! longer allows them);
-//! a role changed live; names an invite fixes; the connect frames; the
+//! a role changed live (a demoted writer's window no longer sizes the
+//! terminal); names an invite fixes; the connect frames; the
 //! tokenless server; and invites kept across a restart. Backend-neutral.
 
 mod common;
@@ -1350,4 +1351,60 @@ async fn a_writer_demoted_while_attached_to_the_terminal_types_nothing_more() {
     let watched = terminal_until(&mut writer.ws, &term_id, "OWNER-42").await;
     assert!(!watched.contains("DEMOTED-TYPED"), "{watched}");
     assert!(!exists(&server, room, "demoted.txt").await);
+}
+
+/// Reads `ws` until the terminal's `resize` to `cols`×`rows`.
+async fn resized_to(ws: &mut Ws, term_id: &Value, cols: u16, rows: u16) {
+    ws.until(|f| {
+        f["type"] == "duet_term"
+            && f["phase"] == "resize"
+            && f["termId"] == *term_id
+            && f["cols"] == cols
+            && f["rows"] == rows
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_demoted_or_revoked_writer_s_window_stops_counting_for_the_terminal_s_size() {
+    let (server, _dir) = with_token(&[]).await;
+    let room = "demoted-size";
+    let mut owner = owner_joins(&server, room, "user=olga").await;
+    let opened = open_terminal(&mut owner.ws, 1, 120, 40).await;
+    let term_id = opened["termId"].clone();
+    assert_eq!(
+        (opened["cols"].clone(), opened["rows"].clone()),
+        (json!(120), json!(40))
+    );
+
+    // A writer's smaller window narrows it; demoted, the writer watches on
+    // (still attached) and the terminal is the owner's size again.
+    let (wes, inv) = guest(&server, room, "writer", None).await;
+    let mut writer = wes.joins("user=wes").await;
+    let attached = open_terminal(&mut writer.ws, 1, 60, 20).await;
+    assert_eq!(
+        (attached["cols"].clone(), attached["rows"].clone()),
+        (json!(60), json!(20))
+    );
+    resized_to(&mut owner.ws, &term_id, 60, 20).await;
+    let id = inv["id"].as_str().unwrap();
+    let (status, body) = server
+        .post(
+            &room_path(room, &format!("/invites/{id}/role")),
+            json!({"role":"viewer"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    resized_to(&mut owner.ws, &term_id, 120, 40).await;
+    resized_to(&mut writer.ws, &term_id, 120, 40).await;
+
+    // A revoked writer's window stops counting too.
+    let (rita, inv) = guest(&server, room, "writer", None).await;
+    let mut revoked = rita.joins("user=rita").await;
+    open_terminal(&mut revoked.ws, 1, 50, 15).await;
+    resized_to(&mut owner.ws, &term_id, 50, 15).await;
+    let id = inv["id"].as_str().unwrap();
+    let (status, body) = delete(&server, &room_path(room, &format!("/invites/{id}"))).await;
+    assert_eq!(status, 200, "{body}");
+    resized_to(&mut owner.ws, &term_id, 120, 40).await;
 }

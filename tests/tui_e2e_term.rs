@@ -4,7 +4,7 @@
 //! Ctrl+] and leaves the terminal as it was; a second attachment finds the
 //! same shell and `exit` ends it; two viewers type into one terminal and
 //! see each other; the TUI's terminal view toggles with F3 and runs a
-//! command typed into it; a one-shot `!top` names F3 and `duet term`;
+//! command typed into it (keys typed while it attaches too); a one-shot `!top` names F3 and `duet term`;
 //! `duet term` re-attaches after a backend restart, finds the embedded
 //! backend as `duet exec` does, and SIGTERM or SIGHUP restore the
 //! terminal. Needs tmux (the CI script installs it).
@@ -232,6 +232,40 @@ async fn the_tuis_terminal_view_toggles_with_f3_and_runs_what_is_typed() {
 }
 
 #[tokio::test]
+async fn keys_typed_while_the_tuis_terminal_view_attaches_arrive_in_order() {
+    let (server, _data) = Server::fresh().await;
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(dir.path());
+    let args = format!("--server {} --room early-term", server.url(""));
+    tmux.start("ann", &client_env(dir.path(), "ann"), &args);
+    tmux.wait("ann", "the footer's terminal key", |s| {
+        s.contains("F3 terminal")
+    })
+    .await;
+    // The room's terminal runs, at its prompt; the view is hidden again.
+    tmux.keys("ann", &["F3"]);
+    tmux.wait("ann", "the terminal at its prompt", |s| {
+        s.contains("Terminal 70×35") && shows_prompt(s)
+    })
+    .await;
+    tmux.keys("ann", &["C-]"]);
+    tmux.wait("ann", "the keys back", |s| {
+        !s.contains("keys go to the room's terminal")
+    })
+    .await;
+    tmux.keys("ann", &["F3"]);
+    tmux.wait("ann", "the output pane", |s| s.contains("No commands yet"))
+        .await;
+    // F3 and the keys in one write: they come while the view attaches.
+    tmux.keys("ann", &["F3", "echo early-$((5*5))", "Enter"]);
+    let screen = tmux
+        .wait("ann", "the early keys run", |s| s.contains("│early-25"))
+        .await;
+    assert!(!screen.contains("were not sent"), "{screen}");
+    assert!(screen.contains("echo early-$((5*5))"), "{screen}");
+}
+
+#[tokio::test]
 async fn duet_term_says_it_reconnects_and_attaches_again_after_the_backend_restarts() {
     let data = tempfile::tempdir().unwrap();
     let addr = format!("127.0.0.1:{}", common::free_port());
@@ -315,8 +349,12 @@ async fn sigterm_and_sighup_leave_the_terminal_as_it_was() {
         let room = format!("signal-{session}");
         let args = format!("term --server {} --room {room}", server.url(""));
         tmux.start_sized(session, &client_env(dir.path(), "ann"), &args, (100, 30));
-        tmux.wait(session, "attached", |s| status(s).contains("Ctrl+] detach"))
-            .await;
+        // Attached, and the shell's prompt drawn: keys typed before it
+        // could be lost to the shell's start.
+        tmux.wait(session, "attached at the prompt", |s| {
+            status(s).contains("Ctrl+] detach") && shows_prompt(s)
+        })
+        .await;
         // less turns on application cursor keys, mirrored outside.
         tmux.type_text(session, "seq 100 | less");
         tmux.keys(session, &["Enter"]);
@@ -339,6 +377,15 @@ async fn sigterm_and_sighup_leave_the_terminal_as_it_was() {
         assert_eq!(tmux.display(session, "#{keypad_cursor_flag}"), "0");
         tmux.keys(session, &["q"]);
     }
+}
+
+/// Whether the terminal's shell drew its prompt (`\w \$ `, e.g. `~ $`),
+/// full screen or in the TUI's pane (between its borders).
+fn shows_prompt(screen: &str) -> bool {
+    screen.lines().flat_map(|l| l.split('│')).any(|part| {
+        let part = part.trim_end();
+        part.ends_with(" $") || part.ends_with(" #")
+    })
 }
 
 /// The one child process of `pid` (the pane's shell runs `duet`).

@@ -448,6 +448,10 @@ impl Connection {
                 if let Access::Invite(invite) = &mut self.caller.access {
                     invite.role = *role;
                 }
+                // A viewer watches on; its window no longer sizes the terminal.
+                if !super::access::may(*role, super::access::Action::ResizeTerminal) {
+                    self.term.forget_size(self.number);
+                }
                 if !text.is_empty() && !send(socket, Message::Text(text.clone())).await {
                     return false;
                 }

@@ -3,14 +3,15 @@
 //! output pane has the focus every key goes to the terminal as the bytes a
 //! terminal sends, but Ctrl+], which gives the keys back to the input.
 //! The pane's size follows the layout (`duet_term_resize`); who types into
-//! it shows in its title; whether one runs, in the status bar.
+//! it shows in its title; whether one runs, in the status bar. Keys typed
+//! while it attaches wait (up to 64 KiB) and go in order once attached.
 
 use crate::client::rpc::{Answer, RoomOp, RpcError};
 use crate::client::term::keys::{InputModes, key_bytes, paste_bytes};
 use crate::client::term::mouse::mouse_bytes;
 use crate::client::term::needs;
 use crate::client::term::screen::{Seen, TermScreen};
-use crate::protocol::{TermFrame, TermSize, TerminalState};
+use crate::protocol::{MAX_TERM_INPUT, TermFrame, TermSize, TerminalState};
 use crate::tui::app::{App, Effect, Pane, TYPING_MS, Typist};
 use crate::tui::keymap::{self, Action};
 use crate::tui::roles::Deed;
@@ -32,6 +33,9 @@ pub struct TermPane {
     pub sent_size: Option<TermSize>,
     /// People typing into the terminal.
     pub typing: Vec<Typist>,
+    /// Keys typed while the view attaches (at most `MAX_TERM_INPUT`
+    /// bytes): sent in order once `term_open` answered.
+    pub typed_early: Vec<u8>,
 }
 
 impl Default for TermPane {
@@ -43,6 +47,7 @@ impl Default for TermPane {
             attached: false,
             sent_size: None,
             typing: Vec::new(),
+            typed_early: Vec::new(),
         }
     }
 }
@@ -125,6 +130,19 @@ impl App {
         if self.refused(Deed::TypeInTerminal) {
             return;
         }
+        // Shown but not attached yet (it opens, or attaches again after a
+        // reconnect): the keys wait for the answer.
+        if self.term.shown && !self.term.attached {
+            if self.term.typed_early.len() + data.len() > MAX_TERM_INPUT {
+                self.toast(
+                    "the terminal is not attached yet: keys past 64 KiB were not sent",
+                    true,
+                );
+                return;
+            }
+            self.term.typed_early.extend_from_slice(&data);
+            return;
+        }
         if self.term.running.is_none() {
             self.toast(
                 format!(
@@ -157,6 +175,7 @@ impl App {
                 effects.push(Effect::Call(RoomOp::TermDetach(term_id)));
             }
             self.term.attached = false;
+            self.term.typed_early.clear();
             self.term.screen.detached();
             return;
         }
@@ -323,6 +342,7 @@ impl App {
     /// The terminal shown here ended: the pane gives way to the output
     /// and the keys go back to the input; F3 opens a new one.
     fn terminal_ended(&mut self) {
+        self.term.typed_early.clear();
         self.term.screen.detached();
         self.term.attached = false;
         self.term.shown = false;
@@ -337,6 +357,13 @@ impl App {
                 Ok(terminal) if self.term.shown => {
                     self.term.screen.attached(&terminal);
                     self.term.attached = true;
+                    let early = std::mem::take(&mut self.term.typed_early);
+                    if !early.is_empty() {
+                        effects.push(Effect::TermInput {
+                            term_id: terminal.term_id.clone(),
+                            data: early,
+                        });
+                    }
                     self.term.running = Some(terminal);
                 }
                 // Hidden meanwhile: it is not watched any more.
@@ -348,6 +375,7 @@ impl App {
                 Err(err) => {
                     self.term.shown = false;
                     self.term.sent_size = None;
+                    self.term.typed_early.clear();
                     self.toast(format!("the room's terminal: {err}"), true);
                 }
             },

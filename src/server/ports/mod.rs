@@ -123,17 +123,28 @@ pub(crate) async fn cookie_access(
     match cookie.split_once('.') {
         None => is_credential(cookie, token, room, port).then_some(Access::Server),
         Some((invite_id, tag)) => {
-            let row = app
-                .registry
-                .shared
-                .store
-                .invite(room.to_string(), invite_id.to_string())
-                .await
-                .ok()??;
-            (row.usable() && is_credential(tag, &row.token_hash, room, port))
-                .then_some(Access::Invite(row.invite))
+            let row = usable_invite(app, room, invite_id).await?;
+            is_credential(tag, &row.token_hash, room, port).then_some(Access::Invite(row.invite))
         }
     }
+}
+
+/// Invite `invite_id` of `room` while it can be used (neither revoked nor
+/// expired); `None` too when the store cannot answer. What a preview's
+/// cookie or ticket made from an invite stands on.
+pub(crate) async fn usable_invite(
+    app: &super::router::App,
+    room: &str,
+    invite_id: &str,
+) -> Option<super::store_access::InviteRow> {
+    let row = app
+        .registry
+        .shared
+        .store
+        .invite(room.to_string(), invite_id.to_string())
+        .await
+        .ok()??;
+    row.usable().then_some(row)
 }
 
 /// Whether a query parameter (`name=value`, as sent) is named `name`,

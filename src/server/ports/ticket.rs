@@ -23,14 +23,7 @@ fn now() -> u64 {
 /// The key an invite's credentials are made with: its token's hash, while
 /// the invite can be used.
 pub(crate) async fn invite_key(app: &App, room: &str, invite_id: &str) -> Option<String> {
-    let row = app
-        .registry
-        .shared
-        .store
-        .invite(room.to_string(), invite_id.to_string())
-        .await
-        .ok()??;
-    row.usable().then_some(row.token_hash)
+    Some(super::usable_invite(app, room, invite_id).await?.token_hash)
 }
 
 /// The MAC of a ticket for `room`'s `port` that expires at `expires`.
@@ -79,16 +72,7 @@ pub(crate) async fn redeem(
     let (access, key, given) = match rest.split_once('.') {
         None => (Access::Server, token.to_string(), rest),
         Some((invite_id, given)) => {
-            let row = app
-                .registry
-                .shared
-                .store
-                .invite(room.to_string(), invite_id.to_string())
-                .await
-                .ok()??;
-            if !row.usable() {
-                return None;
-            }
+            let row = super::usable_invite(app, room, invite_id).await?;
             (Access::Invite(row.invite), row.token_hash, given)
         }
     };

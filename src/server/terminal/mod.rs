@@ -95,6 +95,10 @@ enum Request {
         conn: u64,
         size: TermSize,
     },
+    /// `conn` became a viewer: attached still, its size no longer counts.
+    ForgetSize {
+        conn: u64,
+    },
     Input(Vec<u8>),
     Close,
     Screen {
@@ -130,6 +134,11 @@ impl TermHandle {
 
     pub(crate) fn resize(&self, conn: u64, size: TermSize) {
         let _ = self.requests.send(Request::Resize { conn, size });
+    }
+
+    /// `conn` watches on, but its window no longer sizes the terminal.
+    pub(crate) fn forget_size(&self, conn: u64) {
+        let _ = self.requests.send(Request::ForgetSize { conn });
     }
 
     pub(crate) fn input(&self, bytes: Vec<u8>) {
@@ -378,6 +387,11 @@ impl Hub {
             }
             Request::Resize { conn, size } => {
                 if self.viewers.resize(conn, size) {
+                    self.resize_to_viewers();
+                }
+            }
+            Request::ForgetSize { conn } => {
+                if self.viewers.forget_size(conn) {
                     self.resize_to_viewers();
                 }
             }

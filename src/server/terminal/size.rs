@@ -34,6 +34,14 @@ impl Viewers {
         }
     }
 
+    /// `conn` watches on but its size no longer counts (it became a
+    /// viewer); false when it was not attached or gave none.
+    pub(super) fn forget_size(&mut self, conn: u64) -> bool {
+        self.sizes
+            .get_mut(&conn)
+            .is_some_and(|slot| slot.take().is_some())
+    }
+
     pub(super) fn is_empty(&self) -> bool {
         self.sizes.is_empty()
     }
@@ -77,6 +85,19 @@ mod tests {
         assert!(!v.resize(7, size(10, 10)));
         v.detach(2);
         assert_eq!(v.size(size(100, 50)), size(100, 50), "only sizeless left");
+    }
+
+    #[test]
+    fn a_forgotten_size_stops_counting_and_stays_forgotten() {
+        let mut v = Viewers::default();
+        v.attach(1, Some(size(120, 40)));
+        v.attach(2, Some(size(60, 20)));
+        assert!(v.forget_size(2));
+        assert_eq!(v.size(size(80, 24)), size(120, 40));
+        assert!(!v.forget_size(2), "no size left to forget");
+        assert!(!v.forget_size(9), "not attached");
+        v.attach(2, None);
+        assert_eq!(v.size(size(80, 24)), size(120, 40), "still forgotten");
     }
 
     #[test]

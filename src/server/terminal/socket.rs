@@ -43,6 +43,14 @@ impl TermSide {
             .filter(|h| h.term_id == term_id)
     }
 
+    /// This socket (`conn`) became a viewer: it watches on, and its window
+    /// no longer sizes the terminal.
+    pub(crate) fn forget_size(&self, conn: u64) {
+        if let Some((handle, _)) = &self.attached {
+            handle.forget_size(conn);
+        }
+    }
+
     /// Detaches (the socket asked, or left); false when it was not attached
     /// to `term_id`.
     pub(crate) fn detach(&mut self, conn: u64, term_id: Option<&str>) -> bool {

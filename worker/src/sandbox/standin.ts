@@ -17,6 +17,9 @@
 //   stream (`streamProcessLogs`) that process followed over the socket
 //   (`process_follow`), a group signal its kill (`DELETE`: SIGTERM, SIGKILL
 //   2 s later); its `kill` of a command is duet serve's interrupt;
+// - a session's exec (`execWithSessionToken`) runs beside the room's
+//   shell, as the SDK's does in a session of its own: duet serve's
+//   background process, asked after until it ended;
 // - the container's ports are duet serve's: the kernel's TCP table that
 //   a session's exec (`execWithSessionToken`) of PORTS_COMMAND reads is made from `GET /ports`,
 //   `containerFetch(request, port)` is the request as it is over its
@@ -103,6 +106,8 @@ interface BackupMeta {
 const BACKUP_DEFAULT_TTL_SECS = 259_200;
 
 const DEFAULT_SLEEP_AFTER_MS = 600_000;
+/** The longest pause between two looks at a command run beside the shell. */
+const BESIDE_POLL_MS = 100;
 /** A command's timeout when the caller gives none (duet serve caps it). */
 const LONGEST_MS = 3_600_000;
 
@@ -362,9 +367,13 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
     return { id };
   }
 
-  /** SDK execWithSessionToken: exec in a session of its own (PORTS_COMMAND never wakes the container). */
-  async execWithSessionToken(command: string, _sessionId: string, options: StreamOptions = {}): Promise<ExecResult> {
-    if (command !== PORTS_COMMAND) return this.exec(command, options);
+  /**
+   * SDK execWithSessionToken: exec in a session of its own, so never behind
+   * a command that keeps the room's shell busy (PORTS_COMMAND never wakes
+   * the container).
+   */
+  async execWithSessionToken(command: string, _sessionId: string, _options: StreamOptions = {}): Promise<ExecResult> {
+    if (command !== PORTS_COMMAND) return this.runBeside(command);
     const started = Date.now();
     let table = "";
     if (this.awake) {
@@ -812,6 +821,44 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
       exitCode,
       stdout: result.stdout,
       stderr: result.stderr,
+      command,
+      duration: Date.now() - started,
+      timestamp: new Date(started).toISOString(),
+    };
+  }
+
+  /**
+   * `command` beside the room's shell: duet serve's background process
+   * (a `/sandbox/exec` would wait until the shell's running command ends),
+   * asked after until it ended, then its log read. Over HTTP only: an open
+   * socket would keep this object from being evicted.
+   */
+  private async runBeside(command: string): Promise<ExecResult> {
+    await this.wake();
+    const started = Date.now();
+    const res = await this.call("POST", "/processes", JSON.stringify({ cmd: command }));
+    if (!res.ok) throw new Error(await httpError(res));
+    const { process } = (await res.json()) as { process: { id: string } };
+    const path = `/processes/${encodeURIComponent(process.id)}`;
+    let exitCode = -1;
+    for (let pause = 5; ; pause = Math.min(pause * 2, BESIDE_POLL_MS)) {
+      const asked = await this.call("GET", path);
+      if (!asked.ok) throw new Error(await httpError(asked));
+      const { process: now } = (await asked.json()) as { process: { status: string; exitCode: number | null } };
+      if (now.status !== "running") {
+        exitCode = now.exitCode ?? -1;
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+    const logs = await this.call("GET", `${path}/logs`);
+    if (!logs.ok) throw new Error(await httpError(logs));
+    const { stdout, stderr } = (await logs.json()) as { stdout: string; stderr: string };
+    return {
+      success: exitCode === 0,
+      exitCode,
+      stdout,
+      stderr,
       command,
       duration: Date.now() - started,
       timestamp: new Date(started).toISOString(),
