@@ -185,7 +185,7 @@ impl Event {
 }
 
 /// One command an agent reply ran.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Run {
     pub cmd: String,
@@ -196,6 +196,11 @@ pub struct Run {
     pub error: Option<String>,
     #[serde(default, skip_serializing_if = "is_false")]
     pub truncated: bool,
+    /// Where the model asked for it: an offset in characters into the
+    /// message's `text`, in its prose (docs/protocol.md "Output blocks"),
+    /// so that clients show the block there (absent from older replies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<u64>,
 }
 
 impl Run {
@@ -207,7 +212,7 @@ impl Run {
             stderr: String::new(),
             exit_code: None,
             error: Some(error.into()),
-            truncated: false,
+            ..Run::default()
         }
     }
 }

@@ -37,6 +37,7 @@ async fn rooms_messages_and_pages_round_trip() {
         exit_code: Some(0),
         error: None,
         truncated: false,
+        at: None,
     };
     for n in 1..=5 {
         let runs = (n == 3).then(|| vec![run.clone()]);

@@ -52,6 +52,8 @@ export interface Run {
   exitCode: number | null;
   error?: string;
   truncated?: boolean;
+  /** Where the model asked for it: an offset in characters into the message's text (docs/protocol.md "Output blocks"). */
+  at?: number;
 }
 
 export interface DuetMessage {

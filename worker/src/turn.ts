@@ -4,7 +4,7 @@
 // to DUET_AGENT_STEPS rounds (src/ai/turn.rs, src/server/room/turn.rs). A
 // cancelled turn keeps what it had streamed and run.
 
-import { extractCommands, partialProse, renderReply } from "./blocks";
+import { addRound, extractPlaced, partialPlaced } from "./blocks";
 import { projectContext, type ProjectFiles } from "./context";
 import { countVar, positiveVar, type Env } from "./env";
 import { ApiError, describe, ok, type Reply } from "./http";
@@ -98,12 +98,9 @@ export interface Progress {
 
 /** The reply a turn would store if it ended now (a cancel). */
 export function partialReply(p: Progress): AgentReply {
-  return { text: renderReply(joinRounds(p.text, partialProse(p.raw)), p.roundRuns), runs: [...p.runs, ...p.roundRuns] };
-}
-
-/** The reply so far and the next round's prose, a blank line between. */
-function joinRounds(text: string, prose: string): string {
-  return text === "" ? prose : prose === "" ? text : `${text}\n\n${prose}`;
+  const [prose, placed] = partialPlaced(p.raw);
+  const roundRuns = p.roundRuns.map((run) => ({ ...run }));
+  return { text: addRound(p.text, prose, placed, roundRuns), runs: [...p.runs, ...roundRuns] };
 }
 
 interface TurnContext {
@@ -192,7 +189,8 @@ export async function runTurn(t: TurnContext, history: DuetMessage[]): Promise<A
     } catch (e) {
       throw fail(e);
     }
-    const [prose, cmds] = extractCommands(raw);
+    const [prose, placed] = extractPlaced(raw);
+    const cmds = placed.map(([cmd]) => cmd);
     if (round === 0 && prose === "" && cmds.length === 0) {
       throw fail(new TurnError("Model error: the model answered with an empty reply"));
     }
@@ -201,7 +199,7 @@ export async function runTurn(t: TurnContext, history: DuetMessage[]): Promise<A
       p.roundRuns.push(capped(await unlessCancelled(t.host.run(cmd, t.signal, t.turnId, t.byConnection), t.signal)));
     }
     const roundRuns = p.roundRuns;
-    p.text = renderReply(joinRounds(p.text, prose), roundRuns);
+    p.text = addRound(p.text, prose, placed, roundRuns);
     p.runs.push(...roundRuns);
     p.raw = "";
     p.roundRuns = [];

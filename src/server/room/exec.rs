@@ -392,6 +392,7 @@ impl RoomActor {
                     exit_code: outcome.exit_code,
                     error,
                     truncated: record.truncated,
+                    ..Run::default()
                 });
             }
         }
