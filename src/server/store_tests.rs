@@ -155,6 +155,8 @@ async fn only_recent_execs_are_kept() {
             ts: 5,
             truncated: n % 2 == 0,
             error: None,
+            timed_out: false,
+            interrupted: false,
         };
         store.insert_exec("r".into(), rec).await.unwrap();
     }

@@ -52,14 +52,13 @@ impl Completion {
         })
     }
 
-    /// How a stored record says it ended (records keep the code, and why
-    /// there is none when it could not end by itself).
+    /// How a stored record says it ended: as its live frame did.
     pub fn from_record(record: &ExecRecord) -> Completion {
         Completion {
             exit_code: record.exit_code,
             duration_ms: record.duration,
-            timed_out: false,
-            interrupted: false,
+            timed_out: record.timed_out,
+            interrupted: record.interrupted,
             truncated: record.truncated,
             error: record.error.clone(),
         }
@@ -370,6 +369,8 @@ mod tests {
             ts: 0,
             truncated: false,
             error: None,
+            timed_out: false,
+            interrupted: false,
         }
     }
 

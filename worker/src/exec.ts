@@ -199,6 +199,7 @@ export class Commands {
     if (!end.outcome) end.duration = Date.now() - ts;
     const o = end.outcome;
     const interrupted = o ? o.interrupted : false;
+    const error = o ? o.error : end.failure;
     // A command that ran leaves the shell somewhere; one that could not start, where it was.
     const cwd = o ? (o.cwd ?? this.host.shellCwd()) : undefined;
     this.host.broadcast(
@@ -208,7 +209,7 @@ export class Commands {
         timedOut: o?.timedOut,
         truncated: o?.truncated,
         interrupted,
-        error: o ? o.error : end.failure,
+        error,
         cwd,
       }),
     );
@@ -228,6 +229,10 @@ export class Commands {
         duration: end.duration,
         ts,
         truncated: Boolean(o?.truncated) || cutOut || cutErr,
+        // What the live frame said, so that a reload reads the same.
+        ...(error !== undefined && { error }),
+        ...(o?.timedOut && { timedOut: true }),
+        ...(interrupted && { interrupted: true }),
       };
       this.host.record(generation, end.record);
     }

@@ -181,6 +181,8 @@ impl RoomActor {
             ts,
             truncated: false,
             error: None,
+            timed_out: false,
+            interrupted: false,
         };
         if let Err(e) = self
             .shared
@@ -317,6 +319,8 @@ impl RoomActor {
                     ts,
                     truncated,
                     error: Some(error.clone()),
+                    timed_out: false,
+                    interrupted: false,
                 };
                 self.record_exec(generation, record).await;
                 match then {
@@ -354,7 +358,10 @@ impl RoomActor {
             duration,
             ts,
             truncated: outcome.truncated || cut_out || cut_err,
-            error: None,
+            // What the live frame said, so that a reload reads the same.
+            error: outcome.error.clone(),
+            timed_out: outcome.timed_out,
+            interrupted: outcome.interrupted,
         };
         self.record_exec(generation, record.clone()).await;
         if generation == self.generation {
@@ -489,6 +496,8 @@ impl RoomActor {
                 ts: launched.ts,
                 truncated,
                 error: Some(SERVER_STOPPED.to_string()),
+                timed_out: false,
+                interrupted: false,
             };
             self.record_exec(launched.generation, record).await;
         }
