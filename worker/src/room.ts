@@ -189,6 +189,9 @@ export class Room {
       shellCwd: () => this.cwd,
       shellMoved: (generation, cwd) => current(generation) && this.moveShell(cwd),
       note: (generation, event, text) => current(generation) && this.noteQuietly(event, text),
+      noteAfterReply: (generation, event, text) => {
+        if (current(generation) && !this.turns.afterReply(event, text)) this.noteQuietly(event, text);
+      },
     });
     this.terminal = new SharedTerminal(
       {

@@ -310,6 +310,8 @@ interface Current {
   discarded: boolean;
   /** Who cancelled it. */
   cancelledBy?: string;
+  /** Records of what happened to its commands (interrupts), stored after its reply. */
+  afterReply: [RoomEvent, string][];
   /** Resolves once its end is stored (and answered). */
   ended: Promise<void>;
   end(): void;
@@ -375,7 +377,7 @@ export class Turns {
     const progress: Progress = { text: "", runs: [], raw: "", roundRuns: [] };
     let end = () => {};
     const ended = new Promise<void>((resolve) => (end = resolve));
-    const current: Current = { id: `t${randomHex()}`, ctrl: new AbortController(), pending, progress, discarded: false, ended, end };
+    const current: Current = { id: `t${randomHex()}`, ctrl: new AbortController(), pending, progress, discarded: false, afterReply: [], ended, end };
     this.current = current;
     // Everything said so far, replies to earlier turns included, but not
     // what people asked after this message (their turns come later); this
@@ -402,6 +404,21 @@ export class Turns {
     );
   }
 
+  /** Keeps a record about the current turn (`event` saying `text`) for after its reply; false when no turn runs. */
+  afterReply(event: RoomEvent, text: string): boolean {
+    const c = this.current;
+    if (!c || c.discarded) return false;
+    c.afterReply.push([event, text]);
+    return true;
+  }
+
+  /** Stores the records kept for after the turn's reply. */
+  private storeAfterReply(current: Current): void {
+    for (const [event, text] of current.afterReply) {
+      this.room.storeMessage({ role: "system", userId: event.by, text, event });
+    }
+  }
+
   private done(current: Current, reply: AgentReply | undefined, error: TurnError | undefined): void {
     if (this.current !== current) return;
     this.current = undefined;
@@ -415,13 +432,16 @@ export class Turns {
         this.room.storeMessage({ role: "agent", text: partial.text, ...withRuns(partial.runs), cancelledBy: by });
         const event: RoomEvent = { kind: "cancel", by, turnId: current.id };
         this.room.storeMessage({ role: "system", userId: by, text: recordText(event), event });
+        this.storeAfterReply(current);
         answer(noReply(CANCELLED_TEXT, this.room.messages()));
       } else if (reply) {
         this.room.storeMessage({ role: "agent", text: reply.text, ...withRuns(reply.runs) });
+        this.storeAfterReply(current);
         answer(ok(messageResponseJson(reply.text, undefined, this.room.messages())));
       } else {
         const text = error?.text ?? CANCELLED_TEXT;
         this.room.storeMessage({ role: "system", userId: user, text });
+        this.storeAfterReply(current);
         answer(noReply(text, this.room.messages()));
       }
     } catch (e) {

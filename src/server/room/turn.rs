@@ -47,6 +47,10 @@ pub(super) struct CurrentTurn {
     pub(super) discarded: bool,
     /// Who cancelled it, once someone did.
     pub(super) cancelled_by: Option<String>,
+    /// Records of what happened to its commands (interrupts, shells
+    /// replaced), stored after its reply: they read in the order things
+    /// happened.
+    pub(super) after_reply: Vec<DuetMessage>,
 }
 
 /// The note stored after a reply the server's stop cut off.
@@ -225,6 +229,7 @@ impl RoomActor {
             running: None,
             discarded: false,
             cancelled_by: None,
+            after_reply: Vec::new(),
         });
     }
 
@@ -272,6 +277,7 @@ impl RoomActor {
         if current.discarded {
             pending.answer(Ok(no_reply(CLEANED, self.messages())));
         } else {
+            let after_reply = current.after_reply;
             let answer = match (result, current.cancelled_by) {
                 (Err(TurnError::Cancelled(partial)), by) => {
                     let by = by.unwrap_or_else(|| "duet".into());
@@ -300,6 +306,11 @@ impl RoomActor {
                     stored.map(|_| no_reply(&text, self.messages()))
                 }
             };
+            for draft in after_reply {
+                if let Err(e) = self.store(draft).await {
+                    tracing::warn!(room = %self.id, "storing a record failed: {}", e.body.error);
+                }
+            }
             if let (Some(client_id), Ok(reply)) = (&pending.client_id, &answer) {
                 self.keep_client_reply(client_id, reply).await;
             }
