@@ -142,9 +142,15 @@ async fn rounds_of_commands_end_in_one_stored_reply() {
         body["reply"],
         "Output (echo one > f; cat f):\none\n\nAgain.\n\nOutput (cat f; exit 4):\none\n\nDone."
     );
-    let stored = body["messages"].as_array().unwrap().last().unwrap().clone();
+    // The reply, then the record of the shell its `exit 4` ended: in the
+    // order things happened.
+    let messages = body["messages"].as_array().unwrap();
+    let [.., stored, shell] = messages.as_slice() else {
+        panic!("{body}");
+    };
     assert_eq!(stored["runs"].as_array().unwrap().len(), 2);
     assert_eq!(stored["runs"][1]["exitCode"], 4);
+    assert_eq!(shell["event"]["kind"], "shell", "{body}");
     assert_eq!(model.requests().len(), 3);
 }
 

@@ -374,6 +374,37 @@ mod tests {
         }
     }
 
+    /// Issue 23, item 8: a reload reads a stopped command as the live
+    /// screen did (`■ interrupted`, `⏱ timed out`, the shell's note), not
+    /// as a bare exit code.
+    #[test]
+    fn a_stopped_command_ends_the_same_live_and_stored() {
+        for (timed_out, interrupted, code) in [(false, true, 130), (true, false, 124)] {
+            let note = Some("the shell was replaced".to_string());
+            let frame = ExecFrame::Complete {
+                exec_id: "e1".into(),
+                exit_code: Some(code),
+                duration: 5,
+                timed_out,
+                truncated: false,
+                interrupted,
+                error: note.clone(),
+                cwd: None,
+            };
+            let record = ExecRecord {
+                exit_code: Some(code),
+                error: note,
+                timed_out,
+                interrupted,
+                ..echo_hi_record()
+            };
+            assert_eq!(
+                Completion::from_frame(&frame),
+                Some(Completion::from_record(&record))
+            );
+        }
+    }
+
     #[test]
     fn a_run_older_than_an_ended_one_is_over_even_without_its_record() {
         let mut log = ExecLog::default();
