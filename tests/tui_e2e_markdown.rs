@@ -167,6 +167,11 @@ async fn a_command_reads_where_the_agent_asked_for_it_live_and_after_a_rejoin() 
         std::time::Duration::from_secs(3),
     )])
     .await;
+    model.push(Script::Stream(vec![
+        "Let me check.\n\n".into(),
+        "<run>echo placed-1</run>".into(),
+        "\n\nThat should print 1.".into(),
+    ]));
     let (server, _data) = Server::fresh_with(&model.server_args()).await;
     let url = server.url("");
     let dir = tempfile::tempdir().unwrap();
@@ -205,4 +210,20 @@ async fn a_command_reads_where_the_agent_asked_for_it_live_and_after_a_rejoin() 
         })
         .await;
     assert_eq!(reading(&later), stored, "{later}");
+    // `duet ask` prints it in the same order as it streams.
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_duet"))
+        .args(["ask", "--server", &url, "--room", "placed", "--name", "dan"])
+        .arg("again?")
+        .env_remove("DUET_TOKEN")
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let at = |s: &str| stdout.find(s).unwrap_or_else(|| panic!("{s} in {stdout}"));
+    assert!(at("Let me check.") < at("$ echo placed-1"), "{stdout}");
+    assert!(
+        at("$ echo placed-1\nplaced-1") < at("That should print 1."),
+        "{stdout}"
+    );
 }
