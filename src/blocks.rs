@@ -20,7 +20,15 @@ const HEAD_END: &str = "):";
 /// Splits a model's reply into its prose (every `<run>…</run>` removed,
 /// trimmed) and its commands (trimmed, empty ones skipped), in order.
 pub fn extract_commands(reply: &str) -> (String, Vec<String>) {
+    let (prose, placed) = extract_placed(reply);
+    (prose, placed.into_iter().map(|(cmd, _)| cmd).collect())
+}
+
+/// As `extract_commands`, each command with where its tag stood in the
+/// prose: an offset in characters into the trimmed prose.
+pub fn extract_placed(reply: &str) -> (String, Vec<(String, usize)>) {
     let mut prose = String::with_capacity(reply.len());
+    let mut prose_chars = 0;
     let mut cmds = Vec::new();
     let mut rest = reply;
     while let Some(open) = rest.find(OPEN) {
@@ -28,15 +36,52 @@ pub fn extract_commands(reply: &str) -> (String, Vec<String>) {
         let Some(close) = inner.find(CLOSE) else {
             break;
         };
-        prose.push_str(&rest[..open]);
+        let before = &rest[..open];
+        prose.push_str(before);
+        prose_chars += before.chars().count();
         let cmd = inner[..close].trim();
         if !cmd.is_empty() {
-            cmds.push(cmd.to_string());
+            cmds.push((cmd.to_string(), prose_chars));
         }
         rest = &inner[close + CLOSE.len()..];
     }
     prose.push_str(rest);
-    (prose.trim().to_string(), cmds)
+    let trimmed = prose.trim();
+    let lead = prose[..prose.len() - prose.trim_start().len()]
+        .chars()
+        .count();
+    let len = trimmed.chars().count();
+    let placed = cmds
+        .into_iter()
+        .map(|(cmd, at)| (cmd, at.saturating_sub(lead).min(len)))
+        .collect();
+    (trimmed.to_string(), placed)
+}
+
+/// The model's text while it streams, as the stored reply will show it:
+/// its prose split where each command was asked, the command there as a
+/// block (with no output yet), one still being written too.
+pub fn parse_streaming(text: &str) -> Vec<Block> {
+    let mut blocks = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find(OPEN) {
+        push_prose(&mut blocks, &rest[..open]);
+        let inner = &rest[open + OPEN.len()..];
+        let (cmd, after) = match inner.find(CLOSE) {
+            Some(close) => (&inner[..close], &inner[close + CLOSE.len()..]),
+            None => (inner, ""),
+        };
+        let cmd = cmd.trim();
+        if !cmd.is_empty() {
+            blocks.push(Block::Output {
+                cmd: cmd.to_string(),
+                output: String::new(),
+            });
+        }
+        rest = after;
+    }
+    push_prose(&mut blocks, rest);
+    blocks
 }
 
 /// The text a block shows of a command's output: the first 500 characters
@@ -151,28 +196,42 @@ fn push_prose(blocks: &mut Vec<Block>, prose: &str) {
 }
 
 /// Blocks from the runs; the prose is what lies between their blocks in the
-/// text (a multi-round reply has prose between rounds).
+/// text (a multi-round reply has prose between rounds). A run that says
+/// where it was asked (`at`) is shown there, splitting the prose; one that
+/// does not, where its block is in the text.
 fn parse_with_runs(text: &str, runs: &[Run]) -> Vec<Block> {
+    let spans = block_spans(text, runs);
     let mut blocks = Vec::new();
+    let mut cursor = 0;
+    for (run, place) in runs.iter().zip(places(text, runs, &spans)) {
+        push_prose_outside(&mut blocks, text, cursor, place, &spans);
+        blocks.push(run_block(run));
+        cursor = place;
+    }
+    push_prose_outside(&mut blocks, text, cursor, text.len(), &spans);
+    blocks
+}
+
+/// Where each run's block lies in the text (from its separator to the end
+/// of its body), when it is found there.
+fn block_spans(text: &str, runs: &[Run]) -> Vec<Option<(usize, usize)>> {
+    let mut spans = Vec::with_capacity(runs.len());
     let mut cursor = 0;
     for (i, run) in runs.iter().enumerate() {
         let (head, body) = block_parts(run);
         let header = format!("{head}{}{HEAD_END}", run.cmd);
-        let found = find_header(text, cursor, &header);
-        let Some((sep_start, body_start)) = found else {
-            blocks.push(run_block(run));
+        let Some((sep_start, body_start)) = find_header(text, cursor, &header) else {
+            spans.push(None);
             continue;
         };
-        push_prose(&mut blocks, &text[cursor..sep_start]);
-        blocks.push(run_block(run));
         let after = &text[body_start..];
-        cursor = if after.starts_with(body.as_str()) {
+        let end = if after.starts_with(body.as_str()) {
             body_start + body.len()
         } else if after.starts_with(body.trim_end()) {
             // Trailing white space was trimmed (the end of a round).
             body_start + body.trim_end().len()
         } else {
-            // Not what this run printed: skip to the next run's block.
+            // Not what this run printed: up to the next run's block.
             let next = runs.get(i + 1).map(|next| {
                 let (head, _) = block_parts(next);
                 format!("{head}{}{HEAD_END}", next.cmd)
@@ -180,9 +239,72 @@ fn parse_with_runs(text: &str, runs: &[Run]) -> Vec<Block> {
             next.and_then(|h| find_header(text, body_start, &h))
                 .map_or(text.len(), |(sep_start, _)| sep_start)
         };
+        spans.push(Some((sep_start, end)));
+        cursor = end;
     }
-    push_prose(&mut blocks, &text[cursor.min(text.len())..]);
-    blocks
+    spans
+}
+
+/// The byte offset in the text where each run is shown, in order: its `at`
+/// (moved past a block it would fall into), else its block's place, else
+/// where the one before it is.
+fn places(text: &str, runs: &[Run], spans: &[Option<(usize, usize)>]) -> Vec<usize> {
+    let mut out = Vec::with_capacity(runs.len());
+    let mut last = 0;
+    for (run, span) in runs.iter().zip(spans) {
+        let asked = run.at.and_then(|at| byte_offset(text, at)).map(|at| {
+            spans
+                .iter()
+                .flatten()
+                .find(|(start, end)| *start < at && at < *end)
+                .map_or(at, |(_, end)| *end)
+        });
+        let place = asked.or(span.map(|(start, _)| start)).unwrap_or(last);
+        last = place.max(last);
+        out.push(last);
+    }
+    out
+}
+
+/// The byte offset of the `chars`-th character of the text (its end when
+/// it has that many exactly); `None` beyond.
+fn byte_offset(text: &str, chars: u64) -> Option<usize> {
+    let chars = usize::try_from(chars).ok()?;
+    text.char_indices()
+        .map(|(at, _)| at)
+        .chain(std::iter::once(text.len()))
+        .nth(chars)
+}
+
+/// Pushes, as one piece of prose, the text from `from` to `to` that lies
+/// outside every block, its parts trimmed and a blank line between them.
+fn push_prose_outside(
+    blocks: &mut Vec<Block>,
+    text: &str,
+    from: usize,
+    to: usize,
+    spans: &[Option<(usize, usize)>],
+) {
+    let mut parts = Vec::new();
+    let mut at = from;
+    for (start, end) in spans.iter().flatten() {
+        if *end <= at || *start >= to {
+            continue;
+        }
+        if *start > at {
+            parts.push(&text[at..*start]);
+        }
+        at = (*end).max(at);
+    }
+    if at < to {
+        parts.push(&text[at..to]);
+    }
+    let parts: Vec<&str> = parts
+        .iter()
+        .map(|part| part.trim())
+        .filter(|part| !part.is_empty())
+        .collect();
+    push_prose(blocks, &parts.join("\n\n"));
 }
 
 /// Finds `header` (without its line end) at or after `from`, at the start

@@ -11,6 +11,7 @@ fn run(cmd: &str, stdout: &str, stderr: &str, exit: Option<i32>) -> Run {
         exit_code: exit,
         error: None,
         truncated: false,
+        at: None,
     }
 }
 
@@ -300,4 +301,68 @@ proptest! {
         prop_assert_eq!(parse(&text, None), expected.clone());
         prop_assert_eq!(parse(&text, Some(&runs)).len(), expected.len());
     }
+}
+
+/// A reply as a turn stores it: the model's text with its commands' tags,
+/// each run placed where its tag stood.
+fn stored(model: &str, outputs: &[&str]) -> (String, Vec<Run>) {
+    let (prose, placed) = extract_placed(model);
+    let runs: Vec<Run> = placed
+        .iter()
+        .zip(outputs)
+        .map(|((cmd, at), out)| Run {
+            at: Some(*at as u64),
+            ..run(cmd, out, "", Some(0))
+        })
+        .collect();
+    (render_reply(&prose, &runs), runs)
+}
+
+#[test]
+fn a_command_shows_where_it_was_asked_and_the_text_stays_byte_exact() {
+    let model = "Let me check.\n\n<run>echo 1</run>\n\nThat should print 1.";
+    let (text, runs) = stored(model, &["1\n"]);
+    assert_eq!(
+        text,
+        "Let me check.\n\n\n\nThat should print 1.\n\nOutput (echo 1):\n1"
+    );
+    let expected = vec![
+        Block::Prose("Let me check.".into()),
+        output("echo 1", "1\n"),
+        Block::Prose("That should print 1.".into()),
+    ];
+    assert_eq!(parse(&text, Some(&runs)), expected);
+    assert_eq!(parse_streaming(model), {
+        let mut live = expected.clone();
+        live[1] = output("echo 1", "");
+        live
+    });
+}
+
+#[test]
+fn placed_commands_keep_their_order_and_rounds() {
+    let model = "<run>a</run> x é <run>b</run>\n\ny";
+    let (text, runs) = stored(model, &["A", "B"]);
+    let blocks = parse(&text, Some(&runs));
+    assert_eq!(
+        blocks,
+        vec![
+            output("a", "A"),
+            Block::Prose("x é".into()),
+            output("b", "B"),
+            Block::Prose("y".into()),
+        ]
+    );
+    // A place past the end, or none, never loses prose or a command.
+    let lost = vec![
+        Run {
+            at: Some(10_000),
+            ..runs[0].clone()
+        },
+        Run {
+            at: None,
+            ..runs[1].clone()
+        },
+    ];
+    assert_eq!(parse(&text, Some(&lost)).len(), 3);
 }

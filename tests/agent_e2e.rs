@@ -142,9 +142,15 @@ async fn rounds_of_commands_end_in_one_stored_reply() {
         body["reply"],
         "Output (echo one > f; cat f):\none\n\nAgain.\n\nOutput (cat f; exit 4):\none\n\nDone."
     );
-    let stored = body["messages"].as_array().unwrap().last().unwrap().clone();
+    // The reply, then the record of the shell its `exit 4` ended: in the
+    // order things happened.
+    let messages = body["messages"].as_array().unwrap();
+    let [.., stored, shell] = messages.as_slice() else {
+        panic!("{body}");
+    };
     assert_eq!(stored["runs"].as_array().unwrap().len(), 2);
     assert_eq!(stored["runs"][1]["exitCode"], 4);
+    assert_eq!(shell["event"]["kind"], "shell", "{body}");
     assert_eq!(model.requests().len(), 3);
 }
 
@@ -417,4 +423,50 @@ async fn without_a_model_the_room_is_told_how_to_configure_one() {
         .post("/api/rooms/r8/sandbox/exec", json!({"cmd": "echo fine"}))
         .await;
     assert_eq!((status, &exec["result"]["stdout"]), (200, &json!("fine\n")));
+}
+
+/// Issue 23, item 8: a record of what happened to the agent's command
+/// while its turn ran (bob's interrupt) comes after the turn's reply,
+/// live and stored, in the order things happened.
+#[tokio::test]
+async fn an_interrupt_of_the_agents_command_is_recorded_after_its_reply() {
+    let model = FakeModel::start(vec![
+        Script::Stream(vec![
+            "Waiting.\n\n".into(),
+            "<run>echo begun; sleep 20</run>".into(),
+        ]),
+        Script::Stream(vec!["It was stopped.".into()]),
+    ])
+    .await;
+    let (server, _dir) = serve_with(&model, &[]).await;
+    let mut ws = server.joined("ord", "user=bob").await;
+    let url = server.url("/api/rooms/ord/message");
+    let asked = tokio::spawn(common::answer(
+        common::http()
+            .post(url)
+            .json(&json!({"text": "wait a while", "userId": "ann"})),
+    ));
+    ws.until(|f| f["type"] == "duet_exec" && f["phase"] == "stdout")
+        .await;
+    let (status, body) = server
+        .post("/api/rooms/ord/sandbox/interrupt", json!({"userId": "bob"}))
+        .await;
+    assert_eq!(
+        (status, &body["interrupted"]),
+        (200, &json!(true)),
+        "{body}"
+    );
+    let (status, body) = asked.await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    let (_, state) = server.get("/api/rooms/ord/messages").await;
+    let order: Vec<String> = state["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| match m["event"]["kind"].as_str() {
+            Some(kind) => kind.to_string(),
+            None => m["role"].as_str().unwrap_or_default().to_string(),
+        })
+        .collect();
+    assert_eq!(order, ["user", "agent", "interrupt"], "{state}");
 }

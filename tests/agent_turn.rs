@@ -122,6 +122,7 @@ async fn a_command_the_sandbox_cannot_run_is_an_error_block() {
                     exit_code: None,
                     error: Some("the sandbox is not built yet".into()),
                     truncated: false,
+                    at: None,
                 }
             })
         }

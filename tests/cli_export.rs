@@ -188,3 +188,113 @@ async fn markdown_has_the_outputs_text_without_escape_codes() {
     let out = duet(&server, "exp5", &["export", "--format", "json"]);
     assert!(stdout(&out).contains("\\u001b[31mred"), "{}", stdout(&out));
 }
+
+/// The model's reply: prose, a command, more prose (issue 23, item 8).
+const PLACED_REPLY: [&str; 3] = [
+    "Let me check.\n\n",
+    "<run>echo 1</run>",
+    "\n\nThat should print 1.",
+];
+
+#[tokio::test]
+async fn markdown_shows_a_command_where_the_agent_asked_for_it() {
+    let model = FakeModel::start(vec![Script::Stream(
+        PLACED_REPLY.iter().map(|s| s.to_string()).collect(),
+    )])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &model.server_args()).await;
+    let (status, body) = server
+        .post(
+            "/api/rooms/exp6/message",
+            json!({"text": "print one", "userId": "ann"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    // The stored text is the original protocol's, byte for byte; the run
+    // says where it was asked.
+    let reply = &body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "agent")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        reply["text"],
+        "Let me check.\n\n\n\nThat should print 1.\n\nOutput (echo 1):\n1"
+    );
+    assert_eq!(reply["runs"][0]["at"], 15, "{reply}");
+    let out = duet(&server, "exp6", &["export", "--format", "md"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let md = stdout(&out);
+    let at = |s: &str| md.find(s).unwrap_or_else(|| panic!("{s} in {md}"));
+    assert!(at("Let me check.") < at("Output (`echo 1`)"), "{md}");
+    assert!(at("Output (`echo 1`)") < at("That should print 1."), "{md}");
+    // Where the tag was, the stored prose has four line ends.
+    assert!(!md.contains("\n\n\n\n"), "no runs of blank lines: {md:?}");
+}
+
+/// The records of a room's `events`, as `{kind, by, …}`.
+fn events(messages: &Value) -> Vec<Value> {
+    messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m.get("event").cloned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_policy_change_and_a_background_start_are_records() {
+    let (server, _dir) = Server::fresh().await;
+    let mut ws = server.ws("exp7", "user=cat").await;
+    ws.until_type("duet_you").await;
+    let (status, body) = server
+        .post(
+            "/api/rooms/exp7/policy",
+            json!({"policy": "ask", "userId": "ann"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    // The same policy again changes nothing and records nothing.
+    let (status, _) = server
+        .post(
+            "/api/rooms/exp7/policy",
+            json!({"policy": "ask", "userId": "ann"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, body) = server
+        .post(
+            "/api/rooms/exp7/processes",
+            json!({"cmd": "sleep 30", "name": "napper", "userId": "bob"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let id = body["process"]["id"].as_str().unwrap().to_string();
+    // Live: each comes to the room's sockets as it is stored.
+    ws.until(|f| f.to_string().contains(r#""kind":"policy""#))
+        .await;
+    ws.until(|f| f.to_string().contains(r#""kind":"process""#))
+        .await;
+    // Stored: what a later reader gets.
+    let out = duet(&server, "exp7", &["export", "--format", "json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let export: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        events(&export["messages"]),
+        [
+            json!({"kind": "policy", "by": "ann", "policy": "ask"}),
+            json!({"kind": "process", "by": "bob", "processId": id, "name": "napper", "cmd": "sleep 30"}),
+        ]
+    );
+    let out = duet(&server, "exp7", &["export", "--format", "md"]);
+    let md = stdout(&out);
+    assert!(md.contains("_ann set the agent's commands to ask_"), "{md}");
+    assert!(
+        md.contains("_bob started napper in the background: `sleep 30`_"),
+        "{md}"
+    );
+}

@@ -136,3 +136,50 @@ async fn a_program_that_catches_sigint_still_ends_the_command() {
         "the shell went on after the program: {r}"
     );
 }
+
+/// Issue 23, item 8: a command stopped live (interrupted, timed out) is
+/// stored saying so, as its `duet_exec complete` did: a reload reads the
+/// same as the live screen (not a bare 130 or 124).
+#[tokio::test]
+async fn a_stopped_command_is_stored_as_it_ended_live() {
+    let (server, _dir) = timeout_server().await;
+    let mut ws = server.joined("s", "user=ada").await;
+    let url = server.url("/api/rooms/s/sandbox/exec");
+    let running = tokio::spawn(answer(
+        http()
+            .post(url)
+            .json(&json!({"cmd":"echo started; sleep 5", "userId": "ada"})),
+    ));
+    ws.until(|f| f["type"] == "duet_exec" && f["phase"] == "stdout")
+        .await;
+    let (status, _) = server
+        .post("/api/rooms/s/sandbox/interrupt", json!({"userId": "bob"}))
+        .await;
+    assert_eq!(status, 200);
+    let (_, body) = running.await.unwrap();
+    assert_eq!(body["result"]["interrupted"], true, "{body}");
+    let r = exec(&server, "s", "sleep 10").await;
+    assert_eq!(r["timedOut"], true, "{r}");
+    let (status, body) = server.get("/api/rooms/s/execs").await;
+    assert_eq!(status, 200, "{body}");
+    let stopped: Vec<(Value, Value, Value)> = body["execs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["exitCode"].clone(),
+                e["interrupted"].clone(),
+                e["timedOut"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        stopped,
+        [
+            (json!(130), json!(true), Value::Null),
+            (json!(124), Value::Null, json!(true)),
+        ],
+        "{body}"
+    );
+}

@@ -76,7 +76,8 @@ async fn a_turn_streams_runs_and_stores_in_protocol_order() {
     assert_eq!(agent["text"], reply);
     assert_eq!(
         agent["runs"],
-        json!([{"cmd":"echo hi","stdout":"hi\n","stderr":"","exitCode":0}])
+        // `at`: where the model asked for it, at the end of "Checking.".
+        json!([{"cmd":"echo hi","stdout":"hi\n","stderr":"","exitCode":0,"at":9}])
     );
     assert_eq!(
         frames.last().unwrap()["state"]["messages"],

@@ -133,3 +133,97 @@ async fn a_markdown_reply_reads_well_and_its_code_is_one_key_from_the_clipboard(
         "{stdout}"
     );
 }
+
+/// The lines of the reply as the chat shows them, in screen order: its
+/// two parts of prose, its command and the command's output.
+fn reading(screen: &str) -> Vec<&'static str> {
+    const MARKS: [&str; 4] = [
+        "Let me check.",
+        "╭ $ echo placed-1",
+        "│ placed-1",
+        "That should print 1.",
+    ];
+    let mut seen = Vec::new();
+    for line in screen.lines() {
+        for mark in MARKS {
+            if line.contains(mark) && !seen.contains(&mark) {
+                seen.push(mark);
+            }
+        }
+    }
+    seen
+}
+
+#[tokio::test]
+async fn a_command_reads_where_the_agent_asked_for_it_live_and_after_a_rejoin() {
+    // The last piece comes late: the reply is on screen, streaming, a while.
+    let model = FakeModel::start(vec![Script::Paced(
+        vec![
+            "Let me check.\n\n".into(),
+            "<run>echo placed-1</run>".into(),
+            "\n\nThat should print 1.".into(),
+            " ".into(),
+        ],
+        std::time::Duration::from_secs(3),
+    )])
+    .await;
+    model.push(Script::Stream(vec![
+        "Let me check.\n\n".into(),
+        "<run>echo placed-1</run>".into(),
+        "\n\nThat should print 1.".into(),
+    ]));
+    let (server, _data) = Server::fresh_with(&model.server_args()).await;
+    let url = server.url("");
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(dir.path());
+    let args = format!("--server {url} --room placed");
+    tmux.start("ada", &client_env(dir.path(), "ada"), &args);
+    tmux.wait("ada", "connected", |s| s.contains("● connected"))
+        .await;
+    tmux.type_text("ada", "print one");
+    tmux.keys("ada", &["Enter"]);
+    let live = tmux
+        .wait("ada", "the whole reply streaming", |s| {
+            s.contains("That should print 1.") && !s.contains("│ placed-1")
+        })
+        .await;
+    assert_eq!(
+        reading(&live),
+        ["Let me check.", "╭ $ echo placed-1", "That should print 1."],
+        "{live}"
+    );
+    let done = tmux
+        .wait("ada", "the command's output", |s| s.contains("│ placed-1"))
+        .await;
+    let stored = [
+        "Let me check.",
+        "╭ $ echo placed-1",
+        "│ placed-1",
+        "That should print 1.",
+    ];
+    assert_eq!(reading(&done), stored, "{done}");
+    // Someone who joins later reads it the same.
+    tmux.start("bob", &client_env(dir.path(), "bob"), &args);
+    let later = tmux
+        .wait("bob", "the stored reply", |s| {
+            s.contains("That should print 1.")
+        })
+        .await;
+    assert_eq!(reading(&later), stored, "{later}");
+    // `duet ask` prints it in the same order as it streams.
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_duet"))
+        .args(["ask", "--server", &url, "--room", "placed", "--name", "dan"])
+        .arg("again?")
+        .env_remove("DUET_TOKEN")
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let at = |s: &str| stdout.find(s).unwrap_or_else(|| panic!("{s} in {stdout}"));
+    assert!(at("Let me check.") < at("$ echo placed-1"), "{stdout}");
+    assert!(
+        at("$ echo placed-1\nplaced-1") < at("That should print 1."),
+        "{stdout}"
+    );
+}

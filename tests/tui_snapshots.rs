@@ -33,6 +33,7 @@ fn busy_room() -> App {
         exit_code: Some(0),
         error: None,
         truncated: false,
+        at: None,
     }];
     app.update(state(
         vec![

@@ -55,6 +55,8 @@ fn pairing_room() -> App {
         ts: at(minute),
         truncated: false,
         error: None,
+        timed_out: false,
+        interrupted: false,
     };
     app.update(frame(ServerFrame::State {
         state: RoomState {

@@ -314,6 +314,8 @@ impl TurnView {
         }
         match phase {
             AiPhase::Start => {
+                // The prose after the last round's last command.
+                self.print_round(self.round.len());
                 self.round.clear();
                 self.printed_upto = 0;
             }
@@ -321,10 +323,31 @@ impl TurnView {
                 if let Some(text) = text {
                     self.round.push_str(&text);
                     let whole = whole_paragraphs(&self.round, self.printed_upto);
-                    self.print_round(whole);
+                    self.print_round(whole.min(self.next_tag()));
                 }
             }
-            AiPhase::End | AiPhase::Error => self.print_round(self.round.len()),
+            AiPhase::End => self.print_round(self.next_tag()),
+            AiPhase::Error => self.print_round(self.round.len()),
+        }
+    }
+
+    /// Where the round's next command tag starts (its end when none): the
+    /// prose after a command prints once the command has (the stored reply
+    /// shows it there too).
+    fn next_tag(&self) -> usize {
+        self.round
+            .get(self.printed_upto..)
+            .and_then(|rest| rest.find("<run>"))
+            .map_or(self.round.len(), |at| self.printed_upto + at)
+    }
+
+    /// Prints the prose before the round's next command and steps past its
+    /// tag: the command prints next.
+    fn reach_command(&mut self) {
+        let tag = self.next_tag();
+        self.print_round(tag);
+        if let Some(close) = self.round.get(tag..).and_then(|rest| rest.find("</run>")) {
+            self.printed_upto = tag + close + "</run>".len();
         }
     }
 
@@ -353,6 +376,7 @@ impl TurnView {
                 source: ExecSource::Agent,
                 ..
             } if self.turn.is_some() && !self.reply_stored => {
+                self.reach_command();
                 self.execs.insert(exec_id, Printing::default());
                 self.printed_execs = true;
                 self.separate();
@@ -421,6 +445,7 @@ impl TurnView {
 
     /// Prints what the socket did not show and says how the turn ended.
     fn finish(&mut self, answer: &MessageResponse) -> ExitCode {
+        self.print_round(self.round.len());
         let Some(reply) = &answer.reply else {
             self.end_line();
             let error = answer

@@ -223,6 +223,7 @@ mod tests {
             exit_code: Some(0),
             error: None,
             truncated: false,
+            at: None,
         };
         let text = blocks::render_reply("Listing.", std::slice::from_ref(&run));
         let chat = conversation(&[message(Role::Agent, None, &text, Some(vec![run]))]);

@@ -229,18 +229,30 @@ struct Progress {
 }
 
 impl Progress {
-    /// Adds the round under way to the reply.
+    /// Adds the round under way to the reply, each of its runs saying where
+    /// in the reply's text it was asked.
     fn end_round(&mut self) {
+        let (prose, placed) = blocks::extract_placed(&std::mem::take(&mut self.streamed));
         // A command tag the model had not closed when cut off is not prose.
-        let (prose, _) = blocks::extract_commands(&std::mem::take(&mut self.streamed));
         let prose = prose
             .find("<run>")
             .map_or(prose.as_str(), |at| prose[..at].trim_end());
-        let joined = match (self.text.is_empty(), prose.is_empty()) {
-            (true, _) => prose.to_string(),
-            (false, true) => std::mem::take(&mut self.text),
-            (false, false) => format!("{}\n\n{prose}", self.text),
+        let prose_chars = prose.chars().count();
+        let (joined, base) = match (self.text.is_empty(), prose.is_empty()) {
+            (true, _) => (prose.to_string(), 0),
+            (false, true) => {
+                let text = std::mem::take(&mut self.text);
+                let base = text.chars().count();
+                (text, base)
+            }
+            (false, false) => {
+                let base = self.text.chars().count() + 2;
+                (format!("{}\n\n{prose}", self.text), base)
+            }
         };
+        for (run, (_, at)) in self.round_runs.iter_mut().zip(&placed) {
+            run.at = u64::try_from(base + (*at).min(prose_chars)).ok();
+        }
         self.text = blocks::render_reply(&joined, &self.round_runs);
         self.runs.append(&mut self.round_runs);
     }

@@ -360,6 +360,8 @@ mod tests {
             ts,
             truncated: false,
             error: None,
+            timed_out: false,
+            interrupted: false,
         }
     }
 

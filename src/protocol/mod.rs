@@ -160,6 +160,16 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         checkpoint_id: Option<String>,
     },
+    /// The room's approval policy for the agent's commands was changed.
+    Policy { by: String, policy: Policy },
+    /// A person started a background process.
+    #[serde(rename_all = "camelCase")]
+    Process {
+        by: String,
+        process_id: String,
+        name: String,
+        cmd: String,
+    },
     /// A kind this client does not know: show the record's `text`.
     #[serde(other)]
     Other,
@@ -178,14 +188,16 @@ impl Event {
             | Event::Delete { by, .. }
             | Event::Checkpoint { by, .. }
             | Event::Restore { by, .. }
-            | Event::Fork { by, .. } => Some(by),
+            | Event::Fork { by, .. }
+            | Event::Policy { by, .. }
+            | Event::Process { by, .. } => Some(by),
             Event::Other => None,
         }
     }
 }
 
 /// One command an agent reply ran.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Run {
     pub cmd: String,
@@ -196,6 +208,11 @@ pub struct Run {
     pub error: Option<String>,
     #[serde(default, skip_serializing_if = "is_false")]
     pub truncated: bool,
+    /// Where the model asked for it: an offset in characters into the
+    /// message's `text`, in its prose (docs/protocol.md "Output blocks"),
+    /// so that clients show the block there (absent from older replies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<u64>,
 }
 
 impl Run {
@@ -207,7 +224,7 @@ impl Run {
             stderr: String::new(),
             exit_code: None,
             error: Some(error.into()),
-            truncated: false,
+            ..Run::default()
         }
     }
 }
@@ -270,9 +287,17 @@ pub struct ExecRecord {
     #[serde(default, skip_serializing_if = "is_false")]
     pub truncated: bool,
     /// Why it has no exit code when it could not end by itself (the
-    /// server stopped while it ran, the sandbox failed).
+    /// server stopped while it ran, the sandbox failed), or, beside one,
+    /// what happened to its shell: what its `duet_exec complete` said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// It was stopped at its timeout, as its `duet_exec complete` said.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub timed_out: bool,
+    /// It was interrupted, or its turn cancelled, as its `duet_exec
+    /// complete` said.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub interrupted: bool,
 }
 
 /// What a command still running when its server stopped (SIGTERM, a

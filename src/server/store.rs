@@ -71,7 +71,7 @@ CREATE TABLE IF NOT EXISTS execs (
     room TEXT NOT NULL, exec_id TEXT NOT NULL, cmd TEXT NOT NULL, by_name TEXT NOT NULL,
     source TEXT NOT NULL, stdout TEXT NOT NULL, stderr TEXT NOT NULL, exit_code INTEGER,
     duration INTEGER NOT NULL, ts INTEGER NOT NULL, truncated INTEGER NOT NULL,
-    error TEXT, ended INTEGER NOT NULL DEFAULT 1,
+    error TEXT, ended INTEGER NOT NULL DEFAULT 1, stopped TEXT,
     PRIMARY KEY (room, exec_id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS checkpoints (
@@ -126,10 +126,25 @@ fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(CLIENT_ID_INDEX)
 }
 
-/// Columns of `execs` added later: a command's `error`, and whether it
-/// ended (a row is written when the command starts, its output as it comes).
-const EXEC_ADDED_COLUMNS: [(&str, &str); 2] =
-    [("error", "TEXT"), ("ended", "INTEGER NOT NULL DEFAULT 1")];
+/// Columns of `execs` added later: a command's `error`, whether it
+/// ended (a row is written when the command starts, its output as it
+/// comes), and how it was stopped (`timeout`, `interrupted`).
+const EXEC_ADDED_COLUMNS: [(&str, &str); 3] = [
+    ("error", "TEXT"),
+    ("ended", "INTEGER NOT NULL DEFAULT 1"),
+    ("stopped", "TEXT"),
+];
+
+/// The `stopped` column of a command.
+fn stopped_column(rec: &ExecRecord) -> Option<&'static str> {
+    if rec.timed_out {
+        Some("timeout")
+    } else if rec.interrupted {
+        Some("interrupted")
+    } else {
+        None
+    }
+}
 
 /// Ends every command a stopped server left running (nothing runs while
 /// the store opens): kept with what it printed, no exit code and `error`.
@@ -343,8 +358,8 @@ impl Store {
             let tx = conn.transaction()?;
             tx.execute(
                 "INSERT OR REPLACE INTO execs (room, exec_id, cmd, by_name, source, stdout, stderr, \
-                 exit_code, duration, ts, truncated, error, ended) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                 exit_code, duration, ts, truncated, error, ended, stopped) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
                 params![
                     room,
                     rec.exec_id,
@@ -358,7 +373,8 @@ impl Store {
                     rec.ts,
                     rec.truncated,
                     rec.error,
-                    ended
+                    ended,
+                    stopped_column(&rec)
                 ],
             )?;
             tx.execute(
@@ -550,7 +566,7 @@ fn select_execs(
 ) -> rusqlite::Result<Vec<ExecRecord>> {
     let mut stmt = conn.prepare_cached(
         "SELECT exec_id, cmd, by_name, source, stdout, stderr, exit_code, duration, ts, \
-         truncated, error FROM execs WHERE room = ?1 AND ended = 1 \
+         truncated, error, stopped FROM execs WHERE room = ?1 AND ended = 1 \
          AND (?3 IS NULL OR exec_id < ?3) ORDER BY exec_id DESC LIMIT ?2",
     )?;
     stmt.query_map(params![room, limit as i64, before], exec_from_row)?
@@ -601,6 +617,7 @@ fn message_from_row(r: &Row<'_>) -> rusqlite::Result<DuetMessage> {
 /// A command's record from its row.
 fn exec_from_row(r: &Row<'_>) -> rusqlite::Result<ExecRecord> {
     let source: String = r.get(3)?;
+    let stopped: Option<String> = r.get(11)?;
     Ok(ExecRecord {
         exec_id: r.get(0)?,
         cmd: r.get(1)?,
@@ -617,6 +634,8 @@ fn exec_from_row(r: &Row<'_>) -> rusqlite::Result<ExecRecord> {
         ts: r.get(8)?,
         truncated: r.get(9)?,
         error: r.get(10)?,
+        timed_out: stopped.as_deref() == Some("timeout"),
+        interrupted: stopped.as_deref() == Some("interrupted"),
     })
 }
 

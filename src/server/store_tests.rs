@@ -37,6 +37,7 @@ async fn rooms_messages_and_pages_round_trip() {
         exit_code: Some(0),
         error: None,
         truncated: false,
+        at: None,
     };
     for n in 1..=5 {
         let runs = (n == 3).then(|| vec![run.clone()]);
@@ -154,6 +155,8 @@ async fn only_recent_execs_are_kept() {
             ts: 5,
             truncated: n % 2 == 0,
             error: None,
+            timed_out: false,
+            interrupted: false,
         };
         store.insert_exec("r".into(), rec).await.unwrap();
     }

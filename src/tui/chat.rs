@@ -471,6 +471,8 @@ mod tests {
             ts: 30_000,
             truncated: false,
             error: None,
+            timed_out: false,
+            interrupted: false,
         };
         let agents = ExecRecord {
             exec_id: "e2".into(),

@@ -54,11 +54,14 @@ pub fn render_turn(turn: &LiveTurn, width: u16, ctx: &RenderCtx) -> Vec<Line<'st
     if turn.text.trim().is_empty() {
         out.push(Line::styled("  thinking…", theme.dim()));
     } else {
-        out.extend(indent(markdown::render(
-            &streaming_prose(&turn.text),
-            body_width(width),
-            theme,
-        )));
+        let mut body = Vec::new();
+        for block in blocks::parse_streaming(&turn.text) {
+            if !body.is_empty() {
+                body.push(Line::default());
+            }
+            render_block(&block, body_width(width), theme, &mut body);
+        }
+        out.extend(indent(body));
     }
     out.push(Line::default());
     out
@@ -98,17 +101,6 @@ pub fn code_blocks(msg: &DuetMessage) -> Vec<String> {
             .collect(),
         Role::System | Role::User => markdown::plain_code_blocks(&msg.text),
     }
-}
-
-/// The model's text while it streams: the commands it asks for show as
-/// `$ cmd` (the stored reply has them as blocks), one still being written
-/// too.
-pub fn streaming_prose(text: &str) -> String {
-    let mut out = text.replace("<run>", "`$ ").replace("</run>", "`");
-    if text.matches("<run>").count() > text.matches("</run>").count() {
-        out.push('`');
-    }
-    out
 }
 
 /// The cells a message's body gets: the pane's, less its indent.

@@ -52,14 +52,13 @@ impl Completion {
         })
     }
 
-    /// How a stored record says it ended (records keep the code, and why
-    /// there is none when it could not end by itself).
+    /// How a stored record says it ended: as its live frame did.
     pub fn from_record(record: &ExecRecord) -> Completion {
         Completion {
             exit_code: record.exit_code,
             duration_ms: record.duration,
-            timed_out: false,
-            interrupted: false,
+            timed_out: record.timed_out,
+            interrupted: record.interrupted,
             truncated: record.truncated,
             error: record.error.clone(),
         }
@@ -370,6 +369,39 @@ mod tests {
             ts: 0,
             truncated: false,
             error: None,
+            timed_out: false,
+            interrupted: false,
+        }
+    }
+
+    /// Issue 23, item 8: a reload reads a stopped command as the live
+    /// screen did (`■ interrupted`, `⏱ timed out`, the shell's note), not
+    /// as a bare exit code.
+    #[test]
+    fn a_stopped_command_ends_the_same_live_and_stored() {
+        for (timed_out, interrupted, code) in [(false, true, 130), (true, false, 124)] {
+            let note = Some("the shell was replaced".to_string());
+            let frame = ExecFrame::Complete {
+                exec_id: "e1".into(),
+                exit_code: Some(code),
+                duration: 5,
+                timed_out,
+                truncated: false,
+                interrupted,
+                error: note.clone(),
+                cwd: None,
+            };
+            let record = ExecRecord {
+                exit_code: Some(code),
+                error: note,
+                timed_out,
+                interrupted,
+                ..echo_hi_record()
+            };
+            assert_eq!(
+                Completion::from_frame(&frame),
+                Some(Completion::from_record(&record))
+            );
         }
     }
 

@@ -213,6 +213,12 @@ pub fn record_text(event: &Event, text: &str) -> String {
                 .unwrap_or_default();
             format!("{by} forked room {from} into room {to}{from_checkpoint}")
         }
+        Event::Policy { by, policy } => {
+            format!("{by} set the agent's commands to {}", policy.as_str())
+        }
+        Event::Process { by, name, cmd, .. } => {
+            format!("{by} started {name} in the background: `{}`", one_line(cmd))
+        }
         Event::Other => text.split_whitespace().collect::<Vec<_>>().join(" "),
     }
 }

@@ -333,6 +333,7 @@ impl TurnHost for BashHost {
                     exit_code: out.status.code(),
                     error: None,
                     truncated: false,
+                    at: None,
                 },
                 Err(err) => Run {
                     cmd,
@@ -341,6 +342,7 @@ impl TurnHost for BashHost {
                     exit_code: None,
                     error: Some(err.to_string()),
                     truncated: false,
+                    at: None,
                 },
             }
         })

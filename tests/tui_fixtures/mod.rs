@@ -197,6 +197,8 @@ pub fn record(id: &str, cmd: &str, stdout: &str) -> ExecRecord {
         ts: T0,
         truncated: false,
         error: None,
+        timed_out: false,
+        interrupted: false,
     }
 }
 

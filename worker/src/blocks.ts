@@ -2,7 +2,7 @@
 // blocks"), byte for byte as src/blocks.rs writes it, and its reading back
 // (used to show the model its earlier replies).
 
-import { firstChars, trim, trimEnd, type Run } from "./protocol";
+import { charCount, firstChars, trim, trimEnd, trimStart, type Run } from "./protocol";
 
 const OPEN = "<run>";
 const CLOSE = "</run>";
@@ -20,8 +20,18 @@ const HEAD_END = "):";
  * trimmed) and its commands (trimmed, empty ones skipped), in order.
  */
 export function extractCommands(reply: string): [string, string[]] {
+  const [prose, placed] = extractPlaced(reply);
+  return [prose, placed.map(([cmd]) => cmd)];
+}
+
+/**
+ * As extractCommands, each command with where its tag stood in the prose:
+ * an offset in characters into the trimmed prose (src/blocks.rs).
+ */
+export function extractPlaced(reply: string): [string, [string, number][]] {
   let prose = "";
-  const cmds: string[] = [];
+  let proseChars = 0;
+  const cmds: [string, number][] = [];
   let rest = reply;
   for (;;) {
     const open = rest.indexOf(OPEN);
@@ -29,22 +39,49 @@ export function extractCommands(reply: string): [string, string[]] {
     const inner = rest.slice(open + OPEN.length);
     const close = inner.indexOf(CLOSE);
     if (close < 0) break;
-    prose += rest.slice(0, open);
+    const before = rest.slice(0, open);
+    prose += before;
+    proseChars += charCount(before);
     const cmd = trim(inner.slice(0, close));
-    if (cmd !== "") cmds.push(cmd);
+    if (cmd !== "") cmds.push([cmd, proseChars]);
     rest = inner.slice(close + CLOSE.length);
   }
   prose += rest;
-  return [trim(prose), cmds];
+  const trimmed = trim(prose);
+  const lead = charCount(prose) - charCount(trimStart(prose));
+  const len = charCount(trimmed);
+  return [trimmed, cmds.map(([cmd, at]) => [cmd, Math.min(Math.max(at - lead, 0), len)])];
 }
 
 /**
- * The prose of a reply still streaming: as extractCommands', less a `<run>`
- * tag that is not closed yet (its command never ran) and what follows it.
+ * The prose of a reply still streaming and its commands' places: as
+ * extractPlaced's, less a `<run>` tag that is not closed yet (its command
+ * never ran) and what follows it.
  */
-export function partialProse(raw: string): string {
+export function partialPlaced(raw: string): [string, [string, number][]] {
   const open = raw.lastIndexOf(OPEN);
-  return extractCommands(open > raw.lastIndexOf(CLOSE) ? raw.slice(0, open) : raw)[0];
+  return extractPlaced(open > raw.lastIndexOf(CLOSE) ? raw.slice(0, open) : raw);
+}
+
+/** The prose of a reply still streaming (see partialPlaced). */
+export function partialProse(raw: string): string {
+  return partialPlaced(raw)[0];
+}
+
+/**
+ * The reply with a round added: the reply so far, a blank line, the round's
+ * prose, then its blocks; each of `runs` says where in the whole it was asked
+ * (`at`, docs/protocol.md "Output blocks").
+ */
+export function addRound(text: string, prose: string, placed: [string, number][], runs: Run[]): string {
+  const base = text === "" ? 0 : prose === "" ? charCount(text) : charCount(text) + 2;
+  const proseChars = charCount(prose);
+  runs.forEach((run, i) => {
+    const place = placed[i];
+    if (place) run.at = base + Math.min(place[1], proseChars);
+  });
+  const joined = text === "" ? prose : prose === "" ? text : `${text}\n\n${prose}`;
+  return renderReply(joined, runs);
 }
 
 /** The first 500 characters of stdout, else of stderr, else `[no output]`. */
@@ -110,30 +147,92 @@ function headerOf(run: Run): string {
   return blockParts(run)[0] + run.cmd + HEAD_END;
 }
 
+/**
+ * Blocks from the runs; the prose is what lies between their blocks in the
+ * text. A run that says where it was asked (`at`) is shown there, splitting
+ * the prose; one that does not, where its block is (src/blocks.rs).
+ */
 function parseWithRuns(text: string, runs: Run[]): Block[] {
+  const spans = blockSpans(text, runs);
   const blocks: Block[] = [];
+  let cursor = 0;
+  places(text, runs, spans).forEach((place, i) => {
+    pushProseOutside(blocks, text, cursor, place, spans);
+    blocks.push(runBlock(runs[i]));
+    cursor = place;
+  });
+  pushProseOutside(blocks, text, cursor, text.length, spans);
+  return blocks;
+}
+
+type Span = [number, number] | undefined;
+
+/** Where each run's block lies in the text, from its separator to the end of its body. */
+function blockSpans(text: string, runs: Run[]): Span[] {
+  const spans: Span[] = [];
   let cursor = 0;
   runs.forEach((run, i) => {
     const body = blockParts(run)[1];
     const found = findHeader(text, cursor, headerOf(run));
     if (!found) {
-      blocks.push(runBlock(run));
+      spans.push(undefined);
       return;
     }
     const [sepStart, bodyStart] = found;
-    pushProse(blocks, text.slice(cursor, sepStart));
-    blocks.push(runBlock(run));
-    const after = text.slice(bodyStart);
-    if (after.startsWith(body)) cursor = bodyStart + body.length;
-    else if (after.startsWith(trimEnd(body))) cursor = bodyStart + trimEnd(body).length;
+    let end: number;
+    if (text.startsWith(body, bodyStart)) end = bodyStart + body.length;
+    else if (text.startsWith(trimEnd(body), bodyStart)) end = bodyStart + trimEnd(body).length;
     else {
       const next = runs[i + 1];
       const nextAt = next ? findHeader(text, bodyStart, headerOf(next)) : undefined;
-      cursor = nextAt ? nextAt[0] : text.length;
+      end = nextAt ? nextAt[0] : text.length;
     }
+    spans.push([sepStart, end]);
+    cursor = end;
   });
-  pushProse(blocks, text.slice(Math.min(cursor, text.length)));
-  return blocks;
+  return spans;
+}
+
+/** Where in the text each run is shown, in order: its `at`, else its block's place, else the last one's. */
+function places(text: string, runs: Run[], spans: Span[]): number[] {
+  let last = 0;
+  return runs.map((run, i) => {
+    let place: number | undefined;
+    const at = run.at === undefined ? undefined : codeUnitOffset(text, run.at);
+    if (at !== undefined) {
+      const inside = spans.find((s) => s !== undefined && s[0] < at && at < s[1]);
+      place = inside ? inside[1] : at;
+    }
+    place ??= spans[i]?.[0] ?? last;
+    last = Math.max(place, last);
+    return last;
+  });
+}
+
+/** The offset in UTF-16 code units of the `chars`-th character of the text; undefined beyond its end. */
+function codeUnitOffset(text: string, chars: number): number | undefined {
+  if (!Number.isSafeInteger(chars) || chars < 0) return undefined;
+  let n = 0;
+  let at = 0;
+  for (const c of text) {
+    if (n === chars) return at;
+    n++;
+    at += c.length;
+  }
+  return n === chars ? at : undefined;
+}
+
+/** Pushes, as one piece of prose, the text from `from` to `to` outside every block. */
+function pushProseOutside(blocks: Block[], text: string, from: number, to: number, spans: Span[]): void {
+  const parts: string[] = [];
+  let at = from;
+  for (const span of spans) {
+    if (!span || span[1] <= at || span[0] >= to) continue;
+    if (span[0] > at) parts.push(text.slice(at, span[0]));
+    at = Math.max(span[1], at);
+  }
+  if (at < to) parts.push(text.slice(at, to));
+  pushProse(blocks, parts.map(trim).filter((p) => p !== "").join("\n\n"));
 }
 
 /**

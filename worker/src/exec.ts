@@ -48,6 +48,8 @@ export interface CommandHost {
   shellMoved(generation: number, cwd: string): void;
   /** Stores a record of the room (unless a cleanup came since the command started). */
   note(generation: number, event: RoomEvent, text: string): void;
+  /** As `note`, for a record about the agent's running turn: stored after its reply. */
+  noteAfterReply(generation: number, event: RoomEvent, text: string): void;
 }
 
 export interface CommandRequest {
@@ -121,6 +123,7 @@ export class Printed {
 interface Running {
   execId: string;
   cmd: string;
+  source: ExecSource;
   interrupted: boolean;
 }
 
@@ -166,7 +169,9 @@ export class Commands {
     if (!done) running.interrupted = false;
     else if (by !== undefined) {
       const event: RoomEvent = { kind: "interrupt", by, execId: running.execId, cmd: running.cmd };
-      this.host.note(generation, event, recordText(event));
+      // The agent's command: its record comes after the turn's reply, in the order things happened.
+      if (running.source === "agent") this.host.noteAfterReply(generation, event, recordText(event));
+      else this.host.note(generation, event, recordText(event));
     }
     return done;
   }
@@ -199,6 +204,7 @@ export class Commands {
     if (!end.outcome) end.duration = Date.now() - ts;
     const o = end.outcome;
     const interrupted = o ? o.interrupted : false;
+    const error = o ? o.error : end.failure;
     // A command that ran leaves the shell somewhere; one that could not start, where it was.
     const cwd = o ? (o.cwd ?? this.host.shellCwd()) : undefined;
     this.host.broadcast(
@@ -208,7 +214,7 @@ export class Commands {
         timedOut: o?.timedOut,
         truncated: o?.truncated,
         interrupted,
-        error: o ? o.error : end.failure,
+        error,
         cwd,
       }),
     );
@@ -228,6 +234,10 @@ export class Commands {
         duration: end.duration,
         ts,
         truncated: Boolean(o?.truncated) || cutOut || cutErr,
+        // What the live frame said, so that a reload reads the same.
+        ...(error !== undefined && { error }),
+        ...(o?.timedOut && { timedOut: true }),
+        ...(interrupted && { interrupted: true }),
       };
       this.host.record(generation, end.record);
     }
@@ -236,7 +246,9 @@ export class Commands {
       const reason = shellReason(o);
       if (reason !== undefined) {
         const event: RoomEvent = { kind: "shell", by: req.by, reason, cwd, reset: reason === "exit", execId };
-        this.host.note(generation, event, recordText(event, req.cmd));
+        // The agent's command: after the turn's reply, in the order things happened.
+        if (req.source === "agent") this.host.noteAfterReply(generation, event, recordText(event, req.cmd));
+        else this.host.note(generation, event, recordText(event, req.cmd));
       }
     }
     return end;
@@ -245,7 +257,7 @@ export class Commands {
   /** Runs the command in the sandbox; fills `end`. */
   private async execute(end: CommandEnd, req: CommandRequest): Promise<void> {
     const { limits } = this.host;
-    const running: Running = { execId: end.execId, cmd: req.cmd, interrupted: false };
+    const running: Running = { execId: end.execId, cmd: req.cmd, source: req.source, interrupted: false };
     this.running = running;
     // The command may not have reached the sandbox's shell yet: ask again
     // until it stops or ends.

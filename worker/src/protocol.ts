@@ -43,7 +43,9 @@ export type RoomEvent =
   | { kind: "shell"; by: string; reason: ShellReason; cwd: string; reset: boolean; execId?: string }
   | { kind: "delete"; by: string; path: string }
   | { kind: "checkpoint" | "restore"; by: string; checkpointId: string; name: string }
-  | { kind: "fork"; by: string; from: string; to: string; checkpointId?: string };
+  | { kind: "fork"; by: string; from: string; to: string; checkpointId?: string }
+  | { kind: "policy"; by: string; policy: Policy }
+  | { kind: "process"; by: string; processId: string; name: string; cmd: string };
 
 export interface Run {
   cmd: string;
@@ -52,6 +54,8 @@ export interface Run {
   exitCode: number | null;
   error?: string;
   truncated?: boolean;
+  /** Where the model asked for it: an offset in characters into the message's text (docs/protocol.md "Output blocks"). */
+  at?: number;
 }
 
 export interface DuetMessage {
@@ -82,8 +86,12 @@ export interface ExecRecord {
   duration: number;
   ts: number;
   truncated?: boolean;
-  /** Why it has no exit code when it could not end by itself (the room's object or container restarted under it). */
+  /** Why it has no exit code when it could not end by itself (the room's object or container restarted under it), or, beside one, what its `duet_exec complete` said happened to its shell. */
   error?: string;
+  /** Stopped at its timeout, as its `duet_exec complete` said. */
+  timedOut?: boolean;
+  /** Interrupted, or its turn cancelled, as its `duet_exec complete` said. */
+  interrupted?: boolean;
 }
 
 /** What a command still running when the room's object or its container restarted is stored with as its `error`. */
@@ -122,6 +130,7 @@ export function runJson(r: Run): object {
     exitCode: r.exitCode,
     ...(r.error !== undefined && { error: r.error }),
     ...(r.truncated && { truncated: true }),
+    ...(r.at !== undefined && { at: r.at }),
   };
 }
 
@@ -175,6 +184,10 @@ export function eventJson(e: RoomEvent): object {
         to: e.to,
         ...(e.checkpointId !== undefined && { checkpointId: e.checkpointId }),
       };
+    case "policy":
+      return { kind: e.kind, by: e.by, policy: e.policy };
+    case "process":
+      return { kind: e.kind, by: e.by, processId: e.processId, name: e.name, cmd: e.cmd };
   }
 }
 
@@ -191,6 +204,8 @@ export function execRecordJson(r: ExecRecord): object {
     ts: r.ts,
     ...(r.truncated && { truncated: true }),
     ...(r.error !== undefined && { error: r.error }),
+    ...(r.timedOut && { timedOut: true }),
+    ...(r.interrupted && { interrupted: true }),
   };
 }
 

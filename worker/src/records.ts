@@ -26,6 +26,10 @@ export function recordText(e: RoomEvent, cmd?: string): string {
       return `${e.by} restored checkpoint ${e.name}: /workspace is as it was then`;
     case "fork":
       return `${e.by} forked room ${e.from} into room ${e.to}`;
+    case "policy":
+      return `${e.by} set the agent's commands to ${e.policy}`;
+    case "process":
+      return `${e.by} started ${e.name} in the background: ${code(e.cmd)}`;
     case "shell": {
       const next = nextCommand(e.cwd, e.reset);
       if (cmd === undefined) return `The shell was restarted: ${next}`;

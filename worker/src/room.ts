@@ -189,6 +189,9 @@ export class Room {
       shellCwd: () => this.cwd,
       shellMoved: (generation, cwd) => current(generation) && this.moveShell(cwd),
       note: (generation, event, text) => current(generation) && this.noteQuietly(event, text),
+      noteAfterReply: (generation, event, text) => {
+        if (current(generation) && !this.turns.afterReply(event, text)) this.noteQuietly(event, text);
+      },
     });
     this.terminal = new SharedTerminal(
       {
@@ -383,9 +386,16 @@ export class Room {
         case "term_close":
           // The socket's own attachment: agent.ts asks this.terminal with it.
           throw ApiError.field("termId", "only a socket of the room can use the terminal");
-        case "process_start":
+        case "process_start": {
           await this.cleaning;
-          return await this.processes.start(op.cmd, op.name ?? defaultProcessName(op.cmd), op.user ?? ANONYMOUS);
+          const by = op.user ?? ANONYMOUS;
+          const reply = await this.processes.start(op.cmd, op.name ?? defaultProcessName(op.cmd), by);
+          if (reply.status === 200) {
+            const { process } = JSON.parse(reply.body) as { process: { id: string; name: string; cmd: string } };
+            this.noteQuietly({ kind: "process", by, processId: process.id, name: process.name, cmd: process.cmd });
+          }
+          return reply;
+        }
         case "process_kill":
           return await this.processes.kill(op.processId);
         case "process_follow":
@@ -449,11 +459,13 @@ export class Room {
         }
         case "set_policy": {
           const allow = op.allow ?? this.roomAllow;
+          const changed = op.policy !== this.policy;
           this.store.setPolicy(op.policy, allow);
           this.policy = op.policy;
           this.roomAllow = allow;
           this.stateCache = undefined;
           this.sockets.patch(statePatchFrame({ policy: this.policy, allow: this.allow() }));
+          if (changed) this.noteQuietly({ kind: "policy", by: op.user ?? ANONYMOUS, policy: op.policy });
           return ok({ policy: this.policy });
         }
         case "approve":

@@ -84,6 +84,8 @@ const ADDED_COLUMNS: [string, string][] = [
 const ADDED_EXEC_COLUMNS: [string, string][] = [
   ["error", "TEXT"],
   ["ended", "INTEGER NOT NULL DEFAULT 1"],
+  // How it was stopped: "timeout" or "interrupted" (src/server/store.rs).
+  ["stopped", "TEXT"],
 ];
 
 /** The columns a message is read from, in messageFromRow's terms. */
@@ -226,8 +228,8 @@ export class Store {
    */
   writeExec(r: ExecRecord, ended: boolean): void {
     this.sql.exec(
-      `INSERT OR REPLACE INTO duet_execs (exec_id, cmd, by_name, source, stdout, stderr, exit_code, duration, ts, truncated, error, ended)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT OR REPLACE INTO duet_execs (exec_id, cmd, by_name, source, stdout, stderr, exit_code, duration, ts, truncated, error, ended, stopped)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       r.execId,
       r.cmd,
       r.by,
@@ -240,6 +242,7 @@ export class Store {
       r.truncated ? 1 : 0,
       r.error ?? null,
       ended ? 1 : 0,
+      r.timedOut ? "timeout" : r.interrupted ? "interrupted" : null,
     );
   }
 
@@ -423,7 +426,7 @@ export class Store {
 
   /** Commands strictly older than `before` (default: all), oldest first, and whether older ones remain. */
   execPage(before: string | undefined, limit: number): [ExecRecord[], boolean] {
-    const columns = "exec_id, cmd, by_name, source, stdout, stderr, exit_code, duration, ts, truncated, error";
+    const columns = "exec_id, cmd, by_name, source, stdout, stderr, exit_code, duration, ts, truncated, error, stopped";
     // Command ids have a fixed width: their text order is their order. Running ones are not records yet.
     const rows =
       before === undefined
@@ -472,5 +475,7 @@ function execFromRow(r: Row): ExecRecord {
     ts: Number(r.ts),
     ...(Number(r.truncated) !== 0 && { truncated: true }),
     ...(r.error !== null && r.error !== undefined && { error: String(r.error) }),
+    ...(r.stopped === "timeout" && { timedOut: true }),
+    ...(r.stopped === "interrupted" && { interrupted: true }),
   };
 }

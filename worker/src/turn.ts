@@ -4,7 +4,7 @@
 // to DUET_AGENT_STEPS rounds (src/ai/turn.rs, src/server/room/turn.rs). A
 // cancelled turn keeps what it had streamed and run.
 
-import { extractCommands, partialProse, renderReply } from "./blocks";
+import { addRound, extractPlaced, partialPlaced } from "./blocks";
 import { projectContext, type ProjectFiles } from "./context";
 import { countVar, positiveVar, type Env } from "./env";
 import { ApiError, describe, ok, type Reply } from "./http";
@@ -98,12 +98,9 @@ export interface Progress {
 
 /** The reply a turn would store if it ended now (a cancel). */
 export function partialReply(p: Progress): AgentReply {
-  return { text: renderReply(joinRounds(p.text, partialProse(p.raw)), p.roundRuns), runs: [...p.runs, ...p.roundRuns] };
-}
-
-/** The reply so far and the next round's prose, a blank line between. */
-function joinRounds(text: string, prose: string): string {
-  return text === "" ? prose : prose === "" ? text : `${text}\n\n${prose}`;
+  const [prose, placed] = partialPlaced(p.raw);
+  const roundRuns = p.roundRuns.map((run) => ({ ...run }));
+  return { text: addRound(p.text, prose, placed, roundRuns), runs: [...p.runs, ...roundRuns] };
 }
 
 interface TurnContext {
@@ -192,7 +189,8 @@ export async function runTurn(t: TurnContext, history: DuetMessage[]): Promise<A
     } catch (e) {
       throw fail(e);
     }
-    const [prose, cmds] = extractCommands(raw);
+    const [prose, placed] = extractPlaced(raw);
+    const cmds = placed.map(([cmd]) => cmd);
     if (round === 0 && prose === "" && cmds.length === 0) {
       throw fail(new TurnError("Model error: the model answered with an empty reply"));
     }
@@ -201,7 +199,7 @@ export async function runTurn(t: TurnContext, history: DuetMessage[]): Promise<A
       p.roundRuns.push(capped(await unlessCancelled(t.host.run(cmd, t.signal, t.turnId, t.byConnection), t.signal)));
     }
     const roundRuns = p.roundRuns;
-    p.text = renderReply(joinRounds(p.text, prose), roundRuns);
+    p.text = addRound(p.text, prose, placed, roundRuns);
     p.runs.push(...roundRuns);
     p.raw = "";
     p.roundRuns = [];
@@ -312,6 +310,8 @@ interface Current {
   discarded: boolean;
   /** Who cancelled it. */
   cancelledBy?: string;
+  /** Records of what happened to its commands (interrupts), stored after its reply. */
+  afterReply: [RoomEvent, string][];
   /** Resolves once its end is stored (and answered). */
   ended: Promise<void>;
   end(): void;
@@ -377,7 +377,7 @@ export class Turns {
     const progress: Progress = { text: "", runs: [], raw: "", roundRuns: [] };
     let end = () => {};
     const ended = new Promise<void>((resolve) => (end = resolve));
-    const current: Current = { id: `t${randomHex()}`, ctrl: new AbortController(), pending, progress, discarded: false, ended, end };
+    const current: Current = { id: `t${randomHex()}`, ctrl: new AbortController(), pending, progress, discarded: false, afterReply: [], ended, end };
     this.current = current;
     // Everything said so far, replies to earlier turns included, but not
     // what people asked after this message (their turns come later); this
@@ -404,6 +404,21 @@ export class Turns {
     );
   }
 
+  /** Keeps a record about the current turn (`event` saying `text`) for after its reply; false when no turn runs. */
+  afterReply(event: RoomEvent, text: string): boolean {
+    const c = this.current;
+    if (!c || c.discarded) return false;
+    c.afterReply.push([event, text]);
+    return true;
+  }
+
+  /** Stores the records kept for after the turn's reply. */
+  private storeAfterReply(current: Current): void {
+    for (const [event, text] of current.afterReply) {
+      this.room.storeMessage({ role: "system", userId: event.by, text, event });
+    }
+  }
+
   private done(current: Current, reply: AgentReply | undefined, error: TurnError | undefined): void {
     if (this.current !== current) return;
     this.current = undefined;
@@ -417,13 +432,16 @@ export class Turns {
         this.room.storeMessage({ role: "agent", text: partial.text, ...withRuns(partial.runs), cancelledBy: by });
         const event: RoomEvent = { kind: "cancel", by, turnId: current.id };
         this.room.storeMessage({ role: "system", userId: by, text: recordText(event), event });
+        this.storeAfterReply(current);
         answer(noReply(CANCELLED_TEXT, this.room.messages()));
       } else if (reply) {
         this.room.storeMessage({ role: "agent", text: reply.text, ...withRuns(reply.runs) });
+        this.storeAfterReply(current);
         answer(ok(messageResponseJson(reply.text, undefined, this.room.messages())));
       } else {
         const text = error?.text ?? CANCELLED_TEXT;
         this.room.storeMessage({ role: "system", userId: user, text });
+        this.storeAfterReply(current);
         answer(noReply(text, this.room.messages()));
       }
     } catch (e) {

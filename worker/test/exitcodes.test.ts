@@ -43,6 +43,7 @@ function commands(report: ExecOutcome, waitForInterrupt = false) {
     shellCwd: () => "/workspace",
     shellMoved: (_g, cwd) => moves.push(cwd),
     note: (_g, event, text) => notes.push({ event, text }),
+    noteAfterReply: (_g, event, text) => notes.push({ event, text }),
   });
   return { c, frames, records, notes, moves };
 }

@@ -302,7 +302,7 @@ describe("a cancelled turn", () => {
     expect([body.reply, body.error]).toEqual([null, "the agent's turn was cancelled"]);
     const reply = body.messages[1];
     expect(reply).toMatchObject({ role: "agent", text: "Checking.\n\nOutput (echo one):\none", cancelledBy: "bob" });
-    expect(reply.runs).toEqual([{ cmd: "echo one", stdout: "one\n", stderr: "", exitCode: 0 }]);
+    expect(reply.runs).toEqual([{ cmd: "echo one", stdout: "one\n", stderr: "", exitCode: 0, at: 9 }]);
     expect(body.messages[2].event).toMatchObject({ kind: "cancel", by: "bob" });
     expect(body.messages.length).toBe(3);
   });

@@ -42,7 +42,7 @@ describe("the run tool", () => {
     const tool = await ask(withTool, `look ${toolKey}`);
     expect(stored(tool)).toEqual(stored(tags));
     expect(tool.reply).toBe("Let me look.\n\nOutput (printf 'a b\\n' && echo \"quoted\"):\na b\nquoted");
-    expect(tool.messages[1].runs).toEqual([{ cmd, stdout: "a b\nquoted\n", stderr: "", exitCode: 0 }]);
+    expect(tool.messages[1].runs).toEqual([{ cmd, stdout: "a b\nquoted\n", stderr: "", exitCode: 0, at: 12 }]);
     const [tagFrames, toolFrames] = [await turn(a), await turn(b)];
     expect(toolFrames.streamed).toBe(`Let me look.<run>${cmd}</run>`);
     expect(toolFrames).toEqual(tagFrames);

@@ -55,7 +55,7 @@ describe("turn", () => {
       role: "agent",
       text: body.reply,
       ts: agent.ts,
-      runs: [{ cmd: "echo hi", stdout: "hi\n", stderr: "", exitCode: 0 }],
+      runs: [{ cmd: "echo hi", stdout: "hi\n", stderr: "", exitCode: 0, at: 9 }],
     });
     const last = frames[frames.length - 1];
     expect(last.state.messages).toEqual(body.messages);

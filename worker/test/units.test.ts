@@ -2,7 +2,7 @@
 // (src/blocks_tests.rs), the SSE parser (src/ai/sse.rs), the prompt
 // (src/ai/prompt.rs) and the text rules (src/protocol.rs).
 import { describe, expect, it, inject } from "vitest";
-import { extractCommands, parseBlocks, partialProse, renderReply, summary, type Block } from "../src/blocks";
+import { addRound, extractCommands, extractPlaced, parseBlocks, partialProse, renderReply, summary, type Block } from "../src/blocks";
 import { SseParser } from "../src/model";
 import { SYSTEM_PROMPT, conversation, resultsNote } from "../src/prompt";
 import { recordText } from "../src/records";
@@ -25,6 +25,28 @@ describe("blocks", () => {
       ["echo $(date) (now): ok", "for i in 1 2\ndo echo $i\ndone"],
     ]);
     expect(extractCommands("Try <run>ls</run> then <run>pwd")).toEqual(["Try  then <run>pwd", ["ls"]]);
+  });
+
+  it("place each command where it was asked, the text byte exact (src/blocks_tests.rs)", () => {
+    const [prose, placed] = extractPlaced("Let me check.\n\n<run>echo 1</run>\n\nThat should print 1.");
+    const runs = [run("echo 1", "1\n", "", 0)];
+    const text = addRound("", prose, placed, runs);
+    expect(text).toBe("Let me check.\n\n\n\nThat should print 1.\n\nOutput (echo 1):\n1");
+    expect(runs[0].at).toBe(15);
+    expect(parseBlocks(text, runs)).toEqual([
+      { kind: "prose", text: "Let me check." },
+      output("echo 1", "1\n"),
+      { kind: "prose", text: "That should print 1." },
+    ]);
+    const [p2, placed2] = extractPlaced("<run>a</run> x é <run>b</run>\n\ny");
+    const runs2 = [run("a", "A", "", 0), run("b", "B", "", 0)];
+    const round1 = addRound("", p2, placed2, runs2);
+    expect(runs2.map((r) => r.at)).toEqual([0, 4]);
+    expect(parseBlocks(round1, runs2)).toEqual([output("a", "A"), { kind: "prose", text: "x é" }, output("b", "B"), { kind: "prose", text: "y" }]);
+    const later = [run("c", "C", "", 0)];
+    const round2 = addRound(round1, "then", [["c", 4]], later);
+    expect(later[0].at).toBe([...round1].length + 2 + 4);
+    expect(parseBlocks(round2, [...runs2, ...later]).slice(-2)).toEqual([{ kind: "prose", text: "y\n\nthen" }, output("c", "C")]);
   });
 
   it("summarize stdout, else stderr, else say no output", () => {
@@ -228,7 +250,7 @@ describe("cancelled replies", () => {
     expect(partialReply({ text: "", runs: [], raw: "", roundRuns: [] })).toEqual({ text: "", runs: [] });
     expect(partialReply({ text: "First.\n\nOutput (echo one):\none", runs: [one], raw: "Then <run>echo two</run> <run>sle", roundRuns: [two] })).toEqual({
       text: "First.\n\nOutput (echo one):\none\n\nThen\n\nOutput (echo two):\ntwo",
-      runs: [one, two],
+      runs: [one, { ...two, at: 36 }],
     });
   });
 });

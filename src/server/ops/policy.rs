@@ -66,8 +66,9 @@ impl Operation for SetPolicy {
         })
     }
 
-    async fn apply(self, room: &mut RoomActor, _caller: Caller, answer: Answer) {
-        room.set_policy(self.policy, self.allow, answer).await;
+    async fn apply(self, room: &mut RoomActor, caller: Caller, answer: Answer) {
+        let by = caller.name_or_anonymous();
+        room.set_policy(self.policy, self.allow, by, answer).await;
     }
 }
 

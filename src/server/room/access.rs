@@ -5,7 +5,7 @@
 
 use super::{OutFrame, RoomActor, frame_text, state};
 use crate::protocol::{
-    Approval, ApprovalFrame, DecidedResponse, Invite, InviteCreated, InviteResponse,
+    Approval, ApprovalFrame, DecidedResponse, Event, Invite, InviteCreated, InviteResponse,
     NOT_APPROVED_IN_TIME, POLICY_OFF, Policy, PolicyResponse, RevokeResponse, RoomRole,
     allowed_without_asking, denied_by, now_ms,
 };
@@ -255,11 +255,13 @@ impl RoomActor {
         let _ = self.frames.send(Arc::new(frame));
     }
 
-    /// `set_policy`: the policy (and the room's own allow list), kept.
+    /// `set_policy`: the policy (and the room's own allow list), kept; a
+    /// new policy is recorded as `by`'s.
     pub(crate) async fn set_policy(
         &mut self,
         policy: Policy,
         allow: Option<Vec<String>>,
+        by: String,
         answer: Answer,
     ) {
         let mut row = self.access.policy.clone();
@@ -290,6 +292,9 @@ impl RoomActor {
                 changes.push(state::Change::Field("allow", self.allow_list().into()));
             }
             self.publish(&changes);
+            if policy_changed {
+                self.record_or_log(Event::Policy { by, policy }).await;
+            }
         }
         let _ = answer.send(Ok(Reply::ok(PolicyResponse { policy })));
     }

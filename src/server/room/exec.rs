@@ -104,7 +104,8 @@ impl RoomActor {
     }
 
     /// Stops a running command (`exec_id`, else the one running now) for
-    /// `by`; answers whether one was, after storing its `interrupt` record.
+    /// `by`; answers whether one was, after storing its `interrupt` record
+    /// (the agent's command's waits for its turn's reply).
     pub(crate) fn interrupt(&mut self, exec_id: Option<String>, by: String, answer: Answer) {
         let target = match &exec_id {
             Some(id) => self.running.get_key_value(id),
@@ -126,6 +127,14 @@ impl RoomActor {
             }
             let _ = answer.send(Ok(Reply::ok(InterruptResponse { interrupted })));
         });
+    }
+
+    /// The turn whose running command is `exec_id` (the agent's): records
+    /// about it wait for the turn's reply.
+    pub(super) fn turn_running(&mut self, exec_id: &str) -> Option<&mut super::turn::CurrentTurn> {
+        self.current
+            .as_mut()
+            .filter(|turn| !turn.discarded && turn.running.as_deref() == Some(exec_id))
     }
 
     /// Whether `event` is worth a record: a command's interrupt is
@@ -181,6 +190,8 @@ impl RoomActor {
             ts,
             truncated: false,
             error: None,
+            timed_out: false,
+            interrupted: false,
         };
         if let Err(e) = self
             .shared
@@ -317,6 +328,8 @@ impl RoomActor {
                     ts,
                     truncated,
                     error: Some(error.clone()),
+                    timed_out: false,
+                    interrupted: false,
                 };
                 self.record_exec(generation, record).await;
                 match then {
@@ -354,7 +367,10 @@ impl RoomActor {
             duration,
             ts,
             truncated: outcome.truncated || cut_out || cut_err,
-            error: None,
+            // What the live frame said, so that a reload reads the same.
+            error: outcome.error.clone(),
+            timed_out: outcome.timed_out,
+            interrupted: outcome.interrupted,
         };
         self.record_exec(generation, record.clone()).await;
         if generation == self.generation {
@@ -392,6 +408,7 @@ impl RoomActor {
                     exit_code: outcome.exit_code,
                     error,
                     truncated: record.truncated,
+                    ..Run::default()
                 });
             }
         }
@@ -407,9 +424,17 @@ impl RoomActor {
         let replaced = outcome.restart.and_then(|restart| {
             records::shell_record(&record.exec_id, &record.cmd, &record.by, restart, &cwd)
         });
-        if let Some(draft) = replaced
-            && let Err(e) = self.store(draft).await
-        {
+        let Some(draft) = replaced else {
+            return;
+        };
+        // The agent's command runs in the current turn: after its reply.
+        let turn = self
+            .current
+            .as_mut()
+            .filter(|turn| record.source == ExecSource::Agent && !turn.discarded);
+        if let Some(turn) = turn {
+            turn.after_reply.push(draft);
+        } else if let Err(e) = self.store(draft).await {
             tracing::warn!(room = %self.id, "storing a record failed: {}", e.body.error);
         }
     }
@@ -488,6 +513,8 @@ impl RoomActor {
                 ts: launched.ts,
                 truncated,
                 error: Some(SERVER_STOPPED.to_string()),
+                timed_out: false,
+                interrupted: false,
             };
             self.record_exec(launched.generation, record).await;
         }

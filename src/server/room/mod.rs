@@ -584,7 +584,14 @@ impl RoomActor {
             Command::Checkpoint(news) => self.checkpoint_news(news).await,
             Command::Record { event, done } => {
                 if self.is_news(&event) {
-                    self.record_or_log(event).await;
+                    let of_turn = match &event {
+                        Event::Interrupt { exec_id, .. } => self.turn_running(exec_id),
+                        _ => None,
+                    };
+                    match of_turn {
+                        Some(turn) => turn.after_reply.push(records::draft(event)),
+                        None => self.record_or_log(event).await,
+                    }
                 }
                 let _ = done.send(());
             }

@@ -8,9 +8,9 @@
 use super::state::Change;
 use super::{Answer, Command, OutFrame, Reply, RoomActor, frame_text};
 use crate::protocol::{
-    ENDED_PROCESSES_KEPT, KillResponse, PROCESS_LOG_BYTES, PortState, PortsResponse, Process,
-    ProcessFrame, ProcessLogs, ProcessResponse, ProcessStatus, ProcessesResponse, ServerFrame,
-    default_process_name, now_ms,
+    ENDED_PROCESSES_KEPT, Event, KillResponse, PROCESS_LOG_BYTES, PortState, PortsResponse,
+    Process, ProcessFrame, ProcessLogs, ProcessResponse, ProcessStatus, ProcessesResponse,
+    ServerFrame, default_process_name, now_ms,
 };
 use crate::sandbox::{ProcEvents, ProcSignal, SandboxError};
 use crate::server::auth::Caller;
@@ -320,7 +320,18 @@ impl RoomActor {
             process: process.clone(),
         }));
         self.publish_processes();
-        let _ = answer.send(Ok(Reply::ok(ProcessResponse { process })));
+        // Answered once its record is stored (after this command).
+        let inbox = self.inbox.clone();
+        let event = Event::Process {
+            by: process.by.clone(),
+            process_id: process.id.clone(),
+            name: process.name.clone(),
+            cmd: process.cmd.clone(),
+        };
+        tokio::spawn(async move {
+            super::record_in(&inbox, event).await;
+            let _ = answer.send(Ok(Reply::ok(ProcessResponse { process })));
+        });
     }
 
     fn process_output(&mut self, id: &str, stderr: bool, text: &str) {

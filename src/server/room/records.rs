@@ -57,6 +57,12 @@ fn text(event: &Event) -> String {
             format!("{by} restored checkpoint {name}: /workspace is as it was then")
         }
         Event::Fork { by, from, to, .. } => format!("{by} forked room {from} into room {to}"),
+        Event::Policy { by, policy } => {
+            format!("{by} set the agent's commands to {}", policy.as_str())
+        }
+        Event::Process { by, name, cmd, .. } => {
+            format!("{by} started {name} in the background: {}", code(cmd))
+        }
         Event::Other => "Something happened in the room.".to_string(),
     }
 }

@@ -47,6 +47,10 @@ pub(super) struct CurrentTurn {
     pub(super) discarded: bool,
     /// Who cancelled it, once someone did.
     pub(super) cancelled_by: Option<String>,
+    /// Records of what happened to its commands (interrupts, shells
+    /// replaced), stored after its reply: they read in the order things
+    /// happened.
+    pub(super) after_reply: Vec<DuetMessage>,
 }
 
 /// The note stored after a reply the server's stop cut off.
@@ -225,6 +229,7 @@ impl RoomActor {
             running: None,
             discarded: false,
             cancelled_by: None,
+            after_reply: Vec::new(),
         });
     }
 
@@ -272,18 +277,20 @@ impl RoomActor {
         if current.discarded {
             pending.answer(Ok(no_reply(CLEANED, self.messages())));
         } else {
+            let after_reply = current.after_reply;
             let answer = match (result, current.cancelled_by) {
                 (Err(TurnError::Cancelled(partial)), by) => {
                     let by = by.unwrap_or_else(|| "duet".into());
-                    self.cancelled(current.id, partial, by).await
+                    self.cancelled(current.id, partial, by, after_reply).await
                 }
                 // It ended as it was cancelled: cancelled all the same.
-                (Ok(agent), Some(by)) => self.cancelled(current.id, agent, by).await,
+                (Ok(agent), Some(by)) => self.cancelled(current.id, agent, by, after_reply).await,
                 (Ok(agent), None) => {
                     let runs = (!agent.runs.is_empty()).then_some(agent.runs);
                     let stored = self
                         .store_message(Role::Agent, None, agent.text.clone(), runs)
                         .await;
+                    self.store_after_reply(after_reply).await;
                     stored.map(|_| {
                         Reply::ok(MessageResponse {
                             reply: Some(agent.text),
@@ -297,6 +304,7 @@ impl RoomActor {
                     let stored = self
                         .store_message(Role::System, pending.user.clone(), text.clone(), None)
                         .await;
+                    self.store_after_reply(after_reply).await;
                     stored.map(|_| no_reply(&text, self.messages()))
                 }
             };
@@ -354,7 +362,13 @@ impl RoomActor {
 
     /// Stores what a cancelled turn had replied (`cancelledBy`), then the
     /// `cancel` record; its request is answered that it was cancelled.
-    async fn cancelled(&mut self, turn_id: String, partial: AgentReply, by: String) -> OpResult {
+    async fn cancelled(
+        &mut self,
+        turn_id: String,
+        partial: AgentReply,
+        by: String,
+        after_reply: Vec<DuetMessage>,
+    ) -> OpResult {
         let draft = DuetMessage {
             role: Role::Agent,
             text: partial.text,
@@ -364,6 +378,16 @@ impl RoomActor {
         };
         self.store(draft).await?;
         self.record_or_log(Event::Cancel { by, turn_id }).await;
+        self.store_after_reply(after_reply).await;
         Ok(no_reply(CANCELLED, self.messages()))
+    }
+
+    /// Stores the records kept for after a turn's reply.
+    async fn store_after_reply(&mut self, drafts: Vec<DuetMessage>) {
+        for draft in drafts {
+            if let Err(e) = self.store(draft).await {
+                tracing::warn!(room = %self.id, "storing a record failed: {}", e.body.error);
+            }
+        }
     }
 }
