@@ -78,6 +78,7 @@ describe("limits", () => {
   it("drops frames over a socket's frame and byte rates with duet_error, and answers an rpc as one", async () => {
     const r = room("lim");
     const s = await joined(r, "user=ada");
+    const started = Date.now();
     for (let n = 0; n < 40; n++) s.send({ type: "duet_typing" });
     s.send({ type: "rpc", id: "late", method: "cancel", args: [] });
     const errors: Json[] = [];
@@ -85,7 +86,10 @@ describe("limits", () => {
       if (f.type === "duet_error") errors.push(f);
       return f.type === "rpc";
     });
-    expect(errors.length).toBeGreaterThanOrEqual(19);
+    // 40 frames against a burst of 20: the rest are dropped, less what the
+    // bucket refilled (20 a second) while a loaded machine delivered them.
+    const refilled = Math.floor(((Date.now() - started) / 1000) * 20);
+    expect(errors.length).toBeGreaterThanOrEqual(Math.max(1, 19 - refilled));
     expect(Object.keys(errors[0])).toEqual(["type", "error", "retryAfterMs"]);
     expect(errors[0].error).toBe("rate limited");
     expect(errors[0].retryAfterMs).toBeGreaterThan(0);
