@@ -16,7 +16,11 @@ fn row(screen: &str, id: &str) -> Vec<String> {
     screen
         .lines()
         .map(|l| {
-            l.trim_matches(|c| c == '│' || c == ' ')
+            // The view's rows start at its left border: what the chat pane
+            // shows beside it (a clock's "10") is not part of them.
+            let inside = l.split_once('│').map_or(l, |(_, rest)| rest);
+            inside
+                .trim_matches(|c| c == '│' || c == ' ')
                 .trim_start_matches("▶ ")
         })
         .find(|l| l.starts_with(&format!("{id}  ")))
