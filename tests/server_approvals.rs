@@ -293,8 +293,8 @@ async fn a_denied_command_runs_nothing_and_the_turn_goes_on() {
     assert_eq!(
         agent["runs"],
         json!([
-            {"cmd":"echo one","stdout":"","stderr":"","exitCode":null,"error":"denied by ada"},
-            {"cmd":"echo two","stdout":"two\n","stderr":"","exitCode":0}
+            {"cmd":"echo one","stdout":"","stderr":"","exitCode":null,"error":"denied by ada","at":11},
+            {"cmd":"echo two","stdout":"two\n","stderr":"","exitCode":0,"at":11}
         ])
     );
     // Bob saw ada's denial, then the approval, and only the approved
