@@ -108,6 +108,11 @@ const BACKUP_DEFAULT_TTL_SECS = 259_200;
 const DEFAULT_SLEEP_AFTER_MS = 600_000;
 /** The longest pause between two looks at a command run beside the shell. */
 const BESIDE_POLL_MS = 100;
+/**
+ * At most this many commands run beside the shell at once: duet serve keeps
+ * only its last 20 ended processes, and each is asked after once it ended.
+ */
+const BESIDE_AT_ONCE = 8;
 /** A command's timeout when the caller gives none (duet serve caps it). */
 const LONGEST_MS = 3_600_000;
 
@@ -122,6 +127,9 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
   private busy = 0;
   private nextPid = 1000;
   private readonly commands = new Map<number, Command>();
+  /** Commands running beside the shell, and those waiting for a turn. */
+  private besideRunning = 0;
+  private readonly besideWaiting: Array<() => void> = [];
   /** One socket to duet serve's room, shared by the commands (opened on first use). */
   private socketOpen?: Promise<WebSocket>;
   /** The running commands' frame handlers; null when the socket closed. */
@@ -834,6 +842,18 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
    * socket would keep this object from being evicted.
    */
   private async runBeside(command: string): Promise<ExecResult> {
+    while (this.besideRunning >= BESIDE_AT_ONCE) await new Promise<void>((turn) => this.besideWaiting.push(turn));
+    this.besideRunning++;
+    try {
+      return await this.runBesideNow(command);
+    } finally {
+      this.besideRunning--;
+      this.besideWaiting.shift()?.();
+    }
+  }
+
+  /** `runBeside` once its turn came. */
+  private async runBesideNow(command: string): Promise<ExecResult> {
     await this.wake();
     const started = Date.now();
     const res = await this.call("POST", "/processes", JSON.stringify({ cmd: command }));
