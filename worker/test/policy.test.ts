@@ -108,7 +108,7 @@ describe("the approval policy", () => {
       "On it.\n\nError (touch /workspace/denied):\ndenied by bob\n\nOutput (ls -a):\n.\n..\n\n\nError (ls; rm -rf /workspace):\ndenied by cy",
     );
     const runsStored = reply.messages.at(-1).runs;
-    expect(runsStored[0]).toEqual({ cmd: "touch /workspace/denied", stdout: "", stderr: "", exitCode: null, error: "denied by bob" });
+    expect(runsStored[0]).toEqual({ cmd: "touch /workspace/denied", stdout: "", stderr: "", exitCode: null, error: "denied by bob", at: 6 });
     // Only the allowed command ran.
     const execs = (await call("POST", `/api/rooms/${r}/sandbox/exec`, { cmd: "ls -a /workspace" })).body.result.stdout;
     expect(execs).toBe(".\n..\n");

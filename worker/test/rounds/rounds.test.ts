@@ -16,9 +16,9 @@ describe("rounds", () => {
     const { status, body } = await post(`/api/rooms/${r}/message`, { text: `go ${key}`, userId: "ada" });
     expect(status, JSON.stringify(body)).toBe(200);
     expect(body.reply).toBe("Output (echo one):\none\n\nNow two.\n\nOutput (echo two; exit 3):\ntwo\n\nDone.");
-    // `exit 3` ended the shell: its record comes before the reply.
-    expect(body.messages[1].event).toMatchObject({ kind: "shell", by: "agent", reason: "exit", reset: true });
-    const stored = body.messages[2];
+    // `exit 3` ended the shell: its record follows the reply, in the order things happened.
+    expect(body.messages[2].event).toMatchObject({ kind: "shell", by: "agent", reason: "exit", reset: true });
+    const stored = body.messages[1];
     expect(stored.runs.length).toBe(2);
     expect(stored.runs[1].exitCode).toBe(3);
     const requests = await modelRequests(r);
