@@ -194,6 +194,13 @@ async fn the_sandbox_is_isolated() {
 }
 #[tokio::test]
 async fn interrupt_stops_the_command_not_the_shell() {
+    // As a backend started by `cmd &` in a script (CI's) or by nohup: it
+    // ignores SIGINT and SIGHUP, and the room's shell must not inherit that.
+    // SAFETY: setting a disposition; the other tests here expect the same.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        libc::signal(libc::SIGHUP, libc::SIG_IGN);
+    }
     let dir = tempfile::tempdir().unwrap();
     let sb = sandbox(dir.path(), "intr", Limits::default());
     run(&sb, "cd /tmp; trap 'echo mine' INT").await;

@@ -38,7 +38,8 @@ impl Background {
     /// Starts `cmd` as process `id`.
     pub(super) fn start(id: String, cmd: &str) -> io::Result<Background> {
         let program = shell::program()?;
-        let mut child = Command::new(program)
+        let mut command = Command::new(program);
+        command
             .arg("-c")
             .arg(cmd)
             .env_clear()
@@ -47,8 +48,15 @@ impl Background {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()?;
+            .process_group(0);
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            command.pre_exec(|| {
+                shell::default_signals();
+                Ok(())
+            });
+        }
+        let mut child = command.spawn()?;
         let (Some(out), Some(err)) = (child.stdout.take(), child.stderr.take()) else {
             let _ = child.kill();
             let _ = child.wait();

@@ -66,6 +66,7 @@ impl Pty {
                 if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
                     return Err(io::Error::last_os_error());
                 }
+                shell::default_signals();
                 Ok(())
             });
         }

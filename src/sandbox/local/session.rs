@@ -55,6 +55,7 @@ pub(super) fn start_shell() -> io::Result<Shell> {
     unsafe {
         command.pre_exec(|| {
             libc::setsid();
+            shell::default_signals();
             Ok(())
         });
     }

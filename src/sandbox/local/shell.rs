@@ -99,6 +99,21 @@ pub fn setup_line() -> String {
     )
 }
 
+/// Between fork and exec of a room's program (its shell, terminal or
+/// background process): every signal back to its default action. A backend
+/// started with SIGINT or SIGHUP ignored (`duet serve &` in a script,
+/// `nohup`) would pass that on, and then an interrupt could neither stop a
+/// command nor abort the shell's line, and a person's `trap ... INT` would
+/// not hold. Only signal(2), which is async-signal-safe.
+pub fn default_signals() {
+    for signal in 1..32 {
+        if signal != libc::SIGKILL && signal != libc::SIGSTOP {
+            // SAFETY: async-signal-safe, in the child about to exec.
+            unsafe { libc::signal(signal, libc::SIG_DFL) };
+        }
+    }
+}
+
 /// The interpreter, first one found.
 pub const SHELLS: [&str; 3] = ["/usr/bin/bash", "/bin/bash", "/bin/sh"];
 
