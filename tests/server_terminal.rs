@@ -711,6 +711,7 @@ async fn a_tiny_or_huge_size_is_clamped_and_the_terminal_lives_on() {
         (resize["cols"].clone(), resize["rows"].clone()),
         (json!(500), json!(200))
     );
+    ada.others.retain(|f| !is_resize(f));
     ada.ws
         .send(json!({"type":"duet_term_resize","termId":term_id,"cols":0,"rows":0}))
         .await;
