@@ -6,6 +6,7 @@
 //! browser is sent to that origin instead: no app runs on Duet's.
 
 use super::{COOKIE_NAME, checked, cookie_credential, without_token};
+use crate::protocol::RoomRole;
 use crate::server::access::Action;
 use crate::server::auth::Access;
 use crate::server::channel_guard::{Guard, cut_when};
@@ -65,13 +66,8 @@ pub(crate) async fn preview(
     let (room, port_text) = (param(&params, "room"), param(&params, "port"));
     let port = checked(room, port_text)?;
     let prefix = format!("/api/rooms/{room}/ports/{port_text}");
-    let page = is_page(&req);
-    let action = if page {
-        Action::PreviewRead
-    } else {
-        Action::UsePort
-    };
-    crate::server::access::check(access.role(), action)?;
+    let action = may_send(access.role(), &req)?;
+    let page = action == Action::PreviewRead;
     let query = req.uri().query().and_then(without_token);
     let rest = req
         .uri()
@@ -105,6 +101,18 @@ pub(crate) async fn preview(
 /// WebSocket upgrade): what a viewer may send.
 pub(super) fn is_page(req: &Request) -> bool {
     matches!(*req.method(), Method::GET | Method::HEAD) && !wants_upgrade(req.headers())
+}
+
+/// What sending `req` to a port is (reading a page, or using the port), or
+/// the refusal if `role` may not (a viewer sends pages only).
+pub(super) fn may_send(role: RoomRole, req: &Request) -> Result<Action, ApiError> {
+    let action = if is_page(req) {
+        Action::PreviewRead
+    } else {
+        Action::UsePort
+    };
+    crate::server::access::check(role, action)?;
+    Ok(action)
 }
 
 /// Whether a browser sent the request: it says where it comes from

@@ -7,7 +7,7 @@
 //! preview's pages cannot act on another's.
 
 use super::hosts::PreviewHosts;
-use super::preview::{forward, is_page};
+use super::preview::{forward, may_send};
 use super::{COOKIE_NAME, cookie_access, cookie_credential, query_values, without_params};
 use crate::server::access::Action;
 use crate::server::auth::{Access, invite_access, same};
@@ -74,13 +74,8 @@ async fn serve(
     let access = access(app, room, port, req.headers(), &query)
         .await
         .ok_or_else(ApiError::unauthorized)?;
-    let page = is_page(&req);
-    let action = if page {
-        Action::PreviewRead
-    } else {
-        Action::UsePort
-    };
-    crate::server::access::check(access.role(), action)?;
+    let action = may_send(access.role(), &req)?;
+    let page = action == Action::PreviewRead;
     let traded = ["token", TICKET]
         .iter()
         .any(|name| !query_values(&query, name).is_empty());
