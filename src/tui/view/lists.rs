@@ -6,11 +6,10 @@ use crate::protocol::{Addressee, Checkpoint, Role};
 use crate::tui::app::App;
 use crate::tui::text::truncate;
 use crate::tui::timeline::one_line;
-use crate::tui::view::overlay::{centered, scroll_mark};
+use crate::tui::view::overlay::{centered, draw_scrolled};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
-use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 /// Widest a list view gets.
 const MAX_WIDTH: u16 = 110;
@@ -101,16 +100,5 @@ fn draw_list(frame: &mut Frame, app: &App, area: Rect, title: &str, mut lines: V
     if rect.width < 10 || rect.height < 3 {
         return;
     }
-    let shown = rect.height.saturating_sub(2);
-    let max_scroll = (lines.len() as u16).saturating_sub(shown);
-    let scroll = app.help_scroll.min(max_scroll);
-    let mut block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(app.theme.focused())
-        .title(title.to_string());
-    if let Some(mark) = scroll_mark(scroll, shown, lines.len() as u16) {
-        block = block.title_bottom(mark.right_aligned());
-    }
-    frame.render_widget(Clear, rect);
-    frame.render_widget(Paragraph::new(lines).scroll((scroll, 0)).block(block), rect);
+    draw_scrolled(frame, app, rect, title, lines);
 }

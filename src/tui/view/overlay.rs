@@ -176,13 +176,25 @@ pub fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
         .flat_map(|line| wrap_line(line, inner_w))
         .collect();
     let rect = centered(area, outer_w, lines.len() as u16 + 2);
+    draw_scrolled(frame, app, rect, " Help ", lines);
+}
+
+/// `lines` framed in `rect` under `title`, scrolled by the help's scroll
+/// (kept within them), with a mark when not all of them show.
+pub(crate) fn draw_scrolled(
+    frame: &mut Frame,
+    app: &App,
+    rect: Rect,
+    title: &str,
+    lines: Vec<Line<'_>>,
+) {
     let shown = rect.height.saturating_sub(2);
     let max_scroll = (lines.len() as u16).saturating_sub(shown);
     let scroll = app.help_scroll.min(max_scroll);
     let mut block = Block::default()
         .borders(Borders::ALL)
         .border_style(app.theme.focused())
-        .title(" Help ");
+        .title(title.to_string());
     if let Some(mark) = scroll_mark(scroll, shown, lines.len() as u16) {
         block = block.title_bottom(mark.right_aligned());
     }
