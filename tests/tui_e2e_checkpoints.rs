@@ -47,7 +47,12 @@ async fn undo_brings_back_the_file_the_agents_turn_deleted() {
         s.contains("╭ $ rm notes.txt") && s.contains("Deleting it as asked.")
     })
     .await;
-    assert_eq!(exec(&server, room, "ls").await, "", "the turn deleted it");
+    // The reply's `<run>` box draws as it streams, before the command runs.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !exec(&server, room, "ls").await.is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the turn deleted it");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
 
     tmux.type_text("ada", "/undo");
     tmux.keys("ada", &["Enter"]);
