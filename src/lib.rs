@@ -19,3 +19,5 @@ pub mod server;
 pub mod support;
 pub mod tui;
 mod utf8;
+#[cfg(test)]
+mod layers_tests;
