@@ -2,10 +2,8 @@
 //! beat the config file (`duet.toml` in the XDG config directory), which
 //! beats the defaults. One struct, resolved once at start.
 
-use crate::cli::ClientArgs;
-use crate::tui::keymap::KeyConfig;
-use crate::tui::theme::Palette;
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
 
 /// What `duet.toml` may set. Every key is optional; unknown keys are refused
@@ -31,10 +29,21 @@ pub struct FileConfig {
     /// The API key of the model's service (`DUET_AI_KEY` beats it).
     pub ai_key: Option<String>,
     /// The terminal client's colours: `dark` or `light` (`DUET_THEME`
-    /// beats it).
-    pub theme: Option<Palette>,
-    /// The terminal client's keys: action = key(s).
-    pub keys: Option<KeyConfig>,
+    /// beats it). Read by the terminal client (`tui::settings`) from the
+    /// same text, see [`load_with`].
+    pub theme: Option<toml::Value>,
+    /// The terminal client's keys: action = key(s) (`tui::settings`).
+    pub keys: Option<toml::Value>,
+}
+
+/// Where a client finds its room, as the command line gives it (flags,
+/// then the environment); `None`: not given there.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Flags {
+    pub server: Option<String>,
+    pub room: Option<String>,
+    pub token: Option<String>,
+    pub name: Option<String>,
 }
 
 /// The embedded backend's model as the config file names it (the
@@ -113,42 +122,52 @@ pub struct ClientSettings {
     pub model: ModelSettings,
     /// Where the config file is looked for (whether or not it exists).
     pub config_file: Option<PathBuf>,
-    /// The file's `theme`, if it names one.
-    pub theme: Option<Palette>,
-    /// The file's `[keys]`.
-    pub keys: KeyConfig,
 }
 
 impl FileConfig {
     /// Parses the text of a config file.
     pub fn parse(text: &str, path: &Path) -> Result<FileConfig, ConfigError> {
-        toml::from_str(text).map_err(|err| {
-            let (line, column) = match err.span() {
-                Some(span) => {
-                    let (line, column) = line_and_column(text, span.start);
-                    (Some(line), Some(column))
-                }
-                None => (None, None),
-            };
-            ConfigError::Parse {
-                path: path.to_path_buf(),
-                line,
-                column,
-                message: err.message().trim_end().to_string(),
-            }
-        })
+        parse_as(text, path)
     }
 
     /// Reads `path`; a missing file is an empty config.
     pub fn load(path: &Path) -> Result<FileConfig, ConfigError> {
-        match std::fs::read_to_string(path) {
-            Ok(text) => FileConfig::parse(&text, path),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(FileConfig::default()),
-            Err(source) => Err(ConfigError::Read {
-                path: path.to_path_buf(),
-                source,
-            }),
+        match read(path)? {
+            Some(text) => FileConfig::parse(&text, path),
+            None => Ok(FileConfig::default()),
         }
+    }
+}
+
+/// Parses the text of a config file as `T` (the whole file, or the part a
+/// layer above reads: the terminal client's); a mistake is located.
+pub fn parse_as<T: DeserializeOwned>(text: &str, path: &Path) -> Result<T, ConfigError> {
+    toml::from_str(text).map_err(|err| {
+        let (line, column) = match err.span() {
+            Some(span) => {
+                let (line, column) = line_and_column(text, span.start);
+                (Some(line), Some(column))
+            }
+            None => (None, None),
+        };
+        ConfigError::Parse {
+            path: path.to_path_buf(),
+            line,
+            column,
+            message: err.message().trim_end().to_string(),
+        }
+    })
+}
+
+/// The text of `path`; `None` when there is no such file.
+fn read(path: &Path) -> Result<Option<String>, ConfigError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        }),
     }
 }
 
@@ -211,7 +230,7 @@ fn account_name() -> Option<String> {
 /// `file`, then defaults. `data_dir` is the flag/env value of the data
 /// directory, if any; `default_dir` the default one, if there is one.
 pub fn resolve(
-    args: &ClientArgs,
+    args: &Flags,
     data_dir: Option<PathBuf>,
     file: &FileConfig,
     default_dir: Option<PathBuf>,
@@ -236,32 +255,50 @@ pub fn resolve(
             key: pick(&None, &file.ai_key),
         },
         config_file: None,
-        theme: file.theme,
-        keys: file.keys.clone().unwrap_or_default(),
     })
 }
 
 /// Reads the config file (if any) and resolves the settings.
-pub fn load(args: &ClientArgs, data_dir: Option<PathBuf>) -> Result<ClientSettings, ConfigError> {
+pub fn load(args: &Flags, data_dir: Option<PathBuf>) -> Result<ClientSettings, ConfigError> {
+    load_with::<serde::de::IgnoredAny>(args, data_dir).map(|(settings, _)| settings)
+}
+
+/// [`load`], and `U` read from the same file: what a layer above takes
+/// from it (the terminal client's theme and keys), its mistakes located
+/// as the rest's.
+pub fn load_with<U: DeserializeOwned + Default>(
+    args: &Flags,
+    data_dir: Option<PathBuf>,
+) -> Result<(ClientSettings, U), ConfigError> {
     let dirs = default_dirs();
-    let file = match &dirs {
-        Some(dirs) => FileConfig::load(&dirs.config_file)?,
-        None => FileConfig::default(),
+    let text = match &dirs {
+        Some(dirs) => read(&dirs.config_file)?,
+        None => None,
+    };
+    let (file, extra) = match (&text, &dirs) {
+        (Some(text), Some(dirs)) => (
+            FileConfig::parse(text, &dirs.config_file)?,
+            parse_as(text, &dirs.config_file)?,
+        ),
+        _ => (FileConfig::default(), U::default()),
     };
     let config_file = dirs.as_ref().map(|d| d.config_file.clone());
     let settings = resolve(args, data_dir, &file, dirs.map(|d| d.data_dir))?;
-    Ok(ClientSettings {
-        config_file,
-        ..settings
-    })
+    Ok((
+        ClientSettings {
+            config_file,
+            ..settings
+        },
+        extra,
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn args(server: Option<&str>, name: Option<&str>) -> ClientArgs {
-        ClientArgs {
+    fn args(server: Option<&str>, name: Option<&str>) -> Flags {
+        Flags {
             server: server.map(str::to_string),
             room: None,
             token: None,
@@ -343,59 +380,6 @@ mod tests {
                 .starts_with("/c/duet.toml at line 3, column 8 is not valid: "),
             "{err}"
         );
-    }
-
-    #[test]
-    fn keys_and_theme_are_read_and_mistakes_located() {
-        use crate::tui::keymap::{Action, ctrl};
-        let text = "theme = \"light\"\n[keys]\nsend = \"ctrl+s\"\nnewline = [\"enter\", \"alt+enter\"]\ncopy = []\n";
-        let file = FileConfig::parse(text, Path::new("duet.toml")).unwrap();
-        assert_eq!(file.theme, Some(Palette::Light));
-        let keys = file.keys.unwrap().0;
-        let of = |action| {
-            keys.iter()
-                .find(|(a, _)| *a == action)
-                .map(|(_, k)| k.len())
-        };
-        assert!(
-            keys.contains(&(Action::Submit, vec![ctrl('s')])),
-            "{keys:?}"
-        );
-        assert_eq!(of(Action::Newline), Some(2));
-        assert_eq!(of(Action::Copy), Some(0));
-        for (text, at, says) in [
-            (
-                "name = \"ada\"\n[keys]\nsend = \"ctrl+enterr\"\n",
-                "line 3, column 8",
-                "\"enterr\" is not a key's name",
-            ),
-            (
-                "[keys]\nundo = \"alt+u\"\nsned = \"f9\"\n",
-                "line 3, column 1",
-                "no action is called \"sned\"",
-            ),
-            (
-                "[keys]\nnewline = [\"alt+enter\", \"x\"]\n",
-                "line 2, column 11",
-                "types a character",
-            ),
-            ("theme = \"sepia\"\n", "line 1, column 9", "sepia"),
-        ] {
-            let err = FileConfig::parse(text, Path::new("/c/duet.toml"))
-                .unwrap_err()
-                .to_string();
-            assert!(
-                err.starts_with(&format!("/c/duet.toml at {at} is not valid: ")),
-                "{err}"
-            );
-            assert!(err.contains(says), "{err}");
-        }
-        let twice = "[keys]\nsend = \"f9\"\nhelp = \"f9\"\n";
-        let err = FileConfig::parse(twice, Path::new("/c/duet.toml"))
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("F9 is given to both help and send"), "{err}");
-        assert!(err.starts_with("/c/duet.toml at line "), "{err}");
     }
 
     #[test]

@@ -18,7 +18,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     // The terminal client's UI.
     ("tui", &["client"]),
     // Talking to a backend: HTTP, the room's socket, what is printed.
-    ("client", &["config", "text", "emulator", "blocks", "support"]),
+    (
+        "client",
+        &["config", "text", "emulator", "blocks", "support"],
+    ),
     // The backend: rooms, their store, the HTTP and socket API.
     ("server", &["sandbox", "ai", "config", "emulator"]),
     // The agent: the model's API and the turn's prompt.
@@ -64,7 +67,10 @@ fn the_top_level_modules_have_no_cycle_and_point_down() {
         };
         for (to, files) in uses {
             if !allowed.contains(to.as_str()) {
-                wrong.push(format!("{from} -> {to} points up or across ({})", list(files)));
+                wrong.push(format!(
+                    "{from} -> {to} points up or across ({})",
+                    list(files)
+                ));
             }
         }
     }
@@ -125,7 +131,11 @@ fn module_graph() -> Graph {
     }
     let mut add = |top: &str, file: &Path, depth: usize| {
         let text = read(file);
-        let shown = file.strip_prefix(&src).unwrap_or(file).display().to_string();
+        let shown = file
+            .strip_prefix(&src)
+            .unwrap_or(file)
+            .display()
+            .to_string();
         let entry = graph.entry(top.to_string()).or_default();
         for used in names_used(&text, depth) {
             if used != top && names.contains(&used) {

@@ -7,7 +7,8 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod emulator;
-pub mod manual;
+#[cfg(test)]
+mod layers_tests;
 pub mod protocol;
 pub mod sandbox;
 #[cfg(feature = "server")]
@@ -17,7 +18,6 @@ pub mod server;
 #[path = "server/absent.rs"]
 pub mod server;
 pub mod support;
+pub mod text;
 pub mod tui;
 mod utf8;
-#[cfg(test)]
-mod layers_tests;

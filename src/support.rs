@@ -51,6 +51,21 @@ pub fn colour_wanted() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
+/// This machine's offset from UTC, read once while the process has one
+/// thread (the time crate refuses later); UTC when it cannot be read.
+static LOCAL_OFFSET: std::sync::OnceLock<time::UtcOffset> = std::sync::OnceLock::new();
+
+/// Reads [`LOCAL_OFFSET`]: call while the process has one thread.
+pub fn init_local_offset() {
+    LOCAL_OFFSET
+        .get_or_init(|| time::UtcOffset::current_local_offset().unwrap_or(time::UtcOffset::UTC));
+}
+
+/// The local offset times are shown in (see [`LOCAL_OFFSET`]).
+pub fn local_offset() -> time::UtcOffset {
+    *LOCAL_OFFSET.get_or_init(|| time::UtcOffset::UTC)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

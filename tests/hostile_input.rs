@@ -235,12 +235,12 @@ fn client_parsers_take_anything() {
             let _ = duet::blocks::parse(&text, None);
             let _ = duet::blocks::extract_commands(&text);
             let _ = duet::config::FileConfig::parse(&text, std::path::Path::new("duet.toml"));
-            let _ = duet::tui::termtext::clean(&text);
-            let _ = duet::tui::termtext::strip_sgr(&text);
-            let mut out = duet::tui::termtext::OutputBuffer::new();
+            let _ = duet::text::termtext::clean(&text);
+            let _ = duet::text::termtext::strip_sgr(&text);
+            let mut out = duet::text::termtext::OutputBuffer::new();
             for chunk in text.as_bytes().chunks(7) {
                 out.push(
-                    duet::tui::termtext::Stream::Stdout,
+                    duet::text::termtext::Stream::Stdout,
                     &String::from_utf8_lossy(chunk),
                 );
             }
@@ -266,7 +266,7 @@ fn client_parsers_take_anything() {
             ),
             |parts| {
                 let text = parts.concat();
-                for line in duet::tui::termtext::clean(&text) {
+                for line in duet::text::termtext::clean(&text) {
                     prop_assert!(!line.contains("\x1b]52"), "OSC 52 passed through: {line:?}");
                 }
                 Ok(())

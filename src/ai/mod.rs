@@ -3,7 +3,6 @@
 //! provider.rs and openai.rs, the prompt and the turn beside it), and
 //! `duet ask`, the client's one question to it.
 
-pub mod ask;
 mod options;
 
 pub use options::{DEFAULT_AGENTS_MD_BYTES, ToolMode};

@@ -135,12 +135,7 @@ pub fn policy_text(policy: Policy, allow: &[String], approvals: &[Approval]) -> 
         let head = ["ID", "CMD"].map(String::from);
         let rows: Vec<[String; 2]> = approvals
             .iter()
-            .map(|a| {
-                [
-                    a.approval_id.clone(),
-                    crate::tui::timeline::one_line(&a.cmd),
-                ]
-            })
+            .map(|a| [a.approval_id.clone(), crate::text::one_line(&a.cmd)])
             .collect();
         text.push_str(&crate::client::ps::columns(
             std::iter::once(&head).chain(&rows),

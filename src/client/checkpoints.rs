@@ -110,7 +110,7 @@ pub fn table(list: &[Checkpoint], tz: time::UtcOffset) -> String {
             c.id.clone(),
             when(c.ts, tz),
             c.by.clone(),
-            crate::tui::files::human_size(c.size),
+            crate::text::human_size(c.size),
             if c.auto { "yes" } else { "no" }.to_string(),
         ];
         if expires {

@@ -3,15 +3,11 @@
 //! relative to /workspace, an absolute one must lie inside it, anything
 //! else is refused here with the reason, before a request is sent.
 
-use crate::cli::CpArgs;
-use crate::client::commands::{client_for, data_dir_from_env};
 use crate::client::http::{HttpClient, HttpError};
-use crate::config;
 use crate::protocol::FileResponse;
 use anyhow::{Context, bail};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 /// Where the room's files are, inside its sandbox.
 pub const WORKSPACE: &str = "/workspace";
@@ -133,14 +129,18 @@ pub async fn upload(
     put(client, &target, bytes).await
 }
 
-async fn put(client: &HttpClient, target: &str, bytes: Vec<u8>) -> anyhow::Result<FileResponse> {
+pub async fn put(
+    client: &HttpClient,
+    target: &str,
+    bytes: Vec<u8>,
+) -> anyhow::Result<FileResponse> {
     client
         .put_file(target, bytes)
         .await
         .map_err(|err| anyhow::anyhow!(file_error(target, &err)))
 }
 
-async fn get(client: &HttpClient, remote: &str) -> anyhow::Result<bytes::Bytes> {
+pub async fn get(client: &HttpClient, remote: &str) -> anyhow::Result<bytes::Bytes> {
     client
         .get_file(remote)
         .await
@@ -237,64 +237,6 @@ pub(crate) fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     written
-}
-
-/// `duet cp FROM TO`
-pub async fn cp(args: CpArgs) -> anyhow::Result<ExitCode> {
-    let (from, to) = match (End::parse(&args.from), End::parse(&args.to)) {
-        (Ok(from), Ok(to)) => (from, to),
-        (Err(why), _) | (_, Err(why)) => {
-            eprintln!("duet: {why}");
-            return Ok(ExitCode::FAILURE);
-        }
-    };
-    let settings = config::load(&args.client, data_dir_from_env())?;
-    let client = client_for(&settings)?;
-    let done = match (&from, &to) {
-        (End::Remote(remote), End::Local(path)) => {
-            download(&client, remote, path, true)
-                .await
-                .map(|saved| match saved {
-                    Saved::Written { to, size } => {
-                        format!("{size} bytes from :{remote} to {}", to.display())
-                    }
-                    Saved::Exists { to, .. } => format!("{} left as it was", to.display()),
-                })
-        }
-        (End::Remote(remote), End::Std) => match get(&client, remote).await {
-            Ok(bytes) => {
-                let mut out = std::io::stdout().lock();
-                out.write_all(&bytes)?;
-                out.flush()?;
-                return Ok(ExitCode::SUCCESS);
-            }
-            Err(err) => Err(err),
-        },
-        (End::Local(path), End::Remote(remote)) => upload(&client, path, remote)
-            .await
-            .map(|answer| format!("{} bytes to :{}", answer.size, answer.path)),
-        (End::Std, End::Remote(remote)) => {
-            let target = upload_target(&End::Std, remote)?;
-            let mut bytes = Vec::new();
-            std::io::stdin().read_to_end(&mut bytes)?;
-            put(&client, &target, bytes)
-                .await
-                .map(|answer| format!("{} bytes to :{}", answer.size, answer.path))
-        }
-        _ => bail!(
-            "one end must be in the workspace (`:PATH`) and the other here: `duet cp LOCAL :PATH` or `duet cp :PATH LOCAL`"
-        ),
-    };
-    match done {
-        Ok(said) => {
-            eprintln!("{said}");
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(err) => {
-            eprintln!("duet: {err:#}");
-            Ok(ExitCode::FAILURE)
-        }
-    }
 }
 
 fn read_local(path: &Path) -> anyhow::Result<Vec<u8>> {

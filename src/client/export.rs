@@ -72,52 +72,6 @@ pub async fn fetch(client: &HttpClient) -> Result<History, HttpError> {
     })
 }
 
-/// `duet export [--format F] [-o FILE]`: the file (or stdout) and a line
-/// saying what was written.
-pub async fn run(args: crate::cli::ExportArgs) -> anyhow::Result<std::process::ExitCode> {
-    use std::io::Write;
-    let settings = crate::config::load(&args.client, crate::client::commands::data_dir_from_env())?;
-    let client = crate::client::commands::client_for(&settings)?;
-    let format = args
-        .format
-        .or_else(|| args.output.as_deref().map(Format::of_path))
-        .unwrap_or(Format::Md);
-    let history = match fetch(&client).await {
-        Ok(history) => history,
-        Err(err) => {
-            let why = crate::client::explain::http(&err);
-            return crate::client::ps::said(&format!(
-                "the room's history could not be read: {why}"
-            ));
-        }
-    };
-    let text = render(
-        &history,
-        format,
-        crate::protocol::now_ms(),
-        crate::cli::local_offset(),
-    );
-    match &args.output {
-        None => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(text.as_bytes())?;
-            out.flush()?;
-        }
-        Some(path) => {
-            if let Err(e) = crate::client::export::write_file(path, &text) {
-                return crate::client::ps::said(&e);
-            }
-            eprintln!(
-                "wrote {path}: {} messages and {} commands of room {}",
-                history.messages.len(),
-                history.execs.len(),
-                history.room
-            );
-        }
-    }
-    Ok(std::process::ExitCode::SUCCESS)
-}
-
 /// Writes `text` to `path` whole (beside it, then renamed), or says why not.
 pub fn write_file(path: &str, text: &str) -> Result<(), String> {
     crate::client::cp::replace_file(std::path::Path::new(path), text.as_bytes())
@@ -241,10 +195,7 @@ fn message_md(m: &DuetMessage, tz: time::UtcOffset) -> String {
             out
         }
         Role::System => match &m.event {
-            Some(event) => format!(
-                "_{}_ · {at}\n",
-                crate::tui::timeline::record_text(event, &m.text)
-            ),
+            Some(event) => format!("_{}_ · {at}\n", crate::text::record_text(event, &m.text)),
             None => format!("_duet: {}_ · {at}\n", m.text.trim()),
         },
     }
@@ -279,7 +230,7 @@ fn command_md(e: &ExecRecord, tz: time::UtcOffset) -> String {
 /// codes gone, carriage-return rewrites (progress bars) settled, as the
 /// TUI shows it.
 fn plain(output: &str) -> String {
-    use crate::tui::termtext::{clean, strip_sgr};
+    use crate::text::termtext::{clean, strip_sgr};
     if output.is_empty() {
         return String::new();
     }

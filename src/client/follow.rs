@@ -132,7 +132,7 @@ pub async fn follow(settings: &ClientSettings, wanted: &str) -> anyhow::Result<E
             room,
             name: settings.name.clone(),
             token: token_for(settings),
-            connection_id: format!("c{}", crate::tui::start::random_room()),
+            connection_id: format!("c{}", crate::client::join::random_room()),
             deltas: false,
         },
         wanted,

@@ -126,3 +126,22 @@ mod tests {
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
     }
 }
+
+/// Logs go to `duet.log` in the data directory (0600, rotated: see
+/// `client::log_file`), never to the terminal the UI draws on. Without a
+/// writable file there are no logs.
+pub fn init_logging(data_dir: &Path) {
+    if std::fs::create_dir_all(data_dir).is_err() {
+        return;
+    }
+    let Ok(file) = RotatingLog::open(&crate::client::local::log_path(data_dir)) else {
+        return;
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("DUET_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(std::sync::Mutex::new(file))
+        .try_init();
+}

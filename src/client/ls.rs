@@ -3,14 +3,9 @@
 //! `-r`); the TUI's `/ls` shows the same table. Paths follow one rule: a
 //! relative path is inside /workspace, an absolute one must be.
 
-use crate::cli::{LsArgs, RmArgs};
-use crate::client::commands::{client_for, data_dir_from_env};
 use crate::client::cp::{WORKSPACE, shown};
-use crate::client::http::{HttpClient, HttpError};
-use crate::config;
+use crate::client::http::HttpError;
 use crate::protocol::{DirEntry, EntryType};
-use std::io::Write;
-use std::process::ExitCode;
 
 /// The workspace path a person's `path` names, relative to /workspace
 /// without a trailing `/` (empty: /workspace itself). A path outside
@@ -74,7 +69,7 @@ pub fn table(entries: &[DirEntry], tz: time::UtcOffset) -> String {
         .iter()
         .map(|e| {
             let size = match e.kind {
-                EntryType::File | EntryType::Symlink => crate::tui::files::human_size(e.size),
+                EntryType::File | EntryType::Symlink => crate::text::human_size(e.size),
                 EntryType::Dir | EntryType::Other => "-".into(),
             };
             [
@@ -111,100 +106,6 @@ pub fn path_error(relative: &str, folder: bool, err: &HttpError) -> String {
         (404, _) => format!("{path}: no such file or folder in the room's workspace (404)"),
         _ => format!("{path}: {}", crate::client::explain::http(err)),
     }
-}
-
-/// `duet ls [DIR] [--json]`.
-pub async fn ls(args: LsArgs) -> anyhow::Result<ExitCode> {
-    let dir = match relative(args.dir.as_deref().unwrap_or("")) {
-        Ok(dir) => dir,
-        Err(why) => return crate::client::ps::said(&why),
-    };
-    let client = client(&args.client)?;
-    let entries = match client.list_dir(&dir).await {
-        Ok(entries) => entries,
-        Err(err) => return crate::client::ps::said(&path_error(&dir, true, &err)),
-    };
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        let listing = crate::protocol::ListingResponse { entries };
-        writeln!(out, "{}", serde_json::to_string_pretty(&listing)?)?;
-    } else if entries.is_empty() {
-        writeln!(out, "{} is empty", shown_dir(&dir))?;
-    } else {
-        out.write_all(table(&entries, crate::cli::local_offset()).as_bytes())?;
-    }
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `duet rm [-r] PATH…`: each path in turn; a folder needs `-r`. Fails
-/// when any path could not be deleted (the others still are).
-pub async fn rm(args: RmArgs) -> anyhow::Result<ExitCode> {
-    let client = client(&args.client)?;
-    let mut failed = false;
-    for path in &args.paths {
-        match remove(&client, path, args.recursive).await {
-            Ok(done) => println!("{done}"),
-            Err(why) => {
-                eprintln!("duet: {why}");
-                failed = true;
-            }
-        }
-    }
-    Ok(if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
-/// Deletes one path; what was done, or why not.
-async fn remove(client: &HttpClient, path: &str, recursive: bool) -> Result<String, String> {
-    let target = relative(path)?;
-    if target.is_empty() {
-        return Err(format!(
-            "{WORKSPACE} itself cannot be deleted: name what is in it"
-        ));
-    }
-    // The parent's listing says what it is (a symlink is not followed).
-    let (parent, name) = target.rsplit_once('/').unwrap_or(("", target.as_str()));
-    let entries = client.list_dir(parent).await.map_err(|err| match &err {
-        HttpError::Status(s) if s.status == 404 => {
-            format!(
-                "{}: no such file or folder in the room's workspace",
-                shown(&target)
-            )
-        }
-        _ => path_error(parent, true, &err),
-    })?;
-    let Some(entry) = entries.iter().find(|e| e.name == name) else {
-        return Err(format!(
-            "{}: no such file or folder in the room's workspace",
-            shown(&target)
-        ));
-    };
-    if entry.kind == EntryType::Dir && !recursive {
-        return Err(format!(
-            "{} is a folder: `duet rm -r {}` deletes it with everything in it",
-            shown(&target),
-            path.trim()
-        ));
-    }
-    client
-        .delete_file(&target)
-        .await
-        .map_err(|err| path_error(&target, false, &err))?;
-    let what = if entry.kind == EntryType::Dir {
-        "the folder "
-    } else {
-        ""
-    };
-    Ok(format!("deleted {what}{}", shown(&target)))
-}
-
-fn client(args: &crate::cli::ClientArgs) -> anyhow::Result<HttpClient> {
-    let settings = config::load(args, data_dir_from_env())?;
-    client_for(&settings)
 }
 
 #[cfg(test)]

@@ -2,39 +2,12 @@
 //! background processes from the command line, over HTTP (`logs -f`
 //! follows over the socket: `client::follow`).
 
-use crate::cli::{BgArgs, KillArgs, LogsArgs, PsArgs};
-use crate::client::commands::{client_for, data_dir_from_env, shell_join};
 use crate::client::explain;
-use crate::client::http::{HttpClient, HttpError};
+use crate::client::http::HttpClient;
 use crate::client::processes::{self, Listing};
-use crate::config;
 use crate::protocol::{PortState, Process, ProcessStatus};
 use std::io::Write;
 use std::process::ExitCode;
-
-/// `duet ps [--json]`
-pub async fn ps(args: PsArgs) -> anyhow::Result<ExitCode> {
-    let client = client(&args.client)?;
-    let listing = match tokio::try_join!(client.processes(), client.ports()) {
-        Ok((processes, ports)) => Listing { processes, ports },
-        Err(err) => return failed(&err),
-    };
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&listing)?)?;
-    } else {
-        let now = crate::protocol::now_ms();
-        out.write_all(table(&listing, client.base(), now).as_bytes())?;
-        if client.token().is_some() && !listing.ports.is_empty() {
-            writeln!(
-                out,
-                "(a browser opens a port once with ?token=TOKEN after its URL; a cookie keeps it in)"
-            )?;
-        }
-    }
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
-}
 
 /// What `duet ps` prints: the processes, then the ports with their URLs.
 pub fn table(listing: &Listing, base: &str, now_ms: i64) -> String {
@@ -65,7 +38,7 @@ pub fn process_table(list: &[Process], now_ms: i64) -> String {
                 p.exit_code.map_or("-".into(), |c| c.to_string()),
                 p.by.clone(),
                 processes::ran_for(p, now_ms),
-                crate::tui::timeline::one_line(&p.cmd),
+                crate::text::one_line(&p.cmd),
             ]
         })
         .collect();
@@ -90,7 +63,7 @@ pub(crate) fn columns<R: AsRef<[String]>>(rows: impl Iterator<Item = R> + Clone)
     let widths: Vec<usize> = (0..n)
         .map(|i| {
             rows.clone()
-                .filter_map(|r| r.as_ref().get(i).map(|c| crate::tui::text::width(c)))
+                .filter_map(|r| r.as_ref().get(i).map(|c| crate::text::width(c)))
                 .max()
                 .unwrap_or(0)
         })
@@ -101,7 +74,7 @@ pub(crate) fn columns<R: AsRef<[String]>>(rows: impl Iterator<Item = R> + Clone)
             if i + 1 == n {
                 text.push_str(cell);
             } else {
-                let pad = widths[i] - crate::tui::text::width(cell);
+                let pad = widths[i] - crate::text::width(cell);
                 text.push_str(&format!("{cell}{}  ", " ".repeat(pad)));
             }
         }
@@ -116,82 +89,6 @@ fn status_name(status: ProcessStatus) -> &'static str {
         ProcessStatus::Running => "running",
         ProcessStatus::Exited => "exited",
         ProcessStatus::Killed => "killed",
-    }
-}
-
-/// `duet bg [--name N] -- CMD…`: the id on stdout, a sentence on stderr.
-pub async fn bg(args: BgArgs) -> anyhow::Result<ExitCode> {
-    let client = client(&args.client)?;
-    let cmd = shell_join(&args.cmd);
-    match client
-        .start_process(&cmd, args.process_name.as_deref())
-        .await
-    {
-        Ok(process) => {
-            println!("{}", process.id);
-            eprintln!(
-                "started {} ({}): `duet logs {}` shows its output, `duet kill {}` stops it",
-                process.id, process.name, process.id, process.id
-            );
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(err) => failed(&err),
-    }
-}
-
-/// `duet logs ID [-f]`: stdout to stdout, stderr to stderr.
-pub async fn logs(args: LogsArgs) -> anyhow::Result<ExitCode> {
-    let settings = config::load(&args.client, data_dir_from_env())?;
-    if args.follow {
-        return crate::client::follow::follow(&settings, &args.process).await;
-    }
-    let client = client_for(&settings)?;
-    let id = match resolve(&client, &args.process).await {
-        Ok(process) => process.map_or(args.process.clone(), |p| p.id),
-        Err(why) => return said(&why),
-    };
-    match client.process_logs(&id).await {
-        Ok(logs) => {
-            write_out(logs.stdout.as_bytes(), false)?;
-            write_out(logs.stderr.as_bytes(), true)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(err) => failed(&err),
-    }
-}
-
-/// `duet kill ID`: what became of it.
-pub async fn kill(args: KillArgs) -> anyhow::Result<ExitCode> {
-    let client = client(&args.client)?;
-    let found = match resolve(&client, &args.process).await {
-        Ok(found) => found,
-        Err(why) => return said(&why),
-    };
-    let id = found
-        .as_ref()
-        .map_or(args.process.as_str(), |p| p.id.as_str());
-    let shown = found
-        .as_ref()
-        .map_or_else(|| id.to_string(), |p| format!("{} ({})", p.id, p.name));
-    match client.kill_process(id).await {
-        Ok(true) => {
-            println!("killed {shown}");
-            Ok(ExitCode::SUCCESS)
-        }
-        Ok(false) => {
-            // It ended meanwhile: say how, from the room's list.
-            let how = match client.processes().await {
-                Ok(list) => list
-                    .iter()
-                    .find(|p| p.id == id)
-                    .map(|p| format!(" ({})", processes::status_word(p)))
-                    .unwrap_or_default(),
-                Err(_) => String::new(),
-            };
-            println!("{shown} had already ended{how}");
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(err) => failed(&err),
     }
 }
 
@@ -211,11 +108,6 @@ pub async fn resolve(client: &HttpClient, wanted: &str) -> Result<Option<Process
     }
 }
 
-fn client(args: &crate::cli::ClientArgs) -> anyhow::Result<HttpClient> {
-    let settings = config::load(args, data_dir_from_env())?;
-    client_for(&settings)
-}
-
 /// Bytes of a process's stdout (or stderr) onto ours.
 pub(crate) fn write_out(bytes: &[u8], stderr: bool) -> std::io::Result<()> {
     if stderr {
@@ -227,10 +119,6 @@ pub(crate) fn write_out(bytes: &[u8], stderr: bool) -> std::io::Result<()> {
         out.write_all(bytes)?;
         out.flush()
     }
-}
-
-fn failed(err: &HttpError) -> anyhow::Result<ExitCode> {
-    said(&explain::http(err))
 }
 
 /// Says why on stderr; the command failed.

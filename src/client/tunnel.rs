@@ -5,19 +5,14 @@
 //! refuses (502: nothing listens there) is said and closed, the listener
 //! stays. Bytes move in large reads (`CHUNK`), never one by one.
 
-use crate::cli::PortArgs;
-use crate::client::commands::{client_for, data_dir_from_env};
 use crate::client::explain;
 use crate::client::http::StatusError;
-use crate::client::ps::said;
-use crate::config;
 use bytes::{BufMut, BytesMut};
 use futures_util::{SinkExt, StreamExt};
 use std::net::SocketAddr;
-use std::process::ExitCode;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::{self, Message};
 
 /// The most bytes one read takes from the local connection, and so the
@@ -30,7 +25,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const CLOSE_WAIT: Duration = Duration::from_secs(10);
 /// After a failed `accept` (out of file descriptors), the pause before
 /// the next.
-const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+pub const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 
 /// The tunnel's socket URL of docs/protocol.md: `ws(s)://…/api/rooms/{room}/tunnel/{port}`,
 /// the token in the query as for the room's socket.
@@ -56,60 +51,9 @@ pub fn tunnel_url(
     Ok(url)
 }
 
-/// `duet port PORT [--local L]`: runs until Ctrl+C.
-pub async fn port(args: PortArgs) -> anyhow::Result<ExitCode> {
-    let settings = config::load(&args.client, data_dir_from_env())?;
-    let client = client_for(&settings)?;
-    crate::support::install_tls();
-    let url = match tunnel_url(client.base(), client.room(), args.port, client.token()) {
-        Ok(url) => url,
-        Err(why) => return said(&why),
-    };
-    let wanted = local_addr(args.port, args.local);
-    let listener = match TcpListener::bind(wanted).await {
-        Ok(listener) => listener,
-        Err(err) => return said(&format!("cannot listen on {wanted}: {err}")),
-    };
-    let addr = listener.local_addr()?;
-    println!(
-        "duet: listening on {addr}, forwarding to port {} in room {}",
-        args.port,
-        client.room()
-    );
-    use std::io::Write;
-    std::io::stdout().flush()?;
-    let base = client.base().to_string();
-    let interrupted = tokio::signal::ctrl_c();
-    tokio::pin!(interrupted);
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((tcp, peer)) => {
-                    let url = url.clone();
-                    let base = base.clone();
-                    let port = args.port;
-                    tokio::spawn(async move {
-                        if let Err(why) = carry(tcp, &url, &base, port).await {
-                            eprintln!("duet: the connection from {peer} to port {port}: {why}");
-                        }
-                    });
-                }
-                Err(err) => {
-                    eprintln!("duet: cannot accept a connection on {addr}: {err}");
-                    tokio::time::sleep(ACCEPT_PAUSE).await;
-                }
-            },
-            _ = &mut interrupted => {
-                eprintln!("duet: stopped forwarding {addr} to port {}", args.port);
-                return Ok(ExitCode::SUCCESS);
-            }
-        }
-    }
-}
-
 /// Carries one local connection over its own tunnel until either side
 /// closes; `Err` says why it could not (or broke).
-async fn carry(tcp: TcpStream, url: &url::Url, base: &str, port: u16) -> Result<(), String> {
+pub async fn carry(tcp: TcpStream, url: &url::Url, base: &str, port: u16) -> Result<(), String> {
     let _ = tcp.set_nodelay(true);
     let ws = connect(url, base).await?;
     let (mut sink, mut stream) = ws.split();

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 mod access;
 mod checkpoint;
+pub mod link;
 mod process;
 pub use access::*;
 pub use checkpoint::*;

@@ -1,7 +1,9 @@
 //! This `duet` was built without the `server` feature: it joins remote
 //! rooms only. Starting a backend says how to get one.
 
-use crate::cli::ServeArgs;
+#[path = "options.rs"]
+mod options;
+pub use options::{LimitOptions, ServeOptions};
 use std::net::SocketAddr;
 
 /// What to do instead, said wherever a backend would start.
@@ -17,11 +19,11 @@ pub struct RunningServer {
 }
 
 /// Fails: there is no backend in this build.
-pub async fn start(_args: ServeArgs) -> anyhow::Result<RunningServer> {
+pub async fn start(_args: ServeOptions) -> anyhow::Result<RunningServer> {
     anyhow::bail!(NO_SERVER)
 }
 
 /// Fails: there is no backend in this build.
-pub async fn serve(_args: ServeArgs) -> anyhow::Result<()> {
+pub async fn serve(_args: ServeOptions) -> anyhow::Result<()> {
     anyhow::bail!(NO_SERVER)
 }

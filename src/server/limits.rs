@@ -25,8 +25,8 @@ pub(crate) struct LimitConfig {
     pub(crate) tunnel_bytes_per_sec: u64,
 }
 
-impl From<&crate::cli::LimitArgs> for LimitConfig {
-    fn from(a: &crate::cli::LimitArgs) -> Self {
+impl From<&super::LimitOptions> for LimitConfig {
+    fn from(a: &super::LimitOptions) -> Self {
         LimitConfig {
             socket_frames_per_sec: a.socket_frames_per_sec,
             socket_bytes_per_sec: a.socket_bytes_per_sec,

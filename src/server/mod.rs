@@ -1,5 +1,7 @@
 //! The backend: `duet serve` and the embedded server of the terminal client.
 
+mod options;
+pub use options::{LimitOptions, ServeOptions};
 mod access;
 mod auth;
 mod channel_guard;
@@ -20,7 +22,6 @@ mod store_checkpoints;
 mod terminal;
 mod ws;
 
-use crate::cli::ServeArgs;
 use anyhow::Context;
 use std::io::Write;
 use std::net::SocketAddr;
@@ -82,7 +83,7 @@ fn raise_open_files() -> u64 {
 
 /// The sandboxes of this host's rooms, or why there can be none.
 fn sandboxes(
-    args: &ServeArgs,
+    args: &ServeOptions,
     data_dir: &std::path::Path,
 ) -> anyhow::Result<Arc<dyn crate::sandbox::SandboxFactory>> {
     #[cfg(target_os = "linux")]
@@ -102,7 +103,7 @@ fn sandboxes(
 }
 
 /// Starts the backend on `args.listen` and returns once it listens.
-pub async fn start(args: ServeArgs) -> anyhow::Result<RunningServer> {
+pub async fn start(args: ServeOptions) -> anyhow::Result<RunningServer> {
     let token = args.token.clone().filter(|t| !t.is_empty());
     if !args.listen.ip().is_loopback() && token.is_none() {
         anyhow::bail!(
@@ -229,7 +230,7 @@ async fn stop_signal() {
 }
 
 /// Runs the backend until Ctrl+C or SIGTERM.
-pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+pub async fn serve(args: ServeOptions) -> anyhow::Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_from_env("DUET_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()

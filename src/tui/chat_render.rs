@@ -4,11 +4,12 @@
 
 use crate::blocks::{self, Block};
 use crate::protocol::{DuetMessage, Role};
+use crate::text::termtext;
 use crate::tui::cell::{RenderCtx, clock, elapsed, spinner};
 use crate::tui::chat::LiveTurn;
+use crate::tui::markdown;
 use crate::tui::text::truncate;
 use crate::tui::theme::Theme;
-use crate::tui::{markdown, termtext};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 

@@ -4,9 +4,9 @@
 //! and the error when the sandbox could not run it.
 
 use crate::protocol::ExecSource;
+use crate::text::termtext::{OutLine, Stream};
 use crate::tui::cell::{Cell, Lines, RenderCtx, elapsed, spinner};
 use crate::tui::execs::ExecRun;
-use crate::tui::termtext::{OutLine, Stream};
 use crate::tui::text::{self, CONTINUED, truncate, width, wrap_marked};
 use ansi_to_tui::IntoText;
 use ratatui::text::{Line, Span};
@@ -106,7 +106,7 @@ fn output_line(ctx: &RenderCtx, line: &OutLine) -> Line<'static> {
     };
     let mut rendered = parsed.unwrap_or_else(|| {
         Line::raw(if has_sgr {
-            crate::tui::termtext::strip_sgr(&line.text)
+            crate::text::termtext::strip_sgr(&line.text)
         } else {
             line.text.clone()
         })

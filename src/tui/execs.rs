@@ -2,9 +2,9 @@
 //! `duet_exec` frames and rebuilt from state's `execs`, in bounded memory.
 
 use crate::protocol::{ExecFrame, ExecRecord, ExecSource};
+use crate::text::termtext::{OutputBuffer, Stream};
 use crate::tui::cell::Cell;
 use crate::tui::exec_cell::RenderCache;
-use crate::tui::termtext::{OutputBuffer, Stream};
 use std::collections::VecDeque;
 
 /// Commands kept in the pane.

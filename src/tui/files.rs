@@ -8,6 +8,8 @@ use crate::protocol::DirEntry;
 use crate::tui::app::{App, Effect, Modal};
 use std::path::PathBuf;
 
+pub use crate::text::human_size;
+
 /// A file here that `/get` would replace, while the person is asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Overwrite {
@@ -123,33 +125,5 @@ impl App {
                 false,
             );
         }
-    }
-}
-
-/// A size for people: `512 B`, `2.1 KB`, `3.0 MB` (units of 1024).
-pub fn human_size(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["KB", "MB", "GB", "TB"];
-    if bytes < 1024 {
-        return format!("{bytes} B");
-    }
-    let mut size = bytes as f64 / 1024.0;
-    let mut unit = 0;
-    while size >= 1024.0 && unit + 1 < UNITS.len() {
-        size /= 1024.0;
-        unit += 1;
-    }
-    format!("{size:.1} {}", UNITS[unit])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_read_as_people_say_them() {
-        assert_eq!(human_size(0), "0 B");
-        assert_eq!(human_size(1023), "1023 B");
-        assert_eq!(human_size(2150), "2.1 KB");
-        assert_eq!(human_size(3 << 20), "3.0 MB");
     }
 }

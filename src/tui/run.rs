@@ -31,12 +31,19 @@ pub struct Ended {
     pub next_room: Option<String>,
 }
 
+/// What the event loop holds of a watcher: poke it when the connection
+/// drops; it answers with the backend's new URL when it moved.
+pub struct Watch {
+    pub poke: std::sync::Arc<tokio::sync::Notify>,
+    pub moved: mpsc::UnboundedReceiver<String>,
+}
+
 /// Runs the UI until the person quits or switches rooms.
 pub async fn run(
     mut app: App,
     mut http: HttpClient,
     params: SocketParams,
-    mut watch: Option<&mut crate::tui::backend::Watch>,
+    mut watch: Option<&mut Watch>,
     stderr_log: Option<&std::path::Path>,
 ) -> anyhow::Result<Ended> {
     // The code grammars load beside the UI, not in its first frame.
@@ -170,7 +177,7 @@ pub async fn run(
 }
 
 /// The next URL the backend watcher reports (never, without a watcher).
-async fn moved(watch: &mut Option<&mut crate::tui::backend::Watch>) -> Option<String> {
+async fn moved(watch: &mut Option<&mut Watch>) -> Option<String> {
     match watch {
         Some(watch) => watch.moved.recv().await,
         None => std::future::pending().await,
@@ -205,7 +212,7 @@ async fn export(http: &HttpClient, path: &str) -> Result<String, String> {
         &history,
         format,
         crate::protocol::now_ms(),
-        crate::cli::local_offset(),
+        crate::support::local_offset(),
     );
     export::write_file(path, &text).map_err(|e| format!("/export: {e}"))?;
     Ok(format!(

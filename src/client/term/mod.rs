@@ -4,7 +4,6 @@
 //! sends (keys) and mouse events as their bytes (mouse), the commands that need a terminal (needs), and `duet
 //! term`, which attaches the person's own terminal (attach).
 
-pub mod attach;
 pub mod keys;
 pub(crate) mod link;
 pub mod mouse;

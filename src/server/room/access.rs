@@ -99,7 +99,7 @@ impl RoomAccess {
 /// The room's link with `token`, for `duet join`.
 fn invite_url(base: Option<&str>, room: &str, token: &str) -> String {
     let base = base.unwrap_or("http://127.0.0.1:7878");
-    crate::client::join::link(base, room, Some(token))
+    crate::protocol::link::link(base, room, Some(token))
         .map(|link| {
             if link.contains("://") {
                 link

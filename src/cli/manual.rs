@@ -8,7 +8,7 @@ use std::process::ExitCode;
 /// `duet completions SHELL`: the completion script for SHELL on stdout.
 pub fn completions(shell: clap_complete::Shell) -> ExitCode {
     let mut script = Vec::new();
-    clap_complete::generate(shell, &mut crate::cli::command(), "duet", &mut script);
+    clap_complete::generate(shell, &mut super::command(), "duet", &mut script);
     print(&script)
 }
 
@@ -27,7 +27,7 @@ pub fn man() -> ExitCode {
 /// The page: clap's sections, then what clap does not know (the
 /// environment read outside the flags, the files).
 fn render(out: &mut Vec<u8>) -> std::io::Result<()> {
-    let page = clap_mangen::Man::new(crate::cli::command())
+    let page = clap_mangen::Man::new(super::command())
         .title("DUET")
         .section("1")
         .manual("Duet")

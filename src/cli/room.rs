@@ -3,35 +3,45 @@
 //! unless `--server` names another), open the UI in the room, and on the
 //! way out say how to come back.
 
-use crate::cli::{ClientArgs, JoinArgs};
+use super::ClientArgs;
+use super::backend;
 use crate::client::http::HttpClient;
 use crate::client::join;
 use crate::client::local;
 use crate::client::socket::SocketParams;
-use crate::config::{self, ClientSettings};
+use crate::config::ClientSettings;
 use crate::tui::app::{App, Session};
-use crate::tui::backend;
 use crate::tui::theme::Theme;
-use std::path::{Path, PathBuf};
+use clap::Args;
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+#[derive(Debug, Clone, Args)]
+pub struct JoinArgs {
+    /// The room's link: [https://][TOKEN@]HOST[:PORT]/ROOM
+    pub link: String,
+    /// Your name in the room
+    #[arg(long, env = "DUET_NAME")]
+    pub name: Option<String>,
+}
 
 /// Runs the terminal client; the process's exit code.
 pub fn main(args: ClientArgs, data_dir: Option<PathBuf>) -> ExitCode {
-    let tz = crate::cli::local_offset();
-    let settings = match config::load(&args, data_dir) {
-        Ok(settings) => settings,
+    let tz = super::local_offset();
+    let (settings, ui) = match super::settings_and_ui(&args, data_dir) {
+        Ok(found) => found,
         Err(err) => {
             eprintln!("duet: {err}");
             return ExitCode::FAILURE;
         }
     };
-    init_logging(&settings.data_dir);
-    crate::tui::keymap::configure(settings.keys.clone());
-    let runtime = match crate::cli::runtime() {
+    crate::client::log_file::init_logging(&settings.data_dir);
+    crate::tui::keymap::configure(ui.keys.unwrap_or_default());
+    let runtime = match super::runtime() {
         Ok(rt) => rt,
         Err(code) => return code,
     };
-    match runtime.block_on(start(settings, tz)) {
+    match runtime.block_on(start(settings, ui.theme, tz)) {
         Ok(goodbye) => {
             // The terminal is back to normal: these stay on it.
             println!("{goodbye}");
@@ -63,35 +73,6 @@ pub fn join(args: JoinArgs, data_dir: Option<PathBuf>) -> ExitCode {
     main(client, data_dir)
 }
 
-/// Logs go to `duet.log` in the data directory (0600, rotated: see
-/// `client::log_file`), never to the terminal the UI draws on. Without a
-/// writable file there are no logs.
-pub(crate) fn init_logging(data_dir: &Path) {
-    if std::fs::create_dir_all(data_dir).is_err() {
-        return;
-    }
-    let Ok(file) = crate::client::log_file::RotatingLog::open(&local::log_path(data_dir)) else {
-        return;
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("DUET_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(false)
-        .with_writer(std::sync::Mutex::new(file))
-        .try_init();
-}
-
-/// A new room id: 10 random lowercase letters and digits.
-pub fn random_room() -> String {
-    use rand::RngExt;
-    const CHARS: &[u8] = b"abcdefghijkmnpqrstuvwxyz23456789";
-    let mut rng = rand::rng();
-    (0..10)
-        .map(|_| char::from(CHARS[rng.random_range(0..CHARS.len())]))
-        .collect()
-}
-
 /// What is said on the way out: how to come back and, while the backend
 /// stays up for the others, how they join.
 fn goodbye(session: &Session, backend_stays: bool) -> String {
@@ -121,14 +102,18 @@ fn others_join(session: &Session) -> String {
     }
 }
 
-async fn start(settings: ClientSettings, tz: time::UtcOffset) -> anyhow::Result<String> {
+async fn start(
+    settings: ClientSettings,
+    theme: Option<crate::tui::theme::Palette>,
+    tz: time::UtcOffset,
+) -> anyhow::Result<String> {
     use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         anyhow::bail!(
             "the terminal client needs a terminal; from scripts use `duet exec` or `duet cleanup`"
         );
     }
-    let room = settings.room.clone().unwrap_or_else(random_room);
+    let room = settings.room.clone().unwrap_or_else(join::random_room);
     if !crate::protocol::valid_room_id(&room) {
         anyhow::bail!(
             "room {room:?} is not a valid room id: 1–63 of A-Z a-z 0-9 _ -, first and last alphanumeric"
@@ -159,7 +144,7 @@ async fn start(settings: ClientSettings, tz: time::UtcOffset) -> anyhow::Result<
     // same person on the same backend.
     let result = loop {
         let http = HttpClient::new(&server, &room, token.clone(), &name)?;
-        let connection_id = format!("c{}", random_room());
+        let connection_id = format!("c{}", join::random_room());
         let session = Session {
             server: server.clone(),
             room: room.clone(),
@@ -177,7 +162,7 @@ async fn start(settings: ClientSettings, tz: time::UtcOffset) -> anyhow::Result<
         };
         let app = App::new(
             session,
-            Theme::with_palette(settings.theme),
+            Theme::with_palette(theme),
             tz,
             crate::protocol::now_ms(),
         );

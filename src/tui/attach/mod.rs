@@ -8,13 +8,12 @@
 //! asked for is the window less one row. It re-attaches after a drop, and
 //! the terminal is restored on every way out.
 
-use crate::cli::ClientArgs;
-use crate::client::commands::{data_dir_from_env, server_url, token_for};
+use crate::client::commands::{server_url, token_for};
 use crate::client::rpc::{Answer, RoomOp, RpcError};
 use crate::client::socket::{self, ConnState, SocketCommand, SocketEvent, SocketParams};
 use crate::client::term::screen::{Seen, TermScreen};
 use crate::client::term::{DETACH_BYTE, DETACH_LABEL};
-use crate::config;
+use crate::config::ClientSettings;
 use crate::protocol::{ServerFrame, TermSize, TerminalState};
 use crate::tui::terminal::TerminalGuard;
 use crate::tui::theme::Theme;
@@ -240,9 +239,9 @@ impl Viewer {
         };
         let (left, right) = self.status(area);
         let total = usize::from(area.width);
-        let right_w = crate::tui::text::width(&right);
-        let left = crate::tui::text::truncate(&left, total.saturating_sub(right_w + 1).max(1));
-        let gap = total.saturating_sub(crate::tui::text::width(&left) + right_w);
+        let right_w = crate::text::width(&right);
+        let left = crate::text::truncate(&left, total.saturating_sub(right_w + 1).max(1));
+        let gap = total.saturating_sub(crate::text::width(&left) + right_w);
         let style = self.theme.status();
         frame.render_widget(
             Paragraph::new(Line::from(vec![
@@ -257,9 +256,8 @@ impl Viewer {
 
 /// `duet term`: attaches this terminal to the room's shared terminal
 /// until the detach key, the terminal's end or a signal.
-pub async fn term(args: ClientArgs) -> anyhow::Result<ExitCode> {
+pub async fn term(settings: &ClientSettings) -> anyhow::Result<ExitCode> {
     use std::io::IsTerminal;
-    let settings = config::load(&args, data_dir_from_env())?;
     let room = settings
         .room
         .clone()
@@ -272,14 +270,14 @@ pub async fn term(args: ClientArgs) -> anyhow::Result<ExitCode> {
             "`duet term` needs a terminal (stdin and stdout); from scripts use `duet exec`"
         );
     }
-    let server = server_url(&settings)?;
-    crate::tui::start::init_logging(&settings.data_dir);
+    let server = server_url(settings)?;
+    crate::client::log_file::init_logging(&settings.data_dir);
     let params = SocketParams {
         base: server,
         room: room.clone(),
         name: settings.name.clone(),
-        token: token_for(&settings),
-        connection_id: format!("c{}", crate::tui::start::random_room()),
+        token: token_for(settings),
+        connection_id: format!("c{}", crate::client::join::random_room()),
         deltas: true,
     };
     let log = crate::client::local::log_path(&settings.data_dir);

@@ -5,10 +5,11 @@
 //! It listens on the data directory's own port when it can, so that the
 //! join hint others were given stays valid when it restarts.
 
-use crate::cli::ServeArgs;
+use super::serve::ServeArgs;
 use crate::client::local::{self, BackendLock};
 use crate::config::{ClientSettings, ModelSettings};
-use crate::server::RunningServer;
+use crate::server::{RunningServer, ServeOptions};
+use crate::tui::run::Watch;
 use anyhow::Context;
 use clap::Parser;
 use std::path::{Path, PathBuf};
@@ -49,10 +50,10 @@ impl Embedded {
     /// `duet serve`'s settings for it: the defaults and `DUET_*`
     /// variables, as clap reads them for `duet serve`, then the config
     /// file's model and the data directory's token.
-    fn serve_args(&self) -> anyhow::Result<ServeArgs> {
+    fn serve_args(&self) -> anyhow::Result<ServeOptions> {
         let dir = &self.data_dir;
         let data_dir = dir.to_string_lossy().to_string();
-        let mut args = EmbeddedServe::try_parse_from([
+        let mut args: ServeOptions = EmbeddedServe::try_parse_from([
             "duet-serve",
             "--listen",
             "127.0.0.1:0",
@@ -60,7 +61,8 @@ impl Embedded {
             &data_dir,
         ])
         .context("embedded backend settings")?
-        .serve;
+        .serve
+        .into();
         if args.token.as_deref().is_none_or(str::is_empty) {
             args.token = Some(
                 local::embedded_token(dir)
@@ -81,7 +83,7 @@ impl Embedded {
 
 /// Starts the backend on the data directory's own port, or the next free
 /// one, or any.
-async fn start_listening(mut args: ServeArgs, dir: &Path) -> anyhow::Result<RunningServer> {
+async fn start_listening(mut args: ServeOptions, dir: &Path) -> anyhow::Result<RunningServer> {
     let first = local::preferred_port(dir);
     let free = (0..5)
         .map(|i| local::FIRST_PORT + (first - local::FIRST_PORT + i) % local::PORTS)
@@ -151,13 +153,6 @@ pub async fn embedded(embedded: &Embedded) -> anyhow::Result<(String, Option<Own
         local::lock_path(dir).display(),
         local::port_path(dir).display()
     );
-}
-
-/// What the event loop holds of a watcher: poke it when the connection
-/// drops; it answers with the backend's new URL when it moved.
-pub struct Watch {
-    pub poke: Arc<Notify>,
-    pub moved: mpsc::UnboundedReceiver<String>,
 }
 
 /// Watches a joined embedded backend; stops (and stops a backend it took

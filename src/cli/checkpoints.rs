@@ -3,16 +3,70 @@
 //! (finding one by name or id, and which one an undo restores:
 //! `client::checkpoints`).
 
-use crate::cli::{CheckpointArgs, CheckpointsArgs, ClientArgs, ForkArgs, RestoreArgs};
+use super::ClientArgs;
 use crate::client::checkpoints;
-use crate::client::commands::{client_for, data_dir_from_env};
+use crate::client::commands::client_for;
 use crate::client::explain;
+use crate::client::export::{Format, fetch, render};
 use crate::client::http::HttpClient;
 use crate::client::ps::said;
-use crate::config;
 use crate::protocol::Checkpoint;
+use clap::Args;
 use std::io::Write;
 use std::process::ExitCode;
+
+#[derive(Debug, Clone, Args)]
+pub struct CheckpointArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// Its name: 1–64 of A-Z a-z 0-9 . _ -, the first a letter or digit
+    /// (default: checkpoint-N); `--name` is yours, as for every client
+    /// command
+    #[arg(value_name = "NAME")]
+    pub checkpoint: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CheckpointsArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// Print `{checkpoints}` as JSON instead
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RestoreArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// The checkpoint: its name, or its id (`c3`)
+    pub checkpoint: String,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ForkArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// The new room's id (it must not exist yet)
+    #[arg(value_name = "ROOM")]
+    pub to: String,
+    /// Start it from this checkpoint (its name or id) instead of the
+    /// workspace as it is now
+    #[arg(long, value_name = "NAME|ID")]
+    pub from: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// md, json or cast (default: from the file's name, else md)
+    #[arg(long, value_enum)]
+    pub format: Option<crate::client::export::Format>,
+    /// Write to this file instead of stdout
+    #[arg(short, long)]
+    pub output: Option<String>,
+}
 
 /// `duet checkpoint [NAME]`: a copy of /workspace now.
 pub async fn checkpoint(args: CheckpointArgs) -> anyhow::Result<ExitCode> {
@@ -54,7 +108,7 @@ pub async fn list(args: CheckpointsArgs) -> anyhow::Result<ExitCode> {
              commands take one each)"
         )?;
     } else {
-        out.write_all(checkpoints::table(&list, crate::cli::local_offset()).as_bytes())?;
+        out.write_all(checkpoints::table(&list, super::local_offset()).as_bytes())?;
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
@@ -111,7 +165,7 @@ pub async fn fork(args: ForkArgs) -> anyhow::Result<ExitCode> {
             args.to
         ));
     }
-    let settings = config::load(&args.client, data_dir_from_env())?;
+    let settings = super::settings(&args.client)?;
     let client = client_for(&settings)?;
     let from = match &args.from {
         None => None,
@@ -140,8 +194,8 @@ fn about(c: &Checkpoint) -> String {
     format!(
         "{}, {}, {}",
         c.id,
-        crate::tui::files::human_size(c.size),
-        checkpoints::when(c.ts, crate::cli::local_offset())
+        crate::text::human_size(c.size),
+        checkpoints::when(c.ts, super::local_offset())
     )
 }
 
@@ -157,6 +211,52 @@ async fn resolve(client: &HttpClient, wanted: &str) -> Result<Option<Checkpoint>
 }
 
 fn client(args: &ClientArgs) -> anyhow::Result<HttpClient> {
-    let settings = config::load(args, data_dir_from_env())?;
+    let settings = super::settings(args)?;
     client_for(&settings)
+}
+
+/// `duet export [--format F] [-o FILE]`: the file (or stdout) and a line
+/// saying what was written.
+pub async fn export(args: ExportArgs) -> anyhow::Result<std::process::ExitCode> {
+    use std::io::Write;
+    let settings = super::settings(&args.client)?;
+    let client = crate::client::commands::client_for(&settings)?;
+    let format = args
+        .format
+        .or_else(|| args.output.as_deref().map(Format::of_path))
+        .unwrap_or(Format::Md);
+    let history = match fetch(&client).await {
+        Ok(history) => history,
+        Err(err) => {
+            let why = crate::client::explain::http(&err);
+            return crate::client::ps::said(&format!(
+                "the room's history could not be read: {why}"
+            ));
+        }
+    };
+    let text = render(
+        &history,
+        format,
+        crate::protocol::now_ms(),
+        super::local_offset(),
+    );
+    match &args.output {
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+        }
+        Some(path) => {
+            if let Err(e) = crate::client::export::write_file(path, &text) {
+                return crate::client::ps::said(&e);
+            }
+            eprintln!(
+                "wrote {path}: {} messages and {} commands of room {}",
+                history.messages.len(),
+                history.execs.len(),
+                history.room
+            );
+        }
+    }
+    Ok(std::process::ExitCode::SUCCESS)
 }

@@ -4,16 +4,101 @@
 //! tables: `client::access`). Over HTTP, but the policy's show: no route
 //! reads the state, so it is read from a socket's first state.
 
-use crate::cli::{ApproveArgs, InviteArgs, PolicyArgs};
+use super::ClientArgs;
 use crate::client::access::{self, InviteRequest, a_role, policy_words};
-use crate::client::commands::{client_for, data_dir_from_env, server_url, token_for};
+use crate::client::commands::{client_for, server_url, token_for};
 use crate::client::explain;
 use crate::client::ps::said;
 use crate::client::socket::{SocketParams, state_once};
-use crate::config;
 use crate::protocol::{InviteCreated, InvitesResponse, now_ms};
+use clap::Args;
 use std::io::Write;
 use std::process::ExitCode;
+
+#[derive(Debug, Clone, Args)]
+pub struct InviteArgs {
+    /// Backend URL, e.g. http://127.0.0.1:8787
+    #[arg(long, env = "DUET_SERVER")]
+    pub server: Option<String>,
+    /// Room id (1–63 of A-Z a-z 0-9 _ -)
+    #[arg(long, env = "DUET_ROOM")]
+    pub room: Option<String>,
+    /// Bearer token: the server's (an owner's everywhere) or an owner's
+    /// invite
+    #[arg(long, env = "DUET_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Your name in the room, as the invite's maker (`--name` after
+    /// `invite` is the invited person's; `duet --name NAME invite` is yours)
+    #[arg(long = "by", id = "name", env = "DUET_NAME", value_name = "NAME")]
+    pub by: Option<String>,
+    /// What they may do: viewer (watch and chat), writer (also ask the
+    /// agent, run commands), owner (everything)
+    #[arg(long, value_parser = parse_role, required_unless_present_any = ["list", "revoke"])]
+    pub role: Option<crate::protocol::RoomRole>,
+    /// How long it lasts: 90s, 30m, 24h, 7d, or seconds (default: 24h)
+    #[arg(long, value_name = "TIME", value_parser = crate::client::access::parse_expires)]
+    pub expires: Option<u64>,
+    /// Fixes the name of whoever joins with it (records and approvals
+    /// then name them truly)
+    #[arg(long = "name", id = "invitee", value_name = "NAME")]
+    pub name: Option<String>,
+    /// List the room's invites (id, role, name, expiry) instead
+    #[arg(long, conflicts_with_all = ["role", "expires", "invitee", "revoke"])]
+    pub list: bool,
+    /// With --list: print `{invites}` as JSON
+    #[arg(long, requires = "list")]
+    pub json: bool,
+    /// Revoke invite ID: its token stops working, its people are
+    /// disconnected
+    #[arg(long, value_name = "ID", conflicts_with_all = ["role", "expires", "invitee"])]
+    pub revoke: Option<String>,
+}
+
+impl InviteArgs {
+    /// Where the client finds its room, and as whom.
+    pub fn client(&self) -> ClientArgs {
+        ClientArgs {
+            server: self.server.clone(),
+            room: self.room.clone(),
+            token: self.token.clone(),
+            name: self.by.clone(),
+        }
+    }
+}
+
+/// A role as written on the command line.
+fn parse_role(text: &str) -> Result<crate::protocol::RoomRole, String> {
+    crate::protocol::RoomRole::parse(text)
+        .ok_or_else(|| format!("{text:?} is not a role: viewer, writer or owner"))
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct PolicyArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// The new policy: auto, ask or off (absent: shows it)
+    #[arg(value_parser = parse_policy)]
+    pub policy: Option<crate::protocol::Policy>,
+    /// The room's own commands that never ask, comma-separated
+    /// ("ls,cat,git status"; "" empties it); needs a policy
+    #[arg(long, value_name = "LIST", requires = "policy")]
+    pub allow: Option<String>,
+}
+
+/// A policy as written on the command line.
+fn parse_policy(text: &str) -> Result<crate::protocol::Policy, String> {
+    crate::protocol::Policy::parse(text)
+        .ok_or_else(|| format!("{text:?} is not a policy: auto, ask or off"))
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ApproveArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// The waiting command's id (`a1`; `duet policy` lists them)
+    #[arg(value_name = "ID")]
+    pub approval: String,
+}
 
 /// `duet invite --role ROLE [--expires T] [--name N]`, `--list`,
 /// `--revoke ID`.
@@ -23,10 +108,10 @@ pub async fn invite(args: InviteArgs) -> anyhow::Result<ExitCode> {
     {
         return said(&format!("--name {name:?}: a person's name {problem}"));
     }
-    let settings = config::load(&args.client(), data_dir_from_env())?;
+    let settings = super::settings(&args.client())?;
     let client = client_for(&settings)?;
     let now = u64::try_from(now_ms()).unwrap_or_default();
-    let tz = crate::cli::local_offset();
+    let tz = super::local_offset();
     if args.list {
         let list = match client.invites().await {
             Ok(list) => list,
@@ -102,7 +187,7 @@ pub fn created_text(created: &InviteCreated, room: &str, now: u64, tz: time::Utc
 /// `duet policy [auto|ask|off] [--allow LIST]`: shows it (with the
 /// commands waiting), or sets it.
 pub async fn policy(args: PolicyArgs) -> anyhow::Result<ExitCode> {
-    let settings = config::load(&args.client, data_dir_from_env())?;
+    let settings = super::settings(&args.client)?;
     let client = client_for(&settings)?;
     if let Some(policy) = args.policy {
         let allow = args.allow.as_deref().map(crate::protocol::parse_allow_list);
@@ -136,7 +221,7 @@ pub async fn policy(args: PolicyArgs) -> anyhow::Result<ExitCode> {
 
 /// `duet approve ID`, `duet deny ID`.
 pub async fn decide(args: ApproveArgs, approved: bool) -> anyhow::Result<ExitCode> {
-    let settings = config::load(&args.client, data_dir_from_env())?;
+    let settings = super::settings(&args.client)?;
     let client = client_for(&settings)?;
     match client.approve(&args.approval, approved).await {
         Ok(_) if approved => {

@@ -6,16 +6,16 @@
 //! the turn ended without a reply. Settings, the HTTP client and the
 //! socket are the client's (src/client, src/config.rs).
 
+use super::ClientArgs;
 use crate::blocks::{self, Block};
-use crate::cli::AskArgs;
-use crate::client::commands::{client_for, data_dir_from_env, server_url};
+use crate::client::commands::{client_for, server_url};
 use crate::client::socket::{self, ConnState, SocketCommand, SocketEvent, SocketParams};
-use crate::config;
 use crate::protocol::{AiPhase, ExecFrame, ExecSource, MessageResponse, Role, ServerFrame};
-use crate::tui::termtext::{self, LineCleaner};
+use crate::text::termtext::{self, LineCleaner};
 use crate::tui::theme::Theme;
 use crate::tui::{markdown, print};
 use anyhow::bail;
+use clap::Args;
 use ratatui::text::{Line, Span};
 use std::collections::{HashMap, HashSet};
 use std::io::{IsTerminal, Write};
@@ -30,13 +30,22 @@ const SOCKET_GRACE: Duration = Duration::from_secs(2);
 /// The width replies are drawn for in a pipe (unless `COLUMNS` says).
 const PIPE_WIDTH: usize = 80;
 
+#[derive(Debug, Clone, Args)]
+pub struct AskArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// The question
+    #[arg(required = true, trailing_var_arg = true)]
+    pub question: Vec<String>,
+}
+
 /// `duet ask "question"`.
 pub async fn ask(args: AskArgs) -> anyhow::Result<ExitCode> {
     let question = args.question.join(" ");
     if question.trim().is_empty() {
         bail!("the question is empty");
     }
-    let settings = config::load(&args.client, data_dir_from_env())?;
+    let settings = super::settings(&args.client)?;
     let client = client_for(&settings)?;
     let params = SocketParams {
         base: server_url(&settings)?,
