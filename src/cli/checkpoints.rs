@@ -1,9 +1,10 @@
 //! `duet checkpoint`, `duet checkpoints`, `duet restore`, `duet undo` and
 //! `duet fork`: the room's checkpoints from the command line, over HTTP
 //! (finding one by name or id, and which one an undo restores:
-//! `client::checkpoints`).
+//! `client::checkpoints`); and `duet export`, the room's history
+//! (`client::export`).
 
-use super::ClientArgs;
+use super::{ClientArgs, client};
 use crate::client::checkpoints;
 use crate::client::commands::client_for;
 use crate::client::explain;
@@ -208,11 +209,6 @@ async fn resolve(client: &HttpClient, wanted: &str) -> Result<Option<Checkpoint>
         .await
         .map_err(|err| explain::http(&err))?;
     Ok(checkpoints::find(&list, wanted).ok().cloned())
-}
-
-fn client(args: &ClientArgs) -> anyhow::Result<HttpClient> {
-    let settings = super::settings(args)?;
-    client_for(&settings)
 }
 
 /// `duet export [--format F] [-o FILE]`: the file (or stdout) and a line

@@ -1,7 +1,7 @@
 //! `duet cp`, `duet ls` and `duet rm`: the room's workspace from the
 //! shell (its paths' rules: `client::cp`, `client::ls`).
 
-use super::ClientArgs;
+use super::{ClientArgs, client};
 use crate::client::commands::client_for;
 use crate::client::cp::*;
 use crate::client::http::{HttpClient, HttpError};
@@ -191,9 +191,4 @@ async fn remove(client: &HttpClient, path: &str, recursive: bool) -> Result<Stri
         ""
     };
     Ok(format!("deleted {what}{}", shown(&target)))
-}
-
-fn client(args: &ClientArgs) -> anyhow::Result<HttpClient> {
-    let settings = super::settings(args)?;
-    client_for(&settings)
 }

@@ -309,6 +309,11 @@ pub(crate) fn settings_and_ui(
     crate::config::load_with(&args.flags(), data_dir)
 }
 
+/// The HTTP client of the room the settings of `args` name.
+pub(crate) fn client(args: &ClientArgs) -> anyhow::Result<crate::client::http::HttpClient> {
+    crate::client::commands::client_for(&settings(args)?)
+}
+
 fn run_async(command: Command) -> ExitCode {
     let runtime = match runtime() {
         Ok(rt) => rt,

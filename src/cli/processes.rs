@@ -2,11 +2,11 @@
 //! room's background processes and ports from the shell (tables and
 //! tunnels: `client::ps`, `client::tunnel`).
 
-use super::ClientArgs;
+use super::{ClientArgs, client};
 use crate::client::commands::client_for;
 use crate::client::commands::shell_join;
 use crate::client::explain;
-use crate::client::http::{HttpClient, HttpError};
+use crate::client::http::HttpError;
 use crate::client::processes::{self, Listing};
 use crate::client::ps::said;
 use crate::client::ps::*;
@@ -168,11 +168,6 @@ pub async fn kill(args: KillArgs) -> anyhow::Result<ExitCode> {
         }
         Err(err) => failed(&err),
     }
-}
-
-fn client(args: &ClientArgs) -> anyhow::Result<HttpClient> {
-    let settings = super::settings(args)?;
-    client_for(&settings)
 }
 
 fn failed(err: &HttpError) -> anyhow::Result<ExitCode> {

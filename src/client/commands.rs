@@ -1,5 +1,6 @@
-//! One-shot client subcommands: `duet exec` (not for commands that need a
-//! terminal: see `client::term::needs`), `duet cleanup`.
+//! What the command line's client commands share: the backend, token and
+//! HTTP client the settings name, a command as the shell would read it,
+//! and the exit code `duet exec` ends with (its commands: `cli::exec`).
 
 use crate::client::http::HttpClient;
 use crate::config::ClientSettings;

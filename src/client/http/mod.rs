@@ -4,8 +4,8 @@
 
 use crate::client::processes::StartProcess;
 use crate::protocol::{
-    CancelResponse, CleanupResponse, Details, ErrorBody, ExecRequest, ExecResponse, FileResponse,
-    InterruptResponse, MessageRequest, MessageResponse, MessagesPage,
+    CancelResponse, CleanupResponse, ExecRequest, ExecResponse, FileResponse, InterruptResponse,
+    MessageRequest, MessageResponse, MessagesPage,
 };
 use crate::protocol::{
     Checkpoint, CheckpointResponse, CheckpointsResponse, DeleteResponse, DirEntry, ForkResponse,
@@ -16,83 +16,19 @@ use crate::protocol::{KillResponse, PortsResponse, ProcessResponse, ProcessesRes
 use crate::protocol::{Policy, PolicyResponse};
 use crate::protocol::{PortState, Process, ProcessLogs};
 use crate::support::error_chain;
+
+mod calls;
+mod error;
+pub use error::{HttpError, StatusError};
 use reqwest::{Method, StatusCode};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use std::fmt;
 use std::time::Duration;
 
 /// How often a 503 or 429 is retried before it is shown.
 const MAX_RETRIES: u32 = 5;
 /// The longest `Retry-After` honoured; longer ones are shortened to this.
 const MAX_RETRY_WAIT: Duration = Duration::from_secs(30);
-
-/// Why a call failed, with everything the person needs to see.
-#[derive(Debug, thiserror::Error)]
-pub enum HttpError {
-    /// The backend answered with an error status.
-    #[error("{0}")]
-    Status(StatusError),
-    /// The backend could not be reached or the connection broke: the
-    /// whole chain (`message`, for the log) and its gist (`cause`, for the
-    /// person: see `explain::http`).
-    #[error("cannot reach {url}: {message}")]
-    Transport {
-        url: String,
-        message: String,
-        cause: String,
-    },
-    /// The backend answered 2xx with a body that is not what docs/protocol.md says.
-    #[error("unexpected answer from {url}: {message}")]
-    Decode { url: String, message: String },
-    /// The settings cannot make a valid request (bad server URL, room id).
-    #[error("{0}")]
-    Invalid(String),
-}
-
-/// An error answer: the status and the server's body, `details` included.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StatusError {
-    pub status: u16,
-    /// The `error` field, or the whole text when the body is not JSON.
-    pub error: String,
-    pub details: Option<Details>,
-}
-
-impl fmt::Display for StatusError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let reason = StatusCode::from_u16(self.status)
-            .ok()
-            .and_then(|s| s.canonical_reason())
-            .unwrap_or("");
-        write!(f, "{} {}", self.status, reason)?;
-        if !self.error.is_empty() {
-            write!(f, ": {}", self.error)?;
-        }
-        for (field, messages) in self.details.iter().flatten() {
-            write!(f, "; {field}: {}", messages.join(", "))?;
-        }
-        Ok(())
-    }
-}
-
-impl StatusError {
-    /// Reads an error answer's body: JSON `{error, details}` or plain text.
-    pub fn from_body(status: u16, body: &str) -> StatusError {
-        match serde_json::from_str::<ErrorBody>(body) {
-            Ok(parsed) => StatusError {
-                status,
-                error: parsed.error,
-                details: parsed.details,
-            },
-            Err(_) => StatusError {
-                status,
-                error: body.trim().to_string(),
-                details: None,
-            },
-        }
-    }
-}
 
 /// A client of one room of one backend.
 #[derive(Debug, Clone)]
@@ -305,206 +241,6 @@ impl HttpClient {
         decode(&url, &text)
     }
 
-    /// `POST /processes`: starts a background process (named after its
-    /// program unless `name` says otherwise).
-    pub async fn start_process(&self, cmd: &str, name: Option<&str>) -> Result<Process, HttpError> {
-        let body = StartProcess {
-            cmd: cmd.to_string(),
-            name: name.map(str::to_string),
-            user_id: Some(self.name.clone()),
-        };
-        let answer: ProcessResponse = self.post("processes", &body).await?;
-        Ok(answer.process)
-    }
-
-    /// `GET /processes`: those that run and the last that ended.
-    pub async fn processes(&self) -> Result<Vec<Process>, HttpError> {
-        let answer: ProcessesResponse = self.get_json(&self.room_url("processes")).await?;
-        Ok(answer.processes)
-    }
-
-    /// `GET /processes/{id}/logs`: the last 64 KiB of each stream.
-    pub async fn process_logs(&self, id: &str) -> Result<ProcessLogs, HttpError> {
-        self.get_json(&self.process_url(id, Some("logs"))?).await
-    }
-
-    /// `DELETE /processes/{id}`: answers once it ended; whether this
-    /// request stopped it (false: it had ended already).
-    pub async fn kill_process(&self, id: &str) -> Result<bool, HttpError> {
-        let url = self.process_url(id, None)?;
-        let text = self.send_text(Method::DELETE, &url, None).await?;
-        let answer: KillResponse = decode(&url, &text)?;
-        Ok(answer.killed)
-    }
-
-    /// `GET /ports`: the ports something listens on in the sandbox.
-    pub async fn ports(&self) -> Result<Vec<PortState>, HttpError> {
-        let answer: PortsResponse = self.get_json(&self.room_url("ports")).await?;
-        Ok(answer.ports)
-    }
-
-    /// The URL of a process (and a part of it), its id escaped.
-    fn process_url(&self, id: &str, tail: Option<&str>) -> Result<String, HttpError> {
-        let segments: Vec<&str> = std::iter::once(id).chain(tail).collect();
-        self.segments_url("processes", &segments)
-    }
-
-    /// `POST /checkpoints`: a copy of /workspace now (named by the server
-    /// unless `name` says otherwise).
-    pub async fn create_checkpoint(&self, name: Option<&str>) -> Result<Checkpoint, HttpError> {
-        let body = crate::client::checkpoints::CreateCheckpoint {
-            name: name.map(str::to_string),
-            user_id: Some(self.name.clone()),
-        };
-        let answer: CheckpointResponse = self.post("checkpoints", &body).await?;
-        Ok(answer.checkpoint)
-    }
-
-    /// `GET /checkpoints`: the room's checkpoints, oldest first.
-    pub async fn checkpoints(&self) -> Result<Vec<Checkpoint>, HttpError> {
-        let answer: CheckpointsResponse = self.get_json(&self.room_url("checkpoints")).await?;
-        Ok(answer.checkpoints)
-    }
-
-    /// `POST /checkpoints/{id}/restore`: /workspace becomes that copy.
-    pub async fn restore_checkpoint(&self, id: &str) -> Result<bool, HttpError> {
-        let url = self.segments_url("checkpoints", &[id, "restore"])?;
-        let body = crate::client::checkpoints::ByUser {
-            user_id: Some(self.name.clone()),
-        };
-        let json = serde_json::to_vec(&body).map_err(|err| HttpError::Invalid(err.to_string()))?;
-        let text = self.send_text(Method::POST, &url, Some(json)).await?;
-        let answer: RestoreResponse = decode(&url, &text)?;
-        Ok(answer.restored)
-    }
-
-    /// `DELETE /checkpoints/{id}`.
-    pub async fn delete_checkpoint(&self, id: &str) -> Result<bool, HttpError> {
-        let url = self.segments_url("checkpoints", &[id])?;
-        let text = self.send_text(Method::DELETE, &url, None).await?;
-        let answer: DeleteResponse = decode(&url, &text)?;
-        Ok(answer.deleted)
-    }
-
-    /// `POST /fork`: room `to` starts from this room's /workspace (or a
-    /// checkpoint of it); answers the new room's id.
-    pub async fn fork(&self, to: &str, checkpoint_id: Option<&str>) -> Result<String, HttpError> {
-        let body = crate::client::checkpoints::Fork {
-            to: to.to_string(),
-            checkpoint_id: checkpoint_id.map(str::to_string),
-            user_id: Some(self.name.clone()),
-        };
-        let answer: ForkResponse = self.post("fork", &body).await?;
-        Ok(answer.room_id)
-    }
-
-    /// `POST /invites`: a link for someone else, with `role`; the only
-    /// answer that shows its token.
-    pub async fn create_invite(
-        &self,
-        mut request: crate::client::access::InviteRequest,
-    ) -> Result<InviteCreated, HttpError> {
-        request.user_id.get_or_insert_with(|| self.name.clone());
-        self.post("invites", &request).await
-    }
-
-    /// `GET /invites`: the invites that can still be used, oldest first.
-    pub async fn invites(&self) -> Result<Vec<Invite>, HttpError> {
-        let answer: InvitesResponse = self.get_json(&self.room_url("invites")).await?;
-        Ok(answer.invites)
-    }
-
-    /// `DELETE /invites/{id}`: its token stops working at once.
-    pub async fn revoke_invite(&self, id: &str) -> Result<bool, HttpError> {
-        let url = self.segments_url("invites", &[id])?;
-        let text = self.send_text(Method::DELETE, &url, None).await?;
-        let answer: RevokeResponse = decode(&url, &text)?;
-        Ok(answer.revoked)
-    }
-
-    /// `POST /policy`: the room's approval policy (and, given, its own
-    /// allow list); answers the policy as set.
-    pub async fn set_policy(
-        &self,
-        policy: Policy,
-        allow: Option<Vec<String>>,
-    ) -> Result<Policy, HttpError> {
-        let body = crate::client::access::PolicyRequest { policy, allow };
-        let answer: PolicyResponse = self.post("policy", &body).await?;
-        Ok(answer.policy)
-    }
-
-    /// `POST /approve`: answers an agent's command waiting for a person.
-    pub async fn approve(&self, approval_id: &str, approved: bool) -> Result<bool, HttpError> {
-        let body = crate::client::access::ApproveRequest {
-            approval_id: approval_id.to_string(),
-            approved,
-        };
-        let answer: DecidedResponse = self.post("approve", &body).await?;
-        Ok(answer.decided)
-    }
-
-    /// `GET /files/{dir}/`: a folder of the workspace (`dir` relative to
-    /// /workspace, empty for /workspace itself).
-    pub async fn list_dir(&self, dir: &str) -> Result<Vec<DirEntry>, HttpError> {
-        let mut url = url::Url::parse(&self.file_url(dir)?)
-            .map_err(|err| HttpError::Invalid(err.to_string()))?;
-        // A path that ends in `/` asks for the listing.
-        if let Ok(mut segments) = url.path_segments_mut() {
-            segments.pop_if_empty().push("");
-        }
-        let answer: ListingResponse = self.get_json(url.as_str()).await?;
-        Ok(answer.entries)
-    }
-
-    /// `DELETE /files/{path}?userId=NAME`: a file, a symlink or a folder
-    /// with everything in it; the room's `delete` record names this client.
-    pub async fn delete_file(&self, path: &str) -> Result<bool, HttpError> {
-        let mut url = url::Url::parse(&self.file_url(path)?)
-            .map_err(|err| HttpError::Invalid(err.to_string()))?;
-        url.query_pairs_mut().append_pair("userId", &self.name);
-        let url = url.to_string();
-        let text = self.send_text(Method::DELETE, &url, None).await?;
-        let answer: DeleteResponse = decode(&url, &text)?;
-        Ok(answer.deleted)
-    }
-
-    /// The URL of `{room}/{head}/{segments…}`, each segment escaped.
-    fn segments_url(&self, head: &str, segments: &[&str]) -> Result<String, HttpError> {
-        let mut url = url::Url::parse(&self.room_url(head))
-            .map_err(|err| HttpError::Invalid(err.to_string()))?;
-        url.path_segments_mut()
-            .map_err(|_| {
-                HttpError::Invalid(format!("server URL {:?} cannot have a path", self.base))
-            })?
-            .extend(segments);
-        Ok(url.to_string())
-    }
-
-    async fn get_json<T: DeserializeOwned>(&self, url: &str) -> Result<T, HttpError> {
-        let text = self.send_text(Method::GET, url, None).await?;
-        decode(url, &text)
-    }
-
-    /// `GET /files/{path}`: the bytes of a file of the workspace.
-    pub async fn get_file(&self, path: &str) -> Result<bytes::Bytes, HttpError> {
-        let url = self.file_url(path)?;
-        self.send(Method::GET, &url, None).await
-    }
-
-    /// `PUT /files/{path}?userId=NAME`: writes a file of the workspace
-    /// (parents made); the room's `upload` record names this client.
-    pub async fn put_file(&self, path: &str, bytes: Vec<u8>) -> Result<FileResponse, HttpError> {
-        let mut url = url::Url::parse(&self.file_url(path)?)
-            .map_err(|err| HttpError::Invalid(err.to_string()))?;
-        url.query_pairs_mut().append_pair("userId", &self.name);
-        let url = url.to_string();
-        let answer = self
-            .send(Method::PUT, &url, Some(("application/octet-stream", bytes)))
-            .await?;
-        decode(&url, &String::from_utf8_lossy(&answer))
-    }
-
     /// The URL of a workspace file, each segment of `path` escaped.
     fn file_url(&self, path: &str) -> Result<String, HttpError> {
         // A URL resolves `..` itself: refuse it here, as the server would.
@@ -615,20 +351,6 @@ fn decode<T: DeserializeOwned>(url: &str, text: &str) -> Result<T, HttpError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn error_bodies_are_shown_whole() {
-        let err = StatusError::from_body(
-            400,
-            r#"{"error":"invalid request","details":{"cmd":["must not be empty"]}}"#,
-        );
-        assert_eq!(
-            err.to_string(),
-            "400 Bad Request: invalid request; cmd: must not be empty"
-        );
-        let err = StatusError::from_body(404, "Not Found\n");
-        assert_eq!(err.to_string(), "404 Not Found: Not Found");
-    }
 
     #[test]
     fn bad_settings_are_refused_before_any_request() {
