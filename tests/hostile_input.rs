@@ -235,6 +235,10 @@ fn client_parsers_take_anything() {
             let _ = duet::blocks::parse(&text, None);
             let _ = duet::blocks::extract_commands(&text);
             let _ = duet::config::FileConfig::parse(&text, std::path::Path::new("duet.toml"));
+            let _ = duet::config::parse_as::<duet::tui::settings::UiSettings>(
+                &text,
+                std::path::Path::new("duet.toml"),
+            );
             let _ = duet::text::termtext::clean(&text);
             let _ = duet::text::termtext::strip_sgr(&text);
             let mut out = duet::text::termtext::OutputBuffer::new();
