@@ -1,5 +1,11 @@
 //! Duet: pair programming in the terminal. One crate, one binary: the
 //! terminal client and the backend that speaks docs/protocol.md.
+//!
+//! The top-level modules are layers and only use the ones beneath them:
+//! `cli` (and `main`) on top; `tui` over `client`; `server` over
+//! `sandbox` and `ai`; `config`, `text`, `emulator`, `blocks`, `support`
+//! and `protocol` at the bottom. `layers_tests` declares the order and
+//! fails on an import that points up or on a cycle.
 
 pub mod ai;
 pub mod blocks;
