@@ -169,6 +169,26 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// The one mapping of the sandbox's errors to the contract's answers.
+impl From<crate::sandbox::SandboxError> for ApiError {
+    fn from(e: crate::sandbox::SandboxError) -> Self {
+        use crate::sandbox::SandboxError as E;
+        match e {
+            E::BadPath(message) => Self::field("path", message),
+            E::NoFile => Self::plain(StatusCode::NOT_FOUND, "no such file"),
+            // The room knows the checkpoint: its files went missing.
+            E::NoCheckpoint => Self::internal("the checkpoint's files are gone"),
+            E::DiskFull => Self::plain(StatusCode::INSUFFICIENT_STORAGE, e.to_string()),
+            E::WontFit { .. } => Self::insufficient_storage("checkpoint", e.to_string()),
+            E::TooLarge => Self::too_large(),
+            E::NotListening(_) | E::PortUnreachable { .. } => Self::bad_gateway(e.to_string()),
+            E::Start(_) | E::Destroyed | E::Unsupported | E::Failed(_) => {
+                Self::internal(e.to_string())
+            }
+        }
+    }
+}
+
 /// Adds `message` to `field` in `details`.
 pub(crate) fn add_detail(details: &mut Details, field: &str, message: impl Into<String>) {
     details

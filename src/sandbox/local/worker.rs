@@ -12,7 +12,6 @@ use super::{
     SandboxError, SandboxPlace, ShellRestart, TermEvent, TermEvents, TermRequest,
 };
 use crate::protocol::{TermSize, WORKSPACE};
-use crate::sandbox::CheckpointError;
 use crate::support::Utf8Stream;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -30,8 +29,8 @@ pub(super) enum Work {
 
 /// A change of the workspace that needs the sandbox stopped.
 pub(super) struct Replace {
-    pub change: Box<dyn FnOnce() -> Result<(), CheckpointError> + Send>,
-    pub reply: oneshot::Sender<Result<(), CheckpointError>>,
+    pub change: Box<dyn FnOnce() -> Result<(), SandboxError> + Send>,
+    pub reply: oneshot::Sender<Result<(), SandboxError>>,
 }
 
 /// A queued command.
@@ -176,7 +175,7 @@ pub(super) async fn run(
                         stop(&place, &mut process).await;
                         let changed = tokio::task::spawn_blocking(replace.change)
                             .await
-                            .unwrap_or_else(|e| Err(CheckpointError::Failed(e.to_string())));
+                            .unwrap_or_else(|e| Err(SandboxError::Failed(e.to_string())));
                         let _ = replace.reply.send(changed);
                     }
                 }
@@ -669,7 +668,7 @@ async fn destroy(
                 let _ = job.reply.send(Err(SandboxError::Destroyed));
             }
             Work::Replace(replace) => {
-                let failed = CheckpointError::Failed("the room was cleaned up".into());
+                let failed = SandboxError::Failed("the room was cleaned up".into());
                 let _ = replace.reply.send(Err(failed));
             }
         }
