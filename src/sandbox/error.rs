@@ -57,8 +57,3 @@ impl SandboxError {
         }
     }
 }
-
-/// What a host failure (an I/O error, a task that died) says.
-pub(crate) fn failed(e: impl std::fmt::Display) -> SandboxError {
-    SandboxError::Failed(e.to_string())
-}

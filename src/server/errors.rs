@@ -288,4 +288,50 @@ mod tests {
             assert!(err.body.details.unwrap().contains_key("body"));
         }
     }
+
+    /// Every sandbox error answers with the status and the body
+    /// docs/protocol.md gives it.
+    #[test]
+    fn sandbox_errors_answer_in_the_contracts_words() {
+        use crate::sandbox::SandboxError as E;
+        let answer = |e: E| {
+            let e = ApiError::from(e);
+            (e.status.as_u16(), serde_json::to_string(&e.body).unwrap())
+        };
+        let cases = [
+            (
+                E::BadPath("must not leave /workspace (..)".into()),
+                400,
+                r#"{"error":"invalid request","details":{"path":["must not leave /workspace (..)"]}}"#,
+            ),
+            (E::DiskFull, 507, r#"{"error":"the room's disk is full"}"#),
+            (
+                E::WontFit {
+                    need: 10485760,
+                    free: 4194304,
+                },
+                507,
+                r#"{"error":"the room's disk is full","details":{"checkpoint":["it needs 10485760 bytes; 4194304 are free"]}}"#,
+            ),
+            (E::TooLarge, 413, r#"{"error":"body too large"}"#),
+            (
+                E::NotListening(8000),
+                502,
+                r#"{"error":"nothing listens on port 8000 in the sandbox"}"#,
+            ),
+            (
+                E::Failed("cannot copy".into()).failing("the checkpoint"),
+                500,
+                r#"{"error":"the checkpoint failed: cannot copy"}"#,
+            ),
+            (
+                E::NoCheckpoint,
+                500,
+                r#"{"error":"the checkpoint's files are gone"}"#,
+            ),
+        ];
+        for (error, status, body) in cases {
+            assert_eq!(answer(error), (status, body.to_string()));
+        }
+    }
 }

@@ -27,7 +27,7 @@ mod session;
 pub mod shell;
 mod supervisor;
 mod term_slot;
-pub mod tree;
+mod tree;
 pub mod wire;
 mod worker;
 

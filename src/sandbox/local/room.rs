@@ -5,7 +5,6 @@
 use super::worker::{self, Control, Job, Work};
 use super::{Limits, SandboxPlace, checkpoints, files, ready_workspace};
 use crate::protocol::{DirEntry, TermSize};
-use crate::sandbox::error::failed;
 use crate::sandbox::files::{FileBody, FileReader};
 use crate::sandbox::{
     BoxFuture, ExecOutcome, ExecSpec, ForkSource, OnOutput, ProcEvents, ProcSignal, Sandbox,
@@ -90,6 +89,11 @@ impl RoomSandbox {
             work.await
         })
     }
+}
+
+/// What a host failure (an I/O error, a task that died) says.
+fn failed(e: impl std::fmt::Display) -> SandboxError {
+    SandboxError::Failed(e.to_string())
 }
 
 /// The workspace's files are read and written only once it is ready.
