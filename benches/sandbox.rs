@@ -1,8 +1,8 @@
 //! How much a command in a warm sandbox costs next to a bare fork+exec of
 //! `true`, measured in the same run. `cargo bench --bench sandbox`.
 
-use duet::sandbox::ExecSpec;
 use duet::sandbox::local::{Limits, RoomSandbox, SandboxPlace};
+use duet::sandbox::{ExecSpec, Sandbox};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::{ms, report};

@@ -2,7 +2,7 @@
 //! to it), with the real `duet sandbox-init` helper.
 
 use duet::sandbox::local::{Limits, RoomSandbox, SandboxPlace};
-use duet::sandbox::{Chunk, ExecOutcome, ExecSpec};
+use duet::sandbox::{Chunk, ExecOutcome, ExecSpec, Sandbox};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! library handle (the server's path to them), with the real helper.
 
 use duet::sandbox::local::{Limits, RoomSandbox, SandboxPlace};
-use duet::sandbox::{ExecSpec, PortError, ProcEvent, ProcEvents, ProcSignal, Sandbox};
+use duet::sandbox::{ExecSpec, ProcEvent, ProcEvents, ProcSignal, Sandbox, SandboxError};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -194,7 +194,7 @@ async fn a_listening_port_is_seen_and_reached_and_the_hosts_is_not() {
     let host_port = host.local_addr().unwrap().port();
     assert_eq!(
         sb.port_connect(8000).await.unwrap_err(),
-        PortError::NotListening(8000),
+        SandboxError::NotListening(8000),
         "no sandbox runs yet"
     );
     run(&sb, "echo 'hello from the sandbox' > index.txt").await;
@@ -218,7 +218,7 @@ async fn a_listening_port_is_seen_and_reached_and_the_hosts_is_not() {
     assert!(answer.ends_with("hello from the sandbox\n"), "{answer}");
     assert_eq!(
         sb.port_connect(host_port).await.unwrap_err(),
-        PortError::NotListening(host_port),
+        SandboxError::NotListening(host_port),
         "the host's loopback is not the sandbox's"
     );
     sb.process_signal("p1".into(), ProcSignal::Term);
@@ -226,7 +226,7 @@ async fn a_listening_port_is_seen_and_reached_and_the_hosts_is_not() {
     until_listening(&mut ports, 8000, false).await;
     assert_eq!(
         sb.port_connect(8000).await.unwrap_err(),
-        PortError::NotListening(8000)
+        SandboxError::NotListening(8000)
     );
     sb.destroy().await.unwrap();
     drop(host);

@@ -1,24 +1,8 @@
-//! What every sandbox's files share: the errors a read or write answers
-//! and the path rules of docs/protocol.md "Files" (relative to
-//! `/workspace`, no `..`, no empty segment), checked before any backend
-//! is asked; a file read or written in chunks.
+//! What every sandbox's files share: the path rules of docs/protocol.md
+//! "Files" (relative to `/workspace`, no `..`, no empty segment), checked
+//! before any backend is asked; a file read or written in chunks.
 
-/// Why a file could not be read or written.
-#[derive(Debug, thiserror::Error)]
-pub enum FileError {
-    /// The path is not acceptable (the `details.path` message).
-    #[error("{0}")]
-    BadPath(String),
-    #[error("no such file")]
-    NotFound,
-    #[error("the room's disk is full")]
-    Full,
-    /// The body was larger than a file may be.
-    #[error("body too large")]
-    TooLarge,
-    #[error("{0}")]
-    Io(String),
-}
+use super::SandboxError;
 
 /// A regular file opened for reading, and its length when it was opened.
 pub struct FileReader {
@@ -28,7 +12,7 @@ pub struct FileReader {
 
 /// A file's new bytes as they arrive (an upload's body).
 pub type FileBody = std::pin::Pin<
-    Box<dyn futures_util::Stream<Item = Result<bytes::Bytes, FileError>> + Send + 'static>,
+    Box<dyn futures_util::Stream<Item = Result<bytes::Bytes, SandboxError>> + Send + 'static>,
 >;
 
 /// `bytes` as a body of one chunk.
@@ -38,8 +22,8 @@ pub fn whole(bytes: impl Into<bytes::Bytes>) -> FileBody {
 }
 
 /// Checks a workspace-relative path; returns its components.
-pub fn components(path: &str) -> Result<Vec<&str>, FileError> {
-    let bad = |m: &str| Err(FileError::BadPath(m.to_string()));
+pub fn components(path: &str) -> Result<Vec<&str>, SandboxError> {
+    let bad = |m: &str| Err(SandboxError::BadPath(m.to_string()));
     if path.is_empty() {
         return bad("must name a file under /workspace");
     }
@@ -74,7 +58,7 @@ mod tests {
         assert_eq!(components("a/./b/c.txt").unwrap(), vec!["a", "b", "c.txt"]);
         for bad in ["", "/etc/passwd", "../x", "a/../../x", "a\0b", ".", "a//b"] {
             assert!(
-                matches!(components(bad), Err(FileError::BadPath(_))),
+                matches!(components(bad), Err(SandboxError::BadPath(_))),
                 "{bad:?}"
             );
         }

@@ -4,11 +4,13 @@
 //! per-command policy. A backend (the Linux namespace one in `local/`)
 //! implements the traits and keeps its host details to itself.
 
+mod error;
 pub mod files;
 #[cfg(all(target_os = "linux", feature = "server"))]
 pub mod local;
 pub mod policy;
 
+pub use error::SandboxError;
 pub use policy::Policy;
 
 pub use crate::support::BoxFuture;
@@ -44,15 +46,15 @@ pub trait Sandbox: Send + Sync + 'static {
     /// Kills everything the room runs and deletes its workspace; queued
     /// commands fail with `SandboxError::Destroyed`. The sandbox stays
     /// usable: the next command starts afresh on an empty workspace.
-    fn destroy(&self) -> BoxFuture<Result<(), String>>;
+    fn destroy(&self) -> BoxFuture<Result<(), SandboxError>>;
 
     /// Reads a file of the workspace (`path` relative to `/workspace`)
     /// whole: small files (AGENTS.md, a question's `@path`).
-    fn read_file(&self, path: String) -> BoxFuture<Result<Vec<u8>, files::FileError>>;
+    fn read_file(&self, path: String) -> BoxFuture<Result<Vec<u8>, SandboxError>>;
 
     /// Opens a regular file of the workspace to be read in chunks; a
     /// FIFO, socket or device is refused without waiting on it.
-    fn open_file(&self, path: String) -> BoxFuture<Result<files::FileReader, files::FileError>>;
+    fn open_file(&self, path: String) -> BoxFuture<Result<files::FileReader, SandboxError>>;
 
     /// Writes a file of the workspace from `body` as it comes, creating
     /// its parent folders; it replaces the old file only once all of
@@ -61,7 +63,7 @@ pub trait Sandbox: Send + Sync + 'static {
         &self,
         path: String,
         body: files::FileBody,
-    ) -> BoxFuture<Result<u64, files::FileError>>;
+    ) -> BoxFuture<Result<u64, SandboxError>>;
 
     /// Whether it runs or holds anything for the room right now (a
     /// command; later a terminal or background processes): a busy
@@ -101,52 +103,40 @@ pub trait Sandbox: Send + Sync + 'static {
     /// A connection to `port` on the sandbox's own loopback (never the
     /// host's). A sandbox that does not run is not started: nothing
     /// listens there.
-    fn port_connect(&self, port: u16) -> BoxFuture<Result<tokio::net::TcpStream, PortError>>;
+    fn port_connect(&self, port: u16) -> BoxFuture<Result<tokio::net::TcpStream, SandboxError>>;
 
     /// Lists a folder of the workspace (`path` relative to `/workspace`,
     /// empty for the workspace itself), sorted by name.
-    fn list_dir(&self, path: String) -> BoxFuture<Result<Vec<DirEntry>, files::FileError>>;
+    fn list_dir(&self, path: String) -> BoxFuture<Result<Vec<DirEntry>, SandboxError>>;
 
     /// Deletes a file, a symlink (itself) or a folder with everything in it.
-    fn delete_path(&self, path: String) -> BoxFuture<Result<(), files::FileError>>;
+    fn delete_path(&self, path: String) -> BoxFuture<Result<(), SandboxError>>;
 
     /// Copies the workspace as it is now into checkpoint `id` (refused
     /// when it does not fit the room's disk); answers its bytes.
-    fn checkpoint_create(&self, id: String) -> BoxFuture<Result<u64, CheckpointError>>;
+    fn checkpoint_create(&self, id: String) -> BoxFuture<Result<u64, SandboxError>>;
 
     /// Queued behind the commands queued before it: stops the sandbox
     /// (its processes and terminal with it) and makes the workspace a copy
     /// of checkpoint `id`. The next command starts a fresh shell.
-    fn checkpoint_restore(&self, id: String) -> BoxFuture<Result<(), CheckpointError>>;
+    fn checkpoint_restore(&self, id: String) -> BoxFuture<Result<(), SandboxError>>;
 
     /// Deletes checkpoint `id` (nothing when it is not there).
-    fn checkpoint_delete(&self, id: String) -> BoxFuture<Result<(), CheckpointError>>;
+    fn checkpoint_delete(&self, id: String) -> BoxFuture<Result<(), SandboxError>>;
 
     /// Where a fork of this room starts: the workspace now, or checkpoint
     /// `id`; read by `fork_from` of a sandbox of the same backend.
     fn fork_source(
         &self,
         checkpoint: Option<String>,
-    ) -> BoxFuture<Result<ForkSource, CheckpointError>>;
+    ) -> BoxFuture<Result<ForkSource, SandboxError>>;
 
     /// Fills this (new, empty) room's workspace from another room's `source`.
-    fn fork_from(&self, source: ForkSource) -> BoxFuture<Result<(), CheckpointError>>;
+    fn fork_from(&self, source: ForkSource) -> BoxFuture<Result<(), SandboxError>>;
 }
 
 /// What a fork copies from, as the backend that made it knows it.
 pub struct ForkSource(pub Box<dyn std::any::Any + Send>);
-
-/// Why a checkpoint (or a fork) could not be made, restored or deleted.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CheckpointError {
-    #[error("no such checkpoint")]
-    NotFound,
-    /// It does not fit the room's disk: it needs `need` bytes, `free` are.
-    #[error("it needs {need} bytes; {free} are free")]
-    Full { need: u64, free: u64 },
-    #[error("{0}")]
-    Failed(String),
-}
 
 /// A background process's output and end, as they come.
 pub type ProcEvents = tokio::sync::mpsc::Receiver<ProcEvent>;
@@ -166,16 +156,6 @@ pub enum ProcEvent {
 pub enum ProcSignal {
     Term,
     Kill,
-}
-
-/// A connection to a sandbox port could not be made.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PortError {
-    /// Nothing listens there (or the sandbox does not run).
-    #[error("nothing listens on port {0} in the sandbox")]
-    NotListening(u16),
-    #[error("the sandbox's port {port} could not be reached: {why}")]
-    Failed { port: u16, why: String },
 }
 
 /// The terminal's output and end, as they come.
@@ -331,17 +311,6 @@ pub struct ShellRestart {
     /// variables. Otherwise it carries over the working directory and
     /// exports of the last command that finished.
     pub reset: bool,
-}
-
-/// Why a command could not be run at all.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum SandboxError {
-    #[error("the sandbox could not start: {0}")]
-    Start(String),
-    #[error("the sandbox is being destroyed")]
-    Destroyed,
-    #[error("sandboxes need Linux; this backend runs on another system")]
-    Unsupported,
 }
 
 /// Entry of the hidden `duet sandbox-init` helper process.

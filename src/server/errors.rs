@@ -169,6 +169,26 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// The one mapping of the sandbox's errors to the contract's answers.
+impl From<crate::sandbox::SandboxError> for ApiError {
+    fn from(e: crate::sandbox::SandboxError) -> Self {
+        use crate::sandbox::SandboxError as E;
+        match e {
+            E::BadPath(message) => Self::field("path", message),
+            E::NoFile => Self::plain(StatusCode::NOT_FOUND, "no such file"),
+            // The room knows the checkpoint: its files went missing.
+            E::NoCheckpoint => Self::internal("the checkpoint's files are gone"),
+            E::DiskFull => Self::plain(StatusCode::INSUFFICIENT_STORAGE, e.to_string()),
+            E::WontFit { .. } => Self::insufficient_storage("checkpoint", e.to_string()),
+            E::TooLarge => Self::too_large(),
+            E::NotListening(_) | E::PortUnreachable { .. } => Self::bad_gateway(e.to_string()),
+            E::Start(_) | E::Destroyed | E::Unsupported | E::Failed(_) => {
+                Self::internal(e.to_string())
+            }
+        }
+    }
+}
+
 /// Adds `message` to `field` in `details`.
 pub(crate) fn add_detail(details: &mut Details, field: &str, message: impl Into<String>) {
     details
@@ -266,6 +286,52 @@ mod tests {
             let err = parse_object(bad).unwrap_err();
             assert_eq!(err.status, StatusCode::BAD_REQUEST);
             assert!(err.body.details.unwrap().contains_key("body"));
+        }
+    }
+
+    /// Every sandbox error answers with the status and the body
+    /// docs/protocol.md gives it.
+    #[test]
+    fn sandbox_errors_answer_in_the_contracts_words() {
+        use crate::sandbox::SandboxError as E;
+        let answer = |e: E| {
+            let e = ApiError::from(e);
+            (e.status.as_u16(), serde_json::to_string(&e.body).unwrap())
+        };
+        let cases = [
+            (
+                E::BadPath("must not leave /workspace (..)".into()),
+                400,
+                r#"{"error":"invalid request","details":{"path":["must not leave /workspace (..)"]}}"#,
+            ),
+            (E::DiskFull, 507, r#"{"error":"the room's disk is full"}"#),
+            (
+                E::WontFit {
+                    need: 10485760,
+                    free: 4194304,
+                },
+                507,
+                r#"{"error":"the room's disk is full","details":{"checkpoint":["it needs 10485760 bytes; 4194304 are free"]}}"#,
+            ),
+            (E::TooLarge, 413, r#"{"error":"body too large"}"#),
+            (
+                E::NotListening(8000),
+                502,
+                r#"{"error":"nothing listens on port 8000 in the sandbox"}"#,
+            ),
+            (
+                E::Failed("cannot copy".into()).failing("the checkpoint"),
+                500,
+                r#"{"error":"the checkpoint failed: cannot copy"}"#,
+            ),
+            (
+                E::NoCheckpoint,
+                500,
+                r#"{"error":"the checkpoint's files are gone"}"#,
+            ),
+        ];
+        for (error, status, body) in cases {
+            assert_eq!(answer(error), (status, body.to_string()));
         }
     }
 }

@@ -13,7 +13,8 @@ use super::router::App;
 use crate::protocol::{
     DeleteResponse, Details, Event, FileResponse, ListingResponse, MAX_FILE_BODY, name_problem,
 };
-use crate::sandbox::files::{FileBody, FileError, FileReader};
+use crate::sandbox::SandboxError;
+use crate::sandbox::files::{FileBody, FileReader};
 use axum::body::Body;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -21,17 +22,12 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use std::sync::Arc;
 
-fn file_error(e: FileError) -> Response {
+/// A missing file is the plain-text 404 of any unknown path; the rest is
+/// answered as every sandbox error.
+fn file_error(e: SandboxError) -> Response {
     match e {
-        FileError::BadPath(message) => ApiError::field("path", message).into_response(),
-        FileError::NotFound => (StatusCode::NOT_FOUND, "not found").into_response(),
-        FileError::Full => (
-            StatusCode::INSUFFICIENT_STORAGE,
-            Json(serde_json::json!({"error": "the room's disk is full"})),
-        )
-            .into_response(),
-        FileError::TooLarge => ApiError::too_large().into_response(),
-        FileError::Io(message) => ApiError::internal(message).into_response(),
+        SandboxError::NoFile => (StatusCode::NOT_FOUND, "not found").into_response(),
+        e => ApiError::from(e).into_response(),
     }
 }
 
@@ -64,10 +60,11 @@ fn upload_body(body: Body) -> FileBody {
     use futures_util::StreamExt;
     let mut seen = 0usize;
     let chunks = body.into_data_stream().map(move |chunk| {
-        let chunk = chunk.map_err(|e| FileError::Io(format!("the upload broke off: {e}")))?;
+        let chunk =
+            chunk.map_err(|e| SandboxError::Failed(format!("the upload broke off: {e}")))?;
         seen = seen.saturating_add(chunk.len());
         if seen > MAX_FILE_BODY {
-            return Err(FileError::TooLarge);
+            return Err(SandboxError::TooLarge);
         }
         Ok(chunk)
     });
@@ -78,7 +75,7 @@ fn upload_body(body: Body) -> FileBody {
 /// path's problems in `details`.
 fn check(room: &str, path: &str) -> Details {
     let mut details = room_details(room);
-    if let Err(FileError::BadPath(message)) = crate::sandbox::files::components(path) {
+    if let Err(SandboxError::BadPath(message)) = crate::sandbox::files::components(path) {
         add_detail(&mut details, "path", message);
     }
     details
@@ -131,7 +128,7 @@ pub(crate) async fn delete_root(Path(room): Path<String>) -> Response {
 async fn list(app: &App, room: &str, path: String) -> Response {
     let mut details = room_details(room);
     if !path.is_empty()
-        && let Err(FileError::BadPath(message)) = crate::sandbox::files::components(&path)
+        && let Err(SandboxError::BadPath(message)) = crate::sandbox::files::components(&path)
     {
         add_detail(&mut details, "path", message);
     }

@@ -8,7 +8,7 @@
 //! a Unix socket (`SCM_RIGHTS`). Only loopback addresses are dialled, so
 //! nothing but the sandbox's own ports is reachable this way.
 
-use super::PortError;
+use super::SandboxError;
 use nix::sys::socket::{ControlMessage, ControlMessageOwned, MsgFlags, recvmsg, sendmsg};
 use std::io::{self, IoSlice, IoSliceMut, Read};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
@@ -122,8 +122,8 @@ impl Connector {
     }
 
     /// A connection to `port` on the sandbox's loopback.
-    pub(super) async fn connect(&mut self, port: u16) -> Result<TcpStream, PortError> {
-        let failed = |e: io::Error| PortError::Failed {
+    pub(super) async fn connect(&mut self, port: u16) -> Result<TcpStream, SandboxError> {
+        let failed = |e: io::Error| SandboxError::PortUnreachable {
             port,
             why: e.to_string(),
         };
@@ -149,7 +149,7 @@ impl Connector {
         };
         match (status, fd) {
             (CONNECTED, Some(fd)) => Ok(TcpStream::from(fd)),
-            _ => Err(PortError::NotListening(port)),
+            _ => Err(SandboxError::NotListening(port)),
         }
     }
 }
@@ -224,24 +224,27 @@ impl PortLink {
     }
 
     /// A connection to `port` on the running sandbox's loopback.
-    pub(crate) async fn connect(&self, port: u16) -> Result<tokio::net::TcpStream, PortError> {
+    pub(crate) async fn connect(&self, port: u16) -> Result<tokio::net::TcpStream, SandboxError> {
         let running = self.sandbox.lock().ok().and_then(|s| *s);
         let Some(sandbox) = running else {
-            return Err(PortError::NotListening(port));
+            return Err(SandboxError::NotListening(port));
         };
         let mut connector = self.connector.lock().await;
         if connector.as_ref().is_none_or(|c| c.sandbox != sandbox) {
-            *connector = Some(Connector::start(sandbox).map_err(|e| PortError::Failed {
-                port,
-                why: format!("the connector could not start: {e}"),
-            })?);
+            *connector =
+                Some(
+                    Connector::start(sandbox).map_err(|e| SandboxError::PortUnreachable {
+                        port,
+                        why: format!("the connector could not start: {e}"),
+                    })?,
+                );
         }
         let Some(link) = connector.as_mut() else {
-            return Err(PortError::NotListening(port));
+            return Err(SandboxError::NotListening(port));
         };
         let stream = match link.connect(port).await {
             Ok(stream) => stream,
-            Err(e @ PortError::NotListening(_)) => return Err(e),
+            Err(e @ SandboxError::NotListening(_)) => return Err(e),
             Err(e) => {
                 // A connector that broke is started afresh next time.
                 *connector = None;
@@ -252,7 +255,7 @@ impl PortLink {
         stream
             .set_nonblocking(true)
             .and_then(|()| tokio::net::TcpStream::from_std(stream))
-            .map_err(|e| PortError::Failed {
+            .map_err(|e| SandboxError::PortUnreachable {
                 port,
                 why: e.to_string(),
             })

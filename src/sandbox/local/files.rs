@@ -11,7 +11,11 @@ use std::io::Read;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 
-use crate::sandbox::files::{FileError, FileReader, components};
+use super::tree;
+use super::{Limits, SandboxPlace};
+use crate::sandbox::SandboxError;
+use crate::sandbox::files::{FileReader, components};
+use std::ffi::OsStr;
 
 fn how(flags: OFlag) -> OpenHow {
     let how = OpenHow::new().flags(flags | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW);
@@ -28,41 +32,41 @@ fn how(flags: OFlag) -> OpenHow {
     )
 }
 
-pub(super) fn map_errno(e: Errno) -> FileError {
+fn map_errno(e: Errno) -> SandboxError {
     match e {
-        Errno::ENOENT => FileError::NotFound,
-        Errno::ELOOP => FileError::BadPath("passes through a symlink".into()),
-        Errno::EXDEV => FileError::BadPath("must not leave /workspace".into()),
-        Errno::EISDIR => FileError::BadPath("is a directory".into()),
-        Errno::ENOTDIR => FileError::BadPath("a parent is not a directory".into()),
+        Errno::ENOENT => SandboxError::NoFile,
+        Errno::ELOOP => SandboxError::BadPath("passes through a symlink".into()),
+        Errno::EXDEV => SandboxError::BadPath("must not leave /workspace".into()),
+        Errno::EISDIR => SandboxError::BadPath("is a directory".into()),
+        Errno::ENOTDIR => SandboxError::BadPath("a parent is not a directory".into()),
         // A socket (or a device with nothing behind it) cannot be opened.
-        Errno::ENXIO => FileError::BadPath(NOT_REGULAR.into()),
-        Errno::ENOSPC | Errno::EDQUOT | Errno::EFBIG => FileError::Full,
-        other => FileError::Io(other.desc().to_string()),
+        Errno::ENXIO => SandboxError::BadPath(NOT_REGULAR.into()),
+        Errno::ENOSPC | Errno::EDQUOT | Errno::EFBIG => SandboxError::DiskFull,
+        other => SandboxError::Failed(other.desc().to_string()),
     }
 }
 
-pub(super) fn io_error(e: std::io::Error) -> FileError {
+pub(super) fn io_error(e: std::io::Error) -> SandboxError {
     match e.raw_os_error() {
         Some(code) => map_errno(Errno::from_raw(code)),
-        None => FileError::Io(e.to_string()),
+        None => SandboxError::Failed(e.to_string()),
     }
 }
 
-fn open_at(dir: &impl AsRawFd, name: &str, flags: OFlag) -> Result<OwnedFd, FileError> {
+fn open_at(dir: &impl AsRawFd, name: &str, flags: OFlag) -> Result<OwnedFd, SandboxError> {
     let fd = openat2(dir.as_raw_fd(), name, how(flags)).map_err(map_errno)?;
     // SAFETY: openat2 returned a new descriptor that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-fn open_workspace(workspace: &Path) -> Result<File, FileError> {
+fn open_workspace(workspace: &Path) -> Result<File, SandboxError> {
     File::open(workspace).map_err(io_error)
 }
 
 /// Opens a regular file of the workspace for reading. Opened without
 /// blocking (a FIFO with no writer would hold the thread forever), then
 /// anything but a regular file is refused.
-pub fn open_regular(workspace: &Path, path: &str) -> Result<FileReader, FileError> {
+pub fn open_regular(workspace: &Path, path: &str) -> Result<FileReader, SandboxError> {
     let parts = components(path)?;
     let root = open_workspace(workspace)?;
     let fd = open_at(
@@ -73,10 +77,10 @@ pub fn open_regular(workspace: &Path, path: &str) -> Result<FileReader, FileErro
     let file = File::from(fd);
     let meta = file.metadata().map_err(io_error)?;
     if meta.is_dir() {
-        return Err(FileError::BadPath("is a directory".into()));
+        return Err(SandboxError::BadPath("is a directory".into()));
     }
     if !meta.is_file() {
-        return Err(FileError::BadPath(NOT_REGULAR.into()));
+        return Err(SandboxError::BadPath(NOT_REGULAR.into()));
     }
     Ok(FileReader {
         len: meta.len(),
@@ -88,7 +92,7 @@ pub fn open_regular(workspace: &Path, path: &str) -> Result<FileReader, FileErro
 pub const NOT_REGULAR: &str = "is not a regular file (a FIFO, socket or device is never read)";
 
 /// Reads a regular file of the workspace whole.
-pub fn read(workspace: &Path, path: &str) -> Result<Vec<u8>, FileError> {
+pub fn read(workspace: &Path, path: &str) -> Result<Vec<u8>, SandboxError> {
     let FileReader { len, mut file } = open_regular(workspace, path)?;
     let mut bytes = Vec::with_capacity(len as usize);
     file.read_to_end(&mut bytes).map_err(io_error)?;
@@ -109,16 +113,20 @@ pub struct Upload {
 impl Upload {
     /// Starts writing `path` of the workspace, creating its parent
     /// folders; new entries belong to `owner` (the room's uid) when given.
-    pub fn create(workspace: &Path, path: &str, owner: Option<u32>) -> Result<Upload, FileError> {
+    pub fn create(
+        workspace: &Path,
+        path: &str,
+        owner: Option<u32>,
+    ) -> Result<Upload, SandboxError> {
         let parts = components(path)?;
         let (name, parents) = parts
             .split_last()
-            .ok_or(FileError::BadPath("must name a file".into()))?;
+            .ok_or(SandboxError::BadPath("must name a file".into()))?;
         let mut dir = OwnedFd::from(open_workspace(workspace)?);
         for part in parents {
             dir = match open_at(&dir, part, OFlag::O_RDONLY | OFlag::O_DIRECTORY) {
                 Ok(next) => next,
-                Err(FileError::NotFound) => {
+                Err(SandboxError::NoFile) => {
                     nix::sys::stat::mkdirat(
                         Some(dir.as_raw_fd()),
                         *part,
@@ -156,7 +164,7 @@ impl Upload {
     }
 
     /// Makes the new file the target's: its bytes on disk, then renamed.
-    pub fn finish(mut self) -> Result<(), FileError> {
+    pub fn finish(mut self) -> Result<(), SandboxError> {
         self.file.sync_data().map_err(io_error)?;
         nix::fcntl::renameat(
             Some(self.dir.as_raw_fd()),
@@ -171,7 +179,7 @@ impl Upload {
 
     /// The new file's owner, and the mode of the file it will replace (an
     /// uploaded script stays executable).
-    fn prepare(&mut self, owner: Option<u32>) -> Result<(), FileError> {
+    fn prepare(&mut self, owner: Option<u32>) -> Result<(), SandboxError> {
         let fd = self.file.as_fd().try_clone_to_owned().map_err(io_error)?;
         chown(&fd, owner)?;
         let old = nix::sys::stat::fstatat(
@@ -181,9 +189,9 @@ impl Upload {
         );
         if let Ok(old) = old {
             match old.st_mode & libc::S_IFMT {
-                libc::S_IFDIR => return Err(FileError::BadPath("is a directory".into())),
+                libc::S_IFDIR => return Err(SandboxError::BadPath("is a directory".into())),
                 libc::S_IFLNK => {
-                    return Err(FileError::BadPath("passes through a symlink".into()));
+                    return Err(SandboxError::BadPath("passes through a symlink".into()));
                 }
                 _ => {}
             }
@@ -216,7 +224,7 @@ pub fn write(
     path: &str,
     bytes: &[u8],
     owner: Option<u32>,
-) -> Result<u64, FileError> {
+) -> Result<u64, SandboxError> {
     let upload = Upload::create(workspace, path, owner)?;
     let mut file = upload.file();
     std::io::Write::write_all(&mut file, bytes).map_err(io_error)?;
@@ -224,13 +232,103 @@ pub fn write(
     Ok(bytes.len() as u64)
 }
 
-fn chown(fd: &OwnedFd, owner: Option<u32>) -> Result<(), FileError> {
+fn chown(fd: &OwnedFd, owner: Option<u32>) -> Result<(), SandboxError> {
     if let Some(uid) = owner {
         let id = Some(nix::unistd::Uid::from_raw(uid));
         let gid = Some(nix::unistd::Gid::from_raw(uid));
         nix::unistd::fchown(fd.as_raw_fd(), id, gid).map_err(map_errno)?;
     }
     Ok(())
+}
+
+/// Opens the folder `path` of the workspace (its components checked).
+/// `listed`: the folder itself is what is asked for (a symlink there is
+/// no such folder); otherwise it is on the way to an entry of it.
+fn open_folder(place: &SandboxPlace, path: &str, listed: bool) -> Result<OwnedFd, SandboxError> {
+    let root =
+        tree::open_root(&place.workspace).map_err(|e| SandboxError::Failed(e.to_string()))?;
+    if path.trim_matches('/').is_empty() {
+        return Ok(root);
+    }
+    let parts = crate::sandbox::files::components(path)?;
+    let mut dir = root;
+    for (i, part) in parts.iter().enumerate() {
+        let last = listed && i + 1 == parts.len();
+        dir = match tree::open_dir(&dir, OsStr::new(part)) {
+            Ok(next) => next,
+            Err(nix::errno::Errno::ENOTDIR | nix::errno::Errno::ELOOP) => {
+                let link = nix::sys::stat::fstatat(
+                    Some(std::os::fd::AsRawFd::as_raw_fd(&dir)),
+                    *part,
+                    nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+                )
+                .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK);
+                // A symlink on the way is refused; a file, or a symlink
+                // listed as a folder, is no such folder.
+                return Err(if link && !last {
+                    SandboxError::BadPath("passes through a symlink".into())
+                } else {
+                    SandboxError::NoFile
+                });
+            }
+            Err(e) => return Err(map_errno(e)),
+        };
+    }
+    Ok(dir)
+}
+
+/// The entries of a folder of the workspace.
+pub fn list(
+    place: &SandboxPlace,
+    limits: &Limits,
+    path: &str,
+) -> Result<Vec<crate::protocol::DirEntry>, SandboxError> {
+    use crate::protocol::{DirEntry, EntryType};
+    if !place.workspace.exists() && path.trim_matches('/').is_empty() {
+        return Ok(Vec::new());
+    }
+    super::ready_workspace(place, limits).map_err(|e| SandboxError::Failed(e.to_string()))?;
+    let dir = open_folder(place, path, true)?;
+    let entries = tree::entries(&dir).map_err(map_errno)?;
+    Ok(entries
+        .into_iter()
+        .map(|(name, stat)| {
+            let kind = match stat.st_mode & libc::S_IFMT {
+                libc::S_IFREG => EntryType::File,
+                libc::S_IFDIR => EntryType::Dir,
+                libc::S_IFLNK => EntryType::Symlink,
+                _ => EntryType::Other,
+            };
+            let size = match kind {
+                EntryType::File | EntryType::Symlink => stat.st_size as u64,
+                _ => 0,
+            };
+            let mtime =
+                (stat.st_mtime.max(0) as u64) * 1000 + stat.st_mtime_nsec as u64 / 1_000_000;
+            DirEntry {
+                name: name.to_string_lossy().into_owned(),
+                kind,
+                size,
+                mtime,
+            }
+        })
+        .collect())
+}
+
+/// Deletes a file, a symlink or a folder of the workspace.
+pub fn delete_path(place: &SandboxPlace, limits: &Limits, path: &str) -> Result<(), SandboxError> {
+    let parts = crate::sandbox::files::components(path)?;
+    let Some((name, parents)) = parts.split_last() else {
+        return Err(SandboxError::BadPath(
+            "must name a file under /workspace".into(),
+        ));
+    };
+    if !place.workspace.exists() {
+        return Err(SandboxError::NoFile);
+    }
+    super::ready_workspace(place, limits).map_err(|e| SandboxError::Failed(e.to_string()))?;
+    let dir = open_folder(place, &parents.join("/"), false)?;
+    tree::remove(&dir, OsStr::new(name)).map_err(|e| map_errno(e.errno))
 }
 
 #[cfg(test)]
@@ -245,25 +343,28 @@ mod tests {
             5
         );
         assert_eq!(read(ws.path(), "src/deep/a.txt").unwrap(), b"hello");
-        assert!(matches!(read(ws.path(), "nope"), Err(FileError::NotFound)));
-        assert!(matches!(read(ws.path(), "src"), Err(FileError::BadPath(_))));
+        assert!(matches!(read(ws.path(), "nope"), Err(SandboxError::NoFile)));
+        assert!(matches!(
+            read(ws.path(), "src"),
+            Err(SandboxError::BadPath(_))
+        ));
         std::os::unix::fs::symlink("/", ws.path().join("evil")).unwrap();
         std::os::unix::fs::symlink("/etc/hostname", ws.path().join("link")).unwrap();
         assert!(matches!(
             read(ws.path(), "evil/etc/hostname"),
-            Err(FileError::BadPath(_))
+            Err(SandboxError::BadPath(_))
         ));
         assert!(matches!(
             read(ws.path(), "link"),
-            Err(FileError::BadPath(_))
+            Err(SandboxError::BadPath(_))
         ));
         assert!(matches!(
             write(ws.path(), "evil/tmp/x", b"x", None),
-            Err(FileError::BadPath(_))
+            Err(SandboxError::BadPath(_))
         ));
         assert!(matches!(
             write(ws.path(), "link", b"x", None),
-            Err(FileError::BadPath(_))
+            Err(SandboxError::BadPath(_))
         ));
         assert_ne!(std::fs::read_to_string("/etc/hostname").unwrap(), "x");
     }

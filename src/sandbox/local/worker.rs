@@ -1,25 +1,26 @@
 //! The server side of a room's sandbox: a task that owns the helper
 //! process, starts it on first use, runs queued commands one at a time,
 //! serves interrupts and destruction while a command runs, and stops the
-//! sandbox when it has been idle.
+//! sandbox when it has been idle (the process itself: launch.rs).
+
+mod launch;
 
 use super::connect::PortLink;
 use super::proc_slots::ProcSlots;
 use super::term_slot::TermSlot;
-use super::wire::{self, Done, Request, Setup};
+use super::wire::{self, Request};
 use super::{
-    Chunk, ExecOutcome, ExecSpec, Limits, ProcEvent, ProcEvents, ProcSignal, RestartReason,
-    SandboxError, SandboxPlace, ShellRestart, TermEvent, TermEvents, TermRequest,
+    Chunk, ExecOutcome, ExecSpec, Limits, ProcEvents, ProcSignal, RestartReason, SandboxError,
+    SandboxPlace, ShellRestart, TermEvents, TermRequest,
 };
 use crate::protocol::{TermSize, WORKSPACE};
-use crate::sandbox::CheckpointError;
 use crate::support::Utf8Stream;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{Notify, mpsc, oneshot, watch};
+
+use launch::{Event, Process, send, started, stop};
 
 /// What waits in a sandbox's queue, run one at a time in order.
 pub(super) enum Work {
@@ -30,8 +31,8 @@ pub(super) enum Work {
 
 /// A change of the workspace that needs the sandbox stopped.
 pub(super) struct Replace {
-    pub change: Box<dyn FnOnce() -> Result<(), CheckpointError> + Send>,
-    pub reply: oneshot::Sender<Result<(), CheckpointError>>,
+    pub change: Box<dyn FnOnce() -> Result<(), SandboxError> + Send>,
+    pub reply: oneshot::Sender<Result<(), SandboxError>>,
 }
 
 /// A queued command.
@@ -113,24 +114,6 @@ impl Feeds {
     }
 }
 
-/// What the supervisor said.
-enum Event {
-    Output(u8, Vec<u8>),
-    Done(Done, String),
-}
-
-/// A running sandbox.
-struct Process {
-    child: Child,
-    stdin: ChildStdin,
-    events: mpsc::Receiver<Event>,
-    /// Ended when the sandbox stops (its reader may see that later).
-    feeds: Feeds,
-    generation: u64,
-}
-
-/// Time a sandbox gets to report that it is ready.
-const START_TIMEOUT: Duration = Duration::from_secs(15);
 /// Slack beyond a command's timeout before the sandbox counts as wedged.
 const WEDGE_SLACK: Duration = Duration::from_secs(10);
 
@@ -176,7 +159,7 @@ pub(super) async fn run(
                         stop(&place, &mut process).await;
                         let changed = tokio::task::spawn_blocking(replace.change)
                             .await
-                            .unwrap_or_else(|e| Err(CheckpointError::Failed(e.to_string())));
+                            .unwrap_or_else(|e| Err(SandboxError::Failed(e.to_string())));
                         let _ = replace.reply.send(changed);
                     }
                 }
@@ -429,233 +412,6 @@ async fn proc_signal(process: &mut Process, id: String, signal: ProcSignal) {
     let _ = send(&mut process.stdin, &Request::ProcSignal { id, signal }).await;
 }
 
-/// The running sandbox, started first if need be.
-async fn started<'a>(
-    place: &SandboxPlace,
-    limits: &Limits,
-    process: &'a mut Option<Process>,
-    feeds: &Feeds,
-) -> Result<&'a mut Process, SandboxError> {
-    if process.is_none() {
-        match start(place, limits, feeds).await {
-            Ok(p) => *process = Some(p),
-            Err(e) => {
-                tracing::warn!(room = %place.room, "sandbox failed to start: {e}");
-                return Err(e);
-            }
-        }
-    }
-    process
-        .as_mut()
-        .ok_or_else(|| SandboxError::Start("the sandbox did not start".into()))
-}
-
-async fn send(stdin: &mut ChildStdin, request: &Request) -> std::io::Result<()> {
-    let mut line = serde_json::to_vec(request).map_err(std::io::Error::other)?;
-    line.push(b'\n');
-    stdin.write_all(&line).await?;
-    stdin.flush().await
-}
-
-/// Starts the helper and waits until its shell is ready.
-async fn start(
-    place: &SandboxPlace,
-    limits: &Limits,
-    feeds: &Feeds,
-) -> Result<Process, SandboxError> {
-    let fail = |e: &dyn std::fmt::Display| SandboxError::Start(e.to_string());
-    let cgroups = prepare(place, limits).await.map_err(|e| fail(&e))?;
-    let exe = super::helper_exe().map_err(|e| fail(&e))?;
-    let mut child = Command::new(exe)
-        .arg("sandbox-init")
-        .env_clear()
-        .current_dir("/")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| fail(&e))?;
-    let (Some(mut stdin), Some(mut stdout), Some(stderr)) =
-        (child.stdin.take(), child.stdout.take(), child.stderr.take())
-    else {
-        return Err(fail(&"the helper has no pipes"));
-    };
-    let setup = Setup {
-        room: place.room.clone(),
-        workspace: place.workspace.clone(),
-        uid: place.uid,
-        processes: limits.processes,
-        cpu_seconds: limits.cpu_seconds,
-        file_size: limits.file_size,
-        open_files: limits.open_files,
-        memory_bytes: limits.memory_bytes,
-        tmp_bytes: limits.tmp_bytes,
-        network: limits.network,
-        cgroups,
-    };
-    let mut line = serde_json::to_vec(&setup).map_err(|e| fail(&e))?;
-    line.push(b'\n');
-    stdin.write_all(&line).await.map_err(|e| fail(&e))?;
-
-    let room = place.room.clone();
-    let log = tokio::spawn(async move {
-        let mut lines = BufReader::new(stderr).lines();
-        let mut last = String::new();
-        while let Ok(Some(line)) = lines.next_line().await {
-            tracing::warn!(room = %room, "sandbox: {line}");
-            last = line;
-        }
-        last
-    });
-    let ready = tokio::time::timeout(START_TIMEOUT, wire::read_frame(&mut stdout)).await;
-    match ready {
-        Ok(Ok(Some((wire::READY, _)))) => {}
-        other => {
-            let _ = child.kill().await;
-            let said = log.await.unwrap_or_default();
-            let why = match other {
-                Err(_) => "it did not answer in time".to_string(),
-                Ok(Err(e)) => e.to_string(),
-                _ if !said.is_empty() => said,
-                _ => "the helper exited".to_string(),
-            };
-            return Err(SandboxError::Start(why));
-        }
-    }
-    let generation = feeds.generation.fetch_add(1, Ordering::SeqCst) + 1;
-    let helper = child.id();
-    let sandbox = tokio::task::spawn_blocking(move || helper.and_then(super::connect::sandbox_pid))
-        .await
-        .ok()
-        .flatten();
-    feeds.link.set_sandbox(sandbox);
-    let (tx, events) = mpsc::channel(64);
-    tokio::spawn(read_events(stdout, tx, feeds.clone(), generation));
-    tracing::debug!(room = %place.room, "sandbox started");
-    Ok(Process {
-        child,
-        stdin,
-        events,
-        feeds: feeds.clone(),
-        generation,
-    })
-}
-
-async fn read_events(
-    mut stdout: tokio::process::ChildStdout,
-    tx: mpsc::Sender<Event>,
-    feeds: Feeds,
-    generation: u64,
-) {
-    while let Ok(Some((kind, payload))) = wire::read_frame(&mut stdout).await {
-        let event = match kind {
-            wire::TERM_DATA => {
-                if let Some(sender) = feeds.terminal.sender() {
-                    let _ = sender.send(TermEvent::Output(payload)).await;
-                }
-                continue;
-            }
-            wire::TERM_EXIT => {
-                let exit: wire::TermExit = serde_json::from_slice(&payload).unwrap_or_default();
-                feeds.terminal.end(exit.exit_code, exit.error).await;
-                continue;
-            }
-            wire::PROC_OUT => {
-                if let Some((id, stream, bytes)) = super::background::parse_output(&payload)
-                    && let Some(sender) = feeds.procs.sender(&id)
-                {
-                    let event = ProcEvent::Output {
-                        stderr: stream == 1,
-                        bytes: bytes.to_vec(),
-                    };
-                    let _ = sender.send(event).await;
-                }
-                continue;
-            }
-            wire::PROC_EXIT => {
-                if let Ok(exit) = serde_json::from_slice::<wire::ProcExit>(&payload) {
-                    feeds.procs.end(&exit.id, exit.exit_code, exit.error).await;
-                }
-                continue;
-            }
-            wire::PORTS => {
-                if let Ok(ports) = serde_json::from_slice::<Vec<u16>>(&payload) {
-                    feeds.ports.send_replace(ports);
-                }
-                continue;
-            }
-            wire::STDOUT | wire::STDERR => Event::Output(kind, payload),
-            wire::DONE => {
-                let value: serde_json::Value = serde_json::from_slice(&payload).unwrap_or_default();
-                let session = value["session"].as_str().unwrap_or_default().to_string();
-                let done = serde_json::from_value(value).unwrap_or_else(|e| Done {
-                    error: Some(format!("unreadable result from the sandbox: {e}")),
-                    ..Done::default()
-                });
-                Event::Done(done, session)
-            }
-            _ => continue,
-        };
-        if tx.send(event).await.is_err() {
-            break;
-        }
-    }
-    feeds.gone(generation, "the sandbox stopped").await;
-}
-
-/// The room's name on the host: its workspace folder's opaque name.
-fn opaque(place: &SandboxPlace) -> String {
-    place
-        .workspace
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| place.room.clone())
-}
-
-/// Readies the workspace (and its quota) and the room's cgroups; returns
-/// the cgroup folders the helper joins.
-async fn prepare(
-    place: &SandboxPlace,
-    limits: &Limits,
-) -> std::io::Result<Vec<std::path::PathBuf>> {
-    let (place, limits) = (place.clone(), limits.clone());
-    tokio::task::spawn_blocking(move || {
-        super::ready_workspace(&place, &limits)?;
-        if place.uid.is_none() {
-            return Ok(Vec::new());
-        }
-        let flavor = super::enforcement().cgroups;
-        match super::cgroups::create(
-            flavor,
-            &opaque(&place),
-            limits.processes,
-            limits.memory_bytes,
-        ) {
-            Ok(dirs) => Ok(dirs),
-            Err(e) => {
-                tracing::warn!(room = %place.room, "no cgroups for this room ({e}): rlimits only");
-                Ok(Vec::new())
-            }
-        }
-    })
-    .await
-    .map_err(std::io::Error::other)?
-}
-
-/// Kills the sandbox (its PID namespace takes every process with it) and
-/// removes the room's cgroups.
-async fn stop(place: &SandboxPlace, process: &mut Option<Process>) {
-    if let Some(mut p) = process.take() {
-        let _ = p.child.kill().await;
-        p.feeds.gone(p.generation, "the sandbox stopped").await;
-        p.feeds.generation.fetch_add(1, Ordering::SeqCst);
-        let flavor = super::enforcement().cgroups;
-        let name = opaque(place);
-        let _ = tokio::task::spawn_blocking(move || super::cgroups::remove(flavor, &name)).await;
-    }
-}
-
 async fn destroy(
     place: &SandboxPlace,
     process: &mut Option<Process>,
@@ -669,7 +425,7 @@ async fn destroy(
                 let _ = job.reply.send(Err(SandboxError::Destroyed));
             }
             Work::Replace(replace) => {
-                let failed = CheckpointError::Failed("the room was cleaned up".into());
+                let failed = SandboxError::Failed("the room was cleaned up".into());
                 let _ = replace.reply.send(Err(failed));
             }
         }

@@ -22,7 +22,6 @@ use super::auth::Access;
 use super::errors::ApiError;
 use super::http::room_details;
 use crate::protocol::Details;
-use crate::sandbox::PortError;
 use axum::http::HeaderMap;
 use axum::http::header::COOKIE;
 
@@ -74,12 +73,7 @@ pub(crate) async fn connect(
     port: u16,
 ) -> Result<tokio::net::TcpStream, ApiError> {
     let handle = app.registry.room(room).await?;
-    handle.sandbox.port_connect(port).await.map_err(unreachable)
-}
-
-/// The answer when the sandbox's port cannot be reached.
-fn unreachable(e: PortError) -> ApiError {
-    ApiError::bad_gateway(e.to_string())
+    Ok(handle.sandbox.port_connect(port).await?)
 }
 
 /// The credential a browser's cookie holds for `room`'s `port`: an HMAC

@@ -10,7 +10,7 @@ use crate::protocol::{
     Checkpoint, CheckpointResponse, DeleteResponse, Event, ForkResponse, RestoreResponse,
     WORKSPACE, now_ms,
 };
-use crate::sandbox::CheckpointError;
+use crate::sandbox::SandboxError;
 use crate::server::errors::ApiError;
 use crate::server::ops::Reply;
 
@@ -69,7 +69,7 @@ pub(crate) enum Waiting {
 pub(crate) struct Restored {
     checkpoint: Checkpoint,
     by: String,
-    result: Result<(), CheckpointError>,
+    result: Result<(), SandboxError>,
     answer: Answer,
 }
 
@@ -79,7 +79,7 @@ pub(crate) enum CheckpointNews {
     Taken {
         checkpoint: Checkpoint,
         number: u64,
-        result: Result<u64, CheckpointError>,
+        result: Result<u64, SandboxError>,
         waiting: Waiting,
     },
     Restored(Restored),
@@ -99,13 +99,9 @@ fn unknown(id: &str) -> ApiError {
     )
 }
 
-/// The answer of a checkpoint that could not be made.
-fn refused(e: CheckpointError) -> ApiError {
-    match e {
-        CheckpointError::Full { .. } => ApiError::insufficient_storage("checkpoint", e.to_string()),
-        CheckpointError::NotFound => ApiError::internal("the checkpoint's files are gone"),
-        CheckpointError::Failed(why) => ApiError::internal(format!("the checkpoint failed: {why}")),
-    }
+/// The answer of a checkpoint (or a fork) that could not be made.
+fn refused(e: SandboxError) -> ApiError {
+    e.failing("the checkpoint").into()
 }
 
 impl RoomActor {
@@ -210,7 +206,7 @@ impl RoomActor {
         &mut self,
         mut checkpoint: Checkpoint,
         number: u64,
-        result: Result<u64, CheckpointError>,
+        result: Result<u64, SandboxError>,
         waiting: Waiting,
     ) {
         self.checkpoints.taking.remove(&checkpoint.name);
@@ -377,10 +373,10 @@ impl RoomActor {
                 self.record_or_log(event).await;
                 Ok(Reply::ok(RestoreResponse { restored: true }))
             }
-            Err(CheckpointError::NotFound) => Err(unknown(&checkpoint.id)),
+            Err(SandboxError::NoCheckpoint) => Err(unknown(&checkpoint.id)),
             Err(e) => {
                 self.set_cwd(WORKSPACE.to_string());
-                Err(ApiError::internal(format!("the restore failed: {e}")))
+                Err(e.failing("the restore").into())
             }
         };
         let _ = answer.send(reply);

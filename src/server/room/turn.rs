@@ -148,15 +148,15 @@ impl TurnHost for RoomHost {
 
     fn read_file(&self, path: String) -> BoxFuture<crate::ai::context::FileRead> {
         use crate::ai::context::FileRead;
-        use crate::sandbox::files::FileError;
+        use crate::sandbox::SandboxError;
         let sandbox = self.sandbox.clone();
         Box::pin(async move {
             match sandbox.read_file(path.clone()).await {
                 Ok(bytes) => FileRead::Bytes(bytes),
                 // A folder is not read as a file: it lists.
                 Err(_) if sandbox.list_dir(path.clone()).await.is_ok() => FileRead::Folder,
-                Err(FileError::BadPath(_)) => FileRead::BadPath,
-                Err(FileError::NotFound) => FileRead::Missing,
+                Err(SandboxError::BadPath(_)) => FileRead::BadPath,
+                Err(SandboxError::NoFile) => FileRead::Missing,
                 Err(e) => FileRead::Failed(e.to_string()),
             }
         })
