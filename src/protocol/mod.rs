@@ -7,10 +7,13 @@ use std::collections::BTreeMap;
 
 mod access;
 mod checkpoint;
+pub mod ops;
 mod process;
+mod rooms;
 pub use access::*;
 pub use checkpoint::*;
 pub use process::*;
+pub use rooms::*;
 
 /// Messages kept in a room's state.
 pub const STATE_MESSAGES: usize = 100;

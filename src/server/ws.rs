@@ -519,15 +519,16 @@ impl Connection {
         let Some(id) = value.get("id").cloned() else {
             return Some(error_frame("an rpc frame needs an \"id\""));
         };
-        if let Some(method) = value.get("method").and_then(Value::as_str)
-            && term::TERM_METHODS.contains(&method)
-        {
-            return self.term_rpc(method, id, &value, answers);
-        }
-        if let Some(method) = value.get("method").and_then(Value::as_str)
-            && process::FOLLOW_METHODS.contains(&method)
-        {
-            return self.follow_rpc(method, id, &value, answers);
+        // The terminal's and the followed processes' methods are this
+        // socket's to answer, not the room's.
+        match value.get("method").and_then(Value::as_str).map(str::parse) {
+            Some(Ok(method @ (Method::TermOpen | Method::TermDetach | Method::TermClose))) => {
+                return self.term_rpc(method, id, &value, answers);
+            }
+            Some(Ok(method @ (Method::ProcessFollow | Method::ProcessUnfollow))) => {
+                return self.follow_rpc(method, id, &value, answers);
+            }
+            _ => {}
         }
         let parsed = rpc_request(&value, self.caller.clone()).and_then(|request| {
             self.op_rates

@@ -33,6 +33,7 @@ use axum::http::StatusCode;
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 pub(crate) use access::AccessNews;
@@ -185,9 +186,16 @@ pub(crate) struct RoomHandle {
     /// Counts the handles alive: the room unloads only when the server's
     /// own is the last.
     holders: Arc<()>,
+    /// How many distinct people are connected now (the actor counts).
+    people: Arc<AtomicUsize>,
 }
 
 impl RoomHandle {
+    /// How many distinct people (socket `user` names) are connected now.
+    pub(crate) fn people(&self) -> usize {
+        self.people.load(Ordering::Relaxed)
+    }
+
     /// Performs an operation and waits for its answer.
     pub(crate) async fn perform(&self, request: Request) -> OpResult {
         let (reply, answer) = oneshot::channel();
@@ -342,6 +350,8 @@ pub(crate) struct RoomActor {
     next_message: u64,
     next_exec: u64,
     presence: Vec<(u64, PresenceUser)>,
+    /// The distinct names of `presence`, counted for the room list.
+    people: Arc<AtomicUsize>,
     turns: VecDeque<PendingTurn>,
     current: Option<CurrentTurn>,
     /// Bumped by cleanup: commands of an older generation are not recorded.
@@ -379,6 +389,7 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
     let (inbox, rx) = mpsc::channel(INBOX_CAPACITY);
     let (frames, _) = broadcast::channel(BROADCAST_CAPACITY);
     let holders = Arc::new(());
+    let people = Arc::new(AtomicUsize::new(0));
     let (term_news, term_news_rx) = mpsc::unbounded_channel();
     let sandbox = shared.sandboxes.open(&SandboxId {
         room: id.clone(),
@@ -402,6 +413,7 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
         next_message: row.next_message,
         next_exec: row.next_exec,
         presence: Vec::new(),
+        people: people.clone(),
         turns: VecDeque::new(),
         current: None,
         generation: 0,
@@ -428,6 +440,7 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
         frames,
         sandbox,
         holders,
+        people,
     }
 }
 

@@ -7,6 +7,8 @@ use crate::protocol::{Event, PresenceUser, ServerFrame};
 use crate::server::auth::Caller;
 use crate::server::errors::ApiError;
 use crate::server::ops::{Answer, Reply};
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
 use tokio::sync::oneshot;
 
 impl RoomActor {
@@ -17,9 +19,22 @@ impl RoomActor {
         }
     }
 
+    /// Counts the distinct names of the connections, for the room list.
+    fn count_people(&self) {
+        let names: HashSet<&str> = self.presence.iter().map(|(_, u)| u.name.as_str()).collect();
+        self.people.store(names.len(), Ordering::Relaxed);
+    }
+
+    /// Presence changed: counted again, and everyone told.
+    fn presence_changed(&self) {
+        self.count_people();
+        self.broadcast(&self.presence_frame());
+    }
+
     /// Adds a connection: presence to everyone, then its first frames and feed.
     pub(super) fn join(&mut self, conn: u64, user: PresenceUser, reply: oneshot::Sender<Joined>) {
         self.presence.push((conn, user));
+        self.count_people();
         let presence = frame_text(&self.presence_frame());
         let _ = self.frames.send(outgoing(presence.clone(), None));
         // Subscribed after the presence broadcast (sent to it as its third
@@ -31,7 +46,7 @@ impl RoomActor {
         };
         if reply.send(joined).is_err() {
             self.presence.retain(|(c, _)| *c != conn);
-            self.broadcast(&self.presence_frame());
+            self.presence_changed();
         }
     }
 
@@ -57,7 +72,7 @@ impl RoomActor {
         };
         let from = std::mem::replace(&mut user.name, name.clone());
         if from != name {
-            self.broadcast(&self.presence_frame());
+            self.presence_changed();
             let event = Event::Rename {
                 by: from.clone(),
                 from,
@@ -73,7 +88,7 @@ impl RoomActor {
         let before = self.presence.len();
         self.presence.retain(|(c, _)| *c != conn);
         if self.presence.len() != before {
-            self.broadcast(&self.presence_frame());
+            self.presence_changed();
         }
     }
 }
