@@ -3,7 +3,8 @@
 //! (docs/protocol.md "Background processes and ports"). Starting and
 //! killing are room operations (`process_start`, `process_kill`).
 
-use super::{Answered, Connection, failure, rpc_args, success_text};
+use super::rpc::{failure, rpc_args, success_text};
+use super::{Answered, Connection};
 use crate::protocol::ops::Method;
 use crate::protocol::{FollowResponse, ServerFrame};
 use crate::server::errors::ApiError;

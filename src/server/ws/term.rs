@@ -2,7 +2,8 @@
 //! `duet_term_input` / `duet_term_resize` frames (docs/protocol.md "The
 //! shared terminal").
 
-use super::{Answered, Connection, error_frame, failure, rpc_args, success_text};
+use super::rpc::{failure, rpc_args, success_text};
+use super::{Answered, Connection, error_frame};
 use crate::protocol::ops::Method;
 use crate::protocol::{RoomRole, ServerFrame, TermSize};
 use crate::server::access::{self, Action};
