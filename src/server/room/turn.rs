@@ -5,9 +5,10 @@
 
 use super::checkpoints::CheckpointNews;
 use super::exec::Then;
-use super::{Answer, CLEANED, Command, OpResult, Outgoing, Reply, RoomActor, send_frame};
+use super::{Answer, CLEANED, Command, Outgoing, Reply, RoomActor, send_frame};
 use crate::ai::{AgentReply, BoxFuture, CANCELLED, TurnError, TurnHost};
 use crate::protocol::{AiPhase, DuetMessage, Event, MessageResponse, Role, Run, ServerFrame};
+use crate::server::ops::OpResult;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tokio::sync::{broadcast, mpsc, oneshot};
