@@ -16,7 +16,6 @@ mod policy;
 mod process;
 mod rename;
 
-pub(crate) use exec::Exec;
 pub(crate) use fields::Fields;
 pub(crate) use invite::InviteCreate;
 pub(crate) use message::Message;
@@ -274,7 +273,7 @@ mod tests {
         .unwrap();
         assert!(matches!(
             request.op,
-            Op::Exec(Exec {
+            Op::Exec(exec::Exec {
                 timeout_ms: Some(5),
                 ..
             })

@@ -203,7 +203,7 @@ impl RoomHandle {
 }
 
 /// Asks the actor behind `inbox` to store a record of `event`, and waits.
-pub(super) async fn record_in(inbox: &mpsc::Sender<Command>, event: Event) {
+pub(crate) async fn record_in(inbox: &mpsc::Sender<Command>, event: Event) {
     let (done, stored) = oneshot::channel();
     if inbox.send(Command::Record { event, done }).await.is_ok() {
         let _ = stored.await;

@@ -38,7 +38,8 @@ use tokio::sync::{broadcast, mpsc};
 
 pub(crate) use access::AccessNews;
 use exec::Launched;
-use handle::record_in;
+pub(crate) use exec::Then;
+pub(crate) use handle::record_in;
 pub(crate) use handle::{Command, Joined, RoomHandle};
 pub(crate) use processes::{ProcCommand, Query};
 use turn::{CurrentTurn, PendingTurn};
@@ -147,15 +148,15 @@ const TURN_STOP: std::time::Duration = std::time::Duration::from_secs(3);
 /// The room's actor and the state it owns.
 pub(crate) struct RoomActor {
     id: String,
-    shared: Arc<Shared>,
-    inbox: mpsc::Sender<Command>,
+    pub(in crate::server) shared: Arc<Shared>,
+    pub(in crate::server) inbox: mpsc::Sender<Command>,
     frames: broadcast::Sender<Outgoing>,
-    sandbox: Arc<dyn Sandbox>,
+    pub(in crate::server) sandbox: Arc<dyn Sandbox>,
     messages: VecDeque<DuetMessage>,
     execs: VecDeque<ExecRecord>,
     next_message: u64,
     next_exec: u64,
-    presence: Vec<(u64, PresenceUser)>,
+    pub(in crate::server) presence: Vec<(u64, PresenceUser)>,
     /// The distinct names of `presence`, counted for the room list.
     people: Arc<AtomicUsize>,
     turns: VecDeque<PendingTurn>,
@@ -163,7 +164,7 @@ pub(crate) struct RoomActor {
     /// Bumped by cleanup: commands of an older generation are not recorded.
     generation: u64,
     /// Commands launched and not yet done, by id (the oldest runs).
-    running: BTreeMap<String, Launched>,
+    pub(in crate::server) running: BTreeMap<String, Launched>,
     /// The state's `shell`: where the next command runs. A room loads with
     /// its sandbox stopped, so with a fresh shell to come.
     shell: ShellState,

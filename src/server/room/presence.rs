@@ -3,10 +3,7 @@
 //! the room's frames at the moment its state snapshot is taken.
 
 use super::{Joined, RoomActor, frame_text, outgoing};
-use crate::protocol::{Event, PresenceUser, ServerFrame};
-use crate::server::auth::Caller;
-use crate::server::errors::ApiError;
-use crate::server::ops::{Answer, Reply};
+use crate::protocol::{PresenceUser, ServerFrame};
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use tokio::sync::oneshot;
@@ -26,7 +23,7 @@ impl RoomActor {
     }
 
     /// Presence changed: counted again, and everyone told.
-    fn presence_changed(&self) {
+    pub(crate) fn presence_changed(&self) {
         self.count_people();
         self.broadcast(&self.presence_frame());
     }
@@ -48,39 +45,6 @@ impl RoomActor {
             self.presence.retain(|(c, _)| *c != conn);
             self.presence_changed();
         }
-    }
-
-    /// The caller's socket goes by `name` from now on: presence to
-    /// everyone and a `rename` record (when the name changed); answers
-    /// `{name}`.
-    pub(crate) async fn rename(&mut self, name: String, caller: Caller, answer: Answer) {
-        if let Some(fixed) = caller.access.fixed_name() {
-            let e = ApiError::forbidden(
-                "name",
-                format!("your invite fixes your name: you are {fixed:?} in this room"),
-            );
-            let _ = answer.send(Err(e));
-            return;
-        }
-        let entry = caller
-            .socket
-            .and_then(|socket| self.presence.iter_mut().find(|(c, _)| *c == socket.number));
-        let Some((_, user)) = entry else {
-            let e = ApiError::field("name", "only a socket of the room can change its name");
-            let _ = answer.send(Err(e));
-            return;
-        };
-        let from = std::mem::replace(&mut user.name, name.clone());
-        if from != name {
-            self.presence_changed();
-            let event = Event::Rename {
-                by: from.clone(),
-                from,
-                to: name.clone(),
-            };
-            self.record_or_log(event).await;
-        }
-        let _ = answer.send(Ok(Reply::ok(serde_json::json!({ "name": name }))));
     }
 
     /// Removes a connection and tells the others.
