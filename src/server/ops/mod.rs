@@ -1,8 +1,8 @@
 //! The room operations of docs/protocol.md, shared by HTTP and the
-//! socket's `rpc`. Each is one module (its request type, its parser, what
-//! it does in the room) and one line in the `operations!` table below,
-//! which gives it its rpc method and its HTTP route (none for what only a
-//! socket can do).
+//! socket's `rpc`. Their names, routes and actions are the protocol's
+//! table (`protocol::ops::Method`); here each is one module (its request
+//! type, its parser, what it does in the room) and one line of the
+//! `operations!` table below, which binds the method to that module.
 
 mod cancel;
 mod checkpoint;
