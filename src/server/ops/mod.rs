@@ -18,7 +18,6 @@ mod rename;
 
 pub(crate) use fields::Fields;
 pub(crate) use invite::InviteCreate;
-pub(crate) use message::Message;
 pub(crate) use policy::Approve;
 pub(crate) use process::ProcessStart;
 

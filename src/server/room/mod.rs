@@ -42,7 +42,8 @@ pub(crate) use exec::Then;
 pub(crate) use handle::record_in;
 pub(crate) use handle::{Command, Joined, RoomHandle};
 pub(crate) use processes::{ProcCommand, Query};
-use turn::{CurrentTurn, PendingTurn};
+use turn::CurrentTurn;
+pub(crate) use turn::{PendingTurn, no_reply};
 
 /// Frames buffered per connection before a slow one is dropped.
 const BROADCAST_CAPACITY: usize = 1024;
@@ -139,7 +140,7 @@ pub(crate) fn send_frame(
 const CLEANED: &str = "the room was cleaned up";
 /// What a question cut off by a crash or restart is told (the note stored
 /// in the room, and the answer to a repeat of its `clientId`).
-const CUT_OFF: &str = "The server restarted before the agent answered; nothing was lost, \
+pub(crate) const CUT_OFF: &str = "The server restarted before the agent answered; nothing was lost, \
                        but that question has no reply: ask again.";
 
 /// How long a stopping server waits for a turn to hand back what it streamed.
@@ -147,7 +148,7 @@ const TURN_STOP: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The room's actor and the state it owns.
 pub(crate) struct RoomActor {
-    id: String,
+    pub(in crate::server) id: String,
     pub(in crate::server) shared: Arc<Shared>,
     pub(in crate::server) inbox: mpsc::Sender<Command>,
     frames: broadcast::Sender<Outgoing>,
@@ -159,8 +160,8 @@ pub(crate) struct RoomActor {
     pub(in crate::server) presence: Vec<(u64, PresenceUser)>,
     /// The distinct names of `presence`, counted for the room list.
     people: Arc<AtomicUsize>,
-    turns: VecDeque<PendingTurn>,
-    current: Option<CurrentTurn>,
+    pub(in crate::server) turns: VecDeque<PendingTurn>,
+    pub(in crate::server) current: Option<CurrentTurn>,
     /// Bumped by cleanup: commands of an older generation are not recorded.
     generation: u64,
     /// Commands launched and not yet done, by id (the oldest runs).
@@ -448,7 +449,7 @@ impl RoomActor {
 
     /// Stores `draft` as the room's next message (its id and time set
     /// here), keeps it in the state and publishes it.
-    async fn store(&mut self, draft: DuetMessage) -> Result<DuetMessage, ApiError> {
+    pub(crate) async fn store(&mut self, draft: DuetMessage) -> Result<DuetMessage, ApiError> {
         let message = self.keep(draft).await?;
         // An automatic checkpoint taken during a turn goes out with the
         // next stored message: a turn's frames stay as they always were.
