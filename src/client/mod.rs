@@ -15,6 +15,7 @@ pub mod log_file;
 pub mod ls;
 pub mod processes;
 pub mod ps;
+pub mod rooms;
 pub mod rpc;
 pub mod socket;
 pub mod term;

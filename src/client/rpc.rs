@@ -8,8 +8,10 @@ use crate::client::checkpoints::{CreateCheckpoint, Fork};
 use crate::client::http::StatusError;
 use crate::client::processes::StartProcess;
 use crate::client::socket::SocketEvent;
+use crate::protocol::ops::Method;
 use crate::protocol::{
-    Addressee, ClientFrame, Details, ExecRequest, MessageRequest, Policy, RpcAnswer, TermSize,
+    Action, Addressee, ClientFrame, Details, ExecRequest, MessageRequest, Policy, RpcAnswer,
+    TermSize,
 };
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
@@ -92,29 +94,41 @@ impl RoomOp {
         }
     }
 
-    /// The rpc method name.
-    pub fn method(&self) -> &'static str {
+    /// Its method in the protocol's table of operations.
+    pub fn method(&self) -> Method {
         match self {
-            RoomOp::Message { .. } => "message",
-            RoomOp::Exec(_) => "exec",
-            RoomOp::Interrupt(_) => "interrupt",
-            RoomOp::Cancel(_) => "cancel",
-            RoomOp::Cleanup => "cleanup",
-            RoomOp::Rename(_) => "rename",
-            RoomOp::TermOpen(_) => "term_open",
-            RoomOp::TermDetach(_) => "term_detach",
-            RoomOp::TermClose(_) => "term_close",
-            RoomOp::ProcessStart { .. } => "process_start",
-            RoomOp::ProcessKill(_) => "process_kill",
-            RoomOp::ProcessFollow(_) => "process_follow",
-            RoomOp::ProcessUnfollow(_) => "process_unfollow",
-            RoomOp::CheckpointCreate(_) => "checkpoint_create",
-            RoomOp::CheckpointRestore(_) => "checkpoint_restore",
-            RoomOp::CheckpointDelete(_) => "checkpoint_delete",
-            RoomOp::Fork { .. } => "fork",
-            RoomOp::SetPolicy(_) => "set_policy",
-            RoomOp::Approve { .. } => "approve",
-            RoomOp::InviteCreate(_) => "invite_create",
+            RoomOp::Message { .. } => Method::Message,
+            RoomOp::Exec(_) => Method::Exec,
+            RoomOp::Interrupt(_) => Method::Interrupt,
+            RoomOp::Cancel(_) => Method::Cancel,
+            RoomOp::Cleanup => Method::Cleanup,
+            RoomOp::Rename(_) => Method::Rename,
+            RoomOp::TermOpen(_) => Method::TermOpen,
+            RoomOp::TermDetach(_) => Method::TermDetach,
+            RoomOp::TermClose(_) => Method::TermClose,
+            RoomOp::ProcessStart { .. } => Method::ProcessStart,
+            RoomOp::ProcessKill(_) => Method::ProcessKill,
+            RoomOp::ProcessFollow(_) => Method::ProcessFollow,
+            RoomOp::ProcessUnfollow(_) => Method::ProcessUnfollow,
+            RoomOp::CheckpointCreate(_) => Method::CheckpointCreate,
+            RoomOp::CheckpointRestore(_) => Method::CheckpointRestore,
+            RoomOp::CheckpointDelete(_) => Method::CheckpointDelete,
+            RoomOp::Fork { .. } => Method::Fork,
+            RoomOp::SetPolicy(_) => Method::SetPolicy,
+            RoomOp::Approve { .. } => Method::Approve,
+            RoomOp::InviteCreate(_) => Method::InviteCreate,
+        }
+    }
+
+    /// What it is, as the protocol's role table names it (a message: to
+    /// the room or to the agent).
+    pub fn action(&self) -> Action {
+        match self {
+            RoomOp::Message {
+                to: Addressee::Agent,
+                ..
+            } => Action::AskAgent,
+            other => other.method().action(),
         }
     }
 
@@ -345,7 +359,7 @@ impl Calls {
         let id = format!("r{}", self.next);
         let frame = ClientFrame::Rpc {
             id: serde_json::Value::String(id.clone()),
-            method: pending.op.method().to_string(),
+            method: pending.op.method().name().to_string(),
             args: pending.op.args_as(pending.client_id.as_deref()),
         };
         self.waiting.insert(id.clone(), pending);
@@ -412,7 +426,7 @@ impl Calls {
         let pending = self.waiting.remove(reply.id.as_str()?)?;
         let busy = !reply.success && matches!(reply.status, Some(503 | 429));
         if busy && pending.attempt < MAX_RETRIES {
-            tracing::debug!(method = pending.op.method(), status = ?reply.status, "busy: trying again");
+            tracing::debug!(method = pending.op.method().name(), status = ?reply.status, "busy: trying again");
             // The backend says when (429 and 503 carry retryAfterMs).
             let wait = reply
                 .retry_after_ms

@@ -14,19 +14,19 @@ fn operations_have_the_wire_shape() {
         RoomOp::to_room("ok thanks").args(),
         vec![json!({"text":"ok thanks","to":"room"})]
     );
-    assert_eq!(RoomOp::to_room("x").method(), "message");
+    assert_eq!(RoomOp::to_room("x").method().name(), "message");
     assert_eq!(
         RoomOp::Rename("bob".into()).args(),
         vec![json!({"name":"bob"})]
     );
-    assert_eq!(RoomOp::Rename("bob".into()).method(), "rename");
+    assert_eq!(RoomOp::Rename("bob".into()).method().name(), "rename");
     assert_eq!(RoomOp::Interrupt(None).args(), vec![json!({})]);
     assert_eq!(
         RoomOp::Cancel(Some("t1".into())).args(),
         vec![json!({"turnId":"t1"})]
     );
     assert!(RoomOp::Cleanup.args().is_empty());
-    assert_eq!(RoomOp::Exec("ls".into()).method(), "exec");
+    assert_eq!(RoomOp::Exec("ls".into()).method().name(), "exec");
 }
 
 #[test]
@@ -35,13 +35,13 @@ fn terminal_operations_have_the_wire_shape() {
         cols: 120,
         rows: 39,
     }));
-    assert_eq!(open.method(), "term_open");
+    assert_eq!(open.method().name(), "term_open");
     assert_eq!(open.args(), vec![json!({"cols":120,"rows":39})]);
     assert_eq!(RoomOp::TermOpen(None).args(), vec![json!({})]);
     let detach = RoomOp::TermDetach(Some("t1".into()));
-    assert_eq!(detach.method(), "term_detach");
+    assert_eq!(detach.method().name(), "term_detach");
     assert_eq!(detach.args(), vec![json!({"termId":"t1"})]);
-    assert_eq!(RoomOp::TermClose(None).method(), "term_close");
+    assert_eq!(RoomOp::TermClose(None).method().name(), "term_close");
     assert_eq!(RoomOp::TermClose(None).args(), vec![json!({})]);
 }
 

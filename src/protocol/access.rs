@@ -37,11 +37,115 @@ impl RoomRole {
     pub fn parse(s: &str) -> Option<RoomRole> {
         RoomRole::ALL.into_iter().find(|r| r.as_str() == s)
     }
+
+    /// "a viewer", "a writer", "an owner".
+    pub fn with_article(self) -> String {
+        let article = if self == RoomRole::Owner { "an" } else { "a" };
+        format!("{article} {self}")
+    }
 }
 
 impl std::fmt::Display for RoomRole {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// Declares the role table: `Variant, "wire_name", least role, "refusal
+/// words";` gives the `Action` enum, its rows in order and their lookups.
+macro_rules! actions {
+    ($($(#[$doc:meta])* $variant:ident, $name:literal, $least:ident, $refusal:literal;)*) => {
+        /// Something a caller asks to do in a room: one row of the role
+        /// table of docs/protocol.md ("Who may do what"), which the
+        /// server's check and the TUI's greying and refusals both read.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Action {
+            $($(#[$doc])* $variant),*
+        }
+
+        impl Action {
+            /// Every action, in the table's order.
+            pub const ALL: &[Action] = &[$(Action::$variant),*];
+
+            /// Its name in docs/operations.json (snake_case).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Action::$variant => $name),*
+                }
+            }
+
+            /// The least role that may do it.
+            pub fn least(self) -> RoomRole {
+                match self {
+                    $(Action::$variant => RoomRole::$least),*
+                }
+            }
+
+            /// How a refusal names it: "a viewer may not <refusal>".
+            pub fn refusal(self) -> &'static str {
+                match self {
+                    $(Action::$variant => $refusal),*
+                }
+            }
+        }
+    };
+}
+
+actions! {
+    /// A message to the people of the room.
+    ChatToRoom, "chat_to_room", Viewer, "talk to the room";
+    Rename, "rename", Viewer, "change their name";
+    /// Watching the running terminal, following a process's output.
+    Watch, "watch", Viewer, "watch";
+    /// A port's preview, `GET` or `HEAD`.
+    PreviewRead, "preview_read", Viewer, "open a preview";
+    AskAgent, "ask_agent", Writer, "ask the agent";
+    RunCommand, "run_command", Writer, "run commands";
+    Interrupt, "interrupt", Writer, "interrupt commands";
+    Cancel, "cancel", Writer, "cancel the agent's turn";
+    /// `PUT` and `DELETE` of files.
+    WriteFiles, "write_files", Writer, "change files";
+    StartProcess, "start_process", Writer, "start background processes";
+    KillProcess, "kill_process", Writer, "stop background processes";
+    /// A port's preview with another method or a WebSocket, or a tunnel.
+    UsePort, "use_port", Writer, "send requests to the sandbox's ports";
+    /// `term_open` when no terminal runs.
+    OpenTerminal, "open_terminal", Writer, "open the terminal";
+    /// `duet_term_input`.
+    TypeIntoTerminal, "type_into_terminal", Writer, "type into the terminal";
+    /// `duet_term_resize` (a watcher's size never counts).
+    ResizeTerminal, "resize_terminal", Writer, "size the terminal";
+    CloseTerminal, "close_terminal", Writer, "close the terminal";
+    TakeCheckpoint, "take_checkpoint", Writer, "take checkpoints";
+    RestoreCheckpoint, "restore_checkpoint", Writer, "restore checkpoints";
+    DeleteCheckpoint, "delete_checkpoint", Writer, "delete checkpoints";
+    SetPolicy, "set_policy", Writer, "change the policy";
+    /// Answer an agent's command waiting for a person.
+    Approve, "approve", Writer, "answer approvals";
+    Cleanup, "cleanup", Owner, "clean the room up";
+    Fork, "fork", Owner, "fork the room";
+    SetRole, "set_role", Owner, "change roles";
+    /// Create, list and revoke invites.
+    ManageInvites, "manage_invites", Owner, "manage invites";
+}
+
+impl Action {
+    /// Whether `role` may do it.
+    pub fn allows(self, role: RoomRole) -> bool {
+        role >= self.least()
+    }
+
+    /// `Ok` when `role` may do it; otherwise the refusal's words, as the
+    /// 403's `details.role` says them ("a viewer may not run commands").
+    pub fn check(self, role: RoomRole) -> Result<(), String> {
+        if self.allows(role) {
+            return Ok(());
+        }
+        Err(format!(
+            "{} may not {}",
+            role.with_article(),
+            self.refusal()
+        ))
     }
 }
 

@@ -2,16 +2,22 @@
 //! client and the backend agree on names and shapes.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::collections::BTreeMap;
 
 mod access;
 mod checkpoint;
+mod frames;
 pub mod link;
+pub mod ops;
 mod process;
+mod rooms;
+mod terminal;
 pub use access::*;
 pub use checkpoint::*;
+pub use frames::*;
 pub use process::*;
+pub use rooms::*;
+pub use terminal::*;
 
 /// Messages kept in a room's state.
 pub const STATE_MESSAGES: usize = 100;
@@ -344,293 +350,8 @@ pub struct ShellState {
     pub cwd: String,
 }
 
-/// `terminal` of the room state: the shared terminal that runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TerminalState {
-    pub term_id: String,
-    pub cols: u16,
-    pub rows: u16,
-}
-
-/// A terminal's size.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TermSize {
-    pub cols: u16,
-    pub rows: u16,
-}
-
-impl TermSize {
-    /// The size of a terminal nobody gave a size for.
-    pub const DEFAULT: TermSize = TermSize { cols: 80, rows: 24 };
-    /// The narrowest terminal: a smaller window's size counts as this (a
-    /// hidden or sliver pane must not squeeze the programs of everyone).
-    pub const MIN_COLS: u16 = 20;
-    /// The shortest terminal.
-    pub const MIN_ROWS: u16 = 5;
-    /// The widest terminal.
-    pub const MAX_COLS: u16 = 500;
-    /// The tallest terminal.
-    pub const MAX_ROWS: u16 = 200;
-
-    /// What is wrong with `cols` and `rows` as a size, by field: each
-    /// must be a whole number (any: it is clamped).
-    pub fn problems(cols: Option<i64>, rows: Option<i64>) -> Vec<(&'static str, String)> {
-        let mut problems = Vec::new();
-        for (field, value) in [("cols", cols), ("rows", rows)] {
-            if value.is_none() {
-                problems.push((field, "must be a whole number".to_string()));
-            }
-        }
-        problems
-    }
-
-    /// A size a client gave, within the bounds: `MIN_COLS`–`MAX_COLS`
-    /// wide, `MIN_ROWS`–`MAX_ROWS` tall.
-    pub fn clamped(cols: i64, rows: i64) -> TermSize {
-        let bound = |v: i64, min: u16, max: u16| {
-            u16::try_from(v.clamp(i64::from(min), i64::from(max))).unwrap_or(min)
-        };
-        TermSize {
-            cols: bound(cols, Self::MIN_COLS, Self::MAX_COLS),
-            rows: bound(rows, Self::MIN_ROWS, Self::MAX_ROWS),
-        }
-    }
-}
-
-/// Decoded bytes one `duet_term_input` frame may carry.
-pub const MAX_TERM_INPUT: usize = 64 * 1024;
-
-/// `duet_term`, by phase (docs/protocol.md "The shared terminal").
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "phase", rename_all = "lowercase")]
-pub enum TermFrame {
-    /// A terminal started (to every socket).
-    #[serde(rename_all = "camelCase")]
-    Open {
-        term_id: String,
-        by: String,
-        cols: u16,
-        rows: u16,
-    },
-    /// Output bytes, base64 (to attached sockets); `snapshot`: a redraw of
-    /// the whole screen.
-    #[serde(rename_all = "camelCase")]
-    Data {
-        term_id: String,
-        data: String,
-        #[serde(default, skip_serializing_if = "is_false")]
-        snapshot: bool,
-    },
-    /// The terminal's size changed (to attached sockets).
-    #[serde(rename_all = "camelCase")]
-    Resize {
-        term_id: String,
-        cols: u16,
-        rows: u16,
-    },
-    /// The terminal ended (to every socket); `reason` when it ended
-    /// unexpectedly (its emulator or its connection to the sandbox failed).
-    #[serde(rename_all = "camelCase")]
-    Exit {
-        term_id: String,
-        exit_code: Option<i32>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        reason: Option<String>,
-    },
-}
-
 /// The working directory of a fresh shell.
 pub const WORKSPACE: &str = "/workspace";
-
-/// One connection in the presence list.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PresenceUser {
-    pub id: String,
-    pub name: String,
-    pub since: i64,
-    /// What this connection may do (backends older than roles: owner).
-    #[serde(default = "owner")]
-    pub role: RoomRole,
-}
-
-fn owner() -> RoomRole {
-    RoomRole::Owner
-}
-
-/// Phases of `duet_ai`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AiPhase {
-    Start,
-    Delta,
-    End,
-    Error,
-}
-
-/// Frames the server sends on the socket.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type")]
-pub enum ServerFrame {
-    #[serde(rename = "cf_agent_identity")]
-    Identity { name: String, agent: String },
-    #[serde(rename = "cf_agent_state")]
-    State { state: RoomState },
-    #[serde(rename = "cf_agent_state_error")]
-    StateError { error: String },
-    #[serde(rename = "duet_presence")]
-    Presence { users: Vec<PresenceUser> },
-    #[serde(rename = "duet_typing")]
-    Typing {
-        id: String,
-        name: String,
-        /// Set when the typing is into the shared terminal.
-        #[serde(default, rename = "termId", skip_serializing_if = "Option::is_none")]
-        term_id: Option<String>,
-    },
-    #[serde(rename = "duet_term")]
-    Term(TermFrame),
-    #[serde(rename = "duet_process")]
-    Process(ProcessFrame),
-    #[serde(rename = "duet_approval")]
-    Approval(ApprovalFrame),
-    /// This socket's own connection: on connect, and when its name or
-    /// role changes.
-    #[serde(rename = "duet_you")]
-    You {
-        id: String,
-        name: String,
-        role: RoomRole,
-        /// The invite this socket joined with (none: the server's token).
-        #[serde(default, rename = "inviteId", skip_serializing_if = "Option::is_none")]
-        invite_id: Option<String>,
-    },
-    #[serde(rename = "duet_ai")]
-    Ai {
-        phase: AiPhase,
-        #[serde(rename = "turnId")]
-        turn_id: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        text: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        error: Option<String>,
-        /// `start` only: the `_pk` of the socket whose message began the
-        /// turn, when a socket did.
-        #[serde(
-            default,
-            rename = "byConnection",
-            skip_serializing_if = "Option::is_none"
-        )]
-        by_connection: Option<String>,
-    },
-    #[serde(rename = "duet_exec")]
-    Exec(ExecFrame),
-    #[serde(rename = "duet_cleanup")]
-    Cleanup { by: String },
-    #[serde(rename = "rpc")]
-    Rpc(RpcAnswer),
-    #[serde(rename = "duet_error")]
-    Error {
-        error: String,
-        /// Over a limit: when to try again.
-        #[serde(
-            default,
-            rename = "retryAfterMs",
-            skip_serializing_if = "Option::is_none"
-        )]
-        retry_after_ms: Option<u64>,
-    },
-}
-
-/// `duet_exec`, by phase.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "phase", rename_all = "lowercase")]
-pub enum ExecFrame {
-    #[serde(rename_all = "camelCase")]
-    Start {
-        exec_id: String,
-        cmd: String,
-        by: String,
-        source: ExecSource,
-        /// The `_pk` of the socket that caused it (its rpc, or the message
-        /// that began the agent's turn), when a socket did.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        by_connection: Option<String>,
-    },
-    #[serde(rename_all = "camelCase")]
-    Stdout { exec_id: String, data: String },
-    #[serde(rename_all = "camelCase")]
-    Stderr { exec_id: String, data: String },
-    #[serde(rename_all = "camelCase")]
-    Complete {
-        exec_id: String,
-        exit_code: Option<i32>,
-        duration: u64,
-        #[serde(default, skip_serializing_if = "is_false")]
-        timed_out: bool,
-        #[serde(default, skip_serializing_if = "is_false")]
-        truncated: bool,
-        #[serde(default, skip_serializing_if = "is_false")]
-        interrupted: bool,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        error: Option<String>,
-        /// The shell's working directory after the command.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        cwd: Option<String>,
-    },
-}
-
-/// The answer to a client's `rpc` frame.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RpcAnswer {
-    pub id: Value,
-    pub success: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<u16>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub details: Option<Value>,
-    #[serde(
-        default,
-        rename = "retryAfterMs",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub retry_after_ms: Option<u64>,
-    pub done: bool,
-}
-
-/// Frames a client sends on the socket.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type")]
-pub enum ClientFrame {
-    #[serde(rename = "duet_typing")]
-    Typing {},
-    /// Bytes for the shared terminal, base64.
-    #[serde(rename = "duet_term_input")]
-    TermInput {
-        #[serde(rename = "termId")]
-        term_id: String,
-        data: String,
-    },
-    /// This socket's window changed size.
-    #[serde(rename = "duet_term_resize")]
-    TermResize {
-        #[serde(rename = "termId")]
-        term_id: String,
-        cols: u16,
-        rows: u16,
-    },
-    #[serde(rename = "rpc")]
-    Rpc {
-        id: Value,
-        method: String,
-        #[serde(default)]
-        args: Vec<Value>,
-    },
-}
 
 /// Per-field validation messages: the `details` of a 400.
 pub type Details = BTreeMap<String, Vec<String>>;

@@ -240,12 +240,16 @@ async fn credential(app: &App, given: Given, token: &str) -> Option<Access> {
 }
 
 /// The access an invite token `given` gives on `path`: its invite's, when
-/// it is for that path's room and still usable.
+/// it is for that path's room and still usable. On the room list (which
+/// no room names) any usable invite is known, to be refused with a 403.
 pub(crate) async fn invite_access(app: &App, path: &str, given: &str) -> Option<Access> {
     if !given.starts_with(INVITE_PREFIX) {
         return None;
     }
-    let room = path_room(path)?;
+    let room = path_room(path);
+    if room.is_none() && path != super::rooms::PATH {
+        return None;
+    }
     let row = app
         .registry
         .shared
@@ -253,7 +257,8 @@ pub(crate) async fn invite_access(app: &App, path: &str, given: &str) -> Option<
         .invite_by_hash(token_hash(given))
         .await
         .ok()??;
-    (row.room == room && row.usable()).then_some(Access::Invite(row.invite))
+    let for_path = room.is_none_or(|room| row.room == room);
+    (for_path && row.usable()).then_some(Access::Invite(row.invite))
 }
 
 /// Compares secrets in time independent of where they differ.

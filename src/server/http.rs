@@ -56,9 +56,7 @@ async fn run_op(
 /// The route of operation `method` below `/api/rooms/{room}`; a path's
 /// `{id}` becomes the body's field it names (`processId`, `checkpointId`).
 pub(crate) fn operation(method: Method, verb: Verb) -> MethodRouter<Arc<App>> {
-    let id_field = method
-        .route()
-        .map_or("processId", |(_, path)| ops::path_id_field(path));
+    let id_field = method.id_field().unwrap_or("processId");
     let handler = move |State(app): State<Arc<App>>,
                         Extension(access): Extension<Access>,
                         Path(params): Path<std::collections::BTreeMap<String, String>>,

@@ -15,10 +15,12 @@ mod ports;
 mod processes;
 mod registry;
 mod room;
+mod rooms;
 mod router;
 mod store;
 mod store_access;
 mod store_checkpoints;
+mod store_rooms;
 mod terminal;
 mod ws;
 

@@ -3,7 +3,7 @@
 
 use super::ops::Method;
 use super::registry::Registry;
-use super::{auth, files, http, origin, ports, processes, ws};
+use super::{auth, files, http, origin, ports, processes, rooms, ws};
 use axum::Router;
 use axum::routing::{any, get};
 use std::sync::Arc;
@@ -21,7 +21,9 @@ pub(crate) struct App {
 
 /// The server's router.
 pub(crate) fn build(app: Arc<App>) -> Router {
-    let mut router = Router::new().route("/health", get(http::health));
+    let mut router = Router::new()
+        .route("/health", get(http::health))
+        .route(rooms::PATH, get(rooms::list));
     for method in Method::ALL {
         if let Some((verb, path)) = method.route() {
             let path = format!("/api/rooms/{{room}}{path}");

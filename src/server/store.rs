@@ -5,11 +5,12 @@
 
 use crate::protocol::{
     Addressee, DuetMessage, ExecRecord, ExecSource, Role, SERVER_STOPPED, STATE_EXECS,
-    STATE_MESSAGES,
 };
 use rusqlite::{Connection, Row, params};
 use std::path::PathBuf;
 use tokio::sync::oneshot;
+
+pub(crate) use super::store_rooms::RoomRow;
 
 /// Why the store could not answer.
 #[derive(Debug, thiserror::Error)]
@@ -29,23 +30,6 @@ pub(crate) struct Store {
     jobs: std::sync::mpsc::Sender<Job>,
 }
 
-/// A room as kept in the store, with its recent history.
-#[derive(Debug, Clone)]
-pub(crate) struct RoomRow {
-    pub(crate) opaque: String,
-    pub(crate) slot: u32,
-    pub(crate) next_message: u64,
-    pub(crate) next_exec: u64,
-    pub(crate) messages: Vec<DuetMessage>,
-    pub(crate) execs: Vec<ExecRecord>,
-    /// Its checkpoints, oldest first, and the next one's number.
-    pub(crate) checkpoints: Vec<crate::protocol::Checkpoint>,
-    pub(crate) next_checkpoint: u64,
-    /// Its invites (revoked ones too) and its approval policy.
-    pub(crate) invites: Vec<super::store_access::InviteRow>,
-    pub(crate) policy: super::store_access::PolicyRow,
-}
-
 /// Tables of the store; `PRAGMA`s set WAL and `synchronous = NORMAL`.
 const SCHEMA: &str = "
 PRAGMA journal_mode = WAL;
@@ -54,6 +38,7 @@ PRAGMA busy_timeout = 5000;
 CREATE TABLE IF NOT EXISTS rooms (
     id TEXT PRIMARY KEY,
     opaque TEXT NOT NULL,
+    created_at INTEGER NOT NULL DEFAULT 0,
     slot INTEGER NOT NULL UNIQUE,
     next_message INTEGER NOT NULL DEFAULT 1,
     next_exec INTEGER NOT NULL DEFAULT 1
@@ -123,6 +108,7 @@ fn migrate(conn: &Connection) -> rusqlite::Result<()> {
             conn.execute_batch(&format!("ALTER TABLE execs ADD COLUMN {column} {kind}"))?;
         }
     }
+    super::store_rooms::migrate(conn)?;
     conn.execute_batch(CLIENT_ID_INDEX)
 }
 
@@ -231,57 +217,6 @@ impl Store {
         });
         self.jobs.send(job).map_err(|_| StoreError::Closed)?;
         Ok(rx.await.map_err(|_| StoreError::Closed)??)
-    }
-
-    /// Loads a room, creating it (with a new opaque name and slot) when absent.
-    pub(crate) async fn load_room(
-        &self,
-        room: String,
-        opaque: String,
-    ) -> Result<RoomRow, StoreError> {
-        self.call(move |conn| {
-            let tx = conn.transaction()?;
-            tx.execute(
-                "INSERT OR IGNORE INTO rooms (id, opaque, slot) VALUES \
-                 (?1, ?2, (SELECT COALESCE(MAX(slot), 0) + 1 FROM rooms))",
-                params![room, opaque],
-            )?;
-            let (opaque, slot, next_message, next_exec, next_checkpoint) = tx.query_row(
-                "SELECT opaque, slot, next_message, next_exec, next_checkpoint FROM rooms \
-                 WHERE id = ?1",
-                params![room],
-                |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, u32>(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                    ))
-                },
-            )?;
-            let checkpoints = super::store_checkpoints::select(&tx, &room)?;
-            let invites = super::store_access::select_invites(&tx, &room)?;
-            let policy = super::store_access::select_policy(&tx, &room)?;
-            let mut messages = select_messages(&tx, &room, None, STATE_MESSAGES)?;
-            messages.reverse();
-            let mut execs = select_execs(&tx, &room, None, STATE_EXECS)?;
-            execs.reverse();
-            tx.commit()?;
-            Ok(RoomRow {
-                opaque,
-                slot,
-                next_message,
-                next_exec,
-                messages,
-                execs,
-                checkpoints,
-                next_checkpoint,
-                invites,
-                policy,
-            })
-        })
-        .await
     }
 
     /// Stores a message and the room's next message number, in one transaction.
@@ -519,23 +454,10 @@ impl Store {
         })
         .await
     }
-
-    /// Whether the room exists in the store.
-    pub(crate) async fn has_room(&self, room: String) -> Result<bool, StoreError> {
-        use rusqlite::OptionalExtension;
-        self.call(move |conn| {
-            conn.query_row("SELECT 1 FROM rooms WHERE id = ?1", params![room], |_| {
-                Ok(())
-            })
-            .optional()
-            .map(|r| r.is_some())
-        })
-        .await
-    }
 }
 
 /// The newest `limit` messages of `room` older than `before`, newest first.
-fn select_messages(
+pub(super) fn select_messages(
     conn: &Connection,
     room: &str,
     before: Option<&str>,
@@ -558,7 +480,7 @@ fn select_messages(
 }
 
 /// Up to `limit` commands of `room` older than `before`, newest first.
-fn select_execs(
+pub(super) fn select_execs(
     conn: &Connection,
     room: &str,
     before: Option<&str>,

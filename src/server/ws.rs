@@ -7,17 +7,16 @@ use super::errors::Path;
 use super::errors::{ApiError, add_detail};
 use super::http::room_details;
 use super::limits::{FrameRates, OpRates, SocketCount, SocketSlot};
-use super::ops::{self, Method};
 use super::room::{Joined, Outgoing, RoomHandle, frame_text, send_frame};
 use super::router::App;
 use super::terminal::socket::{Feed, TermSide};
 use super::terminal::{Attached, TermHandle};
-use crate::protocol::{AGENT_NAME, PresenceUser, RpcAnswer, ServerFrame, name_problem, now_ms};
+use crate::protocol::{AGENT_NAME, PresenceUser, ServerFrame, name_problem, now_ms};
 use axum::Extension;
 use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -25,7 +24,10 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
 mod process;
+mod rpc;
 mod term;
+
+use rpc::failure;
 
 /// How often the server pings.
 const PING_EVERY: Duration = Duration::from_secs(20);
@@ -513,64 +515,6 @@ impl Connection {
             other => Some(error_frame(format!("unknown frame type {other:?}"))),
         }
     }
-
-    /// Starts an rpc; its answer comes through `answers`.
-    fn rpc(&mut self, value: Value, answers: &mpsc::Sender<Answered>) -> Option<Utf8Bytes> {
-        let Some(id) = value.get("id").cloned() else {
-            return Some(error_frame("an rpc frame needs an \"id\""));
-        };
-        if let Some(method) = value.get("method").and_then(Value::as_str)
-            && term::TERM_METHODS.contains(&method)
-        {
-            return self.term_rpc(method, id, &value, answers);
-        }
-        if let Some(method) = value.get("method").and_then(Value::as_str)
-            && process::FOLLOW_METHODS.contains(&method)
-        {
-            return self.follow_rpc(method, id, &value, answers);
-        }
-        let parsed = rpc_request(&value, self.caller.clone()).and_then(|request| {
-            self.op_rates
-                .admit(request.op.method())
-                .map_err(failure)
-                .map(|()| request)
-        });
-        let request = match parsed {
-            Ok(request) => request,
-            Err(answer) => return Some(frame_text(&ServerFrame::Rpc(answer.with_id(id)))),
-        };
-        let handle = self.handle.clone();
-        let answers = answers.clone();
-        let new_name = match &request.op {
-            ops::Op::Rename(rename) => Some(rename.name.clone()),
-            _ => None,
-        };
-        tokio::spawn(async move {
-            let answer = match handle.perform(request).await {
-                // The body keeps its field order: spliced in, not re-parsed.
-                Ok(reply) => Answered {
-                    text: Some(success_text(&id, &reply.body)),
-                    renamed: new_name,
-                    ..Answered::default()
-                },
-                Err(e) => Answered {
-                    text: Some(frame_text(&ServerFrame::Rpc(failure(e).with_id(id)))),
-                    ..Answered::default()
-                },
-            };
-            let _ = answers.send(answer).await;
-        });
-        None
-    }
-}
-
-/// A successful rpc answer around `body` (JSON text).
-fn success_text(id: &Value, body: &str) -> Utf8Bytes {
-    Utf8Bytes::from(format!(
-        r#"{{"type":"rpc","id":{},"success":true,"result":{},"done":true}}"#,
-        serde_json::to_string(id).unwrap_or_else(|_| "null".into()),
-        body
-    ))
 }
 
 /// The `duet_error` of a frame over this socket's rates.
@@ -579,69 +523,6 @@ fn limited_frame(e: ApiError) -> Utf8Bytes {
         error: e.body.error,
         retry_after_ms: e.body.retry_after_ms,
     })
-}
-
-/// An rpc failure waiting for its id.
-struct Failure(Box<RpcAnswer>);
-
-impl Failure {
-    /// The answer, with the rpc's id.
-    fn with_id(mut self, id: Value) -> RpcAnswer {
-        self.0.id = id;
-        *self.0
-    }
-}
-
-/// An error answer as a failed rpc.
-fn failure(e: ApiError) -> Failure {
-    Failure(Box::new(RpcAnswer {
-        id: Value::Null,
-        success: false,
-        result: None,
-        error: Some(e.body.error),
-        status: Some(e.status.as_u16()),
-        details: e.body.details.and_then(|d| serde_json::to_value(d).ok()),
-        retry_after_ms: e.body.retry_after_ms,
-        done: true,
-    }))
-}
-
-/// The operation an rpc frame asks for, for `caller`.
-fn rpc_request(value: &Value, caller: Caller) -> Result<ops::Request, Failure> {
-    let Some(name) = value.get("method").and_then(Value::as_str) else {
-        return Err(failure(ApiError::field("method", "must be a string")));
-    };
-    let obj = &rpc_args(value)?;
-    let Ok(method) = name.parse::<Method>() else {
-        // Just the error: no status, no details.
-        return Err(Failure(Box::new(RpcAnswer {
-            id: Value::Null,
-            success: false,
-            result: None,
-            error: Some(format!("unknown method {name:?}")),
-            status: None,
-            details: None,
-            retry_after_ms: None,
-            done: true,
-        })));
-    };
-    ops::parse(method, obj, Default::default(), caller).map_err(failure)
-}
-
-/// An rpc's `args[0]`: an object, or nothing (`{}`).
-fn rpc_args(value: &Value) -> Result<Map<String, Value>, Failure> {
-    match value.get("args") {
-        None | Some(Value::Null) => Ok(Map::new()),
-        Some(Value::Array(args)) => match args.first() {
-            None | Some(Value::Null) => Ok(Map::new()),
-            Some(Value::Object(obj)) => Ok(obj.clone()),
-            Some(_) => Err(failure(ApiError::field(
-                "args",
-                "args[0] must be an object",
-            ))),
-        },
-        Some(_) => Err(failure(ApiError::field("args", "must be an array"))),
-    }
 }
 
 /// Ends a socket whose client broke the protocol. Invalid UTF-8 in a text
@@ -664,42 +545,6 @@ async fn close_on_error(socket: &mut WebSocket, err: axum::Error) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    fn caller(name: Option<&str>) -> Caller {
-        Caller::new(name.map(str::to_string), Access::Server, None)
-    }
-
-    #[test]
-    fn rpc_frames_name_their_problems() {
-        let ok = rpc_request(
-            &json!({"method":"exec","args":[{"cmd":"ls"}]}),
-            caller(Some("ada")),
-        )
-        .ok()
-        .unwrap();
-        assert!(matches!(ok.op, ops::Op::Exec(_)));
-        assert_eq!(ok.caller.name.as_deref(), Some("ada"));
-        assert!(matches!(
-            rpc_request(&json!({"method":"cleanup"}), caller(None)),
-            Ok(ops::Request {
-                op: ops::Op::Cleanup(_),
-                ..
-            })
-        ));
-        let bad = rpc_request(&json!({"method":"exec","args":[{}]}), caller(None))
-            .err()
-            .unwrap()
-            .0;
-        assert_eq!(bad.status, Some(400));
-        assert!(bad.details.unwrap().get("cmd").is_some());
-        let unknown = rpc_request(&json!({"method":"dance"}), caller(None))
-            .err()
-            .unwrap()
-            .0;
-        assert_eq!(unknown.error.as_deref(), Some("unknown method \"dance\""));
-        assert_eq!((unknown.status, unknown.details), (None, None));
-    }
 
     #[test]
     fn queries_name_bad_fields() {

@@ -162,7 +162,12 @@ impl App {
         if action == Action::Escape && self.stop_target().is_none() {
             return;
         }
-        if let Some(deed) = crate::tui::roles::key_deed(action)
+        let deed = match action {
+            // Esc interrupts a command or cancels a turn: the one it stops.
+            Action::Escape => self.stop_target().map(|stop| stop.op.action()),
+            _ => crate::tui::roles::key_deed(action),
+        };
+        if let Some(deed) = deed
             && self.refused(deed)
         {
             return;
@@ -292,9 +297,7 @@ impl App {
             return;
         };
         // What this role may not do stays in the input, said why.
-        if let Some(deed) = crate::tui::roles::op_deed(&op)
-            && self.refused(deed)
-        {
+        if self.refused(crate::tui::roles::op_deed(&op)) {
             return;
         }
         if let RoomOp::Exec(cmd) = &op

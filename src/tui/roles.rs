@@ -13,107 +13,16 @@ use crate::tui::app::{App, Modal};
 use crate::tui::composer::Mode;
 use crate::tui::keymap::Action;
 
-/// Something a person does in the room that not every role may.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Deed {
-    AskAgent,
-    RunCommand,
-    /// Interrupt a command, cancel a turn.
-    Stop,
-    Cleanup,
-    /// `PUT` and `DELETE` of files.
-    ChangeFiles,
-    StartProcess,
-    KillProcess,
-    /// `term_open` when no terminal runs.
-    OpenTerminal,
-    /// `duet_term_input`, `duet_term_resize`.
-    TypeInTerminal,
-    CloseTerminal,
-    /// Create, restore (`/undo`) and delete checkpoints.
-    Checkpoints,
-    Fork,
-    SetPolicy,
-    /// Answer an agent's command waiting for a person.
-    Approve,
-    /// Invites and roles.
-    Invite,
-}
-
-/// One row of the table: the least role that may, and what it is as the
-/// refusal says it ("a viewer may not …").
-pub struct Rule {
-    pub deed: Deed,
-    pub least: RoomRole,
-    pub what: &'static str,
-}
-
-/// The contract's table, for what the TUI does. Everything not listed
-/// (reading, chat to the room, typing, renaming, following a log,
-/// watching the terminal) every role may.
-pub const RULES: &[Rule] = &[
-    rule(Deed::AskAgent, RoomRole::Writer, "ask the agent"),
-    rule(Deed::RunCommand, RoomRole::Writer, "run commands"),
-    rule(
-        Deed::Stop,
-        RoomRole::Writer,
-        "stop commands or the agent's turns",
-    ),
-    rule(Deed::Cleanup, RoomRole::Owner, "clean the room up"),
-    rule(Deed::ChangeFiles, RoomRole::Writer, "write or delete files"),
-    rule(
-        Deed::StartProcess,
-        RoomRole::Writer,
-        "start background processes",
-    ),
-    rule(
-        Deed::KillProcess,
-        RoomRole::Writer,
-        "stop background processes",
-    ),
-    rule(
-        Deed::OpenTerminal,
-        RoomRole::Writer,
-        "open the shared terminal (it can watch one that runs)",
-    ),
-    rule(
-        Deed::TypeInTerminal,
-        RoomRole::Writer,
-        "type into the shared terminal",
-    ),
-    rule(
-        Deed::CloseTerminal,
-        RoomRole::Writer,
-        "close the shared terminal",
-    ),
-    rule(
-        Deed::Checkpoints,
-        RoomRole::Writer,
-        "take, restore or delete checkpoints",
-    ),
-    rule(Deed::Fork, RoomRole::Owner, "fork the room"),
-    rule(Deed::SetPolicy, RoomRole::Writer, "change the policy"),
-    rule(
-        Deed::Approve,
-        RoomRole::Writer,
-        "answer the agent's approval requests",
-    ),
-    rule(
-        Deed::Invite,
-        RoomRole::Owner,
-        "invite people or change roles",
-    ),
-];
-
-const fn rule(deed: Deed, least: RoomRole, what: &'static str) -> Rule {
-    Rule { deed, least, what }
-}
+/// What a person does in the room, as the protocol's one role table
+/// names it (its least role and the server's refusal words). Called
+/// `Deed` here: the keymap's `Action` is what a key does.
+pub use crate::protocol::Action as Deed;
 
 /// What the keys of the keymap do, where a role matters.
 pub const KEY_DEEDS: &[(Action, Deed)] = &[
     (Action::ModeAsk, Deed::AskAgent),
     (Action::ModeRun, Deed::RunCommand),
-    (Action::Escape, Deed::Stop),
+    (Action::Escape, Deed::Interrupt),
     (Action::Cleanup, Deed::Cleanup),
     (Action::Kill, Deed::KillProcess),
     (Action::Approvals, Deed::Approve),
@@ -127,30 +36,9 @@ pub fn key_deed(action: Action) -> Option<Deed> {
         .map(|(_, deed)| *deed)
 }
 
-/// The deed a room operation is, if a role matters to it.
-pub fn op_deed(op: &RoomOp) -> Option<Deed> {
-    Some(match op {
-        RoomOp::Message { to, .. } if *to == crate::protocol::Addressee::Agent => Deed::AskAgent,
-        RoomOp::Exec(_) => Deed::RunCommand,
-        RoomOp::Interrupt(_) | RoomOp::Cancel(_) => Deed::Stop,
-        RoomOp::Cleanup => Deed::Cleanup,
-        RoomOp::TermClose(_) => Deed::CloseTerminal,
-        RoomOp::ProcessStart { .. } => Deed::StartProcess,
-        RoomOp::ProcessKill(_) => Deed::KillProcess,
-        RoomOp::CheckpointCreate(_)
-        | RoomOp::CheckpointRestore(_)
-        | RoomOp::CheckpointDelete(_) => Deed::Checkpoints,
-        RoomOp::Fork { .. } => Deed::Fork,
-        RoomOp::SetPolicy(_) => Deed::SetPolicy,
-        RoomOp::Approve { .. } => Deed::Approve,
-        RoomOp::InviteCreate(_) => Deed::Invite,
-        RoomOp::Message { .. }
-        | RoomOp::Rename(_)
-        | RoomOp::TermOpen(_)
-        | RoomOp::TermDetach(_)
-        | RoomOp::ProcessFollow(_)
-        | RoomOp::ProcessUnfollow(_) => return None,
-    })
+/// The deed a room operation is.
+pub fn op_deed(op: &RoomOp) -> Deed {
+    op.action()
 }
 
 /// The deed a dialog would do when answered yes: it closes when the role
@@ -158,26 +46,19 @@ pub fn op_deed(op: &RoomOp) -> Option<Deed> {
 fn modal_deed(modal: &Modal) -> Option<Deed> {
     match modal {
         Modal::ConfirmCleanup => Some(Deed::Cleanup),
-        Modal::ConfirmStop(stop) => op_deed(&stop.op),
-        Modal::ConfirmRestore(_) => Some(Deed::Checkpoints),
+        Modal::ConfirmStop(stop) => Some(op_deed(&stop.op)),
+        Modal::ConfirmRestore(_) => Some(Deed::RestoreCheckpoint),
         Modal::Approval(_) => Some(Deed::Approve),
         _ => None,
     }
 }
 
-/// Whether `role` may do `deed`; `Err` is the sentence that says not.
+/// Whether `role` may do `deed`; `Err` is the sentence that says not,
+/// in the server's words ("You are a viewer: a viewer may not run
+/// commands").
 pub fn allowed(role: RoomRole, deed: Deed) -> Result<(), String> {
-    let Some(rule) = RULES.iter().find(|r| r.deed == deed) else {
-        return Ok(());
-    };
-    if role >= rule.least {
-        return Ok(());
-    }
-    Err(crate::client::explain::not_allowed(&format!(
-        "{} may not {}",
-        crate::client::access::a_role(role),
-        rule.what
-    )))
+    deed.check(role)
+        .map_err(|words| crate::client::explain::not_allowed(&words))
 }
 
 impl App {
@@ -246,10 +127,11 @@ mod tests {
             allowed(Writer, Deed::Cleanup),
             Err("You are a writer: a writer may not clean the room up".into())
         );
-        for rule in RULES {
-            assert!(allowed(Owner, rule.deed).is_ok());
+        for deed in Deed::ALL {
+            assert!(allowed(Owner, *deed).is_ok());
         }
-        assert_eq!(op_deed(&RoomOp::to_room("hi")), None);
-        assert_eq!(op_deed(&RoomOp::to_agent("hi")), Some(Deed::AskAgent));
+        assert_eq!(op_deed(&RoomOp::to_room("hi")), Deed::ChatToRoom);
+        assert!(allowed(Viewer, op_deed(&RoomOp::to_room("hi"))).is_ok());
+        assert_eq!(op_deed(&RoomOp::to_agent("hi")), Deed::AskAgent);
     }
 }

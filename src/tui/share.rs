@@ -81,7 +81,7 @@ impl App {
             self.copy_link(effects);
             return;
         }
-        if self.may(Deed::Invite).is_err() {
+        if self.may(Deed::ManageInvites).is_err() {
             self.shared = Some(SharedLink {
                 command: String::new(),
                 about: format!(

@@ -62,7 +62,7 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         aliases: &[],
         usage: "/put FILE [PATH]",
         help: "copy a file of yours into the workspace",
-        deed: Some(Deed::ChangeFiles),
+        deed: Some(Deed::WriteFiles),
         run: |app, arg, effects| {
             let (local, remote) = one_or_two(arg).ok_or("usage: /put FILE [PATH]")?;
             app.put_file(local, &remote, effects)
@@ -106,7 +106,7 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         aliases: &[],
         usage: "/undo",
         help: "undo the agent's last turn: restores the checkpoint before it (asks first)",
-        deed: Some(Deed::Checkpoints),
+        deed: Some(Deed::RestoreCheckpoint),
         run: |app, arg, _| {
             if !arg.is_empty() {
                 return Err(
@@ -122,7 +122,7 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         aliases: &[],
         usage: "/checkpoint [NAME]",
         help: "save a copy of /workspace now, to restore later",
-        deed: Some(Deed::Checkpoints),
+        deed: Some(Deed::TakeCheckpoint),
         run: |app, arg, effects| app.take_checkpoint(arg, effects),
     },
     SlashCommand {
@@ -141,7 +141,7 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         aliases: &[],
         usage: "/restore NAME",
         help: "make /workspace a checkpoint again, by name or id (asks first)",
-        deed: Some(Deed::Checkpoints),
+        deed: Some(Deed::RestoreCheckpoint),
         run: |app, arg, _| app.ask_restore(arg),
     },
     SlashCommand {
@@ -215,7 +215,7 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         aliases: &[],
         usage: "/invite ROLE",
         help: "a link to join as viewer, writer or owner (a NAME after it fixes theirs)",
-        deed: Some(Deed::Invite),
+        deed: Some(Deed::ManageInvites),
         run: |app, arg, effects| {
             let (role, name) =
                 one_or_two(arg).ok_or("usage: /invite viewer|writer|owner [NAME]")?;

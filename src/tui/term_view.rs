@@ -127,7 +127,7 @@ impl App {
     }
 
     fn term_input(&mut self, data: Vec<u8>, effects: &mut Vec<Effect>) {
-        if self.refused(Deed::TypeInTerminal) {
+        if self.refused(Deed::TypeIntoTerminal) {
             return;
         }
         // Shown but not attached yet (it opens, or attaches again after a
@@ -194,7 +194,7 @@ impl App {
     /// The pane's size changed while attached: say so.
     pub(crate) fn follow_pane_size(&mut self, effects: &mut Vec<Effect>) {
         // A watcher's size does not count: it is not sent.
-        if !self.term.shown || !self.term.attached || self.may(Deed::TypeInTerminal).is_err() {
+        if !self.term.shown || !self.term.attached || self.may(Deed::TypeIntoTerminal).is_err() {
             return;
         }
         // A hidden pane (the narrow layout shows one pane at a time) keeps

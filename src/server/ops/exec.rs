@@ -4,7 +4,7 @@
 
 use super::{Answer, Caller, Fields, Operation};
 use crate::protocol::valid_env_name;
-use crate::server::room::RoomActor;
+use crate::server::room::{RoomActor, Then};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -49,8 +49,16 @@ impl Operation for Exec {
         })
     }
 
+    /// Runs a person's command; `answer` gets `{result, sandboxName}`.
     async fn apply(self, room: &mut RoomActor, caller: Caller, answer: Answer) {
-        room.exec(self, caller, answer).await;
+        let spec = room
+            .shared
+            .policy
+            .spec(self.cmd.clone(), self.timeout_ms, self.cwd, self.env);
+        let by = caller.name_or_anonymous();
+        let then = Then::Http(answer);
+        room.launch(self.cmd, spec, by, caller.connection(), then)
+            .await;
     }
 }
 

@@ -2,8 +2,9 @@
 //! SIGINT to the running command, SIGKILL 2 s later; answers
 //! `InterruptResponse`, after an `interrupt` record when it stopped one.
 
-use super::{Answer, Caller, Fields, Operation};
-use crate::server::room::RoomActor;
+use super::{Answer, Caller, Fields, Operation, Reply};
+use crate::protocol::{Event, InterruptResponse};
+use crate::server::room::{RoomActor, record_in};
 
 /// Stop a running command (the given one, else the current).
 #[derive(Debug, Clone, PartialEq)]
@@ -18,7 +19,27 @@ impl Operation for Interrupt {
         })
     }
 
+    /// Stops the command (the given one, else the oldest running: they
+    /// run one at a time in the order they came); answers whether one
+    /// was, after storing its `interrupt` record.
     async fn apply(self, room: &mut RoomActor, caller: Caller, answer: Answer) {
-        room.interrupt(self.exec_id, caller.name_or_anonymous(), answer);
+        let target = match &self.exec_id {
+            Some(id) => room.running.get_key_value(id),
+            None => room.running.iter().next(),
+        };
+        let Some((exec_id, cmd)) = target.map(|(id, c)| (id.clone(), c.cmd.clone())) else {
+            let _ = answer.send(Ok(Reply::ok(InterruptResponse { interrupted: false })));
+            return;
+        };
+        let (sandbox, inbox) = (room.sandbox.clone(), room.inbox.clone());
+        let by = caller.name_or_anonymous();
+        // Awaited apart from the actor: the sandbox answers when it signalled.
+        tokio::spawn(async move {
+            let interrupted = sandbox.interrupt(Some(exec_id.clone()), false).await;
+            if interrupted {
+                record_in(&inbox, Event::Interrupt { by, exec_id, cmd }).await;
+            }
+            let _ = answer.send(Ok(Reply::ok(InterruptResponse { interrupted })));
+        });
     }
 }

@@ -1,8 +1,8 @@
 //! The room operations of docs/protocol.md, shared by HTTP and the
-//! socket's `rpc`. Each is one module (its request type, its parser, what
-//! it does in the room) and one line in the `operations!` table below,
-//! which gives it its rpc method and its HTTP route (none for what only a
-//! socket can do).
+//! socket's `rpc`. Their names, routes and actions are the protocol's
+//! table (`protocol::ops::Method`); here each is one module (its request
+//! type, its parser, what it does in the room) and one line of the
+//! `operations!` table below, which binds the method to that module.
 
 mod cancel;
 mod checkpoint;
@@ -16,17 +16,16 @@ mod policy;
 mod process;
 mod rename;
 
-pub(crate) use exec::Exec;
 pub(crate) use fields::Fields;
 pub(crate) use invite::InviteCreate;
-pub(crate) use message::Message;
 pub(crate) use policy::Approve;
 pub(crate) use process::ProcessStart;
 
 use super::auth::Caller;
 use super::errors::ApiError;
 use super::room::RoomActor;
-use crate::protocol::Details;
+pub(crate) use crate::protocol::ops::{Method, Verb};
+use crate::protocol::{Action, Addressee, Details};
 use axum::http::StatusCode;
 use serde_json::{Map, Value};
 use std::future::Future;
@@ -79,37 +78,13 @@ pub(crate) trait Operation: Sized + Send + 'static {
     ) -> impl Future<Output = ()> + Send;
 }
 
-/// Declares the operations: `Variant => module::Type, "method",
-/// Some((HTTP method, "/path"));` (or `None`: no HTTP route) gives the
-/// `Method` enum, the `Op` enum and their dispatch. A path's `{id}` is
-/// the body's field that the route names (`/processes/{id}`: `processId`).
+/// Binds each operation of the protocol's table (`protocol::ops::Method`:
+/// its name, route and actions) to the module that parses and performs
+/// it: `Variant => module::Type;` for a room operation, and the methods a
+/// socket answers itself (`socket { .. }`, in `ws/term.rs` and
+/// `ws/process.rs`). Gives the `Op` enum and its dispatch.
 macro_rules! operations {
-    ($($variant:ident => $module:ident::$ty:ident, $name:literal, $path:expr;)*) => {
-        /// The method of a room operation: its rpc `method` and HTTP route.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub(crate) enum Method {
-            $($variant),*
-        }
-
-        impl Method {
-            /// Every operation, in the table's order.
-            pub(crate) const ALL: &[Method] = &[$(Method::$variant),*];
-
-            /// Its rpc `method`.
-            pub(crate) fn name(self) -> &'static str {
-                match self {
-                    $(Method::$variant => $name),*
-                }
-            }
-
-            /// Its HTTP route below `/api/rooms/{room}`, if it has one.
-            pub(crate) fn route(self) -> Option<(Verb, &'static str)> {
-                match self {
-                    $(Method::$variant => $path),*
-                }
-            }
-        }
-
+    (room { $($variant:ident => $module:ident::$ty:ident;)* } socket { $($socket:ident),* }) => {
         /// A room operation, parsed.
         #[derive(Debug, Clone, PartialEq)]
         pub(crate) enum Op {
@@ -117,9 +92,11 @@ macro_rules! operations {
         }
 
         impl Op {
-            fn parse_as(method: Method, f: &mut Fields<'_>) -> Option<Op> {
+            /// `None` for a method the socket answers itself.
+            fn parse_as(method: Method, f: &mut Fields<'_>) -> Option<Option<Op>> {
                 match method {
-                    $(Method::$variant => $module::$ty::parse(f).map(Op::$variant)),*
+                    $(Method::$variant => Some($module::$ty::parse(f).map(Op::$variant)),)*
+                    $(Method::$socket)|* => None,
                 }
             }
 
@@ -140,54 +117,37 @@ macro_rules! operations {
     };
 }
 
-/// The HTTP method of an operation's route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Verb {
-    Post,
-    Delete,
-}
-
 operations! {
-    Message => message::Message, "message", Some((Verb::Post, "/message"));
-    Exec => exec::Exec, "exec", Some((Verb::Post, "/sandbox/exec"));
-    Interrupt => interrupt::Interrupt, "interrupt", Some((Verb::Post, "/sandbox/interrupt"));
-    Cancel => cancel::Cancel, "cancel", Some((Verb::Post, "/cancel"));
-    Cleanup => cleanup::Cleanup, "cleanup", Some((Verb::Post, "/cleanup"));
-    Rename => rename::Rename, "rename", None;
-    ProcessStart => process::ProcessStart, "process_start", Some((Verb::Post, "/processes"));
-    ProcessKill => process::ProcessKill, "process_kill", Some((Verb::Delete, "/processes/{id}"));
-    CheckpointCreate => checkpoint::CheckpointCreate, "checkpoint_create", Some((Verb::Post, "/checkpoints"));
-    CheckpointRestore => checkpoint::CheckpointRestore, "checkpoint_restore", Some((Verb::Post, "/checkpoints/{id}/restore"));
-    CheckpointDelete => checkpoint::CheckpointDelete, "checkpoint_delete", Some((Verb::Delete, "/checkpoints/{id}"));
-    Fork => checkpoint::Fork, "fork", Some((Verb::Post, "/fork"));
-    InviteCreate => invite::InviteCreate, "invite_create", Some((Verb::Post, "/invites"));
-    InviteRevoke => invite::InviteRevoke, "invite_revoke", Some((Verb::Delete, "/invites/{id}"));
-    SetRole => invite::SetRole, "set_role", Some((Verb::Post, "/invites/{id}/role"));
-    SetPolicy => policy::SetPolicy, "set_policy", Some((Verb::Post, "/policy"));
-    Approve => policy::Approve, "approve", Some((Verb::Post, "/approve"));
-}
-
-/// The body field a route's `{id}` fills: the route's first segment
-/// names the kind (`/processes/{id}`: `processId`).
-pub(crate) fn path_id_field(path: &str) -> &'static str {
-    if path.starts_with("/checkpoints/") {
-        "checkpointId"
-    } else if path.starts_with("/invites/") {
-        "inviteId"
-    } else {
-        "processId"
+    room {
+    Message => message::Message;
+    Exec => exec::Exec;
+    Interrupt => interrupt::Interrupt;
+    Cancel => cancel::Cancel;
+    Cleanup => cleanup::Cleanup;
+    Rename => rename::Rename;
+    ProcessStart => process::ProcessStart;
+    ProcessKill => process::ProcessKill;
+    CheckpointCreate => checkpoint::CheckpointCreate;
+    CheckpointRestore => checkpoint::CheckpointRestore;
+    CheckpointDelete => checkpoint::CheckpointDelete;
+    Fork => checkpoint::Fork;
+    InviteCreate => invite::InviteCreate;
+    InviteRevoke => invite::InviteRevoke;
+    SetRole => invite::SetRole;
+    SetPolicy => policy::SetPolicy;
+    Approve => policy::Approve;
     }
+    socket { TermOpen, TermDetach, TermClose, ProcessFollow, ProcessUnfollow }
 }
 
-impl std::str::FromStr for Method {
-    type Err = ();
-
-    fn from_str(name: &str) -> Result<Method, ()> {
-        Method::ALL
-            .iter()
-            .copied()
-            .find(|m| m.name() == name)
-            .ok_or(())
+impl Op {
+    /// What the operation does, as the role table names it: its method's
+    /// one action, or for a message the one its addressee makes it.
+    pub(crate) fn action(&self) -> Action {
+        match self {
+            Op::Message(m) if m.to == Addressee::Agent => Action::AskAgent,
+            other => other.method().action(),
+        }
     }
 }
 
@@ -211,7 +171,9 @@ pub(crate) fn parse(
     if let Some(name) = f.name("userId") {
         caller.call_itself(name);
     }
-    let op = Op::parse_as(method, &mut f);
+    let Some(op) = Op::parse_as(method, &mut f) else {
+        return Err(ApiError::internal("answered by the socket, not the room"));
+    };
     let op = f.finish(op)?;
     // What the body says comes first (a 400), then whether the caller's
     // role may do it (a 403), before anything is done.
@@ -310,19 +272,11 @@ mod tests {
         .unwrap();
         assert!(matches!(
             request.op,
-            Op::Exec(Exec {
+            Op::Exec(exec::Exec {
                 timeout_ms: Some(5),
                 ..
             })
         ));
         assert_eq!(request.caller.name.as_deref(), Some("bob"));
-    }
-
-    #[test]
-    fn methods_are_named_once() {
-        for method in Method::ALL {
-            assert_eq!(method.name().parse::<Method>(), Ok(*method));
-        }
-        assert!("nope".parse::<Method>().is_err());
     }
 }

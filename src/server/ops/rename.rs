@@ -2,7 +2,9 @@
 //! on (its later messages, commands, records and presence); answers
 //! `{name}` and stores a `rename` record.
 
-use super::{Answer, Caller, Fields, Operation};
+use super::{Answer, Caller, Fields, Operation, Reply};
+use crate::protocol::Event;
+use crate::server::errors::ApiError;
 use crate::server::room::RoomActor;
 
 /// A socket's new name.
@@ -20,7 +22,36 @@ impl Operation for Rename {
         Some(Rename { name })
     }
 
+    /// The caller's socket goes by the new name from now on: presence to
+    /// everyone and a `rename` record (when the name changed).
     async fn apply(self, room: &mut RoomActor, caller: Caller, answer: Answer) {
-        room.rename(self.name, caller, answer).await;
+        let name = self.name;
+        if let Some(fixed) = caller.access.fixed_name() {
+            let e = ApiError::forbidden(
+                "name",
+                format!("your invite fixes your name: you are {fixed:?} in this room"),
+            );
+            let _ = answer.send(Err(e));
+            return;
+        }
+        let entry = caller
+            .socket
+            .and_then(|socket| room.presence.iter_mut().find(|(c, _)| *c == socket.number));
+        let Some((_, user)) = entry else {
+            let e = ApiError::field("name", "only a socket of the room can change its name");
+            let _ = answer.send(Err(e));
+            return;
+        };
+        let from = std::mem::replace(&mut user.name, name.clone());
+        if from != name {
+            room.presence_changed();
+            let event = Event::Rename {
+                by: from.clone(),
+                from,
+                to: name.clone(),
+            };
+            room.record_or_log(event).await;
+        }
+        let _ = answer.send(Ok(Reply::ok(serde_json::json!({ "name": name }))));
     }
 }

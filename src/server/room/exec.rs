@@ -5,20 +5,18 @@
 use super::super::errors::ApiError;
 use super::{Answer, Command, Reply, RoomActor, records, send_frame};
 use crate::protocol::{
-    Event, ExecFrame, ExecRecord, ExecResponse, ExecResult, ExecSource, InterruptResponse, Run,
-    SERVER_STOPPED, STATE_EXECS, STORED_OUTPUT_CAP, ServerFrame, WORKSPACE, cap_text,
-    iso_timestamp, now_ms, sandbox_name,
+    Event, ExecFrame, ExecRecord, ExecResponse, ExecResult, ExecSource, Run, SERVER_STOPPED,
+    STATE_EXECS, STORED_OUTPUT_CAP, ServerFrame, WORKSPACE, cap_text, iso_timestamp, now_ms,
+    sandbox_name,
 };
 use crate::sandbox::{Chunk, ExecOutcome, ExecSpec, SandboxError};
-use crate::server::auth::Caller;
-use crate::server::ops::Exec;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 /// Who waits for a command's end.
-pub(super) enum Then {
+pub(crate) enum Then {
     /// An HTTP or rpc `exec`: answered with `{result, sandboxName}`.
     Http(Answer),
     /// The agent's turn: answered with a `Run`.
@@ -26,8 +24,8 @@ pub(super) enum Then {
 }
 
 /// A command launched and not yet done.
-pub(super) struct Launched {
-    cmd: String,
+pub(crate) struct Launched {
+    pub(crate) cmd: String,
     by: String,
     source: ExecSource,
     ts: i64,
@@ -93,42 +91,6 @@ pub(crate) struct ExecDone {
 }
 
 impl RoomActor {
-    /// Runs a person's command; `answer` gets `{result, sandboxName}`.
-    pub(crate) async fn exec(&mut self, exec: Exec, caller: Caller, answer: Answer) {
-        let policy = &self.shared.policy;
-        let spec = policy.spec(exec.cmd.clone(), exec.timeout_ms, exec.cwd, exec.env);
-        let by = caller.name_or_anonymous();
-        let then = Then::Http(answer);
-        self.launch(exec.cmd, spec, by, caller.connection(), then)
-            .await;
-    }
-
-    /// Stops a running command (`exec_id`, else the one running now) for
-    /// `by`; answers whether one was, after storing its `interrupt` record
-    /// (the agent's command's waits for its turn's reply).
-    pub(crate) fn interrupt(&mut self, exec_id: Option<String>, by: String, answer: Answer) {
-        let target = match &exec_id {
-            Some(id) => self.running.get_key_value(id),
-            // Commands run one at a time in the order they came: the oldest.
-            None => self.running.iter().next(),
-        };
-        let Some((exec_id, cmd)) = target.map(|(id, c)| (id.clone(), c.cmd.clone())) else {
-            let _ = answer.send(Ok(Reply::ok(InterruptResponse { interrupted: false })));
-            return;
-        };
-        let sandbox = self.sandbox.clone();
-        let inbox = self.inbox.clone();
-        // Awaited apart from the actor: the sandbox answers when it signalled.
-        tokio::spawn(async move {
-            let interrupted = sandbox.interrupt(Some(exec_id.clone()), false).await;
-            if interrupted {
-                let event = Event::Interrupt { by, exec_id, cmd };
-                super::record_in(&inbox, event).await;
-            }
-            let _ = answer.send(Ok(Reply::ok(InterruptResponse { interrupted })));
-        });
-    }
-
     /// The turn whose running command is `exec_id` (the agent's): records
     /// about it wait for the turn's reply.
     pub(super) fn turn_running(&mut self, exec_id: &str) -> Option<&mut super::turn::CurrentTurn> {
@@ -151,7 +113,7 @@ impl RoomActor {
 
     /// Queues a command in the sandbox, announces it (with the socket that
     /// caused it) and streams its output; returns its id.
-    pub(super) async fn launch(
+    pub(crate) async fn launch(
         &mut self,
         cmd: String,
         spec: ExecSpec,

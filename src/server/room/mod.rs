@@ -7,6 +7,7 @@
 mod access;
 mod checkpoints;
 mod exec;
+mod handle;
 mod idle;
 mod message;
 mod presence;
@@ -18,13 +19,12 @@ mod terminal;
 mod turn;
 
 use super::errors::ApiError;
-use super::ops::{Answer, OpResult, Reply, Request};
+use super::ops::{Answer, Reply};
 use super::registry::Shared;
 use super::store::RoomRow;
-use crate::ai::{AgentReply, TurnError};
 use crate::protocol::{
     Addressee, CleanupResponse, DuetMessage, Event, ExecRecord, PresenceUser, Role, STATE_MESSAGES,
-    ServerFrame, ShellState, TermSize, TerminalState, WORKSPACE, now_ms,
+    ServerFrame, ShellState, TerminalState, WORKSPACE, now_ms,
 };
 use crate::sandbox::{Sandbox, SandboxId};
 use crate::server::terminal::{TermHandle, TermNews};
@@ -33,13 +33,17 @@ use axum::http::StatusCode;
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
-use tokio::sync::{broadcast, mpsc, oneshot};
+use std::sync::atomic::AtomicUsize;
+use tokio::sync::{broadcast, mpsc};
 
 pub(crate) use access::AccessNews;
-pub(crate) use exec::ExecDone;
 use exec::Launched;
-pub(crate) use processes::{Followed, ProcCommand, Query};
-use turn::{CurrentTurn, PendingTurn};
+pub(crate) use exec::Then;
+pub(crate) use handle::record_in;
+pub(crate) use handle::{Command, Joined, RoomHandle};
+pub(crate) use processes::{ProcCommand, Query};
+use turn::CurrentTurn;
+pub(crate) use turn::{PendingTurn, no_reply};
 
 /// Frames buffered per connection before a slow one is dropped.
 const BROADCAST_CAPACITY: usize = 1024;
@@ -105,194 +109,6 @@ pub(crate) fn outgoing(text: Utf8Bytes, skip: Option<u64>) -> Outgoing {
     })
 }
 
-/// What a joining connection receives: its first frames and its feed.
-pub(crate) struct Joined {
-    pub(crate) state: Utf8Bytes,
-    pub(crate) presence: Utf8Bytes,
-    pub(crate) frames: broadcast::Receiver<Outgoing>,
-}
-
-/// Requests to a room's actor.
-pub(crate) enum Command {
-    /// An HTTP or rpc operation.
-    Op { request: Request, reply: Answer },
-    /// A connection joins: it is added to presence and subscribed.
-    Join {
-        conn: u64,
-        user: PresenceUser,
-        /// The invite it came with (none: the server's token).
-        invite: Option<String>,
-        reply: oneshot::Sender<Joined>,
-    },
-    /// A connection left.
-    Leave { conn: u64 },
-    /// The agent's turn asks whether it may run a command (the policy,
-    /// maybe a person's answer).
-    AskToRun {
-        turn_id: String,
-        cmd: String,
-        verdict: oneshot::Sender<access::Verdict>,
-    },
-    /// Nobody answered an approval in time.
-    ApprovalTimeout { approval_id: String },
-    /// The agent's turn runs a command.
-    AgentRun {
-        turn_id: String,
-        cmd: String,
-        reply: oneshot::Sender<crate::protocol::Run>,
-    },
-    /// A command ended.
-    ExecDone(Box<ExecDone>),
-    /// The agent's turn ended.
-    TurnDone {
-        turn_id: String,
-        result: Result<AgentReply, TurnError>,
-    },
-    /// Answered once the room has loaded (what it notes on loading is stored).
-    Ready(oneshot::Sender<()>),
-    /// Something happened that the room keeps a record of (an upload, an
-    /// interrupt); `done` is told once it is stored.
-    Record {
-        event: Event,
-        done: oneshot::Sender<()>,
-    },
-    /// A socket attaches to the shared terminal: the running one, or a new
-    /// one opened by `by` (none: only a running one, for a viewer).
-    TermOpen {
-        by: Option<String>,
-        size: Option<TermSize>,
-        reply: oneshot::Sender<Option<TermHandle>>,
-    },
-    /// `term_close`.
-    TermClose {
-        term_id: String,
-        reply: oneshot::Sender<Result<(), ApiError>>,
-    },
-    /// The background processes: what they report, what is asked of them.
-    Process(ProcCommand),
-    /// Checkpoints: what their tasks report, and a turn about to run.
-    Checkpoint(checkpoints::CheckpointNews),
-}
-
-/// Handle to a room's actor. Cheap to clone.
-#[derive(Clone)]
-pub(crate) struct RoomHandle {
-    inbox: mpsc::Sender<Command>,
-    /// The room's broadcast, for frames that need no state (typing).
-    pub(crate) frames: broadcast::Sender<Outgoing>,
-    /// The room's sandbox, for file transfers (which need no room state).
-    pub(crate) sandbox: Arc<dyn Sandbox>,
-    /// Counts the handles alive: the room unloads only when the server's
-    /// own is the last.
-    holders: Arc<()>,
-}
-
-impl RoomHandle {
-    /// Performs an operation and waits for its answer.
-    pub(crate) async fn perform(&self, request: Request) -> OpResult {
-        let (reply, answer) = oneshot::channel();
-        if self
-            .inbox
-            .send(Command::Op { request, reply })
-            .await
-            .is_err()
-        {
-            return Err(ApiError::room_gone());
-        }
-        answer.await.unwrap_or_else(|_| Err(ApiError::room_gone()))
-    }
-
-    /// Adds a connection to the room; `None` when the room stopped.
-    pub(crate) async fn join(
-        &self,
-        conn: u64,
-        user: PresenceUser,
-        invite: Option<String>,
-    ) -> Option<Joined> {
-        let (reply, answer) = oneshot::channel();
-        self.inbox
-            .send(Command::Join {
-                conn,
-                user,
-                invite,
-                reply,
-            })
-            .await
-            .ok()?;
-        answer.await.ok()
-    }
-
-    /// Waits until the room has loaded; false when it stopped.
-    pub(crate) async fn ready(&self) -> bool {
-        let (reply, answer) = oneshot::channel();
-        self.inbox.send(Command::Ready(reply)).await.is_ok() && answer.await.is_ok()
-    }
-
-    /// Removes a connection from the room.
-    pub(crate) async fn leave(&self, conn: u64) {
-        let _ = self.inbox.send(Command::Leave { conn }).await;
-    }
-
-    /// Stores a record of `event` and waits until it is stored (or the
-    /// room stopped).
-    pub(crate) async fn record(&self, event: Event) {
-        record_in(&self.inbox, event).await;
-    }
-
-    /// The room's shared terminal, opened by `by` at `size` if none runs
-    /// (`None` when none runs and `by` is none).
-    pub(crate) async fn terminal(
-        &self,
-        by: Option<String>,
-        size: Option<TermSize>,
-    ) -> Result<Option<TermHandle>, ApiError> {
-        let (reply, answer) = oneshot::channel();
-        let command = Command::TermOpen { by, size, reply };
-        if self.inbox.send(command).await.is_err() {
-            return Err(ApiError::room_gone());
-        }
-        answer.await.map_err(|_| ApiError::room_gone())
-    }
-
-    /// Reads the processes' list, one of them, its logs, or the ports.
-    pub(crate) async fn read_processes(&self, query: Query) -> OpResult {
-        let (reply, answer) = oneshot::channel();
-        let command = Command::Process(ProcCommand::Read { query, reply });
-        if self.inbox.send(command).await.is_err() {
-            return Err(ApiError::room_gone());
-        }
-        answer.await.unwrap_or_else(|_| Err(ApiError::room_gone()))
-    }
-
-    /// The log of process `id` so far, for a socket that follows it.
-    pub(crate) async fn follow_process(&self, id: String) -> Result<Followed, ApiError> {
-        let (reply, answer) = oneshot::channel();
-        let command = Command::Process(ProcCommand::Follow { id, reply });
-        if self.inbox.send(command).await.is_err() {
-            return Err(ApiError::room_gone());
-        }
-        answer.await.unwrap_or_else(|_| Err(ApiError::room_gone()))
-    }
-
-    /// Ends the shared terminal `term_id`; answers once it ended.
-    pub(crate) async fn close_terminal(&self, term_id: String) -> Result<(), ApiError> {
-        let (reply, answer) = oneshot::channel();
-        let command = Command::TermClose { term_id, reply };
-        if self.inbox.send(command).await.is_err() {
-            return Err(ApiError::room_gone());
-        }
-        answer.await.unwrap_or_else(|_| Err(ApiError::room_gone()))
-    }
-}
-
-/// Asks the actor behind `inbox` to store a record of `event`, and waits.
-pub(super) async fn record_in(inbox: &mpsc::Sender<Command>, event: Event) {
-    let (done, stored) = oneshot::channel();
-    if inbox.send(Command::Record { event, done }).await.is_ok() {
-        let _ = stored.await;
-    }
-}
-
 /// Serializes a frame for the wire.
 pub(crate) fn frame_text(frame: &impl Serialize) -> Utf8Bytes {
     match serde_json::to_string(frame) {
@@ -324,7 +140,7 @@ pub(crate) fn send_frame(
 const CLEANED: &str = "the room was cleaned up";
 /// What a question cut off by a crash or restart is told (the note stored
 /// in the room, and the answer to a repeat of its `clientId`).
-const CUT_OFF: &str = "The server restarted before the agent answered; nothing was lost, \
+pub(crate) const CUT_OFF: &str = "The server restarted before the agent answered; nothing was lost, \
                        but that question has no reply: ask again.";
 
 /// How long a stopping server waits for a turn to hand back what it streamed.
@@ -332,22 +148,24 @@ const TURN_STOP: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The room's actor and the state it owns.
 pub(crate) struct RoomActor {
-    id: String,
-    shared: Arc<Shared>,
-    inbox: mpsc::Sender<Command>,
+    pub(in crate::server) id: String,
+    pub(in crate::server) shared: Arc<Shared>,
+    pub(in crate::server) inbox: mpsc::Sender<Command>,
     frames: broadcast::Sender<Outgoing>,
-    sandbox: Arc<dyn Sandbox>,
+    pub(in crate::server) sandbox: Arc<dyn Sandbox>,
     messages: VecDeque<DuetMessage>,
     execs: VecDeque<ExecRecord>,
     next_message: u64,
     next_exec: u64,
-    presence: Vec<(u64, PresenceUser)>,
-    turns: VecDeque<PendingTurn>,
-    current: Option<CurrentTurn>,
+    pub(in crate::server) presence: Vec<(u64, PresenceUser)>,
+    /// The distinct names of `presence`, counted for the room list.
+    people: Arc<AtomicUsize>,
+    pub(in crate::server) turns: VecDeque<PendingTurn>,
+    pub(in crate::server) current: Option<CurrentTurn>,
     /// Bumped by cleanup: commands of an older generation are not recorded.
     generation: u64,
     /// Commands launched and not yet done, by id (the oldest runs).
-    running: BTreeMap<String, Launched>,
+    pub(in crate::server) running: BTreeMap<String, Launched>,
     /// The state's `shell`: where the next command runs. A room loads with
     /// its sandbox stopped, so with a fresh shell to come.
     shell: ShellState,
@@ -379,6 +197,7 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
     let (inbox, rx) = mpsc::channel(INBOX_CAPACITY);
     let (frames, _) = broadcast::channel(BROADCAST_CAPACITY);
     let holders = Arc::new(());
+    let people = Arc::new(AtomicUsize::new(0));
     let (term_news, term_news_rx) = mpsc::unbounded_channel();
     let sandbox = shared.sandboxes.open(&SandboxId {
         room: id.clone(),
@@ -402,6 +221,7 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
         next_message: row.next_message,
         next_exec: row.next_exec,
         presence: Vec::new(),
+        people: people.clone(),
         turns: VecDeque::new(),
         current: None,
         generation: 0,
@@ -428,6 +248,7 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
         frames,
         sandbox,
         holders,
+        people,
     }
 }
 
@@ -628,7 +449,7 @@ impl RoomActor {
 
     /// Stores `draft` as the room's next message (its id and time set
     /// here), keeps it in the state and publishes it.
-    async fn store(&mut self, draft: DuetMessage) -> Result<DuetMessage, ApiError> {
+    pub(crate) async fn store(&mut self, draft: DuetMessage) -> Result<DuetMessage, ApiError> {
         let message = self.keep(draft).await?;
         // An automatic checkpoint taken during a turn goes out with the
         // next stored message: a turn's frames stay as they always were.

@@ -3,10 +3,9 @@
 //! the room's frames at the moment its state snapshot is taken.
 
 use super::{Joined, RoomActor, frame_text, outgoing};
-use crate::protocol::{Event, PresenceUser, ServerFrame};
-use crate::server::auth::Caller;
-use crate::server::errors::ApiError;
-use crate::server::ops::{Answer, Reply};
+use crate::protocol::{PresenceUser, ServerFrame};
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
 use tokio::sync::oneshot;
 
 impl RoomActor {
@@ -17,9 +16,22 @@ impl RoomActor {
         }
     }
 
+    /// Counts the distinct names of the connections, for the room list.
+    fn count_people(&self) {
+        let names: HashSet<&str> = self.presence.iter().map(|(_, u)| u.name.as_str()).collect();
+        self.people.store(names.len(), Ordering::Relaxed);
+    }
+
+    /// Presence changed: counted again, and everyone told.
+    pub(crate) fn presence_changed(&self) {
+        self.count_people();
+        self.broadcast(&self.presence_frame());
+    }
+
     /// Adds a connection: presence to everyone, then its first frames and feed.
     pub(super) fn join(&mut self, conn: u64, user: PresenceUser, reply: oneshot::Sender<Joined>) {
         self.presence.push((conn, user));
+        self.count_people();
         let presence = frame_text(&self.presence_frame());
         let _ = self.frames.send(outgoing(presence.clone(), None));
         // Subscribed after the presence broadcast (sent to it as its third
@@ -31,41 +43,8 @@ impl RoomActor {
         };
         if reply.send(joined).is_err() {
             self.presence.retain(|(c, _)| *c != conn);
-            self.broadcast(&self.presence_frame());
+            self.presence_changed();
         }
-    }
-
-    /// The caller's socket goes by `name` from now on: presence to
-    /// everyone and a `rename` record (when the name changed); answers
-    /// `{name}`.
-    pub(crate) async fn rename(&mut self, name: String, caller: Caller, answer: Answer) {
-        if let Some(fixed) = caller.access.fixed_name() {
-            let e = ApiError::forbidden(
-                "name",
-                format!("your invite fixes your name: you are {fixed:?} in this room"),
-            );
-            let _ = answer.send(Err(e));
-            return;
-        }
-        let entry = caller
-            .socket
-            .and_then(|socket| self.presence.iter_mut().find(|(c, _)| *c == socket.number));
-        let Some((_, user)) = entry else {
-            let e = ApiError::field("name", "only a socket of the room can change its name");
-            let _ = answer.send(Err(e));
-            return;
-        };
-        let from = std::mem::replace(&mut user.name, name.clone());
-        if from != name {
-            self.broadcast(&self.presence_frame());
-            let event = Event::Rename {
-                by: from.clone(),
-                from,
-                to: name.clone(),
-            };
-            self.record_or_log(event).await;
-        }
-        let _ = answer.send(Ok(Reply::ok(serde_json::json!({ "name": name }))));
     }
 
     /// Removes a connection and tells the others.
@@ -73,7 +52,7 @@ impl RoomActor {
         let before = self.presence.len();
         self.presence.retain(|(c, _)| *c != conn);
         if self.presence.len() != before {
-            self.broadcast(&self.presence_frame());
+            self.presence_changed();
         }
     }
 }

@@ -16,7 +16,7 @@ impl RoomActor {
 
     /// Stores a record, or logs why it could not be: what it records has
     /// happened either way, and its answer stands.
-    pub(super) async fn record_or_log(&mut self, event: Event) {
+    pub(crate) async fn record_or_log(&mut self, event: Event) {
         if let Err(e) = self.record(event).await {
             tracing::warn!(room = %self.id, "storing a record failed: {}", e.body.error);
         }

@@ -5,26 +5,27 @@
 
 use super::checkpoints::CheckpointNews;
 use super::exec::Then;
-use super::{Answer, CLEANED, Command, OpResult, Outgoing, Reply, RoomActor, send_frame};
+use super::{Answer, CLEANED, Command, Outgoing, Reply, RoomActor, send_frame};
 use crate::ai::{AgentReply, BoxFuture, CANCELLED, TurnError, TurnHost};
 use crate::protocol::{AiPhase, DuetMessage, Event, MessageResponse, Role, Run, ServerFrame};
+use crate::server::ops::OpResult;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 /// A stored user message waiting for its turn.
-pub(super) struct PendingTurn {
+pub(crate) struct PendingTurn {
     /// Who sent it (and so caused a system message about it).
-    pub(super) user: Option<String>,
+    pub(crate) user: Option<String>,
     /// The id of that message: the turn sees the history up to it.
-    pub(super) upto: String,
+    pub(crate) upto: String,
     /// The message's `clientId`: repeats of it wait for this turn's answer.
-    pub(super) client_id: Option<String>,
+    pub(crate) client_id: Option<String>,
     /// The socket that sent it (`byConnection` of the turn's frames).
-    pub(super) by_connection: Option<String>,
+    pub(crate) by_connection: Option<String>,
     /// Who waits for the answer: the request, and any repeats of it.
-    pub(super) replies: Vec<Answer>,
+    pub(crate) replies: Vec<Answer>,
 }
 
 impl PendingTurn {
@@ -37,10 +38,10 @@ impl PendingTurn {
 }
 
 /// The turn running now.
-pub(super) struct CurrentTurn {
+pub(crate) struct CurrentTurn {
     pub(super) id: String,
     pub(super) cancel: CancellationToken,
-    pub(super) pending: PendingTurn,
+    pub(crate) pending: PendingTurn,
     /// The command the turn is running, if any.
     pub(super) running: Option<String>,
     /// Set by cleanup: the turn's end is answered but not stored.
@@ -58,7 +59,7 @@ pub(super) const TURN_STOPPED: &str = "The server stopped while the agent was an
      reply ends where it was cut off; ask again.";
 
 /// The answer of a turn that ended without a reply.
-pub(super) fn no_reply(error: &str, messages: Vec<DuetMessage>) -> Reply {
+pub(crate) fn no_reply(error: &str, messages: Vec<DuetMessage>) -> Reply {
     Reply::ok(MessageResponse {
         reply: None,
         error: Some(error.to_string()),
@@ -173,7 +174,7 @@ impl TurnHost for RoomHost {
 
 impl RoomActor {
     /// Starts the next queued turn when none runs.
-    pub(super) fn next_turn(&mut self) {
+    pub(crate) fn next_turn(&mut self) {
         if self.current.is_some() {
             return;
         }

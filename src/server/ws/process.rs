@@ -3,16 +3,15 @@
 //! (docs/protocol.md "Background processes and ports"). Starting and
 //! killing are room operations (`process_start`, `process_kill`).
 
-use super::{Answered, Connection, failure, rpc_args, success_text};
+use super::rpc::{failure, rpc_args, success_text};
+use super::{Answered, Connection};
+use crate::protocol::ops::Method;
 use crate::protocol::{FollowResponse, ServerFrame};
 use crate::server::errors::ApiError;
 use crate::server::room::{Outgoing, frame_text};
 use serde_json::Value;
 use std::collections::HashMap;
 use tokio::sync::mpsc;
-
-/// The rpc methods a socket answers about the processes it follows.
-pub(super) const FOLLOW_METHODS: [&str; 2] = ["process_follow", "process_unfollow"];
 
 /// The processes this socket follows: from which output frame on; and
 /// those it asked to follow and has no answer for yet, whose frames wait
@@ -71,7 +70,7 @@ impl Connection {
     /// and `process_unfollow` (answered now).
     pub(super) fn follow_rpc(
         &mut self,
-        method: &str,
+        method: Method,
         id: Value,
         value: &Value,
         answers: &mpsc::Sender<Answered>,
@@ -80,7 +79,7 @@ impl Connection {
             Ok(process) => process,
             Err(e) => return Some(frame_text(&ServerFrame::Rpc(failure(e).with_id(id)))),
         };
-        if method == "process_unfollow" {
+        if method == Method::ProcessUnfollow {
             self.follows.since.remove(&process);
             return Some(success_text(&id, r#"{"unfollowed":true}"#));
         }

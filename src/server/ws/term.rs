@@ -2,7 +2,9 @@
 //! `duet_term_input` / `duet_term_resize` frames (docs/protocol.md "The
 //! shared terminal").
 
-use super::{Answered, Connection, error_frame, failure, rpc_args, success_text};
+use super::rpc::{failure, rpc_args, success_text};
+use super::{Answered, Connection, error_frame};
+use crate::protocol::ops::Method;
 use crate::protocol::{RoomRole, ServerFrame, TermSize};
 use crate::server::access::{self, Action};
 use crate::server::errors::ApiError;
@@ -49,15 +51,12 @@ async fn attach_to_terminal(
     }
 }
 
-/// The rpc methods of the shared terminal.
-pub(super) const TERM_METHODS: [&str; 3] = ["term_open", "term_detach", "term_close"];
-
 impl Connection {
     /// `term_open`, `term_detach`, `term_close`: the answer now, or later
     /// through `answers`.
     pub(super) fn term_rpc(
         &mut self,
-        method: &str,
+        method: Method,
         id: Value,
         value: &Value,
         answers: &mpsc::Sender<Answered>,
@@ -69,7 +68,7 @@ impl Connection {
             Err(e) => return Some(frame_text(&ServerFrame::Rpc(e.with_id(id)))),
         };
         match method {
-            "term_open" => {
+            Method::TermOpen => {
                 let size = match open_size(&args) {
                     Ok(size) => size,
                     Err(e) => return failed(e, id),
@@ -105,7 +104,7 @@ impl Connection {
                 });
                 None
             }
-            "term_detach" => {
+            Method::TermDetach => {
                 let term_id = match term_id(&args) {
                     Ok(term_id) => term_id,
                     Err(e) => return failed(e, id),
@@ -121,12 +120,12 @@ impl Connection {
                     failed(e, id)
                 }
             }
-            "term_close" => {
+            Method::TermClose => {
                 let term_id = match term_id(&args) {
                     Ok(term_id) => term_id,
                     Err(e) => return failed(e, id),
                 };
-                if let Err(e) = self.caller.may(Action::CloseTerminal) {
+                if let Err(e) = self.caller.may(Method::TermClose.action()) {
                     return failed(e, id);
                 }
                 let room = self.handle.clone();
@@ -144,7 +143,7 @@ impl Connection {
                 });
                 None
             }
-            // Only the three above come here (`TERM_METHODS`).
+            // Only the three above come here.
             _ => None,
         }
     }

@@ -345,7 +345,7 @@ pub fn draw_hints(frame: &mut Frame, app: &App, area: Rect) {
         Line::styled(truncate(&text, total), theme.dim())
     } else if app.terminal_focused() {
         let back = crate::client::term::DETACH_LABEL;
-        let text = if app.may(crate::tui::roles::Deed::TypeInTerminal).is_err() {
+        let text = if app.may(crate::tui::roles::Deed::TypeIntoTerminal).is_err() {
             format!(
                 "the terminal is view-only for {}: your keys are not sent · {back} gives them back to the input",
                 crate::client::access::a_role(app.role())
