@@ -7,13 +7,11 @@
 //!
 //! `cargo bench --bench agent` (set DUET_BENCH_QUICK=1 for a short run).
 
-#[path = "../tests/agent_support/mod.rs"]
-mod agent_support;
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
-use agent_support::{FakeModel, Script};
 use common::Server;
+use common::agent_support::{FakeModel, Script};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 

@@ -12,7 +12,7 @@
 //! nothing. `cargo bench --bench checkpoints` (DUET_BENCH_QUICK=1 for one
 //! run instead of five). Needs root for the sandbox, and python3 in it.
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use common::Server;

@@ -11,9 +11,9 @@
 //! `cargo bench --bench ports` (DUET_BENCH_QUICK=1 for a short run).
 //! Needs root for the sandbox, and python3.
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
-// Both helper modules include tests/common/procs.rs for themselves.
+// Both helper modules include tests/it/common/procs.rs for themselves.
 #[allow(clippy::duplicate_mod)]
 mod support;
 

@@ -24,7 +24,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The tmux harness of the end-to-end tests.
-#[path = "../tests/common/tmux.rs"]
+#[path = "../tests/it/common/tmux.rs"]
 #[allow(dead_code)]
 mod tmux;
 

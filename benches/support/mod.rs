@@ -3,7 +3,7 @@
 //! `DUET_BENCH_BACKEND=worker` the local Cloudflare stack (worker/dev.sh).
 #![allow(dead_code)]
 
-#[path = "../../tests/common/procs.rs"]
+#[path = "../../tests/it/common/procs.rs"]
 mod procs;
 
 use std::io::{BufRead, BufReader};

@@ -1,0 +1,183 @@
+//! After a timeout, an interrupt or a cancel, nothing more of that command
+//! runs; the result says 124 or 130; no job-control noise; the shell lives
+//! on, as the stopped command left it.
+
+use crate::common::{Server, answer, http};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+async fn exec(server: &Server, room: &str, cmd: &str) -> Value {
+    let (status, body) = server
+        .post(
+            &format!("/api/rooms/{room}/sandbox/exec"),
+            json!({ "cmd": cmd }),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    body["result"].clone()
+}
+
+async fn timeout_server() -> (Server, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    (
+        Server::start(dir.path(), &["--exec-timeout-ms", "2000"]).await,
+        dir,
+    )
+}
+
+#[tokio::test]
+async fn a_timeout_stops_the_whole_command() {
+    let (server, _dir) = timeout_server().await;
+    let r = exec(&server, "t", "sleep 4; echo ran-after-timeout > marker.txt").await;
+    assert_eq!(
+        (
+            r["timedOut"].clone(),
+            r["exitCode"].clone(),
+            r["success"].clone()
+        ),
+        (json!(true), json!(124), json!(false)),
+        "{r}"
+    );
+    assert!(
+        !r["stderr"].as_str().unwrap().contains("Killed"),
+        "job-control noise: {r}"
+    );
+    let r = exec(
+        &server,
+        "t",
+        "for i in 1 2 3 4 5; do sleep 1; echo $i; done",
+    )
+    .await;
+    assert_eq!(r["exitCode"], 124, "{r}");
+    assert!(
+        !r["stdout"].as_str().unwrap().contains('3'),
+        "the loop went on: {r}"
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let r = exec(&server, "t", "ls").await;
+    assert!(
+        !r["stdout"].as_str().unwrap().contains("marker.txt"),
+        "the rest of the command ran: {r}"
+    );
+}
+
+#[tokio::test]
+async fn a_timeout_leaves_the_shell_as_the_command_left_it() {
+    let (server, _dir) = timeout_server().await;
+    exec(
+        &server,
+        "p",
+        "mkdir -p sub && cd sub && export KEPT=yes && f() { echo fn; }",
+    )
+    .await;
+    let r = exec(&server, "p", "cd / && export ALSO=1 && sleep 10").await;
+    assert_eq!(r["exitCode"], 124, "{r}");
+    assert_eq!(r["error"], Value::Null, "the shell was replaced: {r}");
+    let r = exec(&server, "p", "pwd; echo \"${KEPT:-none} ${ALSO:-none}\"; f").await;
+    assert_eq!(r["stdout"], "/\nyes 1\nfn\n", "{r}");
+}
+
+#[tokio::test]
+async fn an_interrupt_stops_the_whole_command() {
+    let (server, _dir) = Server::fresh().await;
+    let mut ws = server.joined("i", "user=ada").await;
+    let url = server.url("/api/rooms/i/sandbox/exec");
+    let running =
+        tokio::spawn(answer(http().post(url).json(
+            &json!({"cmd":"echo started; sleep 5; echo after > after.txt"}),
+        )));
+    ws.until(|f| f["type"] == "duet_exec" && f["phase"] == "stdout")
+        .await;
+    let (status, body) = server
+        .post("/api/rooms/i/sandbox/interrupt", json!({}))
+        .await;
+    assert_eq!(
+        (status, body["interrupted"].clone()),
+        (200, json!(true)),
+        "{body}"
+    );
+    let (_, body) = running.await.unwrap();
+    let r = &body["result"];
+    assert_eq!(
+        (
+            r["interrupted"].clone(),
+            r["exitCode"].clone(),
+            r["success"].clone()
+        ),
+        (json!(true), json!(130), json!(false)),
+        "{r}"
+    );
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let r = exec(&server, "i", "ls; echo alive").await;
+    assert_eq!(r["stdout"], "alive\n", "the rest of the command ran: {r}");
+}
+
+#[tokio::test]
+async fn a_program_that_catches_sigint_still_ends_the_command() {
+    let (server, _dir) = Server::fresh().await;
+    let mut ws = server.joined("c", "user=ada").await;
+    let url = server.url("/api/rooms/c/sandbox/exec");
+    let cmd = "bash -c 'trap \"echo caught; exit 0\" INT; echo ready; while :; do sleep 0.1; done'; echo after";
+    let running = tokio::spawn(answer(http().post(url).json(&json!({ "cmd": cmd }))));
+    ws.until(|f| f["type"] == "duet_exec" && f["phase"] == "stdout")
+        .await;
+    server
+        .post("/api/rooms/c/sandbox/interrupt", json!({}))
+        .await;
+    let (_, body) = running.await.unwrap();
+    let r = &body["result"];
+    assert_eq!(r["exitCode"], 130, "{r}");
+    let out = r["stdout"].as_str().unwrap();
+    assert!(out.contains("caught"), "the program saw SIGINT: {r}");
+    assert!(
+        !out.contains("after"),
+        "the shell went on after the program: {r}"
+    );
+}
+
+/// Issue 23, item 8: a command stopped live (interrupted, timed out) is
+/// stored saying so, as its `duet_exec complete` did: a reload reads the
+/// same as the live screen (not a bare 130 or 124).
+#[tokio::test]
+async fn a_stopped_command_is_stored_as_it_ended_live() {
+    let (server, _dir) = timeout_server().await;
+    let mut ws = server.joined("s", "user=ada").await;
+    let url = server.url("/api/rooms/s/sandbox/exec");
+    let running = tokio::spawn(answer(
+        http()
+            .post(url)
+            .json(&json!({"cmd":"echo started; sleep 5", "userId": "ada"})),
+    ));
+    ws.until(|f| f["type"] == "duet_exec" && f["phase"] == "stdout")
+        .await;
+    let (status, _) = server
+        .post("/api/rooms/s/sandbox/interrupt", json!({"userId": "bob"}))
+        .await;
+    assert_eq!(status, 200);
+    let (_, body) = running.await.unwrap();
+    assert_eq!(body["result"]["interrupted"], true, "{body}");
+    let r = exec(&server, "s", "sleep 10").await;
+    assert_eq!(r["timedOut"], true, "{r}");
+    let (status, body) = server.get("/api/rooms/s/execs").await;
+    assert_eq!(status, 200, "{body}");
+    let stopped: Vec<(Value, Value, Value)> = body["execs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["exitCode"].clone(),
+                e["interrupted"].clone(),
+                e["timedOut"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        stopped,
+        [
+            (json!(130), json!(true), Value::Null),
+            (json!(124), Value::Null, json!(true)),
+        ],
+        "{body}"
+    );
+}
