@@ -70,11 +70,30 @@ pub async fn put_file(server: &Server, room: &str, path: &str, bytes: Vec<u8>) {
 
 /// Runs `cmd` in the room's command shell; answers the `ExecResult`.
 pub async fn exec(server: &Server, room: &str, cmd: &str) -> Value {
-    let (status, body) = server
-        .post(&room_path(room, "/sandbox/exec"), json!({ "cmd": cmd }))
-        .await;
-    assert_eq!(status, 200, "{cmd}: {body}");
-    body["result"].clone()
+    exec_with(server, room, json!({ "cmd": cmd })).await
+}
+
+/// `POST …/sandbox/exec` with `body` (`{cmd, userId?, timeoutMs?}`), which
+/// must answer 200; answers the `ExecResult`.
+pub async fn exec_with(server: &Server, room: &str, body: Value) -> Value {
+    let (status, answer) = server.post(&room_path(room, "/sandbox/exec"), body).await;
+    assert_eq!(status, 200, "{answer}");
+    answer["result"].clone()
+}
+
+/// Runs `cmd` in the room's command shell; answers what it printed.
+pub async fn exec_stdout(server: &Server, room: &str, cmd: &str) -> String {
+    exec(server, room, cmd).await["stdout"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// The room's stored messages, oldest first (`GET …/messages`).
+pub async fn messages(server: &Server, room: &str) -> Vec<Value> {
+    let (status, page) = server.get(&room_path(room, "/messages")).await;
+    assert_eq!(status, 200, "{page}");
+    page["messages"].as_array().unwrap().clone()
 }
 
 /// Starts a background process with `body` (`{cmd, name?, userId?}`);

@@ -13,6 +13,7 @@ pub mod ticks;
 pub mod tmux;
 pub mod tui_fixtures;
 
+use base64::Engine;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -85,7 +86,18 @@ impl Server {
         } else {
             Stdio::null()
         };
-        Server::spawn(listen, data_dir, extra, stderr).await
+        Server::spawn(listen, data_dir, extra, &[], stderr).await
+    }
+
+    /// As `start`, with `envs` set in the backend's environment only (the
+    /// tests share one process: its own environment stays as it is).
+    pub async fn start_with_env(data_dir: &Path, extra: &[&str], envs: &[(&str, &str)]) -> Server {
+        let stderr = if std::env::var_os("DUET_TEST_LOG").is_some() {
+            Stdio::inherit()
+        } else {
+            Stdio::null()
+        };
+        Server::spawn("127.0.0.1:0", data_dir, extra, envs, stderr).await
     }
 
     /// As `start_at`, its stderr appended to `log` (kept across a
@@ -96,10 +108,16 @@ impl Server {
             .append(true)
             .open(log)
             .expect("the server's log file opens");
-        Server::spawn(listen, data_dir, extra, Stdio::from(file)).await
+        Server::spawn(listen, data_dir, extra, &[], Stdio::from(file)).await
     }
 
-    async fn spawn(listen: &str, data_dir: &Path, extra: &[&str], stderr: Stdio) -> Server {
+    async fn spawn(
+        listen: &str,
+        data_dir: &Path,
+        extra: &[&str],
+        envs: &[(&str, &str)],
+        stderr: Stdio,
+    ) -> Server {
         let (mut cmd, wait) = match backend() {
             Backend::Serve => {
                 let mut cmd = Command::new(env!("CARGO_BIN_EXE_duet"));
@@ -125,6 +143,7 @@ impl Server {
                 "DUET_LOG",
                 std::env::var("DUET_TEST_LOG").unwrap_or_else(|_| "warn".into()),
             )
+            .envs(envs.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(stderr)
@@ -255,6 +274,35 @@ pub async fn answer(req: reqwest::RequestBuilder) -> (u16, Value) {
     )
 }
 
+/// Makes the library's sandbox, which the sandbox tests drive in this
+/// process, run the built `duet` as its helper (`duet sandbox-init`).
+pub fn use_built_helper() {
+    static SET: std::sync::Once = std::sync::Once::new();
+    // SAFETY: set once, before the first sandbox of these tests starts,
+    // and to the one value every test wants.
+    SET.call_once(|| unsafe { std::env::set_var("DUET_HELPER_EXE", env!("CARGO_BIN_EXE_duet")) });
+}
+
+/// Now, in ms since the epoch (as the protocol's `ts` and `expiresAt`).
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// Standard base64 of `bytes` (the terminal's frames carry bytes so).
+pub fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// The bytes of a base64 string of a frame.
+pub fn unb64(text: &Value) -> Vec<u8> {
+    base64::engine::general_purpose::STANDARD
+        .decode(text.as_str().unwrap())
+        .unwrap()
+}
+
 /// A temporary data directory kept by path (for restarts).
 pub fn dir_path(dir: &tempfile::TempDir) -> PathBuf {
     dir.path().to_path_buf()
@@ -303,6 +351,25 @@ impl Ws {
                 return frame;
             }
         }
+    }
+
+    /// Reads frames until one matching `a` and one matching `b` came, in
+    /// either order; answers the first of each.
+    pub async fn until_both(
+        &mut self,
+        a: impl Fn(&Value) -> bool,
+        b: impl Fn(&Value) -> bool,
+    ) -> (Value, Value) {
+        let (mut first, mut second) = (None, None);
+        while first.is_none() || second.is_none() {
+            let frame = self.next().await;
+            if first.is_none() && a(&frame) {
+                first = Some(frame);
+            } else if second.is_none() && b(&frame) {
+                second = Some(frame);
+            }
+        }
+        (first.unwrap(), second.unwrap())
     }
 
     /// Skips frames until one of type `kind`.

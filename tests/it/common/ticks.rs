@@ -52,3 +52,17 @@ pub fn assert_cut_off(record: &Value, upto: u32) {
     assert_eq!(record["exitCode"], Value::Null, "{record}");
     assert_eq!(record["error"], STOPPED, "{record}");
 }
+
+/// Who joins `room` now sees the ticking command cut off after tick
+/// `upto`, in the state's commands.
+pub async fn assert_state_cut_off(server: &Server, room: &str, upto: u32) {
+    let mut ws = server.ws(room, "user=bob").await;
+    ws.next().await;
+    let state = ws.next().await;
+    let execs = state["state"]["execs"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let record = execs.iter().find(|e| e["cmd"] == TICKS);
+    assert_cut_off(record.unwrap_or(&state), upto);
+}

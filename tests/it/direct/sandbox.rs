@@ -7,8 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 fn sandbox(dir: &std::path::Path, room: &str, limits: Limits) -> RoomSandbox {
-    // SAFETY: set before any sandbox starts; every test sets the same value.
-    unsafe { std::env::set_var("DUET_HELPER_EXE", env!("CARGO_BIN_EXE_duet")) };
+    crate::common::use_built_helper();
     let workspace = duet::sandbox::local::workspace_dir(dir, room);
     RoomSandbox::new(
         SandboxPlace {

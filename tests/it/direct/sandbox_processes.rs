@@ -8,8 +8,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn sandbox(dir: &std::path::Path, room: &str, limits: Limits) -> RoomSandbox {
-    // SAFETY: set before any sandbox starts; every test sets the same value.
-    unsafe { std::env::set_var("DUET_HELPER_EXE", env!("CARGO_BIN_EXE_duet")) };
+    crate::common::use_built_helper();
     RoomSandbox::new(
         SandboxPlace {
             room: room.to_string(),

@@ -6,6 +6,7 @@
 //! for the closing note (`--ignored --nocapture`).
 
 use crate::common;
+use crate::common::apps::exec_stdout;
 use crate::common::{Server, WAIT};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -62,18 +63,6 @@ async fn forward_with(
     (child, addr.to_string(), stderr)
 }
 
-/// Runs a command in the room; its stdout.
-async fn exec(server: &Server, room: &str, cmd: &str) -> String {
-    let (status, body) = server
-        .post(
-            &format!("/api/rooms/{room}/sandbox/exec"),
-            serde_json::json!({ "cmd": cmd }),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    body["result"]["stdout"].as_str().unwrap().to_string()
-}
-
 /// Starts `python3 -m http.server PORT` in the room and waits until the
 /// room lists the port.
 async fn web_server(server: &Server, room: &str, port: u16) {
@@ -127,7 +116,7 @@ async fn interrupt(mut child: Child) -> std::process::ExitStatus {
 async fn a_file_comes_through_the_tunnel_byte_for_byte() {
     let (server, _dir) = Server::fresh().await;
     let room = "tunnel";
-    exec(
+    exec_stdout(
         &server,
         room,
         "head -c 3000000 /dev/urandom > blob.bin; printf 'hello\\n' > hello.txt",
@@ -159,7 +148,7 @@ async fn the_tunnel_carries_the_token_and_a_wrong_one_is_said() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path(), &["--token", "s3cret-token"]).await;
     let room = "guarded";
-    exec(&server, room, "printf 'behind the token\\n' > note.txt").await;
+    exec_stdout(&server, room, "printf 'behind the token\\n' > note.txt").await;
     web_server(&server, room, 8000).await;
     let (child, addr, _stderr) = forward(&server, room, 8000).await;
     assert_eq!(fetch(&addr, "/note.txt").await, b"behind the token\n");
@@ -185,7 +174,7 @@ async fn the_tunnel_carries_the_token_and_a_wrong_one_is_said() {
 async fn nothing_listening_is_said_and_the_listener_stays() {
     let (server, _dir) = Server::fresh().await;
     let room = "no-listener";
-    exec(&server, room, "true").await;
+    exec_stdout(&server, room, "true").await;
     let (child, addr, stderr) = forward(&server, room, 9999).await;
     let mut said = BufReader::new(stderr).lines();
     for _ in 0..2 {
@@ -219,7 +208,7 @@ async fn throughput_beside_a_direct_loopback_copy() {
     const SIZE: usize = 100 << 20;
     let (server, _dir) = Server::fresh().await;
     let room = "throughput";
-    exec(
+    exec_stdout(
         &server,
         room,
         &format!("head -c {SIZE} /dev/zero > big.bin"),

@@ -2,20 +2,10 @@
 //! runs; the result says 124 or 130; no job-control noise; the shell lives
 //! on, as the stopped command left it.
 
+use crate::common::apps::exec;
 use crate::common::{Server, answer, http};
 use serde_json::{Value, json};
 use std::time::Duration;
-
-async fn exec(server: &Server, room: &str, cmd: &str) -> Value {
-    let (status, body) = server
-        .post(
-            &format!("/api/rooms/{room}/sandbox/exec"),
-            json!({ "cmd": cmd }),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    body["result"].clone()
-}
 
 async fn timeout_server() -> (Server, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();

@@ -6,6 +6,7 @@
 
 use crate::common;
 use crate::common::agent_support::{FakeModel, Script};
+use crate::common::apps::{exec_with, messages};
 use crate::common::{Server, Ws, http};
 use serde_json::{Value, json};
 
@@ -19,13 +20,6 @@ async fn without_turns() -> (FakeModel, Server, tempfile::TempDir) {
     let model = FakeModel::start(Vec::new()).await;
     let (server, dir) = with_model(&model, &[]).await;
     (model, server, dir)
-}
-
-/// The room's stored messages (`GET /messages`).
-async fn messages(server: &Server, room: &str) -> Vec<Value> {
-    let (status, page) = server.get(&format!("/api/rooms/{room}/messages")).await;
-    assert_eq!(status, 200, "{page}");
-    page["messages"].as_array().unwrap().clone()
 }
 
 /// The records of `kind` among `messages`.
@@ -71,15 +65,6 @@ async fn frames_matching(ws: &mut Ws, wanted: &[&dyn Fn(&Value) -> bool]) -> Vec
 /// Matches the `duet_exec complete` frame.
 fn complete(f: &Value) -> bool {
     f["type"] == "duet_exec" && f["phase"] == "complete"
-}
-
-/// `POST /sandbox/exec`: the result.
-async fn exec(server: &Server, room: &str, body: Value) -> Value {
-    let (status, answer) = server
-        .post(&format!("/api/rooms/{room}/sandbox/exec"), body)
-        .await;
-    assert_eq!(status, 200, "{answer}");
-    answer["result"].clone()
 }
 
 /// The keys of a JSON object, sorted.
@@ -274,7 +259,7 @@ async fn a_cleanup_leaves_exactly_its_record_and_a_fresh_shell() {
     server
         .post("/api/rooms/p6/message", json!({"text":"x","to":"room"}))
         .await;
-    exec(&server, "p6", json!({"cmd":"cd /tmp"})).await;
+    exec_with(&server, "p6", json!({"cmd":"cd /tmp"})).await;
     let mut ada = server.joined("p6", "user=ada").await;
     let (status, body) = server
         .post("/api/rooms/p6/cleanup", json!({"userId":"bob"}))
@@ -377,7 +362,7 @@ async fn a_cancel_keeps_the_outputs_of_the_commands_that_ran() {
 async fn an_interrupt_is_recorded_with_the_command_it_stopped() {
     let (_model, server, _dir) = without_turns().await;
     // The sandbox is up: the command below runs as soon as it is sent.
-    exec(&server, "p9", json!({"cmd":"true"})).await;
+    exec_with(&server, "p9", json!({"cmd":"true"})).await;
     let mut ada = server.joined("p9", "user=ada").await;
     let mut bob = server.joined("p9", "user=bob").await;
     // Nothing runs: nothing is interrupted, nothing recorded.
@@ -532,9 +517,9 @@ async fn the_shell_cwd_is_in_complete_frames_and_the_state() {
 async fn exit_resets_the_directory_and_exports_and_says_so() {
     let (_model, server, _dir) = without_turns().await;
     let room = "p13";
-    exec(&server, room, json!({"cmd":"export A=1; cd /tmp"})).await;
+    exec_with(&server, room, json!({"cmd":"export A=1; cd /tmp"})).await;
     let mut ada = server.joined(room, "user=ada&deltas=1").await;
-    let result = exec(&server, room, json!({"cmd":"exit","userId":"bob"})).await;
+    let result = exec_with(&server, room, json!({"cmd":"exit","userId":"bob"})).await;
     assert!(result["error"].is_string(), "says so in error: {result}");
     let reset = |f: &Value| f["type"] == "duet_state" && f["patch"]["shell"].is_object();
     let seen = frames_matching(&mut ada, &[&complete, &reset]).await;
@@ -559,12 +544,12 @@ async fn exit_resets_the_directory_and_exports_and_says_so() {
         "{record}"
     );
     assert_eq!(event["execId"], complete["execId"]);
-    let after = exec(&server, room, json!({"cmd":"pwd; echo \"[$A]\""})).await;
+    let after = exec_with(&server, room, json!({"cmd":"pwd; echo \"[$A]\""})).await;
     assert_eq!(after["stdout"], "/workspace\n[]\n");
     // `exit 4` answers its status.
-    let four = exec(&server, room, json!({"cmd":"cd /tmp; exit 4"})).await;
+    let four = exec_with(&server, room, json!({"cmd":"cd /tmp; exit 4"})).await;
     assert_eq!(four["exitCode"], 4);
-    let after = exec(&server, room, json!({"cmd":"pwd"})).await;
+    let after = exec_with(&server, room, json!({"cmd":"pwd"})).await;
     assert_eq!(after["stdout"], "/workspace\n");
 }
 
@@ -572,16 +557,16 @@ async fn exit_resets_the_directory_and_exports_and_says_so() {
 async fn a_timeout_keeps_the_shell_and_stores_no_shell_record() {
     let (_model, server, _dir) = without_turns().await;
     let room = "p14";
-    exec(
+    exec_with(
         &server,
         room,
         json!({"cmd":"export A=1; cd /tmp; f() { echo fn; }"}),
     )
     .await;
-    let timed = exec(&server, room, json!({"cmd":"sleep 30","timeoutMs":500})).await;
+    let timed = exec_with(&server, room, json!({"cmd":"sleep 30","timeoutMs":500})).await;
     assert_eq!(timed["timedOut"], true, "{timed}");
     assert_eq!(timed["error"], Value::Null, "{timed}");
-    let after = exec(&server, room, json!({"cmd":"pwd; echo \"[$A]\"; f"})).await;
+    let after = exec_with(&server, room, json!({"cmd":"pwd; echo \"[$A]\"; f"})).await;
     assert_eq!(after["stdout"], "/tmp\n[1]\nfn\n");
     let (_, stored) = server.get(&format!("/api/rooms/{room}/messages")).await;
     let shells: Vec<&Value> = stored["messages"]
@@ -621,7 +606,7 @@ async fn by_connection_names_the_socket_that_caused_a_command_or_turn() {
     );
     assert_eq!(rpc_answer(&mut ada, 2).await["success"], true);
     // Over HTTP no socket caused it: no byConnection.
-    exec(&server, "p15", json!({"cmd":"true"})).await;
+    exec_with(&server, "p15", json!({"cmd":"true"})).await;
     let start = exec_frame(&mut bob, "start").await;
     assert!(start.get("byConnection").is_none(), "{start}");
     server
@@ -646,7 +631,7 @@ async fn records_survive_a_restart() {
     server
         .post("/api/rooms/p16/cleanup", json!({"userId":"ann"}))
         .await;
-    exec(&server, "p16", json!({"cmd":"exit"})).await;
+    exec_with(&server, "p16", json!({"cmd":"exit"})).await;
     let before = messages(&server, "p16").await;
     assert_eq!(before.len(), 2, "{before:?}");
     server.stop().await;
@@ -667,12 +652,12 @@ async fn an_idle_sandbox_that_stops_resets_the_shell_cwd_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path(), &["--sandbox-idle-secs", "1"]).await;
     let mut ada = server.joined("p17", "user=ada&deltas=1").await;
-    exec(&server, "p17", json!({"cmd":"cd /tmp"})).await;
+    exec_with(&server, "p17", json!({"cmd":"cd /tmp"})).await;
     let moved = ada.until_type("duet_state").await;
     assert_eq!(moved["patch"]["shell"]["cwd"], "/tmp");
     // No command: the sandbox stops by itself, and the state says so.
     let reset = ada.until_type("duet_state").await;
     assert_eq!(reset["patch"]["shell"], json!({"cwd":"/workspace"}));
-    let after = exec(&server, "p17", json!({"cmd":"pwd"})).await;
+    let after = exec_with(&server, "p17", json!({"cmd":"pwd"})).await;
     assert_eq!(after["stdout"], "/workspace\n");
 }

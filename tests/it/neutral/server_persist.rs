@@ -51,7 +51,7 @@ async fn the_state_survives_a_restart_byte_for_byte() {
 #[tokio::test]
 async fn a_command_running_at_sigterm_is_kept_with_its_output_and_end() {
     use common::cli::{duet, stdout};
-    use common::ticks::{STOPPED, TICKS, assert_cut_off, ticking, ticks_record};
+    use common::ticks::{STOPPED, assert_cut_off, assert_state_cut_off, ticking, ticks_record};
     // The worker's local stack has no graceful stop of a room's object: it
     // keeps output as it streams, once a second (worker/test/storage.test.ts).
     if common::only_duet_serve("SIGTERM storing the running command's last output") {
@@ -65,16 +65,7 @@ async fn a_command_running_at_sigterm_is_kept_with_its_output_and_end() {
 
     let server = Server::start(dir.path(), &[]).await;
     assert_cut_off(&ticks_record(&server, "cut").await, 3);
-    // Who joins now sees it ended, in the state's commands.
-    let mut ws = server.ws("cut", "user=bob").await;
-    ws.next().await;
-    let state = ws.next().await;
-    let execs = state["state"]["execs"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let record = execs.iter().find(|e| e["cmd"] == TICKS);
-    assert_cut_off(record.unwrap_or(&state), 3);
+    assert_state_cut_off(&server, "cut", 3).await;
     // And the export says how it ended.
     let out = duet(&server, "cut", &["export", "--format", "md"]);
     let md = stdout(&out);

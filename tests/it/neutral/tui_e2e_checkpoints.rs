@@ -5,22 +5,14 @@
 
 use crate::common::Server;
 use crate::common::agent_support;
+use crate::common::apps::exec_with;
 use crate::common::tmux::Tmux;
 use serde_json::json;
 
-/// Runs `cmd` in `room`'s sandbox over HTTP; answers its stdout.
+/// Runs `cmd` in `room` as `setup`; its stdout.
 async fn exec(server: &Server, room: &str, cmd: &str) -> String {
-    let (status, answer) = server
-        .post(
-            &format!("/api/rooms/{room}/sandbox/exec"),
-            json!({ "cmd": cmd, "userId": "setup" }),
-        )
-        .await;
-    assert_eq!(status, 200, "{answer}");
-    answer["result"]["stdout"]
-        .as_str()
-        .unwrap_or("")
-        .to_string()
+    let result = exec_with(server, room, json!({ "cmd": cmd, "userId": "setup" })).await;
+    result["stdout"].as_str().unwrap_or("").to_string()
 }
 
 #[tokio::test]

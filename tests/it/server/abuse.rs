@@ -2,6 +2,7 @@
 //! (`POST /sandbox/exec`, the Files endpoints) of a real `duet serve`,
 //! each asserting the outcome SANDBOX.md gives.
 
+use crate::common::apps::exec_with;
 use crate::common::{Server, WAIT, answer, http};
 use serde_json::{Value, json};
 
@@ -11,14 +12,7 @@ async fn exec(server: &Server, room: &str, cmd: &str) -> Value {
 }
 
 async fn exec_for(server: &Server, room: &str, cmd: &str, timeout_ms: u64) -> Value {
-    let (status, body) = server
-        .post(
-            &format!("/api/rooms/{room}/sandbox/exec"),
-            json!({"cmd": cmd, "timeoutMs": timeout_ms}),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    body["result"].clone()
+    exec_with(server, room, json!({"cmd": cmd, "timeoutMs": timeout_ms})).await
 }
 
 fn stdout(result: &Value) -> String {

@@ -122,7 +122,7 @@ fn stored_output(dir: &Path, cmd: &str) -> String {
 
 #[tokio::test]
 async fn a_command_cut_by_a_crash_is_kept_with_what_it_printed() {
-    use common::ticks::{TICKS, assert_cut_off, ticking, ticks_record};
+    use common::ticks::{TICKS, assert_cut_off, assert_state_cut_off, ticking, ticks_record};
     if common::only_duet_serve("kill -9 of the server and its database file") {
         return;
     }
@@ -139,15 +139,7 @@ async fn a_command_cut_by_a_crash_is_kept_with_what_it_printed() {
 
     let server = Server::start(dir.path(), &[]).await;
     assert_cut_off(&ticks_record(&server, "cut9").await, 3);
-    let mut ws = server.ws("cut9", "user=bob").await;
-    ws.next().await;
-    let state = ws.next().await;
-    let execs = state["state"]["execs"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let record = execs.iter().find(|e| e["cmd"] == TICKS);
-    assert_cut_off(record.unwrap_or(&state), 3);
+    assert_state_cut_off(&server, "cut9", 3).await;
 }
 
 #[tokio::test]

@@ -6,9 +6,8 @@ use serde_json::json;
 
 #[tokio::test]
 async fn a_minimal_path_still_starts_the_sandbox() {
-    // SAFETY: the only test of this binary; set before any thread reads it.
-    unsafe { std::env::set_var("PATH", "/usr/bin:/bin") };
-    let (server, _dir) = Server::fresh().await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_with_env(dir.path(), &[], &[("PATH", "/usr/bin:/bin")]).await;
     let (status, body) = server
         .post(
             "/api/rooms/cron/sandbox/exec",
