@@ -216,3 +216,16 @@ pub async fn set_policy(server: &Server, room: &str, body: Value) {
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer, json!({"policy": body["policy"]}));
 }
+
+/// The owner sets the role of invite `invite_id` (`POST …/invites/{id}/role`);
+/// the answer.
+pub async fn set_role(server: &Server, room: &str, invite_id: &str, role: &str) -> Value {
+    let (status, body) = server
+        .post(
+            &super::apps::room_path(room, &format!("/invites/{invite_id}/role")),
+            serde_json::json!({ "role": role }),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    body
+}

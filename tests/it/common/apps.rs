@@ -602,3 +602,20 @@ pub async fn own_origin(server: &Server, room: &str, port: u16) -> OwnOrigin {
         set_cookie,
     }
 }
+
+/// Debian's headless Chromium on `url` with `args` (e.g. `--dump-dom`), in
+/// a fresh profile: what it printed once done (scripts/test installs it).
+pub async fn chromium(args: &[&str], url: &str) -> std::process::Output {
+    let profile = tempfile::tempdir().unwrap();
+    let run = tokio::process::Command::new("chromium-headless-shell")
+        .args(["--no-sandbox", "--disable-gpu", "--no-first-run"])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(args)
+        .arg(url)
+        .kill_on_drop(true)
+        .output();
+    tokio::time::timeout(WAIT * 3, run)
+        .await
+        .expect("the browser is done in time")
+        .expect("chromium-headless-shell runs (scripts/test installs it)")
+}

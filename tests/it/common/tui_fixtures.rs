@@ -253,21 +253,27 @@ pub fn render(app: &mut App, w: u16, h: u16) -> String {
     let buffer = terminal.backend().buffer().clone();
     let mut out = String::new();
     for y in 0..h {
-        let mut line = String::new();
-        let mut skip = 0;
-        for x in 0..w {
-            if skip > 0 {
-                skip -= 1;
-                continue;
-            }
-            let symbol = buffer[(x, y)].symbol();
-            skip = duet::tui::text::width(symbol).saturating_sub(1);
-            line.push_str(symbol);
-        }
-        out.push_str(line.trim_end());
+        out.push_str(&row_text(&buffer, y, 0, w));
         out.push('\n');
     }
     out
+}
+
+/// Row `y` of `buffer` from column `from` to `to` as text, a wide
+/// character once, without trailing blanks.
+pub fn row_text(buffer: &ratatui::buffer::Buffer, y: u16, from: u16, to: u16) -> String {
+    let mut line = String::new();
+    let mut skip = 0;
+    for x in from..to {
+        if skip > 0 {
+            skip -= 1;
+            continue;
+        }
+        let symbol = buffer[(x, y)].symbol();
+        skip = duet::tui::text::width(symbol).saturating_sub(1);
+        line.push_str(symbol);
+    }
+    line.trim_end().to_string()
 }
 
 /// A background process `by` started at `T0`, running or ended.

@@ -6,7 +6,7 @@
 //! for the closing note (`--ignored --nocapture`).
 
 use crate::common;
-use crate::common::apps::exec_stdout;
+use crate::common::apps::{exec_stdout, http_server};
 use crate::common::{Server, WAIT};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -63,33 +63,6 @@ async fn forward_with(
     (child, addr.to_string(), stderr)
 }
 
-/// Starts `python3 -m http.server PORT` in the room and waits until the
-/// room lists the port.
-async fn web_server(server: &Server, room: &str, port: u16) {
-    let (status, body) = server
-        .post(
-            &format!("/api/rooms/{room}/processes"),
-            serde_json::json!({ "cmd": format!("python3 -m http.server {port}") }),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let (_, body) = server.get(&format!("/api/rooms/{room}/ports")).await;
-        if body["ports"]
-            .as_array()
-            .is_some_and(|p| p.iter().any(|p| p["port"] == port))
-        {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "port {port} never listened: {body}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 /// The bytes of `GET path` on `addr`, as a browser or curl would fetch them.
 async fn fetch(addr: &str, path: &str) -> Vec<u8> {
     let res = common::http()
@@ -122,7 +95,7 @@ async fn a_file_comes_through_the_tunnel_byte_for_byte() {
         "head -c 3000000 /dev/urandom > blob.bin; printf 'hello\\n' > hello.txt",
     )
     .await;
-    web_server(&server, room, 8000).await;
+    http_server(&server, room, 8000).await;
     let (child, addr, _stderr) = forward(&server, room, 8000).await;
 
     assert_eq!(fetch(&addr, "/hello.txt").await, b"hello\n");
@@ -149,7 +122,7 @@ async fn the_tunnel_carries_the_token_and_a_wrong_one_is_said() {
     let server = Server::start(dir.path(), &["--token", "s3cret-token"]).await;
     let room = "guarded";
     exec_stdout(&server, room, "printf 'behind the token\\n' > note.txt").await;
-    web_server(&server, room, 8000).await;
+    http_server(&server, room, 8000).await;
     let (child, addr, _stderr) = forward(&server, room, 8000).await;
     assert_eq!(fetch(&addr, "/note.txt").await, b"behind the token\n");
     interrupt(child).await;
@@ -214,7 +187,7 @@ async fn throughput_beside_a_direct_loopback_copy() {
         &format!("head -c {SIZE} /dev/zero > big.bin"),
     )
     .await;
-    web_server(&server, room, 8000).await;
+    http_server(&server, room, 8000).await;
     let (child, addr, _stderr) = forward(&server, room, 8000).await;
     // Warm: python's first answer, the sandbox's page cache.
     assert_eq!(fetch(&addr, "/big.bin").await.len(), SIZE);

@@ -5,6 +5,7 @@
 //! preview nor Duet's API, nor sets cookies beyond its own origin.
 
 use crate::common;
+use crate::common::apps::chromium;
 use crate::common::{Server, WAIT, answer, http};
 use serde_json::json;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -227,17 +228,7 @@ async fn a_preview_s_page_reaches_no_other_preview_nor_duet() {
     };
     started(b, format!("python3 app.py 8000 b {a_url} {duet}")).await;
 
-    let profile = tempfile::tempdir().unwrap();
-    let run = tokio::process::Command::new("chromium-headless-shell")
-        .args(["--no-sandbox", "--disable-gpu", "--no-first-run"])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .args(["--virtual-time-budget=15000", "--dump-dom", &entry(a)])
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(WAIT * 3, run)
-        .await
-        .expect("the browser is done in time")
-        .expect("chromium-headless-shell runs (scripts/test installs it)");
+    let out = chromium(&["--virtual-time-budget=15000", "--dump-dom"], &entry(a)).await;
     let dom = String::from_utf8_lossy(&out.stdout).to_string();
     let between = |from: &str| -> String {
         dom.split_once(from)

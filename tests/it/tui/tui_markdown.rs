@@ -56,21 +56,6 @@ fn pane_rows(app: &mut App, pane: Pane, w: u16, h: u16) -> Vec<String> {
         .collect()
 }
 
-fn row_text(buffer: &Buffer, y: u16, from: u16, to: u16) -> String {
-    let mut line = String::new();
-    let mut skip = 0;
-    for x in from..to {
-        if skip > 0 {
-            skip -= 1;
-            continue;
-        }
-        let symbol = buffer[(x, y)].symbol();
-        skip = duet::tui::text::width(symbol).saturating_sub(1);
-        line.push_str(symbol);
-    }
-    line.trim_end().to_string()
-}
-
 /// The rows of the reply's body (after the agent's header), no trailing
 /// blank rows.
 fn body_rows(app: &mut App, w: u16, h: u16) -> Vec<String> {

@@ -3,6 +3,7 @@
 //! out of a browser's reach, and rebound host names refused.
 
 use super::*;
+use crate::common::apps::chromium;
 
 #[tokio::test]
 async fn a_browser_opens_the_preview_at_its_own_origin_with_a_cookie_for_it_only() {
@@ -170,18 +171,8 @@ async fn a_real_browser_opens_the_preview_with_the_token() {
     )
     .await;
     http_server(&server, room, 8000).await;
-    let profile = tempfile::tempdir().unwrap();
     let url = preview_url(&server, room, 8000, &format!("/?token={TOKEN}"));
-    let run = tokio::process::Command::new("chromium-headless-shell")
-        .args(["--no-sandbox", "--disable-gpu", "--no-first-run"])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .args(["--dump-dom", &url])
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(WAIT * 3, run)
-        .await
-        .expect("the browser is done in time")
-        .expect("chromium-headless-shell runs (scripts/test installs it)");
+    let out = chromium(&["--dump-dom"], &url).await;
     let dom = String::from_utf8_lossy(&out.stdout);
     assert!(
         dom.contains("script-ran-42"),

@@ -86,13 +86,7 @@ async fn a_revoked_demoted_or_expired_invite_s_open_tunnel_is_cut() {
     let mut t = wen.tunnel(9000).await;
     echoed(&mut t, b"echo before the demotion").await;
     let id = inv["id"].as_str().unwrap();
-    let (status, body) = server
-        .post(
-            &room_path(room, &format!("/invites/{id}/role")),
-            json!({"role":"viewer"}),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
+    set_role(&server, room, id, "viewer").await;
     assert_eq!(
         cut(&mut t).await,
         Some((4403, "the invite's role is viewer now".to_string()))
@@ -101,13 +95,7 @@ async fn a_revoked_demoted_or_expired_invite_s_open_tunnel_is_cut() {
     let (wyn, inv) = guest(&server, room, "writer", None).await;
     let mut kept = wyn.tunnel(9000).await;
     let id = inv["id"].as_str().unwrap();
-    let (status, _) = server
-        .post(
-            &room_path(room, &format!("/invites/{id}/role")),
-            json!({"role":"owner"}),
-        )
-        .await;
-    assert_eq!(status, 200);
+    set_role(&server, room, id, "owner").await;
 
     // Expired: closed at the moment it expires, without a request.
     let created = invite(&server, room, json!({"role":"writer","expiresIn":3})).await;
@@ -192,13 +180,7 @@ async fn a_revoked_or_demoted_invite_s_open_preview_is_cut() {
     let first = tokio::time::timeout(WAIT, ws.next()).await.unwrap();
     assert_eq!(first.unwrap().unwrap(), Message::text("path:/live"));
     let id = inv["id"].as_str().unwrap();
-    let (status, _) = server
-        .post(
-            &room_path(room, &format!("/invites/{id}/role")),
-            json!({"role":"viewer"}),
-        )
-        .await;
-    assert_eq!(status, 200);
+    set_role(&server, room, id, "viewer").await;
     let _ = cut(&mut ws).await;
     let again = tokio::time::timeout(WAIT, tokio_tungstenite::connect_async(with_bearer()))
         .await

@@ -12,7 +12,7 @@
 use crate::common;
 use crate::common::access::{
     Guest, assert_forbidden, assert_rpc_forbidden, enter, guest, invite, owner_joins,
-    refused_status, start_with_token, with_token,
+    refused_status, set_role, start_with_token, with_token,
 };
 use crate::common::apps::messages;
 use crate::common::apps::{

@@ -183,13 +183,7 @@ async fn a_role_change_is_seen_live_and_judges_the_next_call() {
     );
 
     // Back to viewer over HTTP: the next call is refused again.
-    let (status, body) = server
-        .post(
-            &room_path(room, &format!("/invites/{id}/role")),
-            json!({"role":"viewer"}),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
+    let body = set_role(&server, room, &id, "viewer").await;
     assert_eq!(body["invite"]["role"], "viewer");
     let you = viewer.ws.until_type("duet_you").await;
     assert_eq!(you["role"], "viewer");
@@ -249,13 +243,7 @@ async fn a_writer_demoted_while_attached_to_the_terminal_types_nothing_more() {
     terminal_until(&mut writer.ws, &term_id, "W-42").await;
 
     let id = inv["id"].as_str().unwrap();
-    let (status, body) = server
-        .post(
-            &room_path(room, &format!("/invites/{id}/role")),
-            json!({"role":"viewer"}),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
+    set_role(&server, room, id, "viewer").await;
     assert_eq!(writer.ws.until_type("duet_you").await["role"], "viewer");
     writer
         .ws
@@ -316,13 +304,7 @@ async fn a_demoted_or_revoked_writer_s_window_stops_counting_for_the_terminal_s_
     );
     resized_to(&mut owner.ws, &term_id, 60, 20).await;
     let id = inv["id"].as_str().unwrap();
-    let (status, body) = server
-        .post(
-            &room_path(room, &format!("/invites/{id}/role")),
-            json!({"role":"viewer"}),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
+    set_role(&server, room, id, "viewer").await;
     resized_to(&mut owner.ws, &term_id, 120, 40).await;
     resized_to(&mut writer.ws, &term_id, 120, 40).await;
 
