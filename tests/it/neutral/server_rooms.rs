@@ -4,21 +4,10 @@
 
 use crate::common;
 use crate::common::access::{TOKEN, guest, with_token};
+use crate::common::apps::exec_stdout as exec;
 use crate::common::{Server, http};
 use serde_json::{Value, json};
 use std::time::Duration;
-
-/// Runs `cmd` in `room`; its stdout.
-async fn exec(server: &Server, room: &str, cmd: &str) -> String {
-    let (status, body) = server
-        .post(
-            &format!("/api/rooms/{room}/sandbox/exec"),
-            json!({"cmd": cmd}),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    body["result"]["stdout"].as_str().unwrap().to_string()
-}
 
 /// The room's state as a new socket receives it on connect.
 async fn state(server: &Server, room: &str) -> Value {
