@@ -14,6 +14,7 @@ mod files;
 mod manual;
 mod processes;
 mod room;
+mod rooms;
 mod serve;
 
 #[derive(Debug, Parser)]
@@ -110,6 +111,9 @@ pub enum Command {
     /// 127.0.0.1:LOCAL and carries each connection to PORT in the sandbox
     /// (any protocol) until Ctrl+C
     Port(processes::PortArgs),
+    /// List the backend's rooms (its owner only: the server's token, or
+    /// anyone on a backend without one): people here now, last change
+    Rooms(rooms::RoomsArgs),
     /// Print the completion script of a shell: e.g. `duet completions
     /// bash > ~/.local/share/bash-completion/completions/duet`
     Completions {
@@ -334,6 +338,7 @@ fn run_async(command: Command) -> ExitCode {
             Command::Logs(args) => processes::logs(args).await,
             Command::Kill(args) => processes::kill(args).await,
             Command::Port(args) => processes::port(args).await,
+            Command::Rooms(args) => rooms::list(args).await,
             Command::Ls(args) => files::ls(args).await,
             Command::Export(args) => checkpoints::export(args).await,
             Command::Rm(args) => files::rm(args).await,

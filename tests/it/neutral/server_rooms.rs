@@ -223,3 +223,65 @@ async fn a_cleaned_room_is_still_listed() {
         "{list:?}"
     );
 }
+
+/// `duet rooms ARGS…` against `server` with `token`.
+fn duet_rooms(server: &Server, token: &str, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_duet"))
+        .args(["rooms", "--server", &server.url("")])
+        .args(args)
+        .env_remove("DUET_SERVER")
+        .env_remove("DUET_ROOM")
+        .env("DUET_TOKEN", token)
+        .output()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn duet_rooms_prints_them_for_the_owner_and_says_why_not_to_an_invite() {
+    let (server, _dir) = with_token(&[]).await;
+    let (status, _) = server
+        .post(
+            "/api/rooms/lobby-a/message",
+            json!({"text":"hi","to":"room"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+
+    let out = duet_rooms(&server, TOKEN, &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    let mut lines = text.lines();
+    let head = lines.next().unwrap_or("");
+    assert!(
+        head.starts_with("ROOM") && head.contains("PEOPLE"),
+        "{text}"
+    );
+    assert!(
+        lines.any(|l| l.split_whitespace().take(2).eq(["lobby-a", "0"])),
+        "{text}"
+    );
+
+    let out = duet_rooms(&server, TOKEN, &["--json"]);
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        answer["rooms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["roomId"] == "lobby-a"),
+        "{answer}"
+    );
+
+    let (guest, _) = guest(&server, "lobby-a", "owner", None).await;
+    let out = duet_rooms(&server, &guest.token, &[]);
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("only the server's token may list rooms"),
+        "{said}"
+    );
+    assert!(
+        !said.contains(&guest.token),
+        "the token is never printed: {said}"
+    );
+}
