@@ -19,9 +19,9 @@ use tokio::sync::oneshot;
 
 /// The checkpoints of a room.
 #[derive(Default)]
-pub(super) struct Checkpoints {
+pub(in crate::server) struct Checkpoints {
     /// Oldest first: the state's `checkpoints`.
-    pub(super) list: Vec<Checkpoint>,
+    pub(in crate::server) list: Vec<Checkpoint>,
     /// The next one's number (`c{next}`).
     next: u64,
     /// Names of those being taken (not yet listed).

@@ -404,7 +404,7 @@ impl RoomActor {
 
     /// A cleanup: every process is killed (its `exit` goes out now) and
     /// the list and ports are emptied.
-    pub(super) fn kill_all_processes(&mut self) {
+    pub(in crate::server) fn kill_all_processes(&mut self) {
         self.stop_all_processes();
         self.processes.entries.clear();
         self.processes.listed.clear();

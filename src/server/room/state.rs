@@ -119,7 +119,7 @@ impl RoomActor {
 
     /// Sends the full state to every connection, deltas or not (on
     /// connect and after a cleanup).
-    pub(super) fn publish_whole(&mut self) {
+    pub(in crate::server) fn publish_whole(&mut self) {
         self.state_cache = None;
         let text = self.state_text();
         let _ = self.frames.send(super::outgoing(text, None));
