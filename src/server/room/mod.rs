@@ -40,6 +40,9 @@ use exec::Launched;
 pub(crate) use exec::Then;
 pub(crate) use handle::record_in;
 pub(crate) use handle::{Command, Joined, RoomHandle};
+pub(in crate::server) use processes::{
+    Entry as ProcessEntry, KILL_GRACE, unknown as unknown_process,
+};
 pub(crate) use processes::{ProcCommand, Query};
 pub(in crate::server) use records::draft;
 use turn::CurrentTurn;
@@ -177,7 +180,7 @@ pub(crate) struct RoomActor {
     /// `term_close` requests waiting for the terminal to end.
     closing: terminal::Closing,
     /// The background processes, and the ports the sandbox listens on.
-    processes: processes::Processes,
+    pub(in crate::server) processes: processes::Processes,
     ports: Vec<crate::protocol::PortState>,
     /// The checkpoints of the workspace.
     pub(in crate::server) checkpoints: checkpoints::Checkpoints,
