@@ -4,9 +4,10 @@
 //! `checkpoint_delete` (`DELETE …/checkpoints/{id}`) and `fork`
 //! (`POST …/fork {to, checkpointId?}`).
 
-use super::{Answer, Caller, Fields, Operation};
-use crate::protocol::{checkpoint_name_problem, valid_room_id};
-use crate::server::room::RoomActor;
+use super::{Answer, Caller, Fields, Operation, Reply};
+use crate::protocol::{DeleteResponse, checkpoint_name_problem, valid_room_id};
+use crate::server::errors::ApiError;
+use crate::server::room::{RoomActor, Waiting, unknown_checkpoint};
 
 /// Take a checkpoint of the workspace.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,8 +24,21 @@ impl Operation for CheckpointCreate {
         Some(CheckpointCreate { name })
     }
 
+    /// A person's checkpoint, named `name` (else a numbered name).
     async fn apply(self, room: &mut RoomActor, caller: Caller, answer: Answer) {
-        room.take_checkpoint(self.name, caller.name_or_anonymous(), answer);
+        if let Some(name) = &self.name
+            && room.checkpoints.named(name)
+        {
+            let taken = format!("the room has a checkpoint named {name:?}");
+            let _ = answer.send(Err(ApiError::conflict(
+                "a checkpoint has that name",
+                "name",
+                taken,
+            )));
+            return;
+        }
+        let by = caller.name_or_anonymous();
+        room.take(self.name, by, None, Waiting::Request(answer));
     }
 }
 
@@ -59,8 +73,26 @@ impl Operation for CheckpointDelete {
         })
     }
 
+    /// Unlisted at once; answered when its files and row are gone.
     async fn apply(self, room: &mut RoomActor, _caller: Caller, answer: Answer) {
-        room.delete_checkpoint(self.checkpoint_id, answer);
+        let id = self.checkpoint_id;
+        let Some(i) = room.checkpoints.list.iter().position(|c| c.id == id) else {
+            let _ = answer.send(Err(unknown_checkpoint(&id)));
+            return;
+        };
+        room.checkpoints.list.remove(i);
+        room.publish_checkpoints();
+        let deleting = room.forget_checkpoint(id);
+        tokio::spawn(async move {
+            let deleted = match deleting.await {
+                Ok(Ok(())) => Ok(Reply::ok(DeleteResponse { deleted: true })),
+                Ok(Err(e)) => Err(ApiError::internal(format!(
+                    "deleting the checkpoint failed: {e}"
+                ))),
+                Err(e) => Err(ApiError::internal(e.to_string())),
+            };
+            let _ = answer.send(deleted);
+        });
     }
 }
 

@@ -7,8 +7,7 @@
 
 use super::{Answer, Command, RoomActor, state::Change};
 use crate::protocol::{
-    Checkpoint, CheckpointResponse, DeleteResponse, Event, ForkResponse, RestoreResponse,
-    WORKSPACE, now_ms,
+    Checkpoint, CheckpointResponse, Event, ForkResponse, RestoreResponse, WORKSPACE, now_ms,
 };
 use crate::sandbox::SandboxError;
 use crate::server::errors::ApiError;
@@ -42,7 +41,7 @@ impl Checkpoints {
         }
     }
 
-    fn named(&self, name: &str) -> bool {
+    pub(in crate::server) fn named(&self, name: &str) -> bool {
         self.taking.contains(name) || self.list.iter().any(|c| c.name == name)
     }
 
@@ -91,7 +90,7 @@ pub(crate) enum CheckpointNews {
 }
 
 /// The 404 of a checkpoint id the room does not have.
-fn unknown(id: &str) -> ApiError {
+pub(in crate::server) fn unknown(id: &str) -> ApiError {
     ApiError::not_found(
         "no such checkpoint",
         "checkpointId",
@@ -105,24 +104,8 @@ fn refused(e: SandboxError) -> ApiError {
 }
 
 impl RoomActor {
-    /// `checkpoint_create`: a person's checkpoint named `name`.
-    pub(crate) fn take_checkpoint(&mut self, name: Option<String>, by: String, answer: Answer) {
-        if let Some(name) = &name
-            && self.checkpoints.named(name)
-        {
-            let taken = format!("the room has a checkpoint named {name:?}");
-            let _ = answer.send(Err(ApiError::conflict(
-                "a checkpoint has that name",
-                "name",
-                taken,
-            )));
-            return;
-        }
-        self.take(name, by, None, Waiting::Request(answer));
-    }
-
     /// Starts taking a checkpoint; `turn_id` makes it an automatic one.
-    fn take(
+    pub(in crate::server) fn take(
         &mut self,
         name: Option<String>,
         by: String,
@@ -271,7 +254,10 @@ impl RoomActor {
     }
 
     /// Deletes a checkpoint's files and row, in the background.
-    fn forget_checkpoint(&self, id: String) -> tokio::task::JoinHandle<Result<(), String>> {
+    pub(in crate::server) fn forget_checkpoint(
+        &self,
+        id: String,
+    ) -> tokio::task::JoinHandle<Result<(), String>> {
         let (sandbox, store, room) = (
             self.sandbox.clone(),
             self.shared.store.clone(),
@@ -289,31 +275,10 @@ impl RoomActor {
         })
     }
 
-    fn publish_checkpoints(&mut self) {
+    pub(in crate::server) fn publish_checkpoints(&mut self) {
         self.checkpoints.unpublished = false;
         let value = serde_json::to_value(&self.checkpoints.list).unwrap_or_default();
         self.publish(&[Change::Field("checkpoints", value)]);
-    }
-
-    /// `checkpoint_delete`.
-    pub(crate) fn delete_checkpoint(&mut self, id: String, answer: Answer) {
-        let Some(i) = self.checkpoints.list.iter().position(|c| c.id == id) else {
-            let _ = answer.send(Err(unknown(&id)));
-            return;
-        };
-        self.checkpoints.list.remove(i);
-        self.publish_checkpoints();
-        let deleting = self.forget_checkpoint(id);
-        tokio::spawn(async move {
-            let deleted = match deleting.await {
-                Ok(Ok(())) => Ok(Reply::ok(DeleteResponse { deleted: true })),
-                Ok(Err(e)) => Err(ApiError::internal(format!(
-                    "deleting the checkpoint failed: {e}"
-                ))),
-                Err(e) => Err(ApiError::internal(e.to_string())),
-            };
-            let _ = answer.send(deleted);
-        });
     }
 
     /// `checkpoint_restore`, in the contract's order: the turn is

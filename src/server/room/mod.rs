@@ -36,6 +36,7 @@ use std::sync::atomic::AtomicUsize;
 use tokio::sync::{broadcast, mpsc};
 
 pub(crate) use access::AccessNews;
+pub(in crate::server) use checkpoints::{Waiting, unknown as unknown_checkpoint};
 use exec::Launched;
 pub(crate) use exec::Then;
 pub(crate) use handle::record_in;
