@@ -1,14 +1,13 @@
 //! The room's checkpoints (docs/protocol.md "Checkpoints, restore and
 //! fork"): the list in the state, taking one (a person's, or the
-//! automatic one before an agent turn's first command), restoring one in
-//! the contract's order, deleting one, and forking the room. The copies
-//! are the sandbox's; the actor keeps the list and never awaits a copy:
-//! tasks do, and report back through its inbox.
+//! automatic one before an agent turn's first command), and finishing a
+//! restore in the contract's order (the operations themselves are in
+//! `ops/checkpoint.rs`). The copies are the sandbox's; the actor keeps the
+//! list and never awaits a copy: tasks do, and report back through its
+//! inbox.
 
 use super::{Answer, Command, RoomActor, state::Change};
-use crate::protocol::{
-    Checkpoint, CheckpointResponse, Event, ForkResponse, RestoreResponse, WORKSPACE, now_ms,
-};
+use crate::protocol::{Checkpoint, CheckpointResponse, Event, RestoreResponse, WORKSPACE, now_ms};
 use crate::sandbox::SandboxError;
 use crate::server::errors::ApiError;
 use crate::server::ops::Reply;
@@ -51,7 +50,7 @@ impl Checkpoints {
             .then(|| serde_json::to_value(&self.list).unwrap_or_default())
     }
 
-    fn find(&self, id: &str) -> Option<&Checkpoint> {
+    pub(in crate::server) fn find(&self, id: &str) -> Option<&Checkpoint> {
         self.list.iter().find(|c| c.id == id)
     }
 }
@@ -66,10 +65,10 @@ pub(crate) enum Waiting {
 
 /// A restore that ended in the sandbox.
 pub(crate) struct Restored {
-    checkpoint: Checkpoint,
-    by: String,
-    result: Result<(), SandboxError>,
-    answer: Answer,
+    pub(in crate::server) checkpoint: Checkpoint,
+    pub(in crate::server) by: String,
+    pub(in crate::server) result: Result<(), SandboxError>,
+    pub(in crate::server) answer: Answer,
 }
 
 /// What the checkpoint tasks (and the turn) tell the room.
@@ -99,7 +98,7 @@ pub(in crate::server) fn unknown(id: &str) -> ApiError {
 }
 
 /// The answer of a checkpoint (or a fork) that could not be made.
-fn refused(e: SandboxError) -> ApiError {
+pub(in crate::server) fn refused(e: SandboxError) -> ApiError {
     e.failing("the checkpoint").into()
 }
 
@@ -281,37 +280,6 @@ impl RoomActor {
         self.publish(&[Change::Field("checkpoints", value)]);
     }
 
-    /// `checkpoint_restore`, in the contract's order: the turn is
-    /// cancelled, the running command interrupted, the processes and the
-    /// terminal end; the sandbox (behind the commands queued before) stops
-    /// and takes the checkpoint's files; then the record and the answer.
-    pub(crate) fn restore_checkpoint(&mut self, id: String, by: String, answer: Answer) {
-        let Some(checkpoint) = self.checkpoints.find(&id).cloned() else {
-            let _ = answer.send(Err(unknown(&id)));
-            return;
-        };
-        self.cancel(None, by.clone());
-        if !self.running.is_empty() {
-            let sandbox = self.sandbox.clone();
-            tokio::spawn(async move { sandbox.interrupt(None, true).await });
-        }
-        self.end_terminal(None, None);
-        self.stop_all_processes();
-        let (sandbox, inbox) = (self.sandbox.clone(), self.inbox.clone());
-        tokio::spawn(async move {
-            let result = sandbox.checkpoint_restore(checkpoint.id.clone()).await;
-            let restored = Restored {
-                checkpoint,
-                by,
-                result,
-                answer,
-            };
-            let _ = inbox
-                .send(Command::Checkpoint(CheckpointNews::Restored(restored)))
-                .await;
-        });
-    }
-
     /// Records the restores that waited for their turn's end.
     pub(super) async fn restores_after_turn(&mut self) {
         for restored in std::mem::take(&mut self.checkpoints.restored) {
@@ -346,80 +314,4 @@ impl RoomActor {
         };
         let _ = answer.send(reply);
     }
-
-    /// `fork`: room `to` starts from a copy of this room's workspace (or
-    /// of a checkpoint), with only a `fork` record, which this room
-    /// stores too.
-    pub(crate) fn fork(
-        &mut self,
-        to: String,
-        checkpoint_id: Option<String>,
-        by: String,
-        answer: Answer,
-    ) {
-        if let Some(id) = &checkpoint_id
-            && self.checkpoints.find(id).is_none()
-        {
-            let _ = answer.send(Err(unknown(id)));
-            return;
-        }
-        let (shared, sandbox, inbox, from) = (
-            self.shared.clone(),
-            self.sandbox.clone(),
-            self.inbox.clone(),
-            self.id.clone(),
-        );
-        tokio::spawn(async move {
-            let forked = fork_into(shared, sandbox, &from, &to, checkpoint_id.clone()).await;
-            let reply = match forked {
-                Ok(target) => {
-                    let event = Event::Fork {
-                        by,
-                        from,
-                        to: to.clone(),
-                        checkpoint_id,
-                    };
-                    target.record(event.clone()).await;
-                    super::record_in(&inbox, event).await;
-                    Ok(Reply::ok(ForkResponse { room_id: to }))
-                }
-                Err(e) => Err(e),
-            };
-            let _ = answer.send(reply);
-        });
-    }
-}
-
-/// Claims room `to` (it must be new) and fills its workspace.
-async fn fork_into(
-    shared: std::sync::Arc<crate::server::registry::Shared>,
-    sandbox: std::sync::Arc<dyn crate::sandbox::Sandbox>,
-    from: &str,
-    to: &str,
-    checkpoint_id: Option<String>,
-) -> Result<super::RoomHandle, ApiError> {
-    let exists = || {
-        ApiError::conflict(
-            "the room exists",
-            "to",
-            format!("room {to:?} exists already"),
-        )
-    };
-    if to == from {
-        return Err(exists());
-    }
-    let opaque = format!("{:016x}", rand::random::<u64>());
-    let claimed = shared
-        .store
-        .claim_room(to.to_string(), opaque)
-        .await
-        .map_err(|e| ApiError::internal(format!("the new room could not be made: {e}")))?;
-    if !claimed {
-        return Err(exists());
-    }
-    let source = sandbox.fork_source(checkpoint_id).await.map_err(refused)?;
-    let registry = crate::server::registry::Registry::new(shared);
-    let target = registry.room(to).await?;
-    target.sandbox.fork_from(source).await.map_err(refused)?;
-    Ok(target)
 }

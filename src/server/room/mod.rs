@@ -36,7 +36,9 @@ use std::sync::atomic::AtomicUsize;
 use tokio::sync::{broadcast, mpsc};
 
 pub(crate) use access::AccessNews;
-pub(in crate::server) use checkpoints::{Waiting, unknown as unknown_checkpoint};
+pub(in crate::server) use checkpoints::{
+    CheckpointNews, Restored, Waiting, refused, unknown as unknown_checkpoint,
+};
 use exec::Launched;
 pub(crate) use exec::Then;
 pub(crate) use handle::record_in;

@@ -349,7 +349,7 @@ impl RoomActor {
 
     /// Every running process is killed (its `exit` goes out now, and the
     /// list says `killed`).
-    pub(super) fn stop_all_processes(&mut self) {
+    pub(in crate::server) fn stop_all_processes(&mut self) {
         let running: Vec<String> = self
             .processes
             .entries
