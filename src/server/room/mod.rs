@@ -48,6 +48,7 @@ pub(in crate::server) use processes::{
 };
 pub(crate) use processes::{ProcCommand, Query};
 pub(in crate::server) use records::draft;
+pub(in crate::server) use state::Change;
 use turn::CurrentTurn;
 pub(crate) use turn::{PendingTurn, no_reply};
 
@@ -188,7 +189,7 @@ pub(crate) struct RoomActor {
     /// The checkpoints of the workspace.
     pub(in crate::server) checkpoints: checkpoints::Checkpoints,
     /// Its invites, policy and the agent's commands waiting for a person.
-    access: access::RoomAccess,
+    pub(in crate::server) access: access::RoomAccess,
     /// The handles' count (see `RoomHandle::holders`).
     holders: std::sync::Weak<()>,
     pub(in crate::server) state_cache: Option<Utf8Bytes>,
