@@ -4,9 +4,18 @@
 //! `checkpoint_delete` (`DELETE …/checkpoints/{id}`) and `fork`
 //! (`POST …/fork {to, checkpointId?}`).
 
-use super::{Answer, Caller, Fields, Operation};
-use crate::protocol::{checkpoint_name_problem, valid_room_id};
-use crate::server::room::RoomActor;
+use super::{Answer, Caller, Fields, Operation, Reply};
+use crate::protocol::{
+    DeleteResponse, Event, ForkResponse, checkpoint_name_problem, valid_room_id,
+};
+use crate::sandbox::Sandbox;
+use crate::server::errors::ApiError;
+use crate::server::registry::{Registry, Shared};
+use crate::server::room::{
+    CheckpointNews, Command, Restored, RoomActor, RoomHandle, Waiting, record_in, refused,
+    unknown_checkpoint,
+};
+use std::sync::Arc;
 
 /// Take a checkpoint of the workspace.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,8 +32,21 @@ impl Operation for CheckpointCreate {
         Some(CheckpointCreate { name })
     }
 
+    /// A person's checkpoint, named `name` (else a numbered name).
     async fn apply(self, room: &mut RoomActor, caller: Caller, answer: Answer) {
-        room.take_checkpoint(self.name, caller.name_or_anonymous(), answer);
+        if let Some(name) = &self.name
+            && room.checkpoints.named(name)
+        {
+            let taken = format!("the room has a checkpoint named {name:?}");
+            let _ = answer.send(Err(ApiError::conflict(
+                "a checkpoint has that name",
+                "name",
+                taken,
+            )));
+            return;
+        }
+        let by = caller.name_or_anonymous();
+        room.take(self.name, by, None, Waiting::Request(answer));
     }
 }
 
@@ -41,8 +63,36 @@ impl Operation for CheckpointRestore {
         })
     }
 
+    /// In the contract's order: the turn is cancelled, the running
+    /// command interrupted, the processes and the terminal end; the
+    /// sandbox (behind the commands queued before) stops and takes the
+    /// checkpoint's files; then the record and the answer (`Restored`).
     async fn apply(self, room: &mut RoomActor, caller: Caller, answer: Answer) {
-        room.restore_checkpoint(self.checkpoint_id, caller.name_or_anonymous(), answer);
+        let Some(checkpoint) = room.checkpoints.find(&self.checkpoint_id).cloned() else {
+            let _ = answer.send(Err(unknown_checkpoint(&self.checkpoint_id)));
+            return;
+        };
+        let by = caller.name_or_anonymous();
+        room.cancel(None, by.clone());
+        if !room.running.is_empty() {
+            let sandbox = room.sandbox.clone();
+            tokio::spawn(async move { sandbox.interrupt(None, true).await });
+        }
+        room.end_terminal(None, None);
+        room.stop_all_processes();
+        let (sandbox, inbox) = (room.sandbox.clone(), room.inbox.clone());
+        tokio::spawn(async move {
+            let result = sandbox.checkpoint_restore(checkpoint.id.clone()).await;
+            let restored = Restored {
+                checkpoint,
+                by,
+                result,
+                answer,
+            };
+            let _ = inbox
+                .send(Command::Checkpoint(CheckpointNews::Restored(restored)))
+                .await;
+        });
     }
 }
 
@@ -59,8 +109,26 @@ impl Operation for CheckpointDelete {
         })
     }
 
+    /// Unlisted at once; answered when its files and row are gone.
     async fn apply(self, room: &mut RoomActor, _caller: Caller, answer: Answer) {
-        room.delete_checkpoint(self.checkpoint_id, answer);
+        let id = self.checkpoint_id;
+        let Some(i) = room.checkpoints.list.iter().position(|c| c.id == id) else {
+            let _ = answer.send(Err(unknown_checkpoint(&id)));
+            return;
+        };
+        room.checkpoints.list.remove(i);
+        room.publish_checkpoints();
+        let deleting = room.forget_checkpoint(id);
+        tokio::spawn(async move {
+            let deleted = match deleting.await {
+                Ok(Ok(())) => Ok(Reply::ok(DeleteResponse { deleted: true })),
+                Ok(Err(e)) => Err(ApiError::internal(format!(
+                    "deleting the checkpoint failed: {e}"
+                ))),
+                Err(e) => Err(ApiError::internal(e.to_string())),
+            };
+            let _ = answer.send(deleted);
+        });
     }
 }
 
@@ -87,12 +155,74 @@ impl Operation for Fork {
         })
     }
 
+    /// Room `to` starts from a copy of this room's workspace (or of a
+    /// checkpoint), with only a `fork` record, which this room stores too.
     async fn apply(self, room: &mut RoomActor, caller: Caller, answer: Answer) {
-        room.fork(
-            self.to,
-            self.checkpoint_id,
-            caller.name_or_anonymous(),
-            answer,
+        let Fork { to, checkpoint_id } = self;
+        if let Some(id) = &checkpoint_id
+            && room.checkpoints.find(id).is_none()
+        {
+            let _ = answer.send(Err(unknown_checkpoint(id)));
+            return;
+        }
+        let by = caller.name_or_anonymous();
+        let (shared, sandbox, inbox, from) = (
+            room.shared.clone(),
+            room.sandbox.clone(),
+            room.inbox.clone(),
+            room.id.clone(),
         );
+        tokio::spawn(async move {
+            let forked = fork_into(shared, sandbox, &from, &to, checkpoint_id.clone()).await;
+            let reply = match forked {
+                Ok(target) => {
+                    let event = Event::Fork {
+                        by,
+                        from,
+                        to: to.clone(),
+                        checkpoint_id,
+                    };
+                    target.record(event.clone()).await;
+                    record_in(&inbox, event).await;
+                    Ok(Reply::ok(ForkResponse { room_id: to }))
+                }
+                Err(e) => Err(e),
+            };
+            let _ = answer.send(reply);
+        });
     }
+}
+
+/// Claims room `to` (it must be new) and fills its workspace.
+async fn fork_into(
+    shared: Arc<Shared>,
+    sandbox: Arc<dyn Sandbox>,
+    from: &str,
+    to: &str,
+    checkpoint_id: Option<String>,
+) -> Result<RoomHandle, ApiError> {
+    let exists = || {
+        ApiError::conflict(
+            "the room exists",
+            "to",
+            format!("room {to:?} exists already"),
+        )
+    };
+    if to == from {
+        return Err(exists());
+    }
+    let opaque = format!("{:016x}", rand::random::<u64>());
+    let claimed = shared
+        .store
+        .claim_room(to.to_string(), opaque)
+        .await
+        .map_err(|e| ApiError::internal(format!("the new room could not be made: {e}")))?;
+    if !claimed {
+        return Err(exists());
+    }
+    let source = sandbox.fork_source(checkpoint_id).await.map_err(refused)?;
+    let registry = Registry::new(shared);
+    let target = registry.room(to).await?;
+    target.sandbox.fork_from(source).await.map_err(refused)?;
+    Ok(target)
 }

@@ -3,9 +3,15 @@
 //! name?}`), `invite_revoke` (`DELETE …/invites/{id}`) and `set_role`
 //! (`POST …/invites/{id}/role {role}`). Owners only (the access table).
 
-use super::{Answer, Caller, Fields, Operation};
-use crate::protocol::{DEFAULT_INVITE_SECS, MAX_INVITE_SECS, RoomRole};
-use crate::server::room::RoomActor;
+use super::{Answer, Caller, Fields, Operation, Reply};
+use crate::protocol::{
+    DEFAULT_INVITE_SECS, Invite, InviteCreated, InviteResponse, MAX_INVITE_SECS, RevokeResponse,
+    RoomRole, now_ms,
+};
+use crate::server::auth::{new_invite_token, token_hash};
+use crate::server::errors::ApiError;
+use crate::server::room::{AccessNews, RoomActor, frame_text};
+use crate::server::store_access::InviteRow;
 
 /// Invite someone with a role.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,9 +60,65 @@ impl Operation for InviteCreate {
         })
     }
 
+    /// A new invite and its token, shown this once.
     async fn apply(self, room: &mut RoomActor, caller: Caller, answer: Answer) {
-        room.create_invite(self, caller, answer).await;
+        if !room.shared.has_token {
+            let e = ApiError::conflict(
+                "invites need a token",
+                "token",
+                "this server has no token, so everyone in it is an owner: start it with \
+                 --token (or DUET_TOKEN) to invite people with roles",
+            );
+            let _ = answer.send(Err(e));
+            return;
+        }
+        let token = new_invite_token();
+        let now = now_ms() as u64;
+        let draft = Invite {
+            id: String::new(),
+            role: self.role,
+            name: self.name,
+            expires_at: now + self.expires_in * 1000,
+            created_at: now,
+            by: caller.name_or_anonymous(),
+        };
+        let hash = token_hash(&token);
+        let stored = room
+            .shared
+            .store
+            .insert_invite(room.id.clone(), draft, hash.clone())
+            .await;
+        let reply = match stored {
+            Ok(invite) => {
+                room.access.invites.push(InviteRow {
+                    room: room.id.clone(),
+                    invite: invite.clone(),
+                    token_hash: hash,
+                    revoked: false,
+                });
+                let url = invite_url(caller.base.as_deref(), &room.id, &token);
+                Ok(Reply::ok(InviteCreated { invite, token, url }))
+            }
+            Err(e) => Err(ApiError::internal(format!(
+                "the invite could not be stored: {e}"
+            ))),
+        };
+        let _ = answer.send(reply);
     }
+}
+
+/// The room's link with `token`, for `duet join`.
+fn invite_url(base: Option<&str>, room: &str, token: &str) -> String {
+    let base = base.unwrap_or("http://127.0.0.1:7878");
+    crate::protocol::link::link(base, room, Some(token))
+        .map(|link| {
+            if link.contains("://") {
+                link
+            } else {
+                format!("http://{link}")
+            }
+        })
+        .unwrap_or_else(|| format!("{base}/{room}"))
 }
 
 /// Revoke an invite: its token stops working, its sockets close.
@@ -73,7 +135,28 @@ impl Operation for InviteRevoke {
     }
 
     async fn apply(self, room: &mut RoomActor, _caller: Caller, answer: Answer) {
-        room.revoke_invite(self.invite_id, answer).await;
+        let id = self.invite_id;
+        let row = match room.access.usable(&id) {
+            Ok(row) => row,
+            Err(e) => {
+                let _ = answer.send(Err(e));
+                return;
+            }
+        };
+        row.revoked = true;
+        if let Err(e) = room
+            .shared
+            .store
+            .revoke_invite(room.id.clone(), id.clone())
+            .await
+        {
+            let _ = answer.send(Err(ApiError::internal(format!(
+                "the revocation could not be stored: {e}"
+            ))));
+            return;
+        }
+        room.tell_members(AccessNews::Revoked { invite_id: id }, None);
+        let _ = answer.send(Ok(Reply::ok(RevokeResponse { revoked: true })));
     }
 }
 
@@ -94,7 +177,53 @@ impl Operation for SetRole {
         })
     }
 
+    /// The invite's role, for its sockets at once.
     async fn apply(self, room: &mut RoomActor, _caller: Caller, answer: Answer) {
-        room.set_role(self.invite_id, self.role, answer).await;
+        let SetRole {
+            invite_id: id,
+            role,
+        } = self;
+        let invite = match room.access.usable(&id) {
+            Ok(row) => {
+                row.invite.role = role;
+                row.invite.clone()
+            }
+            Err(e) => {
+                let _ = answer.send(Err(e));
+                return;
+            }
+        };
+        let stored = room
+            .shared
+            .store
+            .set_invite_role(room.id.clone(), id.clone(), role)
+            .await;
+        if let Err(e) = stored {
+            let _ = answer.send(Err(ApiError::internal(format!(
+                "the role could not be stored: {e}"
+            ))));
+            return;
+        }
+        let members: Vec<u64> = room
+            .access
+            .members
+            .iter()
+            .filter(|(_, invite)| **invite == id)
+            .map(|(conn, _)| *conn)
+            .collect();
+        for (conn, user) in &mut room.presence {
+            if members.contains(conn) {
+                user.role = role;
+            }
+        }
+        let presence = frame_text(&room.presence_frame());
+        room.tell_members(
+            AccessNews::Role {
+                invite_id: id,
+                role,
+            },
+            Some(presence),
+        );
+        let _ = answer.send(Ok(Reply::ok(InviteResponse { invite })));
     }
 }

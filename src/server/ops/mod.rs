@@ -17,9 +17,6 @@ mod process;
 mod rename;
 
 pub(crate) use fields::Fields;
-pub(crate) use invite::InviteCreate;
-pub(crate) use policy::Approve;
-pub(crate) use process::ProcessStart;
 
 use super::auth::Caller;
 use super::errors::ApiError;

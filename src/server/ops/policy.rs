@@ -2,9 +2,10 @@
 //! approvals"): `set_policy` (`POST …/policy {policy, allow?}`) and
 //! `approve` (`POST …/approve {approvalId, approved}`).
 
-use super::{Answer, Caller, Fields, Operation};
-use crate::protocol::Policy;
-use crate::server::room::RoomActor;
+use super::{Answer, Caller, Fields, Operation, Reply};
+use crate::protocol::{DecidedResponse, Event, Policy, PolicyResponse, denied_by};
+use crate::server::errors::ApiError;
+use crate::server::room::{Change, RoomActor};
 
 /// Most entries a room's allow list holds, and the longest entry.
 const ALLOW_ENTRIES: usize = 64;
@@ -66,9 +67,44 @@ impl Operation for SetPolicy {
         })
     }
 
+    /// The policy (and the room's own allow list), kept; a new policy
+    /// is recorded as the caller's.
     async fn apply(self, room: &mut RoomActor, caller: Caller, answer: Answer) {
-        let by = caller.name_or_anonymous();
-        room.set_policy(self.policy, self.allow, by, answer).await;
+        let SetPolicy { policy, allow } = self;
+        let mut row = room.access.policy.clone();
+        row.policy = policy;
+        let allow_changed = allow.as_ref().is_some_and(|a| *a != row.allow);
+        if let Some(allow) = allow {
+            row.allow = allow;
+        }
+        let policy_changed = row.policy != room.access.policy.policy;
+        if policy_changed || allow_changed {
+            if let Err(e) = room
+                .shared
+                .store
+                .set_policy(room.id.clone(), row.clone())
+                .await
+            {
+                let _ = answer.send(Err(ApiError::internal(format!(
+                    "the policy could not be stored: {e}"
+                ))));
+                return;
+            }
+            room.access.policy = row;
+            let mut changes = Vec::new();
+            if policy_changed {
+                changes.push(Change::Field("policy", policy.as_str().into()));
+            }
+            if allow_changed {
+                changes.push(Change::Field("allow", room.allow_list().into()));
+            }
+            room.publish(&changes);
+            if policy_changed {
+                let by = caller.name_or_anonymous();
+                room.record_or_log(Event::Policy { by, policy }).await;
+            }
+        }
+        let _ = answer.send(Ok(Reply::ok(PolicyResponse { policy })));
     }
 }
 
@@ -99,7 +135,34 @@ impl Operation for Approve {
         })
     }
 
+    /// A person's answer to an agent's command.
     async fn apply(self, room: &mut RoomActor, caller: Caller, answer: Answer) {
-        room.approve(self, caller.name_or_anonymous(), answer);
+        let by = caller.name_or_anonymous();
+        let id = self.approval_id;
+        match room.decide(&id, self.approved, by.clone()) {
+            Some(open) => {
+                let verdict = if self.approved {
+                    Ok(())
+                } else {
+                    Err(denied_by(&by))
+                };
+                let _ = answer.send(Ok(Reply::ok(DecidedResponse { decided: true })));
+                let _ = open.verdict.send(verdict);
+            }
+            None if room.access.decided.contains(&id) => {
+                let _ = answer.send(Err(ApiError::conflict(
+                    "already decided",
+                    "approvalId",
+                    format!("approval {id:?} was decided already"),
+                )));
+            }
+            None => {
+                let _ = answer.send(Err(ApiError::not_found(
+                    "no such approval",
+                    "approvalId",
+                    format!("no approval {id:?} in this room"),
+                )));
+            }
+        }
     }
 }

@@ -1,17 +1,15 @@
 //! The room's people and its approval policy (docs/protocol.md "Invites,
-//! roles and approvals"): invites made, revoked and given other roles (the
-//! sockets of an invite told at once), the policy and allow list, and the
-//! agent's commands that wait for a person's answer.
+//! roles and approvals"): the invites, what the sockets of an invite are
+//! told at once, the policy and allow list, and the agent's commands that
+//! wait for a person's answer (the operations themselves are in
+//! `ops/invite.rs` and `ops/policy.rs`).
 
-use super::{OutFrame, RoomActor, frame_text, state};
+use super::{OutFrame, RoomActor, state};
 use crate::protocol::{
-    Approval, ApprovalFrame, DecidedResponse, Event, Invite, InviteCreated, InviteResponse,
-    NOT_APPROVED_IN_TIME, POLICY_OFF, Policy, PolicyResponse, RevokeResponse, RoomRole,
-    allowed_without_asking, denied_by, now_ms,
+    Approval, ApprovalFrame, NOT_APPROVED_IN_TIME, POLICY_OFF, Policy, RoomRole,
+    allowed_without_asking,
 };
-use crate::server::auth::{Caller, new_invite_token, token_hash};
 use crate::server::errors::ApiError;
-use crate::server::ops::{Answer, Approve, InviteCreate, Reply};
 use crate::server::store_access::{InviteRow, PolicyRow};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -33,20 +31,20 @@ pub(crate) enum AccessNews {
 pub(crate) type Verdict = Result<(), String>;
 
 /// An agent's command waiting for an answer.
-struct Open {
+pub(in crate::server) struct Open {
     approval: Approval,
-    verdict: oneshot::Sender<Verdict>,
+    pub(in crate::server) verdict: oneshot::Sender<Verdict>,
 }
 
 /// The room's invites, policy and open approvals.
-pub(super) struct RoomAccess {
-    invites: Vec<InviteRow>,
-    policy: PolicyRow,
+pub(in crate::server) struct RoomAccess {
+    pub(in crate::server) invites: Vec<InviteRow>,
+    pub(in crate::server) policy: PolicyRow,
     open: Vec<Open>,
-    decided: VecDeque<String>,
+    pub(in crate::server) decided: VecDeque<String>,
     next_approval: u64,
     /// The invite each connection joined with.
-    members: BTreeMap<u64, String>,
+    pub(in crate::server) members: BTreeMap<u64, String>,
 }
 
 impl RoomAccess {
@@ -82,7 +80,7 @@ impl RoomAccess {
     }
 
     /// The usable invite `id` of the room, or the 404.
-    fn usable(&mut self, id: &str) -> Result<&mut InviteRow, ApiError> {
+    pub(in crate::server) fn usable(&mut self, id: &str) -> Result<&mut InviteRow, ApiError> {
         self.invites
             .iter_mut()
             .find(|row| row.invite.id == id && row.usable())
@@ -96,153 +94,21 @@ impl RoomAccess {
     }
 }
 
-/// The room's link with `token`, for `duet join`.
-fn invite_url(base: Option<&str>, room: &str, token: &str) -> String {
-    let base = base.unwrap_or("http://127.0.0.1:7878");
-    crate::protocol::link::link(base, room, Some(token))
-        .map(|link| {
-            if link.contains("://") {
-                link
-            } else {
-                format!("http://{link}")
-            }
-        })
-        .unwrap_or_else(|| format!("{base}/{room}"))
-}
-
 impl RoomActor {
     /// The state's `allow`: the server's entries, then the room's.
-    pub(super) fn allow_list(&self) -> Vec<String> {
+    pub(in crate::server) fn allow_list(&self) -> Vec<String> {
         let mut list = self.shared.approval_allow.clone();
         list.extend(self.access.policy.allow.iter().cloned());
         list
     }
 
-    /// `invite_create`: a new invite and its token, shown this once.
-    pub(crate) async fn create_invite(
-        &mut self,
-        request: InviteCreate,
-        caller: Caller,
-        answer: Answer,
-    ) {
-        if !self.shared.has_token {
-            let e = ApiError::conflict(
-                "invites need a token",
-                "token",
-                "this server has no token, so everyone in it is an owner: start it with \
-                 --token (or DUET_TOKEN) to invite people with roles",
-            );
-            let _ = answer.send(Err(e));
-            return;
-        }
-        let token = new_invite_token();
-        let now = now_ms() as u64;
-        let draft = Invite {
-            id: String::new(),
-            role: request.role,
-            name: request.name,
-            expires_at: now + request.expires_in * 1000,
-            created_at: now,
-            by: caller.name_or_anonymous(),
-        };
-        let hash = token_hash(&token);
-        let stored = self
-            .shared
-            .store
-            .insert_invite(self.id.clone(), draft, hash.clone())
-            .await;
-        let reply = match stored {
-            Ok(invite) => {
-                self.access.invites.push(InviteRow {
-                    room: self.id.clone(),
-                    invite: invite.clone(),
-                    token_hash: hash,
-                    revoked: false,
-                });
-                let url = invite_url(caller.base.as_deref(), &self.id, &token);
-                Ok(Reply::ok(InviteCreated { invite, token, url }))
-            }
-            Err(e) => Err(ApiError::internal(format!(
-                "the invite could not be stored: {e}"
-            ))),
-        };
-        let _ = answer.send(reply);
-    }
-
-    /// `invite_revoke`: its token stops working and its sockets close.
-    pub(crate) async fn revoke_invite(&mut self, id: String, answer: Answer) {
-        let row = match self.access.usable(&id) {
-            Ok(row) => row,
-            Err(e) => {
-                let _ = answer.send(Err(e));
-                return;
-            }
-        };
-        row.revoked = true;
-        if let Err(e) = self
-            .shared
-            .store
-            .revoke_invite(self.id.clone(), id.clone())
-            .await
-        {
-            let _ = answer.send(Err(ApiError::internal(format!(
-                "the revocation could not be stored: {e}"
-            ))));
-            return;
-        }
-        self.tell_members(AccessNews::Revoked { invite_id: id }, None);
-        let _ = answer.send(Ok(Reply::ok(RevokeResponse { revoked: true })));
-    }
-
-    /// `set_role`: the invite's role, for its sockets at once.
-    pub(crate) async fn set_role(&mut self, id: String, role: RoomRole, answer: Answer) {
-        let invite = match self.access.usable(&id) {
-            Ok(row) => {
-                row.invite.role = role;
-                row.invite.clone()
-            }
-            Err(e) => {
-                let _ = answer.send(Err(e));
-                return;
-            }
-        };
-        let stored = self
-            .shared
-            .store
-            .set_invite_role(self.id.clone(), id.clone(), role)
-            .await;
-        if let Err(e) = stored {
-            let _ = answer.send(Err(ApiError::internal(format!(
-                "the role could not be stored: {e}"
-            ))));
-            return;
-        }
-        let members: Vec<u64> = self
-            .access
-            .members
-            .iter()
-            .filter(|(_, invite)| **invite == id)
-            .map(|(conn, _)| *conn)
-            .collect();
-        for (conn, user) in &mut self.presence {
-            if members.contains(conn) {
-                user.role = role;
-            }
-        }
-        let presence = frame_text(&self.presence_frame());
-        self.tell_members(
-            AccessNews::Role {
-                invite_id: id,
-                role,
-            },
-            Some(presence),
-        );
-        let _ = answer.send(Ok(Reply::ok(InviteResponse { invite })));
-    }
-
     /// Sends `news` to the room's sockets with `text` for everyone (none:
     /// only the invite's sockets act on it).
-    fn tell_members(&self, news: AccessNews, text: Option<axum::extract::ws::Utf8Bytes>) {
+    pub(in crate::server) fn tell_members(
+        &self,
+        news: AccessNews,
+        text: Option<axum::extract::ws::Utf8Bytes>,
+    ) {
         // Tunnels and previews of the invite hear it too.
         let _ = self
             .shared
@@ -253,50 +119,6 @@ impl RoomActor {
             ..OutFrame::plain(text.unwrap_or_default())
         };
         let _ = self.frames.send(Arc::new(frame));
-    }
-
-    /// `set_policy`: the policy (and the room's own allow list), kept; a
-    /// new policy is recorded as `by`'s.
-    pub(crate) async fn set_policy(
-        &mut self,
-        policy: Policy,
-        allow: Option<Vec<String>>,
-        by: String,
-        answer: Answer,
-    ) {
-        let mut row = self.access.policy.clone();
-        row.policy = policy;
-        let allow_changed = allow.as_ref().is_some_and(|a| *a != row.allow);
-        if let Some(allow) = allow {
-            row.allow = allow;
-        }
-        let policy_changed = row.policy != self.access.policy.policy;
-        if policy_changed || allow_changed {
-            if let Err(e) = self
-                .shared
-                .store
-                .set_policy(self.id.clone(), row.clone())
-                .await
-            {
-                let _ = answer.send(Err(ApiError::internal(format!(
-                    "the policy could not be stored: {e}"
-                ))));
-                return;
-            }
-            self.access.policy = row;
-            let mut changes = Vec::new();
-            if policy_changed {
-                changes.push(state::Change::Field("policy", policy.as_str().into()));
-            }
-            if allow_changed {
-                changes.push(state::Change::Field("allow", self.allow_list().into()));
-            }
-            self.publish(&changes);
-            if policy_changed {
-                self.record_or_log(Event::Policy { by, policy }).await;
-            }
-        }
-        let _ = answer.send(Ok(Reply::ok(PolicyResponse { policy })));
     }
 
     /// The turn `turn_id` wants to run `cmd`: under `auto` (or a command
@@ -365,7 +187,12 @@ impl RoomActor {
     }
 
     /// Takes open approval `id` out, decided by `by`: everyone is told.
-    fn decide(&mut self, id: &str, approved: bool, by: String) -> Option<Open> {
+    pub(in crate::server) fn decide(
+        &mut self,
+        id: &str,
+        approved: bool,
+        by: String,
+    ) -> Option<Open> {
         let at = self
             .access
             .open
@@ -385,36 +212,6 @@ impl RoomActor {
         ));
         self.publish_approvals();
         Some(open)
-    }
-
-    /// `approve`: a person's answer to an agent's command.
-    pub(crate) fn approve(&mut self, request: Approve, by: String, answer: Answer) {
-        let id = request.approval_id;
-        match self.decide(&id, request.approved, by.clone()) {
-            Some(open) => {
-                let verdict = if request.approved {
-                    Ok(())
-                } else {
-                    Err(denied_by(&by))
-                };
-                let _ = answer.send(Ok(Reply::ok(DecidedResponse { decided: true })));
-                let _ = open.verdict.send(verdict);
-            }
-            None if self.access.decided.contains(&id) => {
-                let _ = answer.send(Err(ApiError::conflict(
-                    "already decided",
-                    "approvalId",
-                    format!("approval {id:?} was decided already"),
-                )));
-            }
-            None => {
-                let _ = answer.send(Err(ApiError::not_found(
-                    "no such approval",
-                    "approvalId",
-                    format!("no approval {id:?} in this room"),
-                )));
-            }
-        }
     }
 
     /// Nobody answered approval `id` in time.

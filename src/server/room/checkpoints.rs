@@ -1,15 +1,13 @@
 //! The room's checkpoints (docs/protocol.md "Checkpoints, restore and
 //! fork"): the list in the state, taking one (a person's, or the
-//! automatic one before an agent turn's first command), restoring one in
-//! the contract's order, deleting one, and forking the room. The copies
-//! are the sandbox's; the actor keeps the list and never awaits a copy:
-//! tasks do, and report back through its inbox.
+//! automatic one before an agent turn's first command), and finishing a
+//! restore in the contract's order (the operations themselves are in
+//! `ops/checkpoint.rs`). The copies are the sandbox's; the actor keeps the
+//! list and never awaits a copy: tasks do, and report back through its
+//! inbox.
 
 use super::{Answer, Command, RoomActor, state::Change};
-use crate::protocol::{
-    Checkpoint, CheckpointResponse, DeleteResponse, Event, ForkResponse, RestoreResponse,
-    WORKSPACE, now_ms,
-};
+use crate::protocol::{Checkpoint, CheckpointResponse, Event, RestoreResponse, WORKSPACE, now_ms};
 use crate::sandbox::SandboxError;
 use crate::server::errors::ApiError;
 use crate::server::ops::Reply;
@@ -19,9 +17,9 @@ use tokio::sync::oneshot;
 
 /// The checkpoints of a room.
 #[derive(Default)]
-pub(super) struct Checkpoints {
+pub(in crate::server) struct Checkpoints {
     /// Oldest first: the state's `checkpoints`.
-    pub(super) list: Vec<Checkpoint>,
+    pub(in crate::server) list: Vec<Checkpoint>,
     /// The next one's number (`c{next}`).
     next: u64,
     /// Names of those being taken (not yet listed).
@@ -42,7 +40,7 @@ impl Checkpoints {
         }
     }
 
-    fn named(&self, name: &str) -> bool {
+    pub(in crate::server) fn named(&self, name: &str) -> bool {
         self.taking.contains(name) || self.list.iter().any(|c| c.name == name)
     }
 
@@ -52,7 +50,7 @@ impl Checkpoints {
             .then(|| serde_json::to_value(&self.list).unwrap_or_default())
     }
 
-    fn find(&self, id: &str) -> Option<&Checkpoint> {
+    pub(in crate::server) fn find(&self, id: &str) -> Option<&Checkpoint> {
         self.list.iter().find(|c| c.id == id)
     }
 }
@@ -67,10 +65,10 @@ pub(crate) enum Waiting {
 
 /// A restore that ended in the sandbox.
 pub(crate) struct Restored {
-    checkpoint: Checkpoint,
-    by: String,
-    result: Result<(), SandboxError>,
-    answer: Answer,
+    pub(in crate::server) checkpoint: Checkpoint,
+    pub(in crate::server) by: String,
+    pub(in crate::server) result: Result<(), SandboxError>,
+    pub(in crate::server) answer: Answer,
 }
 
 /// What the checkpoint tasks (and the turn) tell the room.
@@ -91,7 +89,7 @@ pub(crate) enum CheckpointNews {
 }
 
 /// The 404 of a checkpoint id the room does not have.
-fn unknown(id: &str) -> ApiError {
+pub(in crate::server) fn unknown(id: &str) -> ApiError {
     ApiError::not_found(
         "no such checkpoint",
         "checkpointId",
@@ -100,29 +98,13 @@ fn unknown(id: &str) -> ApiError {
 }
 
 /// The answer of a checkpoint (or a fork) that could not be made.
-fn refused(e: SandboxError) -> ApiError {
+pub(in crate::server) fn refused(e: SandboxError) -> ApiError {
     e.failing("the checkpoint").into()
 }
 
 impl RoomActor {
-    /// `checkpoint_create`: a person's checkpoint named `name`.
-    pub(crate) fn take_checkpoint(&mut self, name: Option<String>, by: String, answer: Answer) {
-        if let Some(name) = &name
-            && self.checkpoints.named(name)
-        {
-            let taken = format!("the room has a checkpoint named {name:?}");
-            let _ = answer.send(Err(ApiError::conflict(
-                "a checkpoint has that name",
-                "name",
-                taken,
-            )));
-            return;
-        }
-        self.take(name, by, None, Waiting::Request(answer));
-    }
-
     /// Starts taking a checkpoint; `turn_id` makes it an automatic one.
-    fn take(
+    pub(in crate::server) fn take(
         &mut self,
         name: Option<String>,
         by: String,
@@ -271,7 +253,10 @@ impl RoomActor {
     }
 
     /// Deletes a checkpoint's files and row, in the background.
-    fn forget_checkpoint(&self, id: String) -> tokio::task::JoinHandle<Result<(), String>> {
+    pub(in crate::server) fn forget_checkpoint(
+        &self,
+        id: String,
+    ) -> tokio::task::JoinHandle<Result<(), String>> {
         let (sandbox, store, room) = (
             self.sandbox.clone(),
             self.shared.store.clone(),
@@ -289,62 +274,10 @@ impl RoomActor {
         })
     }
 
-    fn publish_checkpoints(&mut self) {
+    pub(in crate::server) fn publish_checkpoints(&mut self) {
         self.checkpoints.unpublished = false;
         let value = serde_json::to_value(&self.checkpoints.list).unwrap_or_default();
         self.publish(&[Change::Field("checkpoints", value)]);
-    }
-
-    /// `checkpoint_delete`.
-    pub(crate) fn delete_checkpoint(&mut self, id: String, answer: Answer) {
-        let Some(i) = self.checkpoints.list.iter().position(|c| c.id == id) else {
-            let _ = answer.send(Err(unknown(&id)));
-            return;
-        };
-        self.checkpoints.list.remove(i);
-        self.publish_checkpoints();
-        let deleting = self.forget_checkpoint(id);
-        tokio::spawn(async move {
-            let deleted = match deleting.await {
-                Ok(Ok(())) => Ok(Reply::ok(DeleteResponse { deleted: true })),
-                Ok(Err(e)) => Err(ApiError::internal(format!(
-                    "deleting the checkpoint failed: {e}"
-                ))),
-                Err(e) => Err(ApiError::internal(e.to_string())),
-            };
-            let _ = answer.send(deleted);
-        });
-    }
-
-    /// `checkpoint_restore`, in the contract's order: the turn is
-    /// cancelled, the running command interrupted, the processes and the
-    /// terminal end; the sandbox (behind the commands queued before) stops
-    /// and takes the checkpoint's files; then the record and the answer.
-    pub(crate) fn restore_checkpoint(&mut self, id: String, by: String, answer: Answer) {
-        let Some(checkpoint) = self.checkpoints.find(&id).cloned() else {
-            let _ = answer.send(Err(unknown(&id)));
-            return;
-        };
-        self.cancel(None, by.clone());
-        if !self.running.is_empty() {
-            let sandbox = self.sandbox.clone();
-            tokio::spawn(async move { sandbox.interrupt(None, true).await });
-        }
-        self.end_terminal(None, None);
-        self.stop_all_processes();
-        let (sandbox, inbox) = (self.sandbox.clone(), self.inbox.clone());
-        tokio::spawn(async move {
-            let result = sandbox.checkpoint_restore(checkpoint.id.clone()).await;
-            let restored = Restored {
-                checkpoint,
-                by,
-                result,
-                answer,
-            };
-            let _ = inbox
-                .send(Command::Checkpoint(CheckpointNews::Restored(restored)))
-                .await;
-        });
     }
 
     /// Records the restores that waited for their turn's end.
@@ -381,80 +314,4 @@ impl RoomActor {
         };
         let _ = answer.send(reply);
     }
-
-    /// `fork`: room `to` starts from a copy of this room's workspace (or
-    /// of a checkpoint), with only a `fork` record, which this room
-    /// stores too.
-    pub(crate) fn fork(
-        &mut self,
-        to: String,
-        checkpoint_id: Option<String>,
-        by: String,
-        answer: Answer,
-    ) {
-        if let Some(id) = &checkpoint_id
-            && self.checkpoints.find(id).is_none()
-        {
-            let _ = answer.send(Err(unknown(id)));
-            return;
-        }
-        let (shared, sandbox, inbox, from) = (
-            self.shared.clone(),
-            self.sandbox.clone(),
-            self.inbox.clone(),
-            self.id.clone(),
-        );
-        tokio::spawn(async move {
-            let forked = fork_into(shared, sandbox, &from, &to, checkpoint_id.clone()).await;
-            let reply = match forked {
-                Ok(target) => {
-                    let event = Event::Fork {
-                        by,
-                        from,
-                        to: to.clone(),
-                        checkpoint_id,
-                    };
-                    target.record(event.clone()).await;
-                    super::record_in(&inbox, event).await;
-                    Ok(Reply::ok(ForkResponse { room_id: to }))
-                }
-                Err(e) => Err(e),
-            };
-            let _ = answer.send(reply);
-        });
-    }
-}
-
-/// Claims room `to` (it must be new) and fills its workspace.
-async fn fork_into(
-    shared: std::sync::Arc<crate::server::registry::Shared>,
-    sandbox: std::sync::Arc<dyn crate::sandbox::Sandbox>,
-    from: &str,
-    to: &str,
-    checkpoint_id: Option<String>,
-) -> Result<super::RoomHandle, ApiError> {
-    let exists = || {
-        ApiError::conflict(
-            "the room exists",
-            "to",
-            format!("room {to:?} exists already"),
-        )
-    };
-    if to == from {
-        return Err(exists());
-    }
-    let opaque = format!("{:016x}", rand::random::<u64>());
-    let claimed = shared
-        .store
-        .claim_room(to.to_string(), opaque)
-        .await
-        .map_err(|e| ApiError::internal(format!("the new room could not be made: {e}")))?;
-    if !claimed {
-        return Err(exists());
-    }
-    let source = sandbox.fork_source(checkpoint_id).await.map_err(refused)?;
-    let registry = crate::server::registry::Registry::new(shared);
-    let target = registry.room(to).await?;
-    target.sandbox.fork_from(source).await.map_err(refused)?;
-    Ok(target)
 }

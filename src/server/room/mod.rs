@@ -23,13 +23,12 @@ use super::ops::{Answer, Reply};
 use super::registry::Shared;
 use super::store::RoomRow;
 use crate::protocol::{
-    Addressee, CleanupResponse, DuetMessage, Event, ExecRecord, PresenceUser, Role, STATE_MESSAGES,
-    ServerFrame, ShellState, TerminalState, WORKSPACE, now_ms,
+    Addressee, DuetMessage, Event, ExecRecord, PresenceUser, Role, STATE_MESSAGES, ShellState,
+    TerminalState, WORKSPACE, now_ms,
 };
 use crate::sandbox::{Sandbox, SandboxId};
 use crate::server::terminal::{TermHandle, TermNews};
 use axum::extract::ws::Utf8Bytes;
-use axum::http::StatusCode;
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -37,11 +36,19 @@ use std::sync::atomic::AtomicUsize;
 use tokio::sync::{broadcast, mpsc};
 
 pub(crate) use access::AccessNews;
+pub(in crate::server) use checkpoints::{
+    CheckpointNews, Restored, Waiting, refused, unknown as unknown_checkpoint,
+};
 use exec::Launched;
 pub(crate) use exec::Then;
 pub(crate) use handle::record_in;
 pub(crate) use handle::{Command, Joined, RoomHandle};
+pub(in crate::server) use processes::{
+    Entry as ProcessEntry, KILL_GRACE, unknown as unknown_process,
+};
 pub(crate) use processes::{ProcCommand, Query};
+pub(in crate::server) use records::draft;
+pub(in crate::server) use state::Change;
 use turn::CurrentTurn;
 pub(crate) use turn::{PendingTurn, no_reply};
 
@@ -137,7 +144,7 @@ pub(crate) fn send_frame(
 }
 
 /// Text of the answer to turns dropped by a cleanup.
-const CLEANED: &str = "the room was cleaned up";
+pub(in crate::server) const CLEANED: &str = "the room was cleaned up";
 /// What a question cut off by a crash or restart is told (the note stored
 /// in the room, and the answer to a repeat of its `clientId`).
 pub(crate) const CUT_OFF: &str = "The server restarted before the agent answered; nothing was lost, \
@@ -153,8 +160,8 @@ pub(crate) struct RoomActor {
     pub(in crate::server) inbox: mpsc::Sender<Command>,
     frames: broadcast::Sender<Outgoing>,
     pub(in crate::server) sandbox: Arc<dyn Sandbox>,
-    messages: VecDeque<DuetMessage>,
-    execs: VecDeque<ExecRecord>,
+    pub(in crate::server) messages: VecDeque<DuetMessage>,
+    pub(in crate::server) execs: VecDeque<ExecRecord>,
     next_message: u64,
     next_exec: u64,
     pub(in crate::server) presence: Vec<(u64, PresenceUser)>,
@@ -163,12 +170,12 @@ pub(crate) struct RoomActor {
     pub(in crate::server) turns: VecDeque<PendingTurn>,
     pub(in crate::server) current: Option<CurrentTurn>,
     /// Bumped by cleanup: commands of an older generation are not recorded.
-    generation: u64,
+    pub(in crate::server) generation: u64,
     /// Commands launched and not yet done, by id (the oldest runs).
     pub(in crate::server) running: BTreeMap<String, Launched>,
     /// The state's `shell`: where the next command runs. A room loads with
     /// its sandbox stopped, so with a fresh shell to come.
-    shell: ShellState,
+    pub(in crate::server) shell: ShellState,
     /// The shared terminal, while one runs, and its part of the state.
     terminal: Option<TermHandle>,
     terminal_state: Option<TerminalState>,
@@ -177,15 +184,15 @@ pub(crate) struct RoomActor {
     /// `term_close` requests waiting for the terminal to end.
     closing: terminal::Closing,
     /// The background processes, and the ports the sandbox listens on.
-    processes: processes::Processes,
+    pub(in crate::server) processes: processes::Processes,
     ports: Vec<crate::protocol::PortState>,
     /// The checkpoints of the workspace.
-    checkpoints: checkpoints::Checkpoints,
+    pub(in crate::server) checkpoints: checkpoints::Checkpoints,
     /// Its invites, policy and the agent's commands waiting for a person.
-    access: access::RoomAccess,
+    pub(in crate::server) access: access::RoomAccess,
     /// The handles' count (see `RoomHandle::holders`).
     holders: std::sync::Weak<()>,
-    state_cache: Option<Utf8Bytes>,
+    pub(in crate::server) state_cache: Option<Utf8Bytes>,
     /// Messages and commands of the room per minute, HTTP and sockets.
     rates: super::limits::OpRates,
     /// Held while the actor runs (see `Shared::actors`).
@@ -425,7 +432,7 @@ impl RoomActor {
     }
 
     /// Sends a frame to every connection.
-    fn broadcast(&self, frame: &impl Serialize) {
+    pub(in crate::server) fn broadcast(&self, frame: &impl Serialize) {
         send_frame(&self.frames, frame, None);
     }
 
@@ -464,7 +471,10 @@ impl RoomActor {
     }
 
     /// Stores `draft` and keeps it in the state, unpublished.
-    async fn keep(&mut self, draft: DuetMessage) -> Result<DuetMessage, ApiError> {
+    pub(in crate::server) async fn keep(
+        &mut self,
+        draft: DuetMessage,
+    ) -> Result<DuetMessage, ApiError> {
         let n = self.next_message;
         let message = DuetMessage {
             id: format!("{n:012}"),
@@ -517,53 +527,5 @@ impl RoomActor {
         let turn_id = current.id.clone();
         self.withdraw_approvals(&turn_id);
         true
-    }
-
-    /// Cancels the turn, clears history and commands, destroys the
-    /// sandbox; the emptied room holds one record saying who did it.
-    pub(crate) async fn cleanup(&mut self, by: String, reply: Answer) {
-        self.cancel(None, by.clone());
-        if let Some(current) = &mut self.current {
-            current.discarded = true;
-        }
-        for turn in self.turns.drain(..) {
-            turn.answer(Ok(turn::no_reply(CLEANED, Vec::new())));
-        }
-        self.end_terminal(None, None);
-        self.kill_all_processes();
-        self.broadcast(&ServerFrame::Cleanup { by: by.clone() });
-        self.messages.clear();
-        self.execs.clear();
-        self.checkpoints.list.clear();
-        self.generation += 1;
-        self.state_cache = None;
-        let mut errors = Vec::new();
-        if let Err(e) = self.shared.store.clear_room(self.id.clone()).await {
-            tracing::error!(room = %self.id, "clearing the history failed: {e}");
-            errors.push(format!("history: {e}"));
-        }
-        // Awaited here so that no command queued after the cleanup is
-        // caught by it; destroying kills and deletes, it runs nothing.
-        if let Err(e) = self.sandbox.destroy().await {
-            tracing::error!(room = %self.id, "destroying the sandbox failed: {e}");
-            errors.push(format!("sandbox: {e}"));
-        }
-        self.shell.cwd = WORKSPACE.to_string();
-        if let Err(e) = self.keep(records::draft(Event::Cleanup { by })).await {
-            errors.push(format!("record: {}", e.body.error));
-        }
-        self.publish_whole();
-        let status = if errors.is_empty() {
-            StatusCode::OK
-        } else {
-            StatusCode::MULTI_STATUS
-        };
-        let mut answer = Reply::ok(CleanupResponse {
-            cleaned: true,
-            room_id: self.id.clone(),
-            errors: (!errors.is_empty()).then_some(errors),
-        });
-        answer.status = status;
-        let _ = reply.send(Ok(answer));
     }
 }

@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 
 impl RoomActor {
     /// `duet_presence` with one entry per connection.
-    pub(super) fn presence_frame(&self) -> ServerFrame {
+    pub(in crate::server) fn presence_frame(&self) -> ServerFrame {
         ServerFrame::Presence {
             users: self.presence.iter().map(|(_, u)| u.clone()).collect(),
         }

@@ -6,22 +6,20 @@
 //! the log up to one number and exactly the frames after it.
 
 use super::state::Change;
-use super::{Answer, Command, OutFrame, Reply, RoomActor, frame_text};
+use super::{Answer, OutFrame, Reply, RoomActor, frame_text};
 use crate::protocol::{
     ENDED_PROCESSES_KEPT, Event, KillResponse, PROCESS_LOG_BYTES, PortState, PortsResponse,
     Process, ProcessFrame, ProcessLogs, ProcessResponse, ProcessStatus, ProcessesResponse,
-    ServerFrame, default_process_name, now_ms,
+    ServerFrame, now_ms,
 };
 use crate::sandbox::{ProcEvents, ProcSignal, SandboxError};
-use crate::server::auth::Caller;
 use crate::server::errors::ApiError;
-use crate::server::ops::ProcessStart;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
 
 /// Time a process gets after SIGTERM before SIGKILL.
-const KILL_GRACE: Duration = Duration::from_secs(2);
+pub(in crate::server) const KILL_GRACE: Duration = Duration::from_secs(2);
 
 /// What the room's processes tell its actor, and what is asked of them.
 pub(crate) enum ProcCommand {
@@ -69,27 +67,27 @@ pub(crate) struct Followed {
 
 /// The room's processes: the running ones and the last ended.
 #[derive(Default)]
-pub(super) struct Processes {
-    entries: Vec<Entry>,
+pub(in crate::server) struct Processes {
+    pub(in crate::server) entries: Vec<Entry>,
     /// What the state lists (the started ones), kept for `StateRef`.
     pub(super) listed: Vec<Process>,
-    next: u64,
+    pub(in crate::server) next: u64,
 }
 
-struct Entry {
-    process: Process,
+pub(in crate::server) struct Entry {
+    pub(in crate::server) process: Process,
     /// The sandbox said it runs (until then it is not listed).
-    started: bool,
-    logs: [LogTail; 2],
+    pub(in crate::server) started: bool,
+    pub(in crate::server) logs: [LogTail; 2],
     /// Output frames sent so far.
-    seq: u64,
+    pub(in crate::server) seq: u64,
     /// Kill requests waiting for its end.
-    killers: Vec<Answer>,
+    pub(in crate::server) killers: Vec<Answer>,
 }
 
 /// The last `PROCESS_LOG_BYTES` of a stream.
 #[derive(Default)]
-struct LogTail(String);
+pub(in crate::server) struct LogTail(String);
 
 impl LogTail {
     fn push(&mut self, text: &str) {
@@ -112,11 +110,11 @@ impl Processes {
             .ok_or_else(|| unknown(id))
     }
 
-    fn get_mut(&mut self, id: &str) -> Option<&mut Entry> {
+    pub(in crate::server) fn get_mut(&mut self, id: &str) -> Option<&mut Entry> {
         self.entries.iter_mut().find(|e| e.process.id == id)
     }
 
-    fn running(&self) -> usize {
+    pub(in crate::server) fn running(&self) -> usize {
         self.entries
             .iter()
             .filter(|e| e.process.status == ProcessStatus::Running)
@@ -148,7 +146,7 @@ impl Processes {
 }
 
 /// The 404 of a process id the room does not have.
-fn unknown(id: &str) -> ApiError {
+pub(in crate::server) fn unknown(id: &str) -> ApiError {
     ApiError::not_found(
         "no such process",
         "processId",
@@ -157,69 +155,6 @@ fn unknown(id: &str) -> ApiError {
 }
 
 impl RoomActor {
-    /// `process_start`: reserves an id and asks the sandbox in a task of
-    /// its own (it may have to start); the answer comes with `Started`.
-    pub(crate) fn start_process(&mut self, op: ProcessStart, caller: Caller, answer: Answer) {
-        let cap = self.shared.limits.max_processes;
-        if self.processes.running() >= cap {
-            let why = format!("at most {cap} processes run at once in a room");
-            let _ = answer.send(Err(ApiError::conflict(
-                "too many processes",
-                "processes",
-                why,
-            )));
-            return;
-        }
-        self.processes.next += 1;
-        let id = format!("p{}", self.processes.next);
-        let process = Process {
-            id: id.clone(),
-            name: op.name.unwrap_or_else(|| default_process_name(&op.cmd)),
-            cmd: op.cmd.clone(),
-            by: caller.name_or_anonymous(),
-            status: ProcessStatus::Running,
-            exit_code: None,
-            started_at: now_ms() as u64,
-            ended_at: None,
-        };
-        self.processes.entries.push(Entry {
-            process,
-            started: false,
-            logs: Default::default(),
-            seq: 0,
-            killers: Vec::new(),
-        });
-        let (sandbox, inbox) = (self.sandbox.clone(), self.inbox.clone());
-        tokio::spawn(async move {
-            let result = sandbox.process_start(id.clone(), op.cmd).await;
-            let started = ProcCommand::Started { id, result, answer };
-            let _ = inbox.send(Command::Process(started)).await;
-        });
-    }
-
-    /// `process_kill`: SIGTERM, SIGKILL 2 s later; answered at its end.
-    pub(crate) fn kill_process(&mut self, id: String, answer: Answer) {
-        let Some(entry) = self.processes.get_mut(&id) else {
-            let _ = answer.send(Err(unknown(&id)));
-            return;
-        };
-        if entry.process.status != ProcessStatus::Running {
-            let _ = answer.send(Ok(Reply::ok(KillResponse { killed: false })));
-            return;
-        }
-        entry.killers.push(answer);
-        if entry.killers.len() == 1 && entry.started {
-            self.sandbox.process_signal(id.clone(), ProcSignal::Term);
-            let inbox = self.inbox.clone();
-            tokio::spawn(async move {
-                tokio::time::sleep(KILL_GRACE).await;
-                let _ = inbox
-                    .send(Command::Process(ProcCommand::KillDeadline { id }))
-                    .await;
-            });
-        }
-    }
-
     /// Handles what processes report and what is asked of them.
     pub(super) fn on_process(&mut self, command: ProcCommand) {
         match command {
@@ -404,7 +339,7 @@ impl RoomActor {
 
     /// A cleanup: every process is killed (its `exit` goes out now) and
     /// the list and ports are emptied.
-    pub(super) fn kill_all_processes(&mut self) {
+    pub(in crate::server) fn kill_all_processes(&mut self) {
         self.stop_all_processes();
         self.processes.entries.clear();
         self.processes.listed.clear();
@@ -414,7 +349,7 @@ impl RoomActor {
 
     /// Every running process is killed (its `exit` goes out now, and the
     /// list says `killed`).
-    pub(super) fn stop_all_processes(&mut self) {
+    pub(in crate::server) fn stop_all_processes(&mut self) {
         let running: Vec<String> = self
             .processes
             .entries

@@ -24,7 +24,7 @@ impl RoomActor {
 }
 
 /// A record of `event`, by whoever did it.
-pub(super) fn draft(event: Event) -> DuetMessage {
+pub(in crate::server) fn draft(event: Event) -> DuetMessage {
     let text = text(&event);
     saying(event, text)
 }

@@ -53,7 +53,7 @@ struct PatchFrame {
 }
 
 /// One change of the room state.
-pub(super) enum Change<'a> {
+pub(in crate::server) enum Change<'a> {
     /// A message was stored or changed.
     Message(&'a DuetMessage),
     /// Another field of the state has a new value (`shell`; `execs`
@@ -108,7 +108,7 @@ impl RoomActor {
 
     /// Tells every connection that the state changed by `changes`: the
     /// full state, or their deltas to sockets that asked for them.
-    pub(super) fn publish(&mut self, changes: &[Change<'_>]) {
+    pub(in crate::server) fn publish(&mut self, changes: &[Change<'_>]) {
         self.state_cache = None;
         let frame = OutFrame {
             deltas: Some(delta_frames(changes)),
@@ -119,7 +119,7 @@ impl RoomActor {
 
     /// Sends the full state to every connection, deltas or not (on
     /// connect and after a cleanup).
-    pub(super) fn publish_whole(&mut self) {
+    pub(in crate::server) fn publish_whole(&mut self) {
         self.state_cache = None;
         let text = self.state_text();
         let _ = self.frames.send(super::outgoing(text, None));

@@ -114,7 +114,11 @@ impl RoomActor {
     /// The terminal is over (it exited, was closed, failed, or the room is
     /// being cleaned up): everyone is told (why, when it failed), and those
     /// who closed it answered.
-    pub(super) fn end_terminal(&mut self, exit_code: Option<i32>, reason: Option<String>) {
+    pub(in crate::server) fn end_terminal(
+        &mut self,
+        exit_code: Option<i32>,
+        reason: Option<String>,
+    ) {
         let Some(handle) = self.terminal.take() else {
             return;
         };

@@ -30,7 +30,7 @@ pub(crate) struct PendingTurn {
 
 impl PendingTurn {
     /// Sends `answer` to everyone waiting for this turn.
-    pub(super) fn answer(self, answer: OpResult) {
+    pub(in crate::server) fn answer(self, answer: OpResult) {
         for reply in self.replies {
             let _ = reply.send(answer.clone());
         }
@@ -45,7 +45,7 @@ pub(crate) struct CurrentTurn {
     /// The command the turn is running, if any.
     pub(super) running: Option<String>,
     /// Set by cleanup: the turn's end is answered but not stored.
-    pub(super) discarded: bool,
+    pub(in crate::server) discarded: bool,
     /// Who cancelled it, once someone did.
     pub(super) cancelled_by: Option<String>,
     /// Records of what happened to its commands (interrupts, shells
