@@ -17,7 +17,7 @@ import { EXECS_PAGE_PATH, PAGE_PATH, roomOp, roomRequest, roomStub } from "./roo
 import { previewByHost } from "./sandbox/adapter";
 
 export { DuetAgent } from "./agent";
-export { Sandbox, SandboxStandIn } from "./sandbox/adapter";
+export { Sandbox } from "./sandbox/adapter";
 
 export default {
   async fetch(request: Request, env: Env): Promise<Response> {

@@ -41,7 +41,6 @@ import {
   type TermSize,
 } from "./types";
 
-export { SandboxStandIn } from "./standin";
 
 /**
  * The production binding: the SDK's Sandbox, plus the workspace's trip

@@ -23,7 +23,7 @@
 // - the container's ports are duet serve's: the kernel's TCP table that
 //   a session's exec (`execWithSessionToken`) of PORTS_COMMAND reads is made from `GET /ports`,
 //   `containerFetch(request, port)` is the request as it is over its
-//   `/tunnel/{port}` (src/sandbox/http1.ts), so is `wsConnect` (a
+//   `/tunnel/{port}` (dev/http1.ts), so is `wsConnect` (a
 //   `fetch` with the target port header: the handshake, then frames), and
 //   the production class's tunnel (TUNNEL_PATH) is that tunnel relayed;
 //   none of them wakes a sleeping container;
@@ -35,13 +35,13 @@
 // `duet-room` names its room, which it tells when its container sleeps.
 
 import { DurableObject } from "cloudflare:workers";
-import { fromBase64, toBase64 } from "./bytes";
-import type { Env } from "../env";
-import { ROOM_LABEL, tellSandboxStopped } from "../rooms";
-import { WorkspacePersistence, archiveWorkspace, copyPrefix, unpackWorkspace, type WorkspaceHost } from "./backup";
-import { GROUP_SIGNAL_COMMAND, PORTS_COMMAND, SIGNAL_COMMAND, parseProcessCommand, tcpTable } from "./signal";
+import { fromBase64, toBase64 } from "../src/sandbox/bytes";
+import type { Env } from "../src/env";
+import { ROOM_LABEL, tellSandboxStopped } from "../src/rooms";
+import { WorkspacePersistence, archiveWorkspace, copyPrefix, unpackWorkspace, type WorkspaceHost } from "../src/sandbox/backup";
+import { GROUP_SIGNAL_COMMAND, PORTS_COMMAND, SIGNAL_COMMAND, parseProcessCommand, tcpTable } from "../src/sandbox/signal";
 import { http1, socketStream, websocket1 } from "./http1";
-import { TUNNEL_PATH, tunnelOverWebSocket } from "./tunnel";
+import { TUNNEL_PATH, tunnelOverWebSocket } from "../src/sandbox/tunnel";
 
 interface Configuration {
   sandboxName?: { name: string };
@@ -418,7 +418,7 @@ export class SandboxStandIn extends DurableObject<Env> implements WorkspaceHost 
 
   /**
    * wsConnect(request, port): the app's WebSocket, its handshake sent as
-   * the worker made it over duet serve's tunnel (src/sandbox/http1.ts).
+   * the worker made it over duet serve's tunnel (dev/http1.ts).
    */
   private async portWebSocket(request: Request, port: number): Promise<Response> {
     const headers = new Headers(request.headers);
