@@ -1,14 +1,14 @@
 // The Worker: the routes of docs/protocol.md, the bearer token in front of
 // them, the checks that answer 400 before anything is touched, and the
-// 404/405/413 answers. Room operations go to the room's Durable Object
-// (agent.ts) as requests it serves; sockets are forwarded to it; files go
-// to the room's sandbox (files.ts).
+// 404/405/413 answers. Room operations, routed by the table of ops.ts, go
+// to the room's Durable Object (agent.ts) as requests it serves; sockets
+// are forwarded to it; files go to the room's sandbox (files.ts).
 
 import { callerOf } from "./credentials";
 import type { Env } from "./env";
 import { deleteFile, getFile, listFolder, putFile } from "./files";
 import { ApiError, addDetail, describe, errorResponse, jsonBody, notFound, type Details } from "./http";
-import { parseOp, roomDetails, type Method, type Op } from "./ops";
+import { isMethod, parseOp, pathOp, roomDetails, routesOf, type Method, type Op } from "./ops";
 import { originRefusal } from "./origin";
 import { PAGE_DEFAULT, PAGE_MAX, isControl, nameProblem } from "./protocol";
 import { confineCookies, preview, tunnel } from "./preview";
@@ -45,18 +45,6 @@ function decoded(segment: string): string | undefined {
     return undefined;
   }
 }
-
-/** The room operation of each POST path under `/api/rooms/{room}/` (rpc `rename` has none). */
-const OPERATIONS: Record<string, Method> = {
-  message: "message",
-  cancel: "cancel",
-  cleanup: "cleanup",
-  "sandbox/exec": "exec",
-  "sandbox/interrupt": "interrupt",
-  fork: "fork",
-  policy: "set_policy",
-  approve: "approve",
-};
 
 /** A port's HTTP preview (`/api/rooms/{room}/ports/{port}[/…]`): its segments and the path after the port. */
 function previewTarget(path: string): { rawRoom: string; port: string; rest?: string } | undefined {
@@ -95,44 +83,18 @@ async function route(request: Request, env: Env): Promise<Response> {
   const rest = seg.slice(3).join("/");
   const allow = (m: string, then: () => Promise<Response>) =>
     method === m ? then() : Promise.resolve(errorResponse(ApiError.methodNotAllowed()));
-  const op = OPERATIONS[rest];
-  if (op) return allow("POST", () => operation(request, env, room, op, who));
+  const routes = routesOf(seg.slice(3));
+  if (routes.length > 0) {
+    const hit = routes.find((r) => r.verb === method);
+    if (!hit) return errorResponse(ApiError.methodNotAllowed());
+    const id = hit.id && { field: hit.id.field, value: decoded(hit.id.raw) ?? hit.id.raw };
+    // A POST's operation is in its body (and the path's id); any other verb's is its path.
+    if (hit.verb === "POST" && isMethod(hit.kind)) return operation(request, env, room, hit.kind, who, id ? { [id.field]: id.value } : {});
+    return ask(env, room, pathOp(hit.kind, id), who);
+  }
   if (rest === "messages") return allow("GET", () => page(env, room, query, MESSAGES_PAGE));
   if (rest === "execs") return allow("GET", () => page(env, room, query, EXECS_PAGE));
   if (rest === "ws") return allow("GET", () => socket(request, env, rawRoom, query, who));
-  if (rest === "processes") {
-    if (method === "POST") return operation(request, env, room, "process_start", who);
-    if (method === "GET") return ask(env, room, { kind: "process_list" }, who);
-    return errorResponse(ApiError.methodNotAllowed());
-  }
-  if (seg[3] === "processes" && (seg.length === 5 || (seg.length === 6 && seg[5] === "logs")) && seg[4] !== "") {
-    const processId = decoded(seg[4]) ?? seg[4];
-    if (seg.length === 6) return allow("GET", () => ask(env, room, { kind: "process_logs", processId }, who));
-    if (method === "GET") return ask(env, room, { kind: "process_get", processId }, who);
-    if (method === "DELETE") return ask(env, room, { kind: "process_kill", processId }, who);
-    return errorResponse(ApiError.methodNotAllowed());
-  }
-  if (rest === "ports") return allow("GET", () => ask(env, room, { kind: "ports" }, who));
-  if (rest === "checkpoints") {
-    if (method === "POST") return operation(request, env, room, "checkpoint_create", who);
-    if (method === "GET") return ask(env, room, { kind: "checkpoint_list" }, who);
-    return errorResponse(ApiError.methodNotAllowed());
-  }
-  if (seg[3] === "checkpoints" && seg[4] !== "" && (seg.length === 5 || (seg.length === 6 && seg[5] === "restore"))) {
-    const checkpointId = decoded(seg[4]) ?? seg[4];
-    if (seg.length === 6) return allow("POST", () => operation(request, env, room, "checkpoint_restore", who, { checkpointId }));
-    return allow("DELETE", () => ask(env, room, { kind: "checkpoint_delete", checkpointId }, who));
-  }
-  if (rest === "invites") {
-    if (method === "POST") return operation(request, env, room, "invite_create", who);
-    if (method === "GET") return ask(env, room, { kind: "invite_list" }, who);
-    return errorResponse(ApiError.methodNotAllowed());
-  }
-  if (seg[3] === "invites" && seg[4] !== "" && (seg.length === 5 || (seg.length === 6 && seg[5] === "role"))) {
-    const inviteId = decoded(seg[4]) ?? seg[4];
-    if (seg.length === 6) return allow("POST", () => operation(request, env, room, "set_role", who, { inviteId }));
-    return allow("DELETE", () => ask(env, room, { kind: "invite_revoke", inviteId }, who));
-  }
   if (seg[3] === "tunnel" && seg.length === 5 && seg[4] !== "") return allow("GET", () => tunnel(request, env, room, seg[4], caller));
   if (seg[3] === "files" && seg.length > 4) {
     const filePath = decoded(seg.slice(4).join("/"));

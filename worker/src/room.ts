@@ -4,14 +4,14 @@
 // Durable Object (agent.ts) owns the sockets and gives the room a way to
 // reach them.
 
-import { OWNER, check, opAction, type Caller } from "./access";
+import { OWNER, check, type Caller } from "./access";
 import { Approvals, NOT_APPROVED_IN_TIME, POLICY_OFF, allowedWithoutAsking, deniedBy, parseAllowList, type Policy } from "./approvals";
 import { limits, type Env, type Limits } from "./env";
 import { Commands, execResult, runOf, type CommandEnd } from "./exec";
 import { ApiError, describe, ok, type Reply } from "./http";
 import { RoomBuckets, rateLimits, type RateLimits } from "./limits";
 import { AUTO_BY, Checkpoints, dropCopy } from "./checkpoints";
-import type { Op } from "./ops";
+import { opAction, type Op } from "./ops";
 import {
   STATE_EXECS,
   STATE_MESSAGES,
