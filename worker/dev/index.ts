@@ -3,5 +3,5 @@
 // stand-in Sandbox (standin.ts), bound in place of the real container,
 // which needs Docker. Nothing here is deployed.
 
-export { default, DuetAgent, Sandbox } from "../src/index";
+export { default, DuetAgent, DuetLobby, Sandbox } from "../src/index";
 export { SandboxStandIn } from "./standin";

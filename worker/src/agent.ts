@@ -86,6 +86,15 @@ export class DuetAgent extends Agent<Env> {
    */
   async onStart(): Promise<void> {
     this.room();
+    // After a restart the sockets are gone (after a hibernation they are all
+    // still here). A room never used is not in the list: nothing to tell.
+    if (this.room().everUsed()) this.countPeople();
+  }
+
+  /** The room list's `people`: distinct names among the sockets, but those `leaving`. */
+  private countPeople(leaving: Connection[] = []): void {
+    const names = new Set(this.presence(leaving).map((p) => p.name));
+    this.room().lobby.count(names.size);
   }
 
   shouldSendProtocolMessages(): boolean {
@@ -246,6 +255,7 @@ export class DuetAgent extends Agent<Env> {
     if (leaving.length === 0) return;
     for (const c of leaving) this.dropSocket(c, reason);
     this.sendAll(presenceFrame(this.presence(leaving)), ...leaving);
+    this.countPeople(leaving);
   }
 
   /** Closes a socket whose credential stopped working, forgetting its place in the room. */
@@ -278,6 +288,7 @@ export class DuetAgent extends Agent<Env> {
     if (leaving.length === 0) return;
     for (const c of leaving) this.dropSocket(c, EXPIRED);
     this.sendAll(presenceFrame(this.presence(leaving)), ...leaving);
+    this.countPeople(leaving);
   }
 
   private nextSeq(): number {
@@ -307,6 +318,7 @@ export class DuetAgent extends Agent<Env> {
     };
     c.setState({ ...(c.state ?? {}), duet: peer });
     this.room().joined();
+    this.countPeople();
     const presence = presenceFrame(this.presence());
     send(c, identityFrame(this.name));
     send(c, this.room().stateText());
@@ -320,6 +332,7 @@ export class DuetAgent extends Agent<Env> {
     this.room().terminal.left(connection.id);
     this.room().processes.left(connection.id);
     this.sendAll(presenceFrame(this.presence([connection])), connection);
+    this.countPeople([connection]);
   }
 
   onError(connectionOrError: unknown, error?: unknown): void {
@@ -505,6 +518,7 @@ export class DuetAgent extends Agent<Env> {
       c.setState({ ...c.state, duet: { ...peer, user: name, name } });
       if (peer.name === name) return;
       this.sendAll(presenceFrame(this.presence()));
+      this.countPeople();
       const you = this.you(c);
       if (you) send(c, you);
     });

@@ -45,3 +45,18 @@ export async function credential(env: Env, token: string, room: string | undefin
   }
   return undefined;
 }
+
+/**
+ * Who asks for the room list (`GET /api/rooms`): the server's token (or a
+ * Worker without one) may list; an invite may not, whatever its room. The
+ * Worker cannot look an invite up without its room, so any token shaped as
+ * an invite's counts as one (403, which tells nothing of the token);
+ * anything else is undefined (401).
+ */
+export function listerOf(request: Request, env: Env): "owner" | "invite" | undefined {
+  const token = env.DUET_TOKEN ?? "";
+  if (token === "") return "owner";
+  const tokens = tokensOf(request, "/api/rooms", "");
+  if (tokens.some((t) => same(t, token))) return "owner";
+  return tokens.some((t) => INVITE_TOKEN.test(t)) ? "invite" : undefined;
+}

@@ -4,10 +4,11 @@
 // to the room's Durable Object (agent.ts) as requests it serves; sockets
 // are forwarded to it; files go to the room's sandbox (files.ts).
 
-import { callerOf } from "./credentials";
+import { callerOf, listerOf } from "./credentials";
 import type { Env } from "./env";
 import { deleteFile, getFile, listFolder, putFile } from "./files";
-import { ApiError, addDetail, describe, errorResponse, jsonBody, notFound, type Details } from "./http";
+import { ApiError, addDetail, describe, errorResponse, jsonBody, notFound, ok, response, type Details } from "./http";
+import { lobbyStub } from "./lobby";
 import { isMethod, parseOp, pathOp, roomDetails, routesOf, type Method, type Op } from "./ops";
 import { originRefusal } from "./origin";
 import { PAGE_DEFAULT, PAGE_MAX, isControl, nameProblem } from "./protocol";
@@ -17,6 +18,7 @@ import { EXECS_PAGE_PATH, PAGE_PATH, roomOp, roomRequest, roomStub } from "./roo
 import { previewByHost } from "./sandbox/adapter";
 
 export { DuetAgent } from "./agent";
+export { DuetLobby } from "./lobby";
 export { Sandbox } from "./sandbox/adapter";
 
 export default {
@@ -66,6 +68,7 @@ async function route(request: Request, env: Env): Promise<Response> {
   if (path === "/health") return method === "GET" ? text("ok") : errorResponse(ApiError.methodNotAllowed());
   // The preview checks its own credentials (the token).
   if (port) return preview(request, env, port.rawRoom, decoded(port.rawRoom) ?? port.rawRoom, port.port, port.rest, query);
+  if (path === "/api/rooms") return roomList(request, env, method);
   const seg = path.split("/").slice(1);
   const sdkSocket = seg[0] === "agents" && seg[1] === "duet-agent" && seg.length === 3 && seg[2] !== "";
   const roomPath = seg[0] === "api" && seg[1] === "rooms" && seg.length >= 4 && seg[2] !== "";
@@ -107,6 +110,15 @@ async function route(request: Request, env: Env): Promise<Response> {
     return errorResponse(ApiError.methodNotAllowed());
   }
   return notFound();
+}
+
+/** `GET /api/rooms`: every room used, the most recently updated first; the server's token only. */
+async function roomList(request: Request, env: Env, method: string): Promise<Response> {
+  const lister = listerOf(request, env);
+  if (!lister) return errorResponse(ApiError.unauthorized());
+  if (method !== "GET") return errorResponse(ApiError.methodNotAllowed());
+  if (lister === "invite") return errorResponse(new ApiError(403, "forbidden", { role: ["only the server's token may list rooms"] }));
+  return response(ok({ rooms: await lobbyStub(env).list() }));
 }
 
 function text(body: string): Response {

@@ -40,6 +40,7 @@ import { roomSandbox } from "./sandbox/adapter";
 import { roomOp } from "./rooms";
 import type { RoomSandbox, WorkspaceCopy } from "./sandbox/types";
 import { Invites, inviteJson } from "./invites";
+import { LobbyNotes } from "./lobby";
 import { Ports } from "./ports";
 import { Processes } from "./processes";
 import { Store, fitRuns } from "./store";
@@ -160,6 +161,8 @@ export class Room {
   /** The server's allow list (DUET_APPROVAL_ALLOW) and the room's own. */
   private readonly serverAllow: string[];
   private roomAllow: string[];
+  /** What the room list (lobby.ts) is told of this room. */
+  readonly lobby: LobbyNotes;
 
   constructor(
     readonly id: string,
@@ -168,6 +171,7 @@ export class Room {
     private readonly sockets: Sockets,
   ) {
     this.limits = limits(env);
+    this.lobby = new LobbyNotes(env, id);
     this.config = agentConfig(env);
     this.rates = rateLimits(env);
     this.buckets = new RoomBuckets(this.rates);
@@ -182,7 +186,11 @@ export class Room {
       takeExecNumber: () => this.store.takeExecNumber(),
       broadcast: (text) => this.sockets.all(text),
       record: (generation, record) => this.keepExec(generation, record),
-      started: (generation, record) => current(generation) && this.quietly(() => this.store.writeExec(record, false)),
+      started: (generation, record) => {
+        if (!current(generation)) return;
+        this.quietly(() => this.store.writeExec(record, false));
+        this.lobby.stored(record.ts);
+      },
       printed: (execId, p, duration) =>
         this.quietly(() => this.store.execOutput(execId, p.stdout, p.stderr, p.truncated, duration)),
       unstarted: (execId) => this.quietly(() => this.store.dropExec(execId)),
@@ -339,8 +347,14 @@ export class Room {
     return this.store.everUsed() || this.sockets.count() > 0 || this.store.forkReservedUntil() > Date.now();
   }
 
+  /** Whether anything was ever stored in the room, or anyone joined it. */
+  everUsed(): boolean {
+    return this.store.everUsed();
+  }
+
   /** Someone joined: the room exists from now on. */
   joined(): void {
+    this.lobby.used();
     try {
       this.store.markJoined();
     } catch (e) {
@@ -354,6 +368,13 @@ export class Room {
    * answers. An invite that fixes a name makes it the operation's `user`.
    */
   async perform(op: Op, who?: Who): Promise<Reply> {
+    const reply = await this.performNow(op, who);
+    // What it stored is in the room list before anyone hears of it.
+    await this.lobby.settled();
+    return reply;
+  }
+
+  private async performNow(op: Op, who?: Who): Promise<Reply> {
     try {
       const caller = this.callerOf(who);
       if (!caller) throw gone();
@@ -441,6 +462,7 @@ export class Room {
         case "invite_create": {
           if ((this.env.DUET_TOKEN ?? "") === "") throw invitesNeedToken();
           const { invite, token } = await this.invites.create(op.role, op.expiresIn, op.name, op.user ?? ANONYMOUS);
+          this.lobby.used();
           this.sockets.expiresAt(invite.expiresAt);
           const link = op.link ?? "http://localhost";
           const url = `${link.replace("://", `://${token}@`)}/${this.id}`;
@@ -461,6 +483,7 @@ export class Room {
           const allow = op.allow ?? this.roomAllow;
           const changed = op.policy !== this.policy;
           this.store.setPolicy(op.policy, allow);
+          this.lobby.used();
           this.policy = op.policy;
           this.roomAllow = allow;
           this.stateCache = undefined;
@@ -593,6 +616,7 @@ export class Room {
     } catch (e) {
       throw ApiError.internal(`the message could not be stored: ${describe(e)}`);
     }
+    this.lobby.stored(m.ts);
     this.messageList.push(m);
     if (this.messageList.length > STATE_MESSAGES) this.messageList.splice(0, this.messageList.length - STATE_MESSAGES);
     this.stateCache = undefined;
@@ -653,6 +677,7 @@ export class Room {
     this.ports.afterCommand();
     try {
       this.store.insertExec(record);
+      this.lobby.stored(record.ts);
     } catch (e) {
       console.error(`room ${this.id}: storing a command failed: ${describe(e)}`);
     }
