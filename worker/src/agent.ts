@@ -18,20 +18,10 @@ import { ApiError, describe, isObject, response, unpairedSurrogate, type JsonObj
 import { SOCKETS_RETRY_MS, SocketBuckets, rateLimits } from "./limits";
 import { OPERATIONS, UnknownMethod, rpcOp, type Method, type Op, type SocketMethod } from "./ops";
 import { CALLER_PATH, EXECS_PAGE_PATH, OP_PATH, PAGE_PATH, SANDBOX_STOPPED_PATH } from "./rooms";
-import {
-  READONLY_FRAME,
-  errorFrame,
-  identityFrame,
-  messageFrame,
-  presenceFrame,
-  randomHex,
-  rateLimitedFrame,
-  typingFrame,
-  youFrame,
-  type DuetMessage,
-  type PresenceUser,
-} from "./protocol";
-import { Room, type Who } from "./room";
+import { READONLY_FRAME, errorFrame, identityFrame, messageFrame, presenceFrame, rateLimitedFrame, typingFrame, youFrame, type DuetMessage, type PresenceUser } from "./protocol";
+import { randomHex } from "./text";
+import { Room } from "./room";
+import { type Who } from "./roomstate";
 import { SandboxStarting } from "./sandbox/types";
 import { Store } from "./store";
 

@@ -8,7 +8,7 @@ import { OWNER, type Caller } from "./access";
 import type { Env } from "./env";
 import { same } from "./http";
 import { INVITE_TOKEN, tokenHash } from "./invites";
-import { trim, validRoomId } from "./protocol";
+import { trim, validRoomId } from "./text";
 import { askCaller } from "./rooms";
 
 /** The tokens a request carries: its bearer token, and on a socket path its `?token=`s. */

@@ -6,7 +6,8 @@
 import { parseRole, type RoomRole } from "./access";
 import { collapse } from "./approvals";
 import { addDetail, type Details, type JsonObject } from "./http";
-import { charCount, nameProblem, trim, type Addressee } from "./protocol";
+import { type Addressee } from "./protocol";
+import { charCount, nameProblem, trim } from "./text";
 
 /** Most entries of a room's allow list, and the longest entry. */
 const ALLOW_ENTRIES = 64;

@@ -11,15 +11,16 @@ import { ApiError, addDetail, describe, errorResponse, jsonBody, notFound, ok, r
 import { lobbyStub } from "./lobby";
 import { isMethod, parseOp, pathOp, roomDetails, routesOf, type Method, type Op } from "./ops";
 import { originRefusal } from "./origin";
-import { PAGE_DEFAULT, PAGE_MAX, isControl, nameProblem } from "./protocol";
+import { PAGE_DEFAULT, PAGE_MAX } from "./protocol";
+import { isControl, nameProblem } from "./text";
 import { confineCookies, preview, tunnel } from "./preview";
-import type { Who } from "./room";
+import type { Who } from "./roomstate";
 import { EXECS_PAGE_PATH, PAGE_PATH, roomOp, roomRequest, roomStub } from "./rooms";
-import { previewByHost } from "./sandbox/adapter";
+import { previewByHost } from "./sandbox/container";
 
 export { DuetAgent } from "./agent";
 export { DuetLobby } from "./lobby";
-export { Sandbox } from "./sandbox/adapter";
+export { Sandbox } from "./sandbox/container";
 
 export default {
   async fetch(request: Request, env: Env): Promise<Response> {

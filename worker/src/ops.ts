@@ -11,7 +11,8 @@ import { Fields, envKeyOk, quoted } from "./fields";
 import { ApiError, addDetail, isObject, type Details, type JsonObject } from "./http";
 import type { TermSize, WorkspaceCopy } from "./sandbox/types";
 import { clampSize, sizeProblems } from "./terminal";
-import { MAX_TEXT_CHARS, ROOM_RULE, charCount, checkpointNameProblem, isControl, trim, validRoomId, type Addressee } from "./protocol";
+import { MAX_TEXT_CHARS, checkpointNameProblem, type Addressee } from "./protocol";
+import { ROOM_RULE, charCount, isControl, trim, validRoomId } from "./text";
 
 /**
  * A room operation. `user` is who asks (`userId`, or the socket's `user`);
