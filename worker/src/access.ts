@@ -1,12 +1,12 @@
 // Who may do what (docs/protocol.md "Invites, roles and approvals"): the
-// one table of operations × roles, with duet serve's words
-// (src/server/access.rs), and the operation each request or frame is.
+// one table of actions × roles, with duet serve's words
+// (src/server/access.rs), checked against docs/operations.json; which
+// action each operation is comes from the operation table (ops.ts `opAction`).
 // Every way in asks `check` here before it does anything: HTTP and rpc
 // (room.ts `perform`, agent.ts for the socket's own operations), terminal
 // frames (agent.ts), files, previews and tunnels (index.ts, preview.ts).
 
 import { ApiError } from "./http";
-import type { Op } from "./ops";
 
 export type RoomRole = "owner" | "writer" | "viewer";
 
@@ -32,7 +32,7 @@ export interface Caller {
 export const OWNER: Caller = { role: "owner" };
 
 /** The least role each action needs, and how a refusal names it ("a viewer may not …"). */
-const TABLE = {
+export const TABLE = {
   chatToRoom: ["viewer", "talk to the room"],
   rename: ["viewer", "change their name"],
   watch: ["viewer", "watch"],
@@ -75,65 +75,4 @@ export function forbidden(role: RoomRole, action: Action): ApiError {
 /** Throws the 403 unless `role` may do `action`. */
 export function check(role: RoomRole, action: Action): void {
   if (!may(role, action)) throw forbidden(role, action);
-}
-
-/**
- * The action an operation is; undefined for what everyone may do (reads,
- * and the room's internal operations). `terminalRuns`: whether a
- * `term_open` only attaches to a running terminal (watching it).
- */
-export function opAction(op: Op, terminalRuns: boolean): Action | undefined {
-  switch (op.kind) {
-    case "message":
-      return op.to === "room" ? "chatToRoom" : "askAgent";
-    case "exec":
-      return "runCommand";
-    case "interrupt":
-      return "interrupt";
-    case "cancel":
-      return "cancel";
-    case "cleanup":
-      return "cleanup";
-    case "rename":
-      return "rename";
-    case "term_open":
-      return terminalRuns ? "watch" : "openTerminal";
-    case "term_detach":
-    case "process_follow":
-    case "process_unfollow":
-      return "watch";
-    case "term_close":
-      return "closeTerminal";
-    case "process_start":
-      return "startProcess";
-    case "process_kill":
-      return "killProcess";
-    case "checkpoint_create":
-      return "takeCheckpoint";
-    case "checkpoint_restore":
-      return "restoreCheckpoint";
-    case "checkpoint_delete":
-      return "deleteCheckpoint";
-    case "fork":
-      return "fork";
-    case "invite_create":
-    case "invite_list":
-    case "invite_revoke":
-      return "manageInvites";
-    case "set_role":
-      return "setRole";
-    case "set_policy":
-      return "setPolicy";
-    case "approve":
-      return "approve";
-    case "process_list":
-    case "process_get":
-    case "process_logs":
-    case "ports":
-    case "checkpoint_list":
-    case "upload":
-    case "deleted":
-    case "fork_into":
-      return undefined;
-  }
 }

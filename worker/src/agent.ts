@@ -16,22 +16,12 @@ import { may, type Caller } from "./access";
 import type { Env } from "./env";
 import { ApiError, describe, isObject, response, unpairedSurrogate, type JsonObject, type Reply } from "./http";
 import { SOCKETS_RETRY_MS, SocketBuckets, rateLimits } from "./limits";
-import { UnknownMethod, rpcOp, type Op } from "./ops";
+import { OPERATIONS, UnknownMethod, rpcOp, type Method, type Op, type SocketMethod } from "./ops";
 import { CALLER_PATH, EXECS_PAGE_PATH, OP_PATH, PAGE_PATH, SANDBOX_STOPPED_PATH } from "./rooms";
-import {
-  READONLY_FRAME,
-  errorFrame,
-  identityFrame,
-  messageFrame,
-  presenceFrame,
-  randomHex,
-  rateLimitedFrame,
-  typingFrame,
-  youFrame,
-  type DuetMessage,
-  type PresenceUser,
-} from "./protocol";
-import { Room, type Who } from "./room";
+import { READONLY_FRAME, errorFrame, identityFrame, messageFrame, presenceFrame, rateLimitedFrame, typingFrame, youFrame, type DuetMessage, type PresenceUser } from "./protocol";
+import { randomHex } from "./text";
+import { Room } from "./room";
+import { type Who } from "./roomstate";
 import { SandboxStarting } from "./sandbox/types";
 import { Store } from "./store";
 
@@ -86,6 +76,15 @@ export class DuetAgent extends Agent<Env> {
    */
   async onStart(): Promise<void> {
     this.room();
+    // After a restart the sockets are gone (after a hibernation they are all
+    // still here). A room never used is not in the list: nothing to tell.
+    if (this.room().everUsed()) this.countPeople();
+  }
+
+  /** The room list's `people`: distinct names among the sockets, but those `leaving`. */
+  private countPeople(leaving: Connection[] = []): void {
+    const names = new Set(this.presence(leaving).map((p) => p.name));
+    this.room().lobby.count(names.size);
   }
 
   shouldSendProtocolMessages(): boolean {
@@ -246,6 +245,7 @@ export class DuetAgent extends Agent<Env> {
     if (leaving.length === 0) return;
     for (const c of leaving) this.dropSocket(c, reason);
     this.sendAll(presenceFrame(this.presence(leaving)), ...leaving);
+    this.countPeople(leaving);
   }
 
   /** Closes a socket whose credential stopped working, forgetting its place in the room. */
@@ -278,6 +278,7 @@ export class DuetAgent extends Agent<Env> {
     if (leaving.length === 0) return;
     for (const c of leaving) this.dropSocket(c, EXPIRED);
     this.sendAll(presenceFrame(this.presence(leaving)), ...leaving);
+    this.countPeople(leaving);
   }
 
   private nextSeq(): number {
@@ -307,6 +308,7 @@ export class DuetAgent extends Agent<Env> {
     };
     c.setState({ ...(c.state ?? {}), duet: peer });
     this.room().joined();
+    this.countPeople();
     const presence = presenceFrame(this.presence());
     send(c, identityFrame(this.name));
     send(c, this.room().stateText());
@@ -320,6 +322,7 @@ export class DuetAgent extends Agent<Env> {
     this.room().terminal.left(connection.id);
     this.room().processes.left(connection.id);
     this.sendAll(presenceFrame(this.presence([connection])), connection);
+    this.countPeople([connection]);
   }
 
   onError(connectionOrError: unknown, error?: unknown): void {
@@ -420,19 +423,40 @@ export class DuetAgent extends Agent<Env> {
       return send(c, failure(id, (e instanceof ApiError ? e : ApiError.internal(describe(e))).reply()));
     }
     if (op.kind === "invite_create" && peer?.link !== undefined) op.link = peer.link;
-    const buckets = this.bucketsOf(c);
+    const operation: { counts?: "messages" | "commands"; route: string | null } = OPERATIONS[op.kind as Method];
+    // A repeated message (its clientId known) stores nothing: it is not counted.
     const repeat = op.kind === "message" && op.clientId !== undefined && this.room().knowsClient(op.clientId);
-    // A rename stores a record: it counts as a message.
-    const counted = (op.kind === "message" && !repeat) || op.kind === "rename";
-    const bucket = counted ? buckets.messages : op.kind === "exec" ? buckets.commands : undefined;
+    const bucket = operation.counts === undefined || repeat ? undefined : this.bucketsOf(c)[operation.counts];
     const wait = bucket?.take() ?? 0;
     if (bucket && wait > 0) return send(c, failure(id, ApiError.rateLimited(bucket.rule, wait).reply()));
-    if (op.kind === "term_open" || op.kind === "term_detach" || op.kind === "term_close") return this.terminalRpc(c, id, op);
-    if (op.kind === "process_follow" || op.kind === "process_unfollow") return this.followRpc(c, id, op);
-    const reply = op.kind === "rename" ? this.rename(c, op.name) : await this.room().perform(op, { inviteId: peer?.inviteId });
+    // The socket's own operations (no HTTP route) are answered here, the others by the room.
+    if (operation.route === null) return this.ownRpc(c, id, op as Extract<Op, { kind: SocketMethod }>);
+    const reply = await this.room().perform(op, { inviteId: peer?.inviteId });
     // The body keeps its field order: spliced in, not re-parsed.
     if (reply.status < 300) send(c, `{"type":"rpc","id":${id},"success":true,"result":${reply.body},"done":true}`);
     else send(c, failure(id, reply));
+  }
+
+  /** An rpc of the socket's own (ops.ts `SocketMethod`: its name, its terminal, its follows). */
+  private async ownRpc(c: DuetConnection, id: string, op: Extract<Op, { kind: SocketMethod }>): Promise<void> {
+    switch (op.kind) {
+      case "rename": {
+        const reply = this.rename(c, op.name);
+        if (reply.status < 300) send(c, `{"type":"rpc","id":${id},"success":true,"result":${reply.body},"done":true}`);
+        else send(c, failure(id, reply));
+        return;
+      }
+      case "term_open":
+      case "term_detach":
+      case "term_close":
+        return this.terminalRpc(c, id, op);
+      case "process_follow":
+      case "process_unfollow":
+        return this.followRpc(c, id, op);
+      default:
+        // A new socket-only operation needs its answer here.
+        return op satisfies never;
+    }
   }
 
   /** rpc `term_open`, `term_detach`, `term_close`: this socket's attachment; after `term_open`'s answer, its snapshot. */
@@ -484,6 +508,7 @@ export class DuetAgent extends Agent<Env> {
       c.setState({ ...c.state, duet: { ...peer, user: name, name } });
       if (peer.name === name) return;
       this.sendAll(presenceFrame(this.presence()));
+      this.countPeople();
       const you = this.you(c);
       if (you) send(c, you);
     });

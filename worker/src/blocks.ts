@@ -2,7 +2,8 @@
 // blocks"), byte for byte as src/blocks.rs writes it, and its reading back
 // (used to show the model its earlier replies).
 
-import { charCount, firstChars, trim, trimEnd, trimStart, type Run } from "./protocol";
+import { type Run } from "./protocol";
+import { charCount, firstChars, trim, trimEnd, trimStart } from "./text";
 
 const OPEN = "<run>";
 const CLOSE = "</run>";

@@ -8,7 +8,7 @@ import { OWNER, type Caller } from "./access";
 import type { Env } from "./env";
 import { same } from "./http";
 import { INVITE_TOKEN, tokenHash } from "./invites";
-import { trim, validRoomId } from "./protocol";
+import { trim, validRoomId } from "./text";
 import { askCaller } from "./rooms";
 
 /** The tokens a request carries: its bearer token, and on a socket path its `?token=`s. */
@@ -44,4 +44,19 @@ export async function credential(env: Env, token: string, room: string | undefin
     if (caller) return caller;
   }
   return undefined;
+}
+
+/**
+ * Who asks for the room list (`GET /api/rooms`): the server's token (or a
+ * Worker without one) may list; an invite may not, whatever its room. The
+ * Worker cannot look an invite up without its room, so any token shaped as
+ * an invite's counts as one (403, which tells nothing of the token);
+ * anything else is undefined (401).
+ */
+export function listerOf(request: Request, env: Env): "owner" | "invite" | undefined {
+  const token = env.DUET_TOKEN ?? "";
+  if (token === "") return "owner";
+  const tokens = tokensOf(request, "/api/rooms", "");
+  if (tokens.some((t) => same(t, token))) return "owner";
+  return tokens.some((t) => INVITE_TOKEN.test(t)) ? "invite" : undefined;
 }

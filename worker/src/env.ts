@@ -1,10 +1,13 @@
 // The Worker's bindings (wrangler.jsonc, wrangler.local.jsonc) and secrets.
 import type { Sandbox } from "@cloudflare/sandbox";
 import type { DuetAgent } from "./agent";
+import type { DuetLobby } from "./lobby";
 
 export interface Env {
   /** One Durable Object per room (the Agents SDK agent). */
   DuetAgent: DurableObjectNamespace<DuetAgent>;
+  /** The one object that keeps the room list (lobby.ts). */
+  DuetLobby: DurableObjectNamespace<DuetLobby>;
   /** One Sandbox per room: the real container, or the local stand-in. */
   Sandbox: DurableObjectNamespace<Sandbox>;
   /** Backups of the rooms' /workspace across a container's sleep. */

@@ -7,21 +7,8 @@
 import type { Limits } from "./env";
 import { describe } from "./http";
 import { recordText } from "./records";
-import {
-  STORED_OUTPUT_CAP,
-  capText,
-  execCompleteFrame,
-  execId as execIdOf,
-  execOutputFrame,
-  execStartFrame,
-  type ExecRecord,
-  type ExecResult,
-  type ExecSource,
-  type RoomEvent,
-  type Run,
-  type ShellReason,
-  isoTimestamp,
-} from "./protocol";
+import { STORED_OUTPUT_CAP, execCompleteFrame, execOutputFrame, execStartFrame, type ExecRecord, type ExecResult, type ExecSource, type RoomEvent, type Run, type ShellReason } from "./protocol";
+import { capText, execId as execIdOf, isoTimestamp } from "./text";
 import { SandboxStarting, type ExecOutcome, type RoomSandbox } from "./sandbox/types";
 
 /** What the commands need of their room. */

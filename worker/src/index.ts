@@ -1,23 +1,26 @@
 // The Worker: the routes of docs/protocol.md, the bearer token in front of
 // them, the checks that answer 400 before anything is touched, and the
-// 404/405/413 answers. Room operations go to the room's Durable Object
-// (agent.ts) as requests it serves; sockets are forwarded to it; files go
-// to the room's sandbox (files.ts).
+// 404/405/413 answers. Room operations, routed by the table of ops.ts, go
+// to the room's Durable Object (agent.ts) as requests it serves; sockets
+// are forwarded to it; files go to the room's sandbox (files.ts).
 
-import { callerOf } from "./credentials";
+import { callerOf, listerOf } from "./credentials";
 import type { Env } from "./env";
 import { deleteFile, getFile, listFolder, putFile } from "./files";
-import { ApiError, addDetail, describe, errorResponse, jsonBody, notFound, type Details } from "./http";
-import { parseOp, roomDetails, type Method, type Op } from "./ops";
+import { ApiError, addDetail, describe, errorResponse, jsonBody, notFound, ok, response, type Details } from "./http";
+import { lobbyStub } from "./lobby";
+import { isMethod, parseOp, pathOp, roomDetails, routesOf, type Method, type Op } from "./ops";
 import { originRefusal } from "./origin";
-import { PAGE_DEFAULT, PAGE_MAX, isControl, nameProblem } from "./protocol";
+import { PAGE_DEFAULT, PAGE_MAX } from "./protocol";
+import { isControl, nameProblem } from "./text";
 import { confineCookies, preview, tunnel } from "./preview";
-import type { Who } from "./room";
+import type { Who } from "./roomstate";
 import { EXECS_PAGE_PATH, PAGE_PATH, roomOp, roomRequest, roomStub } from "./rooms";
-import { previewByHost } from "./sandbox/adapter";
+import { previewByHost } from "./sandbox/container";
 
 export { DuetAgent } from "./agent";
-export { Sandbox, SandboxStandIn } from "./sandbox/adapter";
+export { DuetLobby } from "./lobby";
+export { Sandbox } from "./sandbox/container";
 
 export default {
   async fetch(request: Request, env: Env): Promise<Response> {
@@ -46,18 +49,6 @@ function decoded(segment: string): string | undefined {
   }
 }
 
-/** The room operation of each POST path under `/api/rooms/{room}/` (rpc `rename` has none). */
-const OPERATIONS: Record<string, Method> = {
-  message: "message",
-  cancel: "cancel",
-  cleanup: "cleanup",
-  "sandbox/exec": "exec",
-  "sandbox/interrupt": "interrupt",
-  fork: "fork",
-  policy: "set_policy",
-  approve: "approve",
-};
-
 /** A port's HTTP preview (`/api/rooms/{room}/ports/{port}[/…]`): its segments and the path after the port. */
 function previewTarget(path: string): { rawRoom: string; port: string; rest?: string } | undefined {
   const m = /^\/api\/rooms\/([^/]+)\/ports\/([^/]+)(\/.*)?$/s.exec(path);
@@ -78,6 +69,7 @@ async function route(request: Request, env: Env): Promise<Response> {
   if (path === "/health") return method === "GET" ? text("ok") : errorResponse(ApiError.methodNotAllowed());
   // The preview checks its own credentials (the token).
   if (port) return preview(request, env, port.rawRoom, decoded(port.rawRoom) ?? port.rawRoom, port.port, port.rest, query);
+  if (path === "/api/rooms") return roomList(request, env, method);
   const seg = path.split("/").slice(1);
   const sdkSocket = seg[0] === "agents" && seg[1] === "duet-agent" && seg.length === 3 && seg[2] !== "";
   const roomPath = seg[0] === "api" && seg[1] === "rooms" && seg.length >= 4 && seg[2] !== "";
@@ -95,44 +87,18 @@ async function route(request: Request, env: Env): Promise<Response> {
   const rest = seg.slice(3).join("/");
   const allow = (m: string, then: () => Promise<Response>) =>
     method === m ? then() : Promise.resolve(errorResponse(ApiError.methodNotAllowed()));
-  const op = OPERATIONS[rest];
-  if (op) return allow("POST", () => operation(request, env, room, op, who));
+  const routes = routesOf(seg.slice(3));
+  if (routes.length > 0) {
+    const hit = routes.find((r) => r.verb === method);
+    if (!hit) return errorResponse(ApiError.methodNotAllowed());
+    const id = hit.id && { field: hit.id.field, value: decoded(hit.id.raw) ?? hit.id.raw };
+    // A POST's operation is in its body (and the path's id); any other verb's is its path.
+    if (hit.verb === "POST" && isMethod(hit.kind)) return operation(request, env, room, hit.kind, who, id ? { [id.field]: id.value } : {});
+    return ask(env, room, pathOp(hit.kind, id), who);
+  }
   if (rest === "messages") return allow("GET", () => page(env, room, query, MESSAGES_PAGE));
   if (rest === "execs") return allow("GET", () => page(env, room, query, EXECS_PAGE));
   if (rest === "ws") return allow("GET", () => socket(request, env, rawRoom, query, who));
-  if (rest === "processes") {
-    if (method === "POST") return operation(request, env, room, "process_start", who);
-    if (method === "GET") return ask(env, room, { kind: "process_list" }, who);
-    return errorResponse(ApiError.methodNotAllowed());
-  }
-  if (seg[3] === "processes" && (seg.length === 5 || (seg.length === 6 && seg[5] === "logs")) && seg[4] !== "") {
-    const processId = decoded(seg[4]) ?? seg[4];
-    if (seg.length === 6) return allow("GET", () => ask(env, room, { kind: "process_logs", processId }, who));
-    if (method === "GET") return ask(env, room, { kind: "process_get", processId }, who);
-    if (method === "DELETE") return ask(env, room, { kind: "process_kill", processId }, who);
-    return errorResponse(ApiError.methodNotAllowed());
-  }
-  if (rest === "ports") return allow("GET", () => ask(env, room, { kind: "ports" }, who));
-  if (rest === "checkpoints") {
-    if (method === "POST") return operation(request, env, room, "checkpoint_create", who);
-    if (method === "GET") return ask(env, room, { kind: "checkpoint_list" }, who);
-    return errorResponse(ApiError.methodNotAllowed());
-  }
-  if (seg[3] === "checkpoints" && seg[4] !== "" && (seg.length === 5 || (seg.length === 6 && seg[5] === "restore"))) {
-    const checkpointId = decoded(seg[4]) ?? seg[4];
-    if (seg.length === 6) return allow("POST", () => operation(request, env, room, "checkpoint_restore", who, { checkpointId }));
-    return allow("DELETE", () => ask(env, room, { kind: "checkpoint_delete", checkpointId }, who));
-  }
-  if (rest === "invites") {
-    if (method === "POST") return operation(request, env, room, "invite_create", who);
-    if (method === "GET") return ask(env, room, { kind: "invite_list" }, who);
-    return errorResponse(ApiError.methodNotAllowed());
-  }
-  if (seg[3] === "invites" && seg[4] !== "" && (seg.length === 5 || (seg.length === 6 && seg[5] === "role"))) {
-    const inviteId = decoded(seg[4]) ?? seg[4];
-    if (seg.length === 6) return allow("POST", () => operation(request, env, room, "set_role", who, { inviteId }));
-    return allow("DELETE", () => ask(env, room, { kind: "invite_revoke", inviteId }, who));
-  }
   if (seg[3] === "tunnel" && seg.length === 5 && seg[4] !== "") return allow("GET", () => tunnel(request, env, room, seg[4], caller));
   if (seg[3] === "files" && seg.length > 4) {
     const filePath = decoded(seg.slice(4).join("/"));
@@ -145,6 +111,15 @@ async function route(request: Request, env: Env): Promise<Response> {
     return errorResponse(ApiError.methodNotAllowed());
   }
   return notFound();
+}
+
+/** `GET /api/rooms`: every room used, the most recently updated first; the server's token only. */
+async function roomList(request: Request, env: Env, method: string): Promise<Response> {
+  const lister = listerOf(request, env);
+  if (!lister) return errorResponse(ApiError.unauthorized());
+  if (method !== "GET") return errorResponse(ApiError.methodNotAllowed());
+  if (lister === "invite") return errorResponse(new ApiError(403, "forbidden", { role: ["only the server's token may list rooms"] }));
+  return response(ok({ rooms: await lobbyStub(env).list() }));
 }
 
 function text(body: string): Response {

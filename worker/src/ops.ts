@@ -1,23 +1,18 @@
-// The room operations shared by HTTP and the socket's `rpc`, each parsed
-// from a JSON object field by field so that every bad field is named, with
-// the messages of `duet serve` (src/server/ops/).
+// The room operations: one table (OPERATIONS, as docs/operations.json
+// lists them) gives each its rpc method, its HTTP route (or none: the
+// socket's own), the actions of the role table it may be, and its parser,
+// which reads a JSON object field by field with the messages of `duet
+// serve` (src/server/ops/). index.ts routes from it, agent.ts dispatches
+// the socket's rpc by it, room.ts checks roles by it (opAction).
 
-import { parseRole, type RoomRole } from "./access";
-import { collapse, parsePolicy, type Policy } from "./approvals";
+import type { Action, RoomRole } from "./access";
+import { parsePolicy, type Policy } from "./approvals";
+import { Fields, envKeyOk, quoted } from "./fields";
 import { ApiError, addDetail, isObject, type Details, type JsonObject } from "./http";
 import type { TermSize, WorkspaceCopy } from "./sandbox/types";
 import { clampSize, sizeProblems } from "./terminal";
-import {
-  MAX_TEXT_CHARS,
-  ROOM_RULE,
-  charCount,
-  checkpointNameProblem,
-  isControl,
-  nameProblem,
-  trim,
-  validRoomId,
-  type Addressee,
-} from "./protocol";
+import { MAX_TEXT_CHARS, checkpointNameProblem, type Addressee } from "./protocol";
+import { ROOM_RULE, charCount, isControl, trim, validRoomId } from "./text";
 
 /**
  * A room operation. `user` is who asks (`userId`, or the socket's `user`);
@@ -86,128 +81,285 @@ export type Op =
   /** `POST /approve`, rpc `approve`. */
   | { kind: "approve"; approvalId: string; approved: boolean; user?: string };
 
-/** The methods of `rpc` (the HTTP paths' operations are in index.ts). */
-export const METHODS = [
-  "message",
-  "exec",
-  "interrupt",
-  "cancel",
-  "cleanup",
-  "rename",
-  "term_open",
-  "term_detach",
-  "term_close",
-  "process_start",
-  "process_kill",
-  "process_follow",
-  "process_unfollow",
-  "checkpoint_create",
-  "checkpoint_restore",
-  "checkpoint_delete",
-  "fork",
-  "invite_create",
-  "invite_revoke",
-  "set_role",
-  "set_policy",
-  "approve",
-  // HTTP only (index.ts): not an rpc method.
-  "invite_list",
-] as const;
-export type Method = (typeof METHODS)[number];
+/** An HTTP route under `/api/rooms/{room}`: verb and path, `{id}` one segment (docs/operations.json's `route`). */
+export type Route = `${"GET" | "POST" | "DELETE"} /${string}`;
 
-/** Methods that have an HTTP route but no rpc. */
-const HTTP_ONLY: readonly Method[] = ["invite_list"];
+/** The field a route's `{id}` segment fills. */
+type IdField = "processId" | "checkpointId" | "inviteId";
+
+/** A room operation as the table declares it. */
+interface Operation {
+  /** Its HTTP route; null: the socket's own (rpc only, agent.ts answers it). */
+  route: Route | null;
+  /** What it may be, as the role table (access.ts) names it. */
+  actions: readonly Action[];
+  /** Which of `actions` an operation is, when it may be more than one. */
+  which?: (op: Op, terminalRuns: boolean) => number;
+  /** The field the route's `{id}` fills (and a DELETE's whole request). */
+  id?: IdField;
+  /** The socket's rate bucket it counts in. */
+  counts?: "messages" | "commands";
+  /** Reads the request object (`user`: who asks); undefined when a field was bad (named in `f`). */
+  parse: (f: Fields, user: string | undefined) => Op | undefined;
+}
+
+/** Every room operation: its rpc method (the key), route, actions and parser. */
+export const OPERATIONS = {
+  message: {
+    route: "POST /message",
+    actions: ["chatToRoom", "askAgent"],
+    which: (op) => (op.kind === "message" && op.to === "room" ? 0 : 1),
+    counts: "messages",
+    parse: (f, user) => {
+      // Stored trimmed; the limit counts what is stored.
+      const raw = f.requiredText("text");
+      const text = raw === undefined ? undefined : trim(raw);
+      if (text !== undefined && charCount(text) > MAX_TEXT_CHARS) {
+        f.problem("text", "must be at most 8000 characters");
+      }
+      const clientId = f.string("clientId");
+      const bad = clientId !== undefined && (clientId === "" || charCount(clientId) > 64 || Array.from(clientId).some(isControl));
+      if (bad) f.problem("clientId", "must be 1-64 printable characters");
+      const to = f.addressee();
+      if (text === undefined || to === undefined) return undefined;
+      return { kind: "message", text, user, ...(clientId !== undefined && { clientId }), to };
+    },
+  },
+  exec: { route: "POST /sandbox/exec", actions: ["runCommand"], counts: "commands", parse: exec },
+  interrupt: {
+    route: "POST /sandbox/interrupt",
+    actions: ["interrupt"],
+    parse: (f, user) => ({ kind: "interrupt", execId: f.string("execId"), user }),
+  },
+  cancel: { route: "POST /cancel", actions: ["cancel"], parse: (f, user) => ({ kind: "cancel", turnId: f.string("turnId"), user }) },
+  cleanup: { route: "POST /cleanup", actions: ["cleanup"], parse: (_f, user) => ({ kind: "cleanup", user }) },
+  rename: {
+    route: null,
+    actions: ["rename"],
+    // A rename stores a record: it counts as a message.
+    counts: "messages",
+    parse: (f, user) => {
+      if (f.get("name") === undefined) f.problem("name", "is required");
+      const name = f.name("name");
+      return name === undefined ? undefined : { kind: "rename", name, user };
+    },
+  },
+  term_open: {
+    route: null,
+    actions: ["watch", "openTerminal"],
+    // Attaching to a running terminal is watching it.
+    which: (_op, terminalRuns) => (terminalRuns ? 0 : 1),
+    parse: (f, user) => {
+      const cols = f.get("cols");
+      const rows = f.get("rows");
+      if (cols === undefined && rows === undefined) return { kind: "term_open", user };
+      // Both or neither: a size with one half missing is refused by its missing half.
+      for (const [field, problem] of sizeProblems(cols, rows)) f.problem(field, problem);
+      return { kind: "term_open", size: clampSize(cols, rows), user };
+    },
+  },
+  term_detach: { route: null, actions: ["watch"], parse: (f, user) => terminalOp("term_detach", f, user) },
+  term_close: { route: null, actions: ["closeTerminal"], parse: (f, user) => terminalOp("term_close", f, user) },
+  process_start: {
+    route: "POST /processes",
+    actions: ["startProcess"],
+    parse: (f, user) => {
+      const raw = f.requiredText("cmd");
+      const cmd = raw === undefined ? undefined : trim(raw);
+      if (cmd?.includes("\0")) f.problem("cmd", "must not contain NUL characters");
+      const name = f.name("name");
+      return cmd === undefined ? undefined : { kind: "process_start", cmd, ...(name !== undefined && { name }), user };
+    },
+  },
+  process_kill: { route: "DELETE /processes/{id}", id: "processId", actions: ["killProcess"], parse: (f, user) => processOp("process_kill", f, user) },
+  process_follow: { route: null, actions: ["watch"], parse: (f, user) => processOp("process_follow", f, user) },
+  process_unfollow: { route: null, actions: ["watch"], parse: (f, user) => processOp("process_unfollow", f, user) },
+  checkpoint_create: {
+    route: "POST /checkpoints",
+    actions: ["takeCheckpoint"],
+    parse: (f, user) => {
+      const name = f.string("name");
+      const problem = name === undefined ? undefined : checkpointNameProblem(name);
+      if (problem) f.problem("name", problem);
+      return { kind: "checkpoint_create", ...(name !== undefined && { name }), user };
+    },
+  },
+  checkpoint_restore: {
+    route: "POST /checkpoints/{id}/restore",
+    id: "checkpointId",
+    actions: ["restoreCheckpoint"],
+    parse: (f, user) => checkpointOp("checkpoint_restore", f, user),
+  },
+  checkpoint_delete: {
+    route: "DELETE /checkpoints/{id}",
+    id: "checkpointId",
+    actions: ["deleteCheckpoint"],
+    parse: (f, user) => checkpointOp("checkpoint_delete", f, user),
+  },
+  fork: {
+    route: "POST /fork",
+    actions: ["fork"],
+    parse: (f, user) => {
+      if (f.get("to") === undefined) f.problem("to", "is required");
+      const to = f.string("to");
+      if (to !== undefined && !validRoomId(to)) f.problem("to", ROOM_RULE);
+      const raw = f.string("checkpointId");
+      if (raw !== undefined && trim(raw) === "") f.problem("checkpointId", "must not be empty");
+      const checkpointId = raw === undefined ? undefined : trim(raw);
+      return to === undefined ? undefined : { kind: "fork", to, ...(checkpointId !== undefined && { checkpointId }), user };
+    },
+  },
+  invite_create: {
+    route: "POST /invites",
+    actions: ["manageInvites"],
+    parse: (f, user) => {
+      const role = f.role();
+      let expiresIn: number | undefined = DEFAULT_INVITE_SECS;
+      const e = f.get("expiresIn");
+      if (e !== undefined) {
+        expiresIn = typeof e === "number" && Number.isInteger(e) && e >= 1 && e <= MAX_INVITE_SECS ? e : undefined;
+        if (expiresIn === undefined) f.problem("expiresIn", "must be a whole number of seconds from 1 to 31536000");
+      }
+      const name = f.name("name");
+      if (role === undefined || expiresIn === undefined) return undefined;
+      return { kind: "invite_create", role, expiresIn, ...(name !== undefined && { name }), user };
+    },
+  },
+  invite_revoke: {
+    route: "DELETE /invites/{id}",
+    id: "inviteId",
+    actions: ["manageInvites"],
+    parse: (f, user) => {
+      const inviteId = f.requiredId("inviteId");
+      return inviteId === undefined ? undefined : { kind: "invite_revoke", inviteId, user };
+    },
+  },
+  set_role: {
+    route: "POST /invites/{id}/role",
+    id: "inviteId",
+    actions: ["setRole"],
+    parse: (f, user) => {
+      const inviteId = f.requiredId("inviteId");
+      const role = f.role();
+      return inviteId === undefined || role === undefined ? undefined : { kind: "set_role", inviteId, role, user };
+    },
+  },
+  set_policy: {
+    route: "POST /policy",
+    actions: ["setPolicy"],
+    parse: (f, user) => {
+      let policy: Policy | undefined;
+      if (f.get("policy") === undefined) f.problem("policy", "is required");
+      else {
+        policy = parsePolicy(f.get("policy"));
+        if (policy === undefined) f.problem("policy", "must be auto, ask or off");
+      }
+      const allow = f.allowList();
+      if (policy === undefined || allow === null) return undefined;
+      return { kind: "set_policy", policy, ...(allow !== undefined && { allow }), user };
+    },
+  },
+  approve: {
+    route: "POST /approve",
+    actions: ["approve"],
+    parse: (f, user) => {
+      const approvalId = f.requiredId("approvalId");
+      const approved = f.get("approved");
+      if (approved === undefined) f.problem("approved", "is required");
+      else if (typeof approved !== "boolean") f.problem("approved", "must be true or false");
+      if (approvalId === undefined || typeof approved !== "boolean") return undefined;
+      return { kind: "approve", approvalId, approved, user };
+    },
+  },
+} as const satisfies Record<string, Operation>;
+
+/** An rpc method: a room operation's name. */
+export type Method = keyof typeof OPERATIONS;
+/** The rpc methods, in the table's order. */
+export const METHODS = Object.keys(OPERATIONS) as Method[];
+/** The socket's own operations (no route): agent.ts answers them. */
+export type SocketMethod = { [M in Method]: (typeof OPERATIONS)[M]["route"] extends null ? M : never }[Method];
 
 export function isMethod(name: string): name is Method {
-  return (METHODS as readonly string[]).includes(name) && !HTTP_ONLY.includes(name as Method);
+  return Object.prototype.hasOwnProperty.call(OPERATIONS, name);
+}
+
+/** A read over HTTP only (no rpc, no body): its route, and what it is to the role table (absent: everyone may). */
+interface ReadRoute {
+  route: Route;
+  id?: IdField;
+  actions?: readonly Action[];
+}
+
+/** The room's reads. */
+export const READS = {
+  process_list: { route: "GET /processes" },
+  process_get: { route: "GET /processes/{id}", id: "processId" },
+  process_logs: { route: "GET /processes/{id}/logs", id: "processId" },
+  ports: { route: "GET /ports" },
+  checkpoint_list: { route: "GET /checkpoints" },
+  invite_list: { route: "GET /invites", actions: ["manageInvites"] },
+} as const satisfies Record<string, ReadRoute>;
+export type Read = keyof typeof READS;
+
+/** A route that a request's path (the segments after `/api/rooms/{room}/`) matched. */
+export interface RouteHit {
+  verb: string;
+  kind: Method | Read;
+  /** The `{id}` segment, still percent-encoded, and the field it fills. */
+  id?: { raw: string; field: IdField };
+}
+
+/** Every route of the two tables, split: verb, path segments, what it is. */
+const ROUTES = [...Object.entries(OPERATIONS), ...Object.entries(READS)].flatMap(([kind, entry]) => {
+  if (entry.route === null) return [];
+  const [verb, path] = entry.route.split(" ");
+  const id = "id" in entry ? entry.id : undefined;
+  return [{ verb, segments: path.split("/").slice(1), kind: kind as Method | Read, id }];
+});
+
+/** The routes whose path is `segments` (none: 404; none of this verb: 405). `{id}` matches one non-empty segment. */
+export function routesOf(segments: string[]): RouteHit[] {
+  return ROUTES.filter((r) => r.segments.length === segments.length && r.segments.every((s, i) => s === segments[i] || (s === "{id}" && segments[i] !== ""))).map(
+    (r) => {
+      const at = r.segments.indexOf("{id}");
+      return { verb: r.verb, kind: r.kind, ...(at >= 0 && r.id !== undefined && { id: { raw: segments[at], field: r.id } }) };
+    },
+  );
+}
+
+/**
+ * The operation a request without a body is (a read, a DELETE): its kind
+ * and the route's `{id}`, as it came (no parser: the path was matched).
+ */
+export function pathOp(kind: Method | Read, id?: { field: IdField; value: string }): Op {
+  // Every bodiless route's Op is its kind plus at most the id field.
+  return { kind, ...(id !== undefined && { [id.field]: id.value }) } as Op;
+}
+
+/**
+ * The action an operation is; undefined for what everyone may do (reads,
+ * and the room's internal operations). `terminalRuns`: whether a
+ * `term_open` only attaches to a running terminal (watching it).
+ */
+export function opAction(op: Op, terminalRuns: boolean): Action | undefined {
+  if (isMethod(op.kind)) {
+    const entry: Operation = OPERATIONS[op.kind];
+    return entry.actions[entry.which?.(op, terminalRuns) ?? 0];
+  }
+  const read: ReadRoute | undefined = Object.prototype.hasOwnProperty.call(READS, op.kind) ? READS[op.kind as Read] : undefined;
+  return read?.actions?.[0];
 }
 
 /** The longest an invite may last, in seconds (a year), and how long one lasts unless asked. */
 export const MAX_INVITE_SECS = 365 * 86_400;
 export const DEFAULT_INVITE_SECS = 86_400;
-/** Most entries of a room's allow list, and the longest entry. */
-const ALLOW_ENTRIES = 64;
-const ALLOW_ENTRY_CHARS = 200;
 
 /** Problems of a room id, as `details`. */
 export function roomDetails(room: string): Details {
   const details: Details = {};
   if (!validRoomId(room)) addDetail(details, "room", ROOM_RULE);
   return details;
-}
-
-/** Field-by-field reader of a request object that collects every problem. */
-class Fields {
-  constructor(
-    private readonly obj: JsonObject,
-    readonly details: Details,
-  ) {}
-
-  /** The field's value; JSON `null` counts as absent. */
-  get(name: string): unknown {
-    if (!Object.prototype.hasOwnProperty.call(this.obj, name)) return undefined;
-    const v = this.obj[name];
-    return v === null ? undefined : v;
-  }
-
-  problem(name: string, message: string): void {
-    addDetail(this.details, name, message);
-  }
-
-  string(name: string): string | undefined {
-    const v = this.get(name);
-    if (v === undefined) return undefined;
-    if (typeof v === "string") return v;
-    this.problem(name, "must be a string");
-    return undefined;
-  }
-
-  requiredText(name: string): string | undefined {
-    if (this.get(name) === undefined) {
-      this.problem(name, "is required");
-      return undefined;
-    }
-    const s = this.string(name);
-    if (s === undefined) return undefined;
-    if (trim(s) === "") {
-      this.problem(name, "must not be empty");
-      return undefined;
-    }
-    return s;
-  }
-
-  /** A person's name (`userId`), trimmed. */
-  name(name: string): string | undefined {
-    const raw = this.string(name);
-    if (raw === undefined) return undefined;
-    const s = trim(raw);
-    const p = nameProblem(s);
-    if (p) {
-      this.problem(name, p);
-      return undefined;
-    }
-    return s;
-  }
-
-  plainString(name: string): string | undefined {
-    const s = this.string(name);
-    if (s === undefined) return undefined;
-    if (s.includes("\0")) {
-      this.problem(name, "must not contain NUL characters");
-      return undefined;
-    }
-    return s;
-  }
-}
-
-/** Whether `key` is an environment variable name. */
-function envKeyOk(key: string): boolean {
-  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(key);
-}
-
-/** A string as Rust's `{:?}` shows it (close enough: JSON's quoting). */
-function quoted(s: string): string {
-  return JSON.stringify(s);
 }
 
 /**
@@ -218,177 +370,26 @@ function quoted(s: string): string {
 export function parseOp(method: Method, obj: JsonObject, details: Details = {}, defaultUser?: string): Op {
   const f = new Fields(obj, details);
   const user = f.name("userId") ?? defaultUser;
-  let op: Op | undefined;
-  switch (method) {
-    case "message": {
-      // Stored trimmed; the limit counts what is stored.
-      const raw = f.requiredText("text");
-      const text = raw === undefined ? undefined : trim(raw);
-      if (text !== undefined && charCount(text) > MAX_TEXT_CHARS) {
-        f.problem("text", "must be at most 8000 characters");
-      }
-      const clientId = f.string("clientId");
-      const bad = clientId !== undefined && (clientId === "" || charCount(clientId) > 64 || Array.from(clientId).some(isControl));
-      if (bad) f.problem("clientId", "must be 1-64 printable characters");
-      const to = addressee(f);
-      if (text !== undefined && to !== undefined) {
-        op = { kind: "message", text, user, ...(clientId !== undefined && { clientId }), to };
-      }
-      break;
-    }
-    case "exec":
-      op = exec(f, user);
-      break;
-    case "interrupt":
-      op = { kind: "interrupt", execId: f.string("execId"), user };
-      break;
-    case "cancel":
-      op = { kind: "cancel", turnId: f.string("turnId"), user };
-      break;
-    case "cleanup":
-      op = { kind: "cleanup", user };
-      break;
-    case "rename": {
-      if (f.get("name") === undefined) f.problem("name", "is required");
-      const name = f.name("name");
-      if (name !== undefined) op = { kind: "rename", name, user };
-      break;
-    }
-    case "term_open": {
-      const cols = f.get("cols");
-      const rows = f.get("rows");
-      if (cols === undefined && rows === undefined) {
-        op = { kind: "term_open", user };
-        break;
-      }
-      // Both or neither: a size with one half missing is refused by its missing half.
-      for (const [field, problem] of sizeProblems(cols, rows)) f.problem(field, problem);
-      op = { kind: "term_open", size: clampSize(cols, rows), user };
-      break;
-    }
-    case "term_detach":
-    case "term_close": {
-      const termId = f.get("termId");
-      if (typeof termId === "string" && termId !== "") op = { kind: method, termId, user };
-      else f.problem("termId", "must be a terminal's id");
-      break;
-    }
-    case "process_start": {
-      const raw = f.requiredText("cmd");
-      const cmd = raw === undefined ? undefined : trim(raw);
-      if (cmd?.includes("\0")) f.problem("cmd", "must not contain NUL characters");
-      const name = f.name("name");
-      if (cmd !== undefined) op = { kind: "process_start", cmd, ...(name !== undefined && { name }), user };
-      break;
-    }
-    case "process_kill":
-    case "process_follow":
-    case "process_unfollow": {
-      const raw = f.requiredText("processId");
-      if (raw !== undefined) op = { kind: method, processId: trim(raw), user };
-      break;
-    }
-    case "checkpoint_create": {
-      const name = f.string("name");
-      const problem = name === undefined ? undefined : checkpointNameProblem(name);
-      if (problem) f.problem("name", problem);
-      op = { kind: method, ...(name !== undefined && { name }), user };
-      break;
-    }
-    case "checkpoint_restore":
-    case "checkpoint_delete": {
-      const raw = f.requiredText("checkpointId");
-      if (raw !== undefined) op = { kind: method, checkpointId: trim(raw), user };
-      break;
-    }
-    case "fork": {
-      if (f.get("to") === undefined) f.problem("to", "is required");
-      const to = f.string("to");
-      if (to !== undefined && !validRoomId(to)) f.problem("to", ROOM_RULE);
-      const raw = f.string("checkpointId");
-      if (raw !== undefined && trim(raw) === "") f.problem("checkpointId", "must not be empty");
-      const checkpointId = raw === undefined ? undefined : trim(raw);
-      if (to !== undefined) op = { kind: method, to, ...(checkpointId !== undefined && { checkpointId }), user };
-      break;
-    }
-    case "invite_create": {
-      const role = requiredRole(f);
-      let expiresIn: number | undefined = DEFAULT_INVITE_SECS;
-      const e = f.get("expiresIn");
-      if (e !== undefined) {
-        expiresIn = typeof e === "number" && Number.isInteger(e) && e >= 1 && e <= MAX_INVITE_SECS ? e : undefined;
-        if (expiresIn === undefined) f.problem("expiresIn", "must be a whole number of seconds from 1 to 31536000");
-      }
-      const name = f.name("name");
-      if (role !== undefined && expiresIn !== undefined) op = { kind: method, role, expiresIn, ...(name !== undefined && { name }), user };
-      break;
-    }
-    case "invite_list":
-      op = { kind: method, user };
-      break;
-    case "invite_revoke": {
-      const raw = f.requiredText("inviteId");
-      if (raw !== undefined) op = { kind: method, inviteId: trim(raw), user };
-      break;
-    }
-    case "set_role": {
-      const raw = f.requiredText("inviteId");
-      const role = requiredRole(f);
-      if (raw !== undefined && role !== undefined) op = { kind: method, inviteId: trim(raw), role, user };
-      break;
-    }
-    case "set_policy": {
-      let policy: Policy | undefined;
-      if (f.get("policy") === undefined) f.problem("policy", "is required");
-      else {
-        policy = parsePolicy(f.get("policy"));
-        if (policy === undefined) f.problem("policy", "must be auto, ask or off");
-      }
-      const allow = allowList(f);
-      if (policy !== undefined && allow !== null) op = { kind: method, policy, ...(allow !== undefined && { allow }), user };
-      break;
-    }
-    case "approve": {
-      const raw = f.requiredText("approvalId");
-      const approved = f.get("approved");
-      if (approved === undefined) f.problem("approved", "is required");
-      else if (typeof approved !== "boolean") f.problem("approved", "must be true or false");
-      if (raw !== undefined && typeof approved === "boolean") op = { kind: method, approvalId: trim(raw), approved, user };
-      break;
-    }
-  }
+  const op = (OPERATIONS[method] as Operation).parse(f, user);
   if (op === undefined || Object.keys(f.details).length > 0) throw ApiError.invalid(f.details);
   return op;
 }
 
-/** A required `role`. */
-function requiredRole(f: Fields): RoomRole | undefined {
-  if (f.get("role") === undefined) {
-    f.problem("role", "is required");
-    return undefined;
-  }
-  const role = parseRole(f.get("role"));
-  if (role === undefined) f.problem("role", "must be owner, writer or viewer");
-  return role;
-}
-
-/** `allow`: absent (undefined), an array of commands (white space collapsed), or refused (null). */
-function allowList(f: Fields): string[] | undefined | null {
-  const value = f.get("allow");
-  if (value === undefined) return undefined;
-  const entries = Array.isArray(value) && value.every((e) => typeof e === "string") ? value.map((e) => collapse(e as string)) : undefined;
-  if (entries && entries.length <= ALLOW_ENTRIES && entries.every((e) => e !== "" && charCount(e) <= ALLOW_ENTRY_CHARS)) return entries;
-  f.problem("allow", "must be an array of at most 64 commands, each 1 to 200 characters");
-  return null;
-}
-
-/** Whom a message is for: `to`, "agent" when absent; undefined when it is neither. */
-function addressee(f: Fields): Addressee | undefined {
-  const to = f.get("to");
-  if (to === undefined) return "agent";
-  if (to === "agent" || to === "room") return to;
-  f.problem("to", 'must be "agent" or "room"');
+function terminalOp(kind: "term_detach" | "term_close", f: Fields, user: string | undefined): Op | undefined {
+  const termId = f.get("termId");
+  if (typeof termId === "string" && termId !== "") return { kind, termId, user };
+  f.problem("termId", "must be a terminal's id");
   return undefined;
+}
+
+function processOp(kind: "process_kill" | "process_follow" | "process_unfollow", f: Fields, user: string | undefined): Op | undefined {
+  const processId = f.requiredId("processId");
+  return processId === undefined ? undefined : { kind, processId, user };
+}
+
+function checkpointOp(kind: "checkpoint_restore" | "checkpoint_delete", f: Fields, user: string | undefined): Op | undefined {
+  const checkpointId = f.requiredId("checkpointId");
+  return checkpointId === undefined ? undefined : { kind, checkpointId, user };
 }
 
 function exec(f: Fields, user: string | undefined): Op | undefined {

@@ -3,7 +3,8 @@
 // latecomer sees beside the event. The event's fields are the contract; the
 // words are `duet serve`'s (src/server/room/records.rs).
 
-import { charCount, firstChars, trim, trimEnd, type RoomEvent } from "./protocol";
+import { type RoomEvent } from "./protocol";
+import { charCount, firstChars, trim, trimEnd } from "./text";
 
 /** The text of a record; `cmd` is the command after which a `shell` record's shell was replaced. */
 export function recordText(e: RoomEvent, cmd?: string): string {

@@ -1,89 +1,23 @@
-// One room inside its Durable Object: its recent messages and commands and
-// where its shell is (the state clients receive), the operations of
-// docs/protocol.md on it, its turns, its commands and its records. The
-// Durable Object (agent.ts) owns the sockets and gives the room a way to
-// reach them.
+// One room inside its Durable Object: the operations of docs/protocol.md
+// on it, its turns and its commands (its state, parts and records:
+// roomstate.ts). The Durable Object (agent.ts) owns the sockets and gives
+// the room a way to reach them.
 
-import { OWNER, check, opAction, type Caller } from "./access";
-import { Approvals, NOT_APPROVED_IN_TIME, POLICY_OFF, allowedWithoutAsking, deniedBy, parseAllowList, type Policy } from "./approvals";
-import { limits, type Env, type Limits } from "./env";
-import { Commands, execResult, runOf, type CommandEnd } from "./exec";
+import { NOT_APPROVED_IN_TIME, POLICY_OFF, allowedWithoutAsking, deniedBy } from "./approvals";
+import { execResult, runOf, type CommandEnd } from "./exec";
 import { ApiError, describe, ok, type Reply } from "./http";
-import { RoomBuckets, rateLimits, type RateLimits } from "./limits";
-import { AUTO_BY, Checkpoints, dropCopy } from "./checkpoints";
+import { dropCopy } from "./checkpoints";
 import type { Op } from "./ops";
-import {
-  STATE_EXECS,
-  STATE_MESSAGES,
-  WORKSPACE,
-  checkpointJson,
-  cleanupFrame,
-  defaultProcessName,
-  execRecordJson,
-  execResultJson,
-  messageId,
-  messageJson,
-  messageResponseJson,
-  portJson,
-  processJson,
-  sandboxName,
-  stateFrame,
-  statePatchFrame,
-  type Checkpoint,
-  type DuetMessage,
-  type ExecRecord,
-  type RoomEvent,
-  type Run,
-} from "./protocol";
-import { recordText } from "./records";
-import { roomSandbox } from "./sandbox/adapter";
+import { WORKSPACE, checkpointJson, cleanupFrame, defaultProcessName, execResultJson, messageResponseJson, portJson, processJson, statePatchFrame, type Run } from "./protocol";
+import { sandboxName } from "./text";
 import { roomOp } from "./rooms";
-import type { RoomSandbox, WorkspaceCopy } from "./sandbox/types";
-import { Invites, inviteJson } from "./invites";
-import { Ports } from "./ports";
-import { Processes } from "./processes";
-import { Store, fitRuns } from "./store";
-import { SharedTerminal } from "./terminal";
-import { Turns, agentConfig, type AgentConfig, type NewMessage, type TurnHost } from "./turn";
-
-/** Who asks when nobody says: `userId` absent and a socket without `user`. */
-const ANONYMOUS = "anonymous";
-
-/** `fields` without its absent ones, so that a stored message has no `undefined` field. */
-function withoutUndefined<T extends object>(fields: T): T {
-  return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) as T;
-}
+import type { WorkspaceCopy } from "./sandbox/types";
+import { inviteJson } from "./invites";
+import { ANONYMOUS, RoomState, type Who } from "./roomstate";
 
 /** What the room says of a turn a restart cut off (`duet serve`'s words). */
 export const CUT_OFF_TEXT =
   "The server restarted before the agent answered; nothing was lost, but that question has no reply: ask again.";
-
-/** How the room reaches its sockets. */
-export interface Sockets {
-  /** A frame to every connection. */
-  all(text: string): void;
-  /** A message was stored or changed: the state, or `duet_message` to sockets that asked for deltas. */
-  message(m: DuetMessage, patch?: string): void;
-  /** The whole state to every connection (cleanup). */
-  state(): void;
-  /** Another field of the state changed: `patch` (duet_state) to sockets that asked for deltas, the state to the others. */
-  patch(patch: string): void;
-  /** A frame to one socket, by connection id. */
-  send(connection: string, text: string): void;
-  /** How many sockets are connected. */
-  count(): number;
-  /** Invite `inviteId`'s role changed: its sockets get `duet_you`, everyone `duet_presence`. */
-  roleChanged(inviteId: string): void;
-  /** Invite `inviteId` was revoked or expired: its sockets close with 4401 and `reason`. */
-  closeInvite(inviteId: string, reason: string): void;
-  /** An invite expires at `at` (ms): its sockets must close then, even if the object hibernated meanwhile. */
-  expiresAt(at: number): void;
-}
-
-/** What a request tells the room of who asks: the invite it came with (none: the server's token). */
-export interface Who {
-  inviteId?: string;
-}
 
 /** 401, as for a wrong token: the invite was revoked or expired since the Worker looked. */
 function gone(): ApiError {
@@ -120,227 +54,20 @@ async function passOn(res: Response): Promise<ApiError> {
   }
 }
 
-export class Room {
-  readonly limits: Limits;
-  readonly config: AgentConfig;
-  readonly rates: RateLimits;
-  private readonly buckets: RoomBuckets;
-  private messageList: DuetMessage[];
-  private execList: ExecRecord[];
-  /** Where the shell is: where the next command runs. */
-  private cwd: string;
-  private stateCache?: string;
-  private gen = 0;
-  /**
-   * Resolves when a cleanup's destroy or a restore ended: commands,
-   * messages and checkpoints after it wait (hold()).
-   */
-  private cleaning: Promise<void> = Promise.resolve();
-  /** The turn whose automatic checkpoint was taken (before its first command). */
-  private checkpointedTurn?: string;
-  /** Automatic checkpoints being taken: their list changes wait for the next message. */
-  private quietCheckpoints = 0;
-  private unsentCheckpoints?: Checkpoint[];
-  private sandboxHandle?: RoomSandbox;
-  private readonly commands: Commands;
-  private readonly turns: Turns;
-  /** Answers of the turns still running for messages with a `clientId`. */
-  private readonly asked = new Map<string, Promise<Reply>>();
-  /** The room's shared terminal. */
-  readonly terminal: SharedTerminal;
-  /** Its background processes, and the ports something listens on. */
-  readonly processes: Processes;
-  readonly ports: Ports;
-  /** Its checkpoints (copies of /workspace). */
-  readonly checkpoints: Checkpoints;
-  /** Its invites, and the agent's commands waiting for a person. */
-  readonly invites: Invites;
-  readonly approvals: Approvals;
-  private policy: Policy;
-  /** The server's allow list (DUET_APPROVAL_ALLOW) and the room's own. */
-  private readonly serverAllow: string[];
-  private roomAllow: string[];
-
-  constructor(
-    readonly id: string,
-    private readonly env: Env,
-    private readonly store: Store,
-    private readonly sockets: Sockets,
-  ) {
-    this.limits = limits(env);
-    this.config = agentConfig(env);
-    this.rates = rateLimits(env);
-    this.buckets = new RoomBuckets(this.rates);
-    this.messageList = store.recentMessages();
-    this.execList = store.recentExecs();
-    this.cwd = store.shellCwd();
-    const current = (generation: number) => generation === this.gen;
-    this.commands = new Commands({
-      limits: this.limits,
-      sandbox: () => this.sandbox(),
-      generation: () => this.gen,
-      takeExecNumber: () => this.store.takeExecNumber(),
-      broadcast: (text) => this.sockets.all(text),
-      record: (generation, record) => this.keepExec(generation, record),
-      started: (generation, record) => current(generation) && this.quietly(() => this.store.writeExec(record, false)),
-      printed: (execId, p, duration) =>
-        this.quietly(() => this.store.execOutput(execId, p.stdout, p.stderr, p.truncated, duration)),
-      unstarted: (execId) => this.quietly(() => this.store.dropExec(execId)),
-      shellCwd: () => this.cwd,
-      shellMoved: (generation, cwd) => current(generation) && this.moveShell(cwd),
-      note: (generation, event, text) => current(generation) && this.noteQuietly(event, text),
-      noteAfterReply: (generation, event, text) => {
-        if (current(generation) && !this.turns.afterReply(event, text)) this.noteQuietly(event, text);
-      },
-    });
-    this.terminal = new SharedTerminal(
-      {
-        sandbox: () => this.sandbox(),
-        all: (text) => this.sockets.all(text),
-        send: (connection, text) => this.sockets.send(connection, text),
-        changed: (terminal) => {
-          this.stateCache = undefined;
-          this.sockets.patch(statePatchFrame({ terminal }));
-        },
-      },
-      env.DUET_TERMINAL_IDLE_SECS,
-    );
-    this.ports = new Ports(id, {
-      sandbox: () => this.sandbox(),
-      changed: (ports) => {
-        this.stateCache = undefined;
-        this.sockets.patch(statePatchFrame({ ports }));
-      },
-    });
-    this.processes = new Processes(
-      {
-        sandbox: () => this.sandbox(),
-        all: (text) => this.sockets.all(text),
-        send: (connection, text) => this.sockets.send(connection, text),
-        changed: (processes) => {
-          this.stateCache = undefined;
-          this.sockets.patch(statePatchFrame({ processes }));
-        },
-        runningChanged: (running) => this.ports.watch(running > 0),
-        takeNumber: () => this.store.takeProcessNumber(),
-        save: (p) => this.store.saveProcess(p),
-        forget: (processId) => this.store.forgetProcess(processId),
-      },
-      this.limits.maxProcesses,
-      store.processes(),
-    );
-    this.checkpoints = new Checkpoints(
-      {
-        sandbox: () => this.sandbox(),
-        bucket: env.BACKUP_BUCKET,
-        takeNumber: () => this.store.takeCheckpointNumber(),
-        save: (c) => this.store.saveCheckpoint(c),
-        forget: (id) => this.store.forgetCheckpoint(id),
-        changed: (checkpoints) => {
-          this.stateCache = undefined;
-          // A turn's automatic checkpoint goes out with its next message:
-          // the turn's frames stay as they always were.
-          if (this.quietCheckpoints > 0) this.unsentCheckpoints = checkpoints;
-          else this.sockets.patch(statePatchFrame({ checkpoints }));
-        },
-      },
-      { autoKeep: this.limits.autoCheckpoints, ttlSecs: this.limits.checkpointTtlSecs, diskBytes: this.limits.diskBytes },
-      store.checkpoints(),
-    );
-    this.invites = new Invites(store);
-    this.approvals = new Approvals(
-      {
-        all: (text) => this.sockets.all(text),
-        changed: (approvals) => {
-          this.stateCache = undefined;
-          this.sockets.patch(statePatchFrame({ approvals }));
-        },
-      },
-      this.limits.approvalTimeoutMs,
-    );
-    ({ policy: this.policy, allow: this.roomAllow } = store.policy());
-    this.serverAllow = parseAllowList(env.DUET_APPROVAL_ALLOW);
-    const host: TurnHost = {
-      emit: (frame) => this.sockets.all(frame),
-      run: (cmd, signal, turnId, byConnection) => this.agentRun(cmd, signal, turnId, byConnection),
-      screen: () => this.terminal.screen(),
-      files: () => this.sandbox(),
-    };
-    this.turns = new Turns({
-      config: this.config,
-      messages: () => this.messages(),
-      storeMessage: (m) => this.storeMessage(m),
-      host,
-    });
-  }
-
-  sandbox(): RoomSandbox {
-    return (this.sandboxHandle ??= roomSandbox(this.env, this.id));
-  }
-
-  messages(): DuetMessage[] {
-    return [...this.messageList];
-  }
-
-  /** The current `cf_agent_state`, serialized once per change (expired checkpoints left out). */
-  stateText(): string {
-    if (this.checkpoints.prune()) this.stateCache = undefined;
-    return (this.stateCache ??= stateFrame(this.messageList, this.execList, {
-      shell: { cwd: this.cwd },
-      terminal: this.terminal.state(),
-      processes: this.processes.list(),
-      ports: this.ports.state(),
-      checkpoints: this.checkpoints.list(),
-      policy: this.policy,
-      approvals: this.approvals.list(),
-      allow: this.allow(),
-    }));
-  }
-
-  /** The commands that never ask: the server's entries, then the room's. */
-  private allow(): string[] {
-    return [...this.serverAllow, ...this.roomAllow];
-  }
-
-  /** Who asks with `who`, as of now; undefined once its invite was revoked or expired. */
-  callerOf(who: Who | undefined): Caller | undefined {
-    return who?.inviteId === undefined ? OWNER : this.invites.caller(who.inviteId);
-  }
-
-  /** Throws the 403 unless `caller` may perform `op` (the table of src/access.ts). */
-  authorize(op: Op, caller: Caller): void {
-    const action = opAction(op, this.terminal.state() !== null);
-    if (action) check(caller.role, action);
-  }
-
-  /** Expired checkpoints leave the list; the sockets are told. */
-  private pruneCheckpoints(): void {
-    if (!this.checkpoints.prune()) return;
-    this.stateCache = undefined;
-    this.sockets.patch(statePatchFrame({ checkpoints: this.checkpoints.list() }));
-  }
-
-  /** Runs `fn` once earlier holders are done; commands, messages and checkpoints wait for it. */
-  private async hold<T>(fn: () => Promise<T>): Promise<T> {
-    let release = () => {};
-    const held = new Promise<void>((resolve) => (release = resolve));
-    const before = this.cleaning;
-    this.cleaning = before.then(() => held);
-    try {
-      await before;
-      return await fn();
-    } finally {
-      release();
-    }
-  }
-
+export class Room extends RoomState {
   /** Whether the room exists, as a fork's `to` must not: anything stored, anyone joined, or a fork under way into it. */
   private exists(): boolean {
     return this.store.everUsed() || this.sockets.count() > 0 || this.store.forkReservedUntil() > Date.now();
   }
 
+  /** Whether anything was ever stored in the room, or anyone joined it. */
+  everUsed(): boolean {
+    return this.store.everUsed();
+  }
+
   /** Someone joined: the room exists from now on. */
   joined(): void {
+    this.lobby.used();
     try {
       this.store.markJoined();
     } catch (e) {
@@ -354,6 +81,13 @@ export class Room {
    * answers. An invite that fixes a name makes it the operation's `user`.
    */
   async perform(op: Op, who?: Who): Promise<Reply> {
+    const reply = await this.performNow(op, who);
+    // What it stored is in the room list before anyone hears of it.
+    await this.lobby.settled();
+    return reply;
+  }
+
+  private async performNow(op: Op, who?: Who): Promise<Reply> {
     try {
       const caller = this.callerOf(who);
       if (!caller) throw gone();
@@ -441,6 +175,7 @@ export class Room {
         case "invite_create": {
           if ((this.env.DUET_TOKEN ?? "") === "") throw invitesNeedToken();
           const { invite, token } = await this.invites.create(op.role, op.expiresIn, op.name, op.user ?? ANONYMOUS);
+          this.lobby.used();
           this.sockets.expiresAt(invite.expiresAt);
           const link = op.link ?? "http://localhost";
           const url = `${link.replace("://", `://${token}@`)}/${this.id}`;
@@ -461,6 +196,7 @@ export class Room {
           const allow = op.allow ?? this.roomAllow;
           const changed = op.policy !== this.policy;
           this.store.setPolicy(op.policy, allow);
+          this.lobby.used();
           this.policy = op.policy;
           this.roomAllow = allow;
           this.stateCache = undefined;
@@ -563,102 +299,11 @@ export class Room {
     return ok({ name: to });
   }
 
-  /** A page of stored messages (`GET /messages`). */
-  page(before: string | undefined, limit: number): Reply {
-    try {
-      const [messages, hasMore] = this.store.page(before, limit);
-      return ok({ messages: messages.map(messageJson), hasMore });
-    } catch (e) {
-      return ApiError.internal(`the messages could not be read: ${describe(e)}`).reply();
-    }
-  }
-
-  /** A page of the room's commands (`GET /execs`). */
-  execPage(before: string | undefined, limit: number): Reply {
-    try {
-      const [execs, hasMore] = this.store.execPage(before, limit);
-      return ok({ execs: execs.map(execRecordJson), hasMore });
-    } catch (e) {
-      return ApiError.internal(`the commands could not be read: ${describe(e)}`).reply();
-    }
-  }
-
-  /** Stores a message, keeps it in the state and tells the sockets (unless `quiet`: a cleanup sends the whole state). */
-  storeMessage(fields: NewMessage, quiet = false): DuetMessage {
-    const n = this.store.nextMessage();
-    const m: DuetMessage = { id: messageId(n), ts: Date.now(), ...withoutUndefined(fields) };
-    if (m.runs !== undefined) m.runs = fitRuns(m.text, m.runs);
-    try {
-      this.store.insertMessage(m, n + 1);
-    } catch (e) {
-      throw ApiError.internal(`the message could not be stored: ${describe(e)}`);
-    }
-    this.messageList.push(m);
-    if (this.messageList.length > STATE_MESSAGES) this.messageList.splice(0, this.messageList.length - STATE_MESSAGES);
-    this.stateCache = undefined;
-    if (!quiet) {
-      const unsent = this.unsentCheckpoints;
-      this.unsentCheckpoints = undefined;
-      this.sockets.message(m, unsent ? statePatchFrame({ checkpoints: unsent }) : undefined);
-    }
-    return m;
-  }
-
-  /** Stores a record of what someone did to the room (`text`: its readable text). */
-  private storeRecord(event: RoomEvent, text = recordText(event), quiet = false): DuetMessage {
-    return this.storeMessage({ role: "system", userId: event.by, text, event }, quiet);
-  }
-
-  /** A record of what happened anyway (a command's end, a rename): its answer stands even when the record cannot be stored. */
-  private noteQuietly(event: RoomEvent, text = recordText(event)): void {
-    try {
-      this.storeRecord(event, text);
-    } catch (e) {
-      console.error(`room ${this.id}: storing a ${event.kind} record failed: ${describe(e)}`);
-    }
-  }
-
-  /** The shell is now in `cwd`: kept, and the sockets told, when it moved. */
-  private moveShell(cwd: string): void {
-    if (cwd === this.cwd) return;
-    this.cwd = cwd;
-    this.stateCache = undefined;
-    try {
-      this.store.setShellCwd(cwd);
-    } catch (e) {
-      console.error(`room ${this.id}: storing the shell's directory failed: ${describe(e)}`);
-    }
-    this.sockets.patch(statePatchFrame({ shell: { cwd } }));
-  }
-
   /** The sandbox stopped (its container slept): the next command runs in a fresh shell. */
   sandboxStopped(): void {
     this.moveShell(WORKSPACE);
     this.processes.sandboxGone();
     this.ports.clear();
-  }
-
-  /** A write of a running command's row: a failure is logged, the command runs on. */
-  private quietly(write: () => void): void {
-    try {
-      write();
-    } catch (e) {
-      console.error(`room ${this.id}: storing a running command failed: ${describe(e)}`);
-    }
-  }
-
-  private keepExec(generation: number, record: ExecRecord): void {
-    if (generation !== this.gen) return;
-    // A command may have started (or stopped) a server.
-    this.ports.afterCommand();
-    try {
-      this.store.insertExec(record);
-    } catch (e) {
-      console.error(`room ${this.id}: storing a command failed: ${describe(e)}`);
-    }
-    this.execList.push(record);
-    if (this.execList.length > STATE_EXECS) this.execList.splice(0, this.execList.length - STATE_EXECS);
-    this.stateCache = undefined;
   }
 
   private execReply(end: CommandEnd): Reply {
@@ -672,7 +317,7 @@ export class Room {
    * an exec by "agent"; before the turn's first, its automatic checkpoint.
    * A restore under way is waited for, unless it cancels this turn.
    */
-  private async agentRun(cmd: string, signal: AbortSignal, turnId: string, byConnection?: string): Promise<Run> {
+  protected async agentRun(cmd: string, signal: AbortSignal, turnId: string, byConnection?: string): Promise<Run> {
     const cancelled: Run = { cmd, stdout: "", stderr: "", exitCode: null, error: "the agent's turn was cancelled" };
     const notRun = (error: string): Run => ({ cmd, stdout: "", stderr: "", exitCode: null, error });
     if (this.policy === "off") return notRun(POLICY_OFF);

@@ -4,7 +4,7 @@
 
 import type { Caller } from "./access";
 import type { DuetAgent } from "./agent";
-import type { Who } from "./room";
+import type { Who } from "./roomstate";
 import type { Env } from "./env";
 
 /** A validated operation (ops.ts `Op`) as JSON. */

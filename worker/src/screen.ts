@@ -5,7 +5,7 @@
 
 import { SerializeAddon } from "@xterm/addon-serialize";
 import { Terminal } from "@xterm/headless";
-import { trimEnd } from "./protocol";
+import { trimEnd } from "./text";
 
 /** Lines of the screen the agent is shown, and their bytes at most. */
 export const AGENT_LINES = 60;

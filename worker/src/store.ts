@@ -3,22 +3,8 @@
 // `setState`, whose single row is capped at 2 MB in production), the
 // counters that keep ids unique, and the shell's working directory.
 
-import {
-  STATE_EXECS,
-  STATE_MESSAGES,
-  SERVER_STOPPED,
-  STORED_OUTPUT_CAP,
-  WORKSPACE,
-  capText,
-  runJson,
-  type DuetMessage,
-  type ExecRecord,
-  type Role,
-  type RoomEvent,
-  type Checkpoint,
-  type Process,
-  type Run,
-} from "./protocol";
+import { STATE_EXECS, STATE_MESSAGES, SERVER_STOPPED, STORED_OUTPUT_CAP, WORKSPACE, runJson, type DuetMessage, type ExecRecord, type Role, type RoomEvent, type Checkpoint, type Process, type Run } from "./protocol";
+import { capText } from "./text";
 import type { WorkspaceCopy } from "./sandbox/types";
 import type { Policy } from "./approvals";
 import type { Invite } from "./invites";

@@ -10,14 +10,8 @@
 
 import { positiveVar } from "./env";
 import { ApiError, ok, type Reply } from "./http";
-import {
-  randomHex,
-  termDataFrame,
-  termExitFrame,
-  termOpenFrame,
-  termResizeFrame,
-  type TerminalState,
-} from "./protocol";
+import { termDataFrame, termExitFrame, termOpenFrame, termResizeFrame, type TerminalState } from "./protocol";
+import { randomHex } from "./text";
 import { fromBase64Strict } from "./sandbox/bytes";
 import type { Pty, RoomSandbox, TermSize } from "./sandbox/types";
 import { Screen } from "./screen";

@@ -10,16 +10,8 @@ import { countVar, positiveVar, type Env } from "./env";
 import { ApiError, describe, ok, type Reply } from "./http";
 import { ModelError, chat, discoverModel, type ChatMessage, type ModelConfig } from "./model";
 import { conversation, resultsNote, type TerminalScreen } from "./prompt";
-import {
-  STORED_OUTPUT_CAP,
-  aiFrame,
-  capText,
-  messageResponseJson,
-  randomHex,
-  type DuetMessage,
-  type RoomEvent,
-  type Run,
-} from "./protocol";
+import { STORED_OUTPUT_CAP, aiFrame, messageResponseJson, type DuetMessage, type RoomEvent, type Run } from "./protocol";
+import { capText, randomHex } from "./text";
 import { recordText } from "./records";
 import { ToolOffer, toolsMode, type ToolsMode } from "./tools";
 

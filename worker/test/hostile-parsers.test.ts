@@ -7,7 +7,8 @@ import { extractCommands, parseBlocks, renderReply } from "../src/blocks";
 import { parseObject, unpairedSurrogate } from "../src/http";
 import { SseParser, chunkEvents, type Event } from "../src/model";
 import { parseOp, rpcOp, METHODS } from "../src/ops";
-import { capText, firstChars, nameProblem, trim, validRoomId, type Run } from "../src/protocol";
+import { type Run } from "../src/protocol";
+import { capText, firstChars, nameProblem, trim, validRoomId } from "../src/text";
 import { Gen } from "./fuzz";
 
 const enc = new TextEncoder();

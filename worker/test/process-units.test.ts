@@ -3,7 +3,7 @@
 // TCP table, default names, and the preview's cookie credential.
 import { describe, expect, it } from "vitest";
 import { confineCookies } from "../src/preview";
-import { http1 } from "../src/sandbox/http1";
+import { http1 } from "../dev/http1";
 import { LogTail } from "../src/processes";
 import { defaultProcessName } from "../src/protocol";
 import { GROUP_SIGNAL_COMMAND, groupSignalCommand, listeningPorts, parseProcessCommand, processCommand, tcpTable } from "../src/sandbox/signal";

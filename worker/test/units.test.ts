@@ -8,7 +8,8 @@ import { SYSTEM_PROMPT, conversation, resultsNote } from "../src/prompt";
 import { recordText } from "../src/records";
 import { ROW_BUDGET, fitRuns } from "../src/store";
 import { partialReply } from "../src/turn";
-import { capText, charCount, nameProblem, trim, validRoomId, type DuetMessage, type Run } from "../src/protocol";
+import { type DuetMessage, type Run } from "../src/protocol";
+import { capText, charCount, nameProblem, trim, validRoomId } from "../src/text";
 
 const run = (cmd: string, stdout: string, stderr: string, exitCode: number | null): Run => ({ cmd, stdout, stderr, exitCode });
 const failedToStart = (cmd: string, error: string): Run => ({ cmd, stdout: "", stderr: "", exitCode: null, error });

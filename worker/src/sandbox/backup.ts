@@ -7,7 +7,7 @@
 // neither side holds more than one part in memory; each part is one R2
 // object under `workspaces/{sandbox object id}/{generation}/`, and a
 // manifest names the parts of the last complete backup. Both the real
-// Sandbox (src/sandbox/adapter.ts) and the stand-in (src/sandbox/standin.ts)
+// Sandbox (src/sandbox/container.ts) and the stand-in (worker/dev/container.ts)
 // call this with their own SDK methods.
 
 import { fromBase64, toBase64 } from "./bytes";

@@ -1,5 +1,5 @@
 // A worker without DUET_TOKEN (local development): everyone is an owner,
-// and invites are refused with the contract's 409.
+// invites are refused with the contract's 409, and anyone lists the rooms.
 import { describe, expect, it } from "vitest";
 import { call, openSocket, room, type Json, type Ws } from "../support";
 
@@ -22,5 +22,13 @@ describe("without a token", () => {
     expect(frames[3]).toEqual({ type: "duet_you", id: "me", name: "anonymous", role: "owner" });
     expect((await s.rpc(1, "invite_create", [{ role: "writer" }])).status).toBe(409);
     s.close();
+  });
+
+  it("lets anyone list the rooms", async () => {
+    const r = room("open-list");
+    expect((await call("POST", `/api/rooms/${r}/message`, { text: "hi", to: "room" }, {})).status).toBe(200);
+    const res = await call("GET", "/api/rooms", undefined, {});
+    expect(res.status).toBe(200);
+    expect((res.body.rooms as Json[]).map((s) => s.roomId)).toContain(r);
   });
 });

@@ -4,7 +4,8 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../../src/env";
-import { roomSandbox, sandboxId, type SandboxStandIn } from "../../src/sandbox/adapter";
+import { roomSandbox, sandboxId } from "../../src/sandbox/adapter";
+import type { SandboxStandIn } from "../../dev/standin";
 import { DiskFull, NotRegular, SandboxStarting, type ExecRequest } from "../../src/sandbox/types";
 
 const testEnv = env as unknown as Env;

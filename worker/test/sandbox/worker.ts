@@ -1,6 +1,6 @@
 // The Worker of the sandbox tests: the stand-in Durable Object and nothing
 // else (the room agent has its own tests).
-export { SandboxStandIn } from "../../src/sandbox/adapter";
+export { SandboxStandIn } from "../../dev/standin";
 
 export default {
   async fetch(): Promise<Response> {
