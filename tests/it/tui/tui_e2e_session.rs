@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 const ROOM: &str = "pair-session";
 const FORK: &str = "pair-session-fork";
 /// What a viewer who types into the terminal reads.
-const REFUSAL: &str = "a viewer may not type into the shared";
+const REFUSAL: &str = "a viewer may not type into the terminal";
 /// The least a session lasts, of use rather than sleep.
 const SESSION: Duration = Duration::from_secs(180);
 /// How long the vim part lasts at least (the rest fills the session).
