@@ -38,7 +38,7 @@ export function smallest(sizes: Iterable<TermSize | undefined>): TermSize | unde
   return out;
 }
 
-/** What is wrong with `cols` and `rows` as a size, by field: each must be a whole number, any (src/protocol.rs TermSize::problems). */
+/** What is wrong with `cols` and `rows` as a size, by field: each must be a whole number, any (src/protocol/terminal.rs TermSize::problems). */
 export function sizeProblems(cols: unknown, rows: unknown): [string, string][] {
   const problems: [string, string][] = [];
   const whole = (v: unknown) => typeof v === "number" && Number.isSafeInteger(v);
@@ -47,7 +47,7 @@ export function sizeProblems(cols: unknown, rows: unknown): [string, string][] {
   return problems;
 }
 
-/** A size a client gave, within the bounds (src/protocol.rs TermSize::clamped); call after sizeProblems found none. */
+/** A size a client gave, within the bounds (src/protocol/terminal.rs TermSize::clamped); call after sizeProblems found none. */
 export function clampSize(cols: unknown, rows: unknown): TermSize {
   const bound = (v: unknown, min: number, max: number) => Math.min(max, Math.max(min, Number(v) || 0));
   return { cols: bound(cols, MIN_COLS, MAX_COLS), rows: bound(rows, MIN_ROWS, MAX_ROWS) };

@@ -1,4 +1,4 @@
-// Browsers cannot reach in (docs/protocol.md "Browsers"; tests/server_browsers.rs):
+// Browsers cannot reach in (docs/protocol.md "Browsers"; tests/it/server/server_browsers.rs):
 // a request or socket upgrade with an `Origin` is refused with 403 before the
 // token is looked at, unless DUET_ALLOW_ORIGIN (here "https://ide.example,
 // HTTPS://Other.example/", see vitest.config.ts) names it.

@@ -1,6 +1,6 @@
 // `clientId` makes a message safe to repeat (docs/protocol.md, POST /message;
 // issue 10, item 3), and a turn that a restart cut off gets a `system`
-// message saying so, once ("The agent's turn"; tests/crash_recovery.rs).
+// message saying so, once ("The agent's turn"; tests/it/server/crash_recovery.rs).
 import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../src/env";

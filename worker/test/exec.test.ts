@@ -1,6 +1,6 @@
 // Commands through the Worker, the room's Durable Object, the stand-in
 // Sandbox and the real sandbox of `duet serve`: streamed to every client,
-// answered with their result, recorded in the state (tests/server_exec.rs).
+// answered with their result, recorded in the state (tests/it/neutral/server_exec.rs).
 import { describe, expect, it } from "vitest";
 import { execFrames, joined, post, room, ws } from "./support";
 

@@ -1,4 +1,4 @@
-// Hostile input (issue 10, item 8; tests/hostile_input.rs): random and
+// Hostile input (issue 10, item 8; tests/it/server/hostile_input.rs): random and
 // mutated HTTP bodies to every endpoint, room ids, file paths, queries and
 // socket frames, from a seeded generator (test/fuzz.ts). No exception
 // escapes (never a 500), every error has the protocol's shape, and the room

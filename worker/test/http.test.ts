@@ -1,5 +1,5 @@
 // The Worker over HTTP: every endpoint of docs/protocol.md with its error
-// answers, as tests/server_http.rs checks `duet serve`.
+// answers, as tests/it/neutral/server_http.rs checks `duet serve`.
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { ORIGIN, call, get, openSocket, post, room } from "./support";

@@ -1,6 +1,6 @@
 // The room's storage: one SQLite row per message and per command in its
 // Durable Object, and the same state frame, byte for byte, after the object
-// is evicted (tests/server_persist.rs); hibernated sockets keep their place.
+// is evicted (tests/it/neutral/server_persist.rs); hibernated sockets keep their place.
 import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../src/env";
@@ -88,7 +88,7 @@ describe("storage", () => {
     expect(holders).toEqual(["duet_messages"]);
   });
 
-  it("keeps a command a restart cut off, with what it printed, no exit code and why (tests/crash_recovery.rs)", async () => {
+  it("keeps a command a restart cut off, with what it printed, no exit code and why (tests/it/server/crash_recovery.rs)", async () => {
     const r = room("cut");
     const ticks = "for i in $(seq 1 20); do echo tick $i; sleep 1; done";
     const stub = testEnv.DuetAgent.get(testEnv.DuetAgent.idFromName(r));

@@ -1,6 +1,6 @@
 // The agent's turn through the Worker, against the fake model and the real
 // sandbox: frame order, blocks byte for byte, model errors, the queue,
-// cancel and cleanup during a turn (tests/server_turn.rs, agent_e2e.rs).
+// cancel and cleanup during a turn (tests/it/neutral/server_turn.rs, agent_e2e.rs).
 import { describe, expect, it } from "vitest";
 import { chunked, get, joined, label, modelRequests, post, room, script, type Json } from "./support";
 

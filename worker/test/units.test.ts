@@ -1,6 +1,6 @@
 // The pure parts, with the cases of the Rust crate's unit tests: blocks
 // (src/blocks_tests.rs), the SSE parser (src/ai/sse.rs), the prompt
-// (src/ai/prompt.rs) and the text rules (src/protocol.rs).
+// (src/ai/prompt.rs) and the text rules (src/protocol/).
 import { describe, expect, it, inject } from "vitest";
 import { addRound, extractCommands, extractPlaced, parseBlocks, partialProse, renderReply, summary, type Block } from "../src/blocks";
 import { SseParser } from "../src/model";

@@ -1,6 +1,6 @@
 // The room's socket in the Durable Object: connect sequence on both paths,
 // presence, typing, state frames, rpc, refused and malformed frames,
-// cleanup (tests/server_ws.rs), and the Agents SDK paths CLOUDFLARE.md
+// cleanup (tests/it/neutral/server_ws.rs), and the Agents SDK paths CLOUDFLARE.md
 // warns about.
 import { describe, expect, it } from "vitest";
 import { joined, openSocket, post, room, ws, type Json } from "./support";

@@ -1,6 +1,6 @@
 // DUET_AGENT_STEPS=5: after a round that ran commands the model is asked
 // again with their outputs; the stored reply holds every round
-// (tests/agent_turn.rs, rounds). DUET_AI_TIMEOUT_SECS=2 here.
+// (tests/it/direct/agent_turn.rs, rounds). DUET_AI_TIMEOUT_SECS=2 here.
 import { describe, expect, it } from "vitest";
 import { chunked, joined, modelRequests, post, room, script, type Json } from "../support";
 
