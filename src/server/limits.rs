@@ -3,6 +3,7 @@
 //! answered 429 (or `duet_error`), never allowed to slow its neighbours,
 //! and never closed for it.
 
+use super::LimitOptions;
 use super::errors::ApiError;
 use super::ops::Method;
 use std::collections::HashMap;
@@ -10,39 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The limits in force (0 means none), from `duet serve`'s flags.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct LimitConfig {
-    pub(crate) socket_frames_per_sec: u64,
-    pub(crate) socket_bytes_per_sec: u64,
-    pub(crate) socket_messages_per_min: u64,
-    pub(crate) socket_commands_per_min: u64,
-    pub(crate) room_messages_per_min: u64,
-    pub(crate) room_commands_per_min: u64,
-    pub(crate) max_room_sockets: usize,
-    pub(crate) max_sockets: usize,
-    pub(crate) max_processes: usize,
-    pub(crate) tunnel_bytes_per_sec: u64,
-}
-
-impl From<&super::LimitOptions> for LimitConfig {
-    fn from(a: &super::LimitOptions) -> Self {
-        LimitConfig {
-            socket_frames_per_sec: a.socket_frames_per_sec,
-            socket_bytes_per_sec: a.socket_bytes_per_sec,
-            socket_messages_per_min: a.socket_messages_per_min,
-            socket_commands_per_min: a.socket_commands_per_min,
-            room_messages_per_min: a.room_messages_per_min,
-            room_commands_per_min: a.room_commands_per_min,
-            max_room_sockets: a.max_room_sockets,
-            max_sockets: a.max_sockets,
-            max_processes: a.max_processes,
-            tunnel_bytes_per_sec: a.tunnel_bytes_per_sec,
-        }
-    }
-}
-
-impl LimitConfig {
+impl LimitOptions {
     /// One line for the start-up log.
     pub(crate) fn describe(&self) -> String {
         format!(
@@ -150,7 +119,7 @@ pub(crate) struct FrameRates {
 }
 
 impl FrameRates {
-    pub(crate) fn new(config: &LimitConfig) -> Self {
+    pub(crate) fn new(config: &LimitOptions) -> Self {
         FrameRates {
             frames: (
                 config.socket_frames_per_sec,
@@ -204,7 +173,7 @@ impl SocketCount {
     pub(crate) fn admit(
         count: &Arc<SocketCount>,
         room: &str,
-        config: &LimitConfig,
+        config: &LimitOptions,
     ) -> Result<SocketSlot, ApiError> {
         let mut rooms = count
             .rooms
@@ -278,7 +247,7 @@ mod tests {
 
     #[test]
     fn sockets_are_capped_and_given_back() {
-        let config = LimitConfig {
+        let config = LimitOptions {
             socket_frames_per_sec: 0,
             socket_bytes_per_sec: 0,
             socket_messages_per_min: 0,

@@ -143,7 +143,7 @@ pub async fn start(args: ServeOptions) -> anyhow::Result<RunningServer> {
     let previews = ports::PreviewHosts::new(args.preview_host.as_deref(), addr)
         .map_err(|e| anyhow::anyhow!(e))?;
     let policy = args.policy();
-    let limits = limits::LimitConfig::from(&args.limits);
+    let limits = args.limits;
     tracing::info!("rate limits in force: {}", limits.describe());
     tracing::info!(
         data_dir = %data_dir.display(),

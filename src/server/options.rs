@@ -90,7 +90,7 @@ pub struct ServeOptions {
 
 /// What one socket and one room may ask for (0: no limit); over a rate
 /// the answer is 429 with Retry-After, over a cap 503.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LimitOptions {
     /// Frames one socket may send per second
     pub socket_frames_per_sec: u64,

@@ -20,7 +20,7 @@ pub(crate) struct Shared {
     /// Timeouts and output cap of every command.
     pub(crate) policy: Policy,
     /// What one socket and one room may ask for.
-    pub(crate) limits: super::limits::LimitConfig,
+    pub(crate) limits: super::LimitOptions,
     /// Cancelled when the server stops: actors and sockets end.
     pub(crate) shutdown: CancellationToken,
     /// A room idle this long unloads (its history and files stay).
