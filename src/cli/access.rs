@@ -5,7 +5,7 @@
 //! reads the state, so it is read from a socket's first state.
 
 use super::ClientArgs;
-use crate::client::access::{self, InviteRequest, a_role, policy_words};
+use crate::client::access::{self, InviteRequest, policy_words};
 use crate::client::commands::{client_for, server_url, token_for};
 use crate::client::explain;
 use crate::client::ps::said;
@@ -178,7 +178,7 @@ pub fn created_text(created: &InviteCreated, room: &str, now: u64, tz: time::Utc
          Link: {url}\n\
          (`duet invite --revoke {id}` ends it and disconnects them)\n",
         id = invite.id,
-        role = a_role(invite.role),
+        role = invite.role.with_article(),
         expires = access::expires(invite.expires_at, now, tz),
         url = created.url,
     )

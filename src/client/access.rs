@@ -74,14 +74,6 @@ pub fn parse_expires(text: &str) -> Result<u64, String> {
     Ok(secs)
 }
 
-/// `a viewer`, `an owner`: a role after an article.
-pub fn a_role(role: RoomRole) -> String {
-    match role {
-        RoomRole::Owner => "an owner".into(),
-        other => format!("a {other}"),
-    }
-}
-
 /// What a policy means, in a few words.
 pub fn policy_words(policy: Policy) -> &'static str {
     match policy {

@@ -129,10 +129,7 @@ pub fn not_allowed(sentence: &str) -> String {
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(crate::protocol::RoomRole::parse);
     match role {
-        Some(role) => format!(
-            "You are {}: {sentence}",
-            crate::client::access::a_role(role)
-        ),
+        Some(role) => format!("You are {}: {sentence}", role.with_article()),
         None => format!("Your role does not allow that: {sentence}"),
     }
 }

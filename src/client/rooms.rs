@@ -1,42 +1,13 @@
 //! `GET /api/rooms` from the client's side: the rooms of a backend, for
-//! its owner (docs/protocol.md). Not one room's call, so not `HttpClient`'s.
+//! its owner (docs/protocol.md). Not one room's call: the `Backend`'s.
 
-use crate::client::http::{HttpError, StatusError};
-use crate::protocol::{RoomSummary, RoomsResponse};
-use std::time::Duration;
+use crate::client::http::{Backend, HttpError};
+use crate::protocol::RoomSummary;
 
 /// The rooms of the backend at `url` (e.g. `http://h:8787`), newest
 /// change first; `token` is the server's (an invite's gets a 403).
 pub async fn list(url: &str, token: Option<&str>) -> Result<Vec<RoomSummary>, HttpError> {
-    crate::support::install_tls();
-    let url = format!("{}/api/rooms", url.trim_end_matches('/'));
-    let client = reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(10))
-        .build()
-        .map_err(|err| HttpError::Invalid(format!("cannot build an HTTP client: {err}")))?;
-    let mut request = client.get(&url);
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    let unreachable = |err: reqwest::Error| HttpError::Transport {
-        url: url.clone(),
-        message: crate::support::error_chain(&err),
-        cause: crate::client::explain::cause(&err),
-    };
-    let response = request.send().await.map_err(unreachable)?;
-    let status = response.status();
-    let text = response.text().await.map_err(unreachable)?;
-    if !status.is_success() {
-        return Err(HttpError::Status(StatusError::from_body(
-            status.as_u16(),
-            &text,
-        )));
-    }
-    let page: RoomsResponse = serde_json::from_str(&text).map_err(|err| HttpError::Decode {
-        url: url.clone(),
-        message: err.to_string(),
-    })?;
-    Ok(page.rooms)
+    Backend::new(url, token.map(str::to_string))?.rooms().await
 }
 
 /// The rooms as columns under a header line: room, people, last change

@@ -8,7 +8,7 @@
 //! `/policy auto|ask|off` sets the policy (`/policy` shows it), `/invite
 //! ROLE [NAME]` makes a link for someone else.
 
-use crate::client::access::{InviteRequest, a_role, policy_words};
+use crate::client::access::{InviteRequest, policy_words};
 use crate::client::explain;
 use crate::client::rpc::{Answer, RoomOp};
 use crate::protocol::{Approval, ApprovalFrame, InviteCreated, Policy, RoomRole};
@@ -60,7 +60,7 @@ impl App {
             self.toast(
                 format!(
                     "You are now {} in room {}: {}",
-                    a_role(role),
+                    role.with_article(),
                     self.session.room,
                     role_words(role)
                 ),
@@ -335,7 +335,7 @@ impl App {
                             "Invite {} for {}, expires {expires} (`duet invite --revoke {}` \
                              ends it). They join with:",
                             invite.id,
-                            a_role(invite.role),
+                            invite.role.with_article(),
                             invite.id
                         ),
                     );

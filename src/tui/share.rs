@@ -87,7 +87,7 @@ impl App {
                 about: format!(
                     "This backend takes a token, and {} may not make invites: ask an owner \
                      for one (/invite writer). The room is {}.",
-                    crate::client::access::a_role(self.role()),
+                    self.role().with_article(),
                     self.session.address()
                 ),
                 copied: None,

@@ -32,7 +32,7 @@ impl HttpClient {
     /// request stopped it (false: it had ended already).
     pub async fn kill_process(&self, id: &str) -> Result<bool, HttpError> {
         let url = self.process_url(id, None)?;
-        let text = self.send_text(Method::DELETE, &url, None).await?;
+        let text = self.backend.send_text(Method::DELETE, &url, None).await?;
         let answer: KillResponse = decode(&url, &text)?;
         Ok(answer.killed)
     }
@@ -73,7 +73,10 @@ impl HttpClient {
             user_id: Some(self.name.clone()),
         };
         let json = serde_json::to_vec(&body).map_err(|err| HttpError::Invalid(err.to_string()))?;
-        let text = self.send_text(Method::POST, &url, Some(json)).await?;
+        let text = self
+            .backend
+            .send_text(Method::POST, &url, Some(json))
+            .await?;
         let answer: RestoreResponse = decode(&url, &text)?;
         Ok(answer.restored)
     }
@@ -81,7 +84,7 @@ impl HttpClient {
     /// `DELETE /checkpoints/{id}`.
     pub async fn delete_checkpoint(&self, id: &str) -> Result<bool, HttpError> {
         let url = self.segments_url("checkpoints", &[id])?;
-        let text = self.send_text(Method::DELETE, &url, None).await?;
+        let text = self.backend.send_text(Method::DELETE, &url, None).await?;
         let answer: DeleteResponse = decode(&url, &text)?;
         Ok(answer.deleted)
     }
@@ -117,7 +120,7 @@ impl HttpClient {
     /// `DELETE /invites/{id}`: its token stops working at once.
     pub async fn revoke_invite(&self, id: &str) -> Result<bool, HttpError> {
         let url = self.segments_url("invites", &[id])?;
-        let text = self.send_text(Method::DELETE, &url, None).await?;
+        let text = self.backend.send_text(Method::DELETE, &url, None).await?;
         let answer: RevokeResponse = decode(&url, &text)?;
         Ok(answer.revoked)
     }
@@ -164,7 +167,7 @@ impl HttpClient {
             .map_err(|err| HttpError::Invalid(err.to_string()))?;
         url.query_pairs_mut().append_pair("userId", &self.name);
         let url = url.to_string();
-        let text = self.send_text(Method::DELETE, &url, None).await?;
+        let text = self.backend.send_text(Method::DELETE, &url, None).await?;
         let answer: DeleteResponse = decode(&url, &text)?;
         Ok(answer.deleted)
     }
@@ -175,21 +178,24 @@ impl HttpClient {
             .map_err(|err| HttpError::Invalid(err.to_string()))?;
         url.path_segments_mut()
             .map_err(|_| {
-                HttpError::Invalid(format!("server URL {:?} cannot have a path", self.base))
+                HttpError::Invalid(format!(
+                    "server URL {:?} cannot have a path",
+                    self.backend.base
+                ))
             })?
             .extend(segments);
         Ok(url.to_string())
     }
 
     async fn get_json<T: DeserializeOwned>(&self, url: &str) -> Result<T, HttpError> {
-        let text = self.send_text(Method::GET, url, None).await?;
+        let text = self.backend.send_text(Method::GET, url, None).await?;
         decode(url, &text)
     }
 
     /// `GET /files/{path}`: the bytes of a file of the workspace.
     pub async fn get_file(&self, path: &str) -> Result<bytes::Bytes, HttpError> {
         let url = self.file_url(path)?;
-        self.send(Method::GET, &url, None).await
+        self.backend.send(Method::GET, &url, None).await
     }
 
     /// `PUT /files/{path}?userId=NAME`: writes a file of the workspace
@@ -200,6 +206,7 @@ impl HttpClient {
         url.query_pairs_mut().append_pair("userId", &self.name);
         let url = url.to_string();
         let answer = self
+            .backend
             .send(Method::PUT, &url, Some(("application/octet-stream", bytes)))
             .await?;
         decode(&url, &String::from_utf8_lossy(&answer))

@@ -15,12 +15,13 @@ use crate::protocol::{DecidedResponse, Invite, InviteCreated, InvitesResponse, R
 use crate::protocol::{KillResponse, PortsResponse, ProcessResponse, ProcessesResponse};
 use crate::protocol::{Policy, PolicyResponse};
 use crate::protocol::{PortState, Process, ProcessLogs};
-use crate::support::error_chain;
 
+mod backend;
 mod calls;
 mod error;
+pub use backend::Backend;
 pub use error::{HttpError, StatusError};
-use reqwest::{Method, StatusCode};
+use reqwest::Method;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::time::Duration;
@@ -33,10 +34,8 @@ const MAX_RETRY_WAIT: Duration = Duration::from_secs(30);
 /// A client of one room of one backend.
 #[derive(Debug, Clone)]
 pub struct HttpClient {
-    client: reqwest::Client,
-    base: String,
+    backend: Backend,
     room: String,
-    token: Option<String>,
     name: String,
 }
 
@@ -48,41 +47,27 @@ impl HttpClient {
         token: Option<String>,
         name: &str,
     ) -> Result<HttpClient, HttpError> {
-        crate::support::install_tls();
-        let base = base.trim_end_matches('/').to_string();
-        let parsed = url::Url::parse(&base)
-            .map_err(|err| HttpError::Invalid(format!("server URL {base:?}: {err}")))?;
-        if !matches!(parsed.scheme(), "http" | "https") {
-            return Err(HttpError::Invalid(format!(
-                "server URL {base:?}: use http:// or https://"
-            )));
-        }
+        let backend = Backend::new(base, token)?;
         if !crate::protocol::valid_room_id(room) {
             return Err(HttpError::Invalid(format!(
                 "room {room:?}: 1–63 of A-Z a-z 0-9 _ -, first and last alphanumeric"
             )));
         }
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|err| HttpError::Invalid(format!("cannot build an HTTP client: {err}")))?;
         Ok(HttpClient {
-            client,
-            base,
+            backend,
             room: room.to_string(),
-            token,
             name: name.to_string(),
         })
     }
 
     /// The same client for another backend (the embedded one moved).
     pub fn with_base(&self, base: &str) -> Result<HttpClient, HttpError> {
-        HttpClient::new(base, &self.room, self.token.clone(), &self.name)
+        HttpClient::new(base, &self.room, self.backend.token.clone(), &self.name)
     }
 
     /// The backend's base URL.
     pub fn base(&self) -> &str {
-        &self.base
+        &self.backend.base
     }
 
     /// The room this client talks to.
@@ -92,7 +77,7 @@ impl HttpClient {
 
     /// The token it sends, if any.
     pub fn token(&self) -> Option<&str> {
-        self.token.as_deref()
+        self.backend.token.as_deref()
     }
 
     /// The name it sends as `userId`.
@@ -106,13 +91,13 @@ impl HttpClient {
     }
 
     fn room_url(&self, tail: &str) -> String {
-        format!("{}/api/rooms/{}/{tail}", self.base, self.room)
+        format!("{}/api/rooms/{}/{tail}", self.backend.base, self.room)
     }
 
     /// `GET /health`: whether the backend answers `ok`.
     pub async fn health(&self) -> Result<(), HttpError> {
-        let url = format!("{}/health", self.base);
-        let text = self.send_text(Method::GET, &url, None).await?;
+        let url = format!("{}/health", self.backend.base);
+        let text = self.backend.send_text(Method::GET, &url, None).await?;
         if text.trim() == "ok" {
             Ok(())
         } else {
@@ -226,7 +211,10 @@ impl HttpClient {
                 query.append_pair("limit", &limit.to_string());
             }
         }
-        let text = self.send_text(Method::GET, url.as_str(), None).await?;
+        let text = self
+            .backend
+            .send_text(Method::GET, url.as_str(), None)
+            .await?;
         decode(url.as_str(), &text)
     }
 
@@ -237,7 +225,10 @@ impl HttpClient {
     ) -> Result<T, HttpError> {
         let url = self.room_url(tail);
         let json = serde_json::to_vec(body).map_err(|err| HttpError::Invalid(err.to_string()))?;
-        let text = self.send_text(Method::POST, &url, Some(json)).await?;
+        let text = self
+            .backend
+            .send_text(Method::POST, &url, Some(json))
+            .await?;
         decode(&url, &text)
     }
 
@@ -253,90 +244,13 @@ impl HttpClient {
             .map_err(|err| HttpError::Invalid(err.to_string()))?;
         url.path_segments_mut()
             .map_err(|_| {
-                HttpError::Invalid(format!("server URL {:?} cannot have a path", self.base))
+                HttpError::Invalid(format!(
+                    "server URL {:?} cannot have a path",
+                    self.backend.base
+                ))
             })?
             .extend(path.split('/').filter(|s| !s.is_empty()));
         Ok(url.to_string())
-    }
-
-    /// Sends one JSON request; answers the body of a 2xx as text.
-    async fn send_text(
-        &self,
-        method: Method,
-        url: &str,
-        body: Option<Vec<u8>>,
-    ) -> Result<String, HttpError> {
-        let bytes = self
-            .send(method, url, body.map(|b| ("application/json", b)))
-            .await?;
-        Ok(String::from_utf8_lossy(&bytes).into_owned())
-    }
-
-    /// Sends one request, retrying 503 and 429 after `Retry-After`; answers
-    /// the body of a 2xx, or the error whole.
-    async fn send(
-        &self,
-        method: Method,
-        url: &str,
-        body: Option<(&'static str, Vec<u8>)>,
-    ) -> Result<bytes::Bytes, HttpError> {
-        let mut attempt = 0;
-        loop {
-            let mut request = self.client.request(method.clone(), url);
-            if let Some(token) = &self.token {
-                request = request.bearer_auth(token);
-            }
-            if let Some((content_type, body)) = &body {
-                request = request
-                    .header(reqwest::header::CONTENT_TYPE, *content_type)
-                    .body(body.clone());
-            }
-            let response = request.send().await.map_err(|err| transport(url, &err))?;
-            let status = response.status();
-            let retry_after = response
-                .headers()
-                .get(reqwest::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok());
-            let bytes = response.bytes().await.map_err(|err| transport(url, &err))?;
-            if status.is_success() {
-                return Ok(bytes);
-            }
-            let retryable = matches!(
-                status,
-                StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS
-            );
-            if retryable && attempt < MAX_RETRIES {
-                attempt += 1;
-                let wait = retry_after
-                    .map(Duration::from_secs)
-                    .unwrap_or(Duration::from_secs(1))
-                    .min(MAX_RETRY_WAIT);
-                tracing::debug!(%url, %status, ?wait, "retrying");
-                tokio::time::sleep(wait).await;
-                continue;
-            }
-            return Err(HttpError::Status(StatusError::from_body(
-                status.as_u16(),
-                &String::from_utf8_lossy(&bytes),
-            )));
-        }
-    }
-}
-
-/// A failure to reach the backend, with its causes.
-fn transport(url: &str, err: &reqwest::Error) -> HttpError {
-    // reqwest's own text repeats the URL; its causes say what happened.
-    let message = std::error::Error::source(err).map_or_else(|| err.to_string(), error_chain);
-    let cause = if err.is_timeout() {
-        "timed out".to_string()
-    } else {
-        crate::client::explain::cause(err)
-    };
-    HttpError::Transport {
-        url: url.to_string(),
-        message,
-        cause,
     }
 }
 

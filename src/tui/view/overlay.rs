@@ -111,7 +111,7 @@ pub fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
         lines.push(Line::styled(
             format!(
                 "(greyed out: what {} may not do)",
-                crate::client::access::a_role(app.role())
+                app.role().with_article()
             ),
             theme.dim(),
         ));

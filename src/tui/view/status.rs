@@ -348,7 +348,7 @@ pub fn draw_hints(frame: &mut Frame, app: &App, area: Rect) {
         let text = if app.may(crate::tui::roles::Deed::TypeIntoTerminal).is_err() {
             format!(
                 "the terminal is view-only for {}: your keys are not sent · {back} gives them back to the input",
-                crate::client::access::a_role(app.role())
+                app.role().with_article()
             )
         } else if app.term.running.is_none() {
             format!(
