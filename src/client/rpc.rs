@@ -124,10 +124,7 @@ impl RoomOp {
     /// the room or to the agent).
     pub fn action(&self) -> Action {
         match self {
-            RoomOp::Message {
-                to: Addressee::Agent,
-                ..
-            } => Action::AskAgent,
+            RoomOp::Message { to, .. } => to.action(),
             other => other.method().action(),
         }
     }

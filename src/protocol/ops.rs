@@ -5,6 +5,7 @@
 //! calls, all read this table (docs/operations.json lists it too, for the
 //! worker).
 
+use super::Addressee;
 use super::access::Action;
 
 /// The HTTP method of an operation's route.
@@ -89,6 +90,17 @@ methods! {
     SetRole, "set_role", Some((Verb::Post, "/invites/{id}/role")), [SetRole];
     SetPolicy, "set_policy", Some((Verb::Post, "/policy")), [SetPolicy];
     Approve, "approve", Some((Verb::Post, "/approve")), [Approve];
+}
+
+impl Addressee {
+    /// The action a message to it is: talking to the room, or asking the
+    /// agent (`message`'s two actions).
+    pub fn action(self) -> Action {
+        match self {
+            Addressee::Room => Action::ChatToRoom,
+            Addressee::Agent => Action::AskAgent,
+        }
+    }
 }
 
 impl Method {

@@ -22,7 +22,7 @@ use super::auth::Caller;
 use super::errors::ApiError;
 use super::room::RoomActor;
 pub(crate) use crate::protocol::ops::{Method, Verb};
-use crate::protocol::{Action, Addressee, Details};
+use crate::protocol::{Action, Details};
 use axum::http::StatusCode;
 use serde_json::{Map, Value};
 use std::future::Future;
@@ -142,7 +142,7 @@ impl Op {
     /// one action, or for a message the one its addressee makes it.
     pub(crate) fn action(&self) -> Action {
         match self {
-            Op::Message(m) if m.to == Addressee::Agent => Action::AskAgent,
+            Op::Message(m) => m.to.action(),
             other => other.method().action(),
         }
     }
