@@ -345,12 +345,13 @@ impl Connection {
                         }
                         None
                     } else if let Some((handle, attached)) = attached {
-                        // The answer, then the screen, then what comes.
+                        // The answer (attaching again after falling
+                        // behind: the size now), then the screen, then
+                        // what comes.
                         let snapshot = attached.snapshot.clone();
+                        let first = text.unwrap_or_else(|| attached.size_frame());
                         self.term.attach(handle, attached);
-                        if let Some(text) = text
-                            && !send(socket, Message::Text(text)).await
-                        {
+                        if !send(socket, Message::Text(first)).await {
                             return;
                         }
                         Some(Message::Text(snapshot))

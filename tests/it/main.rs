@@ -55,6 +55,7 @@ mod server {
     mod server_limits;
     mod server_minimal_path;
     mod server_secrets;
+    mod server_term_lag;
     mod server_ws_close;
 }
 

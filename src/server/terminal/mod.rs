@@ -59,6 +59,19 @@ pub(crate) struct Attached {
     pub(crate) frames: broadcast::Receiver<TermOut>,
 }
 
+impl Attached {
+    /// The `resize` frame of the terminal's size now: what a socket that
+    /// attaches again after falling behind is sent before the snapshot,
+    /// since a resize may be among the frames it missed.
+    pub(crate) fn size_frame(&self) -> Utf8Bytes {
+        frame_text(TermFrame::Resize {
+            term_id: self.term_id.clone(),
+            cols: self.size.cols,
+            rows: self.size.rows,
+        })
+    }
+}
+
 /// What the room's actor is told by its terminal.
 pub(crate) enum TermNews {
     /// It runs; `ack` once everyone was told (`open`), so that sockets
@@ -330,6 +343,16 @@ impl Hub {
             let idle_at = self.viewers.is_empty().then(|| self.quiet_since + idle);
             tokio::select! {
                 biased;
+                // People first: a key (Ctrl+C) or a resize is not kept
+                // waiting behind a flood of output.
+                request = rx.recv(), if reachable => match request {
+                    Some(request) => self.serve(request),
+                    // The room unloaded: nobody can reach the terminal.
+                    None => {
+                        reachable = false;
+                        self.sandbox.term_send(TermRequest::Close);
+                    }
+                },
                 event = events.recv() => match event {
                     Some(TermEvent::Output(bytes)) => self.output(bytes),
                     Some(TermEvent::Exit(code, error)) => {
@@ -341,14 +364,6 @@ impl Hub {
                     None => {
                         let lost = "the terminal's connection to the sandbox was lost";
                         break (None, Some(lost.to_string()));
-                    }
-                },
-                request = rx.recv(), if reachable => match request {
-                    Some(request) => self.serve(request),
-                    // The room unloaded: nobody can reach the terminal.
-                    None => {
-                        reachable = false;
-                        self.sandbox.term_send(TermRequest::Close);
                     }
                 },
                 () = sleep_until(flush_at) => self.flush(),

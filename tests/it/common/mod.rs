@@ -322,6 +322,20 @@ impl Ws {
         Ws { inner }
     }
 
+    /// As `connect`, with a receive buffer of 4 KiB: a client that stops
+    /// reading is behind at once.
+    pub async fn connect_small(url: &str, addr: &str) -> Ws {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(4096).unwrap();
+        let stream = socket.connect(addr.parse().unwrap()).await.unwrap();
+        let stream = MaybeTlsStream::Plain(stream);
+        let (inner, _) = tokio::time::timeout(WAIT, tokio_tungstenite::client_async(url, stream))
+            .await
+            .expect("connects in time")
+            .expect("the socket opens");
+        Ws { inner }
+    }
+
     /// The next text frame, as text.
     pub async fn next_text(&mut self) -> String {
         loop {

@@ -1,0 +1,117 @@
+//! The shared terminal under a flood of output (`cat` of a big log, `yes`):
+//! what people send it (a Ctrl+C, a resize) is not kept waiting behind the
+//! output, and a viewer that falls behind the flood (it is sent a fresh
+//! snapshot instead of what it missed) still has the terminal's size: a
+//! resize among what it missed is said before the snapshot (issue 23's
+//! pairing session: vim garbled on a screen that kept an old size).
+//! duet serve only: on Cloudflare a slow reader is the platform's to
+//! buffer or drop.
+
+use crate::common::{Server, b64, unb64};
+use serde_json::{Value, json};
+
+/// A flood that would take minutes, then a line it never gets to print
+/// when it is interrupted (its echo reads otherwise).
+const FLOOD: &str =
+    "yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c 2000000000; echo FLOOD-$((1+1))-DONE";
+const END: &str = "FLOOD-2-DONE";
+
+/// The bytes of a terminal output frame.
+fn output(frame: &Value) -> Option<Vec<u8>> {
+    (frame["type"] == "duet_term" && frame["phase"] == "data").then(|| unb64(&frame["data"]))
+}
+
+#[tokio::test]
+async fn ctrl_c_stops_a_flood_of_output_at_once() {
+    let (server, _dir) = Server::fresh().await;
+    let mut ws = server.joined("flood", "user=ann").await;
+    let answer = ws
+        .rpc(1, "term_open", json!([{"cols": 100, "rows": 30}]))
+        .await;
+    assert_eq!(answer["success"], true, "{answer}");
+    let term_id = answer["result"]["termId"].as_str().unwrap().to_string();
+    let keys =
+        |keys: &str| json!({"type":"duet_term_input","termId":term_id,"data":b64(keys.as_bytes())});
+    ws.send(keys(&format!("{FLOOD}\r"))).await;
+    // Well into the flood (past the command's echo), Ctrl+C, then a
+    // command of its own.
+    let mut seen = 0;
+    while seen < 1_000_000 {
+        if let Some(bytes) = output(&ws.next().await) {
+            seen += bytes.len();
+        }
+    }
+    ws.send(keys("\x03")).await;
+    ws.send(keys("echo after-$((2+2))\r")).await;
+    let mut tail = Vec::new();
+    loop {
+        if let Some(bytes) = output(&ws.next().await) {
+            tail.extend_from_slice(&bytes);
+            let keep = tail.len().saturating_sub(4096);
+            tail.drain(..keep);
+        }
+        let text = String::from_utf8_lossy(&tail);
+        assert!(
+            !text.contains(END),
+            "the flood ran to its end: Ctrl+C waited behind it"
+        );
+        if text.contains("after-4") {
+            break;
+        }
+    }
+}
+
+/// A flood that ends (a reader keeps up with it or falls behind).
+const SHORT_FLOOD: &str =
+    "yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c 20000000; echo FLOOD-$((1+1))-DONE";
+
+#[tokio::test]
+async fn a_viewer_that_fell_behind_a_resize_is_told_the_size_before_its_snapshot() {
+    let (server, _dir) = Server::fresh().await;
+    let mut ws = server.joined("lag", "user=bob").await;
+    let answer = ws
+        .rpc(1, "term_open", json!([{"cols": 100, "rows": 30}]))
+        .await;
+    assert_eq!(answer["success"], true, "{answer}");
+    let term_id = answer["result"]["termId"].as_str().unwrap().to_string();
+    let input = json!({"type":"duet_term_input","termId":term_id,"data":b64(format!("{SHORT_FLOOD}\r").as_bytes())});
+    ws.send(input).await;
+    // bob reads as fast as he can (a feed of the flood's size is more than
+    // a socket is sent whole: he may fall behind and get a fresh snapshot);
+    // his window shrinks as it runs.
+    let mut tail = Vec::new();
+    let (mut size, mut resized) = ((100, 30), false);
+    loop {
+        let frame = ws.next().await;
+        if frame["type"] != "duet_term" {
+            continue;
+        }
+        if frame["phase"] == "resize" {
+            size = (
+                frame["cols"].as_u64().unwrap(),
+                frame["rows"].as_u64().unwrap(),
+            );
+        }
+        if let Some(bytes) = output(&frame) {
+            if !resized {
+                resized = true;
+                let resize =
+                    json!({"type":"duet_term_resize","termId":term_id,"cols":50,"rows":10});
+                ws.send(resize).await;
+            }
+            tail.extend_from_slice(&bytes);
+            let keep = tail.len().saturating_sub(4096);
+            tail.drain(..keep);
+            if String::from_utf8_lossy(&tail).contains(END) {
+                break;
+            }
+        }
+    }
+    // Whether or not he fell behind, the size he heard of last is the
+    // terminal's: a snapshot after a resize he missed says it first.
+    assert_eq!(
+        size,
+        (50, 10),
+        "bob's screen kept a size the terminal no longer has"
+    );
+}
