@@ -133,11 +133,11 @@ async fn a_stopped_command_is_stored_as_it_ended_live() {
     let (server, _dir) = timeout_server().await;
     let mut ws = server.joined("s", "user=ada").await;
     let url = server.url("/api/rooms/s/sandbox/exec");
-    let running = tokio::spawn(answer(
-        http()
-            .post(url)
-            .json(&json!({"cmd":"echo started; sleep 5", "userId": "ada"})),
-    ));
+    // Its own timeout is far off: on a busy machine the interrupt may take
+    // longer to arrive than the server's 2 s.
+    let running = tokio::spawn(answer(http().post(url).json(
+        &json!({"cmd":"echo started; sleep 20", "userId": "ada", "timeoutMs": 60000}),
+    )));
     ws.until(|f| f["type"] == "duet_exec" && f["phase"] == "stdout")
         .await;
     let (status, _) = server
