@@ -71,6 +71,12 @@ fn stat_at(dir: &OwnedFd, name: &OsStr) -> nix::Result<FileStat> {
     nix::sys::stat::fstatat(Some(dir.as_raw_fd()), name, AtFlags::AT_SYMLINK_NOFOLLOW)
 }
 
+/// Whether `name` of `dir` is a symlink (opening a symlink as a folder
+/// without following it fails with ENOTDIR, or ELOOP).
+fn is_link(dir: &OwnedFd, name: &OsStr) -> bool {
+    stat_at(dir, name).is_ok_and(|st| kind(&st) == libc::S_IFLNK)
+}
+
 fn kind(stat: &FileStat) -> libc::mode_t {
     stat.st_mode & libc::S_IFMT
 }
@@ -94,10 +100,10 @@ fn walk_to(
                 tree::open_dir(&dir, name).map_err(|e| failed("cannot open a folder", e))?
             }
             Err(Errno::ENOENT) => return Err(SandboxError::NoFile),
-            Err(Errno::ELOOP) => {
+            Err(Errno::ELOOP | Errno::ENOTDIR) if is_link(&dir, name) => {
                 return Err(SandboxError::BadPath("passes through a symlink".into()));
             }
-            Err(Errno::ENOTDIR) => {
+            Err(Errno::ELOOP | Errno::ENOTDIR) => {
                 return Err(SandboxError::BadPath("is not a directory".into()));
             }
             Err(e) => return Err(failed("cannot open a folder", e)),
@@ -465,8 +471,10 @@ impl Unpack<'_> {
                     make_dir(&dir, part, self.uid)?;
                     tree::open_dir(&dir, part).map_err(|e| failed("cannot open a folder", e))?
                 }
-                Err(Errno::ELOOP) => return Err(refuse(name, "passes through a symlink")),
-                Err(Errno::ENOTDIR) => return Err(refuse(name, "is inside a file")),
+                Err(Errno::ELOOP | Errno::ENOTDIR) if is_link(&dir, part) => {
+                    return Err(refuse(name, "passes through a symlink"));
+                }
+                Err(Errno::ELOOP | Errno::ENOTDIR) => return Err(refuse(name, "is inside a file")),
                 Err(e) => return Err(failed("cannot open a folder", e)),
             };
         }
