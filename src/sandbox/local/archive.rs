@@ -260,9 +260,8 @@ struct Unpack<'a> {
 
 /// The gzip magic.
 const GZIP: [u8; 2] = [0x1f, 0x8b];
-/// What a file takes of the disk beyond its bytes, at most (its block
-/// rounding and its inode), counted against the room's free space.
-const PER_FILE_DISK: u64 = 8192;
+/// The disk's block: a file takes its bytes rounded up to whole blocks.
+const BLOCK: u64 = 4096;
 
 impl Unpack<'_> {
     fn all(&mut self, body: impl Read) -> Result<(), SandboxError> {
@@ -348,7 +347,7 @@ impl Unpack<'_> {
                     .map(|t| t.into_owned())
                     .unwrap_or_default();
                 check_link(name, parents.len(), &target)?;
-                self.spend(name, target.len() as u64)?;
+                self.spend(target.len() as u64)?;
                 clear(&dir, last, name)?;
                 nix::unistd::symlinkat(OsStr::from_bytes(&target), Some(dir.as_raw_fd()), last)
                     .map_err(|e| disk_error("cannot make a symlink", e))?;
@@ -373,7 +372,7 @@ impl Unpack<'_> {
             }
             _ => {
                 let size = entry.size();
-                self.spend(name, size)?;
+                self.spend(size)?;
                 clear(&dir, last, name)?;
                 let fd = open_at(
                     &dir,
@@ -400,11 +399,10 @@ impl Unpack<'_> {
         Ok(())
     }
 
-    /// Counts `bytes` (and a file's overhead) against the room's free
-    /// space; a member that does not fit is a full disk, before it is
-    /// written.
-    fn spend(&mut self, _name: &str, bytes: u64) -> Result<(), SandboxError> {
-        let need = bytes.saturating_add(PER_FILE_DISK);
+    /// Counts `bytes` (in whole blocks) against the room's free space; a
+    /// member that does not fit is a full disk, before it is written.
+    fn spend(&mut self, bytes: u64) -> Result<(), SandboxError> {
+        let need = bytes.div_ceil(BLOCK).saturating_mul(BLOCK);
         if need > self.budget {
             return Err(SandboxError::DiskFull);
         }
