@@ -57,6 +57,9 @@ async fn a_tree_of_thousands_of_files_goes_in_and_comes_back_out_as_it_was() {
     )
     .await;
     assert_eq!(r["stdout"], "ran\nsrc/f0000.txt\nsoleil\n", "{r}");
+    // They belong to the room: owned by its shell's user, every one.
+    let r = exec(&server, room, "find . ! -user \"$(id -u)\" | head -3").await;
+    assert_eq!(r["stdout"], "", "{r}");
     // And the pull gives them back: names, kinds, modes, mtimes, bytes.
     let (status, tar) = pull(&server, room, "").await;
     assert_eq!(status, 200);
