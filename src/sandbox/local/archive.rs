@@ -659,7 +659,8 @@ pub fn open_folder(
     path: &str,
 ) -> Result<OwnedFd, SandboxError> {
     let parts = folder_parts(path)?;
-    if !place.workspace.exists() {
+    // A room that never ran has an empty workspace, and no folder in it.
+    if !parts.is_empty() && !place.workspace.exists() {
         return Err(SandboxError::NoFile);
     }
     super::ready_workspace(place, limits)
