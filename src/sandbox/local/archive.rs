@@ -146,6 +146,13 @@ impl Staging {
         std::fs::create_dir_all(&parent).map_err(|e| failed("cannot make a staging folder", e))?;
         let _ =
             std::fs::set_permissions(&parent, std::os::unix::fs::PermissionsExt::from_mode(0o700));
+        // Pushes of a room take turns (its disk lock): anything here is
+        // what a server stopped midway left.
+        if let Ok(dir) = tree::open_root(&parent)
+            && let Err(e) = tree::remove_children(&dir)
+        {
+            tracing::warn!("removing an earlier push's staging folder failed: {e}");
+        }
         let path = parent.join(format!("{:016x}", rand::random::<u64>()));
         std::fs::create_dir(&path)
             .map_err(|e| disk_error("cannot make a staging folder", errno_of(&e)))?;
