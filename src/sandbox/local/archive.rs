@@ -219,14 +219,23 @@ pub fn put(
         pushed: Pushed::default(),
         folders: Vec::new(),
         checked: HashSet::new(),
+        links: Vec::new(),
     };
     unpack.all(body)?;
     let Unpack {
         mut pushed,
         mut folders,
         uid,
+        links,
         ..
     } = unpack;
+    // Now that all of the archive is there: a link through the archive's
+    // other links must still stay inside (`y -> .`, `x -> y/..`).
+    for (name, parents, target) in &links {
+        if !stays_inside(&stage, parents, target) {
+            return Err(refuse(name, "is a symlink out of the folder"));
+        }
+    }
     let target = walk_to(&workspace_root, &dest, Some(uid))?;
     pushed.deleted = merge(&stage, &target, mirror)?;
     // Deepest first: setting a folder's times after its children's.
@@ -267,6 +276,8 @@ struct Unpack<'a> {
     /// Folders (relative to the destination) known not to pass through a
     /// symlink of the workspace.
     checked: HashSet<String>,
+    /// The archive's symlinks: name, folders, target.
+    links: Vec<(String, Vec<String>, Vec<u8>)>,
 }
 
 /// The gzip magic.
@@ -373,6 +384,8 @@ impl Unpack<'_> {
                     .map(|t| t.into_owned())
                     .unwrap_or_default();
                 check_link(name, parents.len(), &target)?;
+                self.links
+                    .push((name.to_string(), parents.to_vec(), target.clone()));
                 self.spend(target.len() as u64)?;
                 clear(&dir, last, name)?;
                 nix::unistd::symlinkat(OsStr::from_bytes(&target), Some(dir.as_raw_fd()), last)
@@ -557,6 +570,55 @@ fn check_link(name: &str, depth: usize, target: &[u8]) -> Result<(), SandboxErro
     Ok(())
 }
 
+/// Whether `target`, a symlink's in folder `parents` of the staged tree
+/// `stage`, resolves inside it, following the staged symlinks on the way
+/// as the kernel would (what is not staged is taken as written).
+fn stays_inside(stage: &OwnedFd, parents: &[String], target: &[u8]) -> bool {
+    /// Links followed at most (the kernel's own bound).
+    const MAX_LINKS: usize = 40;
+    let mut at: Vec<String> = parents.to_vec();
+    let mut todo: std::collections::VecDeque<Vec<u8>> =
+        target.split(|&b| b == b'/').map(<[u8]>::to_vec).collect();
+    let mut followed = 0;
+    while let Some(part) = todo.pop_front() {
+        match part.as_slice() {
+            b"" | b"." => {}
+            b".." => {
+                if at.pop().is_none() {
+                    return false;
+                }
+            }
+            name => match staged_link(stage, &at, OsStr::from_bytes(name)) {
+                Some(next) => {
+                    followed += 1;
+                    if followed > MAX_LINKS || next.starts_with(b"/") {
+                        return false;
+                    }
+                    for piece in next.split(|&b| b == b'/').rev() {
+                        todo.push_front(piece.to_vec());
+                    }
+                }
+                None => at.push(String::from_utf8_lossy(name).into_owned()),
+            },
+        }
+    }
+    true
+}
+
+/// The target of `name` in folder `at` of the staged tree, if it is a
+/// symlink there.
+fn staged_link(stage: &OwnedFd, at: &[String], name: &OsStr) -> Option<Vec<u8>> {
+    let mut dir = stage.try_clone().ok()?;
+    for part in at {
+        dir = tree::open_dir(&dir, OsStr::new(part)).ok()?;
+    }
+    if !is_link(&dir, name) {
+        return None;
+    }
+    let target = nix::fcntl::readlinkat(Some(dir.as_raw_fd()), name).ok()?;
+    Some(target.into_encoded_bytes())
+}
+
 /// Copies a member's bytes into `file`; answers how many.
 fn copy_member(entry: &mut impl Read, file: &mut File) -> Result<u64, SandboxError> {
     let mut buf = vec![0u8; 64 * 1024];
@@ -688,5 +750,30 @@ impl Read for BodyReader {
         buf[..n].copy_from_slice(&self.current[..n]);
         bytes::Buf::advance(&mut self.current, n);
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_through_the_archive_s_own_links_must_stay_inside() {
+        let stage = tempfile::tempdir().unwrap();
+        let s = stage.path();
+        std::fs::create_dir_all(s.join("a/b")).unwrap();
+        std::os::unix::fs::symlink(".", s.join("here")).unwrap();
+        std::os::unix::fs::symlink("a/b", s.join("deep")).unwrap();
+        std::os::unix::fs::symlink("loop", s.join("loop")).unwrap();
+        let root = tree::open_root(s).unwrap();
+        let no_parents: &[String] = &[];
+        // Lexically inside, but `here` is the folder itself: `..` leaves it.
+        assert!(!stays_inside(&root, no_parents, b"here/.."));
+        // `deep` is two folders down: two `..` come back to the top.
+        assert!(stays_inside(&root, no_parents, b"deep/../.."));
+        assert!(!stays_inside(&root, no_parents, b"deep/../../.."));
+        assert!(stays_inside(&root, &["a".to_string()], b"../deep/x"));
+        assert!(!stays_inside(&root, no_parents, b"loop"));
+        assert!(stays_inside(&root, no_parents, b"absent/../a"));
     }
 }

@@ -143,8 +143,26 @@ async fn every_hostile_member_is_a_400_naming_it_and_nothing_is_written() {
     let (status, answer) = push_raw(&server, room, "", "", b"not a tar at all".repeat(64)).await;
     assert_eq!(status, 400, "{answer}");
     assert!(answer["details"]["member"][0].is_string(), "{answer}");
-    // A tar cut short at a member's end (no end-of-archive blocks) is not
-    // taken for a whole one.
+}
+
+#[tokio::test]
+async fn a_link_out_through_the_archive_s_own_links_and_a_tar_cut_short_are_refused() {
+    let (server, _dir) = Server::fresh().await;
+    let room = "archive-subtle";
+    push(
+        &server,
+        room,
+        "",
+        "",
+        tar_of(&[file("kept.txt", b"k", 0o644)]),
+    )
+    .await;
+    // `x -> y/..` reads as staying inside, but `y` is the folder itself.
+    let through = tar_of(&[link("y", "."), link("x", "y/..")]);
+    refused(&server, room, through, "x", "out of the folder").await;
+    // A tar cut short at a member's end (no end-of-archive block: its
+    // writer died, though the HTTP body ended cleanly) is not taken for a
+    // whole one.
     let before = listing(&server, room).await;
     let whole = tar_of(&[
         file("cut-1.txt", b"1", 0o644),
