@@ -8,14 +8,17 @@
 //! an idle period and starts it again on the next command. The workspace persists until
 //! `destroy`.
 
+mod archive;
 mod background;
 pub mod cgroups;
+mod changes;
 mod checkpoints;
 mod connect;
 pub mod disk;
 pub mod files;
 mod helper;
 mod limits;
+mod pack;
 mod place;
 mod ports;
 mod proc_slots;
