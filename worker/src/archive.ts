@@ -14,8 +14,8 @@ import { ApiError, addDetail, bodyChunks, describe } from "./http";
 import { roomDetails } from "./ops";
 import { roomOp } from "./rooms";
 import { roomSandbox } from "./sandbox/adapter";
-import { DiskFull, type WorkspaceCopy } from "./sandbox/types";
-import { NotAnArchive, TarChecker } from "./tar";
+import { DiskFull, InWorkspace, RefusedMember, type WorkspaceCopy } from "./sandbox/types";
+import { TarChecker } from "./tar";
 
 /** The folder of an archive route: "" is /workspace; otherwise the path rules of "Files". */
 function folderOf(room: string, path: string, details = roomDetails(room)): string {
@@ -38,7 +38,6 @@ class Answered extends Error {
 
 function archiveError(e: unknown): Response {
   if (e instanceof Answered) return e.response;
-  if (e instanceof NotAnArchive) return fileError(ApiError.field("body", e.message));
   return fileError(e);
 }
 
@@ -53,11 +52,22 @@ export async function putArchive(env: Env, room: string, path: string, query: st
     const mirror = new URLSearchParams(query).get("delete") === "1";
     const { free } = await ask<{ free: number }>(env, room, { kind: "disk_free" });
     const checker = new TarChecker(free, () => new DiskFull());
-    const { deleted } = await roomSandbox(env, room).unpackArchive(dir, checked(request, checker), mirror);
+    const { deleted } = await unpack(env, room, dir, checked(request, checker), checker, mirror);
     const { files, bytes } = checker.summary;
     return await roomOp(env, room, { kind: "pushed", path: dir, files, bytes, deleted, user });
   } catch (e) {
     return archiveError(e);
+  }
+}
+
+/** The sandbox's unpacking; a folder of the archive that is a symlink in the workspace is refused as the first member beneath it. */
+async function unpack(env: Env, room: string, dir: string, tar: AsyncIterable<Uint8Array>, checker: TarChecker, mirror: boolean): Promise<{ deleted: number }> {
+  try {
+    return await roomSandbox(env, room).unpackArchive(dir, tar, mirror);
+  } catch (e) {
+    if (!(e instanceof InWorkspace)) throw e;
+    const first = checker.summary.names.find((n) => n.startsWith(`${e.member}/`)) ?? e.member;
+    throw new RefusedMember(first, e.why);
   }
 }
 

@@ -11,8 +11,12 @@ import { RefusedMember } from "./sandbox/types";
 
 export { RefusedMember };
 
-/** The body is not a tar archive (or it ended inside one): 400 `details.body`. */
-export class NotAnArchive extends Error {}
+/** The body is not a tar archive (or it ended inside one): 400 `details.member`, as duet serve says it. */
+export class NotAnArchive extends RefusedMember {
+  constructor(detail: string) {
+    super("(archive)", `is not a tar archive, or it is cut short: ${detail}`);
+  }
+}
 
 /** What a checked archive holds. */
 export interface ArchiveSummary {
@@ -86,7 +90,7 @@ export class TarChecker {
     const between = this.skip === 0 && !this.meta && this.headerFill === 0;
     if (!this.ended && !between) throw new NotAnArchive("the archive ended in the middle of a member");
     if (!this.ended && this.summary.names.length === 0 && this.zeroBlocks === 0) {
-      throw new NotAnArchive("is empty: a push is a tar archive");
+      throw new NotAnArchive("the body is empty");
     }
     this.checkThroughSymlinks();
     return this.summary;
@@ -112,7 +116,7 @@ export class TarChecker {
       return;
     }
     if (this.zeroBlocks > 0) throw new NotAnArchive("a zero block came before a member");
-    if (!checksumOk(h)) throw new NotAnArchive("is not a tar archive (a header's checksum is wrong)");
+    if (!checksumOk(h)) throw new NotAnArchive("a header's checksum is wrong");
     const type = String.fromCharCode(h[156]);
     const size = this.pax.size !== undefined && type !== "x" && type !== "g" ? Number(this.pax.size) : numberField(h, 124, 12);
     if (!Number.isSafeInteger(size) || size < 0) throw new NotAnArchive("a header's size is not a number");
@@ -173,14 +177,14 @@ export class TarChecker {
   }
 
   private member(raw: string, type: string, link: string, size: number): void {
-    const name = normalize(raw);
-    if (name === null) return; // "." or "./": the folder pushed into itself
     const kind = kindOf(type);
+    const name = normalize(raw, kind === "dir");
+    if (name === null) return; // "./": the folder pushed into itself
     if (kind === undefined) throw new RefusedMember(raw, refusedKind(type));
     if (kind === "symlink") {
-      if (link === "") throw new RefusedMember(raw, "is a symlink without a target");
-      if (link.startsWith("/")) throw new RefusedMember(raw, `links to an absolute path (${link})`);
-      if (leaves(name, link)) throw new RefusedMember(raw, `links out of the folder (${link})`);
+      if (link === "") throw new RefusedMember(raw, "is a symlink to nothing");
+      if (link.startsWith("/")) throw new RefusedMember(raw, "is a symlink out of the folder (absolute target)");
+      if (leaves(name, link)) throw new RefusedMember(raw, "is a symlink out of the folder");
       this.symlinks.add(name);
     }
     if (kind === "file") {
@@ -196,22 +200,25 @@ export class TarChecker {
     if (this.symlinks.size === 0) return;
     for (const name of this.summary.names) {
       for (let cut = name.indexOf("/"); cut >= 0; cut = name.indexOf("/", cut + 1)) {
-        if (this.symlinks.has(name.slice(0, cut))) throw new RefusedMember(name, `passes through the symlink ${name.slice(0, cut)}`);
+        if (this.symlinks.has(name.slice(0, cut))) throw new RefusedMember(name, "passes through a symlink");
       }
     }
   }
 }
 
-/** A member's name without `./` and a trailing `/`; null for the folder itself. Throws RefusedMember. */
-export function normalize(raw: string): string | null {
-  if (raw === "") throw new RefusedMember(raw, "has an empty name");
-  if (raw.startsWith("/")) throw new RefusedMember(raw, "is an absolute path");
-  const parts = raw.replace(/\/+$/, "").split("/");
-  while (parts.length > 0 && parts[0] === ".") parts.shift();
-  if (parts.length === 0) return null;
+/**
+ * A member's name, its empty and `.` segments dropped (`./src//a` is
+ * `src/a`); null for the folder itself (`./`). Throws RefusedMember.
+ */
+export function normalize(raw: string, folder: boolean): string | null {
+  if (raw.startsWith("/")) throw new RefusedMember(raw, "is absolute");
+  const parts = raw.split("/").filter((p) => p !== "" && p !== ".");
   if (parts.includes("..")) throw new RefusedMember(raw, "leaves the folder");
-  if (parts.some((p) => p === "" || p === ".")) throw new RefusedMember(raw, "has an empty segment");
   if (raw.includes("\0")) throw new RefusedMember(raw, "has a NUL in its name");
+  if (parts.length === 0) {
+    if (folder) return null;
+    throw new RefusedMember(raw, "has an empty name");
+  }
   return parts.join("/");
 }
 
@@ -244,7 +251,7 @@ function refusedKind(type: string): string {
     case "6":
       return "is a FIFO";
     default:
-      return `is not a file, folder or symlink (tar type ${JSON.stringify(type)})`;
+      return "is not a folder, a regular file or a symlink";
   }
 }
 
@@ -259,7 +266,8 @@ function decode(bytes: Uint8Array, what: string): string {
   try {
     return utf8.decode(bytes);
   } catch {
-    throw new RefusedMember(String.fromCharCode(...bytes.subarray(0, 100)).replace(/[^\x20-\x7e]/g, "?"), `${what} is not UTF-8`);
+    const shown = new TextDecoder("utf-8", { fatal: false, ignoreBOM: true }).decode(bytes);
+    throw new RefusedMember(shown, what === "a member's name" ? "is not UTF-8" : `${what} is not UTF-8`);
   }
 }
 

@@ -22,7 +22,7 @@ import {
 } from "./signal";
 import { TUNNEL_PATH } from "./tunnel";
 import { ABSENT, ARCHIVE_FILE_PREFIX, DIFF_COPY_PREFIX, DIFF_FILE_PREFIX, NOT_A_FOLDER, OVER_SYMLINK, PUSH_DIR_PREFIX, THROUGH_SYMLINK, diffCleanupCommand, diffCommand, packCommand, unpackCommand } from "./trees";
-import { BadPath, NotAFolder, RefusedMember, type ExecOutcome, type ExecRequest, type FileStream, type FolderEntry, NotRegular, type WorkspaceCopy, type ListeningPort, NothingListens, type ProcessEvents, type SandboxProcess, type Pty, type PtyEvents, type RoomSandbox, SandboxStarting, type TermSize } from "./types";
+import { BadPath, InWorkspace, NotAFolder, type ExecOutcome, type ExecRequest, type FileStream, type FolderEntry, NotRegular, type WorkspaceCopy, type ListeningPort, NothingListens, type ProcessEvents, type SandboxProcess, type Pty, type PtyEvents, type RoomSandbox, SandboxStarting, type TermSize } from "./types";
 import { WORKSPACE_DIR, workspacePath, UPLOAD_PART_BYTES, UPLOAD_DIR_PREFIX, bounded, fileBody, PartBuffer, joinPartsCommand, fileError, startingDelay, message, CONTROL_PORT, refusedUpgrade, release } from "./sdkio";
 
 /** The session the background processes and the port looks run in (the sandbox's base environment). */
@@ -328,11 +328,11 @@ class CloudflareSandbox implements RoomSandbox {
       unpacking = true;
       const done = await this.beside(sandbox, unpackCommand(scratch, dir, mirror));
       const said = done.stdout.trim();
-      if (done.exitCode === THROUGH_SYMLINK) throw new BadPath("must not pass through a symlink");
+      if (done.exitCode === THROUGH_SYMLINK) throw new BadPath("passes through a symlink");
       if (done.exitCode === NOT_A_FOLDER) throw new NotAFolder();
       if (done.exitCode === OVER_SYMLINK) {
         const folder = said.slice(said.indexOf("\t") + 1);
-        throw new RefusedMember(folder, "passes through a symlink in the workspace");
+        throw new InWorkspace(folder, "passes through a symlink");
       }
       const deleted = /^deleted (\d+)$/m.exec(said);
       if (done.exitCode !== 0 || !deleted) throw fileError(new Error(`unpacking the archive failed: ${done.stderr.trim() || said}`));
@@ -349,7 +349,7 @@ class CloudflareSandbox implements RoomSandbox {
     const out = `${WORKSPACE_DIR}/${ARCHIVE_FILE_PREFIX}${crypto.randomUUID()}.tar`;
     const packed = await this.beside(sandbox, packCommand(dir, out));
     if (packed.exitCode === ABSENT) return null;
-    if (packed.exitCode === THROUGH_SYMLINK) throw new BadPath("must not pass through a symlink");
+    if (packed.exitCode === THROUGH_SYMLINK) throw new BadPath("passes through a symlink");
     if (packed.exitCode === NOT_A_FOLDER) throw new NotAFolder();
     if (packed.exitCode !== 0) throw fileError(new Error(`packing ${dir || "/workspace"} failed: ${packed.stderr.trim()}`));
     return this.readScratch(sandbox, out, () => this.removeQuietly(sandbox, out));

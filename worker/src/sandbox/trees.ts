@@ -78,8 +78,9 @@ export function unpackCommand(scratch: string, dir: string, mirror: boolean): st
     `rm -rf -- "$S/parts"; ` +
     `find "$S/x" ! -type l -perm /7000 -exec chmod ug-s,o-t -- {} + || fail 1; ` +
     `cd "$S/x" || fail 1; ` +
+    // A folder holding members, where the workspace has a symlink: they would be written through it.
     `while IFS= read -r -d '' f; do if [ -L "$D/$f" ]; then printf 'symlink\\t%s\\n' "$f"; fail ${OVER_SYMLINK}; fi; ` +
-    `done < <(find . -mindepth 1 -type d -printf '%P\\0'); ` +
+    `done < <(find . -mindepth 1 -type d ! -empty -printf '%P\\0'); ` +
     `deleted=0; ` +
     (mirror
       ? `if [ -d "$D" ]; then gone=; while IFS= read -r -d '' f; do ` +
@@ -99,8 +100,8 @@ export function unpackCommand(scratch: string, dir: string, mirror: boolean): st
 
 /**
  * Packs folder `dir` into tar file `out`: its folders, regular files and
- * symlinks (never followed), names relative to it in byte order (parents
- * first), modes and mtimes kept. Exit 6 (`absent`) when it is not there.
+ * symlinks (never followed), names relative to it, each folder's entries
+ * in byte order after the folder; permission bits and mtimes kept, owners 0. Exit 6 (`absent`) when it is not there.
  */
 export function packCommand(dir: string, out: string): string {
   const d = shellQuote(folderPath(dir));
@@ -110,8 +111,10 @@ export function packCommand(dir: string, out: string): string {
     folderChecks(dir) +
     `if [ ! -e ${d} ]; then echo absent; fail ${ABSENT}; fi; if [ ! -d ${d} ]; then echo notdir; fail ${NOT_A_FOLDER}; fi; ` +
     `set -o pipefail; cd ${d} || fail 1; ` +
-    `find . -mindepth 1 ${pruneScratch(dir === "")} \\( -type d -o -type f -o -type l \\) -printf '%P\\0' | LC_ALL=C sort -z ` +
-    `| tar --null --no-recursion -T - --numeric-owner -cf ${o}; rc=$?; ` +
+    // Each folder's entries in byte order, a folder before what it holds: sorted with `/` as \\001, below any byte of a name.
+    `find . -mindepth 1 ${pruneScratch(dir === "")} \\( -type d -o -type f -o -type l \\) -printf '%P\\0' ` +
+    `| tr '/\\001' '\\001/' | LC_ALL=C sort -z | tr '/\\001' '\\001/' ` +
+    `| tar --null --no-recursion -T - --owner=0 --group=0 --numeric-owner --mode=u-s,g-s,o-t -cf ${o}; rc=$?; ` +
     // GNU tar: 1 is "some files changed while read", still a good archive.
     `if [ $rc -gt 1 ]; then fail 1; fi)`
   );

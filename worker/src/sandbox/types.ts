@@ -72,6 +72,9 @@ export class RefusedMember extends Error {
   }
 }
 
+/** A folder of a push whose members would go through a symlink the workspace has there (`member` is the folder). */
+export class InWorkspace extends RefusedMember {}
+
 /** A path that should be a folder is a file (400 `details.path` "is not a directory"). */
 export class NotAFolder extends Error {
   constructor() {
@@ -198,7 +201,7 @@ export interface RoomSandbox {
    * unpacked beside the workspace and moved into place; with `mirror`,
    * what the folder holds and the archive does not is deleted. An error of
    * `tar` (thrown as it is) or of the unpacking leaves /workspace as it
-   * was. Throws BadPath, NotAFolder, RefusedMember (a folder of the archive
+   * was. Throws BadPath, NotAFolder, InWorkspace (a folder of the archive
    * is a symlink in the workspace), DiskFull.
    */
   unpackArchive(dir: string, tar: AsyncIterable<Uint8Array>, mirror: boolean): Promise<{ deleted: number }>;
