@@ -131,7 +131,7 @@ export function diffCommand(copyDir: string, out: string): string {
   return (
     `(cd ${c} && mkdir -p old && ln -sfn old a && ln -sfn ${WORKSPACE_DIR} b && ` +
     `GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null HOME=${c} git -c core.quotepath=false ` +
-    `diff --no-index --binary --no-renames --no-prefix --no-color --no-ext-diff --no-textconv a/ b/ > ${c}/out; ` +
+    `diff --no-index --binary --full-index --no-renames --no-prefix --no-color --no-ext-diff --no-textconv a/ b/ > ${c}/out; ` +
     `rc=$?; if [ $rc -gt 1 ]; then exit $rc; fi; mv -f ${c}/out ${o})`
   );
 }
