@@ -121,18 +121,35 @@ export function packCommand(dir: string, out: string): string {
 }
 
 /**
+ * Puts git's files in byte order of whole path (git's no-index walk goes
+ * folder by folder: `a/x` before `a.txt`): each `diff --git` section is one
+ * NUL-ended record keyed by its path (git quotes a path with a control
+ * character, so a key has none), sorted (stably: a file that became a
+ * symlink is two sections), and the keys dropped.
+ */
+function byPath(file: string): string {
+  return (
+    String.raw`LC_ALL=C awk 'BEGIN{ORS=""} /^diff --git /{ if (n) printf "%c", 0; n=1; key=substr($0, 12); ` +
+    String.raw`key=substr(key, 1, (length(key)-1)/2); sub(/^"?[ab]\//, "", key); print key "\t" } { print $0 "\n" } END{ if (n) printf "%c", 0 }' ` +
+    `${file} ` +
+    String.raw`| LC_ALL=C sort -s -z -t "$(printf '\t')" -k1,1 | LC_ALL=C sed -z 's/^[^[:cntrl:]]*\t//' | tr -d '\000'`
+  );
+}
+
+/**
  * Compares the copy restored in `{copyDir}/old` with /workspace, as git
- * writes it (`--binary`, no renames, paths as `a/P b/P` through the links
- * `a` and `b`, the user's git configuration left out), into `out`.
+ * writes it (`--binary --full-index`, no renames, paths as `a/P b/P`
+ * through the links `a` and `b`, the user's git configuration left out),
+ * files in byte order of path, into `out`.
  */
 export function diffCommand(copyDir: string, out: string): string {
   const c = shellQuote(copyDir);
   const o = shellQuote(out);
   return (
-    `(cd ${c} && mkdir -p old && ln -sfn old a && ln -sfn ${WORKSPACE_DIR} b && ` +
-    `GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null HOME=${c} git -c core.quotepath=false ` +
-    `diff --no-index --binary --full-index --no-renames --no-prefix --no-color --no-ext-diff --no-textconv a/ b/ > ${c}/out; ` +
-    `rc=$?; if [ $rc -gt 1 ]; then exit $rc; fi; mv -f ${c}/out ${o})`
+    `(set -o pipefail; cd ${c} && mkdir -p old && ln -sfn old a && ln -sfn ${WORKSPACE_DIR} b && ` +
+    `{ GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null HOME=${c} git -c core.quotepath=false ` +
+    `diff --no-index --binary --full-index --no-renames --no-prefix --no-color --no-ext-diff --no-textconv a/ b/ > ${c}/git; ` +
+    `rc=$?; if [ $rc -gt 1 ]; then exit $rc; fi; } && ${byPath(`${c}/git`)} > ${c}/out && mv -f ${c}/out ${o})`
   );
 }
 
