@@ -25,9 +25,9 @@ export { DuetLobby } from "./lobby";
 export { Sandbox } from "./sandbox/container";
 
 export default {
-  async fetch(request: Request, env: Env): Promise<Response> {
+  async fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
     try {
-      return await route(request, env);
+      return await route(request, env, ctx);
     } catch (e) {
       return errorResponse(e instanceof ApiError ? e : ApiError.internal(describe(e)));
     }
@@ -57,7 +57,7 @@ function previewTarget(path: string): { rawRoom: string; port: string; rest?: st
   return m ? { rawRoom: m[1], port: m[2], rest: m[3] } : undefined;
 }
 
-async function route(request: Request, env: Env): Promise<Response> {
+async function route(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
   // Host-based previews (exposePort URLs) are the SDK's, behind their own token.
   const byHost = await previewByHost(request, env);
   if (byHost) return confineCookies(byHost);
@@ -106,7 +106,12 @@ async function route(request: Request, env: Env): Promise<Response> {
     const folder = decoded(seg.slice(4).join("/"));
     if (folder === undefined) return errorResponse(ApiError.field("path", "is not valid percent-encoded UTF-8"));
     if (method === "GET") return getArchive(env, room, folder);
-    if (method === "PUT") return putArchive(env, room, folder, query, request, caller);
+    if (method === "PUT") {
+      // A client that goes away mid-push does not stop the push's own end (its scratch removed).
+      const pushed = putArchive(env, room, folder, query, request, caller);
+      ctx.waitUntil(pushed.then(() => undefined, () => undefined));
+      return pushed;
+    }
     return errorResponse(ApiError.methodNotAllowed());
   }
   if (rest === "diff") return allow("GET", () => getDiff(env, room, query));
