@@ -74,7 +74,7 @@ export function unpackCommand(scratch: string, dir: string, mirror: boolean): st
     `(S=${s}; D=${d}; fail() { cd /; rm -rf -- "$S"; exit "$1"; }; ` +
     folderChecks(dir) +
     `mkdir -p -- "$S/x" || fail 1; ` +
-    `cat "$S"/parts/part-* | tar -x -p -f - -C "$S/x" --no-same-owner 2>"$S/err" || { cat "$S/err" >&2; fail 1; }; ` +
+    `cat "$S"/parts/part-* | tar -x -p --delay-directory-restore -f - -C "$S/x" --no-same-owner 2>"$S/err" || { cat "$S/err" >&2; fail 1; }; ` +
     `rm -rf -- "$S/parts"; ` +
     `find "$S/x" ! -type l -perm /7000 -exec chmod ug-s,o-t -- {} + || fail 1; ` +
     `cd "$S/x" || fail 1; ` +
