@@ -50,6 +50,8 @@ export class TarChecker {
   private ended = false;
   private zeroBlocks = 0;
   private readonly symlinks = new Set<string>();
+  /** Regular files so far: a later member beneath one would be inside a file. */
+  private readonly files = new Set<string>();
   readonly summary: ArchiveSummary = { files: 0, bytes: 0, names: [] };
 
   /**
@@ -187,6 +189,12 @@ export class TarChecker {
       if (leaves(name, link)) throw new RefusedMember(raw, "is a symlink out of the folder");
       this.symlinks.add(name);
     }
+    for (let cut = name.indexOf("/"); cut >= 0; cut = name.indexOf("/", cut + 1)) {
+      if (this.files.has(name.slice(0, cut))) throw new RefusedMember(raw, "is inside a file");
+    }
+    // A later member at the same path replaces an earlier one.
+    if (kind === "file") this.files.add(name);
+    else this.files.delete(name);
     if (kind === "file") {
       this.summary.files++;
       this.summary.bytes += size;

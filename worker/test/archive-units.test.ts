@@ -58,6 +58,7 @@ describe("a push's tar", () => {
       [[{ name: "d/l", type: "2", link: "../../x" }], "d/l: is a symlink out of the folder"],
       [[{ name: "l", type: "2", link: "" }], "l: is a symlink to nothing"],
       [[{ name: "l", type: "2", link: "d" }, { name: "l/f", data: "x" }], "l/f: passes through a symlink"],
+      [[{ name: "a", data: "x" }, { name: "a/b", data: "y" }], "a/b: is inside a file"],
       [[{ name: "x", rawName: new Uint8Array([0x66, 0xff, 0x66]), data: "x" }], "f\ufffdf: is not UTF-8"],
     ];
     for (const [members, refused] of cases) {
