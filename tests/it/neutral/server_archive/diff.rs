@@ -169,6 +169,9 @@ async fn git_apply_of_the_diff_in_the_pushed_folder_gives_the_workspace() {
     );
     let (_, two) = diff(&server, room, "?path=gone.txt&path=src/new.rs").await;
     assert_eq!(two.matches("diff --git").count(), 2, "{two}");
+    let (status, bad) = diff(&server, room, "?path=../etc").await;
+    assert_eq!(status, 400, "{bad}");
+    assert!(bad.contains("\"path\""), "{bad}");
 }
 
 #[tokio::test]

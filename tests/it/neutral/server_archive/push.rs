@@ -57,6 +57,9 @@ async fn a_tree_of_thousands_of_files_goes_in_and_comes_back_out_as_it_was() {
     )
     .await;
     assert_eq!(r["stdout"], "ran\nsrc/f0000.txt\nsoleil\n", "{r}");
+    // They belong to the room: owned by its shell's user, every one.
+    let r = exec(&server, room, "find . ! -user \"$(id -u)\" | head -3").await;
+    assert_eq!(r["stdout"], "", "{r}");
     // And the pull gives them back: names, kinds, modes, mtimes, bytes.
     let (status, tar) = pull(&server, room, "").await;
     assert_eq!(status, 200);
@@ -109,6 +112,10 @@ async fn a_tree_of_thousands_of_files_goes_in_and_comes_back_out_as_it_was() {
 async fn a_gzipped_push_lands_in_a_folder_made_for_it_and_pulls_say_404_and_400() {
     let (server, _dir) = Server::fresh().await;
     let room = "archive-gzip";
+    // A new room's workspace is an empty folder: an empty tar.
+    let (status, tar) = pull(&server, room, "").await;
+    assert_eq!(status, 200);
+    assert!(members_of(&tar).is_empty());
     let tar = tar_of(&[
         file("a.txt", b"alpha\n", 0o640),
         file("b/c.txt", b"c\n", 0o644),
