@@ -15,7 +15,7 @@ import { roomDetails } from "./ops";
 import { roomOp } from "./rooms";
 import { roomSandbox } from "./sandbox/adapter";
 import { DiskFull, InWorkspace, RefusedMember, type WorkspaceCopy } from "./sandbox/types";
-import { TarChecker } from "./tar";
+import { NotAnArchive, TarChecker } from "./tar";
 
 /** The folder of an archive route: "" is /workspace; otherwise the path rules of "Files". */
 function folderOf(room: string, path: string, details = roomDetails(room)): string {
@@ -92,7 +92,7 @@ async function* checked(request: Request, checker: TarChecker): AsyncGenerator<U
   checker.finish();
 }
 
-/** `chunks` through the platform's gzip decoder; a broken gzip stream is the body's 400. */
+/** `chunks` through the platform's gzip decoder; a broken gzip stream is not an archive (400, `(archive)`). */
 async function* gunzipped(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
   const source = new ReadableStream<Uint8Array>({
     async start(controller) {
@@ -111,7 +111,7 @@ async function* gunzipped(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<Uin
       part = await reader.read();
     } catch (e) {
       if (e instanceof ApiError) throw e;
-      throw ApiError.field("body", `is not valid gzip: ${describe(e)}`);
+      throw new NotAnArchive(`the gzip stream is broken: ${describe(e)}`);
     }
     if (part.done) return;
     yield part.value;
