@@ -95,6 +95,7 @@ impl App {
             Modal::Processes => keymap::PROCESS_KEYS,
             Modal::Approval(_) => keymap::APPROVAL_KEYS,
             Modal::Link => keymap::LINK_KEYS,
+            Modal::Diff => keymap::DIFF_KEYS,
             Modal::ConfirmCleanup
             | Modal::ConfirmStop(_)
             | Modal::ConfirmOverwrite
@@ -108,6 +109,10 @@ impl App {
         if let Some(deed) = crate::tui::roles::key_deed(action)
             && self.refused(deed)
         {
+            return;
+        }
+        if modal == Modal::Diff {
+            self.on_diff_key(action);
             return;
         }
         match (modal, action) {

@@ -140,6 +140,11 @@ pub fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
         lines.push(row(keymap::keys_label(binding.keys), binding.help));
     }
     lines.push(Line::default());
+    lines.push(Line::styled("In the diff view (/diff)", theme.agent()));
+    for binding in keymap::DIFF_KEYS {
+        lines.push(row(keymap::keys_label(binding.keys), binding.help));
+    }
+    lines.push(Line::default());
     lines.push(Line::styled("Editing the input", theme.agent()));
     let edits: Vec<String> = BINDINGS
         .iter()
