@@ -67,6 +67,7 @@ mod cli {
 
 mod tui {
     mod tui_app_checkpoints;
+    mod tui_app_diff;
     mod tui_app_keys;
     mod tui_app_pairing;
     mod tui_app_processes;
@@ -74,6 +75,7 @@ mod tui {
     mod tui_app_room;
     mod tui_app_scroll;
     mod tui_app_term;
+    mod tui_e2e_diff;
     mod tui_e2e_join;
     mod tui_e2e_session;
     mod tui_e2e_term;

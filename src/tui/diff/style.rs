@@ -15,8 +15,8 @@ use ratatui::text::{Line, Span};
 /// Tabs in code take this many cells.
 const TAB: &str = "    ";
 
-/// The lines of `parsed`, styled; a binary file's patch data is one line
-/// that says it is not shown.
+/// The lines of `parsed`, styled, a blank one between files; a binary
+/// file's patch data is one line that says it is not shown.
 pub fn styled(parsed: &Parsed, theme: Theme) -> Vec<Line<'static>> {
     let colours = code_colours(parsed);
     let mut out = Vec::with_capacity(parsed.lines.len());
@@ -31,6 +31,10 @@ pub fn styled(parsed: &Parsed, theme: Theme) -> Vec<Line<'static>> {
         }
         in_binary = false;
         let text = printable(&line.text);
+        // A blank row between files.
+        if line.kind == Kind::File && !out.is_empty() {
+            out.push(Line::default());
+        }
         out.push(match line.kind {
             Kind::File => Line::styled(text, Style::default().add_modifier(Modifier::BOLD)),
             Kind::Meta | Kind::NoNewline | Kind::Binary => Line::styled(text, theme.dim()),
