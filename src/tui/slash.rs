@@ -121,7 +121,7 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         name: "diff",
         aliases: &[],
         usage: "/diff [NAME]",
-        help: "what changed in /workspace since the agent's last turn began (or since checkpoint NAME)",
+        help: "what changed since the agent's last turn began (or since checkpoint NAME)",
         deed: None,
         run: |app, arg, effects| app.diff_command(arg, effects),
     },

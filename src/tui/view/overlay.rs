@@ -132,16 +132,16 @@ pub fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
         lines.push(row(first, binding.help));
     }
     lines.push(Line::default());
+    lines.push(Line::styled("In the diff view (/diff)", theme.agent()));
+    for binding in keymap::DIFF_KEYS {
+        lines.push(row(keymap::keys_label(binding.keys), binding.help));
+    }
+    lines.push(Line::default());
     lines.push(Line::styled(
         format!("In the processes view ({})", crate::tui::procs::view_key()),
         theme.agent(),
     ));
     for binding in keymap::PROCESS_KEYS {
-        lines.push(row(keymap::keys_label(binding.keys), binding.help));
-    }
-    lines.push(Line::default());
-    lines.push(Line::styled("In the diff view (/diff)", theme.agent()));
-    for binding in keymap::DIFF_KEYS {
         lines.push(row(keymap::keys_label(binding.keys), binding.help));
     }
     lines.push(Line::default());
