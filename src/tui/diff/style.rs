@@ -192,6 +192,7 @@ mod tests {
                 "diff --git a/x.bin b/x.bin",
                 "GIT binary patch",
                 "  (binary content, not shown)",
+                "",
                 "diff --git a/t b/t",
                 "@@ -0,0 +1 @@",
                 "+\u{fffd}[2Jtab    here",
