@@ -373,6 +373,11 @@ impl App {
             MouseEventKind::ScrollDown => -WHEEL_LINES,
             _ => return false,
         };
+        // The diff view scrolls under the wheel; the panes under it stay.
+        if self.modals.last() == Some(&Modal::Diff) {
+            self.scroll_diff(-delta);
+            return true;
+        }
         let area = ratatui::layout::Rect::new(0, 0, self.size.0, self.size.1);
         let areas = crate::tui::view::layout::areas(self, area);
         let at = ratatui::layout::Position::new(mouse.column, mouse.row);

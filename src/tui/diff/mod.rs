@@ -208,9 +208,7 @@ impl App {
         let area = ratatui::layout::Rect::new(0, 0, self.size.0, self.size.1);
         usize::from(crate::tui::view::diff::rect(area).height.saturating_sub(2)).max(1)
     }
-}
 
-impl App {
     /// A key of the `/diff` view (from `DIFF_KEYS`).
     pub(crate) fn on_diff_key(&mut self, action: crate::tui::keymap::Action) {
         use crate::tui::keymap::Action;

@@ -176,6 +176,19 @@ fn diff_opens_the_view_of_the_newest_turn_and_scrolls_and_closes() {
     assert!(!render(&mut app, 80, 24).contains("+let x199 = 199;"));
     app.update(key(KeyCode::Home));
     assert!(render(&mut app, 80, 24).contains("diff --git a/src/lib.rs"));
+    // The wheel scrolls it too.
+    let wheel = |kind| {
+        Msg::Mouse(crossterm::event::MouseEvent {
+            kind,
+            column: 10,
+            row: 10,
+            modifiers: crossterm::event::KeyModifiers::NONE,
+        })
+    };
+    app.update(wheel(crossterm::event::MouseEventKind::ScrollDown));
+    assert!(!render(&mut app, 80, 24).contains("diff --git a/src/lib.rs"));
+    app.update(wheel(crossterm::event::MouseEventKind::ScrollUp));
+    assert!(render(&mut app, 80, 24).contains("diff --git a/src/lib.rs"));
     // Keys go to the view, not the input.
     app.update(key(KeyCode::Char('x')));
     assert!(app.composer.is_empty());
