@@ -40,6 +40,7 @@ mod neutral {
     mod tui_e2e_approvals;
     mod tui_e2e_backend;
     mod tui_e2e_checkpoints;
+    mod tui_e2e_diff;
     mod tui_e2e_markdown;
     mod tui_e2e_pairing;
     mod tui_e2e_processes;
@@ -76,7 +77,6 @@ mod tui {
     mod tui_app_room;
     mod tui_app_scroll;
     mod tui_app_term;
-    mod tui_e2e_diff;
     mod tui_e2e_join;
     mod tui_e2e_session;
     mod tui_e2e_term;

@@ -1,11 +1,10 @@
-//! End to end, as people use it: the real binary in tmux on a real `duet
-//! serve` with the fake model. The agent's turn runs `echo hi > a.txt`;
+//! End to end, as people use it: the real binary in tmux on a real
+//! backend with the fake model. The agent's turn runs `echo hi > a.txt`;
 //! its reply ends with `changed 1 file (+1 −0) · /diff` for the person
 //! who asked (and, counted when they join, for one who joins afterwards
-//! in a 40-column window);
-//! `/diff` shows the diff since the turn began (what was changed after it
-//! too), scrolls, and Esc closes it; the narrow window does not panic.
-//! Needs tmux.
+//! in a 40-column window); `/diff` shows the diff since the turn began
+//! (what was changed after it too), scrolls, and Esc closes it; the
+//! narrow window does not panic. Needs tmux.
 
 use crate::common::Server;
 use crate::common::agent_support::{FakeModel, Script};
