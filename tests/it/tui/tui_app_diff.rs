@@ -289,7 +289,9 @@ fn help_lists_diff() {
         "{text:#?}"
     );
     assert!(
-        text.iter().any(|l| l == "In the diff view (/diff)"),
+        text.iter()
+            .any(|l| l
+                .starts_with("In the diff view (/diff): Up/Down/PgUp/PgDn/Home/End scroll · Esc")),
         "{text:#?}"
     );
 }
