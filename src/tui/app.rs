@@ -87,6 +87,9 @@ pub enum Modal {
     /// A link for someone else, until dismissed: `App::shared`
     /// (src/tui/share.rs).
     Link,
+    /// What changed since a checkpoint (`/diff`): `App::diffs`
+    /// (src/tui/diff).
+    Diff,
 }
 
 /// A note that goes away by itself.
@@ -137,6 +140,12 @@ pub enum Msg {
     ServerMoved(Result<String, String>),
     /// `/ls` answered: the folder, or why not.
     Listed(Result<crate::tui::files::Listing, String>),
+    /// A diff against checkpoint `from` came back (the text), or why not.
+    Diffed {
+        from: String,
+        purpose: crate::tui::diff::DiffFor,
+        result: Result<String, String>,
+    },
     /// A timer fired (toasts, typing, spinner).
     Tick,
 }
@@ -164,6 +173,11 @@ pub enum Effect {
     },
     /// `/ls`: a folder of the workspace (relative to /workspace).
     ListDir(String),
+    /// `GET /diff?from=`: /workspace against checkpoint `from` (its id).
+    Diff {
+        from: String,
+        purpose: crate::tui::diff::DiffFor,
+    },
     /// `/export FILE`: the room's whole history into a local file (its
     /// format from the name: `.json`, `.cast`, else markdown).
     Export(String),
@@ -223,6 +237,9 @@ pub struct App {
     pub checkpoints: crate::tui::undo::Checkpoints,
     /// The folder `/ls` shows.
     pub listing: Option<crate::tui::files::Listing>,
+    /// The `/diff` view and what the agent's turns changed
+    /// (src/tui/diff).
+    pub diffs: crate::tui::diff::Diffs,
     /// This connection as the room knows it, once it said (`duet_you`).
     pub you: Option<crate::tui::approvals::You>,
     /// The room's approval policy and the agent's commands waiting for a
@@ -280,6 +297,7 @@ impl App {
             procs: Default::default(),
             checkpoints: Default::default(),
             listing: None,
+            diffs: Default::default(),
             you: None,
             approvals: Default::default(),
             toasts: Vec::new(),
@@ -463,9 +481,18 @@ impl App {
                 self.on_listed(result);
                 true
             }
+            Msg::Diffed {
+                from,
+                purpose,
+                result,
+            } => {
+                self.on_diff(from, purpose, result);
+                true
+            }
             Msg::Tick => self.on_tick(),
         };
         self.follow_pane_size(&mut effects);
+        self.watch_turn_changes(&mut effects);
         self.dirty |= visible;
         effects
     }

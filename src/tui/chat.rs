@@ -8,8 +8,9 @@ use crate::protocol::{DuetMessage, ExecFrame, ExecRecord, ExecSource, Role};
 use crate::tui::cell::{Cell, Lines, RenderCtx};
 use crate::tui::chat_render::render_turn;
 use crate::tui::execs::{Completion, MAX_RUNS};
-use crate::tui::timeline::{CommandLine, render_entry};
+use crate::tui::timeline::{CommandLine, add_note, render_entry};
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::iter::Peekable;
 use std::rc::Rc;
 
@@ -17,12 +18,16 @@ use std::rc::Rc;
 #[derive(Debug, Clone)]
 pub struct ChatEntry {
     pub msg: DuetMessage,
+    /// A muted line under it that this client adds (what an agent
+    /// reply's turn changed: `tui::diff`).
+    note: Option<String>,
     cache: RefCell<Option<(u16, Lines)>>,
 }
 
 impl ChatEntry {
-    fn new(msg: DuetMessage) -> ChatEntry {
+    fn new(msg: DuetMessage, notes: &HashMap<String, String>) -> ChatEntry {
         ChatEntry {
+            note: notes.get(&msg.id).cloned(),
             msg,
             cache: RefCell::new(None),
         }
@@ -37,7 +42,11 @@ impl Cell for ChatEntry {
         {
             return lines.clone();
         }
-        let lines = Rc::new(render_entry(&self.msg, width, ctx));
+        let mut lines = render_entry(&self.msg, width, ctx);
+        if let Some(note) = &self.note {
+            add_note(&mut lines, note, width, ctx);
+        }
+        let lines = Rc::new(lines);
         *self.cache.borrow_mut() = Some((width, lines.clone()));
         lines
     }
@@ -85,6 +94,9 @@ pub struct ChatLog {
     /// An older page was asked for and has not come yet.
     pub loading_older: bool,
     pub turn: Option<LiveTurn>,
+    /// Notes under messages, by message id (kept when a message is
+    /// replaced or comes again in a state).
+    notes: HashMap<String, String>,
 }
 
 impl ChatLog {
@@ -146,7 +158,7 @@ impl ChatLog {
             }
             let entry = match cached.remove(&msg.id) {
                 Some(entry) if entry.msg == *msg => entry,
-                _ => ChatEntry::new(msg.clone()),
+                _ => ChatEntry::new(msg.clone(), &self.notes),
             };
             self.entries.push(entry);
         }
@@ -173,7 +185,7 @@ impl ChatLog {
         let grew = match at {
             Ok(i) => {
                 if self.entries[i].msg != msg {
-                    self.entries[i] = ChatEntry::new(msg);
+                    self.entries[i] = ChatEntry::new(msg, &self.notes);
                 }
                 false
             }
@@ -181,7 +193,8 @@ impl ChatLog {
             // its page, without a hole before it.
             Err(0) if self.has_more && !self.entries.is_empty() => false,
             Err(i) => {
-                self.entries.insert(i, ChatEntry::new(msg));
+                let entry = ChatEntry::new(msg, &self.notes);
+                self.entries.insert(i, entry);
                 i + 1 == self.entries.len()
             }
         };
@@ -297,8 +310,7 @@ impl ChatLog {
             .iter()
             .filter(|m| first.as_deref().is_none_or(|f| id_key(&m.id) < id_key(f)))
             .filter(|m| !self.hidden(m))
-            .cloned()
-            .map(ChatEntry::new)
+            .map(|m| ChatEntry::new(m.clone(), &self.notes))
             .collect();
         if older.is_empty() && !page.is_empty() && self.hidden_upto.is_some() {
             self.has_more = false;
@@ -317,8 +329,23 @@ impl ChatLog {
         self.has_more = false;
     }
 
+    /// Puts `note` under message `id` (now, and whenever it comes again);
+    /// answers whether a shown message changed.
+    pub fn set_note(&mut self, id: &str, note: String) -> bool {
+        self.notes.insert(id.to_string(), note.clone());
+        match self.entries.iter_mut().find(|e| e.msg.id == id) {
+            Some(entry) => {
+                entry.note = Some(note);
+                *entry.cache.borrow_mut() = None;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The room was cleaned up: nothing is left.
     pub fn clear_all(&mut self) {
+        self.notes.clear();
         self.entries.clear();
         self.commands.clear();
         self.hidden_upto = None;

@@ -235,6 +235,7 @@ impl App {
                 // it deleted the checkpoints too.
                 self.procs.followed = None;
                 self.checkpoints = Default::default();
+                self.forget_diffs();
                 self.chat_scroll = Scroll::default();
                 self.output_scroll = Scroll::default();
                 self.toast(format!("{by} cleaned up the room"), false);

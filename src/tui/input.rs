@@ -95,6 +95,7 @@ impl App {
             Modal::Processes => keymap::PROCESS_KEYS,
             Modal::Approval(_) => keymap::APPROVAL_KEYS,
             Modal::Link => keymap::LINK_KEYS,
+            Modal::Diff => keymap::DIFF_KEYS,
             Modal::ConfirmCleanup
             | Modal::ConfirmStop(_)
             | Modal::ConfirmOverwrite
@@ -108,6 +109,10 @@ impl App {
         if let Some(deed) = crate::tui::roles::key_deed(action)
             && self.refused(deed)
         {
+            return;
+        }
+        if modal == Modal::Diff {
+            self.on_diff_key(action);
             return;
         }
         match (modal, action) {
@@ -368,6 +373,11 @@ impl App {
             MouseEventKind::ScrollDown => -WHEEL_LINES,
             _ => return false,
         };
+        // The diff view scrolls under the wheel; the panes under it stay.
+        if self.modals.last() == Some(&Modal::Diff) {
+            self.scroll_diff(-delta);
+            return true;
+        }
         let area = ratatui::layout::Rect::new(0, 0, self.size.0, self.size.1);
         let areas = crate::tui::view::layout::areas(self, area);
         let at = ratatui::layout::Position::new(mouse.column, mouse.row);

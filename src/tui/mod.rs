@@ -9,6 +9,7 @@ pub mod chat;
 pub mod chat_render;
 pub mod clipboard;
 pub mod composer;
+pub mod diff;
 pub mod exec_cell;
 pub mod execs;
 pub mod files;

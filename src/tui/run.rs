@@ -260,6 +260,14 @@ fn spawn_call(effect: Effect, http: HttpClient, done: mpsc::UnboundedSender<Msg>
                     }),
             ),
             Effect::Export(path) => Msg::TransferDone(export(&http, &path).await),
+            Effect::Diff { from, purpose } => Msg::Diffed {
+                result: http
+                    .diff(Some(&from))
+                    .await
+                    .map_err(|e| crate::client::explain::http(&e)),
+                from,
+                purpose,
+            },
             Effect::LoadOlder { before } => Msg::OlderLoaded(
                 http.messages(before.as_deref(), Some(PAGE))
                     .await

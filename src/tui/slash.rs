@@ -118,6 +118,14 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         },
     },
     SlashCommand {
+        name: "diff",
+        aliases: &[],
+        usage: "/diff [NAME]",
+        help: "what changed since the agent's last turn began (or since checkpoint NAME)",
+        deed: None,
+        run: |app, arg, effects| app.diff_command(arg, effects),
+    },
+    SlashCommand {
         name: "checkpoint",
         aliases: &[],
         usage: "/checkpoint [NAME]",

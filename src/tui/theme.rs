@@ -172,6 +172,22 @@ impl Theme {
         }
     }
 
+    /// What stands behind the code of a diff's added (or removed) line:
+    /// a dark green (red) tint; nothing without colour, where the `+`
+    /// and `-` say it.
+    pub fn diff_tint(&self, added: bool) -> Style {
+        if !self.color {
+            return Style::default();
+        }
+        let bg = match (self.palette, added) {
+            (Palette::Dark, true) => Color::Indexed(22),
+            (Palette::Dark, false) => Color::Indexed(52),
+            (Palette::Light, true) => Color::Indexed(194),
+            (Palette::Light, false) => Color::Indexed(224),
+        };
+        Style::default().bg(bg)
+    }
+
     /// A heading: level 1 underlined, all bold.
     pub fn heading(&self, level: u8) -> Style {
         let style = self

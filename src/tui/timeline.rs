@@ -195,3 +195,16 @@ fn mark(msg: &DuetMessage, lines: &mut Vec<Line<'static>>, ctx: &RenderCtx) {
         lines.insert(at, line);
     }
 }
+
+/// A muted note under a message's body (`changed 3 files (+12 −4) ·
+/// /diff`), indented as the body, cut to `width`, before the blank line
+/// that ends the message.
+pub fn add_note(lines: &mut Vec<Line<'static>>, note: &str, width: u16, ctx: &RenderCtx) {
+    let said = truncate(&format!("  {note}"), usize::from(width).max(1));
+    let line = Line::styled(said, ctx.theme.dim());
+    let at = match lines.last() {
+        Some(last) if last.width() == 0 => lines.len() - 1,
+        _ => lines.len(),
+    };
+    lines.insert(at, line);
+}

@@ -40,6 +40,7 @@ mod neutral {
     mod tui_e2e_approvals;
     mod tui_e2e_backend;
     mod tui_e2e_checkpoints;
+    mod tui_e2e_diff;
     mod tui_e2e_markdown;
     mod tui_e2e_pairing;
     mod tui_e2e_processes;
@@ -69,6 +70,7 @@ mod cli {
 
 mod tui {
     mod tui_app_checkpoints;
+    mod tui_app_diff;
     mod tui_app_keys;
     mod tui_app_pairing;
     mod tui_app_processes;

@@ -324,6 +324,30 @@ pub const HELP_KEYS: &[Binding] = &[
     ),
 ];
 
+/// Keys of the `/diff` view: only these do anything.
+pub const DIFF_KEYS: &[Binding] = &[
+    dialog(&[k(KeyCode::Up)], Action::Up, "scroll up"),
+    dialog(&[k(KeyCode::Down)], Action::Down, "scroll down"),
+    dialog(&[k(KeyCode::PageUp)], Action::PageUp, "scroll a page up"),
+    dialog(
+        &[k(KeyCode::PageDown)],
+        Action::PageDown,
+        "scroll a page down",
+    ),
+    dialog(&[k(KeyCode::Home)], Action::ScrollTop, "to the first line"),
+    dialog(&[k(KeyCode::End)], Action::ScrollBottom, "to the last line"),
+    dialog(
+        &[
+            k(KeyCode::Esc),
+            k(KeyCode::Char('q')),
+            k(KeyCode::Enter),
+            ctrl('c'),
+        ],
+        Action::Close,
+        "close the view",
+    ),
+];
+
 /// Keys of a yes/no dialog (cleanup, stopping someone's command): only
 /// these do anything.
 pub const CONFIRM_KEYS: &[Binding] = &[

@@ -82,7 +82,8 @@ mod bindings;
 pub mod names;
 
 pub use bindings::{
-    APPROVAL_KEYS, BINDINGS, CONFIRM_KEYS, HELP_KEYS, LINK_KEYS, PROCESS_KEYS, TERMINAL_KEYS,
+    APPROVAL_KEYS, BINDINGS, CONFIRM_KEYS, DIFF_KEYS, HELP_KEYS, LINK_KEYS, PROCESS_KEYS,
+    TERMINAL_KEYS,
 };
 
 /// One key with its modifiers (Ctrl and Alt; Shift only where it matters).
@@ -309,6 +310,7 @@ mod tests {
         for table in [
             BINDINGS,
             HELP_KEYS,
+            DIFF_KEYS,
             CONFIRM_KEYS,
             TERMINAL_KEYS,
             PROCESS_KEYS,

@@ -3,6 +3,7 @@
 
 pub mod chat;
 pub mod composer;
+pub mod diff;
 pub mod layout;
 pub mod lists;
 pub mod output;
@@ -43,6 +44,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
             Modal::ConfirmSwitch(room) => overlay::draw_switch(frame, app, room, area),
             Modal::Approval(id) => overlay::draw_approval(frame, app, id, area),
             Modal::Link => overlay::draw_link(frame, app, area),
+            Modal::Diff => diff::draw(frame, app, area),
         }
     }
 }

@@ -131,6 +131,34 @@ pub fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
             .unwrap_or_default();
         lines.push(row(first, binding.help));
     }
+    // The diff view's keys in a line or two: they scroll and close, as
+    // the other views' do.
+    lines.push(Line::default());
+    let (close, scroll): (Vec<_>, Vec<_>) = keymap::DIFF_KEYS
+        .iter()
+        .partition(|b| b.action == keymap::Action::Close);
+    let labels = |bindings: &[&keymap::Binding], sep: &str| {
+        bindings
+            .iter()
+            .map(|b| keymap::keys_label(b.keys))
+            .collect::<Vec<_>>()
+            .join(sep)
+    };
+    let head = "In the diff view (/diff):";
+    let diff_keys = format!(
+        "{head} {} scroll · {} close",
+        labels(&scroll, "/"),
+        labels(&close, ", ")
+    );
+    for piece in wrap(&diff_keys, usize::from(width.saturating_sub(2)).max(1)) {
+        lines.push(match piece.strip_prefix(head) {
+            Some(rest) => Line::from(vec![
+                Span::styled(head, theme.agent()),
+                Span::raw(rest.to_string()),
+            ]),
+            None => Line::raw(piece),
+        });
+    }
     lines.push(Line::default());
     lines.push(Line::styled(
         format!("In the processes view ({})", crate::tui::procs::view_key()),
