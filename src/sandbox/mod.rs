@@ -6,6 +6,7 @@
 
 mod error;
 pub mod files;
+pub mod folder;
 #[cfg(all(target_os = "linux", feature = "server"))]
 pub mod local;
 pub mod policy;

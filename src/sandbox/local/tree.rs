@@ -150,25 +150,31 @@ fn usage_below(dir: &OwnedFd, path: &str) -> Result<Usage> {
     Ok(total)
 }
 
-/// Who the copies belong to: a room's uid (and group of the same
-/// number), or, with none, whoever runs the server.
+/// Who the copies belong to: a room's uid and gid, or, with none,
+/// whoever runs the server.
 #[derive(Debug, Clone, Copy)]
 pub struct Owners {
-    pub uid: Option<u32>,
+    pub owner: Option<(u32, u32)>,
 }
 
 impl Owners {
-    /// The copies belong to the room of `uid` (the server is root), or
+    /// The copies belong to the room of `place` (the server is root), or
     /// to the server.
-    pub fn room(uid: Option<u32>) -> Owners {
+    pub fn of(place: &super::SandboxPlace) -> Owners {
         Owners {
-            uid: uid.filter(|_| nix::unistd::geteuid().is_root()),
+            owner: place.owner().filter(|_| nix::unistd::geteuid().is_root()),
         }
     }
 
+    /// The copies belong to whoever runs the server.
+    #[cfg(test)]
+    pub fn server() -> Owners {
+        Owners { owner: None }
+    }
+
     fn chown_args(self) -> Option<(nix::unistd::Uid, nix::unistd::Gid)> {
-        self.uid
-            .map(|u| (nix::unistd::Uid::from_raw(u), nix::unistd::Gid::from_raw(u)))
+        self.owner
+            .map(|(u, g)| (nix::unistd::Uid::from_raw(u), nix::unistd::Gid::from_raw(g)))
     }
 }
 
@@ -528,7 +534,7 @@ mod tests {
             .unwrap();
         let dst = tempfile::tempdir().unwrap();
         let d = dst.path();
-        let copied = copy(&root(s), &root(d), Owners::room(None)).unwrap();
+        let copied = copy(&root(s), &root(d), Owners::server()).unwrap();
         assert_eq!(copied, 5 + 10 + "/etc/passwd".len() as u64);
         assert_eq!(
             std::fs::read_to_string(d.join("a/b/f.txt")).unwrap(),
@@ -562,7 +568,7 @@ mod tests {
         let src = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(outside.path(), src.path().join("evil")).unwrap();
         let dst = tempfile::tempdir().unwrap();
-        copy(&root(src.path()), &root(dst.path()), Owners::room(None)).unwrap();
+        copy(&root(src.path()), &root(dst.path()), Owners::server()).unwrap();
         let meta = std::fs::symlink_metadata(dst.path().join("evil")).unwrap();
         assert!(meta.file_type().is_symlink());
         // Removing the link leaves its target alone.

@@ -10,11 +10,11 @@ fn sandbox(dir: &std::path::Path, room: &str, limits: Limits) -> RoomSandbox {
     crate::common::use_built_helper();
     let workspace = duet::sandbox::local::workspace_dir(dir, room);
     RoomSandbox::new(
-        SandboxPlace {
-            room: room.to_string(),
+        SandboxPlace::own(
+            room,
             workspace,
-            uid: duet::sandbox::local::room_uid(dir, room.len() as u32 + 7),
-        },
+            duet::sandbox::local::room_uid(dir, room.len() as u32 + 7),
+        ),
         Arc::new(limits),
     )
 }
