@@ -25,13 +25,6 @@ pub fn bind(dir: &Path, args: &ClientArgs, settings: &ClientSettings) -> anyhow:
     if !meta.is_dir() {
         bail!("{}: not a folder", folder.display());
     }
-    if nix::unistd::geteuid().is_root() && meta.uid() == 0 {
-        bail!(
-            "{} belongs to root, and a room never runs as root: give the folder to a user \
-             (chown -R USER {0}) or run duet as its owner",
-            folder.display()
-        );
-    }
     let data = std::fs::canonicalize(&settings.data_dir).unwrap_or(settings.data_dir.clone());
     if data.starts_with(&folder) || folder.starts_with(&data) {
         bail!(
@@ -48,6 +41,13 @@ pub fn bind(dir: &Path, args: &ClientArgs, settings: &ClientSettings) -> anyhow:
         bail!(
             "--workspace names its room ({room}, the same each time for this folder); \
              it does not go with --room (or DUET_ROOM) {asked}"
+        );
+    }
+    if nix::unistd::geteuid().is_root() && meta.uid() == 0 {
+        bail!(
+            "{} belongs to root, and a room never runs as root: give the folder to a user \
+             (chown -R USER {0}) or run duet as its owner",
+            folder.display()
         );
     }
     std::fs::create_dir_all(&settings.data_dir)
