@@ -141,7 +141,7 @@ pub fn restore(place: &SandboxPlace, limits: &Limits, id: &str) -> Result<(), Sa
     let kept_aside = moved.is_ok() && !(trash_in_the_way && quota == disk::Quota::Image);
     if !kept_aside {
         // Delete first: the checkpoint then fits where the old files were.
-        tree::remove_children(&old).map_err(|e| failed("cannot empty the workspace", e))?;
+        empty(&old).map_err(|e| failed("cannot empty the workspace", e))?;
         let _ = remove_folder(&trash);
     }
     let workspace = open(&place.workspace, "workspace")?;
@@ -150,7 +150,7 @@ pub fn restore(place: &SandboxPlace, limits: &Limits, id: &str) -> Result<(), Sa
         .map_err(|e| failed("the copy failed", e));
     if copied.is_err() && kept_aside {
         // Nothing is lost: the old files come back.
-        let back = tree::remove_children(&old).and_then(|()| tree::move_children(&aside, &old));
+        let back = empty(&old).and_then(|()| tree::move_children(&aside, &old));
         if let Err(e) = back {
             tracing::warn!("putting the old files back after a failed restore failed: {e}");
         }
@@ -163,6 +163,22 @@ pub fn restore(place: &SandboxPlace, limits: &Limits, id: &str) -> Result<(), Sa
         });
     }
     copied
+}
+
+/// Deletes everything in the workspace `dir`, which keeps its mode
+/// (emptying gives its owner rwx first; a host folder's mode is its
+/// owner's to choose).
+fn empty(dir: &OwnedFd) -> Result<(), TreeError> {
+    use std::os::fd::AsRawFd;
+    let mode = nix::sys::stat::fstat(dir.as_raw_fd()).map(|s| s.st_mode & 0o7777);
+    let emptied = tree::remove_children(dir);
+    if let Ok(mode) = mode {
+        let mode = nix::sys::stat::Mode::from_bits_truncate(mode);
+        if let Err(e) = nix::sys::stat::fchmod(dir.as_raw_fd(), mode) {
+            tracing::warn!("cannot give the workspace its mode back: {e}");
+        }
+    }
+    emptied
 }
 
 /// Deletes checkpoint `id`.

@@ -579,10 +579,25 @@ async fn an_idle_sandbox_that_stops_tells_its_room() {
 /// files; a fork copies them into a room of its own.
 #[tokio::test]
 async fn a_room_on_a_host_folder_works_in_it_and_never_deletes_it() {
+    on_a_host_folder(tempfile::tempdir().unwrap(), "fold").await;
+}
+
+/// The same with the folder on another file system than the data
+/// directory (/dev/shm, where there is one): a restore cannot move the
+/// old files aside, and deletes them in place, keeping the folder's mode.
+#[tokio::test]
+async fn a_room_on_a_folder_of_another_file_system_restores_in_place() {
+    if !std::path::Path::new("/dev/shm").is_dir() {
+        return;
+    }
+    on_a_host_folder(tempfile::tempdir_in("/dev/shm").unwrap(), "shm-fold").await;
+}
+
+/// `room`: a name of its own (its cgroups are named after it).
+async fn on_a_host_folder(host: tempfile::TempDir, room: &str) {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     crate::common::use_built_helper();
     let data = tempfile::tempdir().unwrap();
-    let host = tempfile::tempdir().unwrap();
     let folder = host.path().join("app");
     std::fs::create_dir(&folder).unwrap();
     std::fs::write(folder.join("kept.txt"), "ours").unwrap();
@@ -602,9 +617,9 @@ async fn a_room_on_a_host_folder_works_in_it_and_never_deletes_it() {
             nix::unistd::getegid().as_raw(),
         )
     };
-    let home = duet::sandbox::local::workspace_dir(data.path(), "fold");
+    let home = duet::sandbox::local::workspace_dir(data.path(), room);
     let place = SandboxPlace::on_folder(
-        "fold",
+        room,
         folder.clone(),
         home.clone(),
         duet::sandbox::local::room_uid(data.path(), 21),
@@ -669,10 +684,12 @@ async fn a_room_on_a_host_folder_works_in_it_and_never_deletes_it() {
         "a restored file is the owner's"
     );
     assert_eq!(run(&sb, "cat kept.txt").await.stdout, "ours");
+    let mode = std::fs::metadata(&folder).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o750, "a restore keeps the folder's mode");
 
     // A fork copies the folder into a room of its own.
     let source = sb.fork_source(None).await.unwrap();
-    let fork = sandbox(data.path(), "forked", Limits::default());
+    let fork = sandbox(data.path(), &format!("{room}-fork"), Limits::default());
     fork.fork_from(source).await.unwrap();
     assert_eq!(run(&fork, "cat kept.txt").await.stdout, "ours");
     fork.destroy().await.unwrap();
