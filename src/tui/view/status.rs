@@ -113,7 +113,7 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         let forms = folder_forms(folder)
             .into_iter()
             .map(|f| format!(" · on {f}"));
-        parts.push(part(forms.chain([String::new()]).collect(), &[4, 6]));
+        parts.push(part(forms.chain([String::new()]).collect(), &[4, 5, 7]));
     }
     if let Some(terminal) = &app.term.running {
         parts.push(part(
