@@ -26,7 +26,7 @@ fn checkpoint_path(place: &SandboxPlace, id: &str) -> Result<PathBuf, SandboxErr
 
 /// Bytes the room's checkpoints and workspace may still fill: its quota's
 /// free space or, on a host folder (no quota), the host's.
-fn free_bytes(place: &SandboxPlace, limits: &Limits) -> std::io::Result<u64> {
+pub(super) fn free_bytes(place: &SandboxPlace, limits: &Limits) -> std::io::Result<u64> {
     match place.folder {
         Some(_) => disk::free_on_host(&disk::checkpoints_dir(place.quota(), place.home())),
         None => disk::free_bytes(enforcement().quota, &place.workspace, limits.disk_bytes),

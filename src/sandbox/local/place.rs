@@ -129,7 +129,12 @@ pub(super) fn remove_workspace(place: &SandboxPlace) -> Result<(), String> {
         PathBuf::from(name)
     };
     let own = place.folder.is_none().then(|| place.workspace.clone());
-    let kept = [beside(".root"), beside(".checkpoints"), beside(".trash")];
+    let kept = [
+        beside(".root"),
+        beside(".checkpoints"),
+        beside(".trash"),
+        beside(".staging"),
+    ];
     for dir in own.into_iter().chain(kept) {
         if !dir.exists() {
             continue;

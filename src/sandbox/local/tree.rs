@@ -154,27 +154,36 @@ fn usage_below(dir: &OwnedFd, path: &str) -> Result<Usage> {
 /// whoever runs the server.
 #[derive(Debug, Clone, Copy)]
 pub struct Owners {
-    pub owner: Option<(u32, u32)>,
+    pub uid: Option<u32>,
+    /// The group, when not the uid's number (a host folder's).
+    pub gid: Option<u32>,
 }
 
 impl Owners {
-    /// The copies belong to the room of `place` (the server is root), or
+    /// The copies belong to the room of `uid` (the server is root), or
     /// to the server.
-    pub fn of(place: &super::SandboxPlace) -> Owners {
+    pub fn room(uid: Option<u32>) -> Owners {
         Owners {
-            owner: place.owner().filter(|_| nix::unistd::geteuid().is_root()),
+            uid: uid.filter(|_| nix::unistd::geteuid().is_root()),
+            gid: None,
         }
     }
 
-    /// The copies belong to whoever runs the server.
-    #[cfg(test)]
-    pub fn server() -> Owners {
-        Owners { owner: None }
+    /// The copies belong to the room of `place` (its uid and gid, the
+    /// server being root), or to the server.
+    pub fn of(place: &super::SandboxPlace) -> Owners {
+        let owner = place.owner();
+        Owners {
+            uid: Owners::room(owner.map(|(uid, _)| uid)).uid,
+            gid: owner.map(|(_, gid)| gid),
+        }
     }
 
     fn chown_args(self) -> Option<(nix::unistd::Uid, nix::unistd::Gid)> {
-        self.owner
-            .map(|(u, g)| (nix::unistd::Uid::from_raw(u), nix::unistd::Gid::from_raw(g)))
+        self.uid.map(|u| {
+            let g = self.gid.unwrap_or(u);
+            (nix::unistd::Uid::from_raw(u), nix::unistd::Gid::from_raw(g))
+        })
     }
 }
 
@@ -534,7 +543,7 @@ mod tests {
             .unwrap();
         let dst = tempfile::tempdir().unwrap();
         let d = dst.path();
-        let copied = copy(&root(s), &root(d), Owners::server()).unwrap();
+        let copied = copy(&root(s), &root(d), Owners::room(None)).unwrap();
         assert_eq!(copied, 5 + 10 + "/etc/passwd".len() as u64);
         assert_eq!(
             std::fs::read_to_string(d.join("a/b/f.txt")).unwrap(),
@@ -568,7 +577,7 @@ mod tests {
         let src = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(outside.path(), src.path().join("evil")).unwrap();
         let dst = tempfile::tempdir().unwrap();
-        copy(&root(src.path()), &root(dst.path()), Owners::server()).unwrap();
+        copy(&root(src.path()), &root(dst.path()), Owners::room(None)).unwrap();
         let meta = std::fs::symlink_metadata(dst.path().join("evil")).unwrap();
         assert!(meta.file_type().is_symlink());
         // Removing the link leaves its target alone.
