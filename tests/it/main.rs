@@ -22,6 +22,7 @@ mod neutral {
     mod cli_processes;
     mod server_agent_context;
     mod server_approvals;
+    mod server_archive;
     mod server_checkpoints;
     mod server_exec;
     mod server_exec_stop;
@@ -52,6 +53,7 @@ mod server {
     mod server_browsers;
     mod server_client_id;
     mod server_disk_full;
+    mod server_folder;
     mod server_limits;
     mod server_minimal_path;
     mod server_secrets;
