@@ -299,11 +299,26 @@ impl Unpack<'_> {
     }
 
     fn entries(&mut self, body: impl Read) -> Result<(), SandboxError> {
-        let mut archive = tar::Archive::new(body);
+        let read = std::rc::Rc::new(std::cell::Cell::new(0u64));
+        let mut archive = tar::Archive::new(Counted {
+            inner: body,
+            read: read.clone(),
+        });
         let entries = archive.entries().map_err(|e| broken(&e))?;
+        // Where the last member's data ends (its padding included).
+        let mut end = 0u64;
         for entry in entries {
             let mut entry = entry.map_err(|e| broken(&e))?;
+            end = entry.raw_file_position() + entry.size().div_ceil(512) * 512;
             self.member(&mut entry)?;
+        }
+        // The tar reader also stops at the end of its input: a tar cut
+        // short at a member's end is told by its missing end-of-archive
+        // block.
+        if read.get() < end + 512 {
+            return Err(SandboxError::Member(
+                "(archive): is cut short (it has no end-of-archive block)".into(),
+            ));
         }
         Ok(())
     }
@@ -510,6 +525,20 @@ fn clear(dir: &OwnedFd, name: &OsStr, member: &str) -> Result<(), SandboxError> 
         Ok(()) => Ok(()),
         Err(e) if e.errno == Errno::ENOENT => Ok(()),
         Err(e) => Err(failed(&format!("{member}: cannot replace it"), e)),
+    }
+}
+
+/// A reader that counts what was read from it.
+struct Counted<R> {
+    inner: R,
+    read: std::rc::Rc<std::cell::Cell<u64>>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.set(self.read.get() + n as u64);
+        Ok(n)
     }
 }
 

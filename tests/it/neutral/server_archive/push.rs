@@ -8,7 +8,8 @@ use crate::common::access::{assert_forbidden, guest};
 use serde_json::json;
 
 /// Thousands of files in nested folders, with binary content, an
-/// executable, symlinks (to a file and a folder) and unicode names.
+/// executable, symlinks (to a file and a folder), unicode names and
+/// names longer than a tar header holds.
 fn big_tree() -> Vec<Member> {
     let mut members = vec![dir("src"), dir("src/deep"), dir("données")];
     for i in 0..3000 {
@@ -26,6 +27,10 @@ fn big_tree() -> Vec<Member> {
     members.push(file("données/été ☀.txt", "soleil\n".as_bytes(), 0o644));
     members.push(link("latest", "src/f0000.txt"));
     members.push(link("src/deep/up", "../../données"));
+    // Names and targets longer than a tar header holds (GNU long names).
+    let long = format!("long/{}/{}.txt", "n".repeat(90), "é".repeat(40));
+    members.push(file(&long, b"long\n", 0o644));
+    members.push(link("long-link", &long));
     members
 }
 
@@ -97,9 +102,11 @@ async fn a_tree_of_thousands_of_files_goes_in_and_comes_back_out_as_it_was() {
             }
         }
     }
-    // `bin` came without a member of its own: made, and pulled too.
+    // `bin`, `long` and its folder came without members of their own:
+    // made, and pulled too.
     assert_eq!(by_name["bin"].1, 'd');
-    assert_eq!(got.len(), sent.len() + 1, "nothing else");
+    assert_eq!(by_name["long"].1, 'd');
+    assert_eq!(got.len(), sent.len() + 3, "nothing else");
     // A folder alone, names relative to it.
     let (status, tar) = pull(&server, room, "src/deep").await;
     assert_eq!(status, 200);

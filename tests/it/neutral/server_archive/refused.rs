@@ -143,4 +143,17 @@ async fn every_hostile_member_is_a_400_naming_it_and_nothing_is_written() {
     let (status, answer) = push_raw(&server, room, "", "", b"not a tar at all".repeat(64)).await;
     assert_eq!(status, 400, "{answer}");
     assert!(answer["details"]["member"][0].is_string(), "{answer}");
+    // A tar cut short at a member's end (no end-of-archive blocks) is not
+    // taken for a whole one.
+    let before = listing(&server, room).await;
+    let whole = tar_of(&[
+        file("cut-1.txt", b"1", 0o644),
+        file("cut-2.txt", b"2", 0o644),
+    ]);
+    let cut = whole[..whole.len() - 1024 - 1024].to_vec();
+    let (status, answer) = push_raw(&server, room, "", "", cut).await;
+    assert_eq!(status, 400, "{answer}");
+    let said = answer["details"]["member"][0].as_str().unwrap_or_default();
+    assert!(said.starts_with("(archive): "), "{answer}");
+    assert_eq!(listing(&server, room).await, before, "nothing written");
 }
