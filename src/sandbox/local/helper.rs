@@ -182,8 +182,10 @@ fn stage_as_root(workspace: &Path, user: Owner, folder: bool) -> io::Result<(Pat
 /// Becomes the room's uid for good; never run a sandbox as host root.
 fn drop_privileges(owner: Owner) -> io::Result<()> {
     use nix::unistd::{Gid, Uid, setgroups, setresgid, setresuid};
-    if owner.uid == 0 {
-        return Err(io::Error::other("a sandbox never runs as root"));
+    if owner.uid == 0 || owner.gid == 0 {
+        return Err(io::Error::other(
+            "a sandbox never runs as root, nor in root's group",
+        ));
     }
     let gid = Gid::from_raw(owner.gid);
     let user = Uid::from_raw(owner.uid);
