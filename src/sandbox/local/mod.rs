@@ -18,6 +18,7 @@ pub mod disk;
 pub mod files;
 mod helper;
 mod limits;
+mod pack;
 mod place;
 mod ports;
 mod proc_slots;

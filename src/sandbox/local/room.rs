@@ -3,7 +3,7 @@
 //! and checkpoint work on blocking threads, answering the `Sandbox` trait.
 
 use super::worker::{self, Control, Job, Work};
-use super::{Limits, SandboxPlace, archive, changes, checkpoints, files, ready_workspace};
+use super::{Limits, SandboxPlace, archive, changes, checkpoints, files, pack, ready_workspace};
 use crate::protocol::{DirEntry, TermSize};
 use crate::sandbox::files::{FileBody, FileReader};
 use crate::sandbox::{
@@ -369,13 +369,13 @@ impl Sandbox for RoomSandbox {
     /// The tar is written on a blocking thread into a few chunks in
     /// flight; a reader that goes away stops the walk.
     fn archive_get(&self, path: String) -> BoxFuture<Result<FileBody, SandboxError>> {
-        let opened = self.blocking(move |place, limits| archive::open_folder(place, limits, &path));
+        let opened = self.blocking(move |place, limits| pack::open_folder(place, limits, &path));
         Box::pin(async move {
             let root = opened.await?;
             let (chunks, out) = tokio::sync::mpsc::channel(8);
             tokio::task::spawn_blocking(move || {
-                let mut writer = archive::ChunkWriter::new(chunks.clone());
-                if let Err(e) = archive::write_tar(root, &mut writer) {
+                let mut writer = pack::ChunkWriter::new(chunks.clone());
+                if let Err(e) = pack::write_tar(root, &mut writer) {
                     // The answer breaks off rather than end as a whole tar.
                     let _ = chunks.blocking_send(Err(SandboxError::Failed(format!(
                         "the archive broke off: {e}"
