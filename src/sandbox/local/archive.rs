@@ -18,7 +18,6 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
 
 pub(super) fn failed(what: &str, e: impl std::fmt::Display) -> SandboxError {
     SandboxError::Failed(format!("{what}: {e}"))
