@@ -30,11 +30,11 @@ fn main() -> anyhow::Result<()> {
 
     let sandboxed = runtime.block_on(async {
         let sb = RoomSandbox::new(
-            SandboxPlace {
-                room: "bench".into(),
-                workspace: duet::sandbox::local::workspace_dir(dir.path(), "bench"),
-                uid: duet::sandbox::local::room_uid(dir.path(), 1),
-            },
+            SandboxPlace::own(
+                "bench",
+                duet::sandbox::local::workspace_dir(dir.path(), "bench"),
+                duet::sandbox::local::room_uid(dir.path(), 1),
+            ),
             Arc::new(Limits::default()),
         );
         let spec = ExecSpec {

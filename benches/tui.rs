@@ -35,6 +35,7 @@ fn session() -> Session {
         name: "ada".into(),
         connection_id: "c1".into(),
         backend: duet::client::join::Backend::Embedded { data_dir: None },
+        folder: None,
     }
 }
 

@@ -11,6 +11,7 @@ mod backend;
 mod checkpoints;
 mod exec;
 mod files;
+mod folder;
 mod manual;
 mod processes;
 mod room;
@@ -34,6 +35,12 @@ pub struct Cli {
     /// --server is given (default: $XDG_DATA_HOME/duet)
     #[arg(long, env = "DUET_DATA_DIR", global = true)]
     pub data_dir: Option<PathBuf>,
+    /// Open a room of the embedded backend on this folder: DIR itself is
+    /// its /workspace (no disk quota; what the room makes belongs to DIR's
+    /// owner; a cleanup keeps the files). The same folder opens the same
+    /// room each time.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -169,9 +176,15 @@ pub fn main() -> ExitCode {
         Some(Command::SandboxInit) => crate::sandbox::helper_main(),
         Some(Command::Completions { shell }) => manual::completions(shell),
         Some(Command::Man) => manual::man(),
+        Some(_) if cli.workspace.is_some() => {
+            eprintln!(
+                "duet: --workspace opens the terminal client: it goes with plain `duet` only"
+            );
+            ExitCode::from(2)
+        }
         Some(Command::Join(args)) => room::join(args, cli.data_dir),
         Some(command) => run_async(command),
-        None => room::main(cli.client, cli.data_dir),
+        None => room::main(cli.client, cli.data_dir, cli.workspace),
     }
 }
 

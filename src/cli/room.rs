@@ -25,16 +25,26 @@ pub struct JoinArgs {
     pub name: Option<String>,
 }
 
-/// Runs the terminal client; the process's exit code.
-pub fn main(args: ClientArgs, data_dir: Option<PathBuf>) -> ExitCode {
+/// Runs the terminal client (on a room of the folder `workspace`, when
+/// given); the process's exit code.
+pub fn main(args: ClientArgs, data_dir: Option<PathBuf>, workspace: Option<PathBuf>) -> ExitCode {
     let tz = super::local_offset();
-    let (settings, ui) = match super::settings_and_ui(&args, data_dir) {
+    let (mut settings, ui) = match super::settings_and_ui(&args, data_dir) {
         Ok(found) => found,
         Err(err) => {
             eprintln!("duet: {err}");
             return ExitCode::FAILURE;
         }
     };
+    if let Some(dir) = workspace {
+        match super::folder::bind(&dir, &args, &settings) {
+            Ok(room) => settings.room = Some(room),
+            Err(err) => {
+                eprintln!("duet: --workspace {}: {err:#}", dir.display());
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     crate::client::log_file::init_logging(&settings.data_dir);
     crate::tui::keymap::configure(ui.keys.unwrap_or_default());
     let runtime = match super::runtime() {
@@ -70,7 +80,7 @@ pub fn join(args: JoinArgs, data_dir: Option<PathBuf>) -> ExitCode {
         token: link.token,
         name: args.name,
     };
-    main(client, data_dir)
+    main(client, data_dir, None)
 }
 
 /// What is said on the way out: how to come back and, while the backend
@@ -100,6 +110,15 @@ fn others_join(session: &Session) -> String {
     } else {
         hint
     }
+}
+
+/// The host folder `room` works on, as the status bar shows it: a room
+/// of the embedded backend bound to one (`duet --workspace`).
+fn on_folder(settings: &ClientSettings, room: &str) -> Option<String> {
+    if settings.server.is_some() {
+        return None;
+    }
+    crate::sandbox::folder::bound(&settings.data_dir, room).map(|dir| super::folder::shown(&dir))
 }
 
 async fn start(
@@ -151,6 +170,7 @@ async fn start(
             name: name.clone(),
             connection_id: connection_id.clone(),
             backend: join::Backend::of(&settings),
+            folder: on_folder(&settings, &room),
         };
         let params = SocketParams {
             base: server.clone(),

@@ -6,6 +6,7 @@
 
 mod error;
 pub mod files;
+pub mod folder;
 pub mod gitdiff;
 #[cfg(all(target_os = "linux", feature = "server"))]
 pub mod local;

@@ -35,6 +35,9 @@ pub struct Session {
     pub connection_id: String,
     /// How hints name the backend (never with its token).
     pub backend: crate::client::join::Backend,
+    /// The host folder the room works on (`duet --workspace`), as shown
+    /// (`~/src/app`).
+    pub folder: Option<String>,
 }
 
 impl Session {

@@ -54,6 +54,7 @@ mod server {
     mod server_browsers;
     mod server_client_id;
     mod server_disk_full;
+    mod server_folder;
     mod server_limits;
     mod server_minimal_path;
     mod server_secrets;
@@ -78,6 +79,7 @@ mod tui {
     mod tui_app_room;
     mod tui_app_scroll;
     mod tui_app_term;
+    mod tui_e2e_folder;
     mod tui_e2e_join;
     mod tui_e2e_session;
     mod tui_e2e_term;

@@ -6,7 +6,7 @@
 //! Blocks: callers run it on a blocking thread.
 
 use super::tree;
-use super::{Limits, SandboxPlace, disk, enforcement};
+use super::{Limits, SandboxPlace, disk};
 use crate::sandbox::{Pushed, SandboxError};
 use nix::errno::Errno;
 use nix::fcntl::{AtFlags, OFlag};
@@ -18,7 +18,6 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
 
 pub(super) fn failed(what: &str, e: impl std::fmt::Display) -> SandboxError {
     SandboxError::Failed(format!("{what}: {e}"))
@@ -145,8 +144,9 @@ struct Staging {
 }
 
 impl Staging {
-    fn make(workspace: &Path) -> Result<Staging, SandboxError> {
-        let parent = disk::staging_dir(enforcement().quota, workspace);
+    fn make(place: &SandboxPlace) -> Result<Staging, SandboxError> {
+        // A host folder's is kept beside the room's own place, not the folder.
+        let parent = disk::staging_dir(place.quota(), place.home());
         std::fs::create_dir_all(&parent).map_err(|e| failed("cannot make a staging folder", e))?;
         let _ =
             std::fs::set_permissions(&parent, std::os::unix::fs::PermissionsExt::from_mode(0o700));
@@ -199,17 +199,20 @@ pub fn put(
     let dest = folder_parts(path)?;
     super::ready_workspace(place, limits)
         .map_err(|e| failed("the workspace is not available", e))?;
-    let quota = enforcement().quota;
+    let quota = place.quota();
     // Renames between the staging folder and the workspace need one mount.
     let workspace_root = tree::open_root(&disk::workspace_beside_trash(quota, &place.workspace))
         .map_err(|e| failed("cannot open the workspace", e))?;
     // The destination's existing part must be folders, not symlinks.
     check_destination(&workspace_root, &dest)?;
-    let free = disk::free_bytes(quota, &place.workspace, limits.disk_bytes)
+    let free = super::checkpoints::free_bytes(place, limits)
         .map_err(|e| failed("cannot see the room's free space", e))?;
-    let staging = Staging::make(&place.workspace)?;
+    let staging = Staging::make(place)?;
     let stage =
         tree::open_root(&staging.path).map_err(|e| failed("cannot open the staging folder", e))?;
+    if place.folder.is_some() {
+        one_file_system(&stage, &workspace_root)?;
+    }
     let mut unpack = Unpack {
         stage: &stage,
         workspace: &workspace_root,
@@ -252,6 +255,19 @@ pub fn put(
         let _ = nix::sys::stat::futimens(dir.as_raw_fd(), &at, &at);
     }
     Ok(pushed)
+}
+
+/// A push into a host folder moves its files from the staging folder (in
+/// duet's data directory) by renames: both must be on one file system.
+fn one_file_system(stage: &OwnedFd, workspace: &OwnedFd) -> Result<(), SandboxError> {
+    let device = |fd: &OwnedFd| nix::sys::stat::fstat(fd.as_raw_fd()).map(|s| s.st_dev);
+    match (device(stage), device(workspace)) {
+        (Ok(a), Ok(b)) if a == b => Ok(()),
+        _ => Err(failed(
+            "a push into this folder",
+            "duet's data directory is on another file system than the folder (pushes into it move files by renames)",
+        )),
+    }
 }
 
 /// The destination folder's path inside the workspace, as far as it

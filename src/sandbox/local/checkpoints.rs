@@ -21,7 +21,16 @@ fn checkpoint_path(place: &SandboxPlace, id: &str) -> Result<PathBuf, SandboxErr
     if !plain {
         return Err(SandboxError::NoCheckpoint);
     }
-    Ok(disk::checkpoints_dir(enforcement().quota, &place.workspace).join(id))
+    Ok(disk::checkpoints_dir(place.quota(), place.home()).join(id))
+}
+
+/// Bytes the room's checkpoints and workspace may still fill: its quota's
+/// free space or, on a host folder (no quota), the host's.
+pub(super) fn free_bytes(place: &SandboxPlace, limits: &Limits) -> std::io::Result<u64> {
+    match place.folder {
+        Some(_) => disk::free_on_host(&disk::checkpoints_dir(place.quota(), place.home())),
+        None => disk::free_bytes(enforcement().quota, &place.workspace, limits.disk_bytes),
+    }
 }
 
 fn ready(place: &SandboxPlace, limits: &Limits) -> Result<(), SandboxError> {
@@ -34,8 +43,8 @@ fn fitting(place: &SandboxPlace, limits: &Limits, source: &OwnedFd) -> Result<u6
     let need = tree::usage(source)
         .map_err(|e| failed("cannot measure what to copy", e))?
         .disk;
-    let free = disk::free_bytes(enforcement().quota, &place.workspace, limits.disk_bytes)
-        .map_err(|e| failed("cannot see the room's free space", e))?;
+    let free =
+        free_bytes(place, limits).map_err(|e| failed("cannot see the room's free space", e))?;
     if need > free {
         return Err(SandboxError::WontFit { need, free });
     }
@@ -56,7 +65,7 @@ fn copy_fitting(
     let copied = tree::open_root(to)
         .map_err(|e| failed("cannot open the checkpoint's folder", e))
         .and_then(|target| {
-            tree::copy(&source, &target, Owners::room(place.uid)).map_err(|e| full_or(e, need))
+            tree::copy(&source, &target, Owners::of(place)).map_err(|e| full_or(e, need))
         });
     if copied.is_err() {
         let _ = remove_folder(to);
@@ -109,10 +118,10 @@ pub fn restore(place: &SandboxPlace, limits: &Limits, id: &str) -> Result<(), Sa
         }
         Err(e) => return Err(failed("cannot open the checkpoint", e)),
     };
-    let quota = enforcement().quota;
+    let quota = place.quota();
     // A folder of its own: an earlier restore's may still be deleting.
     let trash =
-        disk::trash_dir(quota, &place.workspace).join(format!("{:016x}", rand::random::<u64>()));
+        disk::trash_dir(quota, place.home()).join(format!("{:016x}", rand::random::<u64>()));
     std::fs::create_dir_all(&trash).map_err(|e| failed("cannot make room for the old files", e))?;
     let open = |path: &Path, what: &str| {
         tree::open_root(path).map_err(|e| failed(&format!("cannot open the {what}"), e))
@@ -127,21 +136,21 @@ pub fn restore(place: &SandboxPlace, limits: &Limits, id: &str) -> Result<(), Sa
     let need = tree::usage(&source)
         .map_err(|e| failed("cannot measure the checkpoint", e))?
         .disk;
-    let free = disk::free_bytes(quota, &place.workspace, limits.disk_bytes).unwrap_or(0);
+    let free = free_bytes(place, limits).unwrap_or(0);
     let trash_in_the_way = free < need + (need >> 4);
     let kept_aside = moved.is_ok() && !(trash_in_the_way && quota == disk::Quota::Image);
     if !kept_aside {
         // Delete first: the checkpoint then fits where the old files were.
-        tree::remove_children(&old).map_err(|e| failed("cannot empty the workspace", e))?;
+        empty(&old).map_err(|e| failed("cannot empty the workspace", e))?;
         let _ = remove_folder(&trash);
     }
     let workspace = open(&place.workspace, "workspace")?;
-    let copied = tree::copy(&source, &workspace, Owners::room(place.uid))
+    let copied = tree::copy(&source, &workspace, Owners::of(place))
         .map(drop)
         .map_err(|e| failed("the copy failed", e));
     if copied.is_err() && kept_aside {
         // Nothing is lost: the old files come back.
-        let back = tree::remove_children(&old).and_then(|()| tree::move_children(&aside, &old));
+        let back = empty(&old).and_then(|()| tree::move_children(&aside, &old));
         if let Err(e) = back {
             tracing::warn!("putting the old files back after a failed restore failed: {e}");
         }
@@ -154,6 +163,22 @@ pub fn restore(place: &SandboxPlace, limits: &Limits, id: &str) -> Result<(), Sa
         });
     }
     copied
+}
+
+/// Deletes everything in the workspace `dir`, which keeps its mode
+/// (emptying gives its owner rwx first; a host folder's mode is its
+/// owner's to choose).
+fn empty(dir: &OwnedFd) -> Result<(), TreeError> {
+    use std::os::fd::AsRawFd;
+    let mode = nix::sys::stat::fstat(dir.as_raw_fd()).map(|s| s.st_mode & 0o7777);
+    let emptied = tree::remove_children(dir);
+    if let Ok(mode) = mode {
+        let mode = nix::sys::stat::Mode::from_bits_truncate(mode);
+        if let Err(e) = nix::sys::stat::fchmod(dir.as_raw_fd(), mode) {
+            tracing::warn!("cannot give the workspace its mode back: {e}");
+        }
+    }
+    emptied
 }
 
 /// Opens checkpoint `id`'s folder, to be read (a diff).
@@ -199,7 +224,7 @@ pub fn fork_from(place: &SandboxPlace, limits: &Limits, from: &Path) -> Result<(
     let need = fitting(place, limits, &source)?;
     let workspace =
         tree::open_root(&place.workspace).map_err(|e| failed("cannot open the workspace", e))?;
-    tree::copy(&source, &workspace, Owners::room(place.uid))
+    tree::copy(&source, &workspace, Owners::of(place))
         .map(drop)
         .map_err(|e| full_or(e, need))
 }

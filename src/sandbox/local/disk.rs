@@ -95,10 +95,7 @@ pub fn workspace_beside_trash(quota: Quota, workspace: &Path) -> PathBuf {
 /// one) `bytes` less what the workspace and its checkpoints hold.
 pub fn free_bytes(quota: Quota, workspace: &Path, bytes: u64) -> io::Result<u64> {
     match quota {
-        Quota::Image => {
-            let stat = nix::sys::statvfs::statvfs(&disk_of(workspace)).map_err(io::Error::from)?;
-            Ok(stat.blocks_available() as u64 * stat.fragment_size() as u64)
-        }
+        Quota::Image => free_on_host(&disk_of(workspace)),
         Quota::PerFile => {
             let mut used = 0;
             for dir in [workspace.to_path_buf(), checkpoints_dir(quota, workspace)] {
@@ -203,6 +200,30 @@ fn prepare_alone(quota: Quota, workspace: &Path, bytes: u64, uid: Option<u32>) -
         nix::unistd::chown(workspace, Some(user), Some(group)).map_err(io::Error::from)?;
     }
     Ok(())
+}
+
+/// Makes sure a host folder a room works on is there (it is never made,
+/// nor its owner or mode changed), and the room's checkpoints' folder
+/// beside its own place `home`.
+pub fn prepare_folder(folder: &Path, home: &Path) -> io::Result<()> {
+    let meta = std::fs::metadata(folder)
+        .map_err(|e| io::Error::new(e.kind(), format!("the folder {}: {e}", folder.display())))?;
+    if !meta.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotADirectory,
+            format!("{} is not a folder", folder.display()),
+        ));
+    }
+    let checkpoints = checkpoints_dir(Quota::PerFile, home);
+    std::fs::create_dir_all(&checkpoints)?;
+    std::fs::set_permissions(&checkpoints, std::fs::Permissions::from_mode(0o700))
+}
+
+/// Bytes free on the host's file system at `dir`: what bounds the
+/// checkpoints of a room on a host folder, which has no quota.
+pub fn free_on_host(dir: &Path) -> io::Result<u64> {
+    let stat = nix::sys::statvfs::statvfs(dir).map_err(io::Error::from)?;
+    Ok(stat.blocks_available() as u64 * stat.fragment_size() as u64)
 }
 
 /// Mounts the room's image on `disk`, making it first when there is none.

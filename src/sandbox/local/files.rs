@@ -112,11 +112,12 @@ pub struct Upload {
 
 impl Upload {
     /// Starts writing `path` of the workspace, creating its parent
-    /// folders; new entries belong to `owner` (the room's uid) when given.
+    /// folders; new entries belong to `owner` (the room's uid and gid) when
+    /// given.
     pub fn create(
         workspace: &Path,
         path: &str,
-        owner: Option<u32>,
+        owner: Option<(u32, u32)>,
     ) -> Result<Upload, SandboxError> {
         let parts = components(path)?;
         let (name, parents) = parts
@@ -179,7 +180,7 @@ impl Upload {
 
     /// The new file's owner, and the mode of the file it will replace (an
     /// uploaded script stays executable).
-    fn prepare(&mut self, owner: Option<u32>) -> Result<(), SandboxError> {
+    fn prepare(&mut self, owner: Option<(u32, u32)>) -> Result<(), SandboxError> {
         let fd = self.file.as_fd().try_clone_to_owned().map_err(io_error)?;
         chown(&fd, owner)?;
         let old = nix::sys::stat::fstatat(
@@ -223,7 +224,7 @@ pub fn write(
     workspace: &Path,
     path: &str,
     bytes: &[u8],
-    owner: Option<u32>,
+    owner: Option<(u32, u32)>,
 ) -> Result<u64, SandboxError> {
     let upload = Upload::create(workspace, path, owner)?;
     let mut file = upload.file();
@@ -232,10 +233,10 @@ pub fn write(
     Ok(bytes.len() as u64)
 }
 
-fn chown(fd: &OwnedFd, owner: Option<u32>) -> Result<(), SandboxError> {
-    if let Some(uid) = owner {
+fn chown(fd: &OwnedFd, owner: Option<(u32, u32)>) -> Result<(), SandboxError> {
+    if let Some((uid, gid)) = owner {
         let id = Some(nix::unistd::Uid::from_raw(uid));
-        let gid = Some(nix::unistd::Gid::from_raw(uid));
+        let gid = Some(nix::unistd::Gid::from_raw(gid));
         nix::unistd::fchown(fd.as_raw_fd(), id, gid).map_err(map_errno)?;
     }
     Ok(())

@@ -46,21 +46,33 @@ fn run() -> io::Result<u8> {
     let setup: Setup = serde_json::from_slice(&read_first_line()?)
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("bad setup: {e}")))?;
     let root = nix::unistd::geteuid().is_root();
+    // A host folder (`duet --workspace`) is there already and stays as
+    // its owner made it.
+    let folder = setup.home.is_some();
     let (workspace, rootdir, uid) = match (root, setup.uid) {
         (true, Some(uid)) => {
+            let owner = Owner {
+                uid,
+                gid: setup.gid.unwrap_or(uid),
+            };
             super::cgroups::join(&setup.cgroups)?;
-            let (ws, rootdir) = stage_as_root(&setup.workspace, uid)?;
-            drop_privileges(uid)?;
+            let (ws, rootdir) = stage_as_root(&setup.workspace, owner, folder)?;
+            drop_privileges(owner)?;
             (ws, rootdir, Some(uid))
         }
         _ => {
-            std::fs::create_dir_all(&setup.workspace)?;
-            let rootdir = root_dir_beside(&setup.workspace);
+            if !folder {
+                std::fs::create_dir_all(&setup.workspace)?;
+            }
+            let rootdir = root_dir_beside(setup.home.as_deref().unwrap_or(&setup.workspace));
             std::fs::create_dir_all(&rootdir)?;
             (setup.workspace.clone(), rootdir, None)
         }
     };
-    let container = build_container(&setup, &workspace, &rootdir, uid.is_some())?;
+    // RLIMIT_NPROC counts per uid: a folder's owner may be a person with
+    // processes of their own (the cgroup's pids limit holds the room).
+    let own_uid = uid.is_some() && !folder;
+    let container = build_container(&setup, &workspace, &rootdir, own_uid)?;
     // SAFETY: this process is single-threaded (no runtime was started), so
     // the forked child may allocate freely.
     let mut command = unsafe { container.command_from_closure(supervisor::run) };
@@ -120,16 +132,26 @@ fn root_dir_beside(workspace: &Path) -> PathBuf {
     workspace.with_file_name(name)
 }
 
-/// As root: make the workspace the room uid's, and bind it in a private
-/// mount namespace at a place that uid can reach.
-fn stage_as_root(workspace: &Path, uid: u32) -> io::Result<(PathBuf, PathBuf)> {
+/// The host user a sandbox runs as when the helper is root.
+#[derive(Debug, Clone, Copy)]
+struct Owner {
+    uid: u32,
+    gid: u32,
+}
+
+/// As root: make the workspace the room uid's (a host folder is left as
+/// it is: the room runs as its owner), and bind it in a private mount
+/// namespace at a place that uid can reach.
+fn stage_as_root(workspace: &Path, user: Owner, folder: bool) -> io::Result<(PathBuf, PathBuf)> {
     use nix::mount::{MsFlags, mount};
     use nix::sched::{CloneFlags, unshare};
-    std::fs::create_dir_all(workspace)?;
-    let owner = Some(nix::unistd::Uid::from_raw(uid));
-    let group = Some(nix::unistd::Gid::from_raw(uid));
-    nix::unistd::chown(workspace, owner, group).map_err(io::Error::from)?;
-    std::fs::set_permissions(workspace, std::fs::Permissions::from_mode(0o700))?;
+    let owner = Some(nix::unistd::Uid::from_raw(user.uid));
+    let group = Some(nix::unistd::Gid::from_raw(user.gid));
+    if !folder {
+        std::fs::create_dir_all(workspace)?;
+        nix::unistd::chown(workspace, owner, group).map_err(io::Error::from)?;
+        std::fs::set_permissions(workspace, std::fs::Permissions::from_mode(0o700))?;
+    }
 
     unshare(CloneFlags::CLONE_NEWNS).map_err(io::Error::from)?;
     mount::<str, str, str, str>(None, "/", None, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None)
@@ -158,10 +180,15 @@ fn stage_as_root(workspace: &Path, uid: u32) -> io::Result<(PathBuf, PathBuf)> {
 }
 
 /// Becomes the room's uid for good; never run a sandbox as host root.
-fn drop_privileges(uid: u32) -> io::Result<()> {
+fn drop_privileges(owner: Owner) -> io::Result<()> {
     use nix::unistd::{Gid, Uid, setgroups, setresgid, setresuid};
-    let gid = Gid::from_raw(uid);
-    let user = Uid::from_raw(uid);
+    if owner.uid == 0 || owner.gid == 0 {
+        return Err(io::Error::other(
+            "a sandbox never runs as root, nor in root's group",
+        ));
+    }
+    let gid = Gid::from_raw(owner.gid);
+    let user = Uid::from_raw(owner.uid);
     setgroups(&[]).map_err(io::Error::from)?;
     setresgid(gid, gid, gid).map_err(io::Error::from)?;
     setresuid(user, user, user).map_err(io::Error::from)?;

@@ -41,7 +41,7 @@ pub(crate) use super::{
 };
 pub use limits::{Enforcement, Limits, enforcement};
 pub(crate) use limits::{find_program, program_exists};
-pub use place::{SandboxPlace, release_all, room_uid, workspace_dir};
+pub use place::{OnFolder, SandboxPlace, release_all, room_uid, workspace_dir};
 use place::{helper_exe, ready_workspace, remove_workspace};
 pub use room::RoomSandbox;
 use std::path::PathBuf;
@@ -74,11 +74,17 @@ impl LocalFactory {
 }
 
 impl SandboxFactory for LocalFactory {
+    /// A room bound to a host folder (`duet --workspace`) works on it;
+    /// any other in a workspace of its own.
     fn open(&self, id: &SandboxId) -> Arc<dyn Sandbox> {
-        let place = SandboxPlace {
-            room: id.room.clone(),
-            workspace: workspace_dir(&self.data_dir, &id.opaque),
-            uid: room_uid(&self.data_dir, id.slot),
+        let own = workspace_dir(&self.data_dir, &id.opaque);
+        let uid = room_uid(&self.data_dir, id.slot);
+        let place = match super::folder::bound(&self.data_dir, &id.room) {
+            Some(folder) => {
+                tracing::info!(room = %id.room, folder = %folder.display(), "the room works on a host folder");
+                SandboxPlace::on_folder(&id.room, folder, own, uid)
+            }
+            None => SandboxPlace::own(&id.room, own, uid),
         };
         Arc::new(RoomSandbox::new(place, self.limits.clone()))
     }

@@ -2,7 +2,8 @@
 //! the folders beside it), its uid, the helper binary that starts it.
 
 use super::{Limits, disk, enforcement};
-use std::path::PathBuf;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 
 /// Where a room's sandbox lives on the host and as whom it runs.
 #[derive(Debug, Clone)]
@@ -13,16 +14,96 @@ pub struct SandboxPlace {
     pub workspace: PathBuf,
     /// Host uid the sandbox runs as when the server is root.
     pub uid: Option<u32>,
+    /// Set when `workspace` is a folder of the host the room works on
+    /// (`duet --workspace DIR`) rather than a folder of its own.
+    pub folder: Option<OnFolder>,
+}
+
+/// What differs for a room on a host folder: the folder is never made,
+/// deleted, chowned or given a quota; what the room keeps for itself
+/// (checkpoints, the container's root) is kept beside its own place in
+/// the data directory, never beside the folder.
+#[derive(Debug, Clone)]
+pub struct OnFolder {
+    /// The room's own place in the data directory.
+    pub home: PathBuf,
+    /// The folder's group, which the room's files get along with `uid`
+    /// (its owner) when the server is root.
+    pub gid: Option<u32>,
+}
+
+impl SandboxPlace {
+    /// The place of a room of its own, in `workspace`.
+    pub fn own(room: &str, workspace: PathBuf, uid: Option<u32>) -> SandboxPlace {
+        SandboxPlace {
+            room: room.to_string(),
+            workspace,
+            uid,
+            folder: None,
+        }
+    }
+
+    /// The place of a room on the host folder `folder`, keeping its own
+    /// things beside `home`. When the server is root its sandbox runs as
+    /// the folder's owner, so that what it makes is theirs; never as root:
+    /// a folder of root's (or one that cannot be read) gets `own_uid`.
+    pub fn on_folder(
+        room: &str,
+        folder: PathBuf,
+        home: PathBuf,
+        own_uid: Option<u32>,
+    ) -> SandboxPlace {
+        // Nor in root's group: a folder of group 0 gets the owner's number.
+        let owner = std::fs::metadata(&folder)
+            .ok()
+            .filter(|meta| meta.uid() != 0)
+            .map(|meta| (meta.uid(), Some(meta.gid()).filter(|g| *g != 0)));
+        let root = nix::unistd::geteuid().is_root();
+        let (uid, gid) = match owner {
+            Some((uid, gid)) if root => (Some(uid), Some(gid.unwrap_or(uid))),
+            _ => (own_uid, own_uid),
+        };
+        SandboxPlace {
+            room: room.to_string(),
+            workspace: folder,
+            uid,
+            folder: Some(OnFolder { home, gid }),
+        }
+    }
+
+    /// The room's own place on the host, beside which its checkpoints
+    /// and container root are kept.
+    pub fn home(&self) -> &Path {
+        self.folder.as_ref().map_or(&self.workspace, |f| &f.home)
+    }
+
+    /// Who the room's files belong to on the host (uid, gid) when the
+    /// server is root.
+    pub fn owner(&self) -> Option<(u32, u32)> {
+        let gid = |uid| self.folder.as_ref().and_then(|f| f.gid).unwrap_or(uid);
+        self.uid.map(|uid| (uid, gid(uid)))
+    }
+
+    /// How the room's disk is bounded: a host folder has no quota.
+    pub fn quota(&self) -> disk::Quota {
+        match self.folder {
+            Some(_) => disk::Quota::PerFile,
+            None => enforcement().quota,
+        }
+    }
 }
 
 /// The workspace exists, with its quota mounted where there is one.
 pub(super) fn ready_workspace(place: &SandboxPlace, limits: &Limits) -> std::io::Result<()> {
-    disk::prepare(
-        enforcement().quota,
-        &place.workspace,
-        limits.disk_bytes,
-        place.uid,
-    )
+    match &place.folder {
+        Some(folder) => disk::prepare_folder(&place.workspace, &folder.home),
+        None => disk::prepare(
+            enforcement().quota,
+            &place.workspace,
+            limits.disk_bytes,
+            place.uid,
+        ),
+    }
 }
 
 /// The binary to start as `duet sandbox-init`: this one, unless
@@ -35,22 +116,26 @@ pub(super) fn helper_exe() -> std::io::Result<PathBuf> {
     }
 }
 
-/// Deletes a workspace and the container root beside it, never following
-/// a symlink out of them; directories a command made unreadable are
-/// opened up first.
-pub(super) fn remove_workspace(workspace: &std::path::Path) -> Result<(), String> {
+/// Deletes a workspace and the container root and checkpoints beside
+/// it, never following a symlink out of them; directories a command made
+/// unreadable are opened up first. A host folder the room works on stays
+/// whole: only what the room kept beside its own place goes.
+pub(super) fn remove_workspace(place: &SandboxPlace) -> Result<(), String> {
     let mut errors = Vec::new();
+    let home = place.home();
     let beside = |suffix: &str| {
-        let mut name = workspace.as_os_str().to_os_string();
+        let mut name = home.as_os_str().to_os_string();
         name.push(suffix);
         PathBuf::from(name)
     };
-    for dir in [
-        workspace.to_path_buf(),
+    let own = place.folder.is_none().then(|| place.workspace.clone());
+    let kept = [
         beside(".root"),
         beside(".checkpoints"),
+        beside(".trash"),
         beside(".staging"),
-    ] {
+    ];
+    for dir in own.into_iter().chain(kept) {
         if !dir.exists() {
             continue;
         }

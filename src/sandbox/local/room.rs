@@ -185,7 +185,7 @@ impl Sandbox for RoomSandbox {
     fn write_file(&self, path: String, mut body: FileBody) -> BoxFuture<Result<u64, SandboxError>> {
         use futures_util::StreamExt;
         use tokio::io::AsyncWriteExt;
-        let owner = self.place.uid;
+        let owner = self.place.owner();
         let upload = self.blocking(move |place, limits| {
             readied(place, limits, |workspace| {
                 files::Upload::create(workspace, &path, owner)

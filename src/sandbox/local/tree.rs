@@ -150,11 +150,13 @@ fn usage_below(dir: &OwnedFd, path: &str) -> Result<Usage> {
     Ok(total)
 }
 
-/// Who the copies belong to: a room's uid (and group of the same
-/// number), or, with none, whoever runs the server.
+/// Who the copies belong to: a room's uid and gid, or, with none,
+/// whoever runs the server.
 #[derive(Debug, Clone, Copy)]
 pub struct Owners {
     pub uid: Option<u32>,
+    /// The group, when not the uid's number (a host folder's).
+    pub gid: Option<u32>,
 }
 
 impl Owners {
@@ -163,12 +165,25 @@ impl Owners {
     pub fn room(uid: Option<u32>) -> Owners {
         Owners {
             uid: uid.filter(|_| nix::unistd::geteuid().is_root()),
+            gid: None,
+        }
+    }
+
+    /// The copies belong to the room of `place` (its uid and gid, the
+    /// server being root), or to the server.
+    pub fn of(place: &super::SandboxPlace) -> Owners {
+        let owner = place.owner();
+        Owners {
+            uid: Owners::room(owner.map(|(uid, _)| uid)).uid,
+            gid: owner.map(|(_, gid)| gid),
         }
     }
 
     fn chown_args(self) -> Option<(nix::unistd::Uid, nix::unistd::Gid)> {
-        self.uid
-            .map(|u| (nix::unistd::Uid::from_raw(u), nix::unistd::Gid::from_raw(u)))
+        self.uid.map(|u| {
+            let g = self.gid.unwrap_or(u);
+            (nix::unistd::Uid::from_raw(u), nix::unistd::Gid::from_raw(g))
+        })
     }
 }
 

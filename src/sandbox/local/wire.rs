@@ -18,6 +18,14 @@ pub struct Setup {
     pub workspace: PathBuf,
     /// Host uid (and gid) to run as; only honoured when the helper is root.
     pub uid: Option<u32>,
+    /// Host gid to run as, when not the uid's number (a host folder's).
+    #[serde(default)]
+    pub gid: Option<u32>,
+    /// Set when `workspace` is a host folder: the room's own place,
+    /// beside which its container root is made (never beside the folder,
+    /// whose owner and mode stay as they are).
+    #[serde(default)]
+    pub home: Option<PathBuf>,
     pub processes: u64,
     pub cpu_seconds: u64,
     pub file_size: u64,

@@ -431,12 +431,15 @@ async fn destroy(
         }
         pending.fetch_sub(1, Ordering::SeqCst);
     }
-    let workspace = place.workspace.clone();
+    let place = place.clone();
     tokio::task::spawn_blocking(move || {
-        super::disk::exclusively(&workspace, || {
-            super::disk::release(&workspace)
-                .map_err(|e| format!("cannot unmount the workspace: {e}"))?;
-            super::remove_workspace(&workspace)
+        super::disk::exclusively(&place.workspace, || {
+            // A host folder has no image, and may be a mount of its own.
+            if place.folder.is_none() {
+                super::disk::release(&place.workspace)
+                    .map_err(|e| format!("cannot unmount the workspace: {e}"))?;
+            }
+            super::remove_workspace(&place)
         })
     })
     .await

@@ -258,7 +258,17 @@ pub(crate) fn scroll_mark(scroll: u16, shown: u16, total: u16) -> Option<Line<'s
 
 /// "Clean up room X? y/N"
 pub fn draw_confirm(frame: &mut Frame, app: &App, area: Rect) {
+    const WIDTH: u16 = 54;
     let theme = app.theme;
+    let what = match &app.session.folder {
+        // A host folder is the person's own: a cleanup never deletes it.
+        Some(folder) => format!(
+            "The chat is cleared for everyone and the sandbox is stopped; the files in {folder} stay."
+        ),
+        None => "The chat is cleared for everyone and the sandbox is destroyed with all its files."
+            .to_string(),
+    };
+    let rows = wrap(&what, usize::from(WIDTH - 2)).len() as u16;
     let lines = vec![
         Line::from(vec![
             Span::raw("Clean up room "),
@@ -267,11 +277,9 @@ pub fn draw_confirm(frame: &mut Frame, app: &App, area: Rect) {
         ]),
         answers(app, "clean up", "keep"),
         Line::default(),
-        Line::raw(
-            "The chat is cleared for everyone and the sandbox is destroyed with all its files.",
-        ),
+        Line::raw(what),
     ];
-    let rect = centered(area, 54, lines.len() as u16 + 3);
+    let rect = centered(area, WIDTH, rows + 5);
     draw_question(frame, lines, rect, " Cleanup ", theme.error());
 }
 

@@ -1,10 +1,10 @@
 //! The status bar (room, your name, connection, people, the shell's
-//! directory, the shared terminal's size, how many background processes
-//! run, your role when not an owner, the approval policy when not auto,
-//! how to join, server), the presence column (with roles once they
-//! differ) and the hints
-//! line (messages queued while offline, "X is typing" or key hints, the
-//! current mode's marked).
+//! directory, the host folder the room works on, the shared terminal's
+//! size, how many background processes run, your role when not an owner,
+//! the approval policy when not auto, how to join, server), the presence
+//! column (with roles once they differ) and the hints line (messages
+//! queued while offline, "X is typing" or key hints, the current mode's
+//! marked).
 
 use crate::client::socket::ConnState;
 use crate::tui::app::App;
@@ -107,6 +107,13 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     if let Some(cwd) = &app.shell_cwd {
         let forms = dir_forms(cwd).into_iter().map(|f| format!(" · cwd {f}"));
         parts.push(part(forms.chain([String::new()]).collect(), &[5]));
+    }
+    // The host folder the room works on: its end says which it is.
+    if let Some(folder) = &app.session.folder {
+        let forms = folder_forms(folder)
+            .into_iter()
+            .map(|f| format!(" · on {f}"));
+        parts.push(part(forms.chain([String::new()]).collect(), &[4, 5, 7]));
     }
     if let Some(terminal) = &app.term.running {
         parts.push(part(
@@ -215,6 +222,19 @@ pub fn dir_forms(dir: &str) -> Vec<String> {
     forms.push(short.clone());
     forms.extend(cuts);
     forms.dedup();
+    forms
+}
+
+/// The shorter and shorter ways to write a host folder: whole, then cut
+/// from the left at each `/` (`…/src/app`, `…/app`).
+fn folder_forms(dir: &str) -> Vec<String> {
+    let mut forms = vec![dir.to_string()];
+    forms.extend(
+        dir.match_indices('/')
+            .map(|(i, _)| &dir[i..])
+            .filter(|tail| tail.len() > 1 && tail.len() < dir.len())
+            .map(|tail| format!("…{tail}")),
+    );
     forms
 }
 

@@ -22,6 +22,7 @@ pub fn app() -> App {
         name: "ada".into(),
         connection_id: "c-ada".into(),
         backend: duet::client::join::Backend::Server { token: false },
+        folder: None,
     };
     let mut app = App::new(session, Theme::DARK, time::UtcOffset::UTC, T0);
     app.update(Msg::Resize(120, 40));

@@ -10,11 +10,11 @@ fn sandbox(dir: &std::path::Path, room: &str, limits: Limits) -> RoomSandbox {
     crate::common::use_built_helper();
     let workspace = duet::sandbox::local::workspace_dir(dir, room);
     RoomSandbox::new(
-        SandboxPlace {
-            room: room.to_string(),
+        SandboxPlace::own(
+            room,
             workspace,
-            uid: duet::sandbox::local::room_uid(dir, room.len() as u32 + 7),
-        },
+            duet::sandbox::local::room_uid(dir, room.len() as u32 + 7),
+        ),
         Arc::new(limits),
     )
 }
@@ -569,4 +569,144 @@ async fn an_idle_sandbox_that_stops_tells_its_room() {
         ("/workspace\n", Some("/workspace"))
     );
     sb.destroy().await.unwrap();
+}
+
+/// A room on a host folder (`duet --workspace DIR`): the folder itself is
+/// its /workspace, the rest of the machine as hidden as ever; what the room
+/// makes belongs to the folder's owner (as root; else to whoever runs the
+/// server); its checkpoints live beside the room's own place, and a restore
+/// rewrites the folder; a destroy (a cleanup) keeps the folder and its
+/// files; a fork copies them into a room of its own.
+#[tokio::test]
+async fn a_room_on_a_host_folder_works_in_it_and_never_deletes_it() {
+    on_a_host_folder(tempfile::tempdir().unwrap(), "fold").await;
+}
+
+/// The same with the folder on another file system than the data
+/// directory (/dev/shm, where there is one): a restore cannot move the
+/// old files aside, and deletes them in place, keeping the folder's mode.
+#[tokio::test]
+async fn a_room_on_a_folder_of_another_file_system_restores_in_place() {
+    if !std::path::Path::new("/dev/shm").is_dir() {
+        return;
+    }
+    on_a_host_folder(tempfile::tempdir_in("/dev/shm").unwrap(), "shm-fold").await;
+}
+
+/// `room`: a name of its own (its cgroups are named after it).
+async fn on_a_host_folder(host: tempfile::TempDir, room: &str) {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    crate::common::use_built_helper();
+    let data = tempfile::tempdir().unwrap();
+    let folder = host.path().join("app");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::write(folder.join("kept.txt"), "ours").unwrap();
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o750)).unwrap();
+    let root = nix::unistd::geteuid().is_root();
+    let owner = if root {
+        // Someone else's folder: what the room makes must be theirs.
+        let (uid, gid) = (
+            nix::unistd::Uid::from_raw(12345),
+            nix::unistd::Gid::from_raw(12346),
+        );
+        nix::unistd::chown(&folder, Some(uid), Some(gid)).unwrap();
+        (12345, 12346)
+    } else {
+        (
+            nix::unistd::geteuid().as_raw(),
+            nix::unistd::getegid().as_raw(),
+        )
+    };
+    let home = duet::sandbox::local::workspace_dir(data.path(), room);
+    let place = SandboxPlace::on_folder(
+        room,
+        folder.clone(),
+        home.clone(),
+        duet::sandbox::local::room_uid(data.path(), 21),
+    );
+    let sb = RoomSandbox::new(place, Arc::new(Limits::default()));
+
+    let out = run(
+        &sb,
+        "touch made.txt; mkdir made; cat kept.txt; echo; ls /; cat /etc/hostname; ls /root /home 2>&1",
+    )
+    .await;
+    assert_eq!(out.exit_code, Some(2), "{out:?}");
+    assert!(out.stdout.starts_with("ours\n"), "{}", out.stdout);
+    assert!(out.stdout.contains("workspace\n"), "{}", out.stdout);
+    assert!(out.stdout.contains("sandbox\n"), "{}", out.stdout);
+    assert_eq!(
+        out.stdout.matches("No such file").count(),
+        2,
+        "{}",
+        out.stdout
+    );
+    for made in ["made.txt", "made"] {
+        let meta = std::fs::symlink_metadata(folder.join(made)).unwrap();
+        assert_eq!((meta.uid(), meta.gid()), owner, "{made}");
+    }
+    let out = run(&sb, "touch /usr/x 2>&1; touch /x 2>&1").await;
+    assert_eq!(
+        out.stdout.matches("Read-only file system").count(),
+        2,
+        "{}",
+        out.stdout
+    );
+
+    // A checkpoint is kept in the data directory, not beside the folder;
+    // a restore brings back what was deleted, in the folder itself.
+    sb.checkpoint_create("c1".into()).await.unwrap();
+    let mut checkpoints = home.into_os_string();
+    checkpoints.push(".checkpoints");
+    assert!(
+        std::path::Path::new(&checkpoints)
+            .join("c1/kept.txt")
+            .exists()
+    );
+    let beside: Vec<_> = std::fs::read_dir(host.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(beside, ["app"], "nothing is made beside the folder");
+    run(&sb, "rm kept.txt; echo new > new.txt").await;
+    assert!(!folder.join("kept.txt").exists());
+    sb.checkpoint_restore("c1".into()).await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(folder.join("kept.txt")).unwrap(),
+        "ours"
+    );
+    assert!(!folder.join("new.txt").exists());
+    let meta = std::fs::metadata(folder.join("made.txt")).unwrap();
+    assert_eq!(
+        (meta.uid(), meta.gid()),
+        owner,
+        "a restored file is the owner's"
+    );
+    assert_eq!(run(&sb, "cat kept.txt").await.stdout, "ours");
+    let mode = std::fs::metadata(&folder).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o750, "a restore keeps the folder's mode");
+
+    // A fork copies the folder into a room of its own.
+    let source = sb.fork_source(None).await.unwrap();
+    let fork = sandbox(data.path(), &format!("{room}-fork"), Limits::default());
+    fork.fork_from(source).await.unwrap();
+    assert_eq!(run(&fork, "cat kept.txt").await.stdout, "ours");
+    fork.destroy().await.unwrap();
+
+    // A cleanup stops the sandbox and forgets the checkpoints; the folder
+    // and its files stay as they were, and the room goes on in it.
+    sb.destroy().await.unwrap();
+    assert!(!std::path::Path::new(&checkpoints).exists());
+    let meta = std::fs::metadata(&folder).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o750);
+    assert_eq!(meta.uid(), if root { 12345 } else { owner.0 });
+    assert_eq!(
+        std::fs::read_to_string(folder.join("kept.txt")).unwrap(),
+        "ours"
+    );
+    assert!(folder.join("made.txt").exists() && folder.join("made").is_dir());
+    assert_eq!(run(&sb, "ls").await.stdout, "kept.txt\nmade\nmade.txt\n");
+    sb.destroy().await.unwrap();
+    assert!(folder.join("kept.txt").exists());
 }

@@ -10,11 +10,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 fn sandbox(dir: &std::path::Path, room: &str, limits: Limits) -> RoomSandbox {
     crate::common::use_built_helper();
     RoomSandbox::new(
-        SandboxPlace {
-            room: room.to_string(),
-            workspace: duet::sandbox::local::workspace_dir(dir, room),
-            uid: duet::sandbox::local::room_uid(dir, room.len() as u32 + 11),
-        },
+        SandboxPlace::own(
+            room,
+            duet::sandbox::local::workspace_dir(dir, room),
+            duet::sandbox::local::room_uid(dir, room.len() as u32 + 11),
+        ),
         Arc::new(limits),
     )
 }

@@ -523,6 +523,34 @@ fn esc_says_which_it_stops_when_a_command_and_a_turn_run() {
 }
 
 #[test]
+fn a_room_on_a_host_folder_says_so_in_the_bar_and_before_a_cleanup() {
+    let mut app = app();
+    let bar = status_bar(&mut app, 120, 40);
+    assert!(!bar.contains(" · on "), "a room of its own: {bar}");
+    app.session.folder = Some("~/src/app".into());
+    app.update(presence(&[("c-ada", "ada")]));
+    for (w, h) in [(120, 40), (100, 30)] {
+        let bar = status_bar(&mut app, w, h);
+        assert!(bar.contains(" · on ~/src/app"), "{w}x{h}: {bar}");
+    }
+    // Narrow, its end says which folder it is.
+    let bar = status_bar(&mut app, 80, 24);
+    assert!(
+        bar.contains(" · on …/app") || bar.contains(" · on …/src/app"),
+        "{bar}"
+    );
+    submit(&mut app, "/cleanup");
+    assert_eq!(app.modals, vec![Modal::ConfirmCleanup]);
+    let screen = render(&mut app, 120, 40);
+    assert!(
+        screen.contains("the sandbox is")
+            && screen.contains("stopped; the files in ~/src/app stay."),
+        "{screen}"
+    );
+    assert!(!screen.contains("destroyed"), "{screen}");
+}
+
+#[test]
 fn the_status_bar_shows_the_shells_directory_and_its_reset() {
     let mut app = app();
     app.update(presence(&[("c-ada", "ada"), ("c-bob", "bob")]));

@@ -86,6 +86,8 @@ async fn start(
         room: place.room.clone(),
         workspace: place.workspace.clone(),
         uid: place.uid,
+        gid: place.owner().map(|(_, gid)| gid),
+        home: place.folder.as_ref().map(|f| f.home.clone()),
         processes: limits.processes,
         cpu_seconds: limits.cpu_seconds,
         file_size: limits.file_size,
@@ -208,7 +210,7 @@ async fn read_events(
 /// The room's name on the host: its workspace folder's opaque name.
 fn opaque(place: &SandboxPlace) -> String {
     place
-        .workspace
+        .home()
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| place.room.clone())
