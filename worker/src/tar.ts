@@ -2,7 +2,8 @@
 // streams through the Worker, before the sandbox unpacks anything: member
 // names (ustar prefixes, GNU long names, pax `path`/`linkpath`/`size`),
 // their kinds (folders, regular files, symlinks), symlink targets that stay
-// in the folder, and no member through a symlink of the archive. Only
+// in the folder (through the archive's own symlinks too), no member through
+// a symlink of the archive, and an end-of-archive block at the end. Only
 // headers and long names are held; file contents pass by uncounted but for
 // their length. The unpacking in the container (src/sandbox/trees.ts)
 // checks what only it can see: symlinks already in the workspace.
@@ -18,6 +19,13 @@ export class NotAnArchive extends RefusedMember {
   }
 }
 
+/** A tar that stops without an end-of-archive block (its writer died): 400, as duet serve says it. */
+export class CutShort extends RefusedMember {
+  constructor() {
+    super("(archive)", "is cut short (it has no end-of-archive block)");
+  }
+}
+
 /** What a checked archive holds. */
 export interface ArchiveSummary {
   /** Regular files. */
@@ -29,6 +37,8 @@ export interface ArchiveSummary {
 }
 
 const BLOCK = 512;
+/** Symlinks followed at most in resolving one target (the kernel's own bound). */
+const MAX_LINKS = 40;
 /** The longest pax header or GNU long name held (a path is far shorter). */
 const MAX_META_BYTES = 1024 * 1024;
 
@@ -50,6 +60,12 @@ export class TarChecker {
   private ended = false;
   private zeroBlocks = 0;
   private readonly symlinks = new Set<string>();
+  /** Every symlink member in order, each checked once the archive's last links are known. */
+  private readonly linkMembers: { raw: string; name: string; target: string }[] = [];
+  /** The symlinks the unpacked archive holds (a later member at a path replaces an earlier one): name to target. */
+  private readonly finalLinks = new Map<string, string>();
+  /** Every path a member was at so far: only a replaced one can have had links beneath it. */
+  private readonly seen = new Set<string>();
   /** Regular files so far: a later member beneath one would be inside a file. */
   private readonly files = new Set<string>();
   readonly summary: ArchiveSummary = { files: 0, bytes: 0, names: [] };
@@ -86,15 +102,17 @@ export class TarChecker {
     }
   }
 
-  /** The stream ended: throws when it ended inside a member; the summary. */
+  /** The stream ended: throws when it ended inside a member or without an end-of-archive block; the summary. */
   finish(): ArchiveSummary {
-    // One zero block, or none after the last member, is a common (lenient) end.
+    // In duet serve's order: a member through a link is refused as it
+    // comes, the end once all came, the links' targets last.
+    this.checkThroughSymlinks();
     const between = this.skip === 0 && !this.meta && this.headerFill === 0;
     if (!this.ended && !between) throw new NotAnArchive("the archive ended in the middle of a member");
-    if (!this.ended && this.summary.names.length === 0 && this.zeroBlocks === 0) {
-      throw new NotAnArchive("the body is empty");
-    }
-    this.checkThroughSymlinks();
+    // One zero block is a common (lenient) end; none is a writer that died
+    // at a member's end (an empty body too, as duet serve says).
+    if (!this.ended && this.zeroBlocks === 0) throw new CutShort();
+    this.checkLinksResolved();
     return this.summary;
   }
 
@@ -188,7 +206,9 @@ export class TarChecker {
       if (link.startsWith("/")) throw new RefusedMember(raw, "is a symlink out of the folder (absolute target)");
       if (leaves(name, link)) throw new RefusedMember(raw, "is a symlink out of the folder");
       this.symlinks.add(name);
+      this.linkMembers.push({ raw, name, target: link });
     }
+    this.replace(name, kind, link);
     for (let cut = name.indexOf("/"); cut >= 0; cut = name.indexOf("/", cut + 1)) {
       if (this.files.has(name.slice(0, cut))) throw new RefusedMember(raw, "is inside a file");
     }
@@ -201,6 +221,26 @@ export class TarChecker {
       if (this.summary.bytes > this.fileBytesAllowed) throw this.onTooLarge();
     }
     this.summary.names.push(name);
+  }
+
+  /** What the unpacked archive holds at `name` after this member: its symlinks as they end up. */
+  private replace(name: string, kind: Kind, link: string): void {
+    // A file or symlink replaces a folder there whole, and its links with it.
+    if (kind !== "dir" && this.seen.has(name)) {
+      for (const other of this.finalLinks.keys()) if (other.startsWith(`${name}/`)) this.finalLinks.delete(other);
+    }
+    this.seen.add(name);
+    if (kind === "symlink") this.finalLinks.set(name, link);
+    else this.finalLinks.delete(name);
+  }
+
+  /** Each symlink's target, resolved through the archive's own symlinks as the kernel would, stays in the folder (`y -> .`, `x -> y/..` does not). */
+  private checkLinksResolved(): void {
+    if (this.finalLinks.size === 0) return;
+    for (const { raw, name, target } of this.linkMembers) {
+      const parents = name.split("/").slice(0, -1);
+      if (!staysInside(this.finalLinks, parents, target)) throw new RefusedMember(raw, "is a symlink out of the folder");
+    }
   }
 
   /** A member beneath a symlink of the archive would be written through it. */
@@ -240,6 +280,33 @@ function leaves(name: string, target: string): boolean {
     if (depth < 0) return true;
   }
   return false;
+}
+
+/**
+ * Whether `target`, a symlink's in folder `parents`, resolves inside the
+ * folder pushed into, following the archive's symlinks `links` on the way
+ * (what is not one of them is taken as written).
+ */
+function staysInside(links: ReadonlyMap<string, string>, parents: string[], target: string): boolean {
+  const at = [...parents];
+  const todo = target.split("/");
+  let followed = 0;
+  for (let part = todo.shift(); part !== undefined; part = todo.shift()) {
+    if (part === "" || part === ".") continue;
+    if (part === "..") {
+      if (at.pop() === undefined) return false;
+      continue;
+    }
+    const next = links.get([...at, part].join("/"));
+    if (next === undefined) {
+      at.push(part);
+      continue;
+    }
+    followed++;
+    if (followed > MAX_LINKS || next.startsWith("/")) return false;
+    todo.unshift(...next.split("/"));
+  }
+  return true;
 }
 
 function kindOf(type: string): Kind | undefined {

@@ -79,6 +79,50 @@ describe("a push's tar", () => {
     expect(check(tar.subarray(0, 1000))).toMatchObject({ refused: expect.stringMatching(/^\(archive\): is not a tar archive, or it is cut short/) });
   });
 
+  it("refuses a tar cut short at a member's end, as duet serve says it", () => {
+    const cutShort = { refused: "(archive): is cut short (it has no end-of-archive block)" };
+    const tar = tarOf([
+      { name: "a", data: "1" },
+      { name: "b", data: "2" },
+    ]);
+    for (const size of [1, 512, tar.byteLength]) {
+      // Without its two zero blocks (its writer died at b's end), or after a.
+      expect(check(tar.subarray(0, tar.byteLength - 1024), size), `chunks of ${size}`).toEqual(cutShort);
+      expect(check(tar.subarray(0, 1024), size), `chunks of ${size}`).toEqual(cutShort);
+      // One zero block is enough of an end.
+      expect(check(tar.subarray(0, tar.byteLength - 512), size)).toMatchObject({ names: ["a", "b"] });
+    }
+    expect(check(new Uint8Array(0))).toEqual(cutShort);
+    // A member refused as it came is named first, as duet serve names it.
+    const through = tarOf([{ name: "l", type: "2", link: "." }, { name: "l/f", data: "x" }]);
+    expect(check(through.subarray(0, through.byteLength - 1024))).toEqual({ refused: "l/f: passes through a symlink" });
+  });
+
+  it("resolves a symlink's target through the archive's own symlinks", () => {
+    const out = (name: string) => ({ refused: `${name}: is a symlink out of the folder` });
+    const link = (name: string, target: string): Member => ({ name, type: "2", link: target });
+    const cases: [Member[], object][] = [
+      // Each reads as staying inside, but `y` is the folder itself.
+      [[link("y", "."), link("x", "y/..")], out("x")],
+      [[link("x", "y/.."), link("y", ".")], out("x")],
+      [[{ name: "d/", type: "5" }, link("d/here", "."), link("d/x", "here/../..")], out("d/x")],
+      [[link("./a", "b"), link("./b", "a/f")], out("./a")],
+      [[link("loop", "loop")], out("loop")],
+      // Links through other links that stay inside.
+      [[{ name: "d/e/", type: "5" }, link("deep", "d/e"), link("x", "deep/..")], { names: ["d/e", "deep", "x"] }],
+      [[link("up", "d/.."), { name: "d/", type: "5" }], { names: ["up", "d"] }],
+      // `y` a folder by the end (a later member replaces an earlier one).
+      [[link("y", "."), { name: "y/", type: "5" }, link("x", "y/..")], { names: ["y", "y", "x"] }],
+      // `d/here` went with the folder `d` a file replaced.
+      [[link("d/here", "."), { name: "d", data: "f" }, link("x", "d/here/..")], { names: ["d/here", "d", "x"] }],
+    ];
+    for (const [members, said] of cases) {
+      const tar = tarOf(members);
+      expect(check(tar), JSON.stringify(members)).toMatchObject(said);
+      expect(check(tar, 100), `${JSON.stringify(members)} in pieces`).toMatchObject(said);
+    }
+  });
+
   it("stops at the disk's budget, counting files' bytes", () => {
     const tar = tarOf([
       { name: "a", data: "x".repeat(600) },
