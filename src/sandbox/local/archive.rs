@@ -5,7 +5,7 @@
 //! broken upload leaves the workspace as it was (`pack` is the way out).
 //! Blocks: callers run it on a blocking thread.
 
-use super::tree;
+use super::tree::{self, Owners};
 use super::{Limits, SandboxPlace, disk};
 use crate::sandbox::{Pushed, SandboxError};
 use nix::errno::Errno;
@@ -85,11 +85,11 @@ pub(super) fn kind(stat: &FileStat) -> libc::mode_t {
 }
 
 /// Opens folder `parts` below `root`, never through a symlink; with
-/// `make`, absent folders are made (belonging to `uid`).
+/// `make`, absent folders are made (belonging to those owners).
 pub(super) fn walk_to(
     root: &OwnedFd,
     parts: &[String],
-    make: Option<Option<u32>>,
+    make: Option<Owners>,
 ) -> Result<OwnedFd, SandboxError> {
     let mut dir = root
         .try_clone()
@@ -99,7 +99,7 @@ pub(super) fn walk_to(
         dir = match tree::open_dir(&dir, name) {
             Ok(next) => next,
             Err(Errno::ENOENT) if make.is_some() => {
-                make_dir(&dir, name, make.flatten())?;
+                make_dir(&dir, name, make)?;
                 tree::open_dir(&dir, name).map_err(|e| failed("cannot open a folder", e))?
             }
             Err(Errno::ENOENT) => return Err(SandboxError::NoFile),
@@ -115,13 +115,13 @@ pub(super) fn walk_to(
     Ok(dir)
 }
 
-/// Makes folder `name` of `dir` (`0o755`, belonging to `uid`).
-fn make_dir(dir: &OwnedFd, name: &OsStr, uid: Option<u32>) -> Result<(), SandboxError> {
+/// Makes folder `name` of `dir` (`0o755`, belonging to `owners`).
+fn make_dir(dir: &OwnedFd, name: &OsStr, owners: Option<Owners>) -> Result<(), SandboxError> {
     match nix::sys::stat::mkdirat(Some(dir.as_raw_fd()), name, Mode::from_bits_truncate(0o755)) {
         Ok(()) | Err(Errno::EEXIST) => {}
         Err(e) => return Err(disk_error("cannot make a folder", e)),
     }
-    if let Some((u, g)) = owner(uid) {
+    if let Some((u, g)) = owner(owners) {
         nix::unistd::fchownat(
             Some(dir.as_raw_fd()),
             name,
@@ -134,8 +134,13 @@ fn make_dir(dir: &OwnedFd, name: &OsStr, uid: Option<u32>) -> Result<(), Sandbox
     Ok(())
 }
 
-fn owner(uid: Option<u32>) -> Option<(nix::unistd::Uid, nix::unistd::Gid)> {
-    uid.map(|u| (nix::unistd::Uid::from_raw(u), nix::unistd::Gid::from_raw(u)))
+/// The uid and gid files are given (a host folder's group, else the
+/// uid's number), when they are given any.
+fn owner(owners: Option<Owners>) -> Option<(nix::unistd::Uid, nix::unistd::Gid)> {
+    let owners = owners?;
+    let uid = owners.uid?;
+    let gid = owners.gid.unwrap_or(uid);
+    Some((nix::unistd::Uid::from_raw(uid), nix::unistd::Gid::from_raw(gid)))
 }
 
 /// The room's staging folder for one push, removed however the push ends.
@@ -217,7 +222,7 @@ pub fn put(
         stage: &stage,
         workspace: &workspace_root,
         dest: &dest,
-        uid: tree::Owners::room(place.uid).uid,
+        owners: Owners::of(place),
         budget: free,
         pushed: Pushed::default(),
         folders: Vec::new(),
@@ -228,7 +233,7 @@ pub fn put(
     let Unpack {
         mut pushed,
         mut folders,
-        uid,
+        owners,
         links,
         ..
     } = unpack;
@@ -239,7 +244,7 @@ pub fn put(
             return Err(refuse(name, "is a symlink out of the folder"));
         }
     }
-    let target = walk_to(&workspace_root, &dest, Some(uid))?;
+    let target = walk_to(&workspace_root, &dest, Some(owners))?;
     pushed.deleted = merge(&stage, &target, mirror)?;
     // Deepest first: setting a folder's times after its children's.
     folders.sort_by_key(|f| std::cmp::Reverse(f.parts.len()));
@@ -284,7 +289,7 @@ struct Unpack<'a> {
     stage: &'a OwnedFd,
     workspace: &'a OwnedFd,
     dest: &'a [String],
-    uid: Option<u32>,
+    owners: Owners,
     /// Bytes of the room's disk still free for this push.
     budget: u64,
     pushed: Pushed,
@@ -388,9 +393,9 @@ impl Unpack<'_> {
                     Ok(st) if kind(&st) == libc::S_IFDIR => {}
                     Ok(_) => {
                         clear(&dir, last, name)?;
-                        make_dir(&dir, last, self.uid)?;
+                        make_dir(&dir, last, Some(self.owners))?;
                     }
-                    Err(_) => make_dir(&dir, last, self.uid)?,
+                    Err(_) => make_dir(&dir, last, Some(self.owners))?,
                 }
                 self.folders.push(FolderMeta { parts, mode, mtime });
             }
@@ -406,7 +411,7 @@ impl Unpack<'_> {
                 clear(&dir, last, name)?;
                 nix::unistd::symlinkat(OsStr::from_bytes(&target), Some(dir.as_raw_fd()), last)
                     .map_err(|e| disk_error("cannot make a symlink", e))?;
-                if let Some((u, g)) = owner(self.uid) {
+                if let Some((u, g)) = owner(Some(self.owners)) {
                     nix::unistd::fchownat(
                         Some(dir.as_raw_fd()),
                         last,
@@ -436,7 +441,7 @@ impl Unpack<'_> {
                     Mode::S_IRUSR | Mode::S_IWUSR,
                 )
                 .map_err(|e| disk_error("cannot make a file", e))?;
-                if let Some((u, g)) = owner(self.uid) {
+                if let Some((u, g)) = owner(Some(self.owners)) {
                     nix::unistd::fchown(fd.as_raw_fd(), Some(u), Some(g))
                         .map_err(|e| failed("cannot give a file to the room", e))?;
                 }
@@ -521,7 +526,7 @@ impl Unpack<'_> {
             dir = match tree::open_dir(&dir, part) {
                 Ok(next) => next,
                 Err(Errno::ENOENT) => {
-                    make_dir(&dir, part, self.uid)?;
+                    make_dir(&dir, part, Some(self.owners))?;
                     tree::open_dir(&dir, part).map_err(|e| failed("cannot open a folder", e))?
                 }
                 Err(Errno::ELOOP | Errno::ENOTDIR) if is_link(&dir, part) => {

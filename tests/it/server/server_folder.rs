@@ -30,15 +30,19 @@ async fn a_push_into_a_room_on_a_host_folder_lands_in_it_as_its_owners() {
     std::fs::create_dir(&folder).unwrap();
     std::fs::write(folder.join("kept.txt"), "ours\n").unwrap();
     let root = nix::unistd::geteuid().is_root();
+    // As root, the folder's owner and group (not the owner's number).
     let owner = if root {
         let (uid, gid) = (
             nix::unistd::Uid::from_raw(12345),
-            nix::unistd::Gid::from_raw(12345),
+            nix::unistd::Gid::from_raw(23456),
         );
         nix::unistd::chown(&folder, Some(uid), Some(gid)).unwrap();
-        12345
+        (12345, 23456)
     } else {
-        nix::unistd::geteuid().as_raw()
+        (
+            nix::unistd::geteuid().as_raw(),
+            nix::unistd::getegid().as_raw(),
+        )
     };
     let room = "on-folder";
     duet::sandbox::folder::bind(data.path(), room, &folder).unwrap();
@@ -54,7 +58,7 @@ async fn a_push_into_a_room_on_a_host_folder_lands_in_it_as_its_owners() {
     assert_eq!(status, 200, "{pushed}");
     for made in ["pushed.txt", "sub", "sub/deep.txt"] {
         let meta = std::fs::metadata(folder.join(made)).unwrap();
-        assert_eq!(meta.uid(), owner, "{made}");
+        assert_eq!((meta.uid(), meta.gid()), owner, "{made}");
     }
     assert_eq!(
         std::fs::read_to_string(folder.join("sub/deep.txt")).unwrap(),
