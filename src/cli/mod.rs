@@ -16,6 +16,7 @@ mod processes;
 mod room;
 mod rooms;
 mod serve;
+mod sync;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -70,6 +71,17 @@ pub enum Command {
     Logs(processes::LogsArgs),
     /// Stop a background process (SIGTERM, then SIGKILL after 2 s)
     Kill(processes::KillArgs),
+    /// Push a local folder into the room's workspace as one streamed tar:
+    /// `duet push [DIR] [:PATH]` (default: `.` into /workspace);
+    /// .gitignore and .duetignore honoured, .git/ left home unless --git
+    Push(sync::PushArgs),
+    /// Pull a workspace folder into a local one: `duet pull [:PATH] [DIR]`
+    /// (`-` writes the tar to stdout); asks before replacing local files
+    /// that changed since the last push or pull
+    Pull(sync::PullArgs),
+    /// Print what changed in the workspace since the last push (or a
+    /// checkpoint) as a git diff, which `git apply` takes
+    Diff(sync::DiffArgs),
     /// List a folder of the room's workspace (default: /workspace):
     /// type, size, modified, name (folders end with /)
     Ls(files::LsArgs),
@@ -340,6 +352,9 @@ fn run_async(command: Command) -> ExitCode {
             Command::Port(args) => processes::port(args).await,
             Command::Rooms(args) => rooms::list(args).await,
             Command::Ls(args) => files::ls(args).await,
+            Command::Push(args) => sync::push(args).await,
+            Command::Pull(args) => sync::pull(args).await,
+            Command::Diff(args) => sync::diff(args).await,
             Command::Export(args) => checkpoints::export(args).await,
             Command::Rm(args) => files::rm(args).await,
             Command::Checkpoint(args) => checkpoints::checkpoint(args).await,
