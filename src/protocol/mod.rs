@@ -177,6 +177,18 @@ pub enum Event {
         name: String,
         cmd: String,
     },
+    /// A folder was pushed into `/workspace` (`PUT /archive/{path}`):
+    /// `path` is the folder (`""` for `/workspace`), `checkpoint_id` the
+    /// `push-N` checkpoint taken after it (`None`: it did not fit).
+    #[serde(rename_all = "camelCase")]
+    Push {
+        by: String,
+        path: String,
+        files: u64,
+        bytes: u64,
+        deleted: u64,
+        checkpoint_id: Option<String>,
+    },
     /// A kind this client does not know: show the record's `text`.
     #[serde(other)]
     Other,
@@ -197,7 +209,8 @@ impl Event {
             | Event::Restore { by, .. }
             | Event::Fork { by, .. }
             | Event::Policy { by, .. }
-            | Event::Process { by, .. } => Some(by),
+            | Event::Process { by, .. }
+            | Event::Push { by, .. } => Some(by),
             Event::Other => None,
         }
     }
@@ -439,6 +452,18 @@ pub struct ExecsPage {
 pub struct FileResponse {
     pub path: String,
     pub size: u64,
+}
+
+/// Answer of `PUT /archive/{path}` (a push).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PushResponse {
+    /// Regular files written, and their bytes.
+    pub files: u64,
+    pub bytes: u64,
+    /// Paths deleted by `delete=1`.
+    pub deleted: u64,
+    /// The `push-N` checkpoint taken after it (`None`: it did not fit).
+    pub checkpoint: Option<Checkpoint>,
 }
 
 /// Answer of `POST /sandbox/interrupt`.

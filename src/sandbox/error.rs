@@ -19,6 +19,10 @@ pub enum SandboxError {
     /// message).
     #[error("{0}")]
     BadPath(String),
+    /// A member of a pushed archive that is refused: its name, then why
+    /// (the `details.member` message).
+    #[error("{0}")]
+    Member(String),
     /// No such file or folder in the workspace.
     #[error("no such file")]
     NoFile,

@@ -6,6 +6,7 @@
 
 mod error;
 pub mod files;
+pub mod gitdiff;
 #[cfg(all(target_os = "linux", feature = "server"))]
 pub mod local;
 pub mod policy;
@@ -133,6 +134,33 @@ pub trait Sandbox: Send + Sync + 'static {
 
     /// Fills this (new, empty) room's workspace from another room's `source`.
     fn fork_from(&self, source: ForkSource) -> BoxFuture<Result<(), SandboxError>>;
+
+    /// Unpacks the tar (or gzipped tar) `body` beneath folder `path` of
+    /// the workspace (empty: the workspace), all or nothing, as it
+    /// arrives; with `mirror`, what the folder holds that the archive
+    /// does not is deleted. A refused member is `Member`.
+    fn archive_put(
+        &self,
+        path: String,
+        body: files::FileBody,
+        mirror: bool,
+    ) -> BoxFuture<Result<Pushed, SandboxError>>;
+
+    /// A tar of folder `path` of the workspace, made as it is read.
+    fn archive_get(&self, path: String) -> BoxFuture<Result<files::FileBody, SandboxError>>;
+
+    /// The git diff of the workspace against checkpoint `id`, limited to
+    /// `paths` (none: everything).
+    fn diff(&self, id: String, paths: Vec<String>) -> BoxFuture<Result<String, SandboxError>>;
+}
+
+/// What a push wrote: regular files and their bytes, and the paths
+/// deleted to mirror the archive.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pushed {
+    pub files: u64,
+    pub bytes: u64,
+    pub deleted: u64,
 }
 
 /// What a fork copies from, as the backend that made it knows it.

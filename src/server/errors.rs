@@ -175,6 +175,7 @@ impl From<crate::sandbox::SandboxError> for ApiError {
         use crate::sandbox::SandboxError as E;
         match e {
             E::BadPath(message) => Self::field("path", message),
+            E::Member(message) => Self::field("member", message),
             E::NoFile => Self::plain(StatusCode::NOT_FOUND, "no such file"),
             // The room knows the checkpoint: its files went missing.
             E::NoCheckpoint => Self::internal("the checkpoint's files are gone"),

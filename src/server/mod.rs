@@ -3,6 +3,7 @@
 mod options;
 pub use options::{LimitOptions, ServeOptions};
 mod access;
+mod archive;
 mod auth;
 mod channel_guard;
 mod errors;

@@ -3,7 +3,7 @@
 
 use super::ops::Method;
 use super::registry::Registry;
-use super::{auth, files, http, origin, ports, processes, rooms, ws};
+use super::{archive, auth, files, http, origin, ports, processes, rooms, ws};
 use axum::Router;
 use axum::routing::{any, get};
 use std::sync::Arc;
@@ -43,6 +43,15 @@ pub(crate) fn build(app: Arc<App>) -> Router {
                 .put(files::put_file)
                 .delete(files::delete_file),
         )
+        .route(
+            "/api/rooms/{room}/archive/",
+            get(archive::get_root).put(archive::put_root),
+        )
+        .route(
+            "/api/rooms/{room}/archive/{*path}",
+            get(archive::get_folder).put(archive::put_folder),
+        )
+        .route("/api/rooms/{room}/diff", get(archive::diff))
         .route("/api/rooms/{room}/checkpoints", get(processes::checkpoints))
         .route("/api/rooms/{room}/invites", get(processes::invites))
         .route("/api/rooms/{room}/processes", get(processes::list))

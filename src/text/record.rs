@@ -57,7 +57,27 @@ pub fn record_text(event: &Event, text: &str) -> String {
         Event::Process { by, name, cmd, .. } => {
             format!("{by} started {name} in the background: `{}`", one_line(cmd))
         }
+        Event::Push {
+            by,
+            path,
+            files,
+            bytes: size,
+            ..
+        } => format!(
+            "{by} pushed {files} files ({}) into /workspace{}",
+            bytes(*size),
+            folder_suffix(path)
+        ),
         Event::Other => text.split_whitespace().collect::<Vec<_>>().join(" "),
+    }
+}
+
+/// `/src` for a folder of the workspace, nothing for the workspace itself.
+fn folder_suffix(path: &str) -> String {
+    if path.is_empty() {
+        String::new()
+    } else {
+        format!("/{path}")
     }
 }
 

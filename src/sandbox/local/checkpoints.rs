@@ -156,6 +156,16 @@ pub fn restore(place: &SandboxPlace, limits: &Limits, id: &str) -> Result<(), Sa
     copied
 }
 
+/// Opens checkpoint `id`'s folder, to be read (a diff).
+pub fn open(place: &SandboxPlace, limits: &Limits, id: &str) -> Result<OwnedFd, SandboxError> {
+    ready(place, limits)?;
+    match tree::open_root(&checkpoint_path(place, id)?) {
+        Ok(fd) => Ok(fd),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(SandboxError::NoCheckpoint),
+        Err(e) => Err(failed("cannot open the checkpoint", e)),
+    }
+}
+
 /// Deletes checkpoint `id`.
 pub fn delete(place: &SandboxPlace, id: &str) -> Result<(), SandboxError> {
     let path = checkpoint_path(place, id)?;

@@ -73,6 +73,16 @@ pub fn trash_dir(quota: Quota, workspace: &Path) -> PathBuf {
     }
 }
 
+/// Where a push unpacks its archive before it moves into the workspace:
+/// on the workspace's own mount (and the room's disk), so that moving is
+/// a rename and a push counts against the room's quota.
+pub fn staging_dir(quota: Quota, workspace: &Path) -> PathBuf {
+    match quota {
+        Quota::Image => disk_of(workspace).join("staging"),
+        Quota::PerFile => beside(workspace, ".staging"),
+    }
+}
+
 /// The workspace's folder as the trash's mount sees it.
 pub fn workspace_beside_trash(quota: Quota, workspace: &Path) -> PathBuf {
     match quota {

@@ -8,8 +8,10 @@
 //! an idle period and starts it again on the next command. The workspace persists until
 //! `destroy`.
 
+mod archive;
 mod background;
 pub mod cgroups;
+mod changes;
 mod checkpoints;
 mod connect;
 pub mod disk;

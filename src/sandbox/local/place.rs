@@ -49,6 +49,7 @@ pub(super) fn remove_workspace(workspace: &std::path::Path) -> Result<(), String
         workspace.to_path_buf(),
         beside(".root"),
         beside(".checkpoints"),
+        beside(".staging"),
     ] {
         if !dir.exists() {
             continue;

@@ -3,12 +3,12 @@
 //! and checkpoint work on blocking threads, answering the `Sandbox` trait.
 
 use super::worker::{self, Control, Job, Work};
-use super::{Limits, SandboxPlace, checkpoints, files, ready_workspace};
+use super::{Limits, SandboxPlace, archive, changes, checkpoints, files, ready_workspace};
 use crate::protocol::{DirEntry, TermSize};
 use crate::sandbox::files::{FileBody, FileReader};
 use crate::sandbox::{
-    BoxFuture, ExecOutcome, ExecSpec, ForkSource, OnOutput, ProcEvents, ProcSignal, Sandbox,
-    SandboxError, TermEvents, TermRequest,
+    BoxFuture, ExecOutcome, ExecSpec, ForkSource, OnOutput, ProcEvents, ProcSignal, Pushed,
+    Sandbox, SandboxError, TermEvents, TermRequest,
 };
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -319,4 +319,70 @@ impl Sandbox for RoomSandbox {
         });
         Box::pin(copy)
     }
+
+    /// Unpacked on a blocking thread as the body arrives (a few chunks
+    /// in flight: memory stays flat), one change of the disk at a time.
+    fn archive_put(
+        &self,
+        path: String,
+        mut body: FileBody,
+        mirror: bool,
+    ) -> BoxFuture<Result<Pushed, SandboxError>> {
+        use futures_util::StreamExt;
+        let (chunks, arriving) = tokio::sync::mpsc::channel(8);
+        let unpack = self.on_disk(move |place, limits| {
+            archive::put(
+                place,
+                limits,
+                &path,
+                archive::BodyReader::new(arriving),
+                mirror,
+            )
+        });
+        Box::pin(async move {
+            let feed = async move {
+                while let Some(chunk) = body.next().await {
+                    let broke = chunk.is_err();
+                    // The unpacking ended (refused, or done): stop reading.
+                    if chunks.send(chunk).await.is_err() || broke {
+                        break;
+                    }
+                }
+            };
+            let ((), pushed) = tokio::join!(feed, unpack);
+            pushed
+        })
+    }
+
+    /// The tar is written on a blocking thread into a few chunks in
+    /// flight; a reader that goes away stops the walk.
+    fn archive_get(&self, path: String) -> BoxFuture<Result<FileBody, SandboxError>> {
+        let opened = self.blocking(move |place, limits| archive::open_folder(place, limits, &path));
+        Box::pin(async move {
+            let root = opened.await?;
+            let (chunks, out) = tokio::sync::mpsc::channel(8);
+            tokio::task::spawn_blocking(move || {
+                let mut writer = archive::ChunkWriter::new(chunks.clone());
+                if let Err(e) = archive::write_tar(root, &mut writer) {
+                    // The answer breaks off rather than end as a whole tar.
+                    let _ = chunks.blocking_send(Err(SandboxError::Failed(format!(
+                        "the archive broke off: {e}"
+                    ))));
+                }
+            });
+            let body: FileBody = Box::pin(tokio_stream_of(out));
+            Ok(body)
+        })
+    }
+
+    fn diff(&self, id: String, paths: Vec<String>) -> BoxFuture<Result<String, SandboxError>> {
+        self.blocking(move |place, limits| changes::diff(place, limits, &id, &paths))
+    }
+}
+
+/// The chunks a channel receives, as a stream.
+fn tokio_stream_of<T: Send + 'static>(
+    mut rx: tokio::sync::mpsc::Receiver<T>,
+) -> impl futures_util::Stream<Item = T> + Send {
+    futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }

@@ -61,6 +61,20 @@ pub(crate) enum Waiting {
     Request(Answer),
     /// The turn, before its first command (told whatever happened).
     Turn(oneshot::Sender<()>),
+    /// A push, after its files are in place: its record is stored with
+    /// the checkpoint (`None` when it did not fit), then it is told.
+    Push {
+        push: Push,
+        reply: oneshot::Sender<Option<Checkpoint>>,
+    },
+}
+
+/// What a push wrote, for its record.
+pub(crate) struct Push {
+    pub(crate) by: String,
+    /// The folder (`""`: the workspace).
+    pub(crate) path: String,
+    pub(crate) pushed: crate::sandbox::Pushed,
 }
 
 /// A restore that ended in the sandbox.
@@ -81,6 +95,11 @@ pub(crate) enum CheckpointNews {
         waiting: Waiting,
     },
     Restored(Restored),
+    /// A push's files are in place: take its `push-N` checkpoint.
+    Pushed {
+        push: Push,
+        reply: oneshot::Sender<Option<Checkpoint>>,
+    },
     /// The turn is about to run its first command.
     BeforeTurnRuns {
         turn_id: String,
@@ -115,7 +134,11 @@ impl RoomActor {
         self.checkpoints.next += 1;
         let auto = turn_id.is_some();
         let name = name.unwrap_or_else(|| {
-            let stem = if auto { "auto" } else { "checkpoint" };
+            let stem = match (&waiting, auto) {
+                (Waiting::Push { .. }, _) => "push",
+                (_, true) => "auto",
+                (_, false) => "checkpoint",
+            };
             let mut name = format!("{stem}-{number}");
             while self.checkpoints.named(&name) {
                 name.push_str("-1");
@@ -173,6 +196,10 @@ impl RoomActor {
                     self.finish_restore(restored).await;
                 }
             }
+            CheckpointNews::Pushed { push, reply } => {
+                let by = push.by.clone();
+                self.take(None, by, None, Waiting::Push { push, reply });
+            }
             CheckpointNews::BeforeTurnRuns { turn_id, reply } => {
                 let live = self.current.as_ref().is_some_and(|c| c.id == turn_id);
                 if live && self.shared.auto_checkpoints > 0 {
@@ -192,10 +219,35 @@ impl RoomActor {
         waiting: Waiting,
     ) {
         self.checkpoints.taking.remove(&checkpoint.name);
+        if let Waiting::Push { push, reply } = waiting {
+            let kept = match result {
+                Ok(size) => {
+                    checkpoint.size = size;
+                    self.keep_checkpoint(checkpoint.clone(), number, false)
+                        .await;
+                    Some(checkpoint)
+                }
+                Err(e) => {
+                    tracing::warn!(room = %self.id, checkpoint = %checkpoint.id, "no checkpoint after a push: {e}");
+                    None
+                }
+            };
+            let event = Event::Push {
+                by: push.by,
+                path: push.path,
+                files: push.pushed.files,
+                bytes: push.pushed.bytes,
+                deleted: push.pushed.deleted,
+                checkpoint_id: kept.as_ref().map(|c| c.id.clone()),
+            };
+            self.record_or_log(event).await;
+            let _ = reply.send(kept);
+            return;
+        }
         let answer = match result {
             Ok(size) => {
                 checkpoint.size = size;
-                self.keep_checkpoint(checkpoint.clone(), number).await;
+                self.keep_checkpoint(checkpoint.clone(), number, true).await;
                 Ok(Reply::ok(CheckpointResponse { checkpoint }))
             }
             Err(e) => {
@@ -210,12 +262,14 @@ impl RoomActor {
             Waiting::Turn(reply) => {
                 let _ = reply.send(());
             }
+            Waiting::Push { .. } => {}
         }
     }
 
-    /// Lists and stores a new checkpoint (a person's with its record),
-    /// then lets go of the oldest automatic ones beyond the room's count.
-    async fn keep_checkpoint(&mut self, checkpoint: Checkpoint, number: u64) {
+    /// Lists and stores a new checkpoint (a person's with its record when
+    /// `record`: a push's goes in the push's own), then lets go of the
+    /// oldest automatic ones beyond the room's count.
+    async fn keep_checkpoint(&mut self, checkpoint: Checkpoint, number: u64, record: bool) {
         let stored = self
             .shared
             .store
@@ -242,7 +296,7 @@ impl RoomActor {
         } else {
             self.publish_checkpoints();
         }
-        if !checkpoint.auto {
+        if record && !checkpoint.auto {
             let event = Event::Checkpoint {
                 by: checkpoint.by,
                 checkpoint_id: checkpoint.id,

@@ -191,6 +191,31 @@ impl RoomHandle {
         answer.await.unwrap_or_else(|_| Err(ApiError::room_gone()))
     }
 
+    /// After a push's files are in place: takes its `push-N` checkpoint
+    /// and stores its record; answers the checkpoint (`None`: it did not
+    /// fit the disk).
+    pub(crate) async fn pushed(
+        &self,
+        push: checkpoints::Push,
+    ) -> Result<Option<crate::protocol::Checkpoint>, ApiError> {
+        let (reply, answer) = oneshot::channel();
+        let news = checkpoints::CheckpointNews::Pushed { push, reply };
+        if self.inbox.send(Command::Checkpoint(news)).await.is_err() {
+            return Err(ApiError::room_gone());
+        }
+        answer.await.map_err(|_| ApiError::room_gone())
+    }
+
+    /// The room's checkpoints now (the state's list).
+    pub(crate) async fn checkpoint_list(
+        &self,
+    ) -> Result<Vec<crate::protocol::Checkpoint>, ApiError> {
+        let reply = self.read_processes(Query::Checkpoints).await?;
+        let parsed: crate::protocol::CheckpointsResponse = serde_json::from_str(&reply.body)
+            .map_err(|e| ApiError::internal(format!("the checkpoints could not be read: {e}")))?;
+        Ok(parsed.checkpoints)
+    }
+
     /// Ends the shared terminal `term_id`; answers once it ended.
     pub(crate) async fn close_terminal(&self, term_id: String) -> Result<(), ApiError> {
         let (reply, answer) = oneshot::channel();

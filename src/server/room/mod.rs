@@ -37,7 +37,7 @@ use tokio::sync::{broadcast, mpsc};
 
 pub(crate) use access::AccessNews;
 pub(in crate::server) use checkpoints::{
-    CheckpointNews, Restored, Waiting, refused, unknown as unknown_checkpoint,
+    CheckpointNews, Push, Restored, Waiting, refused, unknown as unknown_checkpoint,
 };
 use exec::Launched;
 pub(crate) use exec::Then;

@@ -63,6 +63,23 @@ fn text(event: &Event) -> String {
         Event::Process { by, name, cmd, .. } => {
             format!("{by} started {name} in the background: {}", code(cmd))
         }
+        Event::Push {
+            by,
+            path,
+            files,
+            bytes: size,
+            ..
+        } => {
+            let folder = if path.is_empty() {
+                String::new()
+            } else {
+                format!("/{path}")
+            };
+            format!(
+                "{by} pushed {files} files ({}) into /workspace{folder}",
+                bytes(*size)
+            )
+        }
         Event::Other => "Something happened in the room.".to_string(),
     }
 }

@@ -1,0 +1,784 @@
+//! A folder of a room's workspace in and out as one tar (docs/protocol.md
+//! "Archives"). In: the archive is unpacked into a staging folder beside
+//! the workspace (on the room's disk), each member checked, and moved
+//! into place only once all of it arrived and passed, so a refused member
+//! or a broken upload leaves the workspace as it was. Out: the folder is
+//! walked by descriptor (never following a symlink) and written as a tar
+//! as it is read. These block: callers run them on a blocking thread.
+
+use super::tree;
+use super::{Limits, SandboxPlace, disk, enforcement};
+use crate::sandbox::{Pushed, SandboxError};
+use nix::errno::Errno;
+use nix::fcntl::{AtFlags, OFlag};
+use nix::sys::stat::{FileStat, Mode, UtimensatFlags};
+use nix::sys::time::TimeSpec;
+use std::collections::HashSet;
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+fn failed(what: &str, e: impl std::fmt::Display) -> SandboxError {
+    SandboxError::Failed(format!("{what}: {e}"))
+}
+
+fn errno_of(e: &std::io::Error) -> Errno {
+    e.raw_os_error().map_or(Errno::EIO, Errno::from_raw)
+}
+
+/// A write that ran out of the room's disk is `DiskFull`.
+fn disk_error(what: &str, errno: Errno) -> SandboxError {
+    match errno {
+        Errno::ENOSPC | Errno::EDQUOT | Errno::EFBIG => SandboxError::DiskFull,
+        e => failed(what, e.desc()),
+    }
+}
+
+/// A refused member: its name, then why.
+fn refuse(name: &str, why: &str) -> SandboxError {
+    SandboxError::Member(format!("{name}: {why}"))
+}
+
+/// The workspace-relative folder `path` as components (empty: the
+/// workspace itself).
+fn folder_parts(path: &str) -> Result<Vec<String>, SandboxError> {
+    if path.trim_matches('/').is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(
+        crate::sandbox::files::components(path.trim_end_matches('/'))?
+            .into_iter()
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+fn open_at(dir: &OwnedFd, name: &OsStr, flags: OFlag, mode: Mode) -> nix::Result<OwnedFd> {
+    let fd = nix::fcntl::openat(
+        Some(dir.as_raw_fd()),
+        name,
+        flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        mode,
+    )?;
+    // SAFETY: openat returned a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn stat_at(dir: &OwnedFd, name: &OsStr) -> nix::Result<FileStat> {
+    nix::sys::stat::fstatat(Some(dir.as_raw_fd()), name, AtFlags::AT_SYMLINK_NOFOLLOW)
+}
+
+fn kind(stat: &FileStat) -> libc::mode_t {
+    stat.st_mode & libc::S_IFMT
+}
+
+/// Opens folder `parts` below `root`, never through a symlink; with
+/// `make`, absent folders are made (belonging to `uid`).
+fn walk_to(
+    root: &OwnedFd,
+    parts: &[String],
+    make: Option<Option<u32>>,
+) -> Result<OwnedFd, SandboxError> {
+    let mut dir = root
+        .try_clone()
+        .map_err(|e| failed("cannot open a folder", e))?;
+    for part in parts {
+        let name = OsStr::new(part);
+        dir = match tree::open_dir(&dir, name) {
+            Ok(next) => next,
+            Err(Errno::ENOENT) if make.is_some() => {
+                make_dir(&dir, name, make.flatten())?;
+                tree::open_dir(&dir, name).map_err(|e| failed("cannot open a folder", e))?
+            }
+            Err(Errno::ENOENT) => return Err(SandboxError::NoFile),
+            Err(Errno::ELOOP) => {
+                return Err(SandboxError::BadPath("passes through a symlink".into()));
+            }
+            Err(Errno::ENOTDIR) => {
+                return Err(SandboxError::BadPath("is not a directory".into()));
+            }
+            Err(e) => return Err(failed("cannot open a folder", e)),
+        };
+    }
+    Ok(dir)
+}
+
+/// Makes folder `name` of `dir` (`0o755`, belonging to `uid`).
+fn make_dir(dir: &OwnedFd, name: &OsStr, uid: Option<u32>) -> Result<(), SandboxError> {
+    match nix::sys::stat::mkdirat(Some(dir.as_raw_fd()), name, Mode::from_bits_truncate(0o755)) {
+        Ok(()) | Err(Errno::EEXIST) => {}
+        Err(e) => return Err(disk_error("cannot make a folder", e)),
+    }
+    if let Some((u, g)) = owner(uid) {
+        nix::unistd::fchownat(
+            Some(dir.as_raw_fd()),
+            name,
+            Some(u),
+            Some(g),
+            AtFlags::AT_SYMLINK_NOFOLLOW,
+        )
+        .map_err(|e| failed("cannot give a folder to the room", e))?;
+    }
+    Ok(())
+}
+
+fn owner(uid: Option<u32>) -> Option<(nix::unistd::Uid, nix::unistd::Gid)> {
+    uid.map(|u| (nix::unistd::Uid::from_raw(u), nix::unistd::Gid::from_raw(u)))
+}
+
+/// The room's staging folder for one push, removed however the push ends.
+struct Staging {
+    path: std::path::PathBuf,
+}
+
+impl Staging {
+    fn make(workspace: &Path) -> Result<Staging, SandboxError> {
+        let parent = disk::staging_dir(enforcement().quota, workspace);
+        std::fs::create_dir_all(&parent).map_err(|e| failed("cannot make a staging folder", e))?;
+        let _ =
+            std::fs::set_permissions(&parent, std::os::unix::fs::PermissionsExt::from_mode(0o700));
+        let path = parent.join(format!("{:016x}", rand::random::<u64>()));
+        std::fs::create_dir(&path)
+            .map_err(|e| disk_error("cannot make a staging folder", errno_of(&e)))?;
+        Ok(Staging { path })
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        let (Some(parent), Some(name)) = (self.path.parent(), self.path.file_name()) else {
+            return;
+        };
+        if let Ok(parent) = tree::open_root(parent)
+            && let Err(e) = tree::remove(&parent, name)
+            && e.errno != Errno::ENOENT
+        {
+            tracing::warn!("removing a push's staging folder failed: {e}");
+        }
+    }
+}
+
+/// A folder the archive holds, whose mode and mtime are set once
+/// everything is in place (a read-only folder still takes its files).
+struct FolderMeta {
+    parts: Vec<String>,
+    mode: u32,
+    mtime: i64,
+}
+
+/// Unpacks the tar (or gzipped tar) read from `body` beneath folder
+/// `path` of the workspace, all or nothing; with `mirror`, whatever the
+/// folder holds that the archive does not is deleted.
+pub fn put(
+    place: &SandboxPlace,
+    limits: &Limits,
+    path: &str,
+    body: impl Read,
+    mirror: bool,
+) -> Result<Pushed, SandboxError> {
+    let dest = folder_parts(path)?;
+    super::ready_workspace(place, limits)
+        .map_err(|e| failed("the workspace is not available", e))?;
+    let quota = enforcement().quota;
+    // Renames between the staging folder and the workspace need one mount.
+    let workspace_root = tree::open_root(&disk::workspace_beside_trash(quota, &place.workspace))
+        .map_err(|e| failed("cannot open the workspace", e))?;
+    // The destination's existing part must be folders, not symlinks.
+    check_destination(&workspace_root, &dest)?;
+    let free = disk::free_bytes(quota, &place.workspace, limits.disk_bytes)
+        .map_err(|e| failed("cannot see the room's free space", e))?;
+    let staging = Staging::make(&place.workspace)?;
+    let stage =
+        tree::open_root(&staging.path).map_err(|e| failed("cannot open the staging folder", e))?;
+    let mut unpack = Unpack {
+        stage: &stage,
+        workspace: &workspace_root,
+        dest: &dest,
+        uid: tree::Owners::room(place.uid).uid,
+        budget: free,
+        pushed: Pushed::default(),
+        folders: Vec::new(),
+        checked: HashSet::new(),
+    };
+    unpack.all(body)?;
+    let Unpack {
+        mut pushed,
+        mut folders,
+        uid,
+        ..
+    } = unpack;
+    let target = walk_to(&workspace_root, &dest, Some(uid))?;
+    pushed.deleted = merge(&stage, &target, mirror)?;
+    // Deepest first: setting a folder's times after its children's.
+    folders.sort_by_key(|f| std::cmp::Reverse(f.parts.len()));
+    for folder in folders {
+        let Ok(dir) = walk_to(&target, &folder.parts, None) else {
+            continue;
+        };
+        let _ = nix::sys::stat::fchmod(
+            dir.as_raw_fd(),
+            Mode::from_bits_truncate(folder.mode & 0o777),
+        );
+        let at = TimeSpec::new(folder.mtime, 0);
+        let _ = nix::sys::stat::futimens(dir.as_raw_fd(), &at, &at);
+    }
+    Ok(pushed)
+}
+
+/// The destination folder's path inside the workspace, as far as it
+/// exists, must be folders (a symlink there is refused).
+fn check_destination(root: &OwnedFd, dest: &[String]) -> Result<(), SandboxError> {
+    match walk_to(root, dest, None) {
+        Ok(_) | Err(SandboxError::NoFile) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// One archive being unpacked into the staging folder.
+struct Unpack<'a> {
+    stage: &'a OwnedFd,
+    workspace: &'a OwnedFd,
+    dest: &'a [String],
+    uid: Option<u32>,
+    /// Bytes of the room's disk still free for this push.
+    budget: u64,
+    pushed: Pushed,
+    folders: Vec<FolderMeta>,
+    /// Folders (relative to the destination) known not to pass through a
+    /// symlink of the workspace.
+    checked: HashSet<String>,
+}
+
+/// The gzip magic.
+const GZIP: [u8; 2] = [0x1f, 0x8b];
+/// What a file takes of the disk beyond its bytes, at most (its block
+/// rounding and its inode), counted against the room's free space.
+const PER_FILE_DISK: u64 = 8192;
+
+impl Unpack<'_> {
+    fn all(&mut self, body: impl Read) -> Result<(), SandboxError> {
+        let mut body = BufReader::with_capacity(64 * 1024, body);
+        let head = body.fill_buf().map_err(|e| broken(&e))?;
+        if head.starts_with(&GZIP) {
+            self.entries(flate2::bufread::MultiGzDecoder::new(body))
+        } else {
+            self.entries(body)
+        }
+    }
+
+    fn entries(&mut self, body: impl Read) -> Result<(), SandboxError> {
+        let mut archive = tar::Archive::new(body);
+        let entries = archive.entries().map_err(|e| broken(&e))?;
+        for entry in entries {
+            let mut entry = entry.map_err(|e| broken(&e))?;
+            self.member(&mut entry)?;
+        }
+        Ok(())
+    }
+
+    fn member(&mut self, entry: &mut tar::Entry<'_, impl Read>) -> Result<(), SandboxError> {
+        let raw = entry.path_bytes().into_owned();
+        let shown = String::from_utf8_lossy(&raw).into_owned();
+        let Ok(name) = std::str::from_utf8(&raw) else {
+            return Err(refuse(&shown, "is not UTF-8"));
+        };
+        let member_kind = entry.header().entry_type();
+        if member_kind.is_pax_global_extensions() {
+            return Ok(());
+        }
+        if name.starts_with('/') {
+            return Err(refuse(name, "is absolute"));
+        }
+        let parts: Vec<String> = name
+            .split('/')
+            .filter(|p| !p.is_empty() && *p != ".")
+            .map(str::to_string)
+            .collect();
+        if parts.iter().any(|p| p == "..") {
+            return Err(refuse(name, "leaves the folder"));
+        }
+        if name.contains('\0') {
+            return Err(refuse(&shown, "has a NUL in its name"));
+        }
+        let Some((last, parents)) = parts.split_last() else {
+            if member_kind.is_dir() {
+                // `./`: the folder itself.
+                return Ok(());
+            }
+            return Err(refuse(name, "has an empty name"));
+        };
+        use tar::EntryType as T;
+        match member_kind {
+            T::Regular | T::Continuous | T::Directory | T::Symlink => {}
+            T::Link => return Err(refuse(name, "is a hard link")),
+            T::Char | T::Block => return Err(refuse(name, "is a device node")),
+            T::Fifo => return Err(refuse(name, "is a FIFO")),
+            _ => return Err(refuse(name, "is not a folder, a regular file or a symlink")),
+        }
+        self.check_workspace_parents(name, parents)?;
+        let dir = self.stage_parent(name, parents)?;
+        let header = entry.header();
+        let mode = header.mode().unwrap_or(0o644) & 0o777;
+        let mtime = header.mtime().unwrap_or(0) as i64;
+        let last = OsStr::new(last.as_str());
+        match member_kind {
+            T::Directory => {
+                match stat_at(&dir, last) {
+                    Ok(st) if kind(&st) == libc::S_IFDIR => {}
+                    Ok(_) => {
+                        clear(&dir, last, name)?;
+                        make_dir(&dir, last, self.uid)?;
+                    }
+                    Err(_) => make_dir(&dir, last, self.uid)?,
+                }
+                self.folders.push(FolderMeta { parts, mode, mtime });
+            }
+            T::Symlink => {
+                let target = entry
+                    .link_name_bytes()
+                    .map(|t| t.into_owned())
+                    .unwrap_or_default();
+                check_link(name, parents.len(), &target)?;
+                self.spend(name, target.len() as u64)?;
+                clear(&dir, last, name)?;
+                nix::unistd::symlinkat(OsStr::from_bytes(&target), Some(dir.as_raw_fd()), last)
+                    .map_err(|e| disk_error("cannot make a symlink", e))?;
+                if let Some((u, g)) = owner(self.uid) {
+                    nix::unistd::fchownat(
+                        Some(dir.as_raw_fd()),
+                        last,
+                        Some(u),
+                        Some(g),
+                        AtFlags::AT_SYMLINK_NOFOLLOW,
+                    )
+                    .map_err(|e| failed("cannot give a symlink to the room", e))?;
+                }
+                let at = TimeSpec::new(mtime, 0);
+                let _ = nix::sys::stat::utimensat(
+                    Some(dir.as_raw_fd()),
+                    last,
+                    &at,
+                    &at,
+                    UtimensatFlags::NoFollowSymlink,
+                );
+            }
+            _ => {
+                let size = entry.size();
+                self.spend(name, size)?;
+                clear(&dir, last, name)?;
+                let fd = open_at(
+                    &dir,
+                    last,
+                    OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL,
+                    Mode::S_IRUSR | Mode::S_IWUSR,
+                )
+                .map_err(|e| disk_error("cannot make a file", e))?;
+                if let Some((u, g)) = owner(self.uid) {
+                    nix::unistd::fchown(fd.as_raw_fd(), Some(u), Some(g))
+                        .map_err(|e| failed("cannot give a file to the room", e))?;
+                }
+                let mut file = File::from(fd);
+                let written = copy_member(entry, &mut file)?;
+                nix::sys::stat::fchmod(file.as_raw_fd(), Mode::from_bits_truncate(mode))
+                    .map_err(|e| failed("cannot set a file's mode", e))?;
+                let at = TimeSpec::new(mtime, 0);
+                nix::sys::stat::futimens(file.as_raw_fd(), &at, &at)
+                    .map_err(|e| failed("cannot set a file's time", e))?;
+                self.pushed.files += 1;
+                self.pushed.bytes += written;
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts `bytes` (and a file's overhead) against the room's free
+    /// space; a member that does not fit is a full disk, before it is
+    /// written.
+    fn spend(&mut self, _name: &str, bytes: u64) -> Result<(), SandboxError> {
+        let need = bytes.saturating_add(PER_FILE_DISK);
+        if need > self.budget {
+            return Err(SandboxError::DiskFull);
+        }
+        self.budget -= need;
+        Ok(())
+    }
+
+    /// The member's folders, as far as the workspace has them, must not
+    /// be symlinks there.
+    fn check_workspace_parents(
+        &mut self,
+        name: &str,
+        parents: &[String],
+    ) -> Result<(), SandboxError> {
+        if parents.is_empty() || self.checked.contains(&parents.join("/")) {
+            return Ok(());
+        }
+        let mut dir = match walk_to(self.workspace, self.dest, None) {
+            Ok(dir) => dir,
+            // The destination is made by this push: nothing below it exists.
+            Err(SandboxError::NoFile) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        for (i, part) in parents.iter().enumerate() {
+            let so_far = parents[..=i].join("/");
+            if self.checked.contains(&so_far) {
+                dir = match tree::open_dir(&dir, OsStr::new(part)) {
+                    Ok(next) => next,
+                    Err(_) => return Ok(()),
+                };
+                continue;
+            }
+            match stat_at(&dir, OsStr::new(part)) {
+                Ok(st) if kind(&st) == libc::S_IFLNK => {
+                    return Err(refuse(name, "passes through a symlink"));
+                }
+                Ok(st) if kind(&st) == libc::S_IFDIR => {
+                    self.checked.insert(so_far);
+                    dir = tree::open_dir(&dir, OsStr::new(part))
+                        .map_err(|_| refuse(name, "passes through a symlink"))?;
+                }
+                // Absent, or a file the archive's folder will replace.
+                _ => {
+                    self.checked.insert(so_far);
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The member's folder in the staging folder, made as needed; a
+    /// symlink of the archive on the way is refused.
+    fn stage_parent(&mut self, name: &str, parents: &[String]) -> Result<OwnedFd, SandboxError> {
+        let mut dir = self
+            .stage
+            .try_clone()
+            .map_err(|e| failed("cannot open a folder", e))?;
+        for part in parents {
+            let part = OsStr::new(part.as_str());
+            dir = match tree::open_dir(&dir, part) {
+                Ok(next) => next,
+                Err(Errno::ENOENT) => {
+                    make_dir(&dir, part, self.uid)?;
+                    tree::open_dir(&dir, part).map_err(|e| failed("cannot open a folder", e))?
+                }
+                Err(Errno::ELOOP) => return Err(refuse(name, "passes through a symlink")),
+                Err(Errno::ENOTDIR) => return Err(refuse(name, "is inside a file")),
+                Err(e) => return Err(failed("cannot open a folder", e)),
+            };
+        }
+        Ok(dir)
+    }
+}
+
+/// Removes what an earlier member put at `name` (a later one wins).
+fn clear(dir: &OwnedFd, name: &OsStr, member: &str) -> Result<(), SandboxError> {
+    match tree::remove(dir, name) {
+        Ok(()) => Ok(()),
+        Err(e) if e.errno == Errno::ENOENT => Ok(()),
+        Err(e) => Err(failed(&format!("{member}: cannot replace it"), e)),
+    }
+}
+
+/// A symlink's target must be relative and stay inside the folder pushed
+/// into (`depth`: the folders between it and the link).
+fn check_link(name: &str, depth: usize, target: &[u8]) -> Result<(), SandboxError> {
+    if target.is_empty() {
+        return Err(refuse(name, "is a symlink to nothing"));
+    }
+    if target.starts_with(b"/") {
+        return Err(refuse(
+            name,
+            "is a symlink out of the folder (absolute target)",
+        ));
+    }
+    let mut level = depth as i64;
+    for part in target.split(|&b| b == b'/') {
+        match part {
+            b"" | b"." => {}
+            b".." => {
+                level -= 1;
+                if level < 0 {
+                    return Err(refuse(name, "is a symlink out of the folder"));
+                }
+            }
+            _ => level += 1,
+        }
+    }
+    Ok(())
+}
+
+/// Copies a member's bytes into `file`; answers how many.
+fn copy_member(entry: &mut impl Read, file: &mut File) -> Result<u64, SandboxError> {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut total = 0u64;
+    loop {
+        let n = match entry.read(&mut buf) {
+            Ok(0) => return Ok(total),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(broken(&e)),
+        };
+        file.write_all(&buf[..n])
+            .map_err(|e| disk_error("cannot write a file", errno_of(&e)))?;
+        total += n as u64;
+    }
+}
+
+/// A body that could not be read as a tar: the upload broke off, or it
+/// is not an archive.
+fn broken(e: &std::io::Error) -> SandboxError {
+    if let Some(inner) = e.get_ref().and_then(|i| i.downcast_ref::<BodyBroke>()) {
+        return inner.0.clone();
+    }
+    SandboxError::Member(format!(
+        "(archive): is not a tar archive, or it is cut short: {e}"
+    ))
+}
+
+/// The upload's own failure, carried through the tar reader.
+#[derive(Debug)]
+struct BodyBroke(SandboxError);
+
+impl std::fmt::Display for BodyBroke {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for BodyBroke {}
+
+/// Moves everything of the staging folder `from` into the folder `to`:
+/// a file or symlink replaces what is there, a folder merges with a
+/// folder (anything else there is replaced). With `mirror`, entries of
+/// `to` that `from` lacks are deleted. Answers the paths deleted.
+fn merge(from: &OwnedFd, to: &OwnedFd, mirror: bool) -> Result<u64, SandboxError> {
+    let move_failed = |e: tree::TreeError| disk_error("cannot move the push into place", e.errno);
+    let staged = tree::entries(from).map_err(|e| failed("cannot list the staging folder", e))?;
+    let mut deleted = 0;
+    if mirror {
+        let names: HashSet<&OsString> = staged.iter().map(|(n, _)| n).collect();
+        let there = tree::entries(to).map_err(|e| failed("cannot list the workspace", e))?;
+        for (name, _) in there.iter().filter(|(n, _)| !names.contains(n)) {
+            deleted += count(to, name);
+            tree::remove(to, name).map_err(move_failed)?;
+        }
+    }
+    for (name, stat) in staged {
+        let existing = stat_at(to, &name).ok();
+        let merges =
+            kind(&stat) == libc::S_IFDIR && existing.is_some_and(|st| kind(&st) == libc::S_IFDIR);
+        if merges {
+            let sub_from = tree::open_dir(from, &name)
+                .map_err(|e| failed("cannot open the staging folder", e))?;
+            let sub_to = tree::open_dir(to, &name)
+                .map_err(|e| failed("cannot open a folder of the workspace", e))?;
+            deleted += merge(&sub_from, &sub_to, mirror)?;
+            continue;
+        }
+        let folder_in_the_way = existing.is_some_and(|st| kind(&st) == libc::S_IFDIR);
+        if folder_in_the_way || (kind(&stat) == libc::S_IFDIR && existing.is_some()) {
+            tree::remove(to, &name).map_err(move_failed)?;
+        }
+        nix::fcntl::renameat(
+            Some(from.as_raw_fd()),
+            name.as_os_str(),
+            Some(to.as_raw_fd()),
+            name.as_os_str(),
+        )
+        .map_err(|e| disk_error("cannot move the push into place", e))?;
+    }
+    Ok(deleted)
+}
+
+/// How many paths `name` of `dir` is (a folder counts with everything in it).
+fn count(dir: &OwnedFd, name: &OsStr) -> u64 {
+    let Ok(sub) = tree::open_dir(dir, name) else {
+        return 1;
+    };
+    let Ok(list) = tree::entries(&sub) else {
+        return 1;
+    };
+    1 + list
+        .iter()
+        .map(|(n, st)| {
+            if kind(st) == libc::S_IFDIR {
+                count(&sub, n)
+            } else {
+                1
+            }
+        })
+        .sum::<u64>()
+}
+
+/// Reads an upload's body as it arrives from the request's task.
+pub struct BodyReader {
+    chunks: tokio::sync::mpsc::Receiver<Result<bytes::Bytes, SandboxError>>,
+    current: bytes::Bytes,
+}
+
+impl BodyReader {
+    pub fn new(chunks: tokio::sync::mpsc::Receiver<Result<bytes::Bytes, SandboxError>>) -> Self {
+        BodyReader {
+            chunks,
+            current: bytes::Bytes::new(),
+        }
+    }
+}
+
+impl Read for BodyReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.current.is_empty() {
+            match self.chunks.blocking_recv() {
+                Some(Ok(chunk)) => self.current = chunk,
+                Some(Err(e)) => return Err(std::io::Error::other(BodyBroke(e))),
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.current.len());
+        buf[..n].copy_from_slice(&self.current[..n]);
+        bytes::Buf::advance(&mut self.current, n);
+        Ok(n)
+    }
+}
+
+/// Opens folder `path` of the workspace to be archived: absent is
+/// `NoFile`, a file `is not a directory`.
+pub fn open_folder(
+    place: &SandboxPlace,
+    limits: &Limits,
+    path: &str,
+) -> Result<OwnedFd, SandboxError> {
+    let parts = folder_parts(path)?;
+    if !place.workspace.exists() {
+        return Err(SandboxError::NoFile);
+    }
+    super::ready_workspace(place, limits)
+        .map_err(|e| failed("the workspace is not available", e))?;
+    let root =
+        tree::open_root(&place.workspace).map_err(|e| failed("cannot open the workspace", e))?;
+    walk_to(&root, &parts, None)
+}
+
+/// Writes the tree below `root` as a tar to `out`: each folder's entries
+/// in byte order of name, a folder before what it holds; folders, regular
+/// files and symlinks (as links) with their permission bits and mtime.
+pub fn write_tar(root: OwnedFd, out: impl Write) -> std::io::Result<()> {
+    let mut tar = tar::Builder::new(out);
+    // (folder, its path, its entries not yet written, last first)
+    let list = sorted_last_first(&root)?;
+    let mut folders = vec![(root, String::new(), list)];
+    while let Some((dir, prefix, mut list)) = folders.pop() {
+        let Some((name, stat)) = list.pop() else {
+            continue;
+        };
+        let path = if prefix.is_empty() {
+            name.to_string_lossy().into_owned()
+        } else {
+            format!("{prefix}/{}", name.to_string_lossy())
+        };
+        let mut header = tar::Header::new_gnu();
+        header.set_mode(stat.st_mode & 0o777);
+        header.set_mtime(stat.st_mtime.max(0) as u64);
+        header.set_uid(0);
+        header.set_gid(0);
+        match kind(&stat) {
+            libc::S_IFDIR => {
+                header.set_entry_type(tar::EntryType::Directory);
+                header.set_size(0);
+                tar.append_data(&mut header, &path, std::io::empty())?;
+                let sub = tree::open_dir(&dir, &name).map_err(std::io::Error::from);
+                folders.push((dir, prefix, list));
+                if let Ok(sub) = sub {
+                    let inner = sorted_last_first(&sub)?;
+                    folders.push((sub, path, inner));
+                }
+                continue;
+            }
+            libc::S_IFREG => {
+                // O_NONBLOCK: a file swapped for a FIFO meanwhile does not hang us.
+                if let Ok(fd) = open_at(
+                    &dir,
+                    &name,
+                    OFlag::O_RDONLY | OFlag::O_NONBLOCK,
+                    Mode::empty(),
+                ) && nix::sys::stat::fstat(fd.as_raw_fd())
+                    .is_ok_and(|st| kind(&st) == libc::S_IFREG)
+                {
+                    let len = stat.st_size.max(0) as u64;
+                    header.set_entry_type(tar::EntryType::Regular);
+                    header.set_size(len);
+                    // Exactly `len` bytes even when it changes meanwhile.
+                    let body = File::from(fd).take(len).chain(std::io::repeat(0)).take(len);
+                    tar.append_data(&mut header, &path, body)?;
+                }
+            }
+            libc::S_IFLNK => {
+                if let Ok(target) = nix::fcntl::readlinkat(Some(dir.as_raw_fd()), name.as_os_str())
+                {
+                    header.set_entry_type(tar::EntryType::Symlink);
+                    header.set_size(0);
+                    tar.append_link(&mut header, &path, Path::new(&target))?;
+                }
+            }
+            _ => {}
+        }
+        folders.push((dir, prefix, list));
+    }
+    tar.into_inner()?.flush()
+}
+
+fn sorted_last_first(dir: &OwnedFd) -> std::io::Result<Vec<(OsString, FileStat)>> {
+    let mut list = tree::entries(dir).map_err(std::io::Error::from)?;
+    list.reverse();
+    Ok(list)
+}
+
+/// Writes a tar into an answer's body: 64 KiB chunks over a channel; a
+/// body nobody reads any more is a broken pipe.
+pub struct ChunkWriter {
+    chunks: tokio::sync::mpsc::Sender<Result<bytes::Bytes, SandboxError>>,
+    buf: Vec<u8>,
+}
+
+const OUT_CHUNK: usize = 64 * 1024;
+
+impl ChunkWriter {
+    pub fn new(chunks: tokio::sync::mpsc::Sender<Result<bytes::Bytes, SandboxError>>) -> Self {
+        ChunkWriter {
+            chunks,
+            buf: Vec::with_capacity(OUT_CHUNK),
+        }
+    }
+
+    fn send(&mut self) -> std::io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let chunk = bytes::Bytes::from(std::mem::replace(
+            &mut self.buf,
+            Vec::with_capacity(OUT_CHUNK),
+        ));
+        self.chunks
+            .blocking_send(Ok(chunk))
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::BrokenPipe))
+    }
+}
+
+impl Write for ChunkWriter {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        let n = data.len().min(OUT_CHUNK - self.buf.len());
+        self.buf.extend_from_slice(&data[..n]);
+        if self.buf.len() >= OUT_CHUNK {
+            self.send()?;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.send()
+    }
+}
