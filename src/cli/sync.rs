@@ -136,8 +136,8 @@ pub async fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let mut line = format!(
-        "pushed {} files, {} in {:.1} s",
-        grouped(pushed.files),
+        "pushed {}, {} in {:.1} s",
+        files(pushed.files),
         bytes(pushed.bytes),
         started.elapsed().as_secs_f64()
     );
@@ -149,6 +149,14 @@ pub async fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
         return watch(&client, &push, before, manifest).await;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `1 file`, `2,006 files`.
+fn files(n: u64) -> String {
+    match n {
+        1 => "1 file".to_string(),
+        n => format!("{} files", grouped(n)),
+    }
 }
 
 /// A progress bar of `total` bytes on stderr, when it is a terminal.
@@ -201,8 +209,8 @@ async fn watch(
         }
         match sync(client, push, &found, &mut manifest).await {
             Ok(()) => {
-                let (files, size) = found.files_and_bytes();
-                let mut line = format!("synced {} files ({})", grouped(files), bytes(size));
+                let (count, size) = found.files_and_bytes();
+                let mut line = format!("synced {} ({})", files(count), bytes(size));
                 if !found.deleted.is_empty() {
                     line.push_str(&format!(
                         ", deleted {}",
@@ -294,8 +302,8 @@ pub async fn pull(args: PullArgs) -> anyhow::Result<ExitCode> {
         eprintln!("duet: {warning}");
     }
     println!(
-        "pulled {} files, {} in {:.1} s",
-        grouped(applied.files),
+        "pulled {}, {} in {:.1} s",
+        files(applied.files),
         bytes(applied.bytes),
         started.elapsed().as_secs_f64()
     );

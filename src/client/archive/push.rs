@@ -5,7 +5,8 @@
 use super::manifest::Manifest;
 use super::pack::{Packer, Progress};
 use super::walk::{Entry, Kind, Tree, walk};
-use crate::client::http::{HttpClient, Pushed};
+use crate::client::http::HttpClient;
+use crate::protocol::PushResponse;
 use anyhow::Context;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -57,7 +58,7 @@ impl Push {
         progress: Option<Progress>,
         manifest: &mut Manifest,
         whole: bool,
-    ) -> anyhow::Result<Pushed> {
+    ) -> anyhow::Result<PushResponse> {
         let packer = Packer::new(&self.root, entries.clone(), progress);
         let answer = client
             .put_archive(&self.remote, delete, || packer.body())

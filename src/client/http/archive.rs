@@ -4,22 +4,9 @@
 
 use super::backend::transport;
 use super::*;
+use crate::protocol::PushResponse;
 use futures_util::{Stream, StreamExt};
 use std::pin::Pin;
-
-/// `PUT /archive/{path}`'s answer.
-#[derive(Debug, Clone, serde::Deserialize)]
-pub struct Pushed {
-    /// Regular files written.
-    pub files: u64,
-    /// Their total length.
-    pub bytes: u64,
-    /// Paths removed by `delete=1`.
-    #[serde(default)]
-    pub deleted: u64,
-    /// The `push-N` checkpoint taken after it (`None`: it did not fit).
-    pub checkpoint: Option<Checkpoint>,
-}
 
 /// A response body as it arrives.
 pub type ByteStream = Pin<Box<dyn Stream<Item = Result<bytes::Bytes, HttpError>> + Send>>;
@@ -51,7 +38,7 @@ impl HttpClient {
         dir: &str,
         delete: bool,
         body: impl Fn() -> reqwest::Body,
-    ) -> Result<Pushed, HttpError> {
+    ) -> Result<PushResponse, HttpError> {
         let mut url = self.archive_url(dir)?;
         url.query_pairs_mut().append_pair("userId", &self.name);
         if delete {

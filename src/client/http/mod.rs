@@ -20,7 +20,7 @@ mod archive;
 mod backend;
 mod calls;
 mod error;
-pub use archive::{ByteStream, Pushed};
+pub use archive::ByteStream;
 pub use backend::Backend;
 pub use error::{HttpError, StatusError};
 use reqwest::Method;
