@@ -5,7 +5,7 @@
 //! or a FIFO) is left out with a warning.
 
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The ignore file of Duet's own, beside `.gitignore`.
 pub const DUETIGNORE: &str = ".duetignore";
@@ -185,19 +185,6 @@ pub fn inside_target(rel: &str, target: &Path) -> Option<String> {
         }
     }
     Some(text.to_string())
-}
-
-/// `path` relative to `root` as a `/`-separated string, when inside it.
-pub fn relative_to(root: &Path, path: &Path) -> Option<String> {
-    path.strip_prefix(root)
-        .ok()
-        .and_then(|p| p.to_str())
-        .map(str::to_string)
-}
-
-/// The absolute form of a local folder (it must exist).
-pub fn absolute(dir: &Path) -> std::io::Result<PathBuf> {
-    std::fs::canonicalize(dir)
 }
 
 #[cfg(test)]
