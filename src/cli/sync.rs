@@ -100,6 +100,14 @@ pub async fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
     let dir = PathBuf::from(ends.local.as_deref().unwrap_or("."));
     let push = Push::new(&dir, &ends.remote, args.git)?;
     let mut manifest = Manifest::load(client.base(), client.room());
+    // Watching starts before the walk: nothing changed meanwhile is missed.
+    let watcher = if args.watch {
+        let watcher = Watcher::start(&push.root)
+            .with_context(|| format!("cannot watch {}", push.root.display()))?;
+        Some(watcher)
+    } else {
+        None
+    };
     let started = Instant::now();
     let tree = push.walk().await?;
     for warning in &tree.warnings {
@@ -145,8 +153,8 @@ pub async fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
         line.push_str(&format!(" (deleted {})", grouped(pushed.deleted)));
     }
     println!("{line}");
-    if args.watch {
-        return watch(&client, &push, before, manifest).await;
+    if let Some(watcher) = watcher {
+        return watch(&client, &push, watcher, before, manifest).await;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -182,11 +190,10 @@ fn progress_bar(total: u64) -> Option<indicatif::ProgressBar> {
 async fn watch(
     client: &HttpClient,
     push: &Push,
+    mut watcher: Watcher,
     mut last: Vec<crate::client::archive::walk::Entry>,
     mut manifest: Manifest,
 ) -> anyhow::Result<ExitCode> {
-    let mut watcher = Watcher::start(&push.root)
-        .with_context(|| format!("cannot watch {}", push.root.display()))?;
     eprintln!("watching {} (Ctrl+C stops)", push.root.display());
     loop {
         tokio::select! {
