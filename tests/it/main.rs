@@ -22,6 +22,7 @@ mod neutral {
     mod cli_processes;
     mod server_agent_context;
     mod server_approvals;
+    mod server_archive;
     mod server_checkpoints;
     mod server_exec;
     mod server_exec_stop;

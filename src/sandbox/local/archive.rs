@@ -71,6 +71,12 @@ fn stat_at(dir: &OwnedFd, name: &OsStr) -> nix::Result<FileStat> {
     nix::sys::stat::fstatat(Some(dir.as_raw_fd()), name, AtFlags::AT_SYMLINK_NOFOLLOW)
 }
 
+/// Whether `name` of `dir` is a symlink (opening a symlink as a folder
+/// without following it fails with ENOTDIR, or ELOOP).
+fn is_link(dir: &OwnedFd, name: &OsStr) -> bool {
+    stat_at(dir, name).is_ok_and(|st| kind(&st) == libc::S_IFLNK)
+}
+
 fn kind(stat: &FileStat) -> libc::mode_t {
     stat.st_mode & libc::S_IFMT
 }
@@ -94,10 +100,10 @@ fn walk_to(
                 tree::open_dir(&dir, name).map_err(|e| failed("cannot open a folder", e))?
             }
             Err(Errno::ENOENT) => return Err(SandboxError::NoFile),
-            Err(Errno::ELOOP) => {
+            Err(Errno::ELOOP | Errno::ENOTDIR) if is_link(&dir, name) => {
                 return Err(SandboxError::BadPath("passes through a symlink".into()));
             }
-            Err(Errno::ENOTDIR) => {
+            Err(Errno::ELOOP | Errno::ENOTDIR) => {
                 return Err(SandboxError::BadPath("is not a directory".into()));
             }
             Err(e) => return Err(failed("cannot open a folder", e)),
@@ -140,6 +146,13 @@ impl Staging {
         std::fs::create_dir_all(&parent).map_err(|e| failed("cannot make a staging folder", e))?;
         let _ =
             std::fs::set_permissions(&parent, std::os::unix::fs::PermissionsExt::from_mode(0o700));
+        // Pushes of a room take turns (its disk lock): anything here is
+        // what a server stopped midway left.
+        if let Ok(dir) = tree::open_root(&parent)
+            && let Err(e) = tree::remove_children(&dir)
+        {
+            tracing::warn!("removing an earlier push's staging folder failed: {e}");
+        }
         let path = parent.join(format!("{:016x}", rand::random::<u64>()));
         std::fs::create_dir(&path)
             .map_err(|e| disk_error("cannot make a staging folder", errno_of(&e)))?;
@@ -254,9 +267,8 @@ struct Unpack<'a> {
 
 /// The gzip magic.
 const GZIP: [u8; 2] = [0x1f, 0x8b];
-/// What a file takes of the disk beyond its bytes, at most (its block
-/// rounding and its inode), counted against the room's free space.
-const PER_FILE_DISK: u64 = 8192;
+/// The disk's block: a file takes its bytes rounded up to whole blocks.
+const BLOCK: u64 = 4096;
 
 impl Unpack<'_> {
     fn all(&mut self, body: impl Read) -> Result<(), SandboxError> {
@@ -342,7 +354,7 @@ impl Unpack<'_> {
                     .map(|t| t.into_owned())
                     .unwrap_or_default();
                 check_link(name, parents.len(), &target)?;
-                self.spend(name, target.len() as u64)?;
+                self.spend(target.len() as u64)?;
                 clear(&dir, last, name)?;
                 nix::unistd::symlinkat(OsStr::from_bytes(&target), Some(dir.as_raw_fd()), last)
                     .map_err(|e| disk_error("cannot make a symlink", e))?;
@@ -367,7 +379,7 @@ impl Unpack<'_> {
             }
             _ => {
                 let size = entry.size();
-                self.spend(name, size)?;
+                self.spend(size)?;
                 clear(&dir, last, name)?;
                 let fd = open_at(
                     &dir,
@@ -394,11 +406,10 @@ impl Unpack<'_> {
         Ok(())
     }
 
-    /// Counts `bytes` (and a file's overhead) against the room's free
-    /// space; a member that does not fit is a full disk, before it is
-    /// written.
-    fn spend(&mut self, _name: &str, bytes: u64) -> Result<(), SandboxError> {
-        let need = bytes.saturating_add(PER_FILE_DISK);
+    /// Counts `bytes` (in whole blocks) against the room's free space; a
+    /// member that does not fit is a full disk, before it is written.
+    fn spend(&mut self, bytes: u64) -> Result<(), SandboxError> {
+        let need = bytes.div_ceil(BLOCK).saturating_mul(BLOCK);
         if need > self.budget {
             return Err(SandboxError::DiskFull);
         }
@@ -465,8 +476,10 @@ impl Unpack<'_> {
                     make_dir(&dir, part, self.uid)?;
                     tree::open_dir(&dir, part).map_err(|e| failed("cannot open a folder", e))?
                 }
-                Err(Errno::ELOOP) => return Err(refuse(name, "passes through a symlink")),
-                Err(Errno::ENOTDIR) => return Err(refuse(name, "is inside a file")),
+                Err(Errno::ELOOP | Errno::ENOTDIR) if is_link(&dir, part) => {
+                    return Err(refuse(name, "passes through a symlink"));
+                }
+                Err(Errno::ELOOP | Errno::ENOTDIR) => return Err(refuse(name, "is inside a file")),
                 Err(e) => return Err(failed("cannot open a folder", e)),
             };
         }
@@ -653,7 +666,8 @@ pub fn open_folder(
     path: &str,
 ) -> Result<OwnedFd, SandboxError> {
     let parts = folder_parts(path)?;
-    if !place.workspace.exists() {
+    // A room that never ran has an empty workspace, and no folder in it.
+    if !parts.is_empty() && !place.workspace.exists() {
         return Err(SandboxError::NoFile);
     }
     super::ready_workspace(place, limits)

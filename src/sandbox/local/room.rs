@@ -341,11 +341,23 @@ impl Sandbox for RoomSandbox {
         });
         Box::pin(async move {
             let feed = async move {
+                let mut skipped = 0usize;
+                let mut unpacking = true;
                 while let Some(chunk) = body.next().await {
-                    let broke = chunk.is_err();
-                    // The unpacking ended (refused, or done): stop reading.
-                    if chunks.send(chunk).await.is_err() || broke {
-                        break;
+                    if unpacking {
+                        let broke = chunk.is_err();
+                        unpacking = chunks.send(chunk).await.is_ok();
+                        if broke {
+                            break;
+                        }
+                        continue;
+                    }
+                    // The unpacking ended early (a refused member, a full
+                    // disk): the rest is read, up to a bound, so that the
+                    // client gets to read the answer.
+                    match chunk {
+                        Ok(bytes) if skipped < DRAIN_LIMIT => skipped += bytes.len(),
+                        _ => break,
                     }
                 }
             };
@@ -379,6 +391,10 @@ impl Sandbox for RoomSandbox {
         self.blocking(move |place, limits| changes::diff(place, limits, &id, &paths))
     }
 }
+
+/// How much of a refused push's body is still read so that its client
+/// reads the answer (beyond it, the connection is dropped).
+const DRAIN_LIMIT: usize = 256 * 1024 * 1024;
 
 /// The chunks a channel receives, as a stream.
 fn tokio_stream_of<T: Send + 'static>(
