@@ -530,3 +530,69 @@ async fn wait_for(server: &Server, room: &str, path: &str, want: &str, edit: imp
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+#[tokio::test]
+async fn a_pull_never_writes_through_a_symlink() {
+    let (server, _data) = Server::fresh().await;
+    let here = tempfile::tempdir().unwrap();
+    let state = here.path().join("state");
+    write(here.path(), "p/sub/file.txt", b"in the room\n");
+    ok(&duet(
+        &server,
+        "links",
+        &state,
+        &here.path().join("p"),
+        &["push"],
+    ));
+    let cmd = "ln -s /etc/passwd abs; ln -s ../../up sub/up; ln -s file.txt sub/ok";
+    let (_, body) = server
+        .post(
+            "/api/rooms/links/sandbox/exec",
+            serde_json::json!({ "cmd": cmd }),
+        )
+        .await;
+    assert_eq!(body["result"]["exitCode"], 0, "{body}");
+
+    // Here, `sub` is a symlink to a folder outside the destination.
+    let (outside, dest) = (here.path().join("outside"), here.path().join("dest"));
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::create_dir_all(&dest).unwrap();
+    symlink(&outside, dest.join("sub")).unwrap();
+    let out = duet(
+        &server,
+        "links",
+        &state,
+        here.path(),
+        &["pull", "--force", ":", "dest"],
+    );
+    ok(&out);
+    let warned = stderr(&out);
+    assert!(
+        warned.contains("skipped abs: a symlink to /etc/passwd (outside the folder)"),
+        "{warned}"
+    );
+    assert!(
+        warned.contains("skipped sub/up: a symlink to ../../up"),
+        "{warned}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&outside).unwrap().count(),
+        0,
+        "nothing written through"
+    );
+    let listed = listing(&dest);
+    assert_eq!(
+        listed.get("sub").map(String::as_str),
+        Some("dir 755"),
+        "{listed:?}"
+    );
+    assert_eq!(
+        listed.get("sub/file.txt").map(String::as_str),
+        Some("file 644 in the room\n")
+    );
+    assert_eq!(
+        listed.get("sub/ok").map(String::as_str),
+        Some("link file.txt")
+    );
+    assert!(!listed.contains_key("abs") && !listed.contains_key("sub/up"));
+}
