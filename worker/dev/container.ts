@@ -264,7 +264,7 @@ export abstract class StandInContainer extends DurableObject<Env> {
     return { id, dir: options.dir, localBucket: true };
   }
 
-  /** SDK restoreBackup: the archive unpacked into its folder (over what is there, as the SDK's local mode does). */
+  /** SDK restoreBackup: the archive unpacked into `backup.dir` (over what is there, as the SDK's local mode does). */
   async restoreBackup(backup: { id: string; dir: string }): Promise<{ success: true; dir: string; id: string }> {
     const bucket = this.env.BACKUP_BUCKET;
     const prefix = copyPrefix(backup.id);
@@ -275,9 +275,12 @@ export abstract class StandInContainer extends DurableObject<Env> {
     if (Date.now() + 60_000 > new Date(meta.createdAt).getTime() + meta.ttl * 1000) {
       throw new Error(`BACKUP_EXPIRED: Backup ${backup.id} has expired`);
     }
-    if (backup.dir !== "/workspace") throw new Error(`INVALID_BACKUP_CONFIG: the stand-in restores into /workspace only, not ${backup.dir}`);
+    // As the SDK's: into any folder under these (a diff restores a checkpoint beside /workspace).
+    if (!/^\/(workspace|home|tmp|var\/tmp|app)(\/|$)/.test(backup.dir) || backup.dir.split("/").includes("..")) {
+      throw new Error(`INVALID_BACKUP_CONFIG: Invalid backup: dir must be under /workspace, /home, /tmp, /var/tmp or /app, not ${backup.dir}`);
+    }
     await this.wake();
-    await unpackWorkspace(this.host(), bucket, prefix, meta.parts);
+    await unpackWorkspace(this.host(), bucket, prefix, meta.parts, backup.dir);
     return { success: true, dir: backup.dir, id: backup.id };
   }
 

@@ -38,8 +38,11 @@ export interface CheckpointSettings {
   diskBytes: number;
 }
 
-/** What a new checkpoint is: a person's (with or without a name) or an automatic one before a turn. */
-export type NewCheckpoint = { by: string; name?: string; auto: false } | { by: typeof AUTO_BY; auto: true; turnId: string };
+/** What a new checkpoint is: a person's (with or without a name; `push` names it `push-N`, after a push) or an automatic one before a turn. */
+export type NewCheckpoint = { by: string; name?: string; auto: false; push?: true } | { by: typeof AUTO_BY; auto: true; turnId: string };
+
+/** The name of a push's checkpoint. */
+const PUSH_NAME = /^push-[0-9]+$/;
 
 /** 404 for an id the room does not have. */
 export function noSuchCheckpoint(id: string): ApiError {
@@ -78,6 +81,30 @@ export class Checkpoints {
     const found = this.entries.find((e) => e.checkpoint.id === id && !expired(e.checkpoint));
     if (!found) throw noSuchCheckpoint(id);
     return found;
+  }
+
+  /**
+   * The checkpoint a diff compares with: `from` (an id, else a name; its
+   * 404), or the newest push's (404 on `from` when the room has none).
+   */
+  base(from: string | undefined): StoredCheckpoint {
+    const live = this.entries.filter((e) => !expired(e.checkpoint));
+    if (from === undefined) {
+      const push = live.filter((e) => PUSH_NAME.test(e.checkpoint.name)).at(-1);
+      if (!push) throw new ApiError(404, "no such checkpoint", { from: ["the room has no push to compare with"] });
+      return push;
+    }
+    const found = live.find((e) => e.checkpoint.id === from) ?? live.find((e) => e.checkpoint.name === from);
+    if (!found) throw noSuchCheckpoint(from);
+    return found;
+  }
+
+  /** Bytes the room's disk has free: DUET_DISK_MB less /workspace and every checkpoint. */
+  async free(): Promise<number> {
+    this.prune();
+    const used = await this.host.sandbox().workspaceBytes();
+    const kept = this.entries.reduce((sum, e) => sum + e.checkpoint.size, 0);
+    return Math.max(0, this.settings.diskBytes - used - kept);
   }
 
   /** Drops the expired checkpoints (their objects are deleted); whether any was. */
@@ -128,7 +155,7 @@ export class Checkpoints {
       throw new ApiError(507, "the room's disk is full", { checkpoint: [`it needs ${needs} bytes; ${free} are free`] });
     }
     const n = this.host.takeNumber();
-    const name = what.auto ? `auto-${n}` : (what.name ?? `checkpoint-${n}`);
+    const name = what.auto ? `auto-${n}` : (what.name ?? (what.push ? `push-${n}` : `checkpoint-${n}`));
     if (what.auto || what.name === undefined) this.refuseTaken(name);
     const copy = await sandbox.copyWorkspace(name, this.settings.ttlSecs + SDK_TTL_MARGIN_SECS);
     const ts = Date.now();

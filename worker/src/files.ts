@@ -14,7 +14,7 @@ import { MAX_FILE_BODY } from "./protocol";
 import { nameProblem, trim } from "./text";
 import { roomOp } from "./rooms";
 import { roomSandbox } from "./sandbox/adapter";
-import { BadPath, DiskFull, NotRegular, SandboxStarting } from "./sandbox/types";
+import { BadPath, DiskFull, NotAFolder, NotRegular, RefusedMember, SandboxStarting } from "./sandbox/types";
 
 /** A workspace-relative path's components, or why it is refused. */
 export function pathComponents(path: string): string[] | string {
@@ -29,7 +29,7 @@ export function pathComponents(path: string): string[] | string {
 }
 
 /** Checks the room and the path before anything is touched; the path for the sandbox. */
-function check(room: string, path: string, details: Details = roomDetails(room)): string {
+export function check(room: string, path: string, details: Details = roomDetails(room)): string {
   const parts = pathComponents(path);
   if (typeof parts === "string") addDetail(details, "path", parts);
   if (Object.keys(details).length > 0) throw ApiError.invalid(details);
@@ -37,15 +37,15 @@ function check(room: string, path: string, details: Details = roomDetails(room))
 }
 
 /** The workspace itself (a listing of `files/`): only the room is checked. */
-function checkRoom(room: string): string {
-  const details = roomDetails(room);
+export function checkRoom(room: string, details: Details = roomDetails(room)): string {
   if (Object.keys(details).length > 0) throw ApiError.invalid(details);
   return "";
 }
 
-function fileError(e: unknown): Response {
+export function fileError(e: unknown): Response {
   if (e instanceof ApiError) return errorResponse(e);
-  if (e instanceof BadPath || e instanceof NotRegular) return errorResponse(ApiError.field("path", e.message));
+  if (e instanceof BadPath || e instanceof NotRegular || e instanceof NotAFolder) return errorResponse(ApiError.field("path", e.message));
+  if (e instanceof RefusedMember) return errorResponse(ApiError.field("member", e.message));
   if (e instanceof DiskFull) {
     return new Response(JSON.stringify({ error: "the room's disk is full" }), {
       status: 507,
@@ -69,7 +69,7 @@ export async function getFile(env: Env, room: string, path: string): Promise<Res
   }
 }
 
-function notFoundText(): Response {
+export function notFoundText(): Response {
   return new Response("not found", { status: 404, headers: { "content-type": "text/plain; charset=utf-8" } });
 }
 
@@ -122,7 +122,7 @@ export async function deleteFile(env: Env, room: string, path: string, query: st
 }
 
 /** `userId` of a query (trimmed; absent: undefined); a bad one is a problem in `details`. */
-function queryUser(query: string, details: Details): string | undefined {
+export function queryUser(query: string, details: Details): string | undefined {
   const raw = new URLSearchParams(query).get("userId");
   if (raw === null) return undefined;
   const name = trim(raw);
@@ -151,7 +151,7 @@ export async function putFile(env: Env, room: string, path: string, query: strin
 }
 
 /** Stores the record of what was done to a file; it was done either way, so a failure is only logged. */
-async function recordQuietly(env: Env, room: string, op: Op): Promise<void> {
+export async function recordQuietly(env: Env, room: string, op: Op): Promise<void> {
   try {
     const res = await roomOp(env, room, op);
     if (!res.ok) console.error(`room ${room}: the ${op.kind} record was not stored: ${await res.text()}`);

@@ -2,8 +2,10 @@
 // them, the checks that answer 400 before anything is touched, and the
 // 404/405/413 answers. Room operations, routed by the table of ops.ts, go
 // to the room's Durable Object (agent.ts) as requests it serves; sockets
-// are forwarded to it; files go to the room's sandbox (files.ts).
+// are forwarded to it; files and archives go to the room's sandbox
+// (files.ts, archive.ts).
 
+import { getArchive, getDiff, putArchive } from "./archive";
 import { callerOf, listerOf } from "./credentials";
 import type { Env } from "./env";
 import { deleteFile, getFile, listFolder, putFile } from "./files";
@@ -23,9 +25,9 @@ export { DuetLobby } from "./lobby";
 export { Sandbox } from "./sandbox/container";
 
 export default {
-  async fetch(request: Request, env: Env): Promise<Response> {
+  async fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
     try {
-      return await route(request, env);
+      return await route(request, env, ctx);
     } catch (e) {
       return errorResponse(e instanceof ApiError ? e : ApiError.internal(describe(e)));
     }
@@ -55,7 +57,7 @@ function previewTarget(path: string): { rawRoom: string; port: string; rest?: st
   return m ? { rawRoom: m[1], port: m[2], rest: m[3] } : undefined;
 }
 
-async function route(request: Request, env: Env): Promise<Response> {
+async function route(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
   // Host-based previews (exposePort URLs) are the SDK's, behind their own token.
   const byHost = await previewByHost(request, env);
   if (byHost) return confineCookies(byHost);
@@ -100,6 +102,19 @@ async function route(request: Request, env: Env): Promise<Response> {
   if (rest === "execs") return allow("GET", () => page(env, room, query, EXECS_PAGE));
   if (rest === "ws") return allow("GET", () => socket(request, env, rawRoom, query, who));
   if (seg[3] === "tunnel" && seg.length === 5 && seg[4] !== "") return allow("GET", () => tunnel(request, env, room, seg[4], caller));
+  if (seg[3] === "archive") {
+    const folder = decoded(seg.slice(4).join("/"));
+    if (folder === undefined) return errorResponse(ApiError.field("path", "is not valid percent-encoded UTF-8"));
+    if (method === "GET") return getArchive(env, room, folder);
+    if (method === "PUT") {
+      // A client that goes away mid-push does not stop the push's own end (its scratch removed).
+      const pushed = putArchive(env, room, folder, query, request, caller);
+      ctx.waitUntil(pushed.then(() => undefined, () => undefined));
+      return pushed;
+    }
+    return errorResponse(ApiError.methodNotAllowed());
+  }
+  if (rest === "diff") return allow("GET", () => getDiff(env, room, query));
   if (seg[3] === "files" && seg.length > 4) {
     const filePath = decoded(seg.slice(4).join("/"));
     if (filePath === undefined) return errorResponse(ApiError.field("path", "is not valid percent-encoded UTF-8"));

@@ -51,6 +51,12 @@ export type Op =
   | { kind: "upload"; path: string; size: number; user?: string }
   /** From files.ts once a `DELETE /files/{path}` deleted it: its record. */
   | { kind: "deleted"; path: string; user?: string }
+  /** From archive.ts before a push: the bytes the room's disk has free (DUET_DISK_MB less /workspace and the checkpoints). */
+  | { kind: "disk_free"; user?: string }
+  /** From archive.ts once a push was unpacked: its `push-N` checkpoint and its record; answers the push's body. */
+  | { kind: "pushed"; path: string; files: number; bytes: number; deleted: number; user?: string }
+  /** From archive.ts for a diff: the checkpoint to compare with (`from`, an id or a name; absent: the newest push) and its copy. */
+  | { kind: "diff_base"; from?: string; user?: string }
   /** Checkpoints (src/checkpoints.ts): `POST /checkpoints`, rpc `checkpoint_create`. */
   | { kind: "checkpoint_create"; name?: string; user?: string }
   /** `POST /checkpoints/{id}/restore`, `DELETE /checkpoints/{id}`, and their rpcs. */

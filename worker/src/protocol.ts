@@ -46,7 +46,8 @@ export type RoomEvent =
   | { kind: "checkpoint" | "restore"; by: string; checkpointId: string; name: string }
   | { kind: "fork"; by: string; from: string; to: string; checkpointId?: string }
   | { kind: "policy"; by: string; policy: Policy }
-  | { kind: "process"; by: string; processId: string; name: string; cmd: string };
+  | { kind: "process"; by: string; processId: string; name: string; cmd: string }
+  | { kind: "push"; by: string; path: string; files: number; bytes: number; deleted: number; checkpointId: string | null };
 
 export interface Run {
   cmd: string;
@@ -189,6 +190,8 @@ export function eventJson(e: RoomEvent): object {
       return { kind: e.kind, by: e.by, policy: e.policy };
     case "process":
       return { kind: e.kind, by: e.by, processId: e.processId, name: e.name, cmd: e.cmd };
+    case "push":
+      return { kind: e.kind, by: e.by, path: e.path, files: e.files, bytes: e.bytes, deleted: e.deleted, checkpointId: e.checkpointId };
   }
 }
 

@@ -8,7 +8,7 @@ import { execResult, runOf, type CommandEnd } from "./exec";
 import { ApiError, describe, ok, type Reply } from "./http";
 import { dropCopy } from "./checkpoints";
 import type { Op } from "./ops";
-import { WORKSPACE, checkpointJson, cleanupFrame, defaultProcessName, execResultJson, messageResponseJson, portJson, processJson, statePatchFrame, type Run } from "./protocol";
+import { WORKSPACE, type Checkpoint, checkpointJson, cleanupFrame, defaultProcessName, execResultJson, messageResponseJson, portJson, processJson, statePatchFrame, type Run } from "./protocol";
 import { sandboxName } from "./text";
 import { roomOp } from "./rooms";
 import type { WorkspaceCopy } from "./sandbox/types";
@@ -153,6 +153,14 @@ export class Room extends RoomState {
         case "deleted":
           this.storeRecord({ kind: "delete", by: op.user ?? ANONYMOUS, path: op.path });
           return ok({ deleted: true });
+        case "disk_free":
+          return ok({ free: await this.checkpoints.free() });
+        case "pushed":
+          return await this.pushed(op);
+        case "diff_base": {
+          const { checkpoint, copy } = this.checkpoints.base(op.from);
+          return ok({ checkpointId: checkpoint.id, copy });
+        }
         case "checkpoint_create": {
           await this.cleaning;
           const by = op.user ?? ANONYMOUS;
@@ -362,6 +370,23 @@ export class Room extends RoomState {
       this.moveShell(WORKSPACE);
       return ok({ restored: true });
     });
+  }
+
+  /**
+   * A push was unpacked: its `push-N` checkpoint (none when it does not fit
+   * the disk: the push stands), then its record, then the push's answer.
+   */
+  private async pushed(op: Extract<Op, { kind: "pushed" }>): Promise<Reply> {
+    const by = op.user ?? ANONYMOUS;
+    const { path, files, bytes, deleted } = op;
+    let checkpoint: Checkpoint | null = null;
+    try {
+      checkpoint = await this.checkpoints.create({ by, auto: false, push: true });
+    } catch (e) {
+      console.error(`room ${this.id}: the checkpoint after a push was skipped: ${e instanceof ApiError ? JSON.stringify(e.bodyJson()) : describe(e)}`);
+    }
+    this.noteQuietly({ kind: "push", by, path, files, bytes, deleted, checkpointId: checkpoint?.id ?? null });
+    return ok({ files, bytes, deleted, checkpoint: checkpoint && checkpointJson(checkpoint) });
   }
 
   /**

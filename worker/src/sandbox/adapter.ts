@@ -21,7 +21,8 @@ import {
   signalCommand,
 } from "./signal";
 import { TUNNEL_PATH } from "./tunnel";
-import { type ExecOutcome, type ExecRequest, type FileStream, type FolderEntry, NotRegular, type WorkspaceCopy, type ListeningPort, NothingListens, type ProcessEvents, type SandboxProcess, type Pty, type PtyEvents, type RoomSandbox, SandboxStarting, type TermSize } from "./types";
+import { ABSENT, ARCHIVE_FILE_PREFIX, DIFF_COPY_PREFIX, DIFF_FILE_PREFIX, NOT_A_FOLDER, OVER_SYMLINK, PUSH_DIR_PREFIX, THROUGH_SYMLINK, diffCleanupCommand, diffCommand, packCommand, unpackCommand } from "./trees";
+import { BadPath, InWorkspace, NotAFolder, type ExecOutcome, type ExecRequest, type FileStream, type FolderEntry, NotRegular, type WorkspaceCopy, type ListeningPort, NothingListens, type ProcessEvents, type SandboxProcess, type Pty, type PtyEvents, type RoomSandbox, SandboxStarting, type TermSize } from "./types";
 import { WORKSPACE_DIR, workspacePath, UPLOAD_PART_BYTES, UPLOAD_DIR_PREFIX, bounded, fileBody, PartBuffer, joinPartsCommand, fileError, startingDelay, message, CONTROL_PORT, refusedUpgrade, release } from "./sdkio";
 
 /** The session the background processes and the port looks run in (the sandbox's base environment). */
@@ -270,6 +271,22 @@ class CloudflareSandbox implements RoomSandbox {
     const sandbox = await this.stub();
     const full = workspacePath(path);
     const parts = `${WORKSPACE_DIR}/${UPLOAD_DIR_PREFIX}${crypto.randomUUID()}`;
+    try {
+      const written = await this.sendParts(sandbox, parts, chunks);
+      const joined = await this.beside(sandbox, joinPartsCommand(parts, full));
+      if (joined.exitCode !== 0) throw fileError(new Error(`writing ${path} failed: ${joined.stderr.trim()}`));
+      return written;
+    } finally {
+      await this.removeQuietly(sandbox, parts);
+    }
+  }
+
+  /**
+   * Sends `chunks` into folder `parts` as files `part-NNNNNN` of
+   * UPLOAD_PART_BYTES (the SDK's writeFile takes a whole string): only one
+   * part is ever held here. The number of bytes sent.
+   */
+  private async sendParts(sandbox: SdkStub, parts: string, chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<number> {
     let written = 0;
     let count = 0;
     const put = async (bytes: Uint8Array) => {
@@ -281,25 +298,123 @@ class CloudflareSandbox implements RoomSandbox {
       }
     };
     try {
-      try {
-        await sandbox.mkdir(parts, { recursive: true });
-      } catch (e) {
-        throw fileError(e);
-      }
-      const held = new PartBuffer(UPLOAD_PART_BYTES);
-      for await (const chunk of chunks) {
-        written += chunk.byteLength;
-        for (const part of held.add(chunk)) await put(part);
-      }
-      await put(held.rest());
-      const joined = await this.beside(sandbox, joinPartsCommand(parts, full));
-      if (joined.exitCode !== 0) throw fileError(new Error(`writing ${path} failed: ${joined.stderr.trim()}`));
-      return written;
-    } finally {
-      await this.beside(sandbox, `rm -rf -- ${shellQuote(parts)}`).catch((e) => {
-        console.error(`removing the upload parts of room ${this.roomId} failed: ${message(e)}`);
-      });
+      await sandbox.mkdir(parts, { recursive: true });
+    } catch (e) {
+      throw fileError(e);
     }
+    const held = new PartBuffer(UPLOAD_PART_BYTES);
+    for await (const chunk of chunks) {
+      written += chunk.byteLength;
+      for (const part of held.add(chunk)) await put(part);
+    }
+    await put(held.rest());
+    return written;
+  }
+
+  /** `rm -rf` of a scratch path beside the shell; a failure is only logged. */
+  private async removeQuietly(sandbox: SdkStub, path: string): Promise<void> {
+    await this.beside(sandbox, `rm -rf -- ${shellQuote(path)}`).catch((e) => {
+      console.error(`removing ${path} in room ${this.roomId} failed: ${message(e)}`);
+    });
+  }
+
+  /** The parts go in first (sendParts); one command beside the shell unpacks and places them (src/sandbox/trees.ts). */
+  async unpackArchive(dir: string, tar: AsyncIterable<Uint8Array>, mirror: boolean): Promise<{ deleted: number }> {
+    const sandbox = await this.stub();
+    const scratch = `${WORKSPACE_DIR}/${PUSH_DIR_PREFIX}${crypto.randomUUID()}`;
+    let unpacking = false;
+    try {
+      await this.sendParts(sandbox, `${scratch}/parts`, tar);
+      unpacking = true;
+      const done = await this.beside(sandbox, unpackCommand(scratch, dir, mirror));
+      const said = done.stdout.trim();
+      if (done.exitCode === THROUGH_SYMLINK) throw new BadPath("passes through a symlink");
+      if (done.exitCode === NOT_A_FOLDER) throw new NotAFolder();
+      if (done.exitCode === OVER_SYMLINK) {
+        const folder = said.slice(said.indexOf("\t") + 1);
+        throw new InWorkspace(folder, "passes through a symlink");
+      }
+      const deleted = /^deleted (\d+)$/m.exec(said);
+      if (done.exitCode !== 0 || !deleted) throw fileError(new Error(`unpacking the archive failed: ${done.stderr.trim() || said}`));
+      return { deleted: Number(deleted[1]) };
+    } finally {
+      // The command removes its scratch itself; a failed upload leaves it here.
+      if (!unpacking) await this.removeQuietly(sandbox, scratch);
+    }
+  }
+
+  /** tar in the container into a scratch file, then the SDK's readFileStream of it; the file goes once read (or abandoned). */
+  async packArchive(dir: string): Promise<ReadableStream<Uint8Array> | null> {
+    const sandbox = await this.stub();
+    const out = `${WORKSPACE_DIR}/${ARCHIVE_FILE_PREFIX}${crypto.randomUUID()}.tar`;
+    const packed = await this.beside(sandbox, packCommand(dir, out));
+    if (packed.exitCode === ABSENT) return null;
+    if (packed.exitCode === THROUGH_SYMLINK) throw new BadPath("passes through a symlink");
+    if (packed.exitCode === NOT_A_FOLDER) throw new NotAFolder();
+    if (packed.exitCode !== 0) throw fileError(new Error(`packing ${dir || "/workspace"} failed: ${packed.stderr.trim()}`));
+    return this.readScratch(sandbox, out, () => this.removeQuietly(sandbox, out));
+  }
+
+  /**
+   * The checkpoint's copy restored beside the workspace (restoreBackup into
+   * a folder of /tmp: the SDK restores into any `dir`), compared by git into
+   * a scratch file, which is then read out; both go once read.
+   */
+  async diffWorkspace(copy: WorkspaceCopy): Promise<ReadableStream<Uint8Array>> {
+    const sandbox = await this.stub();
+    const id = crypto.randomUUID();
+    const copyDir = `${DIFF_COPY_PREFIX}${id}`;
+    const out = `${WORKSPACE_DIR}/${DIFF_FILE_PREFIX}${id}.patch`;
+    const cleanup = diffCleanupCommand(copyDir, out);
+    try {
+      await sandbox.restoreBackup({ id: copy.id, dir: `${copyDir}/old`, ...(copy.localBucket !== undefined && { localBucket: copy.localBucket }) });
+      const compared = await this.beside(sandbox, diffCommand(copyDir, out));
+      if (compared.exitCode !== 0) throw new Error(`git diff failed: ${compared.stderr.trim()}`);
+    } catch (e) {
+      await this.beside(sandbox, cleanup).catch(() => undefined);
+      const starting = startingDelay(e);
+      if (starting !== null) throw new SandboxStarting(starting);
+      throw e;
+    }
+    return this.readScratch(sandbox, out, async () => {
+      await this.beside(sandbox, cleanup).catch((e) => console.error(`removing a diff's copy in room ${this.roomId} failed: ${message(e)}`));
+    });
+  }
+
+  /** A scratch file's bytes as they come (readFileStream); `done` once they were read, failed or were abandoned. */
+  private async readScratch(sandbox: SdkStub, file: string, done: () => Promise<void>): Promise<ReadableStream<Uint8Array>> {
+    let body: ReadableStream<Uint8Array>;
+    try {
+      const stream = await bounded(sandbox.readFileStream(file), `reading ${file}`);
+      const events = parseSSEStream<FileStreamEvent>(stream)[Symbol.asyncIterator]();
+      const first = await bounded(events.next(), `reading ${file}`);
+      if (first.done) throw new Error(`reading ${file}: the stream ended before it began`);
+      if (first.value.type === "error") throw new Error(first.value.error);
+      if (first.value.type !== "metadata") throw new Error(`reading ${file}: a ${first.value.type} came before the metadata`);
+      body = fileBody(events, first.value.encoding);
+    } catch (e) {
+      await done();
+      throw fileError(e);
+    }
+    const reader = body.getReader();
+    return new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        try {
+          const next = await reader.read();
+          if (next.done) {
+            controller.close();
+            await done();
+          } else controller.enqueue(next.value);
+        } catch (e) {
+          controller.error(e);
+          await done();
+        }
+      },
+      async cancel() {
+        await reader.cancel().catch(() => undefined);
+        await done();
+      },
+    });
   }
 
   async listFiles(dir: string): Promise<FolderEntry[] | null> {

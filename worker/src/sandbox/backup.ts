@@ -11,6 +11,7 @@
 // call this with their own SDK methods.
 
 import { fromBase64, toBase64 } from "./bytes";
+import { shellQuote } from "./signal";
 
 /** The Sandbox SDK methods a backup uses. */
 export interface WorkspaceHost {
@@ -58,8 +59,8 @@ export async function archiveWorkspace(host: WorkspaceHost, bucket: R2Bucket, pr
   }
 }
 
-/** Unpacks the archive `archiveWorkspace` wrote under `prefix` into /workspace (over what is there). */
-export async function unpackWorkspace(host: WorkspaceHost, bucket: R2Bucket, prefix: string, parts: string[]): Promise<void> {
+/** Unpacks the archive `archiveWorkspace` wrote under `prefix` into `dir` (made if absent; over what is there). */
+export async function unpackWorkspace(host: WorkspaceHost, bucket: R2Bucket, prefix: string, parts: string[], dir = "/workspace"): Promise<void> {
   await run(host, `rm -rf ${STAGING} && mkdir -p ${STAGING}`);
   for (const part of parts) {
     const body = await bucket.get(`${prefix}${part}`);
@@ -67,7 +68,8 @@ export async function unpackWorkspace(host: WorkspaceHost, bucket: R2Bucket, pre
     const bytes = new Uint8Array(await body.arrayBuffer());
     await host.writeFile(`${STAGING}/${part}`, toBase64(bytes), { encoding: "base64" });
   }
-  await run(host, `set -o pipefail; cat ${STAGING}/part-* | tar -C /workspace -xzf - && rm -rf ${STAGING}`);
+  const into = shellQuote(dir);
+  await run(host, `set -o pipefail; mkdir -p ${into} && cat ${STAGING}/part-* | tar -C ${into} -xzf - && rm -rf ${STAGING}`);
 }
 
 /** Deletes every R2 object under `prefix`. */

@@ -62,6 +62,26 @@ export interface FileStream {
   body: ReadableStream<Uint8Array>;
 }
 
+/** A member of a push the contract refuses: 400 `details.member` "NAME: WHY"; nothing is written. */
+export class RefusedMember extends Error {
+  constructor(
+    readonly member: string,
+    readonly why: string,
+  ) {
+    super(`${member}: ${why}`);
+  }
+}
+
+/** A folder of a push whose members would go through a symlink the workspace has there (`member` is the folder). */
+export class InWorkspace extends RefusedMember {}
+
+/** A path that should be a folder is a file (400 `details.path` "is not a directory"). */
+export class NotAFolder extends Error {
+  constructor() {
+    super("is not a directory");
+  }
+}
+
 /** The room's disk is full (507). */
 export class DiskFull extends Error {
   constructor() {
@@ -174,6 +194,21 @@ export interface RoomSandbox {
   listFiles(dir: string): Promise<FolderEntry[] | null>;
   /** Deletes a file, a symlink (not its target) or a folder with all in it; false when absent. Throws BadPath. */
   deleteFile(path: string): Promise<boolean>;
+  /**
+   * Unpacks a push into folder `dir` ("" is /workspace; made if absent):
+   * `tar` (its chunks as they come, each already checked, never held whole)
+   * goes to the sandbox first, and only once all of it arrived is it
+   * unpacked beside the workspace and moved into place; with `mirror`,
+   * what the folder holds and the archive does not is deleted. An error of
+   * `tar` (thrown as it is) or of the unpacking leaves /workspace as it
+   * was. Throws BadPath, NotAFolder, InWorkspace (a folder of the archive
+   * is a symlink in the workspace), DiskFull.
+   */
+  unpackArchive(dir: string, tar: AsyncIterable<Uint8Array>, mirror: boolean): Promise<{ deleted: number }>;
+  /** A tar of folder `dir` ("" is /workspace), streamed; null when absent. Throws BadPath, NotAFolder. */
+  packArchive(dir: string): Promise<ReadableStream<Uint8Array> | null>;
+  /** git's diff of `copy` (a checkpoint) against /workspace, paths as `a/P b/P` (src/diff.ts tidies it), streamed. */
+  diffWorkspace(copy: WorkspaceCopy): Promise<ReadableStream<Uint8Array>>;
   /** Bytes of /workspace's files (their lengths; a symlink its target's length). */
   workspaceBytes(): Promise<number>;
   /** Copies /workspace out of the container (createBackup), kept for `ttlSecs`. */
