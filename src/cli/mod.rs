@@ -74,10 +74,12 @@ pub enum Command {
     /// Push a local folder into the room's workspace as one streamed tar:
     /// `duet push [DIR] [:PATH]` (default: `.` into /workspace);
     /// .gitignore and .duetignore honoured, .git/ left home unless --git
+    #[command(override_usage = "duet push [OPTIONS] [DIR] [:PATH]")]
     Push(sync::PushArgs),
     /// Pull a workspace folder into a local one: `duet pull [:PATH] [DIR]`
     /// (`-` writes the tar to stdout); asks before replacing local files
     /// that changed since the last push or pull
+    #[command(override_usage = "duet pull [OPTIONS] [:PATH] [DIR | -]")]
     Pull(sync::PullArgs),
     /// Print what changed in the workspace since the last push (or a
     /// checkpoint) as a git diff, which `git apply` takes
