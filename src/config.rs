@@ -198,6 +198,19 @@ pub fn default_data_dir() -> Option<PathBuf> {
     default_dirs().map(|d| d.data_dir)
 }
 
+/// Where the client remembers what it synced (`duet push`'s manifests):
+/// `$XDG_STATE_HOME/duet` (else `~/.local/state/duet`); `None` when no
+/// home directory can be found.
+pub fn default_state_dir() -> Option<PathBuf> {
+    use etcetera::base_strategy::BaseStrategy;
+    let xdg = etcetera::base_strategy::Xdg::new().ok()?;
+    Some(
+        xdg.state_dir()
+            .unwrap_or_else(|| xdg.data_dir())
+            .join("duet"),
+    )
+}
+
 /// The default name: the login name (`$USER`, `$LOGNAME`, else the
 /// account's name in the system's user database: a service or `env -i`
 /// sets neither variable), `guest` only when none is a usable name.

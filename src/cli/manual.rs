@@ -60,6 +60,9 @@ The client's settings (server, room, token, name, data_dir, the embedded backend
 .TP
 \fI$XDG_DATA_HOME/duet\fR
 The data directory: rooms, workspaces, the embedded backend's token, port and lock, and \fIduet.log\fR (rotated: one \fIduet.log.1\fR is kept).
+.TP
+\fI$XDG_STATE_HOME/duet/synced\fR
+What \fBduet push\fR and \fBduet pull\fR last synced with each room (size, mtime and hash of each local file): a pull asks before it replaces a file that changed since.
 "#;
 
 /// Writes `bytes` to stdout; a reader that went away (`| head`) is no

@@ -17,6 +17,7 @@ mod processes;
 mod room;
 mod rooms;
 mod serve;
+mod sync;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -77,6 +78,19 @@ pub enum Command {
     Logs(processes::LogsArgs),
     /// Stop a background process (SIGTERM, then SIGKILL after 2 s)
     Kill(processes::KillArgs),
+    /// Push a local folder into the room's workspace as one streamed tar:
+    /// `duet push [DIR] [:PATH]` (default: `.` into /workspace);
+    /// .gitignore and .duetignore honoured, .git/ left home unless --git
+    #[command(override_usage = "duet push [OPTIONS] [DIR] [:PATH]")]
+    Push(sync::PushArgs),
+    /// Pull a workspace folder into a local one: `duet pull [:PATH] [DIR]`
+    /// (`-` writes the tar to stdout); asks before replacing local files
+    /// that changed since the last push or pull
+    #[command(override_usage = "duet pull [OPTIONS] [:PATH] [DIR | -]")]
+    Pull(sync::PullArgs),
+    /// Print what changed in the workspace since the last push (or a
+    /// checkpoint) as a git diff, which `git apply` takes
+    Diff(sync::DiffArgs),
     /// List a folder of the room's workspace (default: /workspace):
     /// type, size, modified, name (folders end with /)
     Ls(files::LsArgs),
@@ -353,6 +367,9 @@ fn run_async(command: Command) -> ExitCode {
             Command::Port(args) => processes::port(args).await,
             Command::Rooms(args) => rooms::list(args).await,
             Command::Ls(args) => files::ls(args).await,
+            Command::Push(args) => sync::push(args).await,
+            Command::Pull(args) => sync::pull(args).await,
+            Command::Diff(args) => sync::diff(args).await,
             Command::Export(args) => checkpoints::export(args).await,
             Command::Rm(args) => files::rm(args).await,
             Command::Checkpoint(args) => checkpoints::checkpoint(args).await,

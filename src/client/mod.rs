@@ -1,6 +1,7 @@
 //! The client side of the protocol: HTTP calls and the room socket.
 
 pub mod access;
+pub mod archive;
 pub mod checkpoints;
 pub mod commands;
 pub mod cp;

@@ -8,7 +8,7 @@ use unicode_width::UnicodeWidthStr;
 
 mod record;
 pub mod termtext;
-pub use record::record_text;
+pub use record::{bytes, record_text};
 
 /// Display width of `s` in terminal cells.
 pub fn width(s: &str) -> usize {
@@ -62,6 +62,19 @@ pub fn human_size(bytes: u64) -> String {
     format!("{size:.1} {}", UNITS[unit])
 }
 
+/// A count for people, its thousands grouped: `2,006`.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// The first line of a command, with `…` when it has more.
 pub fn one_line(cmd: &str) -> String {
     let first = cmd.lines().next().unwrap_or("");
@@ -92,5 +105,9 @@ mod tests {
         assert_eq!(human_size(1023), "1023 B");
         assert_eq!(human_size(2150), "2.1 KB");
         assert_eq!(human_size(3 << 20), "3.0 MB");
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(2_006), "2,006");
+        assert_eq!(grouped(1_234_567), "1,234,567");
     }
 }

@@ -82,7 +82,7 @@ fn folder_suffix(path: &str) -> String {
 }
 
 /// `812 bytes`, `2.1 KB`, `3.4 MB`.
-fn bytes(size: u64) -> String {
+pub fn bytes(size: u64) -> String {
     match size {
         0..1_000 => format!("{size} bytes"),
         1_000..1_000_000 => format!("{:.1} KB", size as f64 / 1e3),

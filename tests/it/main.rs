@@ -65,6 +65,7 @@ mod server {
 mod cli {
     mod cli_install;
     mod cli_outbox;
+    mod cli_push;
     mod cli_resend;
     mod cli_term;
 }

@@ -69,28 +69,47 @@ impl Backend {
         url: &str,
         body: Option<(&'static str, Vec<u8>)>,
     ) -> Result<bytes::Bytes, HttpError> {
+        let response = self
+            .respond(method, url, || {
+                body.as_ref()
+                    .map(|(kind, bytes)| (*kind, reqwest::Body::from(bytes.clone())))
+            })
+            .await?;
+        response.bytes().await.map_err(|err| transport(url, &err))
+    }
+
+    /// Sends one request, retrying 503 and 429 after `Retry-After` (with a
+    /// body `body` makes afresh for each attempt: a stream is read once);
+    /// answers the response of a 2xx with its body unread (to be
+    /// streamed), or the error whole.
+    pub(super) async fn respond(
+        &self,
+        method: Method,
+        url: &str,
+        body: impl Fn() -> Option<(&'static str, reqwest::Body)>,
+    ) -> Result<reqwest::Response, HttpError> {
         let mut attempt = 0;
         loop {
             let mut request = self.client.request(method.clone(), url);
             if let Some(token) = &self.token {
                 request = request.bearer_auth(token);
             }
-            if let Some((content_type, body)) = &body {
+            if let Some((content_type, body)) = body() {
                 request = request
-                    .header(reqwest::header::CONTENT_TYPE, *content_type)
-                    .body(body.clone());
+                    .header(reqwest::header::CONTENT_TYPE, content_type)
+                    .body(body);
             }
             let response = request.send().await.map_err(|err| transport(url, &err))?;
             let status = response.status();
+            if status.is_success() {
+                return Ok(response);
+            }
             let retry_after = response
                 .headers()
                 .get(reqwest::header::RETRY_AFTER)
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.trim().parse::<u64>().ok());
             let bytes = response.bytes().await.map_err(|err| transport(url, &err))?;
-            if status.is_success() {
-                return Ok(bytes);
-            }
             let retryable = matches!(
                 status,
                 StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS
@@ -114,7 +133,7 @@ impl Backend {
 }
 
 /// A failure to reach the backend, with its causes.
-fn transport(url: &str, err: &reqwest::Error) -> HttpError {
+pub(super) fn transport(url: &str, err: &reqwest::Error) -> HttpError {
     // reqwest's own text repeats the URL; its causes say what happened.
     let message = std::error::Error::source(err).map_or_else(|| err.to_string(), error_chain);
     let cause = if err.is_timeout() {

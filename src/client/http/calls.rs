@@ -173,7 +173,7 @@ impl HttpClient {
     }
 
     /// The URL of `{room}/{head}/{segments…}`, each segment escaped.
-    fn segments_url(&self, head: &str, segments: &[&str]) -> Result<String, HttpError> {
+    pub(super) fn segments_url(&self, head: &str, segments: &[&str]) -> Result<String, HttpError> {
         let mut url = url::Url::parse(&self.room_url(head))
             .map_err(|err| HttpError::Invalid(err.to_string()))?;
         url.path_segments_mut()

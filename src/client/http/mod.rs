@@ -16,9 +16,11 @@ use crate::protocol::{KillResponse, PortsResponse, ProcessResponse, ProcessesRes
 use crate::protocol::{Policy, PolicyResponse};
 use crate::protocol::{PortState, Process, ProcessLogs};
 
+mod archive;
 mod backend;
 mod calls;
 mod error;
+pub use archive::ByteStream;
 pub use backend::Backend;
 pub use error::{HttpError, StatusError};
 use reqwest::Method;
