@@ -262,7 +262,7 @@ fn spawn_call(effect: Effect, http: HttpClient, done: mpsc::UnboundedSender<Msg>
             Effect::Export(path) => Msg::TransferDone(export(&http, &path).await),
             Effect::Diff { from, purpose } => Msg::Diffed {
                 result: http
-                    .diff(Some(&from))
+                    .diff(Some(&from), &[])
                     .await
                     .map_err(|e| crate::client::explain::http(&e)),
                 from,

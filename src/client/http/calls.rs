@@ -192,20 +192,6 @@ impl HttpClient {
         decode(url, &text)
     }
 
-    /// `GET /diff?from=CHECKPOINT`: the unified diff of /workspace now
-    /// against checkpoint `from` (an id or a name; none: the newest push),
-    /// as text (empty when nothing changed).
-    pub async fn diff(&self, from: Option<&str>) -> Result<String, HttpError> {
-        let mut url = url::Url::parse(&self.room_url("diff"))
-            .map_err(|err| HttpError::Invalid(err.to_string()))?;
-        if let Some(from) = from {
-            url.query_pairs_mut().append_pair("from", from);
-        }
-        self.backend
-            .send_text(Method::GET, url.as_str(), None)
-            .await
-    }
-
     /// `GET /files/{path}`: the bytes of a file of the workspace.
     pub async fn get_file(&self, path: &str) -> Result<bytes::Bytes, HttpError> {
         let url = self.file_url(path)?;
