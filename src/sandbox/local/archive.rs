@@ -140,7 +140,10 @@ fn owner(owners: Option<Owners>) -> Option<(nix::unistd::Uid, nix::unistd::Gid)>
     let owners = owners?;
     let uid = owners.uid?;
     let gid = owners.gid.unwrap_or(uid);
-    Some((nix::unistd::Uid::from_raw(uid), nix::unistd::Gid::from_raw(gid)))
+    Some((
+        nix::unistd::Uid::from_raw(uid),
+        nix::unistd::Gid::from_raw(gid),
+    ))
 }
 
 /// The room's staging folder for one push, removed however the push ends.
