@@ -5,146 +5,24 @@
 //! broken upload leaves the workspace as it was (`pack` is the way out).
 //! Blocks: callers run it on a blocking thread.
 
+use super::links::{check_link, stays_inside};
 use super::tree::{self, Owners};
+use super::walk::{
+    disk_error, errno_of, failed, folder_parts, is_link, kind, make_dir, open_at, owner, refuse,
+    stat_at, walk_to,
+};
 use super::{Limits, SandboxPlace, disk};
 use crate::sandbox::{Pushed, SandboxError};
 use nix::errno::Errno;
 use nix::fcntl::{AtFlags, OFlag};
-use nix::sys::stat::{FileStat, Mode, UtimensatFlags};
+use nix::sys::stat::{Mode, UtimensatFlags};
 use nix::sys::time::TimeSpec;
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-
-pub(super) fn failed(what: &str, e: impl std::fmt::Display) -> SandboxError {
-    SandboxError::Failed(format!("{what}: {e}"))
-}
-
-fn errno_of(e: &std::io::Error) -> Errno {
-    e.raw_os_error().map_or(Errno::EIO, Errno::from_raw)
-}
-
-/// A write that ran out of the room's disk is `DiskFull`.
-fn disk_error(what: &str, errno: Errno) -> SandboxError {
-    match errno {
-        Errno::ENOSPC | Errno::EDQUOT | Errno::EFBIG => SandboxError::DiskFull,
-        e => failed(what, e.desc()),
-    }
-}
-
-/// A refused member: its name, then why.
-fn refuse(name: &str, why: &str) -> SandboxError {
-    SandboxError::Member(format!("{name}: {why}"))
-}
-
-/// The workspace-relative folder `path` as components (empty: the
-/// workspace itself).
-pub(super) fn folder_parts(path: &str) -> Result<Vec<String>, SandboxError> {
-    if path.trim_matches('/').is_empty() {
-        return Ok(Vec::new());
-    }
-    Ok(
-        crate::sandbox::files::components(path.trim_end_matches('/'))?
-            .into_iter()
-            .map(str::to_string)
-            .collect(),
-    )
-}
-
-pub(super) fn open_at(
-    dir: &OwnedFd,
-    name: &OsStr,
-    flags: OFlag,
-    mode: Mode,
-) -> nix::Result<OwnedFd> {
-    let fd = nix::fcntl::openat(
-        Some(dir.as_raw_fd()),
-        name,
-        flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-        mode,
-    )?;
-    // SAFETY: openat returned a new descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-fn stat_at(dir: &OwnedFd, name: &OsStr) -> nix::Result<FileStat> {
-    nix::sys::stat::fstatat(Some(dir.as_raw_fd()), name, AtFlags::AT_SYMLINK_NOFOLLOW)
-}
-
-/// Whether `name` of `dir` is a symlink (opening a symlink as a folder
-/// without following it fails with ENOTDIR, or ELOOP).
-fn is_link(dir: &OwnedFd, name: &OsStr) -> bool {
-    stat_at(dir, name).is_ok_and(|st| kind(&st) == libc::S_IFLNK)
-}
-
-pub(super) fn kind(stat: &FileStat) -> libc::mode_t {
-    stat.st_mode & libc::S_IFMT
-}
-
-/// Opens folder `parts` below `root`, never through a symlink; with
-/// `make`, absent folders are made (belonging to those owners).
-pub(super) fn walk_to(
-    root: &OwnedFd,
-    parts: &[String],
-    make: Option<Owners>,
-) -> Result<OwnedFd, SandboxError> {
-    let mut dir = root
-        .try_clone()
-        .map_err(|e| failed("cannot open a folder", e))?;
-    for part in parts {
-        let name = OsStr::new(part);
-        dir = match tree::open_dir(&dir, name) {
-            Ok(next) => next,
-            Err(Errno::ENOENT) if make.is_some() => {
-                make_dir(&dir, name, make)?;
-                tree::open_dir(&dir, name).map_err(|e| failed("cannot open a folder", e))?
-            }
-            Err(Errno::ENOENT) => return Err(SandboxError::NoFile),
-            Err(Errno::ELOOP | Errno::ENOTDIR) if is_link(&dir, name) => {
-                return Err(SandboxError::BadPath("passes through a symlink".into()));
-            }
-            Err(Errno::ELOOP | Errno::ENOTDIR) => {
-                return Err(SandboxError::BadPath("is not a directory".into()));
-            }
-            Err(e) => return Err(failed("cannot open a folder", e)),
-        };
-    }
-    Ok(dir)
-}
-
-/// Makes folder `name` of `dir` (`0o755`, belonging to `owners`).
-fn make_dir(dir: &OwnedFd, name: &OsStr, owners: Option<Owners>) -> Result<(), SandboxError> {
-    match nix::sys::stat::mkdirat(Some(dir.as_raw_fd()), name, Mode::from_bits_truncate(0o755)) {
-        Ok(()) | Err(Errno::EEXIST) => {}
-        Err(e) => return Err(disk_error("cannot make a folder", e)),
-    }
-    if let Some((u, g)) = owner(owners) {
-        nix::unistd::fchownat(
-            Some(dir.as_raw_fd()),
-            name,
-            Some(u),
-            Some(g),
-            AtFlags::AT_SYMLINK_NOFOLLOW,
-        )
-        .map_err(|e| failed("cannot give a folder to the room", e))?;
-    }
-    Ok(())
-}
-
-/// The uid and gid files are given (a host folder's group, else the
-/// uid's number), when they are given any.
-fn owner(owners: Option<Owners>) -> Option<(nix::unistd::Uid, nix::unistd::Gid)> {
-    let owners = owners?;
-    let uid = owners.uid?;
-    let gid = owners.gid.unwrap_or(uid);
-    Some((
-        nix::unistd::Uid::from_raw(uid),
-        nix::unistd::Gid::from_raw(gid),
-    ))
-}
 
 /// The room's staging folder for one push, removed however the push ends.
 struct Staging {
@@ -564,83 +442,6 @@ impl<R: Read> Read for Counted<R> {
         self.read.set(self.read.get() + n as u64);
         Ok(n)
     }
-}
-
-/// A symlink's target must be relative and stay inside the folder pushed
-/// into (`depth`: the folders between it and the link).
-fn check_link(name: &str, depth: usize, target: &[u8]) -> Result<(), SandboxError> {
-    if target.is_empty() {
-        return Err(refuse(name, "is a symlink to nothing"));
-    }
-    if target.starts_with(b"/") {
-        return Err(refuse(
-            name,
-            "is a symlink out of the folder (absolute target)",
-        ));
-    }
-    let mut level = depth as i64;
-    for part in target.split(|&b| b == b'/') {
-        match part {
-            b"" | b"." => {}
-            b".." => {
-                level -= 1;
-                if level < 0 {
-                    return Err(refuse(name, "is a symlink out of the folder"));
-                }
-            }
-            _ => level += 1,
-        }
-    }
-    Ok(())
-}
-
-/// Whether `target`, a symlink's in folder `parents` of the staged tree
-/// `stage`, resolves inside it, following the staged symlinks on the way
-/// as the kernel would (what is not staged is taken as written).
-fn stays_inside(stage: &OwnedFd, parents: &[String], target: &[u8]) -> bool {
-    /// Links followed at most (the kernel's own bound).
-    const MAX_LINKS: usize = 40;
-    let mut at: Vec<String> = parents.to_vec();
-    let mut todo: std::collections::VecDeque<Vec<u8>> =
-        target.split(|&b| b == b'/').map(<[u8]>::to_vec).collect();
-    let mut followed = 0;
-    while let Some(part) = todo.pop_front() {
-        match part.as_slice() {
-            b"" | b"." => {}
-            b".." => {
-                if at.pop().is_none() {
-                    return false;
-                }
-            }
-            name => match staged_link(stage, &at, OsStr::from_bytes(name)) {
-                Some(next) => {
-                    followed += 1;
-                    if followed > MAX_LINKS || next.starts_with(b"/") {
-                        return false;
-                    }
-                    for piece in next.split(|&b| b == b'/').rev() {
-                        todo.push_front(piece.to_vec());
-                    }
-                }
-                None => at.push(String::from_utf8_lossy(name).into_owned()),
-            },
-        }
-    }
-    true
-}
-
-/// The target of `name` in folder `at` of the staged tree, if it is a
-/// symlink there.
-fn staged_link(stage: &OwnedFd, at: &[String], name: &OsStr) -> Option<Vec<u8>> {
-    let mut dir = stage.try_clone().ok()?;
-    for part in at {
-        dir = tree::open_dir(&dir, OsStr::new(part)).ok()?;
-    }
-    if !is_link(&dir, name) {
-        return None;
-    }
-    let target = nix::fcntl::readlinkat(Some(dir.as_raw_fd()), name).ok()?;
-    Some(target.into_encoded_bytes())
 }
 
 /// Copies a member's bytes into `file`; answers how many.

@@ -18,6 +18,7 @@ pub mod disk;
 pub mod files;
 mod helper;
 mod limits;
+mod links;
 mod pack;
 mod place;
 mod ports;
@@ -31,6 +32,7 @@ pub mod shell;
 mod supervisor;
 mod term_slot;
 mod tree;
+mod walk;
 pub mod wire;
 mod worker;
 

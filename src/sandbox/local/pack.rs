@@ -3,8 +3,8 @@
 //! written as it is read, into an answer's body a few chunks at a time.
 //! Blocks: callers run it on a blocking thread.
 
-use super::archive::{failed, folder_parts, kind, open_at, walk_to};
 use super::tree;
+use super::walk::{failed, folder_parts, kind, open_at, walk_to};
 use super::{Limits, SandboxPlace};
 use crate::sandbox::SandboxError;
 use nix::fcntl::OFlag;
