@@ -5,6 +5,7 @@
 //! to `gitdiff`. Blocks: callers run it on a blocking thread.
 
 use super::tree;
+use super::walk::failed;
 use super::{Limits, SandboxPlace, checkpoints};
 use crate::sandbox::SandboxError;
 use crate::sandbox::gitdiff::{self, Kind, Side};
@@ -13,11 +14,7 @@ use nix::sys::stat::{FileStat, Mode};
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::io::Read;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-
-fn failed(what: &str, e: impl std::fmt::Display) -> SandboxError {
-    SandboxError::Failed(format!("{what}: {e}"))
-}
+use std::os::fd::{AsRawFd, OwnedFd};
 
 /// A file or symlink of a tree, as its metadata says.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -114,15 +111,14 @@ fn read(root: &OwnedFd, path: &str, node: &Node) -> Option<Vec<u8>> {
         let target = nix::fcntl::readlinkat(Some(dir.as_raw_fd()), name).ok()?;
         return Some(target.into_encoded_bytes());
     }
-    let fd = nix::fcntl::openat(
-        Some(dir.as_raw_fd()),
-        name,
-        OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+    let fd = tree::open_at(
+        &dir,
+        OsStr::new(name),
+        OFlag::O_RDONLY | OFlag::O_NONBLOCK,
         Mode::empty(),
     )
     .ok()?;
-    // SAFETY: openat returned a new descriptor that nothing else owns.
-    let mut file = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    let mut file = std::fs::File::from(fd);
     let meta = file.metadata().ok()?;
     if !meta.is_file() {
         return None;

@@ -5,14 +5,11 @@
 //! blocking thread.
 
 use super::tree::{self, Owners, TreeError};
+use super::walk::failed;
 use super::{Limits, SandboxPlace, disk, enforcement};
 use crate::sandbox::SandboxError;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-
-fn failed(what: &str, e: impl std::fmt::Display) -> SandboxError {
-    SandboxError::Failed(format!("{what}: {e}"))
-}
 
 /// Where checkpoint `id` is kept; ids are made by the room (`c1`…), but
 /// nothing that could leave the folder is accepted.

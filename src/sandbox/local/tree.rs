@@ -57,12 +57,18 @@ fn join(parent: &str, name: &OsStr) -> String {
     }
 }
 
-fn kind(stat: &FileStat) -> libc::mode_t {
+/// The kind of file a stat says (`S_IFREG`, `S_IFDIR`, `S_IFLNK`…).
+pub(super) fn kind(stat: &FileStat) -> libc::mode_t {
     stat.st_mode & libc::S_IFMT
 }
 
 /// Opens `name` in `dir` without following a symlink.
-fn open_at(dir: &OwnedFd, name: &OsStr, flags: OFlag, mode: Mode) -> nix::Result<OwnedFd> {
+pub(super) fn open_at(
+    dir: &OwnedFd,
+    name: &OsStr,
+    flags: OFlag,
+    mode: Mode,
+) -> nix::Result<OwnedFd> {
     let fd = nix::fcntl::openat(
         Some(dir.as_raw_fd()),
         name,

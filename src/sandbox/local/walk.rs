@@ -3,12 +3,13 @@
 //! folders made for the room's owners, errors in the protocol's words.
 
 use super::tree::{self, Owners};
+pub(super) use super::tree::{kind, open_at};
 use crate::sandbox::SandboxError;
 use nix::errno::Errno;
-use nix::fcntl::{AtFlags, OFlag};
+use nix::fcntl::AtFlags;
 use nix::sys::stat::{FileStat, Mode};
 use std::ffi::OsStr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
 pub(super) fn failed(what: &str, e: impl std::fmt::Display) -> SandboxError {
     SandboxError::Failed(format!("{what}: {e}"))
@@ -45,22 +46,6 @@ pub(super) fn folder_parts(path: &str) -> Result<Vec<String>, SandboxError> {
     )
 }
 
-pub(super) fn open_at(
-    dir: &OwnedFd,
-    name: &OsStr,
-    flags: OFlag,
-    mode: Mode,
-) -> nix::Result<OwnedFd> {
-    let fd = nix::fcntl::openat(
-        Some(dir.as_raw_fd()),
-        name,
-        flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-        mode,
-    )?;
-    // SAFETY: openat returned a new descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
 pub(super) fn stat_at(dir: &OwnedFd, name: &OsStr) -> nix::Result<FileStat> {
     nix::sys::stat::fstatat(Some(dir.as_raw_fd()), name, AtFlags::AT_SYMLINK_NOFOLLOW)
 }
@@ -69,10 +54,6 @@ pub(super) fn stat_at(dir: &OwnedFd, name: &OsStr) -> nix::Result<FileStat> {
 /// without following it fails with ENOTDIR, or ELOOP).
 pub(super) fn is_link(dir: &OwnedFd, name: &OsStr) -> bool {
     stat_at(dir, name).is_ok_and(|st| kind(&st) == libc::S_IFLNK)
-}
-
-pub(super) fn kind(stat: &FileStat) -> libc::mode_t {
-    stat.st_mode & libc::S_IFMT
 }
 
 /// Opens folder `parts` below `root`, never through a symlink; with
