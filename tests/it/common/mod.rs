@@ -303,6 +303,26 @@ pub fn unb64(text: &Value) -> Vec<u8> {
         .unwrap()
 }
 
+/// Gives `folder` to someone else (uid 12345, gid 12346) when the tests
+/// run as root; answers whose it is now (uid, gid): a room on it must
+/// make its files theirs.
+pub fn folder_of_someone_else(folder: &Path) -> (u32, u32) {
+    if nix::unistd::geteuid().is_root() {
+        let (uid, gid) = (12345, 12346);
+        let owner = (
+            Some(nix::unistd::Uid::from_raw(uid)),
+            Some(nix::unistd::Gid::from_raw(gid)),
+        );
+        nix::unistd::chown(folder, owner.0, owner.1).unwrap();
+        (uid, gid)
+    } else {
+        (
+            nix::unistd::geteuid().as_raw(),
+            nix::unistd::getegid().as_raw(),
+        )
+    }
+}
+
 /// A temporary data directory kept by path (for restarts).
 pub fn dir_path(dir: &tempfile::TempDir) -> PathBuf {
     dir.path().to_path_buf()

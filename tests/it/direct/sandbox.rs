@@ -602,21 +602,8 @@ async fn on_a_host_folder(host: tempfile::TempDir, room: &str) {
     std::fs::create_dir(&folder).unwrap();
     std::fs::write(folder.join("kept.txt"), "ours").unwrap();
     std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o750)).unwrap();
-    let root = nix::unistd::geteuid().is_root();
-    let owner = if root {
-        // Someone else's folder: what the room makes must be theirs.
-        let (uid, gid) = (
-            nix::unistd::Uid::from_raw(12345),
-            nix::unistd::Gid::from_raw(12346),
-        );
-        nix::unistd::chown(&folder, Some(uid), Some(gid)).unwrap();
-        (12345, 12346)
-    } else {
-        (
-            nix::unistd::geteuid().as_raw(),
-            nix::unistd::getegid().as_raw(),
-        )
-    };
+    // Someone else's folder: what the room makes must be theirs.
+    let owner = crate::common::folder_of_someone_else(&folder);
     let home = duet::sandbox::local::workspace_dir(data.path(), room);
     let place = SandboxPlace::on_folder(
         room,
@@ -700,7 +687,7 @@ async fn on_a_host_folder(host: tempfile::TempDir, room: &str) {
     assert!(!std::path::Path::new(&checkpoints).exists());
     let meta = std::fs::metadata(&folder).unwrap();
     assert_eq!(meta.permissions().mode() & 0o777, 0o750);
-    assert_eq!(meta.uid(), if root { 12345 } else { owner.0 });
+    assert_eq!(meta.uid(), owner.0);
     assert_eq!(
         std::fs::read_to_string(folder.join("kept.txt")).unwrap(),
         "ours"

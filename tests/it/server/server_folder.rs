@@ -29,21 +29,8 @@ async fn a_push_into_a_room_on_a_host_folder_lands_in_it_as_its_owners() {
     let folder = host.path().join("app");
     std::fs::create_dir(&folder).unwrap();
     std::fs::write(folder.join("kept.txt"), "ours\n").unwrap();
-    let root = nix::unistd::geteuid().is_root();
     // As root, the folder's owner and group (not the owner's number).
-    let owner = if root {
-        let (uid, gid) = (
-            nix::unistd::Uid::from_raw(12345),
-            nix::unistd::Gid::from_raw(23456),
-        );
-        nix::unistd::chown(&folder, Some(uid), Some(gid)).unwrap();
-        (12345, 23456)
-    } else {
-        (
-            nix::unistd::geteuid().as_raw(),
-            nix::unistd::getegid().as_raw(),
-        )
-    };
+    let owner = crate::common::folder_of_someone_else(&folder);
     let room = "on-folder";
     duet::sandbox::folder::bind(data.path(), room, &folder).unwrap();
     let server = Server::start(data.path(), &[]).await;
