@@ -45,6 +45,7 @@ mod neutral {
     mod tui_e2e_pairing;
     mod tui_e2e_processes;
     mod tui_e2e_room;
+    mod web_access;
 }
 
 mod server {

@@ -85,7 +85,9 @@ export type Op =
   /** The approval policy (src/approvals.ts): `POST /policy`, rpc `set_policy`. */
   | { kind: "set_policy"; policy: Policy; allow?: string[]; user?: string }
   /** `POST /approve`, rpc `approve`. */
-  | { kind: "approve"; approvalId: string; approved: boolean; user?: string };
+  | { kind: "approve"; approvalId: string; approved: boolean; user?: string }
+  /** `POST /ticket`, rpc `ticket`: a socket ticket for the caller (tickets.ts). */
+  | { kind: "ticket"; user?: string };
 
 /** An HTTP route under `/api/rooms/{room}`: verb and path, `{id}` one segment (docs/operations.json's `route`). */
 export type Route = `${"GET" | "POST" | "DELETE"} /${string}`;
@@ -276,6 +278,11 @@ export const OPERATIONS = {
       if (approvalId === undefined || typeof approved !== "boolean") return undefined;
       return { kind: "approve", approvalId, approved, user };
     },
+  },
+  ticket: {
+    route: "POST /ticket",
+    actions: ["watch"],
+    parse: (_f, user) => ({ kind: "ticket", user }),
   },
 } as const satisfies Record<string, Operation>;
 
