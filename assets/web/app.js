@@ -151,6 +151,8 @@ function room(roomId) {
         byId('you').dataset.role = String(f.role ?? '');
         if (document.activeElement !== nameInput) nameInput.value = String(f.name ?? '');
         socket.name = String(f.name ?? socket.name);
+        // A name the invite fixed, or one chosen before: nothing to ask.
+        if (f.name !== 'guest' && /guest/.test(byId('notice-text').textContent)) notice.hide();
         break;
       case 'duet_typing':
         state.typed(f);

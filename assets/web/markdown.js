@@ -173,7 +173,7 @@ export function inline(text, el) {
       continue;
     }
     if (c === '[') {
-      const m = text.slice(i).match(/^\[([^\]]+)\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/);
+      const m = text.slice(i).match(/^\[([^\]]+)\]\(\s*<?((?:[^()\s>]|\([^()\s]*\))+)>?(?:\s+"[^"]*")?\s*\)/);
       if (m) {
         flush();
         el.append(link(m[1], m[2]));

@@ -8,7 +8,8 @@ const hex = (n) => n.toString(16).padStart(2, '0');
 const LEVELS = [0, 95, 135, 175, 215, 255];
 
 export const PALETTE = (() => {
-  const out = BASE.slice();
+  // The first 16 follow the page's light or dark scheme (app.css).
+  const out = BASE.map((_, i) => `var(--c${i})`);
   for (let r = 0; r < 6; r++)
     for (let g = 0; g < 6; g++)
       for (let b = 0; b < 6; b++) out.push(`#${hex(LEVELS[r])}${hex(LEVELS[g])}${hex(LEVELS[b])}`);
@@ -20,7 +21,7 @@ export const PALETTE = (() => {
 })();
 
 /** A colour (a palette index 0..255 or `#rrggbb`) as CSS; null for the
- * default or anything else. */
+ * default or anything else. The xterm values of the first 16 are `BASE`. */
 export function color(c) {
   if (Number.isInteger(c) && c >= 0 && c < 256) return PALETTE[c];
   if (typeof c === 'string' && /^#[0-9a-fA-F]{6}$/.test(c)) return c;
