@@ -70,6 +70,8 @@ function room(roomId) {
   const draw = () => {
     pending = false;
     timeline.render(state);
+    // From opening the link to the room drawn (docs/web.md).
+    if (state.state && !performance.getEntriesByName('duet:first-frame').length) performance.mark('duet:first-frame');
     renderPeople(byId('people'), state);
     byId('typing').textContent = typingLine(state);
     renderApprovals(byId('approvals'), state, decide);

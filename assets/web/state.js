@@ -45,7 +45,9 @@ export class Room {
       this.messages.push(m);
       if (this.messages.length > MAX_MESSAGES) this.messages.splice(0, this.messages.length - MAX_MESSAGES);
     }
-    if (this.turn && this.turn.ended && (m.role === 'agent' || m.role === 'system')) this.turn = null;
+    // The turn's stored reply ends it (a cancelled turn may send no
+    // `end`); a system message ends one that ended in an error.
+    if (this.turn && (m.role === 'agent' || (m.role === 'system' && this.turn.ended))) this.turn = null;
     this.version++;
   }
 
