@@ -85,9 +85,17 @@ function execEl(run) {
   return li;
 }
 
-function turnEl(turn, agentRuns) {
-  const status = turn.error ? ['the model failed', 'fail'] : turn.ended ? ['done', 'ok'] : ['replying…', 'running'];
-  const li = h('li', { class: 'live-turn', 'data-turn': String(turn.turnId ?? '') }, head(turn.started, '✦ agent', 'agent', h('span', { class: `badge ${status[1]}` }, status[0])));
+/** What the agent's turn is doing, as its badge says. */
+function turnStatus(turn, agentRuns, waiting) {
+  if (turn.error) return ['the model failed', 'fail'];
+  if (waiting) return ['waiting for approval', 'warn'];
+  if (agentRuns.some((r) => !r.done)) return ['running a command', 'running'];
+  return turn.ended ? ['finishing…', 'running'] : ['replying…', 'running'];
+}
+
+function turnEl(turn, agentRuns, waiting) {
+  const status = turnStatus(turn, agentRuns, waiting);
+  const li = h('li', { class: 'live-turn', 'data-turn': String(turn.turnId ?? ''), 'aria-busy': String(!turn.ended) }, head(turn.started, '✦ agent', 'agent', h('span', { class: `badge ${status[1]}` }, status[0])));
   if (!turn.text.trim() && !turn.error) li.append(h('p', { class: 'thinking' }, 'thinking…'));
   const list = blocks.parseStreaming(turn.text);
   for (const b of list) {
@@ -122,8 +130,9 @@ export class Timeline {
     entries.sort((a, b) => a.ts - b.ts);
     if (room.turn) {
       const t = room.turn;
-      const sig = `${t.text.length}|${t.ended}|${t.error}|${agentRuns.map((r) => r.out.length + (r.done ? 'd' : '')).join(',')}`;
-      entries.push({ key: `t:${t.turnId}`, sig, draw: () => turnEl(t, agentRuns) });
+      const waiting = room.approvals.some((a) => a.turnId === t.turnId);
+      const sig = `${t.text.length}|${t.ended}|${t.error}|${waiting}|${agentRuns.map((r) => r.out.length + (r.done ? 'd' : '')).join(',')}`;
+      entries.push({ key: `t:${t.turnId}`, sig, draw: () => turnEl(t, agentRuns, waiting) });
     }
     const atBottom = this.el.scrollHeight - this.el.scrollTop - this.el.clientHeight < 40;
     const keep = new Set(entries.map((e) => e.key));
