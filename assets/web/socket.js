@@ -117,19 +117,6 @@ export class RoomSocket {
     tick();
   }
 
-  /** Reconnects now (a new name, or the person asked). */
-  reconnectNow() {
-    clearTimeout(this.timer);
-    if (this.ws) {
-      const ws = this.ws;
-      this.ws = null;
-      this.loseAll();
-      ws.close(1000);
-    }
-    this.attempt = 0;
-    this.connect();
-  }
-
   receive(data) {
     let f;
     try {
