@@ -301,8 +301,8 @@ impl Connection {
                 feed = self.term.next() => match feed {
                     Feed::Send(text) => Some(Message::Text(text)),
                     Feed::Ended(text) => text.map(Message::Text),
-                    Feed::Behind(handle) => {
-                        self.reattach(handle, &answers);
+                    Feed::Behind(handle, screen) => {
+                        self.reattach(handle, screen, &answers);
                         None
                     }
                 },
