@@ -6,6 +6,7 @@
 pub mod access;
 pub mod agent_support;
 pub mod apps;
+pub mod browser;
 pub mod cli;
 pub mod procs;
 pub mod shell_state;

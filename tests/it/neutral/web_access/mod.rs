@@ -3,5 +3,6 @@
 //! Origin rule for the backend's own origin (routes.rs), socket tickets
 //! (tickets.rs), and the page in a real browser (browser.rs).
 
+mod browser;
 mod routes;
 mod tickets;
