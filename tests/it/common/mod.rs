@@ -112,6 +112,22 @@ impl Server {
         Server::spawn(listen, data_dir, extra, &[], Stdio::from(file)).await
     }
 
+    /// As `start_logged`, with `envs` in the backend's environment (e.g.
+    /// `DUET_LOG=debug`, to read everything it logs).
+    pub async fn start_logged_with_env(
+        data_dir: &Path,
+        extra: &[&str],
+        envs: &[(&str, &str)],
+        log: &Path,
+    ) -> Server {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .expect("the server's log file opens");
+        Server::spawn("127.0.0.1:0", data_dir, extra, envs, Stdio::from(file)).await
+    }
+
     async fn spawn(
         listen: &str,
         data_dir: &Path,

@@ -8,7 +8,7 @@
 //! (duet serve); screenshots at 1280x800 and 390x844 have no overlapping
 //! panels and no cut text. Element ids are docs/web.md's.
 
-use crate::common::access::{guest, with_token};
+use crate::common::access::{TOKEN, guest, with_token};
 use crate::common::browser::Browser;
 use crate::common::{Server, Ws, b64, unb64};
 use serde_json::{Value, json};
@@ -209,6 +209,39 @@ async fn the_page_reconnects_after_a_server_restart() {
     for url in browser.requests() {
         assert!(!url.contains(&token), "{url}");
     }
+}
+
+#[tokio::test]
+async fn the_token_is_never_in_the_server_s_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    // Everything either backend logs: duet serve's debug, wrangler's requests.
+    let envs = [("DUET_LOG", "debug"), ("WRANGLER_LOG", "info")];
+    let args = ["--token", TOKEN];
+    let server = Server::start_logged_with_env(&data, &args, &envs, &log).await;
+    let room = "web-log";
+    let (link, token, _) = web_invite(&server, room, "writer").await;
+    let browser = Browser::start().await;
+    open_room(&browser, &link).await;
+    browser.focus("#input").await;
+    browser.type_text("!echo logged-$((2+2))").await;
+    browser.enter().await;
+    browser
+        .wait_text("#chat .command .output", "logged-4")
+        .await;
+    // A second socket (a reload) asks for a new ticket.
+    browser
+        .open(&format!("http://{}/r/{room}", server.addr))
+        .await;
+    browser.wait_text("#status", "connected").await;
+    assert_clean(&browser, &token);
+    server.stop().await;
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(!said.is_empty(), "the server logged something");
+    assert!(!said.contains(&token), "the invite's token in the log");
+    assert!(!said.contains(TOKEN), "the server's token in the log");
 }
 
 /// A free loopback port (for a server that restarts on it).
