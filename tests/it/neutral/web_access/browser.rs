@@ -331,3 +331,58 @@ async fn screenshots_at_a_desktop_s_and_a_phone_s_size_have_no_overlap_or_cut_te
         }
     }
 }
+
+/// The figures of docs/web.md (`scripts/bench-web` runs it): the bytes a
+/// first load of the room's page transfers (the page and its files, as the
+/// browser counted them) and the time from opening the link to the room's
+/// first frame on screen (the page's `duet:first-frame` mark), over runs.
+#[tokio::test]
+#[ignore = "prints figures; scripts/bench-web runs it"]
+async fn figures() {
+    let runs: usize = std::env::var("DUET_BENCH_RUNS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(5);
+    let (server, _dir) = with_token(&[]).await;
+    let room = "web-figures";
+    server
+        .post(
+            &format!("/api/rooms/{room}/message"),
+            json!({"text": "a message so the room has a history", "to": "room", "userId": "ada"}),
+        )
+        .await;
+    let browser = Browser::start().await;
+    let (mut bytes, mut millis) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        // A fresh link each time: a new invite, a page loaded anew.
+        let (link, _, _) = web_invite(&server, room, "viewer").await;
+        browser.open("about:blank").await;
+        browser.call("Network.clearBrowserCache", json!({})).await;
+        open_room(&browser, &link).await;
+        let first = browser
+            .wait_for(
+                "the first frame's mark",
+                "(performance.getEntriesByName('duet:first-frame')[0] || {}).startTime",
+            )
+            .await;
+        millis.push(first.as_f64().unwrap_or_default());
+        let sent = browser
+            .eval(
+                "performance.getEntriesByType('navigation').concat(performance.getEntriesByType('resource'))\
+                 .filter(e => !e.name.includes('/api/')).reduce((n, e) => n + e.transferSize, 0)",
+            )
+            .await;
+        bytes.push(sent.as_f64().unwrap_or_default());
+    }
+    let spread = |v: &mut Vec<f64>| {
+        v.sort_by(|a, b| a.total_cmp(b));
+        (v[0], v[v.len() / 2], v[v.len() - 1])
+    };
+    let (b0, b1, b2) = spread(&mut bytes);
+    let (t0, t1, t2) = spread(&mut millis);
+    println!(
+        "backend {:?}, {runs} runs: first load {b1:.0} bytes (min {b0:.0}, max {b2:.0}); \
+         link to the room's first frame {t1:.0} ms (min {t0:.0}, max {t2:.0})",
+        crate::common::backend()
+    );
+}
