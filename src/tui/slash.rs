@@ -222,8 +222,7 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         name: "invite",
         aliases: &[],
         usage: "/invite ROLE",
-        help: "a link to join as viewer, writer or owner (a NAME after it fixes theirs; \
-               `web` last: a browser link)",
+        help: "a link as viewer, writer or owner (a NAME fixes theirs; `web` for a browser)",
         deed: Some(Deed::ManageInvites),
         run: |app, arg, effects| {
             let (arg, web) = match arg.trim_end().strip_suffix("web") {
