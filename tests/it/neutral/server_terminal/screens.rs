@@ -358,16 +358,19 @@ async fn a_flood_of_output_does_not_leave_a_screen_socket_behind() {
         .rpc(3, "term_detach", json!([{"termId": ann.term_id}]))
         .await;
     assert_eq!(detached["success"], true, "{detached}");
-    // sam hardly reads for a while (one frame every 2 s: a socket whose
-    // send waits 5 s is dropped), then reads as fast as he can. Whether he
-    // fell behind (duet serve: once the frames waiting for him outgrow what
-    // the kernel holds, he is sent a full frame instead) or not (the
-    // worker: a slow reader is the platform's to buffer), his screen ends
-    // right and follows on.
-    for _ in 0..8 {
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        let f = sam.ws.next().await;
-        sam.apply(f);
+    // sam reads slower than the flood comes: a burst of frames each
+    // second (never so slowly that one send to him waits 5 s: such a
+    // socket is dropped), then as fast as he can. Whether he fell behind
+    // (duet serve: once the frames waiting for him outgrow what the kernel
+    // holds, he is sent a full frame instead) or not (the worker: a slow
+    // reader is the platform's to buffer), his screen ends right and
+    // follows on.
+    for _ in 0..12 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        for _ in 0..10 {
+            let f = sam.ws.next().await;
+            sam.apply(f);
+        }
     }
     ann.reopen().await;
     ann.type_in("\x03").await;
