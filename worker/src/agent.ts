@@ -468,7 +468,7 @@ export class DuetAgent extends Agent<Env> {
       if (op.kind === "term_open") {
         // A viewer watches: its size never counts in the smallest rule.
         const counts = may(this.callerOf(c.state?.duet)?.role ?? "viewer", "resizeTerminal");
-        const { reply, after } = await terminal.open(c.id, c.state?.duet?.name ?? "anonymous", counts ? op.size : undefined);
+        const { reply, after } = await terminal.open(c.id, c.state?.duet?.name ?? "anonymous", counts ? op.size : undefined, op.screen === true);
         answer(reply);
         after();
       } else if (op.kind === "term_detach") {

@@ -233,6 +233,39 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn a_screen_socket_that_fell_behind_attaches_again_for_screen_frames() {
+        let (requests, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let handle = TermHandle {
+            term_id: "t1".into(),
+            requests,
+        };
+        for screen in [true, false] {
+            let (sender, frames) = broadcast::channel(1);
+            let attached = Attached {
+                term_id: "t1".into(),
+                size: TermSize::DEFAULT,
+                snapshot: Utf8Bytes::from_static("{}"),
+                screen,
+                frames,
+            };
+            let mut side = TermSide::default();
+            side.attach(handle.clone(), attached);
+            for _ in 0..3 {
+                sender
+                    .send(TermOut::Frame(Utf8Bytes::from_static("{}")))
+                    .unwrap();
+            }
+            match side.next().await {
+                Feed::Behind(again, flag) => {
+                    assert_eq!(again.term_id, "t1");
+                    assert_eq!(flag, screen, "it asks again for what it had");
+                }
+                _ => panic!("a socket past its frames is behind"),
+            }
+        }
+    }
+
     #[test]
     fn screen_is_a_flag_named_with_the_size_when_both_are_wrong() {
         assert_eq!(open_args(&obj(json!({}))).unwrap(), (None, false));
