@@ -388,10 +388,13 @@ const COMMAND_ROOMS: usize = 100;
 async fn settled_rss(pid: u32) -> u64 {
     tokio::time::sleep(Duration::from_secs(3)).await;
     let mut last = rss_kib(pid);
-    for _ in 0..10 {
+    let mut steady = 0;
+    for _ in 0..20 {
         tokio::time::sleep(Duration::from_secs(1)).await;
         let now = rss_kib(pid);
-        if now >= last {
+        steady = if now >= last { steady + 1 } else { 0 };
+        // Three seconds without a fall: settled.
+        if steady == 3 {
             return now;
         }
         last = now;
