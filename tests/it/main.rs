@@ -31,6 +31,7 @@ mod neutral {
     mod server_pairing;
     mod server_persist;
     mod server_ports;
+    mod server_presence;
     mod server_processes;
     mod server_roles;
     mod server_rooms;
