@@ -36,11 +36,22 @@ struct Seen {
 
 /// A headless Chromium with one page under test; killed when dropped.
 pub struct Browser {
-    _child: tokio::process::Child,
+    child: tokio::process::Child,
     _profile: tempfile::TempDir,
     out: mpsc::UnboundedSender<Message>,
     seen: Arc<Mutex<Seen>>,
     next_id: AtomicU64,
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        if let Some(pid) = self.child.id() {
+            // SAFETY: signalling the process group this harness created.
+            unsafe {
+                libc::killpg(pid as libc::pid_t, libc::SIGKILL);
+            }
+        }
+    }
 }
 
 impl Browser {
@@ -61,6 +72,9 @@ impl Browser {
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
+            // Its own process group, so that dropping it ends the zygote and
+            // the renderers too, not only the browser process.
+            .process_group(0)
             .kill_on_drop(true)
             .spawn()
             .expect("chromium-headless-shell runs (scripts/test installs it)");
@@ -119,7 +133,7 @@ impl Browser {
             }
         });
         let browser = Browser {
-            _child: child,
+            child,
             _profile: profile,
             out,
             seen,
