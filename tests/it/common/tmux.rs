@@ -7,7 +7,7 @@ use std::process::Command;
 use std::time::Duration;
 
 /// How long a screen may take to show what is expected.
-pub const SCREEN_WAIT: Duration = Duration::from_secs(30);
+pub const SCREEN_WAIT: Duration = Duration::from_secs(60);
 
 /// A private tmux server, killed when dropped.
 pub struct Tmux {
