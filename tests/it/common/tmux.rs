@@ -47,6 +47,16 @@ impl Tmux {
         self.start_sized(name, env, args, (120, 40));
     }
 
+    /// `duet --room ROOM` as `name` with its embedded backend (Ada's
+    /// settings, the data shared under `dir`, where other `duet` commands
+    /// find the backend), back once it is connected.
+    pub async fn start_embedded(&self, dir: &Path, name: &str, room: &str) {
+        let env = shared_client_env(dir, "ada");
+        self.start(name, &env, &format!("--room {room}"));
+        self.wait(name, "a connected client", |s| s.contains("1 here"))
+            .await;
+    }
+
     /// Two people's `duet` in `room` of the backend at `url` (their
     /// settings under `dir`), back once each shows both present.
     pub async fn start_pair(&self, dir: &Path, url: &str, room: &str, people: [&str; 2]) {

@@ -8,7 +8,7 @@
 
 use crate::common;
 use crate::common::cli::{duet_with as duet, stderr, stdout};
-use crate::common::tmux::{Tmux, shared_client_env};
+use crate::common::tmux::Tmux;
 use crate::common::{Server, next_matching};
 use duet::client::socket::{self, ConnState, SocketCommand, SocketEvent, SocketParams};
 use duet::protocol::{RoomRole, ServerFrame};
@@ -313,10 +313,7 @@ async fn the_embedded_backend_invites_too() {
     }
     let dir = tempfile::tempdir().unwrap();
     let tmux = Tmux::new(dir.path());
-    let env = shared_client_env(dir.path(), "ada");
-    tmux.start("ada", &env, "--room local-room");
-    tmux.wait("ada", "a connected client", |s| s.contains("1 here"))
-        .await;
+    tmux.start_embedded(dir.path(), "ada", "local-room").await;
     let run = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_duet"))
             .args(args)
@@ -410,10 +407,7 @@ async fn the_tui_and_the_embedded_backend_give_browser_links() {
     }
     let dir = tempfile::tempdir().unwrap();
     let tmux = Tmux::new(dir.path());
-    let env = shared_client_env(dir.path(), "ada");
-    tmux.start("ada", &env, "--room web-local");
-    tmux.wait("ada", "a connected client", |s| s.contains("1 here"))
-        .await;
+    tmux.start_embedded(dir.path(), "ada", "web-local").await;
     let port = std::fs::read_to_string(dir.path().join("shared/duet.port")).unwrap();
     let base = port.trim().trim_end_matches('/').to_string();
     let base = if base.starts_with("http") {
