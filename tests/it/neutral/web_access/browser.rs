@@ -181,9 +181,6 @@ async fn a_revoked_link_ends_the_page_s_session_with_a_sentence() {
 
 #[tokio::test]
 async fn the_page_reconnects_after_a_server_restart() {
-    if crate::common::only_duet_serve("a restart on the same port and data directory") {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
