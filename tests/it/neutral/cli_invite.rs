@@ -7,6 +7,7 @@
 //! backend found as `duet exec` finds it.
 
 use crate::common;
+use crate::common::browser::Browser;
 use crate::common::cli::{duet_with as duet, stderr, stdout};
 use crate::common::tmux::Tmux;
 use crate::common::{Server, next_matching};
@@ -431,8 +432,20 @@ async fn the_tui_and_the_embedded_backend_give_browser_links() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(web_link_of(&out).starts_with(&expected), "{}", stdout(&out));
+    let link = web_link_of(&out);
+    assert!(link.starts_with(&expected), "{}", stdout(&out));
+    // The link opens the room in a browser, beside Ada's TUI.
+    let browser = Browser::start().await;
+    browser.open(&link).await;
+    browser.wait_text("#status", "connected").await;
+    browser.wait_text("#people", "ada").await;
+    tmux.wait("ada", "the page's viewer", |s| s.contains("2 here"))
+        .await;
+    // Esc closes the link's notice; a key right after an Esc would read
+    // as Alt+key, so the next waits for it to close.
     tmux.keys("ada", &["Escape"]);
+    tmux.wait("ada", "the notice closed", |s| !s.contains("#token="))
+        .await;
     tmux.keys("ada", &["C-c"]);
     tmux.keys("ada", &["C-c"]);
     tmux.wait("ada", "a clean exit", |s| s.contains("EXITED 0"))
