@@ -199,8 +199,27 @@ async fn exec_samples(
             .unwrap_or("")
             .to_string();
         res.bytes().await?;
-        samples.push(start.elapsed());
-        for (name, dur) in server_timing(&timing) {
+        let took = start.elapsed();
+        samples.push(took);
+        let spans = server_timing(&timing);
+        let span = |name: &str| spans.iter().find(|(n, _)| n == name).map(|(_, d)| *d);
+        // What the spans leave out: the Durable Object's own work, and
+        // everything before and after it (the Worker, workerd's ingress).
+        if let (Some(room), Some(sandbox), Some(cwd), Some(lobby)) =
+            (span("room"), span("sandbox"), span("cwd"), span("lobby"))
+        {
+            let own = room - sandbox - cwd - lobby;
+            phases
+                .entry("room's own work".into())
+                .or_default()
+                .push(own);
+            let outside = ms(took) - room;
+            phases
+                .entry("outside the room".into())
+                .or_default()
+                .push(outside);
+        }
+        for (name, dur) in spans {
             phases.entry(name).or_default().push(dur);
         }
     }
@@ -336,6 +355,11 @@ fn print(all: &[(Engine, Figures)], rooms: usize) {
             ms(worker),
             ms(worker) / ms(serve)
         );
+        println!(
+            "  the worker's Server-Timing (medians): room = the Durable Object's whole; \
+             sandbox = the command through the stand-in (its hop and duet serve's exec); \
+             cwd = asking the shell's directory (a second hop); lobby = the room list"
+        );
         for (name, median) in &figures.phases {
             println!(
                 "{:<40} {:>9.3} ms   (median of its Server-Timing)",
@@ -345,7 +369,9 @@ fn print(all: &[(Engine, Figures)], rooms: usize) {
         }
     }
     println!();
-    println!("idle memory of the engine's own process ({rooms} rooms; duet serve, else workerd)");
+    println!(
+        "idle memory of the engine's own process ({rooms} rooms; duet serve, else workerd; per room: with its first socket)"
+    );
     println!(
         "{:<40} {:>9} {:>11} {:>11} {:>10} {:>10}",
         "",
