@@ -20,10 +20,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
-#[allow(dead_code)]
-#[path = "../../tests/it/common/procs.rs"]
-mod procs;
-
 /// Exec calls measured per engine.
 const EXECS: usize = 300;
 /// Rooms of idle sockets, unless DUET_BENCH_ROOMS says.
@@ -100,7 +96,7 @@ impl Engine {
         if self == Engine::Serve {
             return support::rss_kib(pid);
         }
-        procs::descendants(pid)
+        support::descendants(pid)
             .into_iter()
             .filter(|p| {
                 std::fs::read_to_string(format!("/proc/{p}/comm"))
