@@ -354,14 +354,11 @@ fn print(all: &[(Engine, Figures)], rooms: usize) {
         println!(
             "  the worker's Server-Timing (medians): room = the Durable Object's whole; \
              sandbox = the command through the stand-in (its hop and duet serve's exec); \
-             cwd = asking the shell's directory (a second hop); lobby = the room list"
+             cwd = asking the shell's directory (a second hop); lobby = the room list; \
+             room's own work = room less those; outside the room = the call less room"
         );
         for (name, median) in &figures.phases {
-            println!(
-                "{:<40} {:>9.3} ms   (median of its Server-Timing)",
-                format!("  {name}"),
-                median
-            );
+            println!("{:<40} {:>9.3} ms", format!("  {name}"), median);
         }
     }
     println!();
