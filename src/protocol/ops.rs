@@ -90,6 +90,8 @@ methods! {
     SetRole, "set_role", Some((Verb::Post, "/invites/{id}/role")), [SetRole];
     SetPolicy, "set_policy", Some((Verb::Post, "/policy")), [SetPolicy];
     Approve, "approve", Some((Verb::Post, "/approve")), [Approve];
+    /// `[{model}]`: the model of the room's agent, one of `agent.models`.
+    SetModel, "set_model", Some((Verb::Post, "/model")), [SetModel];
 }
 
 impl Addressee {

@@ -12,6 +12,7 @@ mod fields;
 mod interrupt;
 mod invite;
 mod message;
+mod model;
 mod policy;
 mod process;
 mod rename;
@@ -133,6 +134,7 @@ operations! {
     SetRole => invite::SetRole;
     SetPolicy => policy::SetPolicy;
     Approve => policy::Approve;
+    SetModel => model::SetModel;
     }
     socket { TermOpen, TermDetach, TermClose, ProcessFollow, ProcessUnfollow }
 }
