@@ -85,7 +85,9 @@ export type Op =
   /** The approval policy (src/approvals.ts): `POST /policy`, rpc `set_policy`. */
   | { kind: "set_policy"; policy: Policy; allow?: string[]; user?: string }
   /** `POST /approve`, rpc `approve`. */
-  | { kind: "approve"; approvalId: string; approved: boolean; user?: string };
+  | { kind: "approve"; approvalId: string; approved: boolean; user?: string }
+  /** The agent's model (src/usage.ts): `POST /model`, rpc `set_model`. */
+  | { kind: "set_model"; model: string; user?: string };
 
 /** An HTTP route under `/api/rooms/{room}`: verb and path, `{id}` one segment (docs/operations.json's `route`). */
 export type Route = `${"GET" | "POST" | "DELETE"} /${string}`;
@@ -275,6 +277,14 @@ export const OPERATIONS = {
       else if (typeof approved !== "boolean") f.problem("approved", "must be true or false");
       if (approvalId === undefined || typeof approved !== "boolean") return undefined;
       return { kind: "approve", approvalId, approved, user };
+    },
+  },
+  set_model: {
+    route: "POST /model",
+    actions: ["setModel"],
+    parse: (f, user) => {
+      const model = f.requiredText("model");
+      return model === undefined ? undefined : { kind: "set_model", model, user };
     },
   },
 } as const satisfies Record<string, Operation>;
