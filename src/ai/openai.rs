@@ -86,6 +86,12 @@ impl OpenAiProvider {
         self
     }
 
+    /// Remembers that the service refused `stream_options`.
+    fn refused_usage(&self) {
+        self.usage_refused.store(true, Ordering::Relaxed);
+        tracing::info!("the model refused stream_options; usage is estimated");
+    }
+
     /// Whether this request offers the tool.
     fn offers_tool(&self) -> bool {
         match self.tools {
@@ -128,6 +134,11 @@ fn refuses_tools(status: u16) -> bool {
     (400..500).contains(&status) && !matches!(status, 401 | 403 | 408 | 429)
 }
 
+/// Whether a service's error message is about `stream_options`.
+fn names_usage(message: &str) -> bool {
+    message.contains("stream_options") || message.contains("include_usage")
+}
+
 impl Provider for OpenAiProvider {
     fn chat(&self, messages: Vec<ChatMessage>) -> BoxFuture<Result<DeltaStream, ModelError>> {
         let url = format!("{}/chat/completions", self.base);
@@ -138,8 +149,23 @@ impl Provider for OpenAiProvider {
         let this = self.clone();
         Box::pin(async move {
             let mut tool = this.offers_tool();
-            let usage = !this.usage_refused.load(Ordering::Relaxed);
-            let response = match this.send(&url, &messages, tool, usage).await {
+            let mut usage = !this.usage_refused.load(Ordering::Relaxed);
+            let mut response = this.send(&url, &messages, tool, usage).await;
+            // A refusal that names `stream_options` is about it, not the tool.
+            if usage
+                && let Err(ModelError::Status {
+                    status, message, ..
+                }) = &response
+                && refuses_tools(*status)
+                && names_usage(message)
+            {
+                usage = false;
+                response = this.send(&url, &messages, tool, false).await;
+                if response.is_ok() {
+                    this.refused_usage();
+                }
+            }
+            let response = match response {
                 // A service that refuses tools gets tags, now and later; it
                 // refused them if the same request without them is answered.
                 Err(ModelError::Status { status, .. })
@@ -161,8 +187,7 @@ impl Provider for OpenAiProvider {
                 // gives it unasked).
                 Err(ModelError::Status { status, .. }) if usage && refuses_tools(status) => {
                     let response = this.send(&url, &messages, tool, false).await?;
-                    this.usage_refused.store(true, Ordering::Relaxed);
-                    tracing::info!("the model refused stream_options; usage is estimated");
+                    this.refused_usage();
                     response
                 }
                 other => other?,

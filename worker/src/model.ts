@@ -166,8 +166,15 @@ export async function chat(config: ModelConfig, messages: ChatMessage[], signal:
   };
   let tools = offer?.offers(config.base, config.model) ?? false;
   const service = `${config.base} ${config.model}`;
-  const counts = usage !== undefined && !refusedUsage.has(service);
+  let counts = usage !== undefined && !refusedUsage.has(service);
   let res = await send(tools, counts);
+  // A refusal that names `stream_options` is about it, not the tool.
+  if (counts && refusesTools(res.status) && /stream_options|include_usage/.test(await res.clone().text().catch(() => ""))) {
+    await res.body?.cancel().catch(() => {});
+    counts = false;
+    res = await send(tools, false);
+    if (res.ok) refusedUsage.add(service);
+  }
   if (tools && offer?.fallsBack() && refusesTools(res.status)) {
     await res.body?.cancel().catch(() => {});
     tools = false;
