@@ -46,6 +46,7 @@ mod neutral {
     mod tui_e2e_pairing;
     mod tui_e2e_processes;
     mod tui_e2e_room;
+    mod tui_e2e_usage;
 }
 
 mod server {
