@@ -340,9 +340,13 @@ async fn a_running_command_is_abandoned_on_cancel() {
     })
     .await;
     cancel.cancel();
-    // Nothing was said and the command did not end: nothing to keep.
-    let nothing = AgentReply::default();
-    assert_eq!(running.await.unwrap(), Err(TurnError::Cancelled(nothing)));
+    // Nothing was said and the command did not end: nothing to keep but
+    // what the model's answer cost.
+    let Err(TurnError::Cancelled(partial)) = running.await.unwrap() else {
+        panic!("not cancelled");
+    };
+    assert_eq!((partial.text.as_str(), partial.runs.len()), ("", 0));
+    assert_eq!(partial.usage.map(|u| u.rounds), Some(1));
 }
 
 #[tokio::test]
