@@ -211,7 +211,7 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         name: "model",
         aliases: &[],
         usage: "/model [NAME]",
-        help: "the agent's model: alone, lists those the backend allows; NAME chooses (owners)",
+        help: "the agent's model: alone, lists those allowed; NAME chooses (owners)",
         // Listing them is for everyone; choosing is checked by the handler.
         deed: None,
         run: |app, arg, effects| app.model_command(arg, effects),
