@@ -32,6 +32,8 @@ The same flags and DUET_* variables as `duet serve`:
   --sandbox-network none|nat  limits of the stand-in's sandbox
   --ai-url URL                [env: DUET_AI_URL] OpenAI-compatible chat API
   --ai-model M                [env: DUET_AI_MODEL]
+  --ai-models A,B,…           [env: DUET_AI_MODELS] the models a room's owner may choose,
+                              the first the default (--ai-model alone)
   --ai-key K                  [env: DUET_AI_KEY]
   --agent-steps N             rounds of commands per turn (1)
   --ai-timeout-secs N         [env: DUET_AI_TIMEOUT_SECS] (120)
@@ -71,6 +73,7 @@ data_dir="${DUET_DATA_DIR:-${XDG_DATA_HOME:-${HOME:-.}/.local/share}/duet-worker
 token="${DUET_TOKEN:-}"
 ai_url="${DUET_AI_URL:-}"
 ai_model="${DUET_AI_MODEL:-}"
+ai_models="${DUET_AI_MODELS:-}"
 ai_key="${DUET_AI_KEY:-}"
 ai_timeout="${DUET_AI_TIMEOUT_SECS:-120}"
 ai_tools="${DUET_AI_TOOLS:-auto}"
@@ -120,6 +123,7 @@ while [ $# -gt 0 ]; do
   --token) token="$value" ;;
   --ai-url) ai_url="$value" ;;
   --ai-model) ai_model="$value" ;;
+  --ai-models) ai_models="$value" ;;
   --ai-key) ai_key="$value" ;;
   --ai-timeout-secs) number "$flag" "$value" && ai_timeout="$value" ;;
   --agent-steps) number "$flag" "$value" && agent_steps="$value" ;;
@@ -233,7 +237,7 @@ standin_token="$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 # room's commands, so the stand-in's own server has none. Its output cap is
 # twice the worker's: the worker's adapter caps a command's output (and
 # marks it truncated) as with the real Sandbox, which has no cap of its own.
-setsid env -u DUET_TOKEN -u DUET_AI_URL -u DUET_AI_MODEL -u DUET_AI_KEY -u DUET_LISTEN -u DUET_DATA_DIR \
+setsid env -u DUET_TOKEN -u DUET_AI_URL -u DUET_AI_MODEL -u DUET_AI_MODELS -u DUET_AI_KEY -u DUET_LISTEN -u DUET_DATA_DIR \
   -u DUET_ALLOW_ORIGIN DUET_LOG="${DUET_LOG:-warn}" \
   DUET_SOCKET_FRAMES_PER_SEC=0 DUET_SOCKET_BYTES_PER_SEC=0 DUET_SOCKET_MESSAGES_PER_MIN=0 \
   DUET_SOCKET_COMMANDS_PER_MIN=0 DUET_ROOM_MESSAGES_PER_MIN=0 DUET_ROOM_COMMANDS_PER_MIN=0 \
@@ -265,6 +269,7 @@ fi
   echo "DUET_TOKEN=$token"
   echo "DUET_AI_URL=$ai_url"
   echo "DUET_AI_MODEL=$ai_model"
+  echo "DUET_AI_MODELS=$ai_models"
   echo "DUET_AI_KEY=$ai_key"
   echo "DUET_AGENT_STEPS=$agent_steps"
   echo "DUET_AI_TIMEOUT_SECS=$ai_timeout"

@@ -2,8 +2,9 @@
 //! and the provider it reaches.
 
 use super::provider::{ModelError, Provider};
+use super::usage::{Meter, UsageReport};
 use super::{ToolMode, openai, turn};
-use crate::protocol::{DuetMessage, Run, ServerFrame};
+use crate::protocol::{AgentState, DuetMessage, Run, ServerFrame, Usage};
 pub use crate::support::BoxFuture;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -69,6 +70,9 @@ pub struct AiConfig {
     /// Base URL of an OpenAI-compatible API (e.g. http://127.0.0.1:11434/v1).
     pub url: Option<String>,
     pub model: Option<String>,
+    /// The models a room may choose (`--ai-models`), the default first;
+    /// empty: only `model`.
+    pub models: Vec<String>,
     pub key: Option<String>,
     /// Rounds of commands the model may run in one turn (default 1).
     pub steps: u32,
@@ -95,6 +99,37 @@ impl AiConfig {
     pub fn turn_timeout(&self) -> Duration {
         nonzero_or(self.timeout, TURN_TIMEOUT)
     }
+
+    /// The models a room may choose, the default first: `--ai-models`,
+    /// else the one model configured (none: the service is asked).
+    pub fn allowed_models(&self) -> Vec<String> {
+        if self.models.is_empty() {
+            self.model.iter().cloned().collect()
+        } else {
+            self.models.clone()
+        }
+    }
+
+    /// The room state's `agent` for a room that chose `chosen`.
+    pub fn agent_state(&self, chosen: Option<&str>) -> AgentState {
+        AgentState {
+            model: self.room_model(chosen),
+            models: self.allowed_models(),
+            steps: self.steps.max(1),
+            turn_secs: self.turn_timeout().as_secs(),
+            context_tokens: 0,
+        }
+    }
+
+    /// The model a room that chose `chosen` uses: its choice while the
+    /// backend allows it, else the default.
+    pub fn room_model(&self, chosen: Option<&str>) -> Option<String> {
+        let allowed = self.allowed_models();
+        chosen
+            .filter(|c| allowed.iter().any(|m| m == c))
+            .map(str::to_string)
+            .or_else(|| allowed.into_iter().next())
+    }
 }
 
 fn nonzero_or(value: Duration, default: Duration) -> Duration {
@@ -119,6 +154,10 @@ pub trait TurnHost: Send + Sync + 'static {
     fn read_file(&self, _path: String) -> BoxFuture<super::context::FileRead> {
         Box::pin(async { super::context::FileRead::Missing })
     }
+    /// The model the room chose (`None`: the backend's).
+    fn model(&self) -> Option<String> {
+        None
+    }
 }
 
 /// What a turn produced: the agent message's text and runs.
@@ -126,6 +165,8 @@ pub trait TurnHost: Send + Sync + 'static {
 pub struct AgentReply {
     pub text: String,
     pub runs: Vec<Run>,
+    /// What its model calls cost (`None`: it made none).
+    pub usage: Option<Usage>,
 }
 
 /// What a cancelled turn's request is answered (its `error`).
@@ -164,6 +205,9 @@ enum Backend {
         /// Set once the service refused the `run` tool (`auto`: tags
         /// from then on).
         tools_refused: Arc<std::sync::atomic::AtomicBool>,
+        /// Set once the service refused `stream_options` (usage is not
+        /// asked for from then on).
+        usage_refused: Arc<std::sync::atomic::AtomicBool>,
     },
 }
 
@@ -178,8 +222,14 @@ impl Agent {
                 client,
                 discovered: Mutex::new(None),
                 tools_refused: Default::default(),
+                usage_refused: Default::default(),
             }),
         }
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &AiConfig {
+        &self.config
     }
 
     /// An agent whose model is `provider` (the configuration's URL, model
@@ -201,6 +251,8 @@ impl Agent {
         turn_id: String,
         cancel: CancellationToken,
     ) -> Result<AgentReply, TurnError> {
+        let meter = Meter::default();
+        let provider = self.provider(host.model(), meter.report());
         let turn = turn::Turn {
             host,
             turn_id,
@@ -211,19 +263,27 @@ impl Agent {
                 .config
                 .agents_md_bytes
                 .unwrap_or(super::DEFAULT_AGENTS_MD_BYTES),
+            meter,
         };
-        turn.run(self.provider(), history).await
+        turn.run(provider, history).await
     }
 
-    /// The provider for a turn: the configured one, or Ollama's default.
-    async fn provider(&self) -> Result<Arc<dyn Provider>, TurnError> {
-        let (client, discovered, tools_refused) = match self.backend.as_ref() {
+    /// The provider for a turn: the room's model (`chosen`), else the
+    /// configured one, else Ollama's default; it reports each answer's
+    /// usage to `usage`.
+    async fn provider(
+        &self,
+        chosen: Option<String>,
+        usage: UsageReport,
+    ) -> Result<Arc<dyn Provider>, TurnError> {
+        let (client, discovered, tools_refused, usage_refused) = match self.backend.as_ref() {
             Backend::Fixed(provider) => return Ok(provider.clone()),
             Backend::Http {
                 client,
                 discovered,
                 tools_refused,
-            } => (client, discovered, tools_refused),
+                usage_refused,
+            } => (client, discovered, tools_refused, usage_refused),
         };
         let client = client
             .as_ref()
@@ -231,10 +291,8 @@ impl Agent {
         let configured = self.config.url.is_some();
         let base = self.config.url.as_deref().unwrap_or(OLLAMA_URL);
         let key = self.config.key.clone();
-        let known = self
-            .config
-            .model
-            .clone()
+        let known = chosen
+            .or_else(|| self.config.model.clone())
             .or_else(|| discovered.lock().ok().and_then(|found| found.clone()));
         let model = match known {
             // Without a configured URL, first make sure Ollama answers.
@@ -266,7 +324,8 @@ impl Agent {
             },
         };
         let provider = openai::OpenAiProvider::new(client.clone(), base, &model, key)
-            .with_tools(self.config.tools, tools_refused.clone());
+            .with_tools(self.config.tools, tools_refused.clone())
+            .with_usage(usage, usage_refused.clone());
         Ok(Arc::new(provider))
     }
 }

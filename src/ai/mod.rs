@@ -22,6 +22,8 @@ pub mod provider;
 pub(crate) mod sse;
 #[cfg(feature = "server")]
 mod turn;
+#[cfg(feature = "server")]
+pub mod usage;
 
 #[cfg(feature = "server")]
 pub use agent::*;

@@ -3,6 +3,7 @@
 
 use super::provider::{ChatMessage, DeltaStream, ModelError, Provider};
 use super::sse::{self, Event, chunk_events, error_text};
+use super::usage::{Tokens, UsageReport};
 use super::{BoxFuture, ToolMode};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
@@ -49,6 +50,10 @@ pub struct OpenAiProvider {
     tools: ToolMode,
     /// Set once the service refused the tool (under `auto`: tags from then on).
     tools_refused: Arc<AtomicBool>,
+    /// Where the service's counts of each answer go.
+    usage: UsageReport,
+    /// Set once the service refused `stream_options` (not asked from then on).
+    usage_refused: Arc<AtomicBool>,
 }
 
 impl OpenAiProvider {
@@ -61,7 +66,17 @@ impl OpenAiProvider {
             key,
             tools: ToolMode::Off,
             tools_refused: Default::default(),
+            usage: UsageReport::default(),
+            usage_refused: Default::default(),
         }
+    }
+
+    /// Reports what each answer cost to `report`, asking for the counts
+    /// when streaming unless `refused` remembers that the service refused.
+    pub fn with_usage(mut self, report: UsageReport, refused: Arc<AtomicBool>) -> Self {
+        self.usage = report;
+        self.usage_refused = refused;
+        self
     }
 
     /// Offers the `run` tool by `mode`; `refused` remembers a refusal.
@@ -69,6 +84,12 @@ impl OpenAiProvider {
         self.tools = mode;
         self.tools_refused = refused;
         self
+    }
+
+    /// Remembers that the service refused `stream_options`.
+    fn refused_usage(&self) {
+        self.usage_refused.store(true, Ordering::Relaxed);
+        tracing::info!("the model refused stream_options; usage is estimated");
     }
 
     /// Whether this request offers the tool.
@@ -80,14 +101,19 @@ impl OpenAiProvider {
         }
     }
 
-    /// Sends the chat request, with the tool or without.
+    /// Sends the chat request, with the tool or without, asking for its
+    /// usage or not.
     async fn send(
         &self,
         url: &str,
         messages: &[Value],
         tool: bool,
+        usage: bool,
     ) -> Result<reqwest::Response, ModelError> {
         let mut body = json!({"model": self.model, "messages": messages, "stream": true});
+        if usage {
+            body["stream_options"] = json!({"include_usage": true});
+        }
         if tool {
             body["tools"] = json!([run_tool()]);
             body["tool_choice"] = json!("auto");
@@ -108,6 +134,11 @@ fn refuses_tools(status: u16) -> bool {
     (400..500).contains(&status) && !matches!(status, 401 | 403 | 408 | 429)
 }
 
+/// Whether a service's error message is about `stream_options`.
+fn names_usage(message: &str) -> bool {
+    message.contains("stream_options") || message.contains("include_usage")
+}
+
 impl Provider for OpenAiProvider {
     fn chat(&self, messages: Vec<ChatMessage>) -> BoxFuture<Result<DeltaStream, ModelError>> {
         let url = format!("{}/chat/completions", self.base);
@@ -117,16 +148,46 @@ impl Provider for OpenAiProvider {
             .collect();
         let this = self.clone();
         Box::pin(async move {
-            let tool = this.offers_tool();
-            let response = match this.send(&url, &messages, tool).await {
+            let mut tool = this.offers_tool();
+            let mut usage = !this.usage_refused.load(Ordering::Relaxed);
+            let mut response = this.send(&url, &messages, tool, usage).await;
+            // A refusal that names `stream_options` is about it, not the tool.
+            if usage
+                && let Err(ModelError::Status {
+                    status, message, ..
+                }) = &response
+                && refuses_tools(*status)
+                && names_usage(message)
+            {
+                usage = false;
+                response = this.send(&url, &messages, tool, false).await;
+                if response.is_ok() {
+                    this.refused_usage();
+                }
+            }
+            let response = match response {
                 // A service that refuses tools gets tags, now and later; it
                 // refused them if the same request without them is answered.
                 Err(ModelError::Status { status, .. })
                     if tool && this.tools == ToolMode::Auto && refuses_tools(status) =>
                 {
-                    let response = this.send(&url, &messages, false).await?;
-                    this.tools_refused.store(true, Ordering::Relaxed);
-                    tracing::info!("the model refused the run tool; using <run> tags");
+                    tool = false;
+                    let response = this.send(&url, &messages, false, usage).await;
+                    if response.is_ok() {
+                        this.tools_refused.store(true, Ordering::Relaxed);
+                        tracing::info!("the model refused the run tool; using <run> tags");
+                    }
+                    response
+                }
+                other => other,
+            };
+            let response = match response {
+                // One that refuses `stream_options` is not asked for usage
+                // again (its answers' usage is estimated, or read where it
+                // gives it unasked).
+                Err(ModelError::Status { status, .. }) if usage && refuses_tools(status) => {
+                    let response = this.send(&url, &messages, tool, false).await?;
+                    this.refused_usage();
                     response
                 }
                 other => other?,
@@ -137,9 +198,9 @@ impl Provider for OpenAiProvider {
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(|v| v.starts_with("application/json"));
             if is_json {
-                return whole_answer(response).await;
+                return whole_answer(response, &this.usage).await;
             }
-            Ok(delta_stream(response))
+            Ok(delta_stream(response, this.usage.clone()))
         })
     }
 }
@@ -255,7 +316,10 @@ async fn check_status(
 }
 
 /// A service that ignored `stream: true` and answered in one piece.
-async fn whole_answer(response: reqwest::Response) -> Result<DeltaStream, ModelError> {
+async fn whole_answer(
+    response: reqwest::Response,
+    usage: &UsageReport,
+) -> Result<DeltaStream, ModelError> {
     let value: Value = response
         .json()
         .await
@@ -271,6 +335,7 @@ async fn whole_answer(response: reqwest::Response) -> Result<DeltaStream, ModelE
                 name,
                 arguments,
             } => calls.add(index, name, &arguments),
+            Event::Usage { prompt, completion } => usage.set(Tokens { prompt, completion }),
             Event::Finished | Event::Done => {}
         }
     }
@@ -292,10 +357,12 @@ struct StreamState {
     ended: bool,
     /// Nothing more is yielded.
     over: bool,
+    /// Where the answer's usage goes.
+    usage: UsageReport,
 }
 
 /// The answer's pieces, read from its server-sent events.
-fn delta_stream(response: reqwest::Response) -> DeltaStream {
+fn delta_stream(response: reqwest::Response, usage: UsageReport) -> DeltaStream {
     let bytes = response
         .bytes_stream()
         .map(|piece| piece.map_err(|err| describe(&err)));
@@ -306,6 +373,7 @@ fn delta_stream(response: reqwest::Response) -> DeltaStream {
         finished: false,
         ended: false,
         over: false,
+        usage,
     };
     futures_util::stream::unfold(state, |mut state| async move {
         loop {
@@ -322,6 +390,9 @@ fn delta_stream(response: reqwest::Response) -> DeltaStream {
                         name,
                         arguments,
                     } => state.calls.add(index, name, &arguments),
+                    Event::Usage { prompt, completion } => {
+                        state.usage.set(Tokens { prompt, completion });
+                    }
                     Event::Done => {
                         state.over = true;
                         return tags_at_end(state);

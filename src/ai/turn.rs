@@ -2,6 +2,7 @@
 //! give their outputs back for up to `steps` rounds, and build the reply.
 
 use super::provider::{ChatMessage, ChatRole, ModelError, Provider};
+use super::usage::Meter;
 use super::{AgentReply, TurnError, TurnHost, context, prompt};
 use crate::blocks;
 use crate::protocol::{AiPhase, DuetMessage, Run, STORED_OUTPUT_CAP, ServerFrame, cap_text};
@@ -23,6 +24,8 @@ pub(crate) struct Turn {
     pub(crate) timeout: Duration,
     /// Bytes of AGENTS.md sent.
     pub(crate) agents_md_bytes: usize,
+    /// What the turn's model calls cost (each call is a round).
+    pub(crate) meter: Meter,
 }
 
 /// The turn's host as the workspace the context reads.
@@ -67,9 +70,15 @@ impl Turn {
         history: Vec<DuetMessage>,
     ) -> Result<AgentReply, TurnError> {
         let mut progress = Progress::default();
-        match self.rounds(resolve, history, &mut progress).await {
-            Ok(()) => Ok(progress.reply()),
-            Err(TurnError::Cancelled(_)) => Err(TurnError::Cancelled(progress.reply())),
+        let ended = self.rounds(resolve, history, &mut progress).await;
+        let usage = self.meter.usage();
+        let reply = || AgentReply {
+            usage,
+            ..progress.reply()
+        };
+        match ended {
+            Ok(()) => Ok(reply()),
+            Err(TurnError::Cancelled(_)) => Err(TurnError::Cancelled(reply())),
             Err(err) => Err(err),
         }
     }
@@ -143,6 +152,23 @@ impl Turn {
     /// Streams one answer of the model to the room, `lead` before its first
     /// piece, into `text` (without `lead`), as it comes.
     async fn stream_round(
+        &self,
+        provider: &dyn Provider,
+        conversation: Vec<ChatMessage>,
+        lead: &str,
+        text: &mut String,
+    ) -> Result<(), TurnError> {
+        let prompt_bytes = conversation.iter().map(|m| m.content.len()).sum();
+        let before = text.len();
+        self.meter.start();
+        let ended = self.stream_answer(provider, conversation, lead, text).await;
+        self.meter
+            .end(prompt_bytes, text.get(before..).unwrap_or_default());
+        ended
+    }
+
+    /// `stream_round`'s work: the answer streamed into `text`.
+    async fn stream_answer(
         &self,
         provider: &dyn Provider,
         conversation: Vec<ChatMessage>,
@@ -265,6 +291,7 @@ impl Progress {
         AgentReply {
             text: self.text,
             runs: self.runs,
+            usage: None,
         }
     }
 }

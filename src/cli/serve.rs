@@ -183,6 +183,15 @@ pub struct ServeArgs {
     /// Model name
     #[arg(long, env = "DUET_AI_MODEL", help_heading = "Agent")]
     pub ai_model: Option<String>,
+    /// The models a room's owner may choose, comma-separated, the first
+    /// the default (default: --ai-model alone)
+    #[arg(
+        long,
+        env = "DUET_AI_MODELS",
+        value_delimiter = ',',
+        help_heading = "Agent"
+    )]
+    pub ai_models: Vec<String>,
     /// API key of the model's service
     #[arg(
         long,
@@ -283,6 +292,7 @@ impl From<ServeArgs> for ServeOptions {
             sandbox_network: a.sandbox_network,
             ai_url: a.ai_url,
             ai_model: a.ai_model,
+            ai_models: a.ai_models,
             ai_key: a.ai_key,
             agent_steps: a.agent_steps,
             ai_timeout_secs: a.ai_timeout_secs,

@@ -72,6 +72,9 @@ pub struct ServeOptions {
     pub ai_url: Option<String>,
     /// Model name
     pub ai_model: Option<String>,
+    /// The models a room's owner may choose, the first the default
+    /// (empty: `ai_model` alone)
+    pub ai_models: Vec<String>,
     /// API key of the model's service
     pub ai_key: Option<String>,
     /// Rounds of commands the agent may run in one turn
@@ -152,6 +155,15 @@ impl ServeOptions {
             agents_md_bytes: Some(self.agents_md_bytes),
             url: self.ai_url.clone(),
             model: self.ai_model.clone(),
+            models: {
+                let mut models: Vec<String> = Vec::new();
+                for model in self.ai_models.iter().map(|m| m.trim()) {
+                    if !model.is_empty() && !models.iter().any(|m| m == model) {
+                        models.push(model.to_string());
+                    }
+                }
+                models
+            },
             key: self.ai_key.clone(),
             steps: self.agent_steps.max(1),
             timeout: std::time::Duration::from_secs(self.ai_timeout_secs),

@@ -11,6 +11,7 @@ mod common;
 
 mod neutral {
     mod agent_e2e;
+    mod agent_usage;
     mod backend_stop;
     mod cli_checkpoints;
     mod cli_client;
@@ -46,6 +47,7 @@ mod neutral {
     mod tui_e2e_pairing;
     mod tui_e2e_processes;
     mod tui_e2e_room;
+    mod tui_e2e_usage;
     mod web_access;
 }
 

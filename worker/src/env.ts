@@ -25,6 +25,8 @@ export interface Env {
   /** The model: an OpenAI-compatible base URL, its model and key (a secret). */
   DUET_AI_URL?: string;
   DUET_AI_MODEL?: string;
+  /** The models a room's owner may choose, comma-separated, the first the default (DUET_AI_MODEL alone). */
+  DUET_AI_MODELS?: string;
   DUET_AI_KEY?: string;
   /** Rounds of commands per turn (duet serve --agent-steps). */
   DUET_AGENT_STEPS?: string;

@@ -29,6 +29,8 @@ export function recordText(e: RoomEvent, cmd?: string): string {
       return `${e.by} forked room ${e.from} into room ${e.to}`;
     case "policy":
       return `${e.by} set the agent's commands to ${e.policy}`;
+    case "model":
+      return `${e.by} set the agent's model to ${e.model}`;
     case "process":
       return `${e.by} started ${e.name} in the background: ${code(e.cmd)}`;
     case "push":

@@ -10,6 +10,7 @@ import { dropCopy } from "./checkpoints";
 import type { Op } from "./ops";
 import { WORKSPACE, type Checkpoint, checkpointJson, cleanupFrame, defaultProcessName, execResultJson, messageResponseJson, portJson, processJson, statePatchFrame, type Run } from "./protocol";
 import { sandboxName } from "./text";
+import { allowedModels, notAllowed } from "./usage";
 import { roomOp } from "./rooms";
 import type { WorkspaceCopy } from "./sandbox/types";
 import { inviteJson } from "./invites";
@@ -217,6 +218,22 @@ export class Room extends RoomState {
           return this.approvals.answer(op.approvalId, op.approved, op.user ?? ANONYMOUS);
         case "ticket":
           return ok(await issueTicket(this.env, this.id, caller.inviteId));
+        case "set_model": {
+          const allowed = allowedModels(this.config);
+          if (!allowed.includes(op.model)) throw ApiError.field("model", notAllowed(allowed));
+          const before = this.agentState().model;
+          if (this.chosenModel !== op.model) {
+            this.store.setModel(op.model);
+            this.lobby.used();
+            this.chosenModel = op.model;
+          }
+          if (before !== op.model) {
+            this.stateCache = undefined;
+            this.sockets.patch(statePatchFrame({ agent: this.agentState() }));
+            this.noteQuietly({ kind: "model", by: op.user ?? ANONYMOUS, model: op.model });
+          }
+          return ok({ model: op.model });
+        }
       }
     } catch (e) {
       return (e instanceof ApiError ? e : ApiError.internal(describe(e))).reply();

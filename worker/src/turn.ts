@@ -8,12 +8,13 @@ import { addRound, extractPlaced, partialPlaced } from "./blocks";
 import { projectContext, type ProjectFiles } from "./context";
 import { countVar, positiveVar, type Env } from "./env";
 import { ApiError, describe, ok, type Reply } from "./http";
-import { ModelError, chat, discoverModel, type ChatMessage, type ModelConfig } from "./model";
+import { ModelError, chat, discoverModel, type ChatMessage, type ModelConfig, type UsageReport } from "./model";
 import { conversation, resultsNote, type TerminalScreen } from "./prompt";
-import { STORED_OUTPUT_CAP, aiFrame, messageResponseJson, type DuetMessage, type RoomEvent, type Run } from "./protocol";
+import { STORED_OUTPUT_CAP, aiFrame, messageResponseJson, type DuetMessage, type RoomEvent, type Run, type Usage } from "./protocol";
 import { capText, randomHex } from "./text";
 import { recordText } from "./records";
 import { ToolOffer, toolsMode, type ToolsMode } from "./tools";
+import { addRound as addUsage, parseModels, promptBytes } from "./usage";
 
 /** Shortest time between two `delta` frames of a turn. */
 const DELTA_INTERVAL_MS = 25;
@@ -37,6 +38,8 @@ export class TurnError extends Error {
 export interface AgentConfig {
   url?: string;
   model?: string;
+  /** The models a room's owner may choose (DUET_AI_MODELS), the default first; empty: `model` alone. */
+  models: string[];
   key?: string;
   steps: number;
   timeoutMs: number;
@@ -51,6 +54,7 @@ export function agentConfig(env: Env): AgentConfig {
   return {
     url: env.DUET_AI_URL?.trim() || undefined,
     model: env.DUET_AI_MODEL?.trim() || undefined,
+    models: parseModels(env.DUET_AI_MODELS),
     key: env.DUET_AI_KEY?.trim() || undefined,
     steps: positiveVar(env.DUET_AGENT_STEPS, 1),
     timeoutMs: positiveVar(env.DUET_AI_TIMEOUT_SECS, 120) * 1000,
@@ -64,6 +68,8 @@ export function agentConfig(env: Env): AgentConfig {
 export interface AgentReply {
   text: string;
   runs: Run[];
+  /** What its model calls cost (absent: it made none). */
+  usage?: Usage;
 }
 
 /** What a turn may do in its room. */
@@ -76,6 +82,8 @@ export interface TurnHost {
   screen(): TerminalScreen | undefined;
   /** The workspace, for AGENTS.md and the files a question names. */
   files(): ProjectFiles;
+  /** The model the room's turns use now (undefined: the configuration's, or the service's first). */
+  model(): string | undefined;
 }
 
 /** How far a turn got: its finished rounds' reply, and the round under way. */
@@ -86,13 +94,15 @@ export interface Progress {
   /** What the model streamed of the current round so far, and the commands it ran. */
   raw: string;
   roundRuns: Run[];
+  /** What the model calls so far cost (each call is a round). */
+  usage?: Usage;
 }
 
 /** The reply a turn would store if it ended now (a cancel). */
 export function partialReply(p: Progress): AgentReply {
   const [prose, placed] = partialPlaced(p.raw);
   const roundRuns = p.roundRuns.map((run) => ({ ...run }));
-  return { text: addRound(p.text, prose, placed, roundRuns), runs: [...p.runs, ...roundRuns] };
+  return { text: addRound(p.text, prose, placed, roundRuns), runs: [...p.runs, ...roundRuns], ...(p.usage && { usage: p.usage }) };
 }
 
 interface TurnContext {
@@ -132,10 +142,10 @@ function asTurnError(e: unknown): TurnError {
   return new TurnError(`Model error: ${describe(e)}`);
 }
 
-/** The model of the configuration, or the first the service lists. */
-async function resolveModel(config: AgentConfig, signal: AbortSignal): Promise<ModelConfig> {
+/** The room's model (`chosen`), else the configuration's, else the first the service lists. */
+async function resolveModel(config: AgentConfig, signal: AbortSignal, chosen?: string): Promise<ModelConfig> {
   if (!config.url) throw new TurnError(NO_MODEL_TEXT);
-  const model = config.model ?? (await discoverModel(config.url, config.key, signal));
+  const model = chosen ?? config.model ?? (await discoverModel(config.url, config.key, signal));
   if (!model) {
     throw new TurnError(`Model error: the service at ${config.url} lists no model; set DUET_AI_MODEL`);
   }
@@ -154,7 +164,7 @@ export async function runTurn(t: TurnContext, history: DuetMessage[]): Promise<A
   emit("start");
   let model: ModelConfig;
   try {
-    model = await unlessCancelled(resolveModel(t.config, t.signal), t.signal);
+    model = await unlessCancelled(resolveModel(t.config, t.signal, t.host.model()), t.signal);
   } catch (e) {
     throw fail(e);
   }
@@ -198,7 +208,7 @@ export async function runTurn(t: TurnContext, history: DuetMessage[]): Promise<A
     if (roundRuns.length === 0) break;
     chatLog.push({ role: "assistant", content: raw }, { role: "user", content: resultsNote(roundRuns) });
   }
-  return { text: p.text, runs: p.runs };
+  return { text: p.text, runs: p.runs, ...(p.usage && { usage: p.usage }) };
 }
 
 /**
@@ -221,6 +231,9 @@ async function streamRound(t: TurnContext, model: ModelConfig, chatLog: ChatMess
   let text = "";
   let pending = "";
   let lastSent: number | undefined;
+  // What the call cost: counted once it ended, broke off or was cancelled.
+  const report: UsageReport = {};
+  const sent = promptBytes(chatLog);
   let flushTimer: ReturnType<typeof setTimeout> | undefined;
   const flush = () => {
     if (flushTimer !== undefined) clearTimeout(flushTimer);
@@ -231,7 +244,7 @@ async function streamRound(t: TurnContext, model: ModelConfig, chatLog: ChatMess
     lastSent = Date.now();
   };
   try {
-    const pieces = await Promise.race([chat(model, [...chatLog], ctrl.signal, t.tools), ended]);
+    const pieces = await Promise.race([chat(model, [...chatLog], ctrl.signal, t.tools, report), ended]);
     for (;;) {
       const next = await Promise.race([pieces.next(), ended]);
       if (next.done) break;
@@ -261,6 +274,7 @@ async function streamRound(t: TurnContext, model: ModelConfig, chatLog: ChatMess
     clearTimeout(timer);
     t.signal.removeEventListener("abort", onCancel);
     ctrl.abort();
+    t.progress.usage = addUsage(t.progress.usage, report, sent, text);
   }
 }
 
@@ -312,6 +326,11 @@ interface Current {
 /** `runs` of an agent message: absent when it ran none. */
 function withRuns(runs: Run[]): { runs?: Run[] } {
   return runs.length > 0 ? { runs } : {};
+}
+
+/** `usage` of an agent message: absent when the turn called no model. */
+function withUsage(usage: Usage | undefined): { usage?: Usage } {
+  return usage ? { usage } : {};
 }
 
 /** The answer of a turn that ended without a reply. */
@@ -421,13 +440,13 @@ export class Turns {
         // What had streamed and run stays (all of it, if the turn ended as it was cancelled), then who cancelled it.
         const by = current.cancelledBy;
         const partial = reply ?? partialReply(current.progress);
-        this.room.storeMessage({ role: "agent", text: partial.text, ...withRuns(partial.runs), cancelledBy: by });
+        this.room.storeMessage({ role: "agent", text: partial.text, ...withRuns(partial.runs), cancelledBy: by, ...withUsage(partial.usage) });
         const event: RoomEvent = { kind: "cancel", by, turnId: current.id };
         this.room.storeMessage({ role: "system", userId: by, text: recordText(event), event });
         this.storeAfterReply(current);
         answer(noReply(CANCELLED_TEXT, this.room.messages()));
       } else if (reply) {
-        this.room.storeMessage({ role: "agent", text: reply.text, ...withRuns(reply.runs) });
+        this.room.storeMessage({ role: "agent", text: reply.text, ...withRuns(reply.runs), ...withUsage(reply.usage) });
         this.storeAfterReply(current);
         answer(ok(messageResponseJson(reply.text, undefined, this.room.messages())));
       } else {

@@ -60,6 +60,7 @@ fn text(event: &Event) -> String {
         Event::Policy { by, policy } => {
             format!("{by} set the agent's commands to {}", policy.as_str())
         }
+        Event::Model { by, model } => format!("{by} set the agent's model to {model}"),
         Event::Process { by, name, cmd, .. } => {
             format!("{by} started {name} in the background: {}", code(cmd))
         }

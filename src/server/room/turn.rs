@@ -78,6 +78,8 @@ struct RoomHost {
     sandbox: Arc<dyn crate::sandbox::Sandbox>,
     /// Set once the turn ran a command (an automatic checkpoint came first).
     ran: Arc<std::sync::atomic::AtomicBool>,
+    /// The room's model when the turn began.
+    model: Option<String>,
     /// The room's shared terminal when the turn began, and its size.
     terminal: Option<(
         crate::server::terminal::TermHandle,
@@ -163,6 +165,10 @@ impl TurnHost for RoomHost {
         })
     }
 
+    fn model(&self) -> Option<String> {
+        self.model.clone()
+    }
+
     fn terminal_screen(&self) -> BoxFuture<Option<(crate::protocol::TermSize, String)>> {
         let terminal = self.terminal.clone();
         Box::pin(async move {
@@ -203,6 +209,7 @@ impl RoomActor {
             by_connection: pending.by_connection.clone(),
             sandbox: self.sandbox.clone(),
             ran: Default::default(),
+            model: self.agent_state().model,
             terminal: self.terminal_for_turn(),
         });
         let agent = self.shared.agent.clone();
@@ -287,9 +294,14 @@ impl RoomActor {
                 // It ended as it was cancelled: cancelled all the same.
                 (Ok(agent), Some(by)) => self.cancelled(current.id, agent, by, after_reply).await,
                 (Ok(agent), None) => {
-                    let runs = (!agent.runs.is_empty()).then_some(agent.runs);
                     let stored = self
-                        .store_message(Role::Agent, None, agent.text.clone(), runs)
+                        .store(DuetMessage {
+                            role: Role::Agent,
+                            text: agent.text.clone(),
+                            runs: (!agent.runs.is_empty()).then_some(agent.runs),
+                            usage: agent.usage,
+                            ..Default::default()
+                        })
                         .await;
                     self.store_after_reply(after_reply).await;
                     stored.map(|_| {
@@ -340,6 +352,7 @@ impl RoomActor {
                 text: partial.text,
                 runs: (!partial.runs.is_empty()).then_some(partial.runs),
                 cancelled_by: Some("duet".into()),
+                usage: partial.usage,
                 ..Default::default()
             };
             if let Err(e) = self.store(draft).await {
@@ -375,6 +388,7 @@ impl RoomActor {
             text: partial.text,
             runs: (!partial.runs.is_empty()).then_some(partial.runs),
             cancelled_by: Some(by.clone()),
+            usage: partial.usage,
             ..Default::default()
         };
         self.store(draft).await?;
