@@ -189,6 +189,16 @@ pub enum Event {
         deleted: u64,
         checkpoint_id: Option<String>,
     },
+    /// The agent wrote or edited a workspace file in turn `turn_id`
+    /// (`by` is "agent"): `added` and `removed` lines.
+    #[serde(rename_all = "camelCase")]
+    Edit {
+        by: String,
+        turn_id: String,
+        path: String,
+        added: u64,
+        removed: u64,
+    },
     /// A kind this client does not know: show the record's `text`.
     #[serde(other)]
     Other,
@@ -210,7 +220,8 @@ impl Event {
             | Event::Fork { by, .. }
             | Event::Policy { by, .. }
             | Event::Process { by, .. }
-            | Event::Push { by, .. } => Some(by),
+            | Event::Push { by, .. }
+            | Event::Edit { by, .. } => Some(by),
             Event::Other => None,
         }
     }
@@ -354,6 +365,26 @@ pub struct RoomState {
     /// The commands that never ask: the server's entries, then the room's.
     #[serde(default)]
     pub allow: Vec<String>,
+    /// The agent's settings (absent from backends older than it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentInfo>,
+}
+
+/// `agent` of the room state: the model and the bounds of a turn.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentInfo {
+    /// The room's model, when the backend knows it.
+    pub model: Option<String>,
+    /// The models the backend allows.
+    #[serde(default)]
+    pub models: Vec<String>,
+    /// Rounds a turn may take.
+    pub steps: u32,
+    /// Seconds a turn may take.
+    pub turn_secs: u64,
+    /// Tokens of context sent to the model, at most.
+    pub context_tokens: u64,
 }
 
 /// `shell` of the room state.

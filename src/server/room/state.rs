@@ -7,8 +7,8 @@
 
 use super::{OutFrame, RoomActor, frame_text};
 use crate::protocol::{
-    Approval, Checkpoint, DuetMessage, ExecRecord, Policy, PortState, Process, ShellState,
-    TerminalState,
+    AgentInfo, Approval, Checkpoint, DuetMessage, ExecRecord, Policy, PortState, Process,
+    ShellState, TerminalState,
 };
 use axum::extract::ws::Utf8Bytes;
 use serde::Serialize;
@@ -36,6 +36,7 @@ pub(super) struct StateRef<'a> {
     pub(super) policy: Policy,
     pub(super) approvals: &'a [Approval],
     pub(super) allow: &'a [String],
+    pub(super) agent: AgentInfo,
 }
 
 /// `duet_message`: one stored or changed message.
@@ -100,6 +101,7 @@ impl RoomActor {
                 policy: self.access.policy(),
                 approvals: &approvals,
                 allow: &allow,
+                agent: self.shared.agent.info(),
             },
         });
         self.state_cache = Some(text.clone());
@@ -163,6 +165,7 @@ mod tests {
                 policy: Policy::Ask,
                 approvals: &[],
                 allow: &[],
+                agent: AgentInfo::default(),
             },
         });
         let owned = serde_json::to_string(&ServerFrame::State {
@@ -177,6 +180,7 @@ mod tests {
                 policy: Policy::Ask,
                 approvals: Vec::new(),
                 allow: Vec::new(),
+                agent: Some(AgentInfo::default()),
             },
         })
         .unwrap();
