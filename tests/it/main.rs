@@ -11,6 +11,7 @@ mod common;
 
 mod neutral {
     mod agent_e2e;
+    mod agent_loop;
     mod backend_stop;
     mod cli_checkpoints;
     mod cli_client;
