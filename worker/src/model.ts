@@ -3,7 +3,7 @@
 // src/ai/openai.rs and src/ai/provider.rs.
 
 import { describe } from "./http";
-import { RUN_TOOL, ToolCalls, type ToolCallPiece, type ToolOffer } from "./tools";
+import { TOOLS, ToolCalls, type ToolCall, type ToolCallPiece, type ToolOffer } from "./tools";
 
 export type ChatRole = "system" | "user" | "assistant";
 export interface ChatMessage {
@@ -119,13 +119,13 @@ const REASONS: Record<number, string> = {
   504: "Gateway Timeout",
 };
 
-/** A streamed answer: its pieces, in order; ends after the last. */
-export type Pieces = AsyncGenerator<string, void, undefined>;
+/** A streamed answer: its text in pieces, then its tool calls, in order; ends after the last. */
+export type Pieces = AsyncGenerator<string | ToolCall, void, undefined>;
 
 /**
- * Sends the conversation, offering the `run` tool where `offer` says so;
+ * Sends the conversation, offering the tools where `offer` says so;
  * resolves once the model started answering, with its pieces (its tool
- * calls last, as `<run>` tags). A refusal of the tool (an HTTP 4xx but
+ * calls last). A refusal of the tool (an HTTP 4xx but
  * 401, 403, 408 and 429) is asked again at once without it where the offer
  * falls back to tags.
  * `signal` ends the request (cancel, timeout).
@@ -135,7 +135,7 @@ export async function chat(config: ModelConfig, messages: ChatMessage[], signal:
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (config.key) headers.authorization = `Bearer ${config.key}`;
   const send = (tools: boolean) => {
-    const body = JSON.stringify({ model: config.model, messages, stream: true, ...(tools && { tools: [RUN_TOOL], tool_choice: "auto" }) });
+    const body = JSON.stringify({ model: config.model, messages, stream: true, ...(tools && { tools: TOOLS, tool_choice: "auto" }) });
     return reach(url, { method: "POST", headers, body, signal }, config.connectTimeoutMs);
   };
   const tools = offer?.offers(config.base, config.model) ?? false;
@@ -209,20 +209,18 @@ async function* wholeAnswer(res: Response): Pieces {
     else if (event.kind === "tool") calls.add(event.call);
     else if (event.kind === "error") throw new ModelError(`the model's answer broke off: ${event.message}`);
   }
-  const tags = calls.tags();
-  if (tags !== "") yield tags;
+  yield* calls.list();
 }
 
-/** The pieces of a server-sent-events answer; its tool calls, gathered, as tags once it ended. */
+/** The pieces of a server-sent-events answer; its tool calls, gathered, once it ended. */
 async function* streamed(res: Response): Pieces {
   const calls = new ToolCalls();
   yield* streamedText(res, calls);
-  const tags = calls.tags();
-  if (tags !== "") yield tags;
+  yield* calls.list();
 }
 
 /** The text pieces of a server-sent-events answer, its tool calls into `calls`. */
-async function* streamedText(res: Response, calls: ToolCalls): Pieces {
+async function* streamedText(res: Response, calls: ToolCalls): AsyncGenerator<string, void, undefined> {
   if (!res.body) throw new ModelError("the model's answer broke off: the answer has no body");
   const reader = res.body.getReader();
   const parser = new SseParser();

@@ -47,7 +47,8 @@ export type RoomEvent =
   | { kind: "fork"; by: string; from: string; to: string; checkpointId?: string }
   | { kind: "policy"; by: string; policy: Policy }
   | { kind: "process"; by: string; processId: string; name: string; cmd: string }
-  | { kind: "push"; by: string; path: string; files: number; bytes: number; deleted: number; checkpointId: string | null };
+  | { kind: "push"; by: string; path: string; files: number; bytes: number; deleted: number; checkpointId: string | null }
+  | { kind: "edit"; by: string; turnId: string; path: string; added: number; removed: number };
 
 export interface Run {
   cmd: string;
@@ -175,6 +176,8 @@ export function eventJson(e: RoomEvent): object {
       };
     case "delete":
       return { kind: e.kind, by: e.by, path: e.path };
+    case "edit":
+      return { kind: e.kind, by: e.by, turnId: e.turnId, path: e.path, added: e.added, removed: e.removed };
     case "checkpoint":
     case "restore":
       return { kind: e.kind, by: e.by, checkpointId: e.checkpointId, name: e.name };
@@ -386,9 +389,20 @@ export interface StateFields {
   approvals: Approval[];
   /** The server's entries, then the room's. */
   allow: string[];
+  /** The agent's model and a turn's bounds. */
+  agent: AgentInfo;
 }
 
-const STATE_FIELDS = ["shell", "terminal", "processes", "ports", "checkpoints", "policy", "approvals", "allow"] as const;
+/** `agent` of the room state. */
+export interface AgentInfo {
+  model: string | null;
+  models: string[];
+  steps: number;
+  turnSecs: number;
+  contextTokens: number;
+}
+
+const STATE_FIELDS = ["shell", "terminal", "processes", "ports", "checkpoints", "policy", "approvals", "allow", "agent"] as const;
 
 function fieldJson<K extends keyof StateFields>(name: K, value: StateFields[K]): object | null {
   switch (name) {
@@ -406,6 +420,10 @@ function fieldJson<K extends keyof StateFields>(name: K, value: StateFields[K]):
       return (value as Approval[]).map(approvalJson);
     case "allow":
       return [...(value as string[])];
+    case "agent": {
+      const a = value as AgentInfo;
+      return { model: a.model, models: [...a.models], steps: a.steps, turnSecs: a.turnSecs, contextTokens: a.contextTokens };
+    }
     default:
       return (value as Port[]).map(portJson);
   }

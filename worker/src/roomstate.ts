@@ -23,7 +23,7 @@ import { Ports } from "./ports";
 import { Processes } from "./processes";
 import { Store, fitRuns } from "./store";
 import { SharedTerminal } from "./terminal";
-import { Turns, agentConfig, type AgentConfig, type NewMessage, type TurnHost } from "./turn";
+import { Turns, agentConfig, agentInfo, type AgentConfig, type NewMessage, type TurnHost } from "./turn";
 
 /** Who asks when nobody says: `userId` absent and a socket without `user`. */
 export const ANONYMOUS = "anonymous";
@@ -212,6 +212,11 @@ export abstract class RoomState {
       run: (cmd, signal, turnId, byConnection) => this.agentRun(cmd, signal, turnId, byConnection),
       screen: () => this.terminal.screen(),
       files: () => this.sandbox(),
+      ask: (what, signal, turnId) => this.agentAsk(what, signal, turnId),
+      writeFile: (path, bytes, signal, turnId) => this.agentWrite(path, bytes, signal, turnId),
+      edited: (event) => {
+        if (!this.turns.afterReply(event, recordText(event))) this.noteQuietly(event);
+      },
     };
     this.turns = new Turns({
       config: this.config,
@@ -241,6 +246,7 @@ export abstract class RoomState {
       policy: this.policy,
       approvals: this.approvals.list(),
       allow: this.allow(),
+      agent: agentInfo(this.config),
     }));
   }
 
@@ -373,6 +379,12 @@ export abstract class RoomState {
     if (this.execList.length > STATE_EXECS) this.execList.splice(0, this.execList.length - STATE_EXECS);
     this.stateCache = undefined;
   }
+
+  /** Asks the room's policy whether the agent's turn `turnId` may do `what` (room.ts); why not, or undefined. */
+  protected abstract agentAsk(what: string, signal: AbortSignal, turnId: string): Promise<string | undefined>;
+
+  /** Writes a workspace file for the agent's turn `turnId` (room.ts); why it could not, or undefined. */
+  protected abstract agentWrite(path: string, bytes: Uint8Array, signal: AbortSignal, turnId: string): Promise<string | undefined>;
 
   /** Runs a command of the agent's turn `turnId` (room.ts). */
   protected abstract agentRun(cmd: string, signal: AbortSignal, turnId: string, byConnection?: string): Promise<Run>;

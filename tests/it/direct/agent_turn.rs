@@ -330,8 +330,12 @@ async fn a_running_command_is_abandoned_on_cancel() {
     })
     .await;
     cancel.cancel();
-    // Nothing was said and the command did not end: nothing to keep.
-    let nothing = AgentReply::default();
+    // Nothing was said and the command did not end: nothing to keep but
+    // the model's one answer.
+    let nothing = AgentReply {
+        rounds: 1,
+        ..AgentReply::default()
+    };
     assert_eq!(running.await.unwrap(), Err(TurnError::Cancelled(nothing)));
 }
 
