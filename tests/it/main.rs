@@ -38,6 +38,7 @@ mod neutral {
     mod server_terminal;
     mod server_turn;
     mod server_ws;
+    mod tui_e2e_agent_loop;
     mod tui_e2e_approvals;
     mod tui_e2e_backend;
     mod tui_e2e_checkpoints;
