@@ -193,14 +193,14 @@ describe("the prompt", () => {
     ...(runs && { runs }),
   });
 
-  it("shows the model the last ten messages with names, without system notes", () => {
+  it("shows the model the messages with names, without system notes (fit.ts bounds them)", () => {
     const history = Array.from({ length: 12 }, (_, i) => message("user", "ada", `m${i}`));
     history.push(message("system", undefined, "cancelled"));
     const chat = conversation(history);
     expect(chat[0].role).toBe("system");
-    expect(chat.length).toBe(10);
-    expect(chat[1].content).toBe("ada: m3");
-    expect(chat[9].content).toBe("ada: m11");
+    expect(chat.length).toBe(13);
+    expect(chat[1].content).toBe("ada: m0");
+    expect(chat[12].content).toBe("ada: m11");
   });
 
   it("says an earlier reply was cancelled, and by whom", () => {
