@@ -370,14 +370,14 @@ pub struct RoomState {
     pub agent: Option<AgentInfo>,
 }
 
-/// `agent` of the room state: the model and the bounds of a turn.
+/// `agent` of the room state: the model and the bounds of a turn (a
+/// field a backend leaves out reads as its default).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct AgentInfo {
     /// The room's model, when the backend knows it.
     pub model: Option<String>,
     /// The models the backend allows.
-    #[serde(default)]
     pub models: Vec<String>,
     /// Rounds a turn may take.
     pub steps: u32,
