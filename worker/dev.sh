@@ -35,7 +35,9 @@ The same flags and DUET_* variables as `duet serve`:
   --ai-models A,B,…           [env: DUET_AI_MODELS] the models a room's owner may choose,
                               the first the default (--ai-model alone)
   --ai-key K                  [env: DUET_AI_KEY]
-  --agent-steps N             rounds of commands per turn (1)
+  --agent-steps N             [env: DUET_AGENT_STEPS] rounds a turn may take (10)
+  --agent-turn-secs N         [env: DUET_AGENT_TURN_SECS] seconds a turn may take (600)
+  --ai-context-tokens N       [env: DUET_AI_CONTEXT_TOKENS] tokens of context sent to the model (32000)
   --ai-timeout-secs N         [env: DUET_AI_TIMEOUT_SECS] (120)
   --ai-tools MODE             [env: DUET_AI_TOOLS] offer the model the run tool: auto (tags
                               if the model refuses it), on, off (auto)
@@ -78,7 +80,9 @@ ai_key="${DUET_AI_KEY:-}"
 ai_timeout="${DUET_AI_TIMEOUT_SECS:-120}"
 ai_tools="${DUET_AI_TOOLS:-auto}"
 agents_md_bytes="${DUET_AGENTS_MD_BYTES:-16384}"
-agent_steps=1
+agent_steps="${DUET_AGENT_STEPS:-10}"
+agent_turn_secs="${DUET_AGENT_TURN_SECS:-600}"
+ai_context_tokens="${DUET_AI_CONTEXT_TOKENS:-32000}"
 exec_timeout=60000
 max_exec_timeout=600000
 output_cap=1048576
@@ -127,6 +131,8 @@ while [ $# -gt 0 ]; do
   --ai-key) ai_key="$value" ;;
   --ai-timeout-secs) number "$flag" "$value" && ai_timeout="$value" ;;
   --agent-steps) number "$flag" "$value" && agent_steps="$value" ;;
+  --agent-turn-secs) number "$flag" "$value" && agent_turn_secs="$value" ;;
+  --ai-context-tokens) number "$flag" "$value" && ai_context_tokens="$value" ;;
   --ai-tools) ai_tools="$value" ;;
   --agents-md-bytes) number "$flag" "$value" && agents_md_bytes="$value" ;;
   --exec-timeout-ms) number "$flag" "$value" && exec_timeout="$value" ;;
@@ -272,6 +278,8 @@ fi
   echo "DUET_AI_MODELS=$ai_models"
   echo "DUET_AI_KEY=$ai_key"
   echo "DUET_AGENT_STEPS=$agent_steps"
+  echo "DUET_AGENT_TURN_SECS=$agent_turn_secs"
+  echo "DUET_AI_CONTEXT_TOKENS=$ai_context_tokens"
   echo "DUET_AI_TIMEOUT_SECS=$ai_timeout"
   echo "DUET_AI_TOOLS=$ai_tools"
   echo "DUET_AGENTS_MD_BYTES=$agents_md_bytes"

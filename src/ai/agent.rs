@@ -74,8 +74,13 @@ pub struct AiConfig {
     /// empty: only `model`.
     pub models: Vec<String>,
     pub key: Option<String>,
-    /// Rounds of commands the model may run in one turn (default 1).
+    /// Rounds the model may take in one turn (zero: `DEFAULT_AGENT_STEPS`).
     pub steps: u32,
+    /// Time one turn may take, all its rounds (zero: `DEFAULT_AGENT_TURN_SECS`).
+    pub turn_time: Duration,
+    /// Tokens of context sent to the model at most (zero:
+    /// `DEFAULT_AI_CONTEXT_TOKENS`).
+    pub context_tokens: u64,
     /// Time to connect to the model's service (zero: `CONNECT_TIMEOUT`).
     pub connect_timeout: Duration,
     /// Time one answer of the model may take (zero: `TURN_TIMEOUT`).
@@ -100,6 +105,32 @@ impl AiConfig {
         nonzero_or(self.timeout, TURN_TIMEOUT)
     }
 
+    /// The rounds a turn may take.
+    pub fn steps(&self) -> u32 {
+        if self.steps == 0 {
+            super::DEFAULT_AGENT_STEPS
+        } else {
+            self.steps
+        }
+    }
+
+    /// The time a turn may take.
+    pub fn turn_time(&self) -> Duration {
+        nonzero_or(
+            self.turn_time,
+            Duration::from_secs(super::DEFAULT_AGENT_TURN_SECS),
+        )
+    }
+
+    /// The tokens of context a request may hold.
+    pub fn context_tokens(&self) -> u64 {
+        if self.context_tokens == 0 {
+            super::DEFAULT_AI_CONTEXT_TOKENS
+        } else {
+            self.context_tokens
+        }
+    }
+
     /// The models a room may choose, the default first: `--ai-models`,
     /// else the one model configured (none: the service is asked).
     pub fn allowed_models(&self) -> Vec<String> {
@@ -115,9 +146,9 @@ impl AiConfig {
         AgentState {
             model: self.room_model(chosen),
             models: self.allowed_models(),
-            steps: self.steps.max(1),
-            turn_secs: self.turn_timeout().as_secs(),
-            context_tokens: 0,
+            steps: self.steps(),
+            turn_secs: self.turn_time().as_secs(),
+            context_tokens: self.context_tokens(),
         }
     }
 
@@ -150,9 +181,25 @@ pub trait TurnHost: Send + Sync + 'static {
         Box::pin(async { None })
     }
     /// Reads a file of the room's workspace (AGENTS.md, a question's
-    /// `@path`).
+    /// `@path`, `read_file`).
     fn read_file(&self, _path: String) -> BoxFuture<super::context::FileRead> {
         Box::pin(async { super::context::FileRead::Missing })
+    }
+    /// Asks the room's approval policy whether the agent may do `what` (a
+    /// write or an edit, `edit_file PATH`); `Err` says why not (`denied by
+    /// ann`, the policy is off, the turn was cancelled).
+    fn ask(&self, _what: String) -> BoxFuture<Result<(), String>> {
+        Box::pin(async { Ok(()) })
+    }
+    /// Writes a file of the workspace as the agent, by the files API's
+    /// path rules and the room's quota (its turn's checkpoint first);
+    /// `Err` says why it could not.
+    fn write_file(&self, _path: String, _bytes: Vec<u8>) -> BoxFuture<Result<(), String>> {
+        Box::pin(async { Err("this room's files cannot be written".to_string()) })
+    }
+    /// The agent wrote or edited `path`: the room's timeline notes it.
+    fn edited(&self, _path: String, _added: u64, _removed: u64) -> BoxFuture<()> {
+        Box::pin(async {})
     }
     /// The model the room chose (`None`: the backend's).
     fn model(&self) -> Option<String> {
@@ -257,7 +304,9 @@ impl Agent {
             host,
             turn_id,
             cancel,
-            steps: self.config.steps,
+            steps: self.config.steps(),
+            turn_time: self.config.turn_time(),
+            context_tokens: self.config.context_tokens(),
             timeout: self.config.turn_timeout(),
             agents_md_bytes: self
                 .config

@@ -1,7 +1,7 @@
 //! The OpenAI-compatible chat-completions API with streaming: Ollama,
 //! llama.cpp's server, vLLM, LM Studio, OpenAI and Workers AI all speak it.
 
-use super::provider::{ChatMessage, DeltaStream, ModelError, Provider};
+use super::provider::{ChatMessage, DeltaStream, ModelError, Piece, Provider, ToolCall};
 use super::sse::{self, Event, chunk_events, error_text};
 use super::usage::{Tokens, UsageReport};
 use super::{BoxFuture, ToolMode};
@@ -22,22 +22,6 @@ pub(crate) fn http_client(connect_timeout: Duration) -> Result<reqwest::Client, 
         .connect_timeout(connect_timeout)
         .build()
         .map_err(|err| describe(&err))
-}
-
-/// The one tool the model is offered (docs/protocol.md "Tool calls").
-fn run_tool() -> Value {
-    json!({
-        "type": "function",
-        "function": {
-            "name": "run",
-            "description": "Run a shell command in the room's sandbox, as <run>CMD</run> does; its output comes back to you.",
-            "parameters": {
-                "type": "object",
-                "properties": {"cmd": {"type": "string", "description": "the command line, for bash"}},
-                "required": ["cmd"]
-            }
-        }
-    })
 }
 
 /// A model behind an OpenAI-compatible API.
@@ -115,7 +99,7 @@ impl OpenAiProvider {
             body["stream_options"] = json!({"include_usage": true});
         }
         if tool {
-            body["tools"] = json!([run_tool()]);
+            body["tools"] = super::tools::definitions();
             body["tool_choice"] = json!("auto");
         }
         let mut request = self.client.post(url).json(&body);
@@ -218,16 +202,16 @@ impl ToolCalls {
         call.1.push_str(arguments);
     }
 
-    /// The calls of `run` as the tags they stand for, in order; others
-    /// and unreadable ones are left out.
-    fn into_tags(self) -> String {
+    /// The calls, in order, as pieces of the answer; calls without a
+    /// name are left out.
+    fn into_pieces(self) -> Vec<Piece> {
         self.0
             .into_values()
-            .filter(|(name, _)| name.as_deref() == Some("run"))
-            .filter_map(|(_, arguments)| {
-                let value: Value = serde_json::from_str(&arguments).ok()?;
-                let cmd = value.get("cmd")?.as_str()?;
-                Some(format!("<run>{cmd}</run>"))
+            .filter_map(|(name, arguments)| {
+                Some(Piece::Call(ToolCall {
+                    name: name?,
+                    arguments,
+                }))
             })
             .collect()
     }
@@ -328,7 +312,7 @@ async fn whole_answer(
     let mut calls = ToolCalls::default();
     for event in chunk_events(&value) {
         match event {
-            Event::Delta(text) => pieces.push(Ok(text)),
+            Event::Delta(text) => pieces.push(Ok(Piece::Text(text))),
             Event::Error(message) => pieces.push(Err(ModelError::Stream(message))),
             Event::ToolCall {
                 index,
@@ -339,10 +323,7 @@ async fn whole_answer(
             Event::Finished | Event::Done => {}
         }
     }
-    let tags = calls.into_tags();
-    if !tags.is_empty() {
-        pieces.push(Ok(tags));
-    }
+    pieces.extend(calls.into_pieces().into_iter().map(Ok));
     Ok(futures_util::stream::iter(pieces).fuse().boxed())
 }
 
@@ -350,8 +331,10 @@ async fn whole_answer(
 struct StreamState {
     events: futures_util::stream::BoxStream<'static, Result<Vec<Event>, String>>,
     pending: VecDeque<Event>,
-    /// The answer's tool calls, streamed as tags once it ends.
+    /// The answer's tool calls, gathered until it ends.
     calls: ToolCalls,
+    /// Its calls, once it ended: the last pieces.
+    ended_calls: VecDeque<Piece>,
     finished: bool,
     /// The bytes ended.
     ended: bool,
@@ -370,6 +353,7 @@ fn delta_stream(response: reqwest::Response, usage: UsageReport) -> DeltaStream 
         events: sse::events(bytes).boxed(),
         pending: VecDeque::new(),
         calls: ToolCalls::default(),
+        ended_calls: VecDeque::new(),
         finished: false,
         ended: false,
         over: false,
@@ -378,12 +362,13 @@ fn delta_stream(response: reqwest::Response, usage: UsageReport) -> DeltaStream 
     futures_util::stream::unfold(state, |mut state| async move {
         loop {
             if state.over {
-                return None;
+                let call = state.ended_calls.pop_front()?;
+                return Some((Ok(call), state));
             }
             if let Some(event) = state.pending.pop_front() {
                 match event {
                     Event::Delta(text) if text.is_empty() => continue,
-                    Event::Delta(text) => return Some((Ok(text), state)),
+                    Event::Delta(text) => return Some((Ok(Piece::Text(text)), state)),
                     Event::Finished => state.finished = true,
                     Event::ToolCall {
                         index,
@@ -394,8 +379,8 @@ fn delta_stream(response: reqwest::Response, usage: UsageReport) -> DeltaStream 
                         state.usage.set(Tokens { prompt, completion });
                     }
                     Event::Done => {
-                        state.over = true;
-                        return tags_at_end(state);
+                        calls_at_end(&mut state);
+                        continue;
                     }
                     Event::Error(message) => {
                         state.over = true;
@@ -405,10 +390,11 @@ fn delta_stream(response: reqwest::Response, usage: UsageReport) -> DeltaStream 
                 continue;
             }
             if state.ended {
-                state.over = true;
                 if state.finished {
-                    return tags_at_end(state);
+                    calls_at_end(&mut state);
+                    continue;
                 }
+                state.over = true;
                 let err =
                     ModelError::Stream("the connection closed before the answer ended".into());
                 return Some((Err(err), state));
@@ -427,10 +413,10 @@ fn delta_stream(response: reqwest::Response, usage: UsageReport) -> DeltaStream 
     .boxed()
 }
 
-/// The tags of an answer's tool calls as its last piece, if it made any.
-fn tags_at_end(mut state: StreamState) -> Option<(Result<String, ModelError>, StreamState)> {
-    let tags = std::mem::take(&mut state.calls).into_tags();
-    (!tags.is_empty()).then_some((Ok(tags), state))
+/// The answer ended: its tool calls are its last pieces.
+fn calls_at_end(state: &mut StreamState) {
+    state.over = true;
+    state.ended_calls = std::mem::take(&mut state.calls).into_pieces().into();
 }
 
 /// A request that got no answer; the reason is the root cause (e.g.

@@ -5,6 +5,14 @@
 /// Bytes of AGENTS.md sent unless the server says otherwise.
 pub const DEFAULT_AGENTS_MD_BYTES: usize = 16 * 1024;
 
+/// Rounds a turn may take unless the server says otherwise.
+pub const DEFAULT_AGENT_STEPS: u32 = 10;
+/// Seconds a turn may take unless the server says otherwise.
+pub const DEFAULT_AGENT_TURN_SECS: u64 = 600;
+/// Tokens of context the model is sent at most, unless the server says
+/// otherwise.
+pub const DEFAULT_AI_CONTEXT_TOKENS: u64 = 32_000;
+
 /// Whether the model is offered the `run` tool (`--ai-tools`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum ToolMode {

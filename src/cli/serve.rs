@@ -200,14 +200,36 @@ pub struct ServeArgs {
         help_heading = "Agent"
     )]
     pub ai_key: Option<String>,
-    /// Rounds of commands the agent may run in one turn
+    /// Rounds the agent may take in one turn: it goes on while it runs
+    /// commands or tools (1: one round, as the original)
     #[arg(
         long,
-        default_value_t = 1,
+        default_value_t = crate::ai::DEFAULT_AGENT_STEPS,
         env = "DUET_AGENT_STEPS",
+        value_parser = clap::value_parser!(u32).range(1..),
         help_heading = "Agent"
     )]
     pub agent_steps: u32,
+    /// Seconds one turn of the agent may take, all its rounds (checked
+    /// before each round)
+    #[arg(
+        long,
+        default_value_t = crate::ai::DEFAULT_AGENT_TURN_SECS,
+        env = "DUET_AGENT_TURN_SECS",
+        value_parser = clap::value_parser!(u64).range(1..),
+        help_heading = "Agent"
+    )]
+    pub agent_turn_secs: u64,
+    /// Tokens of context the model is sent at most (counted at 4 bytes a
+    /// token): the oldest history is left out beyond
+    #[arg(
+        long,
+        default_value_t = crate::ai::DEFAULT_AI_CONTEXT_TOKENS,
+        env = "DUET_AI_CONTEXT_TOKENS",
+        value_parser = clap::value_parser!(u64).range(256..),
+        help_heading = "Agent"
+    )]
+    pub ai_context_tokens: u64,
     /// Seconds one answer of the model may take
     #[arg(
         long,
@@ -295,6 +317,8 @@ impl From<ServeArgs> for ServeOptions {
             ai_models: a.ai_models,
             ai_key: a.ai_key,
             agent_steps: a.agent_steps,
+            agent_turn_secs: a.agent_turn_secs,
+            ai_context_tokens: a.ai_context_tokens,
             ai_timeout_secs: a.ai_timeout_secs,
             ai_tools: a.ai_tools,
             agents_md_bytes: a.agents_md_bytes,

@@ -28,23 +28,20 @@ impl Usage {
 }
 
 /// `agent` of the room state: the model its turns use and the ones it may
-/// choose, and the bounds of a turn.
+/// choose, and the bounds of a turn (a field a backend leaves out reads as
+/// its default).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct AgentState {
     /// The room's model (`None`: found by asking the service at each turn).
     pub model: Option<String>,
     /// The models an owner may choose from, the backend's default first.
-    #[serde(default)]
     pub models: Vec<String>,
     /// Rounds a turn may take.
-    #[serde(default)]
     pub steps: u32,
     /// Seconds a turn may take.
-    #[serde(default)]
     pub turn_secs: u64,
     /// Tokens sent to the model at most.
-    #[serde(default)]
     pub context_tokens: u64,
 }
 

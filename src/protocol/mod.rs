@@ -198,6 +198,16 @@ pub enum Event {
     },
     /// An owner chose the model of the room's agent.
     Model { by: String, model: String },
+    /// The agent wrote or edited a workspace file in turn `turn_id`
+    /// (`by` is "agent"): `added` and `removed` lines.
+    #[serde(rename_all = "camelCase")]
+    Edit {
+        by: String,
+        turn_id: String,
+        path: String,
+        added: u64,
+        removed: u64,
+    },
     /// A kind this client does not know: show the record's `text`.
     #[serde(other)]
     Other,
@@ -220,7 +230,8 @@ impl Event {
             | Event::Policy { by, .. }
             | Event::Process { by, .. }
             | Event::Push { by, .. }
-            | Event::Model { by, .. } => Some(by),
+            | Event::Model { by, .. }
+            | Event::Edit { by, .. } => Some(by),
             Event::Other => None,
         }
     }

@@ -77,8 +77,12 @@ pub struct ServeOptions {
     pub ai_models: Vec<String>,
     /// API key of the model's service
     pub ai_key: Option<String>,
-    /// Rounds of commands the agent may run in one turn
+    /// Rounds the agent may take in one turn
     pub agent_steps: u32,
+    /// Seconds one turn of the agent may take, all its rounds
+    pub agent_turn_secs: u64,
+    /// Tokens of context the model is sent at most
+    pub ai_context_tokens: u64,
     /// Seconds one answer of the model may take
     pub ai_timeout_secs: u64,
     /// Offer the model the `run` tool: auto (offered; tags if the model
@@ -166,6 +170,8 @@ impl ServeOptions {
             },
             key: self.ai_key.clone(),
             steps: self.agent_steps.max(1),
+            turn_time: std::time::Duration::from_secs(self.agent_turn_secs),
+            context_tokens: self.ai_context_tokens,
             timeout: std::time::Duration::from_secs(self.ai_timeout_secs),
             setup: match &self.embedded_config {
                 Some(file) => crate::ai::ModelSetup::embedded(file),

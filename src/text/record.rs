@@ -69,6 +69,12 @@ pub fn record_text(event: &Event, text: &str) -> String {
             bytes(*size),
             folder_suffix(path)
         ),
+        Event::Edit {
+            path,
+            added,
+            removed,
+            ..
+        } => format!("the agent edited /workspace/{path} (+{added} -{removed} lines)"),
         Event::Other => text.split_whitespace().collect::<Vec<_>>().join(" "),
     }
 }

@@ -11,6 +11,7 @@ mod common;
 
 mod neutral {
     mod agent_e2e;
+    mod agent_loop;
     mod agent_usage;
     mod backend_stop;
     mod cli_checkpoints;
@@ -39,6 +40,7 @@ mod neutral {
     mod server_terminal;
     mod server_turn;
     mod server_ws;
+    mod tui_e2e_agent_loop;
     mod tui_e2e_approvals;
     mod tui_e2e_backend;
     mod tui_e2e_checkpoints;

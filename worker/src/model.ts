@@ -3,7 +3,7 @@
 // src/ai/openai.rs and src/ai/provider.rs.
 
 import { describe } from "./http";
-import { RUN_TOOL, ToolCalls, type ToolCallPiece, type ToolOffer } from "./tools";
+import { TOOLS, ToolCalls, type ToolCall, type ToolCallPiece, type ToolOffer } from "./tools";
 
 export type ChatRole = "system" | "user" | "assistant";
 export interface ChatMessage {
@@ -137,13 +137,13 @@ const REASONS: Record<number, string> = {
   504: "Gateway Timeout",
 };
 
-/** A streamed answer: its pieces, in order; ends after the last. */
-export type Pieces = AsyncGenerator<string, void, undefined>;
+/** A streamed answer: its text in pieces, then its tool calls, in order; ends after the last. */
+export type Pieces = AsyncGenerator<string | ToolCall, void, undefined>;
 
 /**
- * Sends the conversation, offering the `run` tool where `offer` says so;
+ * Sends the conversation, offering the tools where `offer` says so;
  * resolves once the model started answering, with its pieces (its tool
- * calls last, as `<run>` tags). A refusal of the tool (an HTTP 4xx but
+ * calls last). A refusal of the tool (an HTTP 4xx but
  * 401, 403, 408 and 429) is asked again at once without it where the offer
  * falls back to tags. Given `usage`, the answer's counts are asked for
  * (`stream_options`; a service that refuses it is asked again without, and
@@ -160,7 +160,7 @@ export async function chat(config: ModelConfig, messages: ChatMessage[], signal:
       messages,
       stream: true,
       ...(counts && { stream_options: { include_usage: true } }),
-      ...(tools && { tools: [RUN_TOOL], tool_choice: "auto" }),
+      ...(tools && { tools: TOOLS, tool_choice: "auto" }),
     });
     return reach(url, { method: "POST", headers, body, signal }, config.connectTimeoutMs);
   };
@@ -251,20 +251,18 @@ async function* wholeAnswer(res: Response, usage?: UsageReport): Pieces {
     else if (event.kind === "usage" && usage) usage.tokens = { prompt: event.prompt, completion: event.completion };
     else if (event.kind === "error") throw new ModelError(`the model's answer broke off: ${event.message}`);
   }
-  const tags = calls.tags();
-  if (tags !== "") yield tags;
+  yield* calls.list();
 }
 
-/** The pieces of a server-sent-events answer; its tool calls, gathered, as tags once it ended. */
+/** The pieces of a server-sent-events answer; its tool calls, gathered, once it ended. */
 async function* streamed(res: Response, usage?: UsageReport): Pieces {
   const calls = new ToolCalls();
   yield* streamedText(res, calls, usage);
-  const tags = calls.tags();
-  if (tags !== "") yield tags;
+  yield* calls.list();
 }
 
 /** The text pieces of a server-sent-events answer, its tool calls into `calls`. */
-async function* streamedText(res: Response, calls: ToolCalls, usage?: UsageReport): Pieces {
+async function* streamedText(res: Response, calls: ToolCalls, usage?: UsageReport): AsyncGenerator<string, void, undefined> {
   if (!res.body) throw new ModelError("the model's answer broke off: the answer has no body");
   const reader = res.body.getReader();
   const parser = new SseParser();

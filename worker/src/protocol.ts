@@ -48,7 +48,8 @@ export type RoomEvent =
   | { kind: "policy"; by: string; policy: Policy }
   | { kind: "process"; by: string; processId: string; name: string; cmd: string }
   | { kind: "push"; by: string; path: string; files: number; bytes: number; deleted: number; checkpointId: string | null }
-  | { kind: "model"; by: string; model: string };
+  | { kind: "model"; by: string; model: string }
+  | { kind: "edit"; by: string; turnId: string; path: string; added: number; removed: number };
 
 /** What a turn cost (an agent message's `usage`): tokens summed over its model calls, estimated when the service gave none. */
 export interface Usage {
@@ -206,6 +207,8 @@ export function eventJson(e: RoomEvent): object {
       };
     case "delete":
       return { kind: e.kind, by: e.by, path: e.path };
+    case "edit":
+      return { kind: e.kind, by: e.by, turnId: e.turnId, path: e.path, added: e.added, removed: e.removed };
     case "checkpoint":
     case "restore":
       return { kind: e.kind, by: e.by, checkpointId: e.checkpointId, name: e.name };
@@ -419,6 +422,7 @@ export interface StateFields {
   approvals: Approval[];
   /** The server's entries, then the room's. */
   allow: string[];
+  /** The agent's model, the models an owner may choose and a turn's bounds. */
   agent: AgentState;
 }
 

@@ -33,6 +33,8 @@ export function recordText(e: RoomEvent, cmd?: string): string {
       return `${e.by} set the agent's model to ${e.model}`;
     case "process":
       return `${e.by} started ${e.name} in the background: ${code(e.cmd)}`;
+    case "edit":
+      return `the agent edited ${e.path} (+${e.added} -${e.removed} lines)`;
     case "push":
       return `${e.by} pushed ${e.files} files (${bytes(e.bytes)}) into /workspace${e.path === "" ? "" : `/${e.path}`}`;
     case "shell": {

@@ -217,6 +217,11 @@ export abstract class RoomState {
       screen: () => this.terminal.screen(),
       files: () => this.sandbox(),
       model: () => this.agentState().model ?? undefined,
+      ask: (what, signal, turnId) => this.agentAsk(what, signal, turnId),
+      writeFile: (path, bytes, signal, turnId) => this.agentWrite(path, bytes, signal, turnId),
+      edited: (event) => {
+        if (!this.turns.afterReply(event, recordText(event))) this.noteQuietly(event);
+      },
     };
     this.turns = new Turns({
       config: this.config,
@@ -384,6 +389,12 @@ export abstract class RoomState {
     if (this.execList.length > STATE_EXECS) this.execList.splice(0, this.execList.length - STATE_EXECS);
     this.stateCache = undefined;
   }
+
+  /** Asks the room's policy whether the agent's turn `turnId` may do `what` (room.ts); why not, or undefined. */
+  protected abstract agentAsk(what: string, signal: AbortSignal, turnId: string): Promise<string | undefined>;
+
+  /** Writes a workspace file for the agent's turn `turnId` (room.ts); why it could not, or undefined. */
+  protected abstract agentWrite(path: string, bytes: Uint8Array, signal: AbortSignal, turnId: string): Promise<string | undefined>;
 
   /** Runs a command of the agent's turn `turnId` (room.ts). */
   protected abstract agentRun(cmd: string, signal: AbortSignal, turnId: string, byConnection?: string): Promise<Run>;

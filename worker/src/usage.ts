@@ -42,7 +42,9 @@ export interface ModelSettings {
   /** DUET_AI_MODELS, cleaned (empty: `model` alone). */
   models: string[];
   steps: number;
-  timeoutMs: number;
+  /** Time a turn may take, all its rounds. */
+  turnMs: number;
+  contextTokens: number;
 }
 
 /** DUET_AI_MODELS as a list: trimmed, no empty or repeated names. */
@@ -72,8 +74,8 @@ export function agentState(s: ModelSettings, chosen: string | undefined): AgentS
     model: roomModel(s, chosen) ?? null,
     models: allowedModels(s),
     steps: Math.max(1, s.steps),
-    turnSecs: Math.round(s.timeoutMs / 1000),
-    contextTokens: 0,
+    turnSecs: Math.round(s.turnMs / 1000),
+    contextTokens: s.contextTokens,
   };
 }
 

@@ -28,12 +28,12 @@ describe("usage", () => {
 
   it("lists the models, the first the default, and keeps a choice only while allowed", () => {
     expect(parseModels(" a, b ,,a,c ")).toEqual(["a", "b", "c"]);
-    const settings = { model: "scripted", models: ["a", "b"], steps: 1, timeoutMs: 120_000 };
+    const settings = { model: "scripted", models: ["a", "b"], steps: 10, turnMs: 600_000, contextTokens: 32_000 };
     expect(roomModel(settings, undefined)).toBe("a");
     expect(roomModel(settings, "b")).toBe("b");
     expect(roomModel(settings, "gone")).toBe("a");
-    expect(agentState({ ...settings, models: [] }, undefined)).toEqual({ model: "scripted", models: ["scripted"], steps: 1, turnSecs: 120, contextTokens: 0 });
-    expect(agentState({ models: [], steps: 3, timeoutMs: 1000 }, "x").model).toBeNull();
+    expect(agentState({ ...settings, models: [] }, undefined)).toEqual({ model: "scripted", models: ["scripted"], steps: 10, turnSecs: 600, contextTokens: 32_000 });
+    expect(agentState({ models: [], steps: 3, turnMs: 1000, contextTokens: 100 }, "x").model).toBeNull();
     expect(notAllowed(["a", "b"])).toBe("must be one of a, b");
   });
 });

@@ -425,6 +425,9 @@ impl RoomActor {
                 if self.is_news(&event) {
                     let of_turn = match &event {
                         Event::Interrupt { exec_id, .. } => self.turn_running(exec_id),
+                        Event::Edit { turn_id, .. } => {
+                            self.current.as_mut().filter(|c| &c.id == turn_id)
+                        }
                         _ => None,
                     };
                     match of_turn {

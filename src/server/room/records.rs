@@ -81,6 +81,12 @@ fn text(event: &Event) -> String {
                 bytes(*size)
             )
         }
+        Event::Edit {
+            path,
+            added,
+            removed,
+            ..
+        } => format!("the agent edited {path} (+{added} -{removed} lines)"),
         Event::Other => "Something happened in the room.".to_string(),
     }
 }

@@ -114,6 +114,14 @@ impl FakeModel {
         ]
     }
 
+    /// The flags of `server_args` with one round a turn, as the original
+    /// agent had (`--agent-steps 1`): a script of one answer is a turn.
+    pub fn one_round_args(&self) -> Vec<&str> {
+        let mut args = self.server_args();
+        args.extend(["--agent-steps", "1"]);
+        args
+    }
+
     /// Adds answers to the script.
     pub fn push(&self, script: Script) {
         self.state.scripts.lock().unwrap().push_back(script);

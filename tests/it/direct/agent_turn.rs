@@ -439,7 +439,7 @@ async fn the_model_is_found_by_asking_the_service() {
 }
 
 #[tokio::test]
-async fn the_model_sees_the_last_ten_messages() {
+async fn the_model_sees_the_messages_within_its_context() {
     let model = FakeModel::start(vec![Script::chunked("Ok.", 3)]).await;
     let host: Arc<dyn TurnHost> = BashHost::new();
     let history: Vec<DuetMessage> = (0..15)
@@ -462,10 +462,10 @@ async fn the_model_sees_the_last_ten_messages() {
         .as_array()
         .unwrap()
         .clone();
-    assert_eq!(messages.len(), 11);
-    assert_eq!(messages[1]["content"], "message 5");
-    assert_eq!(messages[1]["role"], "assistant");
-    assert_eq!(messages[10]["content"], "bob: message 14");
+    assert_eq!(messages.len(), 16);
+    assert_eq!(messages[1]["content"], "bob: message 0");
+    assert_eq!(messages[2]["role"], "assistant");
+    assert_eq!(messages[15]["content"], "bob: message 14");
 }
 
 #[tokio::test]

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { inject } from "vitest";
 import { modelRequests, room, script } from "../support";
-import { RUN_TOOL, ask, pieces } from "../tools";
+import { TOOLS, ask, pieces } from "../tools";
 
 describe("--ai-tools on", () => {
   it("runs a streamed call", async () => {
@@ -13,7 +13,7 @@ describe("--ai-tools on", () => {
     const body = await ask(r, `go ${key}`);
     expect(body.reply).toBe("Output (echo on):\non");
     const [request] = await modelRequests(r);
-    expect(request.body.tools).toEqual([RUN_TOOL]);
+    expect(request.body.tools).toEqual(TOOLS);
   });
 
   it("makes a refusal of the tool the turn's model error, and offers it again next turn", async () => {
