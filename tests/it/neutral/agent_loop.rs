@@ -396,6 +396,11 @@ async fn three_hundred_kb_of_history_are_sent_within_the_bound_with_the_question
         .iter()
         .map(|m| m["content"].as_str().unwrap().len())
         .sum();
+    eprintln!(
+        "{total} bytes of history: {sent} bytes in {} messages sent, bound {}",
+        messages.len(),
+        32_000 * 4
+    );
     assert!(sent <= 32_000 * 4, "{sent} bytes sent");
     assert!(sent >= 32_000 * 4 / 2, "only {sent} bytes sent");
     assert_eq!(messages.last().unwrap()["content"], "ada: the question");
