@@ -248,12 +248,14 @@ describe("cancelled replies", () => {
   it("are the finished rounds, then the current one's prose and commands", () => {
     const one = run("echo one", "one\n", "", 0);
     const two = run("echo two", "two\n", "", 0);
-    expect(partialReply({ text: "", runs: [], raw: "", roundRuns: [], rounds: 0 })).toEqual({ text: "", runs: [], rounds: 0 });
+    expect(partialReply({ text: "", runs: [], raw: "", roundRuns: [], rounds: 0 })).toEqual({ text: "", runs: [] });
     expect(partialReply({ text: "First.\n\nOutput (echo one):\none", runs: [one], raw: "Then <run>echo two</run> <run>sle", roundRuns: [two], rounds: 2 })).toEqual({
       text: "First.\n\nOutput (echo one):\none\n\nThen\n\nOutput (echo two):\ntwo",
       runs: [one, { ...two, at: 36 }],
-      rounds: 2,
     });
+    // The usage of the calls so far, with the rounds the loop counted (the one under way too).
+    const usage = { promptTokens: 10, completionTokens: 2, rounds: 1, estimated: true as const };
+    expect(partialReply({ text: "", runs: [], raw: "Hal", roundRuns: [], rounds: 3, usage }).usage).toEqual({ ...usage, rounds: 3 });
   });
 });
 
