@@ -37,6 +37,9 @@ pub fn model_text(agent: &AgentState) -> String {
             text.push_str(&format!("{mark} {model}{default}\n"));
         }
     }
+    if let Some(bounds) = agent.bounds_text() {
+        text.push_str(&format!("a turn: {bounds}\n"));
+    }
     text
 }
 
@@ -89,6 +92,16 @@ mod tests {
         assert_eq!(
             model_text(&agent),
             "model: b\nmodels:\n  a (default)\n* b\n"
+        );
+        let bounded = AgentState {
+            steps: 10,
+            turn_secs: 600,
+            context_tokens: 32_000,
+            ..agent
+        };
+        assert!(
+            model_text(&bounded)
+                .ends_with("a turn: at most 10 rounds and 600 s, 32000 tokens of context\n")
         );
     }
 }

@@ -45,6 +45,18 @@ pub struct AgentState {
     pub context_tokens: u64,
 }
 
+impl AgentState {
+    /// A turn's bounds in words (`None` from a backend that does not say).
+    pub fn bounds_text(&self) -> Option<String> {
+        (self.steps > 0).then(|| {
+            format!(
+                "at most {} rounds and {} s, {} tokens of context",
+                self.steps, self.turn_secs, self.context_tokens
+            )
+        })
+    }
+}
+
 /// Body of `POST /model` (rpc `set_model`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -46,7 +46,14 @@ impl App {
                 [] => "no others to choose from".to_string(),
                 list => format!("choose from: {}", list.join(", ")),
             };
-            self.toast(format!("The agent's model is {current}; {others}"), false);
+            let bounds = agent
+                .bounds_text()
+                .map(|b| format!("; a turn takes {b}"))
+                .unwrap_or_default();
+            self.toast(
+                format!("The agent's model is {current}; {others}{bounds}"),
+                false,
+            );
             return Ok(());
         }
         if !agent.models.iter().any(|m| m == arg) {

@@ -223,7 +223,11 @@ async fn duet_model_lists_the_models_and_chooses_one() {
     let (server, _dir) = Server::fresh_with(&model_args(&model)).await;
     let out = duet(&server, "mod3", &["model"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(stdout(&out), "model: a\nmodels:\n* a (default)\n  b\n  c\n");
+    assert_eq!(
+        stdout(&out),
+        "model: a\nmodels:\n* a (default)\n  b\n  c\n\
+         a turn: at most 10 rounds and 600 s, 32000 tokens of context\n"
+    );
     let out = duet(&server, "mod3", &["model", "c"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), "model: c\n");
