@@ -238,8 +238,8 @@ pub struct ServeArgs {
         help_heading = "Agent"
     )]
     pub ai_timeout_secs: u64,
-    /// Offer the model the `run` tool: auto (offered; tags if the model
-    /// refuses tools), on, or off (tags only)
+    /// Offer the model its tools (run, read_file, write_file, edit_file):
+    /// auto (offered; tags if the model refuses tools), on, or off (tags only)
     #[arg(long, value_enum, default_value_t = crate::ai::ToolMode::Auto, env = "DUET_AI_TOOLS", help_heading = "Agent")]
     pub ai_tools: crate::ai::ToolMode,
     /// Bytes of /workspace/AGENTS.md the agent is sent each turn

@@ -85,8 +85,8 @@ pub struct ServeOptions {
     pub ai_context_tokens: u64,
     /// Seconds one answer of the model may take
     pub ai_timeout_secs: u64,
-    /// Offer the model the `run` tool: auto (offered; tags if the model
-    /// refuses tools), on, or off (tags only)
+    /// Offer the model its tools (run, read_file, write_file, edit_file):
+    /// auto (offered; tags if the model refuses tools), on, or off (tags only)
     pub ai_tools: crate::ai::ToolMode,
     /// Bytes of /workspace/AGENTS.md the agent is sent each turn
     pub agents_md_bytes: usize,
