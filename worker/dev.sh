@@ -32,8 +32,12 @@ The same flags and DUET_* variables as `duet serve`:
   --sandbox-network none|nat  limits of the stand-in's sandbox
   --ai-url URL                [env: DUET_AI_URL] OpenAI-compatible chat API
   --ai-model M                [env: DUET_AI_MODEL]
+  --ai-models A,B,…           [env: DUET_AI_MODELS] the models a room's owner may choose,
+                              the first the default (--ai-model alone)
   --ai-key K                  [env: DUET_AI_KEY]
-  --agent-steps N             rounds of commands per turn (1)
+  --agent-steps N             [env: DUET_AGENT_STEPS] rounds a turn may take (10)
+  --agent-turn-secs N         [env: DUET_AGENT_TURN_SECS] seconds a turn may take (600)
+  --ai-context-tokens N       [env: DUET_AI_CONTEXT_TOKENS] tokens of context sent to the model (32000)
   --ai-timeout-secs N         [env: DUET_AI_TIMEOUT_SECS] (120)
   --ai-tools MODE             [env: DUET_AI_TOOLS] offer the model the run tool: auto (tags
                               if the model refuses it), on, off (auto)
@@ -71,11 +75,14 @@ data_dir="${DUET_DATA_DIR:-${XDG_DATA_HOME:-${HOME:-.}/.local/share}/duet-worker
 token="${DUET_TOKEN:-}"
 ai_url="${DUET_AI_URL:-}"
 ai_model="${DUET_AI_MODEL:-}"
+ai_models="${DUET_AI_MODELS:-}"
 ai_key="${DUET_AI_KEY:-}"
 ai_timeout="${DUET_AI_TIMEOUT_SECS:-120}"
 ai_tools="${DUET_AI_TOOLS:-auto}"
 agents_md_bytes="${DUET_AGENTS_MD_BYTES:-16384}"
-agent_steps=1
+agent_steps="${DUET_AGENT_STEPS:-10}"
+agent_turn_secs="${DUET_AGENT_TURN_SECS:-600}"
+ai_context_tokens="${DUET_AI_CONTEXT_TOKENS:-32000}"
 exec_timeout=60000
 max_exec_timeout=600000
 output_cap=1048576
@@ -120,9 +127,12 @@ while [ $# -gt 0 ]; do
   --token) token="$value" ;;
   --ai-url) ai_url="$value" ;;
   --ai-model) ai_model="$value" ;;
+  --ai-models) ai_models="$value" ;;
   --ai-key) ai_key="$value" ;;
   --ai-timeout-secs) number "$flag" "$value" && ai_timeout="$value" ;;
   --agent-steps) number "$flag" "$value" && agent_steps="$value" ;;
+  --agent-turn-secs) number "$flag" "$value" && agent_turn_secs="$value" ;;
+  --ai-context-tokens) number "$flag" "$value" && ai_context_tokens="$value" ;;
   --ai-tools) ai_tools="$value" ;;
   --agents-md-bytes) number "$flag" "$value" && agents_md_bytes="$value" ;;
   --exec-timeout-ms) number "$flag" "$value" && exec_timeout="$value" ;;
@@ -233,7 +243,7 @@ standin_token="$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 # room's commands, so the stand-in's own server has none. Its output cap is
 # twice the worker's: the worker's adapter caps a command's output (and
 # marks it truncated) as with the real Sandbox, which has no cap of its own.
-setsid env -u DUET_TOKEN -u DUET_AI_URL -u DUET_AI_MODEL -u DUET_AI_KEY -u DUET_LISTEN -u DUET_DATA_DIR \
+setsid env -u DUET_TOKEN -u DUET_AI_URL -u DUET_AI_MODEL -u DUET_AI_MODELS -u DUET_AI_KEY -u DUET_LISTEN -u DUET_DATA_DIR \
   -u DUET_ALLOW_ORIGIN DUET_LOG="${DUET_LOG:-warn}" \
   DUET_SOCKET_FRAMES_PER_SEC=0 DUET_SOCKET_BYTES_PER_SEC=0 DUET_SOCKET_MESSAGES_PER_MIN=0 \
   DUET_SOCKET_COMMANDS_PER_MIN=0 DUET_ROOM_MESSAGES_PER_MIN=0 DUET_ROOM_COMMANDS_PER_MIN=0 \
@@ -265,8 +275,11 @@ fi
   echo "DUET_TOKEN=$token"
   echo "DUET_AI_URL=$ai_url"
   echo "DUET_AI_MODEL=$ai_model"
+  echo "DUET_AI_MODELS=$ai_models"
   echo "DUET_AI_KEY=$ai_key"
   echo "DUET_AGENT_STEPS=$agent_steps"
+  echo "DUET_AGENT_TURN_SECS=$agent_turn_secs"
+  echo "DUET_AI_CONTEXT_TOKENS=$ai_context_tokens"
   echo "DUET_AI_TIMEOUT_SECS=$ai_timeout"
   echo "DUET_AI_TOOLS=$ai_tools"
   echo "DUET_AGENTS_MD_BYTES=$agents_md_bytes"

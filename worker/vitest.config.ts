@@ -27,6 +27,8 @@ function project(name: string, include: string[], vars: Record<string, string>) 
             DUET_AI_MODEL: "scripted",
             DUET_AI_KEY: "sk-test",
             DUET_AI_TIMEOUT_SECS: "120",
+            // One round a turn, as the original agent (a script of one answer is a turn).
+            DUET_AGENT_STEPS: "1",
             DUET_ALLOW_ORIGIN: "https://ide.example, HTTPS://Other.example/",
             ...vars,
           },

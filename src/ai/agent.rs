@@ -2,8 +2,9 @@
 //! and the provider it reaches.
 
 use super::provider::{ModelError, Provider};
+use super::usage::{Meter, UsageReport};
 use super::{ToolMode, openai, turn};
-use crate::protocol::{DuetMessage, Run, ServerFrame};
+use crate::protocol::{AgentState, DuetMessage, Run, ServerFrame, Usage};
 pub use crate::support::BoxFuture;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -69,9 +70,17 @@ pub struct AiConfig {
     /// Base URL of an OpenAI-compatible API (e.g. http://127.0.0.1:11434/v1).
     pub url: Option<String>,
     pub model: Option<String>,
+    /// The models a room may choose (`--ai-models`), the default first;
+    /// empty: only `model`.
+    pub models: Vec<String>,
     pub key: Option<String>,
-    /// Rounds of commands the model may run in one turn (default 1).
+    /// Rounds the model may take in one turn (zero: `DEFAULT_AGENT_STEPS`).
     pub steps: u32,
+    /// Time one turn may take, all its rounds (zero: `DEFAULT_AGENT_TURN_SECS`).
+    pub turn_time: Duration,
+    /// Tokens of context sent to the model at most (zero:
+    /// `DEFAULT_AI_CONTEXT_TOKENS`).
+    pub context_tokens: u64,
     /// Time to connect to the model's service (zero: `CONNECT_TIMEOUT`).
     pub connect_timeout: Duration,
     /// Time one answer of the model may take (zero: `TURN_TIMEOUT`).
@@ -95,6 +104,63 @@ impl AiConfig {
     pub fn turn_timeout(&self) -> Duration {
         nonzero_or(self.timeout, TURN_TIMEOUT)
     }
+
+    /// The rounds a turn may take.
+    pub fn steps(&self) -> u32 {
+        if self.steps == 0 {
+            super::DEFAULT_AGENT_STEPS
+        } else {
+            self.steps
+        }
+    }
+
+    /// The time a turn may take.
+    pub fn turn_time(&self) -> Duration {
+        nonzero_or(
+            self.turn_time,
+            Duration::from_secs(super::DEFAULT_AGENT_TURN_SECS),
+        )
+    }
+
+    /// The tokens of context a request may hold.
+    pub fn context_tokens(&self) -> u64 {
+        if self.context_tokens == 0 {
+            super::DEFAULT_AI_CONTEXT_TOKENS
+        } else {
+            self.context_tokens
+        }
+    }
+
+    /// The models a room may choose, the default first: `--ai-models`,
+    /// else the one model configured (none: the service is asked).
+    pub fn allowed_models(&self) -> Vec<String> {
+        if self.models.is_empty() {
+            self.model.iter().cloned().collect()
+        } else {
+            self.models.clone()
+        }
+    }
+
+    /// The room state's `agent` for a room that chose `chosen`.
+    pub fn agent_state(&self, chosen: Option<&str>) -> AgentState {
+        AgentState {
+            model: self.room_model(chosen),
+            models: self.allowed_models(),
+            steps: self.steps(),
+            turn_secs: self.turn_time().as_secs(),
+            context_tokens: self.context_tokens(),
+        }
+    }
+
+    /// The model a room that chose `chosen` uses: its choice while the
+    /// backend allows it, else the default.
+    pub fn room_model(&self, chosen: Option<&str>) -> Option<String> {
+        let allowed = self.allowed_models();
+        chosen
+            .filter(|c| allowed.iter().any(|m| m == c))
+            .map(str::to_string)
+            .or_else(|| allowed.into_iter().next())
+    }
 }
 
 fn nonzero_or(value: Duration, default: Duration) -> Duration {
@@ -115,9 +181,29 @@ pub trait TurnHost: Send + Sync + 'static {
         Box::pin(async { None })
     }
     /// Reads a file of the room's workspace (AGENTS.md, a question's
-    /// `@path`).
+    /// `@path`, `read_file`).
     fn read_file(&self, _path: String) -> BoxFuture<super::context::FileRead> {
         Box::pin(async { super::context::FileRead::Missing })
+    }
+    /// Asks the room's approval policy whether the agent may do `what` (a
+    /// write or an edit, `edit_file PATH`); `Err` says why not (`denied by
+    /// ann`, the policy is off, the turn was cancelled).
+    fn ask(&self, _what: String) -> BoxFuture<Result<(), String>> {
+        Box::pin(async { Ok(()) })
+    }
+    /// Writes a file of the workspace as the agent, by the files API's
+    /// path rules and the room's quota (its turn's checkpoint first);
+    /// `Err` says why it could not.
+    fn write_file(&self, _path: String, _bytes: Vec<u8>) -> BoxFuture<Result<(), String>> {
+        Box::pin(async { Err("this room's files cannot be written".to_string()) })
+    }
+    /// The agent wrote or edited `path`: the room's timeline notes it.
+    fn edited(&self, _path: String, _added: u64, _removed: u64) -> BoxFuture<()> {
+        Box::pin(async {})
+    }
+    /// The model the room chose (`None`: the backend's).
+    fn model(&self) -> Option<String> {
+        None
     }
 }
 
@@ -126,6 +212,8 @@ pub trait TurnHost: Send + Sync + 'static {
 pub struct AgentReply {
     pub text: String,
     pub runs: Vec<Run>,
+    /// What its model calls cost (`None`: it made none).
+    pub usage: Option<Usage>,
 }
 
 /// What a cancelled turn's request is answered (its `error`).
@@ -164,6 +252,9 @@ enum Backend {
         /// Set once the service refused the `run` tool (`auto`: tags
         /// from then on).
         tools_refused: Arc<std::sync::atomic::AtomicBool>,
+        /// Set once the service refused `stream_options` (usage is not
+        /// asked for from then on).
+        usage_refused: Arc<std::sync::atomic::AtomicBool>,
     },
 }
 
@@ -178,8 +269,14 @@ impl Agent {
                 client,
                 discovered: Mutex::new(None),
                 tools_refused: Default::default(),
+                usage_refused: Default::default(),
             }),
         }
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &AiConfig {
+        &self.config
     }
 
     /// An agent whose model is `provider` (the configuration's URL, model
@@ -201,29 +298,41 @@ impl Agent {
         turn_id: String,
         cancel: CancellationToken,
     ) -> Result<AgentReply, TurnError> {
+        let meter = Meter::default();
+        let provider = self.provider(host.model(), meter.report());
         let turn = turn::Turn {
             host,
             turn_id,
             cancel,
-            steps: self.config.steps,
+            steps: self.config.steps(),
+            turn_time: self.config.turn_time(),
+            context_tokens: self.config.context_tokens(),
             timeout: self.config.turn_timeout(),
             agents_md_bytes: self
                 .config
                 .agents_md_bytes
                 .unwrap_or(super::DEFAULT_AGENTS_MD_BYTES),
+            meter,
         };
-        turn.run(self.provider(), history).await
+        turn.run(provider, history).await
     }
 
-    /// The provider for a turn: the configured one, or Ollama's default.
-    async fn provider(&self) -> Result<Arc<dyn Provider>, TurnError> {
-        let (client, discovered, tools_refused) = match self.backend.as_ref() {
+    /// The provider for a turn: the room's model (`chosen`), else the
+    /// configured one, else Ollama's default; it reports each answer's
+    /// usage to `usage`.
+    async fn provider(
+        &self,
+        chosen: Option<String>,
+        usage: UsageReport,
+    ) -> Result<Arc<dyn Provider>, TurnError> {
+        let (client, discovered, tools_refused, usage_refused) = match self.backend.as_ref() {
             Backend::Fixed(provider) => return Ok(provider.clone()),
             Backend::Http {
                 client,
                 discovered,
                 tools_refused,
-            } => (client, discovered, tools_refused),
+                usage_refused,
+            } => (client, discovered, tools_refused, usage_refused),
         };
         let client = client
             .as_ref()
@@ -231,10 +340,8 @@ impl Agent {
         let configured = self.config.url.is_some();
         let base = self.config.url.as_deref().unwrap_or(OLLAMA_URL);
         let key = self.config.key.clone();
-        let known = self
-            .config
-            .model
-            .clone()
+        let known = chosen
+            .or_else(|| self.config.model.clone())
             .or_else(|| discovered.lock().ok().and_then(|found| found.clone()));
         let model = match known {
             // Without a configured URL, first make sure Ollama answers.
@@ -266,7 +373,8 @@ impl Agent {
             },
         };
         let provider = openai::OpenAiProvider::new(client.clone(), base, &model, key)
-            .with_tools(self.config.tools, tools_refused.clone());
+            .with_tools(self.config.tools, tools_refused.clone())
+            .with_usage(usage, usage_refused.clone());
         Ok(Arc::new(provider))
     }
 }

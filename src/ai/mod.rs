@@ -5,13 +5,18 @@
 
 mod options;
 
-pub use options::{DEFAULT_AGENTS_MD_BYTES, ToolMode};
+pub use options::{
+    DEFAULT_AGENT_STEPS, DEFAULT_AGENT_TURN_SECS, DEFAULT_AGENTS_MD_BYTES,
+    DEFAULT_AI_CONTEXT_TOKENS, ToolMode,
+};
 
 // The backend's parts: the agent that answers in rooms.
 #[cfg(feature = "server")]
 mod agent;
 #[cfg(feature = "server")]
 pub mod context;
+#[cfg(feature = "server")]
+mod fit;
 #[cfg(feature = "server")]
 pub mod openai;
 #[cfg(feature = "server")]
@@ -21,7 +26,11 @@ pub mod provider;
 #[cfg(feature = "server")]
 pub(crate) mod sse;
 #[cfg(feature = "server")]
+pub mod tools;
+#[cfg(feature = "server")]
 mod turn;
+#[cfg(feature = "server")]
+pub mod usage;
 
 #[cfg(feature = "server")]
 pub use agent::*;

@@ -1,8 +1,9 @@
 //! The OpenAI-compatible chat-completions API with streaming: Ollama,
 //! llama.cpp's server, vLLM, LM Studio, OpenAI and Workers AI all speak it.
 
-use super::provider::{ChatMessage, DeltaStream, ModelError, Provider};
+use super::provider::{ChatMessage, DeltaStream, ModelError, Piece, Provider, ToolCall};
 use super::sse::{self, Event, chunk_events, error_text};
+use super::usage::{Tokens, UsageReport};
 use super::{BoxFuture, ToolMode};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
@@ -23,22 +24,6 @@ pub(crate) fn http_client(connect_timeout: Duration) -> Result<reqwest::Client, 
         .map_err(|err| describe(&err))
 }
 
-/// The one tool the model is offered (docs/protocol.md "Tool calls").
-fn run_tool() -> Value {
-    json!({
-        "type": "function",
-        "function": {
-            "name": "run",
-            "description": "Run a shell command in the room's sandbox, as <run>CMD</run> does; its output comes back to you.",
-            "parameters": {
-                "type": "object",
-                "properties": {"cmd": {"type": "string", "description": "the command line, for bash"}},
-                "required": ["cmd"]
-            }
-        }
-    })
-}
-
 /// A model behind an OpenAI-compatible API.
 #[derive(Debug, Clone)]
 pub struct OpenAiProvider {
@@ -49,6 +34,10 @@ pub struct OpenAiProvider {
     tools: ToolMode,
     /// Set once the service refused the tool (under `auto`: tags from then on).
     tools_refused: Arc<AtomicBool>,
+    /// Where the service's counts of each answer go.
+    usage: UsageReport,
+    /// Set once the service refused `stream_options` (not asked from then on).
+    usage_refused: Arc<AtomicBool>,
 }
 
 impl OpenAiProvider {
@@ -61,7 +50,17 @@ impl OpenAiProvider {
             key,
             tools: ToolMode::Off,
             tools_refused: Default::default(),
+            usage: UsageReport::default(),
+            usage_refused: Default::default(),
         }
+    }
+
+    /// Reports what each answer cost to `report`, asking for the counts
+    /// when streaming unless `refused` remembers that the service refused.
+    pub fn with_usage(mut self, report: UsageReport, refused: Arc<AtomicBool>) -> Self {
+        self.usage = report;
+        self.usage_refused = refused;
+        self
     }
 
     /// Offers the `run` tool by `mode`; `refused` remembers a refusal.
@@ -69,6 +68,12 @@ impl OpenAiProvider {
         self.tools = mode;
         self.tools_refused = refused;
         self
+    }
+
+    /// Remembers that the service refused `stream_options`.
+    fn refused_usage(&self) {
+        self.usage_refused.store(true, Ordering::Relaxed);
+        tracing::info!("the model refused stream_options; usage is estimated");
     }
 
     /// Whether this request offers the tool.
@@ -80,16 +85,21 @@ impl OpenAiProvider {
         }
     }
 
-    /// Sends the chat request, with the tool or without.
+    /// Sends the chat request, with the tool or without, asking for its
+    /// usage or not.
     async fn send(
         &self,
         url: &str,
         messages: &[Value],
         tool: bool,
+        usage: bool,
     ) -> Result<reqwest::Response, ModelError> {
         let mut body = json!({"model": self.model, "messages": messages, "stream": true});
+        if usage {
+            body["stream_options"] = json!({"include_usage": true});
+        }
         if tool {
-            body["tools"] = json!([run_tool()]);
+            body["tools"] = super::tools::definitions();
             body["tool_choice"] = json!("auto");
         }
         let mut request = self.client.post(url).json(&body);
@@ -108,6 +118,11 @@ fn refuses_tools(status: u16) -> bool {
     (400..500).contains(&status) && !matches!(status, 401 | 403 | 408 | 429)
 }
 
+/// Whether a service's error message is about `stream_options`.
+fn names_usage(message: &str) -> bool {
+    message.contains("stream_options") || message.contains("include_usage")
+}
+
 impl Provider for OpenAiProvider {
     fn chat(&self, messages: Vec<ChatMessage>) -> BoxFuture<Result<DeltaStream, ModelError>> {
         let url = format!("{}/chat/completions", self.base);
@@ -117,16 +132,46 @@ impl Provider for OpenAiProvider {
             .collect();
         let this = self.clone();
         Box::pin(async move {
-            let tool = this.offers_tool();
-            let response = match this.send(&url, &messages, tool).await {
+            let mut tool = this.offers_tool();
+            let mut usage = !this.usage_refused.load(Ordering::Relaxed);
+            let mut response = this.send(&url, &messages, tool, usage).await;
+            // A refusal that names `stream_options` is about it, not the tool.
+            if usage
+                && let Err(ModelError::Status {
+                    status, message, ..
+                }) = &response
+                && refuses_tools(*status)
+                && names_usage(message)
+            {
+                usage = false;
+                response = this.send(&url, &messages, tool, false).await;
+                if response.is_ok() {
+                    this.refused_usage();
+                }
+            }
+            let response = match response {
                 // A service that refuses tools gets tags, now and later; it
                 // refused them if the same request without them is answered.
                 Err(ModelError::Status { status, .. })
                     if tool && this.tools == ToolMode::Auto && refuses_tools(status) =>
                 {
-                    let response = this.send(&url, &messages, false).await?;
-                    this.tools_refused.store(true, Ordering::Relaxed);
-                    tracing::info!("the model refused the run tool; using <run> tags");
+                    tool = false;
+                    let response = this.send(&url, &messages, false, usage).await;
+                    if response.is_ok() {
+                        this.tools_refused.store(true, Ordering::Relaxed);
+                        tracing::info!("the model refused the run tool; using <run> tags");
+                    }
+                    response
+                }
+                other => other,
+            };
+            let response = match response {
+                // One that refuses `stream_options` is not asked for usage
+                // again (its answers' usage is estimated, or read where it
+                // gives it unasked).
+                Err(ModelError::Status { status, .. }) if usage && refuses_tools(status) => {
+                    let response = this.send(&url, &messages, tool, false).await?;
+                    this.refused_usage();
                     response
                 }
                 other => other?,
@@ -137,9 +182,9 @@ impl Provider for OpenAiProvider {
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(|v| v.starts_with("application/json"));
             if is_json {
-                return whole_answer(response).await;
+                return whole_answer(response, &this.usage).await;
             }
-            Ok(delta_stream(response))
+            Ok(delta_stream(response, this.usage.clone()))
         })
     }
 }
@@ -157,16 +202,16 @@ impl ToolCalls {
         call.1.push_str(arguments);
     }
 
-    /// The calls of `run` as the tags they stand for, in order; others
-    /// and unreadable ones are left out.
-    fn into_tags(self) -> String {
+    /// The calls, in order, as pieces of the answer; calls without a
+    /// name are left out.
+    fn into_pieces(self) -> Vec<Piece> {
         self.0
             .into_values()
-            .filter(|(name, _)| name.as_deref() == Some("run"))
-            .filter_map(|(_, arguments)| {
-                let value: Value = serde_json::from_str(&arguments).ok()?;
-                let cmd = value.get("cmd")?.as_str()?;
-                Some(format!("<run>{cmd}</run>"))
+            .filter_map(|(name, arguments)| {
+                Some(Piece::Call(ToolCall {
+                    name: name?,
+                    arguments,
+                }))
             })
             .collect()
     }
@@ -255,7 +300,10 @@ async fn check_status(
 }
 
 /// A service that ignored `stream: true` and answered in one piece.
-async fn whole_answer(response: reqwest::Response) -> Result<DeltaStream, ModelError> {
+async fn whole_answer(
+    response: reqwest::Response,
+    usage: &UsageReport,
+) -> Result<DeltaStream, ModelError> {
     let value: Value = response
         .json()
         .await
@@ -264,20 +312,18 @@ async fn whole_answer(response: reqwest::Response) -> Result<DeltaStream, ModelE
     let mut calls = ToolCalls::default();
     for event in chunk_events(&value) {
         match event {
-            Event::Delta(text) => pieces.push(Ok(text)),
+            Event::Delta(text) => pieces.push(Ok(Piece::Text(text))),
             Event::Error(message) => pieces.push(Err(ModelError::Stream(message))),
             Event::ToolCall {
                 index,
                 name,
                 arguments,
             } => calls.add(index, name, &arguments),
+            Event::Usage { prompt, completion } => usage.set(Tokens { prompt, completion }),
             Event::Finished | Event::Done => {}
         }
     }
-    let tags = calls.into_tags();
-    if !tags.is_empty() {
-        pieces.push(Ok(tags));
-    }
+    pieces.extend(calls.into_pieces().into_iter().map(Ok));
     Ok(futures_util::stream::iter(pieces).fuse().boxed())
 }
 
@@ -285,17 +331,21 @@ async fn whole_answer(response: reqwest::Response) -> Result<DeltaStream, ModelE
 struct StreamState {
     events: futures_util::stream::BoxStream<'static, Result<Vec<Event>, String>>,
     pending: VecDeque<Event>,
-    /// The answer's tool calls, streamed as tags once it ends.
+    /// The answer's tool calls, gathered until it ends.
     calls: ToolCalls,
+    /// Its calls, once it ended: the last pieces.
+    ended_calls: VecDeque<Piece>,
     finished: bool,
     /// The bytes ended.
     ended: bool,
     /// Nothing more is yielded.
     over: bool,
+    /// Where the answer's usage goes.
+    usage: UsageReport,
 }
 
 /// The answer's pieces, read from its server-sent events.
-fn delta_stream(response: reqwest::Response) -> DeltaStream {
+fn delta_stream(response: reqwest::Response, usage: UsageReport) -> DeltaStream {
     let bytes = response
         .bytes_stream()
         .map(|piece| piece.map_err(|err| describe(&err)));
@@ -303,28 +353,34 @@ fn delta_stream(response: reqwest::Response) -> DeltaStream {
         events: sse::events(bytes).boxed(),
         pending: VecDeque::new(),
         calls: ToolCalls::default(),
+        ended_calls: VecDeque::new(),
         finished: false,
         ended: false,
         over: false,
+        usage,
     };
     futures_util::stream::unfold(state, |mut state| async move {
         loop {
             if state.over {
-                return None;
+                let call = state.ended_calls.pop_front()?;
+                return Some((Ok(call), state));
             }
             if let Some(event) = state.pending.pop_front() {
                 match event {
                     Event::Delta(text) if text.is_empty() => continue,
-                    Event::Delta(text) => return Some((Ok(text), state)),
+                    Event::Delta(text) => return Some((Ok(Piece::Text(text)), state)),
                     Event::Finished => state.finished = true,
                     Event::ToolCall {
                         index,
                         name,
                         arguments,
                     } => state.calls.add(index, name, &arguments),
+                    Event::Usage { prompt, completion } => {
+                        state.usage.set(Tokens { prompt, completion });
+                    }
                     Event::Done => {
-                        state.over = true;
-                        return tags_at_end(state);
+                        calls_at_end(&mut state);
+                        continue;
                     }
                     Event::Error(message) => {
                         state.over = true;
@@ -334,10 +390,11 @@ fn delta_stream(response: reqwest::Response) -> DeltaStream {
                 continue;
             }
             if state.ended {
-                state.over = true;
                 if state.finished {
-                    return tags_at_end(state);
+                    calls_at_end(&mut state);
+                    continue;
                 }
+                state.over = true;
                 let err =
                     ModelError::Stream("the connection closed before the answer ended".into());
                 return Some((Err(err), state));
@@ -356,10 +413,10 @@ fn delta_stream(response: reqwest::Response) -> DeltaStream {
     .boxed()
 }
 
-/// The tags of an answer's tool calls as its last piece, if it made any.
-fn tags_at_end(mut state: StreamState) -> Option<(Result<String, ModelError>, StreamState)> {
-    let tags = std::mem::take(&mut state.calls).into_tags();
-    (!tags.is_empty()).then_some((Ok(tags), state))
+/// The answer ended: its tool calls are its last pieces.
+fn calls_at_end(state: &mut StreamState) {
+    state.over = true;
+    state.ended_calls = std::mem::take(&mut state.calls).into_pieces().into();
 }
 
 /// A request that got no answer; the reason is the root cause (e.g.

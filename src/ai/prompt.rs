@@ -1,5 +1,6 @@
-//! What the model is told: the system prompt, the room's recent messages
-//! and, between rounds, the outputs of the commands it ran.
+//! What the model is told: the system prompt, the room's messages and,
+//! between rounds, the results of the commands and file tools it ran
+//! (`fit` bounds what is sent).
 
 use super::provider::{ChatMessage, ChatRole};
 use crate::blocks::{self, Block};
@@ -7,25 +8,23 @@ use crate::protocol::{Addressee, DuetMessage, Role, Run};
 
 /// The system prompt (assets/system_prompt.md).
 pub(crate) const SYSTEM_PROMPT: &str = include_str!("../../assets/system_prompt.md");
-/// Messages of the room's history the model sees.
-pub(crate) const CONTEXT_MESSAGES: usize = 10;
-/// Characters of one command's output given back to the model.
-const RESULT_CHARS: usize = 4_000;
+/// Characters of one command's output given back to the model: its first
+/// and its last this many.
+const RESULT_CHARS: usize = 2_000;
 
 /// What marks a message people wrote to each other, not to the model.
 const TO_THE_ROOM: &str = "[to the room, not to you]";
 /// What marks a record of what someone did in the room.
 const IN_THE_ROOM: &str = "[in the room]";
 
-/// The conversation for the first round: the system prompt and the last
+/// The conversation for the first round: the system prompt and the
 /// messages of the room: people as `user` with their names (what they said
 /// to each other marked so), the agent as `assistant`, the room's records
 /// as marked `user` notes. Other `system` notes (errors) are the room's,
 /// not the model's, and are left out.
 pub(crate) fn conversation(history: &[DuetMessage]) -> Vec<ChatMessage> {
     let mut out = vec![ChatMessage::new(ChatRole::System, SYSTEM_PROMPT.trim())];
-    let start = history.len().saturating_sub(CONTEXT_MESSAGES);
-    for message in &history[start..] {
+    for message in history {
         match message.role {
             Role::User => {
                 let said = match &message.user_id {
@@ -85,33 +84,40 @@ fn agent_turn(message: &DuetMessage) -> Vec<ChatMessage> {
     out
 }
 
-/// Puts the room's terminal screen before the question (the last message),
-/// so "what went wrong in the terminal?" can be answered.
-pub(crate) fn add_terminal(
-    conversation: &mut Vec<ChatMessage>,
-    size: crate::protocol::TermSize,
-    screen: &str,
-) {
+/// The note of the room's terminal screen, put before the question, so
+/// that "what went wrong in the terminal?" can be answered.
+pub(crate) fn terminal_note(size: crate::protocol::TermSize, screen: &str) -> String {
     let shown = if screen.trim().is_empty() {
         "(the screen is empty)"
     } else {
         screen
     };
-    let note = format!(
+    format!(
         "[the room's terminal, {}x{}: its screen now, as text]\n{shown}",
         size.cols, size.rows
-    );
-    let at = conversation.len().saturating_sub(1).max(1);
-    let at = at.min(conversation.len());
-    conversation.insert(at, ChatMessage::new(ChatRole::User, note));
+    )
+}
+
+/// What one action of a round did.
+pub(crate) enum Outcome {
+    Run(Run),
+    File(super::tools::FileOutcome),
 }
 
 /// What the model is told after a round: each command's exit code and
-/// output, and that it may go on.
-pub(crate) fn results_note(runs: &[Run]) -> String {
+/// output, each file tool's result, and that it may go on.
+pub(crate) fn results_note(outcomes: &[Outcome]) -> String {
     let mut note = String::from("The commands ran. Their results:");
-    for run in runs {
+    for outcome in outcomes {
         note.push_str("\n\n");
+        let run = match outcome {
+            Outcome::Run(run) => run,
+            Outcome::File(file) => {
+                let kind = if file.failed { "Error" } else { "Result" };
+                note.push_str(&format!("{kind} ({}):\n{}", file.label, file.result));
+                continue;
+            }
+        };
         if blocks::is_error_run(run) {
             let message = run.error.as_deref().unwrap_or_default();
             note.push_str(&format!("Error ({}):\n{message}", run.cmd));
@@ -141,12 +147,10 @@ pub(crate) fn results_note(runs: &[Run]) -> String {
     note
 }
 
-/// At most `RESULT_CHARS` characters of an output, saying when cut.
+/// An output's first and last `RESULT_CHARS` characters, saying what
+/// was cut between them.
 fn cut(output: &str) -> String {
-    match output.char_indices().nth(RESULT_CHARS) {
-        Some((end, _)) => format!("{}\n[… output cut]", &output[..end]),
-        None => output.to_string(),
-    }
+    super::fit::head_and_tail(output, RESULT_CHARS)
 }
 
 #[cfg(test)]
@@ -167,16 +171,16 @@ mod tests {
     }
 
     #[test]
-    fn the_model_sees_the_last_ten_messages_with_names() {
+    fn the_model_sees_the_messages_with_names() {
         let mut history: Vec<DuetMessage> = (0..12)
             .map(|i| message(Role::User, Some("ada"), &format!("m{i}"), None))
             .collect();
         history.push(message(Role::System, None, "cancelled", None));
         let chat = conversation(&history);
         assert_eq!(chat[0].role, ChatRole::System);
-        assert_eq!(chat.len(), 1 + 9);
-        assert_eq!(chat[1].content, "ada: m3");
-        assert_eq!(chat[9].content, "ada: m11");
+        assert_eq!(chat.len(), 1 + 12);
+        assert_eq!(chat[1].content, "ada: m0");
+        assert_eq!(chat[12].content, "ada: m11");
     }
 
     #[test]

@@ -61,8 +61,24 @@ pub enum ModelError {
     Timeout(u64),
 }
 
+/// A tool the model called: its name and its arguments' JSON text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolCall {
+    pub name: String,
+    pub arguments: String,
+}
+
+/// One piece of a streamed answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Piece {
+    /// Text the model wrote.
+    Text(String),
+    /// A tool it called (calls come after the answer's text, in order).
+    Call(ToolCall),
+}
+
 /// The pieces of a streamed answer, in order; ends after the last piece.
-pub type DeltaStream = BoxStream<'static, Result<String, ModelError>>;
+pub type DeltaStream = BoxStream<'static, Result<Piece, ModelError>>;
 
 /// A chat model that streams its answer.
 pub trait Provider: Send + Sync + 'static {

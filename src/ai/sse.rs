@@ -24,6 +24,10 @@ pub(crate) enum Event {
         name: Option<String>,
         arguments: String,
     },
+    /// What the answer cost, as the service counted it (`usage`: in the
+    /// last chunk when asked for with `stream_options`, or in a whole
+    /// answer).
+    Usage { prompt: u64, completion: u64 },
 }
 
 /// The events of a server-sent-event byte stream, one batch per SSE
@@ -63,6 +67,7 @@ pub(crate) fn chunk_events(chunk: &Value) -> Vec<Event> {
     }
     let mut events = Vec::new();
     let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else {
+        events.extend(usage_event(chunk));
         return events;
     };
     let content = choice
@@ -102,7 +107,17 @@ pub(crate) fn chunk_events(chunk: &Value) -> Vec<Event> {
     {
         events.push(Event::Finished);
     }
+    events.extend(usage_event(chunk));
     events
+}
+
+/// The chunk's `usage`, when it has one with both counts.
+fn usage_event(chunk: &Value) -> Option<Event> {
+    let usage = chunk.get("usage")?;
+    Some(Event::Usage {
+        prompt: usage.get("prompt_tokens")?.as_u64()?,
+        completion: usage.get("completion_tokens")?.as_u64()?,
+    })
 }
 
 /// The message of an OpenAI-style error value (`{"message": …}` or text).
@@ -195,6 +210,32 @@ mod tests {
                     index: 0,
                     name: None,
                     arguments: "\":\"ls\"}".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn usage_comes_from_the_last_chunk_or_one_with_choices() {
+        let events = parse(vec![
+            b"data: {\"choices\":[{\"delta\":{\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}\n\n".to_vec(),
+            b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":3,\"total_tokens\":15}}\n\n".to_vec(),
+            b"data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1}}\n\n".to_vec(),
+            b"data: {\"choices\":[],\"usage\":null}\n\n".to_vec(),
+        ]);
+        assert_eq!(
+            events,
+            vec![
+                Event::Delta("hi".into()),
+                Event::Finished,
+                Event::Usage {
+                    prompt: 12,
+                    completion: 3
+                },
+                Event::Finished,
+                Event::Usage {
+                    prompt: 5,
+                    completion: 1
                 },
             ]
         );

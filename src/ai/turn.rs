@@ -1,7 +1,13 @@
-//! One agent turn: stream the model's reply to the room, run its commands,
-//! give their outputs back for up to `steps` rounds, and build the reply.
+//! One agent turn: stream the model's reply to the room, run its commands
+//! and file tools, give their results back round after round until it
+//! answers without any or a budget ends it (`steps` rounds, `turn_time`),
+//! and build the reply.
 
-use super::provider::{ChatMessage, ChatRole, ModelError, Provider};
+use super::fit::Context;
+use super::prompt::Outcome;
+use super::provider::{ChatMessage, ChatRole, ModelError, Piece, Provider};
+use super::tools::{self, Action};
+use super::usage::Meter;
 use super::{AgentReply, TurnError, TurnHost, context, prompt};
 use crate::blocks;
 use crate::protocol::{AiPhase, DuetMessage, Run, STORED_OUTPUT_CAP, ServerFrame, cap_text};
@@ -19,10 +25,18 @@ pub(crate) struct Turn {
     pub(crate) host: Arc<dyn TurnHost>,
     pub(crate) turn_id: String,
     pub(crate) cancel: CancellationToken,
+    /// Rounds the turn may take.
     pub(crate) steps: u32,
+    /// Time the turn may take: checked before each round.
+    pub(crate) turn_time: Duration,
+    /// Tokens a request to the model may hold.
+    pub(crate) context_tokens: u64,
+    /// Time one answer of the model may take.
     pub(crate) timeout: Duration,
     /// Bytes of AGENTS.md sent.
     pub(crate) agents_md_bytes: usize,
+    /// What the turn's model calls cost (each call is a round).
+    pub(crate) meter: Meter,
 }
 
 /// The turn's host as the workspace the context reads.
@@ -67,9 +81,19 @@ impl Turn {
         history: Vec<DuetMessage>,
     ) -> Result<AgentReply, TurnError> {
         let mut progress = Progress::default();
-        match self.rounds(resolve, history, &mut progress).await {
-            Ok(()) => Ok(progress.reply()),
-            Err(TurnError::Cancelled(_)) => Err(TurnError::Cancelled(progress.reply())),
+        let ended = self.rounds(resolve, history, &mut progress).await;
+        // The loop counts the rounds; the meter sums what their calls cost.
+        let usage = self.meter.usage().map(|usage| crate::protocol::Usage {
+            rounds: progress.rounds,
+            ..usage
+        });
+        let reply = || AgentReply {
+            usage,
+            ..progress.reply()
+        };
+        match ended {
+            Ok(()) => Ok(reply()),
+            Err(TurnError::Cancelled(_)) => Err(TurnError::Cancelled(reply())),
             Err(err) => Err(err),
         }
     }
@@ -82,6 +106,7 @@ impl Turn {
         progress: &mut Progress,
     ) -> Result<(), TurnError> {
         self.emit(AiPhase::Start, None, None);
+        let deadline = Instant::now() + self.turn_time;
         let provider = tokio::select! {
             resolved = resolve => resolved.map_err(|err| self.fail(err))?,
             () = self.cancel.cancelled() => return Err(self.fail(cancelled())),
@@ -92,64 +117,168 @@ impl Turn {
             question.text = context::with_mentions(&question.text, &files).await;
         }
         let agents_md = self.host.read_file(context::AGENTS_MD.into()).await;
-        let mut conversation = prompt::conversation(&history);
+        let mut conversation = Context::new(prompt::conversation(&history));
         if let Some(note) = context::agents_md_message(agents_md, self.agents_md_bytes) {
-            conversation.insert(1, ChatMessage::new(ChatRole::System, note));
+            conversation
+                .head
+                .push(ChatMessage::new(ChatRole::System, note));
         }
         if let Some((size, screen)) = self.host.terminal_screen().await {
-            prompt::add_terminal(&mut conversation, size, &screen);
+            let note = prompt::terminal_note(size, &screen);
+            conversation
+                .question
+                .insert(0, ChatMessage::new(ChatRole::User, note));
         }
-        for round in 0..self.steps.max(1) {
+        let steps = self.steps.max(1);
+        for round in 0..steps {
             if round > 0 {
+                if Instant::now() >= deadline {
+                    let secs = self.turn_time.as_secs();
+                    self.say(progress, &budget_sentence(secs, "seconds"), "\n\n");
+                    break;
+                }
                 self.emit(AiPhase::Start, None, None);
             }
             // Later rounds' text streams after a blank line.
             let lead = if round > 0 { "\n\n" } else { "" };
-            self.stream_round(
-                provider.as_ref(),
-                conversation.clone(),
-                lead,
-                &mut progress.streamed,
-            )
-            .await
-            .map_err(|err| self.fail(err))?;
+            let messages = conversation.messages(self.context_tokens);
+            // A round counts once its model call begins (a cancelled one
+            // cost tokens too).
+            progress.rounds += 1;
+            let calls = self
+                .stream_round(provider.as_ref(), messages, lead, &mut progress.streamed)
+                .await
+                .map_err(|err| self.fail(err))?;
             let (prose, cmds) = blocks::extract_commands(&progress.streamed);
-            if round == 0 && prose.is_empty() && cmds.is_empty() {
+            if round == 0 && prose.is_empty() && cmds.is_empty() && calls.is_empty() {
                 return Err(self.fail(TurnError::Model(
                     "Model error: the model answered with an empty reply".into(),
                 )));
             }
             self.emit(AiPhase::End, None, None);
-            self.run_commands(cmds, &mut progress.round_runs).await?;
-            let more = !progress.round_runs.is_empty();
+            let mut outcomes = Vec::new();
+            for cmd in cmds {
+                self.run_command(cmd, progress, &mut outcomes).await?;
+            }
+            for action in calls {
+                self.act(action, progress, &mut outcomes).await?;
+            }
+            let more = !outcomes.is_empty();
             if more {
-                conversation.push(ChatMessage::new(
+                conversation.rounds.push(ChatMessage::new(
                     ChatRole::Assistant,
                     progress.streamed.clone(),
                 ));
-                conversation.push(ChatMessage::new(
+                conversation.rounds.push(ChatMessage::new(
                     ChatRole::User,
-                    prompt::results_note(&progress.round_runs),
+                    prompt::results_note(&outcomes),
                 ));
             }
             progress.end_round();
             if !more {
                 break;
             }
+            // One round is the original's turn: it ends so, saying nothing.
+            if round + 1 == steps && steps > 1 {
+                self.say(progress, &budget_sentence(steps.into(), "rounds"), "\n\n");
+            }
         }
         Ok(())
     }
 
+    /// Adds `text` to the reply (after `sep` when it follows something) and
+    /// streams it to the room as a round of its own.
+    fn say(&self, progress: &mut Progress, text: &str, sep: &str) {
+        let live = if progress.streamed.is_empty() && progress.text.is_empty() {
+            text.to_string()
+        } else {
+            format!("{sep}{text}")
+        };
+        // A round's own text starts bare: end_round joins rounds with a
+        // blank line, as the room was shown.
+        if !progress.streamed.is_empty() {
+            progress.streamed.push_str(sep);
+        }
+        progress.streamed.push_str(text);
+        self.emit(AiPhase::Start, None, None);
+        self.emit(AiPhase::Delta, Some(live), None);
+        self.emit(AiPhase::End, None, None);
+    }
+
+    /// Runs one command through the room (its policy first).
+    async fn run_command(
+        &self,
+        cmd: String,
+        progress: &mut Progress,
+        outcomes: &mut Vec<Outcome>,
+    ) -> Result<(), TurnError> {
+        let run = tokio::select! {
+            run = self.host.run(cmd) => capped(run),
+            () = self.cancel.cancelled() => return Err(cancelled()),
+        };
+        progress.round_runs.push(run.clone());
+        outcomes.push(Outcome::Run(run));
+        Ok(())
+    }
+
+    /// Does one tool call that came after the answer's text: a command
+    /// (its tag added to the reply first) or a file tool (its line after).
+    async fn act(
+        &self,
+        action: Action,
+        progress: &mut Progress,
+        outcomes: &mut Vec<Outcome>,
+    ) -> Result<(), TurnError> {
+        match action {
+            Action::Run(cmd) => {
+                self.say(progress, &format!("<run>{cmd}</run>"), "\n\n");
+                self.run_command(cmd, progress, outcomes).await
+            }
+            Action::File(call) => {
+                let outcome = tokio::select! {
+                    outcome = tools::run_file_call(self.host.as_ref(), call) => outcome,
+                    () = self.cancel.cancelled() => return Err(cancelled()),
+                };
+                if let Some(line) = &outcome.line {
+                    self.say(progress, line, "\n\n");
+                }
+                outcomes.push(Outcome::File(outcome));
+                Ok(())
+            }
+        }
+    }
+
     /// Streams one answer of the model to the room, `lead` before its first
-    /// piece, into `text` (without `lead`), as it comes.
+    /// piece, into `text` (without `lead`), as it comes. The `run` calls
+    /// that come before any other tool call count as their tags written at
+    /// the end of the text; the calls from the first other one on are
+    /// answered, in order, after the text's commands.
     async fn stream_round(
         &self,
         provider: &dyn Provider,
         conversation: Vec<ChatMessage>,
         lead: &str,
         text: &mut String,
-    ) -> Result<(), TurnError> {
+    ) -> Result<Vec<Action>, TurnError> {
+        let prompt_bytes = conversation.iter().map(|m| m.content.len()).sum();
+        let before = text.len();
+        self.meter.start();
+        let ended = self.stream_answer(provider, conversation, lead, text).await;
+        self.meter
+            .end(prompt_bytes, text.get(before..).unwrap_or_default());
+        ended
+    }
+
+    /// `stream_round`'s work: the answer streamed into `text`.
+    async fn stream_answer(
+        &self,
+        provider: &dyn Provider,
+        conversation: Vec<ChatMessage>,
+        lead: &str,
+        text: &mut String,
+    ) -> Result<Vec<Action>, TurnError> {
         let work = async {
+            let mut later = Vec::new();
             let mut stream = provider.chat(conversation).await?;
             // Pieces go out at most every DELTA_INTERVAL, gathered, so that a
             // fast model does not flood the room (the first goes at once).
@@ -160,6 +289,19 @@ impl Turn {
                 tokio::select! {
                     piece = stream.next() => match piece {
                         Some(Ok(piece)) => {
+                            let piece = match piece {
+                                Piece::Text(piece) => piece,
+                                Piece::Call(call) => match tools::action(&call) {
+                                    Some(Action::Run(cmd)) if later.is_empty() => {
+                                        format!("<run>{cmd}</run>")
+                                    }
+                                    Some(action) => {
+                                        later.push(action);
+                                        continue;
+                                    }
+                                    None => continue,
+                                },
+                            };
                             if text.is_empty() {
                                 pending.push_str(lead);
                             }
@@ -183,30 +325,24 @@ impl Turn {
                 }
             }
             self.send_delta(&mut pending);
-            Ok::<_, ModelError>(())
+            Ok::<_, ModelError>(later)
         };
         tokio::select! {
             () = self.cancel.cancelled() => Err(cancelled()),
             done = tokio::time::timeout(self.timeout, work) => match done {
-                Ok(Ok(())) => Ok(()),
+                Ok(Ok(later)) => Ok(later),
                 Ok(Err(err)) => Err(model_error(err)),
                 Err(_) => Err(model_error(ModelError::Timeout(self.timeout.as_secs()))),
             },
         }
     }
+}
 
-    /// Runs the commands in order through the room, into `runs` as each
-    /// ends; stops at cancel.
-    async fn run_commands(&self, cmds: Vec<String>, runs: &mut Vec<Run>) -> Result<(), TurnError> {
-        for cmd in cmds {
-            let run = tokio::select! {
-                run = self.host.run(cmd) => run,
-                () = self.cancel.cancelled() => return Err(cancelled()),
-            };
-            runs.push(capped(run));
-        }
-        Ok(())
-    }
+/// The sentence a reply ends with when a budget stopped the turn.
+fn budget_sentence(amount: u64, unit: &str) -> String {
+    format!(
+        "The agent stopped after {amount} {unit}, the most a turn may take here; ask it to go on."
+    )
 }
 
 /// A cancel found inside the turn: `Turn::run` fills in what it had done.
@@ -226,6 +362,8 @@ struct Progress {
     streamed: String,
     /// Its commands that ran.
     round_runs: Vec<Run>,
+    /// The model's answers so far (the one under way counted).
+    rounds: u32,
 }
 
 impl Progress {
@@ -265,6 +403,7 @@ impl Progress {
         AgentReply {
             text: self.text,
             runs: self.runs,
+            usage: None,
         }
     }
 }

@@ -13,6 +13,7 @@ mod exec;
 mod files;
 mod folder;
 mod manual;
+mod model;
 mod processes;
 mod room;
 mod rooms;
@@ -123,6 +124,9 @@ pub enum Command {
     /// those waiting), or set it: auto (they run), ask (each waits for a
     /// writer or owner), off (none runs)
     Policy(access::PolicyArgs),
+    /// Show the model of the room's agent and those an owner may choose,
+    /// or choose one (an owner's): the room's turns use it from then on
+    Model(model::ModelArgs),
     /// Approve an agent's command waiting for a person (its id: `duet
     /// policy` lists them)
     Approve(access::ApproveArgs),
@@ -379,6 +383,7 @@ fn run_async(command: Command) -> ExitCode {
             Command::Fork(args) => checkpoints::fork(args).await,
             Command::Invite(args) => access::invite(args).await,
             Command::Policy(args) => access::policy(args).await,
+            Command::Model(args) => model::model(args).await,
             Command::Approve(args) => access::decide(args, true).await,
             Command::Deny(args) => access::decide(args, false).await,
             Command::SandboxInit

@@ -183,6 +183,15 @@ pub struct ServeArgs {
     /// Model name
     #[arg(long, env = "DUET_AI_MODEL", help_heading = "Agent")]
     pub ai_model: Option<String>,
+    /// The models a room's owner may choose, comma-separated, the first
+    /// the default (default: --ai-model alone)
+    #[arg(
+        long,
+        env = "DUET_AI_MODELS",
+        value_delimiter = ',',
+        help_heading = "Agent"
+    )]
+    pub ai_models: Vec<String>,
     /// API key of the model's service
     #[arg(
         long,
@@ -191,14 +200,36 @@ pub struct ServeArgs {
         help_heading = "Agent"
     )]
     pub ai_key: Option<String>,
-    /// Rounds of commands the agent may run in one turn
+    /// Rounds the agent may take in one turn: it goes on while it runs
+    /// commands or tools (1: one round, as the original)
     #[arg(
         long,
-        default_value_t = 1,
+        default_value_t = crate::ai::DEFAULT_AGENT_STEPS,
         env = "DUET_AGENT_STEPS",
+        value_parser = clap::value_parser!(u32).range(1..),
         help_heading = "Agent"
     )]
     pub agent_steps: u32,
+    /// Seconds one turn of the agent may take, all its rounds (checked
+    /// before each round)
+    #[arg(
+        long,
+        default_value_t = crate::ai::DEFAULT_AGENT_TURN_SECS,
+        env = "DUET_AGENT_TURN_SECS",
+        value_parser = clap::value_parser!(u64).range(1..),
+        help_heading = "Agent"
+    )]
+    pub agent_turn_secs: u64,
+    /// Tokens of context the model is sent at most (counted at 4 bytes a
+    /// token): the oldest history is left out beyond
+    #[arg(
+        long,
+        default_value_t = crate::ai::DEFAULT_AI_CONTEXT_TOKENS,
+        env = "DUET_AI_CONTEXT_TOKENS",
+        value_parser = clap::value_parser!(u64).range(256..),
+        help_heading = "Agent"
+    )]
+    pub ai_context_tokens: u64,
     /// Seconds one answer of the model may take
     #[arg(
         long,
@@ -207,8 +238,8 @@ pub struct ServeArgs {
         help_heading = "Agent"
     )]
     pub ai_timeout_secs: u64,
-    /// Offer the model the `run` tool: auto (offered; tags if the model
-    /// refuses tools), on, or off (tags only)
+    /// Offer the model its tools (run, read_file, write_file, edit_file):
+    /// auto (offered; tags if the model refuses tools), on, or off (tags only)
     #[arg(long, value_enum, default_value_t = crate::ai::ToolMode::Auto, env = "DUET_AI_TOOLS", help_heading = "Agent")]
     pub ai_tools: crate::ai::ToolMode,
     /// Bytes of /workspace/AGENTS.md the agent is sent each turn
@@ -283,8 +314,11 @@ impl From<ServeArgs> for ServeOptions {
             sandbox_network: a.sandbox_network,
             ai_url: a.ai_url,
             ai_model: a.ai_model,
+            ai_models: a.ai_models,
             ai_key: a.ai_key,
             agent_steps: a.agent_steps,
+            agent_turn_secs: a.agent_turn_secs,
+            ai_context_tokens: a.ai_context_tokens,
             ai_timeout_secs: a.ai_timeout_secs,
             ai_tools: a.ai_tools,
             agents_md_bytes: a.agents_md_bytes,

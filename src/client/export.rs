@@ -192,6 +192,9 @@ fn message_md(m: &DuetMessage, tz: time::UtcOffset) -> String {
             if let Some(by) = &m.cancelled_by {
                 out.push_str(&format!("\n_cancelled by {by}_\n"));
             }
+            if let Some(usage) = &m.usage {
+                out.push_str(&format!("\n_{}_\n", crate::text::usage_line(usage)));
+            }
             out
         }
         Role::System => match &m.event {

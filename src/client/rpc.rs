@@ -75,6 +75,8 @@ pub enum RoomOp {
     /// `invite_create [{role, expiresIn?, name?}]`: a link for someone
     /// else, with a role.
     InviteCreate(InviteRequest),
+    /// `set_model [{model}]`: the model of the room's agent.
+    SetModel(String),
 }
 
 impl RoomOp {
@@ -117,6 +119,7 @@ impl RoomOp {
             RoomOp::SetPolicy(_) => Method::SetPolicy,
             RoomOp::Approve { .. } => Method::Approve,
             RoomOp::InviteCreate(_) => Method::InviteCreate,
+            RoomOp::SetModel(_) => Method::SetModel,
         }
     }
 
@@ -189,6 +192,10 @@ impl RoomOp {
                 approved: *approved,
             })],
             RoomOp::InviteCreate(request) => vec![to_arg(request)],
+            RoomOp::SetModel(model) => vec![to_arg(&crate::protocol::ModelRequest {
+                model: model.clone(),
+                user_id: None,
+            })],
         }
     }
 }

@@ -127,6 +127,8 @@ actions! {
     SetRole, "set_role", Owner, "change roles";
     /// Create, list and revoke invites.
     ManageInvites, "manage_invites", Owner, "manage invites";
+    /// Choose the model of the room's agent.
+    SetModel, "set_model", Owner, "choose the model";
 }
 
 impl Action {

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 mod access;
+mod agent;
 mod checkpoint;
 mod frames;
 pub mod link;
@@ -14,6 +15,7 @@ mod rooms;
 mod screen;
 mod terminal;
 pub use access::*;
+pub use agent::*;
 pub use checkpoint::*;
 pub use frames::*;
 pub use process::*;
@@ -94,6 +96,9 @@ pub struct DuetMessage {
     /// what had streamed by then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancelled_by: Option<String>,
+    /// Agent messages: what the turn cost (absent from older replies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
 }
 
 /// Whom a person's message is for: the agent runs a turn for it, the
@@ -191,6 +196,18 @@ pub enum Event {
         deleted: u64,
         checkpoint_id: Option<String>,
     },
+    /// An owner chose the model of the room's agent.
+    Model { by: String, model: String },
+    /// The agent wrote or edited a workspace file in turn `turn_id`
+    /// (`by` is "agent"): `added` and `removed` lines.
+    #[serde(rename_all = "camelCase")]
+    Edit {
+        by: String,
+        turn_id: String,
+        path: String,
+        added: u64,
+        removed: u64,
+    },
     /// A kind this client does not know: show the record's `text`.
     #[serde(other)]
     Other,
@@ -212,7 +229,9 @@ impl Event {
             | Event::Fork { by, .. }
             | Event::Policy { by, .. }
             | Event::Process { by, .. }
-            | Event::Push { by, .. } => Some(by),
+            | Event::Push { by, .. }
+            | Event::Model { by, .. }
+            | Event::Edit { by, .. } => Some(by),
             Event::Other => None,
         }
     }
@@ -356,6 +375,10 @@ pub struct RoomState {
     /// The commands that never ask: the server's entries, then the room's.
     #[serde(default)]
     pub allow: Vec<String>,
+    /// The room's agent: its model, the models it may use, its bounds
+    /// (absent from backends older than it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentState>,
 }
 
 /// `shell` of the room state.

@@ -92,6 +92,8 @@ methods! {
     Approve, "approve", Some((Verb::Post, "/approve")), [Approve];
     /// A socket ticket for a browser (it cannot send a bearer token).
     Ticket, "ticket", Some((Verb::Post, "/ticket")), [Watch];
+    /// `[{model}]`: the model of the room's agent, one of `agent.models`.
+    SetModel, "set_model", Some((Verb::Post, "/model")), [SetModel];
 }
 
 impl Addressee {

@@ -72,14 +72,21 @@ pub struct ServeOptions {
     pub ai_url: Option<String>,
     /// Model name
     pub ai_model: Option<String>,
+    /// The models a room's owner may choose, the first the default
+    /// (empty: `ai_model` alone)
+    pub ai_models: Vec<String>,
     /// API key of the model's service
     pub ai_key: Option<String>,
-    /// Rounds of commands the agent may run in one turn
+    /// Rounds the agent may take in one turn
     pub agent_steps: u32,
+    /// Seconds one turn of the agent may take, all its rounds
+    pub agent_turn_secs: u64,
+    /// Tokens of context the model is sent at most
+    pub ai_context_tokens: u64,
     /// Seconds one answer of the model may take
     pub ai_timeout_secs: u64,
-    /// Offer the model the `run` tool: auto (offered; tags if the model
-    /// refuses tools), on, or off (tags only)
+    /// Offer the model its tools (run, read_file, write_file, edit_file):
+    /// auto (offered; tags if the model refuses tools), on, or off (tags only)
     pub ai_tools: crate::ai::ToolMode,
     /// Bytes of /workspace/AGENTS.md the agent is sent each turn
     pub agents_md_bytes: usize,
@@ -152,8 +159,19 @@ impl ServeOptions {
             agents_md_bytes: Some(self.agents_md_bytes),
             url: self.ai_url.clone(),
             model: self.ai_model.clone(),
+            models: {
+                let mut models: Vec<String> = Vec::new();
+                for model in self.ai_models.iter().map(|m| m.trim()) {
+                    if !model.is_empty() && !models.iter().any(|m| m == model) {
+                        models.push(model.to_string());
+                    }
+                }
+                models
+            },
             key: self.ai_key.clone(),
             steps: self.agent_steps.max(1),
+            turn_time: std::time::Duration::from_secs(self.agent_turn_secs),
+            context_tokens: self.ai_context_tokens,
             timeout: std::time::Duration::from_secs(self.ai_timeout_secs),
             setup: match &self.embedded_config {
                 Some(file) => crate::ai::ModelSetup::embedded(file),

@@ -69,12 +69,13 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 
 /// Columns of a message, in `message_from_row` order.
 const MESSAGE_COLUMNS: &str = "id, role, user_id, text, ts, runs, client_id, to_whom, event, \
-     cancelled_by";
+     cancelled_by, usage";
 
 /// Columns of `messages` added after version 1, in the order they came,
 /// for databases made before them: `clientId`, `to` ("agent" or "room"),
-/// a record's `event` (JSON) and `cancelledBy`.
-const ADDED_COLUMNS: [&str; 4] = ["client_id", "to_whom", "event", "cancelled_by"];
+/// a record's `event` (JSON), `cancelledBy` and an agent message's
+/// `usage` (JSON).
+const ADDED_COLUMNS: [&str; 5] = ["client_id", "to_whom", "event", "cancelled_by", "usage"];
 
 /// The index that finds a message by its `clientId`.
 const CLIENT_ID_INDEX: &str = "CREATE UNIQUE INDEX IF NOT EXISTS messages_client_id \
@@ -229,10 +230,12 @@ impl Store {
         self.call(move |conn| {
             let runs = message.runs.as_ref().map(json_text).transpose()?;
             let event = message.event.as_ref().map(json_text).transpose()?;
+            let usage = message.usage.as_ref().map(json_text).transpose()?;
             let tx = conn.transaction()?;
             tx.execute(
                 "INSERT INTO messages (room, id, role, user_id, text, ts, runs, client_id, \
-                 to_whom, event, cancelled_by) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                 to_whom, event, cancelled_by, usage) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                 params![
                     room,
                     message.id,
@@ -244,7 +247,8 @@ impl Store {
                     message.client_id,
                     message.to.map(addressee),
                     event,
-                    message.cancelled_by
+                    message.cancelled_by,
+                    usage
                 ],
             )?;
             tx.execute(
@@ -511,6 +515,7 @@ fn message_from_row(r: &Row<'_>) -> rusqlite::Result<DuetMessage> {
     let runs: Option<String> = r.get(5)?;
     let to: Option<String> = r.get(7)?;
     let event: Option<String> = r.get(8)?;
+    let usage: Option<String> = r.get(10)?;
     Ok(DuetMessage {
         id: r.get(0)?,
         role: Role::parse(&role).ok_or_else(|| conversion(1, UnknownValue(role)))?,
@@ -533,6 +538,8 @@ fn message_from_row(r: &Row<'_>) -> rusqlite::Result<DuetMessage> {
             None => None,
         },
         cancelled_by: r.get(9)?,
+        // A usage this build cannot read is left out, not an error.
+        usage: usage.and_then(|json| serde_json::from_str(&json).ok()),
     })
 }
 

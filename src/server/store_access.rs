@@ -1,5 +1,6 @@
-//! The store's rows of invites (their tokens only as SHA-256) and of each
-//! room's approval policy: both outlive restarts and cleanups.
+//! The store's rows of invites (their tokens only as SHA-256), of each
+//! room's approval policy and of the model it chose: all outlive restarts
+//! and cleanups.
 
 use super::store::{Store, StoreError};
 use crate::protocol::{Invite, Policy, RoomRole};
@@ -15,6 +16,9 @@ CREATE TABLE IF NOT EXISTS invites (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS policies (
     room TEXT PRIMARY KEY, policy TEXT NOT NULL, allow TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS room_models (
+    room TEXT PRIMARY KEY, model TEXT NOT NULL
 ) WITHOUT ROWID;
 ";
 
@@ -85,7 +89,30 @@ pub(super) fn select_policy(conn: &Connection, room: &str) -> rusqlite::Result<P
     )
 }
 
+/// The model a room chose, if it chose one.
+pub(super) fn select_model(conn: &Connection, room: &str) -> rusqlite::Result<Option<String>> {
+    conn.query_row(
+        "SELECT model FROM room_models WHERE room = ?1",
+        params![room],
+        |r| r.get(0),
+    )
+    .optional()
+}
+
 impl Store {
+    /// Keeps the model `room` chose.
+    pub(crate) async fn set_model(&self, room: String, model: String) -> Result<(), StoreError> {
+        self.call(move |conn| {
+            conn.execute(
+                "INSERT INTO room_models (room, model) VALUES (?1, ?2) \
+                 ON CONFLICT (room) DO UPDATE SET model = ?2",
+                params![room, model],
+            )
+            .map(|_| ())
+        })
+        .await
+    }
+
     /// Keeps a new invite of `room`, numbered after its others; answers it
     /// with its id (`i{number}`).
     pub(crate) async fn insert_invite(

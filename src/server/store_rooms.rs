@@ -21,6 +21,8 @@ pub(crate) struct RoomRow {
     /// Its invites (revoked ones too) and its approval policy.
     pub(crate) invites: Vec<super::store_access::InviteRow>,
     pub(crate) policy: super::store_access::PolicyRow,
+    /// The model it chose, if it chose one.
+    pub(crate) model: Option<String>,
 }
 
 /// A room as listed: its id and the ts of its newest stored record (or
@@ -74,6 +76,7 @@ impl Store {
             let checkpoints = super::store_checkpoints::select(&tx, &room)?;
             let invites = super::store_access::select_invites(&tx, &room)?;
             let policy = super::store_access::select_policy(&tx, &room)?;
+            let model = super::store_access::select_model(&tx, &room)?;
             let mut messages = super::store::select_messages(&tx, &room, None, STATE_MESSAGES)?;
             messages.reverse();
             let mut execs = super::store::select_execs(&tx, &room, None, STATE_EXECS)?;
@@ -90,6 +93,7 @@ impl Store {
                 next_checkpoint,
                 invites,
                 policy,
+                model,
             })
         })
         .await

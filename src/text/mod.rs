@@ -1,14 +1,17 @@
 //! Plain text for people, the same in the terminal client and in the
 //! command line's output: display widths (graphemes and `unicode-width`,
 //! never `len()`, so CJK and emoji line up), sizes, one-line commands,
-//! what a record says, and command output made fit for a pane.
+//! what a record says, what a turn cost, and command output made fit for
+//! a pane.
 
 use unicode_segmentation::UnicodeSegmentation;
 use unicode_width::UnicodeWidthStr;
 
 mod record;
 pub mod termtext;
+mod usage;
 pub use record::{bytes, record_text};
+pub use usage::{tokens, usage_line};
 
 /// Display width of `s` in terminal cells.
 pub fn width(s: &str) -> usize {

@@ -54,6 +54,7 @@ pub fn record_text(event: &Event, text: &str) -> String {
         Event::Policy { by, policy } => {
             format!("{by} set the agent's commands to {}", policy.as_str())
         }
+        Event::Model { by, model } => format!("{by} set the agent's model to {model}"),
         Event::Process { by, name, cmd, .. } => {
             format!("{by} started {name} in the background: `{}`", one_line(cmd))
         }
@@ -68,6 +69,12 @@ pub fn record_text(event: &Event, text: &str) -> String {
             bytes(*size),
             folder_suffix(path)
         ),
+        Event::Edit {
+            path,
+            added,
+            removed,
+            ..
+        } => format!("the agent edited /workspace/{path} (+{added} -{removed} lines)"),
         Event::Other => text.split_whitespace().collect::<Vec<_>>().join(" "),
     }
 }

@@ -27,7 +27,8 @@ impl App {
             RoomOp::Cancel(_) => self.stop_failed("cancelling", err),
             RoomOp::Cleanup => self.stop_failed("the cleanup", err),
             // Answered in src/tui/rename.rs, src/tui/term_view.rs,
-            // src/tui/procs.rs, src/tui/undo.rs and src/tui/approvals.rs.
+            // src/tui/procs.rs, src/tui/undo.rs, src/tui/approvals.rs and
+            // src/tui/model.rs.
             RoomOp::Rename(_)
             | RoomOp::TermOpen(_)
             | RoomOp::TermDetach(_)
@@ -42,7 +43,8 @@ impl App {
             | RoomOp::Fork { .. }
             | RoomOp::SetPolicy(_)
             | RoomOp::Approve { .. }
-            | RoomOp::InviteCreate(_) => {}
+            | RoomOp::InviteCreate(_)
+            | RoomOp::SetModel(_) => {}
         }
     }
 
@@ -68,7 +70,8 @@ impl App {
             | RoomOp::Fork { .. }
             | RoomOp::SetPolicy(_)
             | RoomOp::Approve { .. }
-            | RoomOp::InviteCreate(_) => {}
+            | RoomOp::InviteCreate(_)
+            | RoomOp::SetModel(_) => {}
             RoomOp::Interrupt(_) => {
                 let done = answer.decode::<InterruptResponse>().map(|a| a.interrupted);
                 self.stopped("interrupt", done);

@@ -248,6 +248,8 @@ pub struct App {
     /// The room's approval policy and the agent's commands waiting for a
     /// person (src/tui/approvals.rs).
     pub approvals: crate::tui::approvals::Approvals,
+    /// The room's agent: its model and those it may use (src/tui/model.rs).
+    pub agent: Option<crate::protocol::AgentState>,
     pub toasts: Vec<Toast>,
     /// The link the link dialog shows (src/tui/share.rs).
     pub shared: Option<crate::tui::share::SharedLink>,
@@ -303,6 +305,7 @@ impl App {
             diffs: Default::default(),
             you: None,
             approvals: Default::default(),
+            agent: None,
             toasts: Vec::new(),
             shared: None,
             clipboard: Default::default(),
@@ -446,6 +449,7 @@ impl App {
                     RoomOp::Approve { .. } | RoomOp::SetPolicy(_) | RoomOp::InviteCreate(_) => {
                         self.on_access_answer(&answer, &mut effects)
                     }
+                    RoomOp::SetModel(_) => self.on_model_answer(&answer),
                     _ => self.on_answer(*answer),
                 }
                 true

@@ -46,6 +46,9 @@ impl Cell for ChatEntry {
         if let Some(note) = &self.note {
             add_note(&mut lines, note, width, ctx);
         }
+        if let Some(usage) = &self.msg.usage {
+            add_note(&mut lines, &crate::text::usage_line(usage), width, ctx);
+        }
         let lines = Rc::new(lines);
         *self.cache.borrow_mut() = Some((width, lines.clone()));
         lines

@@ -80,6 +80,12 @@ const PATCH_FIELDS: &[(&str, PatchField)] = &[
             Err(err) => app.bad_patch("allow", &err),
         }
     }),
+    ("agent", |app, value| {
+        match serde_json::from_value::<Option<crate::protocol::AgentState>>(value) {
+            Ok(agent) => app.set_agent(agent),
+            Err(err) => app.bad_patch("agent", &err),
+        }
+    }),
     ("approvals", |app, value| {
         match serde_json::from_value::<Vec<Approval>>(value) {
             Ok(open) => app.set_approvals(open),
@@ -122,6 +128,7 @@ impl App {
                 self.set_policy(state.policy);
                 self.set_allow(state.allow);
                 self.set_approvals(state.approvals);
+                self.set_agent(state.agent);
                 true
             }
             ServerFrame::Error { error, .. } if self.term_input_refused(&error) => true,

@@ -19,6 +19,7 @@ mod input;
 pub mod keymap;
 pub mod link;
 pub mod markdown;
+mod model;
 pub mod print;
 pub mod procs;
 mod rename;

@@ -208,6 +208,15 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         run: |app, arg, effects| app.policy_command(arg, effects),
     },
     SlashCommand {
+        name: "model",
+        aliases: &[],
+        usage: "/model [NAME]",
+        help: "the agent's model: alone, lists those allowed; NAME chooses (owners)",
+        // Listing them is for everyone; choosing is checked by the handler.
+        deed: None,
+        run: |app, arg, effects| app.model_command(arg, effects),
+    },
+    SlashCommand {
         name: "approvals",
         aliases: &[],
         usage: "/approvals",

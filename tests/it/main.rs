@@ -11,6 +11,8 @@ mod common;
 
 mod neutral {
     mod agent_e2e;
+    mod agent_loop;
+    mod agent_usage;
     mod backend_stop;
     mod cli_checkpoints;
     mod cli_client;
@@ -38,6 +40,7 @@ mod neutral {
     mod server_terminal;
     mod server_turn;
     mod server_ws;
+    mod tui_e2e_agent_loop;
     mod tui_e2e_approvals;
     mod tui_e2e_backend;
     mod tui_e2e_checkpoints;
@@ -46,6 +49,7 @@ mod neutral {
     mod tui_e2e_pairing;
     mod tui_e2e_processes;
     mod tui_e2e_room;
+    mod tui_e2e_usage;
     mod web_access;
 }
 

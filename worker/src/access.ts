@@ -58,6 +58,7 @@ export const TABLE = {
   fork: ["owner", "fork the room"],
   setRole: ["owner", "change roles"],
   manageInvites: ["owner", "manage invites"],
+  setModel: ["owner", "choose the model"],
 } as const satisfies Record<string, readonly [RoomRole, string]>;
 
 export type Action = keyof typeof TABLE;

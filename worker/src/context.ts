@@ -65,7 +65,7 @@ async function readAgentsMd(files: ProjectFiles): Promise<Uint8Array | undefined
   }
 }
 
-async function readWorkspaceFile(files: ProjectFiles, path: string): Promise<Found> {
+export async function readWorkspaceFile(files: ProjectFiles, path: string): Promise<Found> {
   const parts = pathComponents(path);
   if (typeof parts === "string") return { kind: "outside" };
   const inside = parts.join("/");

@@ -25,9 +25,15 @@ export interface Env {
   /** The model: an OpenAI-compatible base URL, its model and key (a secret). */
   DUET_AI_URL?: string;
   DUET_AI_MODEL?: string;
+  /** The models a room's owner may choose, comma-separated, the first the default (DUET_AI_MODEL alone). */
+  DUET_AI_MODELS?: string;
   DUET_AI_KEY?: string;
-  /** Rounds of commands per turn (duet serve --agent-steps). */
+  /** Rounds a turn may take (duet serve --agent-steps, default 10). */
   DUET_AGENT_STEPS?: string;
+  /** Seconds a turn may take, all its rounds (--agent-turn-secs, default 600). */
+  DUET_AGENT_TURN_SECS?: string;
+  /** Tokens of context the model is sent at most (--ai-context-tokens, default 32000). */
+  DUET_AI_CONTEXT_TOKENS?: string;
   /** Time one answer of the model may take. */
   DUET_AI_TIMEOUT_SECS?: string;
   /** Time to reach the model's service, until its answer starts (default 30). */

@@ -3,7 +3,7 @@
 // src/ai/openai.rs and src/ai/provider.rs.
 
 import { describe } from "./http";
-import { RUN_TOOL, ToolCalls, type ToolCallPiece, type ToolOffer } from "./tools";
+import { TOOLS, ToolCalls, type ToolCall, type ToolCallPiece, type ToolOffer } from "./tools";
 
 export type ChatRole = "system" | "user" | "assistant";
 export interface ChatMessage {
@@ -32,7 +32,16 @@ export type Event =
   | { kind: "tool"; call: ToolCallPiece }
   | { kind: "finished" }
   | { kind: "done" }
-  | { kind: "error"; message: string };
+  | { kind: "error"; message: string }
+  | { kind: "usage"; prompt: number; completion: number };
+
+/** Where `chat` reports what the service said an answer cost (`usage`); the turn reads it once the answer ended. */
+export interface UsageReport {
+  tokens?: { prompt: number; completion: number };
+}
+
+/** Services (base URL and model) that refused `stream_options`: not asked for usage again. */
+const refusedUsage = new Set<string>();
 
 /** Splits a byte stream into lines and lines into events. */
 export class SseParser {
@@ -77,13 +86,22 @@ export function chunkEvents(chunk: unknown): Event[] {
   const c = chunk as { error?: unknown; choices?: unknown } | null;
   if (c && typeof c === "object" && c.error !== undefined) return [{ kind: "error", message: errorText(c.error) }];
   const choice = Array.isArray(c?.choices) ? (c.choices[0] as Record<string, unknown> | undefined) : undefined;
-  if (!choice || typeof choice !== "object") return [];
+  if (!choice || typeof choice !== "object") return usageEvent(chunk);
   const events: Event[] = [];
   const part = (choice.delta ?? choice.message) as { content?: unknown; tool_calls?: unknown } | undefined;
   if (part && typeof part.content === "string") events.push({ kind: "delta", text: part.content });
   if (part && Array.isArray(part.tool_calls)) part.tool_calls.forEach((call, position) => events.push(...toolEvent(call, position)));
   if (choice.finish_reason !== undefined && choice.finish_reason !== null) events.push({ kind: "finished" });
+  events.push(...usageEvent(chunk));
   return events;
+}
+
+/** The chunk's `usage`, when it has one with both counts (src/ai/sse.rs). */
+function usageEvent(chunk: unknown): Event[] {
+  const usage = (chunk as { usage?: { prompt_tokens?: unknown; completion_tokens?: unknown } | null } | null)?.usage;
+  const count = (n: unknown) => typeof n === "number" && Number.isSafeInteger(n) && n >= 0;
+  if (!usage || typeof usage !== "object" || !count(usage.prompt_tokens) || !count(usage.completion_tokens)) return [];
+  return [{ kind: "usage", prompt: usage.prompt_tokens as number, completion: usage.completion_tokens as number }];
 }
 
 /** A piece of a tool call (`{index, function: {name?, arguments?}}`), the `position`th of its chunk (src/ai/sse.rs). */
@@ -119,36 +137,59 @@ const REASONS: Record<number, string> = {
   504: "Gateway Timeout",
 };
 
-/** A streamed answer: its pieces, in order; ends after the last. */
-export type Pieces = AsyncGenerator<string, void, undefined>;
+/** A streamed answer: its text in pieces, then its tool calls, in order; ends after the last. */
+export type Pieces = AsyncGenerator<string | ToolCall, void, undefined>;
 
 /**
- * Sends the conversation, offering the `run` tool where `offer` says so;
+ * Sends the conversation, offering the tools where `offer` says so;
  * resolves once the model started answering, with its pieces (its tool
- * calls last, as `<run>` tags). A refusal of the tool (an HTTP 4xx but
+ * calls last). A refusal of the tool (an HTTP 4xx but
  * 401, 403, 408 and 429) is asked again at once without it where the offer
- * falls back to tags.
+ * falls back to tags. Given `usage`, the answer's counts are asked for
+ * (`stream_options`; a service that refuses it is asked again without, and
+ * not asked from then on) and reported there.
  * `signal` ends the request (cancel, timeout).
  */
-export async function chat(config: ModelConfig, messages: ChatMessage[], signal: AbortSignal, offer?: ToolOffer): Promise<Pieces> {
+export async function chat(config: ModelConfig, messages: ChatMessage[], signal: AbortSignal, offer?: ToolOffer, usage?: UsageReport): Promise<Pieces> {
   const url = `${config.base.replace(/\/+$/, "")}/chat/completions`;
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (config.key) headers.authorization = `Bearer ${config.key}`;
-  const send = (tools: boolean) => {
-    const body = JSON.stringify({ model: config.model, messages, stream: true, ...(tools && { tools: [RUN_TOOL], tool_choice: "auto" }) });
+  const send = (tools: boolean, counts: boolean) => {
+    const body = JSON.stringify({
+      model: config.model,
+      messages,
+      stream: true,
+      ...(counts && { stream_options: { include_usage: true } }),
+      ...(tools && { tools: TOOLS, tool_choice: "auto" }),
+    });
     return reach(url, { method: "POST", headers, body, signal }, config.connectTimeoutMs);
   };
-  const tools = offer?.offers(config.base, config.model) ?? false;
-  let res = await send(tools);
+  let tools = offer?.offers(config.base, config.model) ?? false;
+  const service = `${config.base} ${config.model}`;
+  let counts = usage !== undefined && !refusedUsage.has(service);
+  let res = await send(tools, counts);
+  // A refusal that names `stream_options` is about it, not the tool.
+  if (counts && refusesTools(res.status) && /stream_options|include_usage/.test(await res.clone().text().catch(() => ""))) {
+    await res.body?.cancel().catch(() => {});
+    counts = false;
+    res = await send(tools, false);
+    if (res.ok) refusedUsage.add(service);
+  }
   if (tools && offer?.fallsBack() && refusesTools(res.status)) {
     await res.body?.cancel().catch(() => {});
-    res = await send(false);
+    tools = false;
+    res = await send(false, counts);
     // It refused the tool if the same request without it is answered.
     if (res.ok) offer.refused(config.base, config.model);
   }
+  if (counts && refusesTools(res.status)) {
+    await res.body?.cancel().catch(() => {});
+    res = await send(tools, false);
+    if (res.ok) refusedUsage.add(service);
+  }
   if (!res.ok) throw await statusError(url, res);
-  if ((res.headers.get("content-type") ?? "").startsWith("application/json")) return wholeAnswer(res);
-  return streamed(res);
+  if ((res.headers.get("content-type") ?? "").startsWith("application/json")) return wholeAnswer(res, usage);
+  return streamed(res, usage);
 }
 
 /**
@@ -196,7 +237,7 @@ async function statusError(url: string, res: Response): Promise<ModelError> {
 }
 
 /** A service that ignored `stream: true` and answered in one piece. */
-async function* wholeAnswer(res: Response): Pieces {
+async function* wholeAnswer(res: Response, usage?: UsageReport): Pieces {
   let value: unknown;
   try {
     value = await res.json();
@@ -207,22 +248,21 @@ async function* wholeAnswer(res: Response): Pieces {
   for (const event of chunkEvents(value)) {
     if (event.kind === "delta") yield event.text;
     else if (event.kind === "tool") calls.add(event.call);
+    else if (event.kind === "usage" && usage) usage.tokens = { prompt: event.prompt, completion: event.completion };
     else if (event.kind === "error") throw new ModelError(`the model's answer broke off: ${event.message}`);
   }
-  const tags = calls.tags();
-  if (tags !== "") yield tags;
+  yield* calls.list();
 }
 
-/** The pieces of a server-sent-events answer; its tool calls, gathered, as tags once it ended. */
-async function* streamed(res: Response): Pieces {
+/** The pieces of a server-sent-events answer; its tool calls, gathered, once it ended. */
+async function* streamed(res: Response, usage?: UsageReport): Pieces {
   const calls = new ToolCalls();
-  yield* streamedText(res, calls);
-  const tags = calls.tags();
-  if (tags !== "") yield tags;
+  yield* streamedText(res, calls, usage);
+  yield* calls.list();
 }
 
 /** The text pieces of a server-sent-events answer, its tool calls into `calls`. */
-async function* streamedText(res: Response, calls: ToolCalls): Pieces {
+async function* streamedText(res: Response, calls: ToolCalls, usage?: UsageReport): AsyncGenerator<string, void, undefined> {
   if (!res.body) throw new ModelError("the model's answer broke off: the answer has no body");
   const reader = res.body.getReader();
   const parser = new SseParser();
@@ -239,6 +279,7 @@ async function* streamedText(res: Response, calls: ToolCalls): Pieces {
       for (const event of events) {
         if (event.kind === "delta" && event.text !== "") yield event.text;
         else if (event.kind === "tool") calls.add(event.call);
+        else if (event.kind === "usage" && usage) usage.tokens = { prompt: event.prompt, completion: event.completion };
         else if (event.kind === "finished") finished = true;
         else if (event.kind === "done") return;
         else if (event.kind === "error") throw new ModelError(`the model's answer broke off: ${event.message}`);

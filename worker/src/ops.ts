@@ -87,7 +87,9 @@ export type Op =
   /** `POST /approve`, rpc `approve`. */
   | { kind: "approve"; approvalId: string; approved: boolean; user?: string }
   /** `POST /ticket`, rpc `ticket`: a socket ticket for the caller (tickets.ts). */
-  | { kind: "ticket"; user?: string };
+  | { kind: "ticket"; user?: string }
+  /** The agent's model (src/usage.ts): `POST /model`, rpc `set_model`. */
+  | { kind: "set_model"; model: string; user?: string };
 
 /** An HTTP route under `/api/rooms/{room}`: verb and path, `{id}` one segment (docs/operations.json's `route`). */
 export type Route = `${"GET" | "POST" | "DELETE"} /${string}`;
@@ -287,6 +289,14 @@ export const OPERATIONS = {
     route: "POST /ticket",
     actions: ["watch"],
     parse: (_f, user) => ({ kind: "ticket", user }),
+  },
+  set_model: {
+    route: "POST /model",
+    actions: ["setModel"],
+    parse: (f, user) => {
+      const model = f.requiredText("model");
+      return model === undefined ? undefined : { kind: "set_model", model, user };
+    },
   },
 } as const satisfies Record<string, Operation>;
 

@@ -5,17 +5,17 @@
 
 import { NO_OUTPUT, isErrorRun, parseBlocks } from "./blocks";
 import type { ProjectContext } from "./context";
+import type { FileOutcome } from "./filetools";
+import { headAndTail } from "./fit";
 import type { ChatMessage } from "./model";
 import { type DuetMessage, type Run } from "./protocol";
-import { firstChars, trim } from "./text";
+import { trim } from "./text";
 
 /** assets/system_prompt.md, as it is (a test checks they are the same). */
-export const SYSTEM_PROMPT = "You are Duet's agent: a concise pair-programming assistant in a shared room. Several people may talk to you; each of their messages starts with the sender's name.\n\nYou have a Linux sandbox shared with the room: a bash session whose working directory is /workspace. Files and the working directory persist between commands; there is no network.\n\nTo run a command, put it in run tags, e.g. <run>ls -la</run>. Rules:\n- One shell command (or a short script) per tag; the commands run in order after your reply, and their outputs are shown to the room below it.\n- Never write or predict a command's output yourself; never write \"Output (\" blocks. Wait for the real output.\n- If you are given the outputs of your commands, use them to continue: run more commands or give your answer.\n- Commands get no input (stdin is empty) and are stopped after a time limit: no editors, pagers or interactive programs; to write a file, use a heredoc or printf.\n\nAnswer briefly and concretely. Use Markdown sparingly. Say so when you are unsure.\n";
+export const SYSTEM_PROMPT = "You are Duet's agent: a concise pair-programming assistant in a shared room. Several people may talk to you; each of their messages starts with the sender's name.\n\nYou have a Linux sandbox shared with the room: a bash session whose working directory is /workspace. Files and the working directory persist between commands; there is no network.\n\nTo run a command, put it in run tags, e.g. <run>ls -la</run>. Rules:\n- One shell command (or a short script) per tag; the commands run in order after your reply, and their outputs are shown to the room below it.\n- Never write or predict a command's output yourself; never write \"Output (\" blocks. Wait for the real output.\n- If you are given the outputs of your commands, use them to continue: run more commands or give your answer. Keep going until the job is done, then answer without any command.\n- Commands get no input (stdin is empty) and are stopped after a time limit: no editors, pagers or interactive programs.\n- To read and change files, use the read_file, write_file and edit_file tools when you have them; else cat, and a heredoc or printf.\n\nAnswer briefly and concretely. Use Markdown sparingly. Say so when you are unsure.\n";
 
-/** Messages of the room's history the model sees. */
-export const CONTEXT_MESSAGES = 10;
-/** Characters of one command's output given back to the model. */
-const RESULT_CHARS = 4_000;
+/** Characters of one command's output given back to the model: its first and its last this many. */
+const RESULT_CHARS = 2_000;
 
 /** How the model is shown a message people wrote to each other, and a record of the room (src/ai/prompt.rs). */
 export const ROOM_MARK = "[to the room, not to you]";
@@ -47,7 +47,7 @@ export function conversation(history: DuetMessage[], screen?: TerminalScreen, pr
   const out: ChatMessage[] = [{ role: "system", content: trim(SYSTEM_PROMPT) }];
   if (project?.instructions !== undefined) out.push({ role: "system", content: project.instructions });
   const head = out.length;
-  for (const m of history.slice(Math.max(0, history.length - CONTEXT_MESSAGES))) {
+  for (const m of history) {
     if (m.role === "user") {
       const said = m.userId !== undefined ? `${m.userId}: ${m.text}` : m.text;
       out.push({ role: "user", content: m.to === "room" ? `${ROOM_MARK} ${said}` : said });
@@ -88,11 +88,19 @@ function agentTurn(m: DuetMessage): ChatMessage[] {
   return out;
 }
 
-/** What the model is told after a round: each command's exit code and output, and that it may go on. */
-export function resultsNote(runs: Run[]): string {
+/** What one action of a round did: a command, or a file tool. */
+export type Outcome = { run: Run } | { file: FileOutcome };
+
+/** What the model is told after a round: each command's exit code and output, each file tool's result, and that it may go on. */
+export function resultsNote(outcomes: (Run | Outcome)[]): string {
   let note = "The commands ran. Their results:";
-  for (const run of runs) {
+  for (const outcome of outcomes) {
     note += "\n\n";
+    if ("file" in outcome) {
+      note += `${outcome.file.failed ? "Error" : "Result"} (${outcome.file.label}):\n${outcome.file.result}`;
+      continue;
+    }
+    const run = "run" in outcome ? outcome.run : outcome;
     if (isErrorRun(run)) {
       note += `Error (${run.cmd}):\n${run.error ?? ""}`;
       continue;
@@ -110,8 +118,7 @@ export function resultsNote(runs: Run[]): string {
   return note + "\n\nContinue: run more commands in <run> tags if needed, or give your answer.";
 }
 
-/** At most `RESULT_CHARS` characters of an output, saying when cut. */
+/** An output's first and last `RESULT_CHARS` characters, saying what was cut between them. */
 function cut(output: string): string {
-  const [kept, more] = firstChars(output, RESULT_CHARS);
-  return more ? `${kept}\n[… output cut]` : output;
+  return headAndTail(output, RESULT_CHARS);
 }

@@ -47,7 +47,26 @@ export type RoomEvent =
   | { kind: "fork"; by: string; from: string; to: string; checkpointId?: string }
   | { kind: "policy"; by: string; policy: Policy }
   | { kind: "process"; by: string; processId: string; name: string; cmd: string }
-  | { kind: "push"; by: string; path: string; files: number; bytes: number; deleted: number; checkpointId: string | null };
+  | { kind: "push"; by: string; path: string; files: number; bytes: number; deleted: number; checkpointId: string | null }
+  | { kind: "model"; by: string; model: string }
+  | { kind: "edit"; by: string; turnId: string; path: string; added: number; removed: number };
+
+/** What a turn cost (an agent message's `usage`): tokens summed over its model calls, estimated when the service gave none. */
+export interface Usage {
+  promptTokens: number;
+  completionTokens: number;
+  rounds: number;
+  estimated?: true;
+}
+
+/** The room state's `agent`: its model, those an owner may choose (the default first), the bounds of a turn. */
+export interface AgentState {
+  model: string | null;
+  models: string[];
+  steps: number;
+  turnSecs: number;
+  contextTokens: number;
+}
 
 export interface Run {
   cmd: string;
@@ -75,6 +94,8 @@ export interface DuetMessage {
   event?: RoomEvent;
   /** The agent message of a cancelled turn: who cancelled it. */
   cancelledBy?: string;
+  /** Agent messages: what the turn cost. */
+  usage?: Usage;
 }
 
 export interface ExecRecord {
@@ -148,6 +169,17 @@ export function messageJson(m: DuetMessage): object {
     ...(m.to !== undefined && { to: m.to }),
     ...(m.event !== undefined && { event: eventJson(m.event) }),
     ...(m.cancelledBy !== undefined && { cancelledBy: m.cancelledBy }),
+    ...(m.usage !== undefined && { usage: usageJson(m.usage) }),
+  };
+}
+
+/** A usage in the field order of src/protocol/agent.rs. */
+export function usageJson(u: Usage): object {
+  return {
+    promptTokens: u.promptTokens,
+    completionTokens: u.completionTokens,
+    rounds: u.rounds,
+    ...(u.estimated && { estimated: true }),
   };
 }
 
@@ -175,6 +207,8 @@ export function eventJson(e: RoomEvent): object {
       };
     case "delete":
       return { kind: e.kind, by: e.by, path: e.path };
+    case "edit":
+      return { kind: e.kind, by: e.by, turnId: e.turnId, path: e.path, added: e.added, removed: e.removed };
     case "checkpoint":
     case "restore":
       return { kind: e.kind, by: e.by, checkpointId: e.checkpointId, name: e.name };
@@ -192,6 +226,8 @@ export function eventJson(e: RoomEvent): object {
       return { kind: e.kind, by: e.by, processId: e.processId, name: e.name, cmd: e.cmd };
     case "push":
       return { kind: e.kind, by: e.by, path: e.path, files: e.files, bytes: e.bytes, deleted: e.deleted, checkpointId: e.checkpointId };
+    case "model":
+      return { kind: e.kind, by: e.by, model: e.model };
   }
 }
 
@@ -386,9 +422,11 @@ export interface StateFields {
   approvals: Approval[];
   /** The server's entries, then the room's. */
   allow: string[];
+  /** The agent's model, the models an owner may choose and a turn's bounds. */
+  agent: AgentState;
 }
 
-const STATE_FIELDS = ["shell", "terminal", "processes", "ports", "checkpoints", "policy", "approvals", "allow"] as const;
+const STATE_FIELDS = ["shell", "terminal", "processes", "ports", "checkpoints", "policy", "approvals", "allow", "agent"] as const;
 
 function fieldJson<K extends keyof StateFields>(name: K, value: StateFields[K]): object | null {
   switch (name) {
@@ -406,6 +444,10 @@ function fieldJson<K extends keyof StateFields>(name: K, value: StateFields[K]):
       return (value as Approval[]).map(approvalJson);
     case "allow":
       return [...(value as string[])];
+    case "agent": {
+      const a = value as AgentState;
+      return { model: a.model, models: [...a.models], steps: a.steps, turnSecs: a.turnSecs, contextTokens: a.contextTokens };
+    }
     default:
       return (value as Port[]).map(portJson);
   }

@@ -29,8 +29,12 @@ export function recordText(e: RoomEvent, cmd?: string): string {
       return `${e.by} forked room ${e.from} into room ${e.to}`;
     case "policy":
       return `${e.by} set the agent's commands to ${e.policy}`;
+    case "model":
+      return `${e.by} set the agent's model to ${e.model}`;
     case "process":
       return `${e.by} started ${e.name} in the background: ${code(e.cmd)}`;
+    case "edit":
+      return `the agent edited ${e.path} (+${e.added} -${e.removed} lines)`;
     case "push":
       return `${e.by} pushed ${e.files} files (${bytes(e.bytes)}) into /workspace${e.path === "" ? "" : `/${e.path}`}`;
     case "shell": {

@@ -8,10 +8,13 @@ import { execResult, runOf, type CommandEnd } from "./exec";
 import { ApiError, describe, ok, type Reply } from "./http";
 import { dropCopy } from "./checkpoints";
 import type { Op } from "./ops";
-import { WORKSPACE, type Checkpoint, checkpointJson, cleanupFrame, defaultProcessName, execResultJson, messageResponseJson, portJson, processJson, statePatchFrame, type Run } from "./protocol";
+import { MAX_FILE_BODY, WORKSPACE, type Checkpoint, checkpointJson, cleanupFrame, defaultProcessName, execResultJson, messageResponseJson, portJson, processJson, statePatchFrame, type Run } from "./protocol";
 import { sandboxName } from "./text";
+import { allowedModels, notAllowed } from "./usage";
 import { roomOp } from "./rooms";
-import type { WorkspaceCopy } from "./sandbox/types";
+import { BadPath, type WorkspaceCopy } from "./sandbox/types";
+import { pathComponents } from "./files";
+import { CANCELLED_TEXT } from "./turn";
 import { inviteJson } from "./invites";
 import { issueTicket } from "./tickets";
 import { ANONYMOUS, RoomState, type Who } from "./roomstate";
@@ -220,6 +223,22 @@ export class Room extends RoomState {
           return this.approvals.answer(op.approvalId, op.approved, op.user ?? ANONYMOUS);
         case "ticket":
           return ok(await issueTicket(this.env, this.id, caller.inviteId));
+        case "set_model": {
+          const allowed = allowedModels(this.config);
+          if (!allowed.includes(op.model)) throw ApiError.field("model", notAllowed(allowed));
+          const before = this.agentState().model;
+          if (this.chosenModel !== op.model) {
+            this.store.setModel(op.model);
+            this.lobby.used();
+            this.chosenModel = op.model;
+          }
+          if (before !== op.model) {
+            this.stateCache = undefined;
+            this.sockets.patch(statePatchFrame({ agent: this.agentState() }));
+            this.noteQuietly({ kind: "model", by: op.user ?? ANONYMOUS, model: op.model });
+          }
+          return ok({ model: op.model });
+        }
       }
     } catch (e) {
       return (e instanceof ApiError ? e : ApiError.internal(describe(e))).reply();
@@ -330,32 +349,64 @@ export class Room extends RoomState {
   }
 
   /**
-   * Runs a command of turn `turnId` (begun by socket `byConnection`), like
-   * an exec by "agent"; before the turn's first, its automatic checkpoint.
-   * A restore under way is waited for, unless it cancels this turn.
+   * Asks the room's policy whether turn `turnId` may do `what` (a command,
+   * `write_file PATH`): why not, or undefined once it may.
    */
-  protected async agentRun(cmd: string, signal: AbortSignal, turnId: string, byConnection?: string): Promise<Run> {
-    const cancelled: Run = { cmd, stdout: "", stderr: "", exitCode: null, error: "the agent's turn was cancelled" };
-    const notRun = (error: string): Run => ({ cmd, stdout: "", stderr: "", exitCode: null, error });
-    if (this.policy === "off") return notRun(POLICY_OFF);
-    if (this.policy === "ask" && !allowedWithoutAsking(cmd, this.allow())) {
-      const decision = await this.approvals.request(cmd, turnId, signal);
-      if ("withdrawn" in decision) return cancelled;
-      if (!decision.approved) return notRun(decision.timedOut ? NOT_APPROVED_IN_TIME : deniedBy(decision.by));
+  protected async agentAsk(what: string, signal: AbortSignal, turnId: string): Promise<string | undefined> {
+    if (this.policy === "off") return POLICY_OFF;
+    if (this.policy === "ask" && !allowedWithoutAsking(what, this.allow())) {
+      const decision = await this.approvals.request(what, turnId, signal);
+      if ("withdrawn" in decision) return CANCELLED_TEXT;
+      if (!decision.approved) return decision.timedOut ? NOT_APPROVED_IN_TIME : deniedBy(decision.by);
     }
+    return undefined;
+  }
+
+  /**
+   * Waits until turn `turnId` may change the workspace: a restore under
+   * way first, then before its first change its automatic checkpoint.
+   * False once it was cancelled.
+   */
+  private async beforeChange(signal: AbortSignal, turnId: string): Promise<boolean> {
     const aborted = new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
     await Promise.race([this.cleaning, aborted]);
-    if (signal.aborted) return cancelled;
-    // Before the turn's first command that actually runs.
+    if (signal.aborted) return false;
     if (this.checkpointedTurn !== turnId) {
       this.checkpointedTurn = turnId;
       const taking = this.checkpoints.beforeTurn(turnId);
       this.quietCheckpoints++;
       void taking.finally(() => this.quietCheckpoints--).catch(() => undefined);
       await Promise.race([taking, aborted]);
-      if (signal.aborted) return cancelled;
     }
+    return !signal.aborted;
+  }
+
+  /**
+   * Runs a command of turn `turnId` (begun by socket `byConnection`), like
+   * an exec by "agent"; before the turn's first, its automatic checkpoint.
+   * A restore under way is waited for, unless it cancels this turn.
+   */
+  protected async agentRun(cmd: string, signal: AbortSignal, turnId: string, byConnection?: string): Promise<Run> {
+    const notRun = (error: string): Run => ({ cmd, stdout: "", stderr: "", exitCode: null, error });
+    const refused = await this.agentAsk(cmd, signal, turnId);
+    if (refused !== undefined) return notRun(refused);
+    if (!(await this.beforeChange(signal, turnId))) return notRun(CANCELLED_TEXT);
     return runOf(await this.commands.run({ cmd, by: "agent", source: "agent", signal, byConnection }));
+  }
+
+  /** Writes a workspace file for turn `turnId` (asked already): why it could not, or undefined. */
+  protected async agentWrite(path: string, bytes: Uint8Array, signal: AbortSignal, turnId: string): Promise<string | undefined> {
+    const parts = pathComponents(path);
+    if (typeof parts === "string") return `${path} ${parts}`;
+    if (bytes.length > MAX_FILE_BODY) return `too large: a file may be at most ${MAX_FILE_BODY} bytes`;
+    if (!(await this.beforeChange(signal, turnId))) return CANCELLED_TEXT;
+    try {
+      await this.sandbox().writeFile(parts.join("/"), bytes);
+      return undefined;
+    } catch (e) {
+      if (e instanceof BadPath) return `${path} is not a path inside /workspace (${e.message})`;
+      return describe(e);
+    }
   }
 
   /**

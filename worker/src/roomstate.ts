@@ -24,6 +24,7 @@ import { Processes } from "./processes";
 import { Store, fitRuns } from "./store";
 import { SharedTerminal } from "./terminal";
 import { Turns, agentConfig, type AgentConfig, type NewMessage, type TurnHost } from "./turn";
+import { agentState } from "./usage";
 
 /** Who asks when nobody says: `userId` absent and a socket without `user`. */
 export const ANONYMOUS = "anonymous";
@@ -97,6 +98,8 @@ export abstract class RoomState {
   readonly invites: Invites;
   readonly approvals: Approvals;
   protected policy: Policy;
+  /** The model the room chose (used while the backend allows it). */
+  protected chosenModel?: string;
   /** The server's allow list (DUET_APPROVAL_ALLOW) and the room's own. */
   protected readonly serverAllow: string[];
   protected roomAllow: string[];
@@ -206,12 +209,19 @@ export abstract class RoomState {
       this.limits.approvalTimeoutMs,
     );
     ({ policy: this.policy, allow: this.roomAllow } = store.policy());
+    this.chosenModel = store.model();
     this.serverAllow = parseAllowList(env.DUET_APPROVAL_ALLOW);
     const host: TurnHost = {
       emit: (frame) => this.sockets.all(frame),
       run: (cmd, signal, turnId, byConnection) => this.agentRun(cmd, signal, turnId, byConnection),
       screen: () => this.terminal.screen(),
       files: () => this.sandbox(),
+      model: () => this.agentState().model ?? undefined,
+      ask: (what, signal, turnId) => this.agentAsk(what, signal, turnId),
+      writeFile: (path, bytes, signal, turnId) => this.agentWrite(path, bytes, signal, turnId),
+      edited: (event) => {
+        if (!this.turns.afterReply(event, recordText(event))) this.noteQuietly(event);
+      },
     };
     this.turns = new Turns({
       config: this.config,
@@ -241,7 +251,13 @@ export abstract class RoomState {
       policy: this.policy,
       approvals: this.approvals.list(),
       allow: this.allow(),
+      agent: this.agentState(),
     }));
+  }
+
+  /** The state's `agent`: the room's model and the backend's bounds. */
+  protected agentState() {
+    return agentState(this.config, this.chosenModel);
   }
 
   /** The commands that never ask: the server's entries, then the room's. */
@@ -373,6 +389,12 @@ export abstract class RoomState {
     if (this.execList.length > STATE_EXECS) this.execList.splice(0, this.execList.length - STATE_EXECS);
     this.stateCache = undefined;
   }
+
+  /** Asks the room's policy whether the agent's turn `turnId` may do `what` (room.ts); why not, or undefined. */
+  protected abstract agentAsk(what: string, signal: AbortSignal, turnId: string): Promise<string | undefined>;
+
+  /** Writes a workspace file for the agent's turn `turnId` (room.ts); why it could not, or undefined. */
+  protected abstract agentWrite(path: string, bytes: Uint8Array, signal: AbortSignal, turnId: string): Promise<string | undefined>;
 
   /** Runs a command of the agent's turn `turnId` (room.ts). */
   protected abstract agentRun(cmd: string, signal: AbortSignal, turnId: string, byConnection?: string): Promise<Run>;

@@ -3,7 +3,7 @@
 // `setState`, whose single row is capped at 2 MB in production), the
 // counters that keep ids unique, and the shell's working directory.
 
-import { STATE_EXECS, STATE_MESSAGES, SERVER_STOPPED, STORED_OUTPUT_CAP, WORKSPACE, runJson, type DuetMessage, type ExecRecord, type Role, type RoomEvent, type Checkpoint, type Process, type Run } from "./protocol";
+import { STATE_EXECS, STATE_MESSAGES, SERVER_STOPPED, STORED_OUTPUT_CAP, WORKSPACE, runJson, usageJson, type DuetMessage, type ExecRecord, type Role, type RoomEvent, type Checkpoint, type Process, type Run, type Usage } from "./protocol";
 import { capText } from "./text";
 import type { WorkspaceCopy } from "./sandbox/types";
 import type { Policy } from "./approvals";
@@ -61,6 +61,8 @@ const ADDED_COLUMNS: [string, string][] = [
   ["addressee", "TEXT"],
   ["event", "TEXT"],
   ["cancelled_by", "TEXT"],
+  // An agent message's `usage` (JSON).
+  ["usage", "TEXT"],
 ];
 
 /**
@@ -75,7 +77,7 @@ const ADDED_EXEC_COLUMNS: [string, string][] = [
 ];
 
 /** The columns a message is read from, in messageFromRow's terms. */
-const MESSAGE_COLUMNS = "id, role, user_id, client_id, text, ts, runs, addressee, event, cancelled_by";
+const MESSAGE_COLUMNS = "id, role, user_id, client_id, text, ts, runs, addressee, event, cancelled_by, usage";
 
 type Row = Record<string, SqlStorageValue>;
 
@@ -174,7 +176,7 @@ export class Store {
   insertMessage(m: DuetMessage, next: number): void {
     this.storage.transactionSync(() => {
       this.sql.exec(
-        `INSERT INTO duet_messages (${MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO duet_messages (${MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         m.id,
         m.role,
         m.userId ?? null,
@@ -185,6 +187,7 @@ export class Store {
         m.to ?? null,
         m.event === undefined ? null : JSON.stringify(m.event),
         m.cancelledBy ?? null,
+        m.usage === undefined ? null : JSON.stringify(usageJson(m.usage)),
       );
       this.setCounter("message", next);
     });
@@ -359,6 +362,19 @@ export class Store {
     });
   }
 
+  /** The model the room chose, if it chose one. */
+  model(): string | undefined {
+    const row = this.sql.exec("SELECT value FROM duet_values WHERE name = 'model'").toArray()[0];
+    return row ? String(row.value) : undefined;
+  }
+
+  setModel(model: string): void {
+    this.sql.exec(
+      "INSERT INTO duet_values (name, value) VALUES ('model', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+      model,
+    );
+  }
+
   /** Someone joined the room (it exists from then on: a fork cannot take its name). */
   markJoined(): void {
     this.sql.exec("INSERT OR IGNORE INTO duet_values (name, value) VALUES ('joined', '1')");
@@ -445,6 +461,7 @@ function messageFromRow(r: Row): DuetMessage {
   if (r.addressee === "agent" || r.addressee === "room") m.to = r.addressee;
   if (r.event !== null) m.event = JSON.parse(String(r.event)) as RoomEvent;
   if (r.cancelled_by !== null) m.cancelledBy = String(r.cancelled_by);
+  if (r.usage !== null && r.usage !== undefined) m.usage = JSON.parse(String(r.usage)) as Usage;
   return m;
 }
 

@@ -1,8 +1,8 @@
-// The model's `run` tool (docs/protocol.md "Tool calls"): the tool the
-// request offers, the streamed calls gathered until the answer ends and
-// turned into the `<run>CMD</run>` text a model without tools writes, and
-// whether a room still offers the tool to a model (DUET_AI_TOOLS; under
-// `auto`, a model whose service refused the tool gets tags from then on).
+// The model's tools (docs/protocol.md "Tool calls"): those the request
+// offers (`run` and the file tools of filetools.ts), the streamed calls
+// gathered until the answer ends, and whether a room still offers tools to
+// a model (DUET_AI_TOOLS; under `auto`, a model whose service refused them
+// gets `<run>` tags from then on).
 
 /** `--ai-tools` (`DUET_AI_TOOLS`): offer the tool, tags if refused; always; never. */
 export type ToolsMode = "auto" | "on" | "off";
@@ -13,19 +13,44 @@ export function toolsMode(value: string | undefined): ToolsMode {
   return v === "on" || v === "off" ? v : "auto";
 }
 
-/** The one tool the request offers, as docs/protocol.md writes it. */
-export const RUN_TOOL = {
+const string = (description: string) => ({ type: "string", description });
+const tool = (name: string, description: string, properties: Record<string, unknown>, required: string[]) => ({
   type: "function",
-  function: {
-    name: "run",
-    description: "Run a shell command in the room's sandbox, as <run>CMD</run> does; its output comes back to you.",
-    parameters: {
-      type: "object",
-      properties: { cmd: { type: "string", description: "the command line, for bash" } },
-      required: ["cmd"],
+  function: { name, description, parameters: { type: "object", properties, required } },
+});
+
+/** The tools the request offers, as docs/protocol.md writes them (src/ai/tools.rs). */
+export const TOOLS = [
+  tool(
+    "run",
+    "Run a shell command in the room's sandbox, as <run>CMD</run> does; its output comes back to you.",
+    { cmd: string("the command line, for bash") },
+    ["cmd"],
+  ),
+  tool("read_file", "Read a file of the workspace (a path relative to /workspace).", { path: string("the file, relative to /workspace") }, ["path"]),
+  tool(
+    "write_file",
+    "Write a whole file of the workspace, creating it (and its folders) or replacing it.",
+    { path: string("the file, relative to /workspace"), content: string("its new text") },
+    ["path", "content"],
+  ),
+  tool(
+    "edit_file",
+    "Replace the one place in a file of the workspace where `old` occurs (exactly, once) with `new`.",
+    {
+      path: string("the file, relative to /workspace"),
+      old: string("the exact text to replace: it must occur once in the file"),
+      new: string("the text to put in its place"),
     },
-  },
-} as const;
+    ["path", "old", "new"],
+  ),
+];
+
+/** A tool the model called: its name and its arguments' JSON text. */
+export interface ToolCall {
+  name: string;
+  args: string;
+}
 
 /** One piece of a streamed tool call (OpenAI's `delta.tool_calls[i]`). */
 export interface ToolCallPiece {
@@ -47,31 +72,14 @@ export class ToolCalls {
     this.calls.set(piece.index, call);
   }
 
-  /**
-   * The text the calls count as: `<run>CMD</run>` for each call of `run`
-   * whose arguments are an object with a string `cmd`, in index order;
-   * other calls are left out.
-   */
-  tags(): string {
-    let text = "";
+  /** The calls with a name, in index order. */
+  list(): ToolCall[] {
+    const out: ToolCall[] = [];
     for (const index of [...this.calls.keys()].sort((a, b) => a - b)) {
       const call = this.calls.get(index);
-      const cmd = call?.name === "run" ? runCommand(call.args) : undefined;
-      if (cmd !== undefined) text += `<run>${cmd}</run>`;
+      if (call && call.name !== "") out.push({ name: call.name, args: call.args });
     }
-    return text;
-  }
-}
-
-/** The `cmd` of a `run` call's arguments, if they are an object with a string `cmd`. */
-function runCommand(args: string): string | undefined {
-  try {
-    const value = JSON.parse(args) as unknown;
-    if (value === null || typeof value !== "object" || Array.isArray(value)) return undefined;
-    const cmd = (value as { cmd?: unknown }).cmd;
-    return typeof cmd === "string" ? cmd : undefined;
-  } catch {
-    return undefined;
+    return out;
   }
 }
 

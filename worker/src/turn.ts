@@ -1,19 +1,24 @@
 // The agent's turn: one at a time per room, in the order messages came
 // (queued turns see the answers before them); each streams the model's
-// reply to the room, runs its commands and gives their outputs back for up
-// to DUET_AGENT_STEPS rounds (src/ai/turn.rs, src/server/room/turn.rs). A
-// cancelled turn keeps what it had streamed and run.
+// reply to the room, runs its commands and file tools and gives their
+// results back round after round until the model answers without any, or
+// a budget ends it (DUET_AGENT_STEPS rounds, DUET_AGENT_TURN_SECS)
+// (src/ai/turn.rs, src/server/room/turn.rs). A cancelled turn keeps what
+// it had streamed and run.
 
 import { addRound, extractPlaced, partialPlaced } from "./blocks";
 import { projectContext, type ProjectFiles } from "./context";
 import { countVar, positiveVar, type Env } from "./env";
 import { ApiError, describe, ok, type Reply } from "./http";
-import { ModelError, chat, discoverModel, type ChatMessage, type ModelConfig } from "./model";
-import { conversation, resultsNote, type TerminalScreen } from "./prompt";
-import { STORED_OUTPUT_CAP, aiFrame, messageResponseJson, type DuetMessage, type RoomEvent, type Run } from "./protocol";
+import { action, runFileCall, type Action } from "./filetools";
+import { fitted, type Context } from "./fit";
+import { ModelError, chat, discoverModel, type ChatMessage, type ModelConfig, type UsageReport } from "./model";
+import { conversation, resultsNote, type Outcome, type TerminalScreen } from "./prompt";
+import { STORED_OUTPUT_CAP, aiFrame, messageResponseJson, type DuetMessage, type RoomEvent, type Run, type Usage } from "./protocol";
 import { capText, randomHex } from "./text";
 import { recordText } from "./records";
 import { ToolOffer, toolsMode, type ToolsMode } from "./tools";
+import { addRound as addUsage, parseModels, promptBytes } from "./usage";
 
 /** Shortest time between two `delta` frames of a turn. */
 const DELTA_INTERVAL_MS = 25;
@@ -37,8 +42,15 @@ export class TurnError extends Error {
 export interface AgentConfig {
   url?: string;
   model?: string;
+  /** The models a room's owner may choose (DUET_AI_MODELS), the default first; empty: `model` alone. */
+  models: string[];
   key?: string;
+  /** Rounds a turn may take. */
   steps: number;
+  /** Time a turn may take, all its rounds: checked before each round. */
+  turnMs: number;
+  /** Tokens a request to the model may hold. */
+  contextTokens: number;
   timeoutMs: number;
   connectTimeoutMs: number;
   /** Bytes of /workspace/AGENTS.md sent each turn. */
@@ -51,8 +63,11 @@ export function agentConfig(env: Env): AgentConfig {
   return {
     url: env.DUET_AI_URL?.trim() || undefined,
     model: env.DUET_AI_MODEL?.trim() || undefined,
+    models: parseModels(env.DUET_AI_MODELS),
     key: env.DUET_AI_KEY?.trim() || undefined,
-    steps: positiveVar(env.DUET_AGENT_STEPS, 1),
+    steps: positiveVar(env.DUET_AGENT_STEPS, 10),
+    turnMs: positiveVar(env.DUET_AGENT_TURN_SECS, 600) * 1000,
+    contextTokens: positiveVar(env.DUET_AI_CONTEXT_TOKENS, 32_000),
     timeoutMs: positiveVar(env.DUET_AI_TIMEOUT_SECS, 120) * 1000,
     connectTimeoutMs: positiveVar(env.DUET_AI_CONNECT_TIMEOUT_SECS, 30) * 1000,
     agentsMdBytes: countVar(env.DUET_AGENTS_MD_BYTES, 16_384),
@@ -60,10 +75,12 @@ export function agentConfig(env: Env): AgentConfig {
   };
 }
 
-/** What a turn produced: the agent message's text and runs. */
+/** What a turn produced: the agent message's text and runs, and what it cost. */
 export interface AgentReply {
   text: string;
   runs: Run[];
+  /** What its model calls cost (absent: it made none). */
+  usage?: Usage;
 }
 
 /** What a turn may do in its room. */
@@ -74,8 +91,16 @@ export interface TurnHost {
   run(cmd: string, signal: AbortSignal, turnId: string, byConnection?: string): Promise<Run>;
   /** The shared terminal's screen as text, while one runs. */
   screen(): TerminalScreen | undefined;
-  /** The workspace, for AGENTS.md and the files a question names. */
+  /** The workspace, for AGENTS.md, the files a question names and `read_file`. */
   files(): ProjectFiles;
+  /** The model the room's turns use now (undefined: the configuration's, or the service's first). */
+  model(): string | undefined;
+  /** The room's policy for turn `turnId` doing `what` (`edit_file PATH`): why not, or undefined once it may. */
+  ask(what: string, signal: AbortSignal, turnId: string): Promise<string | undefined>;
+  /** Writes a workspace file for turn `turnId` (its checkpoint first): why it could not, or undefined. */
+  writeFile(path: string, bytes: Uint8Array, signal: AbortSignal, turnId: string): Promise<string | undefined>;
+  /** The agent wrote or edited a file: the `edit` record, stored after the turn's reply. */
+  edited(event: RoomEvent): void;
 }
 
 /** How far a turn got: its finished rounds' reply, and the round under way. */
@@ -86,13 +111,22 @@ export interface Progress {
   /** What the model streamed of the current round so far, and the commands it ran. */
   raw: string;
   roundRuns: Run[];
+  /** What the model calls so far cost (each call is a round). */
+  usage?: Usage;
+  /** The model's answers so far (the one under way counted). */
+  rounds: number;
 }
 
 /** The reply a turn would store if it ended now (a cancel). */
 export function partialReply(p: Progress): AgentReply {
   const [prose, placed] = partialPlaced(p.raw);
   const roundRuns = p.roundRuns.map((run) => ({ ...run }));
-  return { text: addRound(p.text, prose, placed, roundRuns), runs: [...p.runs, ...roundRuns] };
+  return { text: addRound(p.text, prose, placed, roundRuns), runs: [...p.runs, ...roundRuns], ...usageOf(p) };
+}
+
+/** `usage` of the reply: the calls' counts summed, the rounds the loop counted. */
+function usageOf(p: Progress): { usage?: Usage } {
+  return p.usage ? { usage: { ...p.usage, rounds: p.rounds } } : {};
 }
 
 interface TurnContext {
@@ -132,10 +166,10 @@ function asTurnError(e: unknown): TurnError {
   return new TurnError(`Model error: ${describe(e)}`);
 }
 
-/** The model of the configuration, or the first the service lists. */
-async function resolveModel(config: AgentConfig, signal: AbortSignal): Promise<ModelConfig> {
+/** The room's model (`chosen`), else the configuration's, else the first the service lists. */
+async function resolveModel(config: AgentConfig, signal: AbortSignal, chosen?: string): Promise<ModelConfig> {
   if (!config.url) throw new TurnError(NO_MODEL_TEXT);
-  const model = config.model ?? (await discoverModel(config.url, config.key, signal));
+  const model = chosen ?? config.model ?? (await discoverModel(config.url, config.key, signal));
   if (!model) {
     throw new TurnError(`Model error: the service at ${config.url} lists no model; set DUET_AI_MODEL`);
   }
@@ -154,58 +188,137 @@ export async function runTurn(t: TurnContext, history: DuetMessage[]): Promise<A
   emit("start");
   let model: ModelConfig;
   try {
-    model = await unlessCancelled(resolveModel(t.config, t.signal), t.signal);
+    model = await unlessCancelled(resolveModel(t.config, t.signal, t.host.model()), t.signal);
   } catch (e) {
     throw fail(e);
   }
+  const deadline = Date.now() + t.config.turnMs;
   const question = history[history.length - 1];
-  let chatLog: ChatMessage[];
+  let context: Context;
   try {
     const project = await unlessCancelled(
       projectContext(t.host.files(), question?.role === "user" ? question.text : undefined, t.config.agentsMdBytes, t.signal),
       t.signal,
     );
-    chatLog = conversation(history, t.host.screen(), project);
+    const screen = t.host.screen();
+    const all = conversation(history, screen, project);
+    const headLen = project.instructions !== undefined ? 2 : 1;
+    const questionLen = Math.min(screen !== undefined ? 2 : 1, all.length - headLen);
+    context = {
+      head: all.slice(0, headLen),
+      history: all.slice(headLen, all.length - questionLen),
+      question: all.slice(all.length - questionLen),
+      rounds: [],
+    };
   } catch (e) {
     throw fail(e);
   }
   const p = t.progress;
-  for (let round = 0; round < Math.max(1, t.config.steps); round++) {
-    if (round > 0) emit("start");
+  const steps = Math.max(1, t.config.steps);
+  for (let round = 0; round < steps; round++) {
+    if (round > 0) {
+      if (Date.now() >= deadline) {
+        sayAfter(t, budgetSentence(Math.round(t.config.turnMs / 1000), "seconds"));
+        break;
+      }
+      emit("start");
+    }
     p.raw = "";
     p.roundRuns = [];
-    let raw: string;
+    // A round counts once its model call begins (a cancelled one cost tokens too).
+    p.rounds++;
+    let later: Action[];
     try {
       // Later rounds' text streams after a blank line.
-      raw = await streamRound(t, model, chatLog, round > 0 ? "\n\n" : "");
+      later = await streamRound(t, model, fitted(context, t.config.contextTokens), round > 0 ? "\n\n" : "");
     } catch (e) {
       throw fail(e);
     }
-    const [prose, placed] = extractPlaced(raw);
+    const [prose, placed] = extractPlaced(p.raw);
     const cmds = placed.map(([cmd]) => cmd);
-    if (round === 0 && prose === "" && cmds.length === 0) {
+    if (round === 0 && prose === "" && cmds.length === 0 && later.length === 0) {
       throw fail(new TurnError("Model error: the model answered with an empty reply"));
     }
     emit("end");
-    for (const cmd of cmds) {
-      p.roundRuns.push(capped(await unlessCancelled(t.host.run(cmd, t.signal, t.turnId, t.byConnection), t.signal)));
-    }
+    const outcomes: Outcome[] = [];
+    for (const cmd of cmds) await runCommand(t, cmd, outcomes);
+    for (const a of later) await act(t, a, outcomes);
+    const raw = p.raw;
+    const [roundProse, roundPlaced] = extractPlaced(raw);
     const roundRuns = p.roundRuns;
-    p.text = addRound(p.text, prose, placed, roundRuns);
+    p.text = addRound(p.text, roundProse, roundPlaced, roundRuns);
     p.runs.push(...roundRuns);
     p.raw = "";
     p.roundRuns = [];
-    if (roundRuns.length === 0) break;
-    chatLog.push({ role: "assistant", content: raw }, { role: "user", content: resultsNote(roundRuns) });
+    if (outcomes.length === 0) break;
+    context.rounds.push({ role: "assistant", content: raw }, { role: "user", content: resultsNote(outcomes) });
+    // One round is the original's turn: it ends so, saying nothing.
+    if (round + 1 === steps && steps > 1) sayAfter(t, budgetSentence(steps, "rounds"));
   }
-  return { text: p.text, runs: p.runs };
+  return { text: p.text, runs: p.runs, ...usageOf(p) };
+}
+
+/** The sentence a reply ends with when a budget stopped the turn. */
+function budgetSentence(amount: number, unit: string): string {
+  return `The agent stopped after ${amount} ${unit}, the most a turn may take here; ask it to go on.`;
+}
+
+/** Streams `text` to the room as a round of its own. */
+function streamAlone(t: TurnContext, live: string): void {
+  t.host.emit(aiFrame("start", t.turnId, undefined, undefined, t.byConnection));
+  t.host.emit(aiFrame("delta", t.turnId, live));
+  t.host.emit(aiFrame("end", t.turnId));
+}
+
+/** Adds `text` to the round under way (after `sep` when it follows something) and streams it. */
+function say(t: TurnContext, text: string, sep: string): void {
+  const p = t.progress;
+  const live = p.raw === "" && p.text === "" ? text : sep + text;
+  p.raw = p.raw === "" ? text : p.raw + sep + text;
+  streamAlone(t, live);
+}
+
+/** Adds a paragraph after the finished rounds and streams it. */
+function sayAfter(t: TurnContext, text: string): void {
+  const p = t.progress;
+  streamAlone(t, p.text === "" ? text : `\n\n${text}`);
+  p.text = p.text === "" ? text : `${p.text}\n\n${text}`;
+}
+
+/** Runs one command through the room (its policy first). */
+async function runCommand(t: TurnContext, cmd: string, outcomes: Outcome[]): Promise<void> {
+  const run = capped(await unlessCancelled(t.host.run(cmd, t.signal, t.turnId, t.byConnection), t.signal));
+  t.progress.roundRuns.push(run);
+  outcomes.push({ run });
+}
+
+/** Does a tool call that came after the answer's text: a command (its tag added first) or a file tool (its line after). */
+async function act(t: TurnContext, a: Action, outcomes: Outcome[]): Promise<void> {
+  if (a.kind === "run") {
+    say(t, `<run>${a.cmd}</run>`, "\n\n");
+    await runCommand(t, a.cmd, outcomes);
+    return;
+  }
+  const host = {
+    files: () => t.host.files(),
+    ask: (what: string) => t.host.ask(what, t.signal, t.turnId),
+    write: (path: string, bytes: Uint8Array) => t.host.writeFile(path, bytes, t.signal, t.turnId),
+    edited: (event: RoomEvent) => t.host.edited(event),
+  };
+  const outcome = await unlessCancelled(runFileCall(host, a.call, t.turnId), t.signal);
+  if (outcome.line !== undefined) say(t, outcome.line, "\n\n");
+  outcomes.push({ file: outcome });
 }
 
 /**
  * Streams one answer of the model to the room, `lead` before its first
- * piece, at most one `delta` every 25 ms; returns its text (without `lead`).
+ * piece, at most one `delta` every 25 ms, into the progress's `raw`
+ * (without `lead`). The `run` calls before any other tool call count as
+ * their tags written at the end of the text; returns the calls from the
+ * first other one on, to be done in order after the text's commands.
  */
-async function streamRound(t: TurnContext, model: ModelConfig, chatLog: ChatMessage[], lead: string): Promise<string> {
+async function streamRound(t: TurnContext, model: ModelConfig, chatLog: ChatMessage[], lead: string): Promise<Action[]> {
+  const later: Action[] = [];
   const ctrl = new AbortController();
   const onCancel = () => ctrl.abort();
   t.signal.addEventListener("abort", onCancel, { once: true });
@@ -221,6 +334,9 @@ async function streamRound(t: TurnContext, model: ModelConfig, chatLog: ChatMess
   let text = "";
   let pending = "";
   let lastSent: number | undefined;
+  // What the call cost: counted once it ended, broke off or was cancelled.
+  const report: UsageReport = {};
+  const sent = promptBytes(chatLog);
   let flushTimer: ReturnType<typeof setTimeout> | undefined;
   const flush = () => {
     if (flushTimer !== undefined) clearTimeout(flushTimer);
@@ -231,20 +347,31 @@ async function streamRound(t: TurnContext, model: ModelConfig, chatLog: ChatMess
     lastSent = Date.now();
   };
   try {
-    const pieces = await Promise.race([chat(model, [...chatLog], ctrl.signal, t.tools), ended]);
+    const pieces = await Promise.race([chat(model, [...chatLog], ctrl.signal, t.tools, report), ended]);
     for (;;) {
       const next = await Promise.race([pieces.next(), ended]);
       if (next.done) break;
+      let piece: string;
+      if (typeof next.value === "string") piece = next.value;
+      else {
+        const a = action(next.value);
+        if (a === undefined) continue;
+        if (a.kind !== "run" || later.length > 0) {
+          later.push(a);
+          continue;
+        }
+        piece = `<run>${a.cmd}</run>`;
+      }
       if (text === "") pending += lead;
-      text += next.value;
+      text += piece;
       t.progress.raw = text;
-      pending += next.value;
+      pending += piece;
       const now = Date.now();
       if (lastSent === undefined || now >= lastSent + DELTA_INTERVAL_MS) flush();
       else flushTimer ??= setTimeout(flush, lastSent + DELTA_INTERVAL_MS - now);
     }
     flush();
-    return text;
+    return later;
   } catch (e) {
     if (t.signal.aborted) {
       // The room sees all the cancelled turn keeps.
@@ -261,6 +388,7 @@ async function streamRound(t: TurnContext, model: ModelConfig, chatLog: ChatMess
     clearTimeout(timer);
     t.signal.removeEventListener("abort", onCancel);
     ctrl.abort();
+    t.progress.usage = addUsage(t.progress.usage, report, sent, text);
   }
 }
 
@@ -312,6 +440,11 @@ interface Current {
 /** `runs` of an agent message: absent when it ran none. */
 function withRuns(runs: Run[]): { runs?: Run[] } {
   return runs.length > 0 ? { runs } : {};
+}
+
+/** `usage` of an agent message: absent when the turn called no model. */
+function withUsage(usage: Usage | undefined): { usage?: Usage } {
+  return usage ? { usage } : {};
 }
 
 /** The answer of a turn that ended without a reply. */
@@ -366,7 +499,7 @@ export class Turns {
     if (this.current) return;
     const pending = this.waiting.shift();
     if (!pending) return;
-    const progress: Progress = { text: "", runs: [], raw: "", roundRuns: [] };
+    const progress: Progress = { text: "", runs: [], raw: "", roundRuns: [], rounds: 0 };
     let end = () => {};
     const ended = new Promise<void>((resolve) => (end = resolve));
     const current: Current = { id: `t${randomHex()}`, ctrl: new AbortController(), pending, progress, discarded: false, afterReply: [], ended, end };
@@ -421,13 +554,13 @@ export class Turns {
         // What had streamed and run stays (all of it, if the turn ended as it was cancelled), then who cancelled it.
         const by = current.cancelledBy;
         const partial = reply ?? partialReply(current.progress);
-        this.room.storeMessage({ role: "agent", text: partial.text, ...withRuns(partial.runs), cancelledBy: by });
+        this.room.storeMessage({ role: "agent", text: partial.text, ...withRuns(partial.runs), cancelledBy: by, ...withUsage(partial.usage) });
         const event: RoomEvent = { kind: "cancel", by, turnId: current.id };
         this.room.storeMessage({ role: "system", userId: by, text: recordText(event), event });
         this.storeAfterReply(current);
         answer(noReply(CANCELLED_TEXT, this.room.messages()));
       } else if (reply) {
-        this.room.storeMessage({ role: "agent", text: reply.text, ...withRuns(reply.runs) });
+        this.room.storeMessage({ role: "agent", text: reply.text, ...withRuns(reply.runs), ...withUsage(reply.usage) });
         this.storeAfterReply(current);
         answer(ok(messageResponseJson(reply.text, undefined, this.room.messages())));
       } else {

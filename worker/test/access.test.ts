@@ -193,6 +193,7 @@ describe("who may do what", () => {
       ["GET", "invites", undefined, "manage invites"],
       ["DELETE", "invites/i1", undefined, "manage invites"],
       ["POST", "invites/i1/role", { role: "owner" }, "change roles"],
+      ["POST", "model", { model: "x" }, "choose the model"],
       ["PUT", "files/nope.txt", "bytes", "change files"],
       ["DELETE", "files/nope.txt", undefined, "change files"],
     ];
@@ -236,6 +237,7 @@ describe("who may do what", () => {
       ["invite_create", { role: "writer" }, "manage invites"],
       ["invite_revoke", { inviteId: "i1" }, "manage invites"],
       ["set_role", { inviteId: "i1", role: "owner" }, "change roles"],
+      ["set_model", { model: "x" }, "choose the model"],
     ];
     let id = 0;
     for (const [method, args, what] of refused) {

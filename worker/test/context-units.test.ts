@@ -55,13 +55,16 @@ describe("context texts", () => {
 });
 
 describe("tool calls", () => {
-  it("are gathered by index, their arguments in pieces, into tags in index order", () => {
+  it("are gathered by index, their arguments in pieces, in index order", () => {
     const calls = new ToolCalls();
     calls.add({ index: 1, name: "run", args: '{"cmd":' });
     calls.add({ index: 0, name: "run", args: "" });
     calls.add({ index: 1, args: ' "b"}' });
     calls.add({ index: 0, args: '{"cmd":"a"}' });
-    expect(calls.tags()).toBe("<run>a</run><run>b</run>");
+    expect(calls.list()).toEqual([
+      { name: "run", args: '{"cmd":"a"}' },
+      { name: "run", args: '{"cmd": "b"}' },
+    ]);
   });
 
   it("are read from a chunk's delta and a whole answer's message; without an index, by their place", () => {

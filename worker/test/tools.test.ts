@@ -5,7 +5,7 @@
 // (docs/protocol.md "Tool calls").
 import { describe, expect, it } from "vitest";
 import { chunked, joined, label, modelRequests, room, script, type Json, type Ws } from "./support";
-import { RUN_TOOL, ask, pieces } from "./tools";
+import { TOOLS, ask, pieces } from "./tools";
 
 /** The frames of a turn, up to its stored agent message, as labels, and its streamed text. */
 async function turn(s: Ws): Promise<{ labels: string[]; streamed: string }> {
@@ -47,7 +47,7 @@ describe("the run tool", () => {
     expect(toolFrames.streamed).toBe(`Let me look.<run>${cmd}</run>`);
     expect(toolFrames).toEqual(tagFrames);
     const [request] = await modelRequests(withTool);
-    expect([request.body.tools, request.body.tool_choice]).toEqual([[RUN_TOOL], "auto"]);
+    expect([request.body.tools, request.body.tool_choice]).toEqual([TOOLS, "auto"]);
     a.close();
     b.close();
   });

@@ -16,6 +16,34 @@ export const RUN_TOOL = {
   },
 };
 
+const string = (description: string) => ({ type: "string", description });
+const tool = (name: string, description: string, properties: Record<string, unknown>, required: string[]) => ({
+  type: "function",
+  function: { name, description, parameters: { type: "object", properties, required } },
+});
+
+/** The tools every request offers (docs/protocol.md "Tool calls"). */
+export const TOOLS = [
+  RUN_TOOL,
+  tool("read_file", "Read a file of the workspace (a path relative to /workspace).", { path: string("the file, relative to /workspace") }, ["path"]),
+  tool(
+    "write_file",
+    "Write a whole file of the workspace, creating it (and its folders) or replacing it.",
+    { path: string("the file, relative to /workspace"), content: string("its new text") },
+    ["path", "content"],
+  ),
+  tool(
+    "edit_file",
+    "Replace the one place in a file of the workspace where `old` occurs (exactly, once) with `new`.",
+    {
+      path: string("the file, relative to /workspace"),
+      old: string("the exact text to replace: it must occur once in the file"),
+      new: string("the text to put in its place"),
+    },
+    ["path", "old", "new"],
+  ),
+];
+
 /** Asks the agent in room `r`; its answer. */
 export async function ask(r: string, text: string): Promise<Json> {
   const { status, body } = await post(`/api/rooms/${r}/message`, { text, userId: "ada" });

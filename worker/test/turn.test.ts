@@ -56,6 +56,8 @@ describe("turn", () => {
       text: body.reply,
       ts: agent.ts,
       runs: [{ cmd: "echo hi", stdout: "hi\n", stderr: "", exitCode: 0, at: 9 }],
+      // The scripted model gives no counts: estimated, 28 bytes answered.
+      usage: { promptTokens: expect.any(Number), completionTokens: 7, rounds: 1, estimated: true },
     });
     const last = frames[frames.length - 1];
     expect(last.state.messages).toEqual(body.messages);
@@ -182,7 +184,14 @@ describe("turn", () => {
     expect(body.error).toBe("the agent's turn was cancelled");
     const [question, reply, record] = body.messages;
     expect(question.role).toBe("user");
-    expect(reply).toEqual({ id: "000000000002", role: "agent", text: "thinking", ts: reply.ts, cancelledBy: "bob" });
+    expect(reply).toEqual({
+      id: "000000000002",
+      role: "agent",
+      text: "thinking",
+      ts: reply.ts,
+      cancelledBy: "bob",
+      usage: { promptTokens: expect.any(Number), completionTokens: 2, rounds: 1, estimated: true },
+    });
     expect(record).toEqual({
       id: "000000000003",
       role: "system",

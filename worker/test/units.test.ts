@@ -193,14 +193,14 @@ describe("the prompt", () => {
     ...(runs && { runs }),
   });
 
-  it("shows the model the last ten messages with names, without system notes", () => {
+  it("shows the model the messages with names, without system notes (fit.ts bounds them)", () => {
     const history = Array.from({ length: 12 }, (_, i) => message("user", "ada", `m${i}`));
     history.push(message("system", undefined, "cancelled"));
     const chat = conversation(history);
     expect(chat[0].role).toBe("system");
-    expect(chat.length).toBe(10);
-    expect(chat[1].content).toBe("ada: m3");
-    expect(chat[9].content).toBe("ada: m11");
+    expect(chat.length).toBe(13);
+    expect(chat[1].content).toBe("ada: m0");
+    expect(chat[12].content).toBe("ada: m11");
   });
 
   it("says an earlier reply was cancelled, and by whom", () => {
@@ -248,11 +248,14 @@ describe("cancelled replies", () => {
   it("are the finished rounds, then the current one's prose and commands", () => {
     const one = run("echo one", "one\n", "", 0);
     const two = run("echo two", "two\n", "", 0);
-    expect(partialReply({ text: "", runs: [], raw: "", roundRuns: [] })).toEqual({ text: "", runs: [] });
-    expect(partialReply({ text: "First.\n\nOutput (echo one):\none", runs: [one], raw: "Then <run>echo two</run> <run>sle", roundRuns: [two] })).toEqual({
+    expect(partialReply({ text: "", runs: [], raw: "", roundRuns: [], rounds: 0 })).toEqual({ text: "", runs: [] });
+    expect(partialReply({ text: "First.\n\nOutput (echo one):\none", runs: [one], raw: "Then <run>echo two</run> <run>sle", roundRuns: [two], rounds: 2 })).toEqual({
       text: "First.\n\nOutput (echo one):\none\n\nThen\n\nOutput (echo two):\ntwo",
       runs: [one, { ...two, at: 36 }],
     });
+    // The usage of the calls so far, with the rounds the loop counted (the one under way too).
+    const usage = { promptTokens: 10, completionTokens: 2, rounds: 1, estimated: true as const };
+    expect(partialReply({ text: "", runs: [], raw: "Hal", roundRuns: [], rounds: 3, usage }).usage).toEqual({ ...usage, rounds: 3 });
   });
 });
 

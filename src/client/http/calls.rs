@@ -137,6 +137,16 @@ impl HttpClient {
         Ok(answer.policy)
     }
 
+    /// `POST /model`: the model of the room's agent; answers it.
+    pub async fn set_model(&self, model: &str) -> Result<String, HttpError> {
+        let body = crate::protocol::ModelRequest {
+            model: model.to_string(),
+            user_id: Some(self.name.clone()),
+        };
+        let answer: crate::protocol::ModelResponse = self.post("model", &body).await?;
+        Ok(answer.model)
+    }
+
     /// `POST /approve`: answers an agent's command waiting for a person.
     pub async fn approve(&self, approval_id: &str, approved: bool) -> Result<bool, HttpError> {
         let body = crate::client::access::ApproveRequest {

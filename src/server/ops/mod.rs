@@ -12,6 +12,7 @@ mod fields;
 mod interrupt;
 mod invite;
 mod message;
+mod model;
 mod policy;
 mod process;
 mod rename;
@@ -135,6 +136,7 @@ operations! {
     SetPolicy => policy::SetPolicy;
     Approve => policy::Approve;
     Ticket => ticket::Ticket;
+    SetModel => model::SetModel;
     }
     socket { TermOpen, TermDetach, TermClose, ProcessFollow, ProcessUnfollow }
 }

@@ -196,6 +196,8 @@ pub(crate) struct RoomActor {
     pub(in crate::server) checkpoints: checkpoints::Checkpoints,
     /// Its invites, policy and the agent's commands waiting for a person.
     pub(in crate::server) access: access::RoomAccess,
+    /// The model the room chose (used while the backend allows it).
+    pub(in crate::server) model: Option<String>,
     /// The handles' count (see `RoomHandle::holders`).
     holders: std::sync::Weak<()>,
     pub(in crate::server) state_cache: Option<Utf8Bytes>,
@@ -251,6 +253,7 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
         ports: Vec::new(),
         checkpoints: checkpoints::Checkpoints::new(row.checkpoints, row.next_checkpoint),
         access: access::RoomAccess::new(row.invites, row.policy),
+        model: row.model,
         holders: Arc::downgrade(&holders),
         state_cache: None,
         rates,
@@ -422,6 +425,9 @@ impl RoomActor {
                 if self.is_news(&event) {
                     let of_turn = match &event {
                         Event::Interrupt { exec_id, .. } => self.turn_running(exec_id),
+                        Event::Edit { turn_id, .. } => {
+                            self.current.as_mut().filter(|c| &c.id == turn_id)
+                        }
                         _ => None,
                     };
                     match of_turn {

@@ -60,6 +60,7 @@ fn text(event: &Event) -> String {
         Event::Policy { by, policy } => {
             format!("{by} set the agent's commands to {}", policy.as_str())
         }
+        Event::Model { by, model } => format!("{by} set the agent's model to {model}"),
         Event::Process { by, name, cmd, .. } => {
             format!("{by} started {name} in the background: {}", code(cmd))
         }
@@ -80,6 +81,12 @@ fn text(event: &Event) -> String {
                 bytes(*size)
             )
         }
+        Event::Edit {
+            path,
+            added,
+            removed,
+            ..
+        } => format!("the agent edited {path} (+{added} -{removed} lines)"),
         Event::Other => "Something happened in the room.".to_string(),
     }
 }

@@ -7,8 +7,8 @@
 
 use super::{OutFrame, RoomActor, frame_text};
 use crate::protocol::{
-    Approval, Checkpoint, DuetMessage, ExecRecord, Policy, PortState, Process, ShellState,
-    TerminalState,
+    AgentState, Approval, Checkpoint, DuetMessage, ExecRecord, Policy, PortState, Process,
+    ShellState, TerminalState,
 };
 use axum::extract::ws::Utf8Bytes;
 use serde::Serialize;
@@ -36,6 +36,7 @@ pub(super) struct StateRef<'a> {
     pub(super) policy: Policy,
     pub(super) approvals: &'a [Approval],
     pub(super) allow: &'a [String],
+    pub(super) agent: AgentState,
 }
 
 /// `duet_message`: one stored or changed message.
@@ -100,10 +101,19 @@ impl RoomActor {
                 policy: self.access.policy(),
                 approvals: &approvals,
                 allow: &allow,
+                agent: self.agent_state(),
             },
         });
         self.state_cache = Some(text.clone());
         text
+    }
+
+    /// The state's `agent`: the room's model and the backend's bounds.
+    pub(in crate::server) fn agent_state(&self) -> AgentState {
+        self.shared
+            .agent
+            .config()
+            .agent_state(self.model.as_deref())
     }
 
     /// Tells every connection that the state changed by `changes`: the
@@ -169,6 +179,7 @@ mod tests {
                 policy: Policy::Ask,
                 approvals: &[],
                 allow: &[],
+                agent: AgentState::default(),
             },
         });
         let owned = serde_json::to_string(&ServerFrame::State {
@@ -183,6 +194,7 @@ mod tests {
                 policy: Policy::Ask,
                 approvals: Vec::new(),
                 allow: Vec::new(),
+                agent: Some(AgentState::default()),
             },
         })
         .unwrap();

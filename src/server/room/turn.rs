@@ -78,11 +78,33 @@ struct RoomHost {
     sandbox: Arc<dyn crate::sandbox::Sandbox>,
     /// Set once the turn ran a command (an automatic checkpoint came first).
     ran: Arc<std::sync::atomic::AtomicBool>,
+    /// The room's model when the turn began.
+    model: Option<String>,
     /// The room's shared terminal when the turn began, and its size.
     terminal: Option<(
         crate::server::terminal::TermHandle,
         crate::protocol::TermSize,
     )>,
+}
+
+impl RoomHost {
+    /// Resolves once the turn may change the workspace: before its first
+    /// command or write, the automatic checkpoint that undoes the turn.
+    fn before_first_change(&self) -> BoxFuture<()> {
+        let inbox = self.inbox.clone();
+        let turn_id = self.turn_id.clone();
+        let ran = self.ran.clone();
+        Box::pin(async move {
+            if ran.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
+            let (reply, taken) = oneshot::channel();
+            let news = CheckpointNews::BeforeTurnRuns { turn_id, reply };
+            if inbox.send(Command::Checkpoint(news)).await.is_ok() {
+                let _ = taken.await;
+            }
+        })
+    }
 }
 
 impl TurnHost for RoomHost {
@@ -102,35 +124,14 @@ impl TurnHost for RoomHost {
     fn run(&self, cmd: String) -> BoxFuture<Run> {
         let inbox = self.inbox.clone();
         let turn_id = self.turn_id.clone();
-        let ran = self.ran.clone();
+        let asked = self.ask(cmd.clone());
+        let first = self.before_first_change();
         Box::pin(async move {
             // The room's policy first: maybe a person must approve it.
-            let (asked, verdict) = oneshot::channel();
-            let ask = Command::AskToRun {
-                turn_id: turn_id.clone(),
-                cmd: cmd.clone(),
-                verdict: asked,
-            };
-            if inbox.send(ask).await.is_err() {
-                return Run::failed(cmd, "the room stopped");
+            if let Err(why) = asked.await {
+                return Run::failed(cmd, why);
             }
-            match verdict.await {
-                Ok(Ok(())) => {}
-                Ok(Err(why)) => return Run::failed(cmd, why),
-                Err(_) => return Run::failed(cmd, "the room stopped"),
-            }
-            let first = !ran.swap(true, std::sync::atomic::Ordering::SeqCst);
-            if first {
-                // Before the turn's first command: a checkpoint to undo it.
-                let (reply, taken) = oneshot::channel();
-                let news = CheckpointNews::BeforeTurnRuns {
-                    turn_id: turn_id.clone(),
-                    reply,
-                };
-                if inbox.send(Command::Checkpoint(news)).await.is_ok() {
-                    let _ = taken.await;
-                }
-            }
+            first.await;
             let (reply, answer) = oneshot::channel();
             let failed = |cmd: String| Run::failed(cmd, "the room stopped");
             let sent = inbox
@@ -144,6 +145,68 @@ impl TurnHost for RoomHost {
                 return failed(cmd);
             }
             answer.await.unwrap_or_else(|_| failed(cmd))
+        })
+    }
+
+    fn ask(&self, what: String) -> BoxFuture<Result<(), String>> {
+        let inbox = self.inbox.clone();
+        let turn_id = self.turn_id.clone();
+        Box::pin(async move {
+            let (asked, verdict) = oneshot::channel();
+            let ask = Command::AskToRun {
+                turn_id,
+                cmd: what,
+                verdict: asked,
+            };
+            if inbox.send(ask).await.is_err() {
+                return Err("the room stopped".into());
+            }
+            match verdict.await {
+                Ok(verdict) => verdict,
+                Err(_) => Err("the room stopped".into()),
+            }
+        })
+    }
+
+    fn write_file(&self, path: String, bytes: Vec<u8>) -> BoxFuture<Result<(), String>> {
+        use crate::sandbox::SandboxError;
+        let sandbox = self.sandbox.clone();
+        let first = self.before_first_change();
+        Box::pin(async move {
+            if bytes.len() > crate::protocol::MAX_FILE_BODY {
+                return Err(format!(
+                    "too large: a file may be at most {} bytes",
+                    crate::protocol::MAX_FILE_BODY
+                ));
+            }
+            first.await;
+            let body: crate::sandbox::files::FileBody =
+                Box::pin(futures_util::stream::once(async move {
+                    Ok(bytes::Bytes::from(bytes))
+                }));
+            match sandbox.write_file(path, body).await {
+                Ok(_) => Ok(()),
+                Err(SandboxError::BadPath(why)) => Err(why),
+                Err(e) => Err(e.to_string()),
+            }
+        })
+    }
+
+    fn edited(&self, path: String, added: u64, removed: u64) -> BoxFuture<()> {
+        let event = Event::Edit {
+            by: "agent".into(),
+            turn_id: self.turn_id.clone(),
+            path,
+            added,
+            removed,
+        };
+        let inbox = self.inbox.clone();
+        Box::pin(async move {
+            // Kept for after the turn's reply, as its commands' records are.
+            let (done, stored) = oneshot::channel();
+            if inbox.send(Command::Record { event, done }).await.is_ok() {
+                let _ = stored.await;
+            }
         })
     }
 
@@ -161,6 +224,10 @@ impl TurnHost for RoomHost {
                 Err(e) => FileRead::Failed(e.to_string()),
             }
         })
+    }
+
+    fn model(&self) -> Option<String> {
+        self.model.clone()
     }
 
     fn terminal_screen(&self) -> BoxFuture<Option<(crate::protocol::TermSize, String)>> {
@@ -203,6 +270,7 @@ impl RoomActor {
             by_connection: pending.by_connection.clone(),
             sandbox: self.sandbox.clone(),
             ran: Default::default(),
+            model: self.agent_state().model,
             terminal: self.terminal_for_turn(),
         });
         let agent = self.shared.agent.clone();
@@ -287,9 +355,14 @@ impl RoomActor {
                 // It ended as it was cancelled: cancelled all the same.
                 (Ok(agent), Some(by)) => self.cancelled(current.id, agent, by, after_reply).await,
                 (Ok(agent), None) => {
-                    let runs = (!agent.runs.is_empty()).then_some(agent.runs);
                     let stored = self
-                        .store_message(Role::Agent, None, agent.text.clone(), runs)
+                        .store(DuetMessage {
+                            role: Role::Agent,
+                            text: agent.text.clone(),
+                            runs: (!agent.runs.is_empty()).then_some(agent.runs),
+                            usage: agent.usage,
+                            ..Default::default()
+                        })
                         .await;
                     self.store_after_reply(after_reply).await;
                     stored.map(|_| {
@@ -340,6 +413,7 @@ impl RoomActor {
                 text: partial.text,
                 runs: (!partial.runs.is_empty()).then_some(partial.runs),
                 cancelled_by: Some("duet".into()),
+                usage: partial.usage,
                 ..Default::default()
             };
             if let Err(e) = self.store(draft).await {
@@ -375,6 +449,7 @@ impl RoomActor {
             text: partial.text,
             runs: (!partial.runs.is_empty()).then_some(partial.runs),
             cancelled_by: Some(by.clone()),
+            usage: partial.usage,
             ..Default::default()
         };
         self.store(draft).await?;

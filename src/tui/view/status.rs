@@ -1,7 +1,8 @@
 //! The status bar (room, your name, connection, people, the shell's
 //! directory, the host folder the room works on, the shared terminal's
-//! size, how many background processes run, your role when not an owner,
-//! the approval policy when not auto, how to join, server), the presence
+//! size, your role when not an owner, the approval policy when not auto,
+//! the agent's model and the tokens its replies here cost, how many
+//! background processes run, how to join, server), the presence
 //! column (with roles once they differ) and the hints line (messages
 //! queued while offline, "X is typing" or key hints, the current mode's
 //! marked).
@@ -144,6 +145,32 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
             style: bar.patch(theme.warn()),
             ..part(vec![long, format!(" · policy {}", policy.as_str())], &[5])
         });
+    }
+    // The agent's model, and what the replies here cost.
+    if let Some(model) = app.room_model() {
+        parts.push(part(
+            vec![
+                format!(" · model {model}"),
+                format!(" · {model}"),
+                String::new(),
+            ],
+            &[4, 6],
+        ));
+    }
+    if let Some(usage) = app.session_usage() {
+        let total = usage.prompt_tokens + usage.completion_tokens;
+        parts.push(part(
+            vec![
+                format!(
+                    " · {} in · {} out",
+                    crate::text::tokens(usage.prompt_tokens),
+                    crate::text::tokens(usage.completion_tokens)
+                ),
+                format!(" · {} tok", crate::text::tokens(total)),
+                String::new(),
+            ],
+            &[3, 4],
+        ));
     }
     let running = app.procs.running();
     if running > 0 {

@@ -41,6 +41,14 @@ pub enum Script {
     /// 400 (and this script stays for the next request); one without
     /// tools gets the inner script.
     NoTools(Box<Script>),
+    /// Streams these pieces and counts them as (prompt, completion)
+    /// tokens: a last chunk with `usage` (and no choices), as OpenAI
+    /// sends it when `stream_options.include_usage` asked for it.
+    Counted(Vec<String>, u64, u64),
+    /// A service that refuses `stream_options` with a 400 (this script
+    /// stays for the next request); a request without it gets the inner
+    /// script.
+    NoUsageOption(Box<Script>),
 }
 
 impl Script {
@@ -106,6 +114,14 @@ impl FakeModel {
         ]
     }
 
+    /// The flags of `server_args` with one round a turn, as the original
+    /// agent had (`--agent-steps 1`): a script of one answer is a turn.
+    pub fn one_round_args(&self) -> Vec<&str> {
+        let mut args = self.server_args();
+        args.extend(["--agent-steps", "1"]);
+        args
+    }
+
     /// Adds answers to the script.
     pub fn push(&self, script: Script) {
         self.state.scripts.lock().unwrap().push_back(script);
@@ -166,6 +182,23 @@ async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Str
         }
         next = Some(*inner);
     }
+    if let Some(Script::NoUsageOption(inner)) = next {
+        if value.get("stream_options").is_some() {
+            state
+                .scripts
+                .lock()
+                .unwrap()
+                .push_front(Script::NoUsageOption(inner));
+            return (
+                StatusCode::BAD_REQUEST,
+                [(header::CONTENT_TYPE, "application/json")],
+                r#"{"error":{"message":"Unrecognized request argument supplied: stream_options"}}"#,
+            )
+                .into_response();
+        }
+        next = Some(*inner);
+    }
+    let asked_usage = value["stream_options"]["include_usage"] == json!(true);
     let script = next
         .or_else(|| state.fallback.lock().unwrap().clone())
         .unwrap_or(Script::Status(
@@ -206,7 +239,18 @@ async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Str
             events.push(Ok(Bytes::from(format!("data: {chunk}\n\ndata: [DONE]\n\n"))));
             sse(Body::from_stream(futures_util::stream::iter(events)))
         }
-        Script::NoTools(_) => unreachable!("unwrapped above"),
+        Script::NoTools(_) | Script::NoUsageOption(_) => unreachable!("unwrapped above"),
+        Script::Counted(pieces, prompt, completion) => {
+            let mut body: String = pieces.iter().map(|p| String::from_utf8_lossy(&event(p)).into_owned()).collect();
+            let end = json!({"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]});
+            body.push_str(&format!("data: {end}\n\n"));
+            if asked_usage {
+                let usage = json!({"id":"c1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":prompt,"completion_tokens":completion,"total_tokens":prompt + completion}});
+                body.push_str(&format!("data: {usage}\n\n"));
+            }
+            body.push_str("data: [DONE]\n\n");
+            sse(Body::from(body))
+        }
         Script::Whole(text) => axum::Json(json!({"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":text},"finish_reason":"stop"}]})).into_response(),
         Script::Stream(pieces) => {
             let events: Vec<Result<Bytes, std::io::Error>> =

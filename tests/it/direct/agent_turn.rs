@@ -249,11 +249,22 @@ async fn a_slow_model_is_cancelled_and_keeps_what_it_streamed() {
     .await;
     cancel.cancel();
     let result = running.await.unwrap();
-    let partial = AgentReply {
-        text: "Thinking".into(),
-        runs: Vec::new(),
+    let Err(TurnError::Cancelled(partial)) = result else {
+        panic!("not cancelled: {result:?}");
     };
-    assert_eq!(result, Err(TurnError::Cancelled(partial)));
+    // What streamed is kept, and what the call cost: the fake model
+    // reported nothing, so it is estimated (2 tokens for "Thinking").
+    let usage = partial.usage.expect("a cancelled turn keeps its usage");
+    assert_eq!((usage.rounds, usage.completion_tokens), (1, 2));
+    assert!(usage.estimated && usage.prompt_tokens > 0);
+    assert_eq!(
+        partial,
+        AgentReply {
+            text: "Thinking".into(),
+            runs: Vec::new(),
+            usage: Some(usage),
+        }
+    );
     assert_eq!(
         ai_frames(&host).last().unwrap(),
         &(
@@ -329,9 +340,13 @@ async fn a_running_command_is_abandoned_on_cancel() {
     })
     .await;
     cancel.cancel();
-    // Nothing was said and the command did not end: nothing to keep.
-    let nothing = AgentReply::default();
-    assert_eq!(running.await.unwrap(), Err(TurnError::Cancelled(nothing)));
+    // Nothing was said and the command did not end: nothing to keep but
+    // what the model's answer cost.
+    let Err(TurnError::Cancelled(partial)) = running.await.unwrap() else {
+        panic!("not cancelled");
+    };
+    assert_eq!((partial.text.as_str(), partial.runs.len()), ("", 0));
+    assert_eq!(partial.usage.map(|u| u.rounds), Some(1));
 }
 
 #[tokio::test]
@@ -424,7 +439,7 @@ async fn the_model_is_found_by_asking_the_service() {
 }
 
 #[tokio::test]
-async fn the_model_sees_the_last_ten_messages() {
+async fn the_model_sees_the_messages_within_its_context() {
     let model = FakeModel::start(vec![Script::chunked("Ok.", 3)]).await;
     let host: Arc<dyn TurnHost> = BashHost::new();
     let history: Vec<DuetMessage> = (0..15)
@@ -447,10 +462,10 @@ async fn the_model_sees_the_last_ten_messages() {
         .as_array()
         .unwrap()
         .clone();
-    assert_eq!(messages.len(), 11);
-    assert_eq!(messages[1]["content"], "message 5");
-    assert_eq!(messages[1]["role"], "assistant");
-    assert_eq!(messages[10]["content"], "bob: message 14");
+    assert_eq!(messages.len(), 16);
+    assert_eq!(messages[1]["content"], "bob: message 0");
+    assert_eq!(messages[2]["role"], "assistant");
+    assert_eq!(messages[15]["content"], "bob: message 14");
 }
 
 #[tokio::test]

@@ -10,7 +10,12 @@ use std::time::Duration;
 
 /// A server whose agent is `model`.
 async fn serve_with(model: &FakeModel, extra: &[&str]) -> (Server, tempfile::TempDir) {
-    Server::fresh_with(&[model.server_args(), extra.to_vec()].concat()).await
+    let args = if extra.contains(&"--agent-steps") {
+        model.server_args()
+    } else {
+        model.one_round_args()
+    };
+    Server::fresh_with(&[args, extra.to_vec()].concat()).await
 }
 
 /// Sends a message in the background; resolves to the HTTP answer.
@@ -375,6 +380,8 @@ async fn duet_ask_passes_the_token_and_says_what_is_wrong() {
             "m",
             "--token",
             "s3cret",
+            "--agent-steps",
+            "1",
         ],
     )
     .await;

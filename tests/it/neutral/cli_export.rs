@@ -56,7 +56,7 @@ async fn server_with_agent() -> (Server, tempfile::TempDir, FakeModel) {
     ])])
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path(), &model.server_args()).await;
+    let server = Server::start(dir.path(), &model.one_round_args()).await;
     (server, dir, model)
 }
 
@@ -201,7 +201,7 @@ async fn markdown_shows_a_command_where_the_agent_asked_for_it() {
     )])
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path(), &model.server_args()).await;
+    let server = Server::start(dir.path(), &model.one_round_args()).await;
     let (status, body) = server
         .post(
             "/api/rooms/exp6/message",

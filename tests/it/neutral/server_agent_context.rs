@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 /// A backend whose model is `model`, with more `duet serve` flags.
 async fn with_model(model: &FakeModel, extra: &[&str]) -> (Server, tempfile::TempDir) {
-    Server::fresh_with(&[model.server_args(), extra.to_vec()].concat()).await
+    Server::fresh_with(&[model.one_round_args(), extra.to_vec()].concat()).await
 }
 
 /// Writes a workspace file of `room`.

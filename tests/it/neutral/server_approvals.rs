@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 /// A backend with the server token, the fake model and `extra` flags.
 async fn with_model(model: &FakeModel, extra: &[&str]) -> (Server, tempfile::TempDir) {
-    let mut args = model.server_args();
+    let mut args = model.one_round_args();
     args.extend_from_slice(extra);
     with_token(&args).await
 }

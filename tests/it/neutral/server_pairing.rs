@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 /// A server whose agent is `model`.
 async fn with_model(model: &FakeModel, extra: &[&str]) -> (Server, tempfile::TempDir) {
-    Server::fresh_with(&[model.server_args(), extra.to_vec()].concat()).await
+    Server::fresh_with(&[model.one_round_args(), extra.to_vec()].concat()).await
 }
 
 /// A server whose model must not be asked: it answers every request 500.

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 
 async fn with_model(model: &FakeModel) -> (Server, tempfile::TempDir) {
-    Server::fresh_with(&model.server_args()).await
+    Server::fresh_with(&model.one_round_args()).await
 }
 
 /// Posts a message in the background; resolves to its status and answer.

@@ -26,7 +26,7 @@ async fn an_approved_command_runs_for_both_and_a_denied_one_says_who_denied_it()
         ]),
     ])
     .await;
-    let (server, _data) = Server::fresh_with(&model.server_args()).await;
+    let (server, _data) = Server::fresh_with(&model.one_round_args()).await;
     let room = "approvals-room";
     let dir = tempfile::tempdir().unwrap();
     let tmux = Tmux::new(dir.path());
@@ -87,7 +87,7 @@ async fn a_viewer_is_not_asked_until_the_owner_makes_them_a_writer() {
     .await;
     let token = "owner-secret";
     let (server, _data) =
-        Server::fresh_with(&[model.server_args(), vec!["--token", token]].concat()).await;
+        Server::fresh_with(&[model.one_round_args(), vec!["--token", token]].concat()).await;
     let room = "viewer-room";
     let (status, invite) = server
         .post(

@@ -23,7 +23,7 @@ async fn undo_brings_back_the_file_the_agents_turn_deleted() {
         "<run>rm notes.txt</run>".into(),
     ])])
     .await;
-    let (server, _data) = Server::fresh_with(&model.server_args()).await;
+    let (server, _data) = Server::fresh_with(&model.one_round_args()).await;
     let room = "undo-room";
     exec(&server, room, "printf 'our work' > notes.txt").await;
 

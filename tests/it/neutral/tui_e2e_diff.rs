@@ -26,7 +26,7 @@ async fn a_turns_reply_says_what_it_changed_and_diff_shows_it() {
         "<run>echo hi > a.txt</run>".into(),
     ])])
     .await;
-    let (server, _data) = Server::fresh_with(&model.server_args()).await;
+    let (server, _data) = Server::fresh_with(&model.one_round_args()).await;
     let room = "diff-room";
     let dir = tempfile::tempdir().unwrap();
     let tmux = Tmux::new(dir.path());

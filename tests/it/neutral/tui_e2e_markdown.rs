@@ -61,7 +61,7 @@ async fn a_markdown_reply_reads_well_and_its_code_is_one_key_from_the_clipboard(
         Script::chunked(&reply(), 24),
     ])
     .await;
-    let (server, _data) = Server::fresh_with(&model.server_args()).await;
+    let (server, _data) = Server::fresh_with(&model.one_round_args()).await;
     let url = server.url("");
     let dir = tempfile::tempdir().unwrap();
     let tmux = Tmux::new(dir.path());
@@ -169,7 +169,7 @@ async fn a_command_reads_where_the_agent_asked_for_it_live_and_after_a_rejoin() 
         "<run>echo placed-1</run>".into(),
         "\n\nThat should print 1.".into(),
     ]));
-    let (server, _data) = Server::fresh_with(&model.server_args()).await;
+    let (server, _data) = Server::fresh_with(&model.one_round_args()).await;
     let url = server.url("");
     let dir = tempfile::tempdir().unwrap();
     let tmux = Tmux::new(dir.path());

@@ -28,7 +28,7 @@ async fn talking_to_the_room_runs_no_turn_and_at_agent_asks() {
         "here yet.".into(),
     ])])
     .await;
-    let (server, _data) = Server::fresh_with(&model.server_args()).await;
+    let (server, _data) = Server::fresh_with(&model.one_round_args()).await;
     let dir = tempfile::tempdir().unwrap();
     let tmux = Tmux::new(dir.path());
     tmux.start_pair(dir.path(), &server.url(""), "talk-room", ["ann", "bob"])

@@ -144,7 +144,7 @@ async fn the_agent_reply_streams_to_everyone_with_its_command() {
         Duration::from_millis(600),
     )])
     .await;
-    let (server, _data) = Server::fresh_with(&model.server_args()).await;
+    let (server, _data) = Server::fresh_with(&model.one_round_args()).await;
     let dir = tempfile::tempdir().unwrap();
     let tmux = Tmux::new(dir.path());
     tmux.start_pair(dir.path(), &server.url(""), "agent-room", ["ada", "bob"])

@@ -9,7 +9,18 @@ use serde_json::{Value, json};
 use std::time::Duration;
 
 async fn model_server(model: &FakeModel, dir: &std::path::Path) -> Server {
-    Server::start(dir, &["--ai-url", &model.url, "--ai-model", "scripted"]).await
+    Server::start(
+        dir,
+        &[
+            "--ai-url",
+            &model.url,
+            "--ai-model",
+            "scripted",
+            "--agent-steps",
+            "1",
+        ],
+    )
+    .await
 }
 
 fn users(page: &Value) -> Vec<Value> {

@@ -402,7 +402,8 @@ fn slash_commands_name_processes_by_id_or_name() {
 fn the_help_names_the_commands_and_the_views_keys() {
     let mut app = app();
     app.update(key(KeyCode::F(1)));
-    let screen = render(&mut app, 120, 60);
+    // Tall enough for the whole help.
+    let screen = render(&mut app, 120, 90);
     for shown in [
         "/bg CMD",
         "/ps",

@@ -59,6 +59,7 @@ async fn duet_on_a_folder_works_in_it_as_its_owner_and_a_cleanup_keeps_it() {
         ("DUET_AI_URL", model.url.clone()),
         ("DUET_AI_MODEL", "scripted".into()),
         ("DUET_AI_KEY", "sk-test".into()),
+        ("DUET_AGENT_STEPS", "1".into()),
     ]);
     let args = format!("--workspace {}", folder.display());
     tmux.start("ada", &env, &args);

@@ -3,7 +3,7 @@
 // for tags, and offers the tool again (docs/protocol.md "Tool calls").
 import { describe, expect, it } from "vitest";
 import { chunked, modelRequests, room, script } from "../support";
-import { RUN_TOOL, ask, pieces } from "../tools";
+import { TOOLS, ask, pieces } from "../tools";
 
 describe("the run tool across rounds", () => {
   it("shows the next round the call as its tag and the output as text", async () => {
@@ -19,6 +19,6 @@ describe("the run tool across rounds", () => {
     const second = requests[1].body.messages;
     expect(second[second.length - 2]).toEqual({ role: "assistant", content: "Checking.<run>echo first</run>" });
     expect(second[second.length - 1].content).toContain("Output (echo first) [exit code 0]:\nfirst");
-    expect(requests.map((q) => q.body.tools)).toEqual([[RUN_TOOL], [RUN_TOOL]]);
+    expect(requests.map((q) => q.body.tools)).toEqual([TOOLS, TOOLS]);
   });
 });

@@ -25,7 +25,7 @@ mod restore;
 
 /// A server whose agent is `model`, with the `duet serve` flags `extra`.
 async fn with_model(model: &FakeModel, extra: &[&str]) -> (Server, tempfile::TempDir) {
-    Server::fresh_with(&[model.server_args(), extra.to_vec()].concat()).await
+    Server::fresh_with(&[model.one_round_args(), extra.to_vec()].concat()).await
 }
 
 /// `POST …/checkpoints` with `body`; answers the `Checkpoint`.

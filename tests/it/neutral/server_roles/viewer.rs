@@ -151,6 +151,7 @@ async fn a_viewer_s_every_forbidden_rpc_is_a_403_and_terminal_frames_are_refused
         ("set_role", json!([{"inviteId": i, "role":"viewer"}])),
         ("invite_create", json!([{"role":"owner"}])),
         ("invite_revoke", json!([{"inviteId": i}])),
+        ("set_model", json!([{"model":"x"}])),
     ];
     for (n, (method, args)) in calls.iter().enumerate() {
         let answer = viewer.ws.rpc(100 + n as u64, method, args.clone()).await;

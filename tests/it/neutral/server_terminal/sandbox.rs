@@ -92,7 +92,7 @@ async fn nothing_types_into_the_terminal_from_inside() {
 async fn the_agent_reads_the_terminal_s_screen() {
     let model = FakeModel::start(vec![Script::Stream(vec!["I see it.".into()])]).await;
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path(), &model.server_args()).await;
+    let server = Server::start(dir.path(), &model.one_round_args()).await;
     let mut ada = Viewer::attach(&server, "term-agent", "ada", Some((80, 24))).await;
     ada.until_prompt().await;
     ada.type_in("ls /nowhere-at-all\r").await;
