@@ -123,6 +123,32 @@ const EXEC_ADDED_COLUMNS: [(&str, &str); 3] = [
 ];
 
 /// The `stopped` column of a command.
+/// Writes the row of command `rec`, replacing the one it had.
+fn put_exec(conn: &Connection, room: &str, rec: &ExecRecord, ended: bool) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO execs (room, exec_id, cmd, by_name, source, stdout, stderr, \
+         exit_code, duration, ts, truncated, error, ended, stopped) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+    )?
+    .execute(params![
+        room,
+        rec.exec_id,
+        rec.cmd,
+        rec.by,
+        rec.source.as_str(),
+        rec.stdout,
+        rec.stderr,
+        rec.exit_code,
+        rec.duration as i64,
+        rec.ts,
+        rec.truncated,
+        rec.error,
+        ended,
+        stopped_column(rec)
+    ])
+    .map(drop)
+}
+
 fn stopped_column(rec: &ExecRecord) -> Option<&'static str> {
     if rec.timed_out {
         Some("timeout")
@@ -260,67 +286,41 @@ impl Store {
         .await
     }
 
-    /// Records the room's next command number (so no id is used twice).
-    pub(crate) async fn set_next_exec(
+    /// A command starts: the room's next command number (so no id is used
+    /// twice) and its row (`ended` false: left so by a crash, the next
+    /// start ends it), in one transaction. The room's older rows are
+    /// pruned when it ends.
+    pub(crate) async fn start_exec(
         &self,
         room: String,
+        rec: ExecRecord,
         next_exec: u64,
     ) -> Result<(), StoreError> {
         self.call(move |conn| {
-            conn.execute(
-                "UPDATE rooms SET next_exec = ?2 WHERE id = ?1",
-                params![room, next_exec],
-            )
-            .map(drop)
+            let tx = conn.transaction()?;
+            tx.prepare_cached("UPDATE rooms SET next_exec = ?2 WHERE id = ?1")?
+                .execute(params![room, next_exec])?;
+            put_exec(&tx, &room, &rec, false)?;
+            tx.commit()
         })
         .await
     }
 
-    /// Stores a command's record, keeping only the room's most recent ones.
+    /// Stores a command's record (it ended), keeping only the room's most
+    /// recent ones.
     pub(crate) async fn insert_exec(
         &self,
         room: String,
         rec: ExecRecord,
     ) -> Result<(), StoreError> {
-        self.write_exec(room, rec, true).await
-    }
-
-    /// Stores a command that starts (`ended` false: left so by a crash,
-    /// the next start ends it) or ended, keeping the room's most recent ones.
-    pub(crate) async fn write_exec(
-        &self,
-        room: String,
-        rec: ExecRecord,
-        ended: bool,
-    ) -> Result<(), StoreError> {
         self.call(move |conn| {
             let tx = conn.transaction()?;
-            tx.execute(
-                "INSERT OR REPLACE INTO execs (room, exec_id, cmd, by_name, source, stdout, stderr, \
-                 exit_code, duration, ts, truncated, error, ended, stopped) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-                params![
-                    room,
-                    rec.exec_id,
-                    rec.cmd,
-                    rec.by,
-                    rec.source.as_str(),
-                    rec.stdout,
-                    rec.stderr,
-                    rec.exit_code,
-                    rec.duration as i64,
-                    rec.ts,
-                    rec.truncated,
-                    rec.error,
-                    ended,
-                    stopped_column(&rec)
-                ],
-            )?;
-            tx.execute(
+            put_exec(&tx, &room, &rec, true)?;
+            tx.prepare_cached(
                 "DELETE FROM execs WHERE room = ?1 AND exec_id NOT IN \
                  (SELECT exec_id FROM execs WHERE room = ?1 ORDER BY exec_id DESC LIMIT ?2)",
-                params![room, STATE_EXECS as i64],
-            )?;
+            )?
+            .execute(params![room, STATE_EXECS as i64])?;
             tx.commit()
         })
         .await
@@ -334,18 +334,18 @@ impl Store {
         rec: ExecRecord,
     ) -> Result<(), StoreError> {
         self.call(move |conn| {
-            conn.execute(
+            conn.prepare_cached(
                 "UPDATE execs SET stdout = ?3, stderr = ?4, truncated = ?5, duration = ?6 \
                  WHERE room = ?1 AND exec_id = ?2 AND ended = 0",
-                params![
-                    room,
-                    rec.exec_id,
-                    rec.stdout,
-                    rec.stderr,
-                    rec.truncated,
-                    rec.duration as i64
-                ],
-            )
+            )?
+            .execute(params![
+                room,
+                rec.exec_id,
+                rec.stdout,
+                rec.stderr,
+                rec.truncated,
+                rec.duration as i64
+            ])
             .map(drop)
         })
         .await

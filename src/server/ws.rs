@@ -5,6 +5,7 @@
 use super::auth::{Access, Caller, SocketRef};
 use super::errors::Path;
 use super::errors::{ApiError, add_detail};
+use super::fanout;
 use super::http::room_details;
 use super::limits::{FrameRates, OpRates, SocketCount, SocketSlot};
 use super::room::{Joined, Outgoing, RoomHandle, frame_text, send_frame};
@@ -20,7 +21,7 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 mod process;
@@ -111,40 +112,49 @@ pub(crate) async fn socket(
         Err(e) => return e.into_response(),
     };
     let shutdown = app.registry.shared.shutdown.clone();
+    // Only what the socket needs of the request is kept: a header map
+    // would hold the connection's whole read buffer (its values share it)
+    // for as long as the socket lives.
+    let base = super::auth::base_url(&headers);
+    drop(headers);
+    let number = CONNECTIONS.fetch_add(1, Ordering::Relaxed);
+    let socket_ref = SocketRef {
+        number,
+        id: peer.id.clone(),
+    };
+    let mut caller = Caller::new(peer.user.clone(), access, Some(socket_ref));
+    caller.base = base;
+    // Boxed until the upgrade: what the upgrade's task holds besides the
+    // connection's own future is then a pointer.
+    let conn = Box::new(Connection {
+        number,
+        name: caller.name_or_anonymous(),
+        caller,
+        peer,
+        room,
+        handle,
+        last_typing: None,
+        last_term_typing: None,
+        term: TermSide::default(),
+        follows: process::Follows::default(),
+        frame_rates: FrameRates::new(&limits),
+        op_rates: OpRates::new(
+            "per socket",
+            limits.socket_messages_per_min,
+            limits.socket_commands_per_min,
+        ),
+        _slot: slot,
+    });
     upgrade
-        .read_buffer_size(4 * 1024)
+        // Clients send small frames; a large one is read into a buffer
+        // reserved for its length, at this many bytes a read.
+        .read_buffer_size(1024)
         .write_buffer_size(0)
         .max_write_buffer_size(4 * 1024 * 1024)
         .max_message_size(MAX_FRAME)
         .max_frame_size(MAX_FRAME)
         .on_upgrade(move |socket| async move {
-            let number = CONNECTIONS.fetch_add(1, Ordering::Relaxed);
-            let socket_ref = SocketRef {
-                number,
-                id: peer.id.clone(),
-            };
-            let caller =
-                Caller::new(peer.user.clone(), access, Some(socket_ref)).reached_by(&headers);
-            let conn = Connection {
-                number,
-                name: caller.name_or_anonymous(),
-                caller,
-                peer,
-                room,
-                handle,
-                last_typing: None,
-                last_term_typing: None,
-                term: TermSide::default(),
-                follows: process::Follows::default(),
-                frame_rates: FrameRates::new(&limits),
-                op_rates: OpRates::new(
-                    "per socket",
-                    limits.socket_messages_per_min,
-                    limits.socket_commands_per_min,
-                ),
-                _slot: slot,
-            };
-            conn.run(socket, shutdown).await;
+            (*conn).run(socket, shutdown).await;
         })
 }
 
@@ -160,6 +170,18 @@ struct Answered {
     /// A `process_follow`: the process and the output frame its log ends
     /// at (`None`: it failed).
     followed: Option<(String, Option<u64>)>,
+}
+
+/// Where a socket's rpcs send their answers back to its loop. Boxed: the
+/// channel allocates a block of slots at once, and an idle socket should
+/// not hold 32 whole answers' worth of it.
+#[derive(Clone)]
+struct Answers(mpsc::Sender<Box<Answered>>);
+
+impl Answers {
+    async fn send(&self, answer: Answered) -> Result<(), ()> {
+        self.0.send(Box::new(answer)).await.map_err(drop)
+    }
 }
 
 /// One client's connection to a room.
@@ -262,10 +284,11 @@ impl Connection {
     async fn serve(
         &mut self,
         socket: &mut WebSocket,
-        frames: &mut broadcast::Receiver<Outgoing>,
+        frames: &mut fanout::Receiver<Outgoing>,
         shutdown: &CancellationToken,
     ) {
-        let (answers, mut answered) = mpsc::channel::<Answered>(64);
+        let (answers, mut answered) = mpsc::channel::<Box<Answered>>(64);
+        let answers = Answers(answers);
         let mut ping =
             tokio::time::interval_at(tokio::time::Instant::now() + PING_EVERY, PING_EVERY);
         ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -305,11 +328,11 @@ impl Connection {
                         }
                         None
                     }
-                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                    Err(fanout::RecvError::Lagged(n)) => {
                         tracing::info!(room = %self.room, "dropping a client {n} frames behind");
                         return;
                     }
-                    Err(broadcast::error::RecvError::Closed) => return,
+                    Err(fanout::RecvError::Closed) => return,
                 },
                 feed = self.term.next() => match feed {
                     Feed::Send(text) => Some(Message::Text(text)),
@@ -319,7 +342,8 @@ impl Connection {
                         None
                     }
                 },
-                Some(Answered { text, renamed, attached, followed }) = answered.recv() => {
+                Some(answer) = answered.recv() => {
+                    let Answered { text, renamed, attached, followed } = *answer;
                     // Frames read after the client has this answer carry the new name.
                     let renamed = renamed.is_some_and(|name| {
                         self.caller.name = Some(name.clone());
@@ -335,12 +359,12 @@ impl Connection {
                                     return;
                                 }
                             }
-                            Err(broadcast::error::TryRecvError::Empty) => break,
-                            Err(broadcast::error::TryRecvError::Lagged(n)) => {
+                            Err(fanout::TryRecvError::Empty) => break,
+                            Err(fanout::TryRecvError::Lagged(n)) => {
                                 tracing::info!(room = %self.room, "dropping a client {n} frames behind");
                                 return;
                             }
-                            Err(broadcast::error::TryRecvError::Closed) => return,
+                            Err(fanout::TryRecvError::Closed) => return,
                         }
                     }
                     if let Some((process, since)) = followed {
@@ -476,7 +500,7 @@ impl Connection {
     }
 
     /// Handles a client's text frame; returns a frame for this client alone.
-    fn on_text(&mut self, text: &str, answers: &mpsc::Sender<Answered>) -> Option<Utf8Bytes> {
+    fn on_text(&mut self, text: &str, answers: &Answers) -> Option<Utf8Bytes> {
         let parsed = serde_json::from_str::<Value>(text);
         // Terminal input counts in bytes only: a keystroke is a frame.
         let terminal = parsed.as_ref().is_ok_and(|v| {

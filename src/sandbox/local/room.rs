@@ -117,12 +117,12 @@ impl Sandbox for RoomSandbox {
         // Queued now, not when the future is first polled.
         let (reply, answer) = tokio::sync::oneshot::channel();
         self.pending.fetch_add(1, Ordering::SeqCst);
-        let queued = self.jobs.send(Work::Exec(Job {
+        let queued = self.jobs.send(Work::Exec(Box::new(Job {
             exec_id,
             spec,
             on_output,
             reply,
-        }));
+        })));
         if queued.is_err() {
             self.pending.fetch_sub(1, Ordering::SeqCst);
         }

@@ -24,7 +24,8 @@ use launch::{Event, Process, send, started, stop};
 
 /// What waits in a sandbox's queue, run one at a time in order.
 pub(super) enum Work {
-    Exec(Job),
+    /// Boxed: the queue allocates its slots a block at a time.
+    Exec(Box<Job>),
     /// Stop the sandbox, then change its workspace (a restore).
     Replace(Replace),
 }
@@ -153,7 +154,7 @@ pub(super) async fn run(
                     None => break,
                     Some(Work::Exec(job)) => {
                         let queue = Queue { control: &mut control, jobs: &mut jobs, pending: &pending, feeds: &feeds };
-                        run_job(&place, &limits, &mut process, job, queue).await;
+                        run_job(&place, &limits, &mut process, *job, queue).await;
                     }
                     Some(Work::Replace(replace)) => {
                         stop(&place, &mut process).await;

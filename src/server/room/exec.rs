@@ -123,14 +123,6 @@ impl RoomActor {
     ) -> String {
         let n = self.next_exec;
         self.next_exec = n + 1;
-        if let Err(e) = self
-            .shared
-            .store
-            .set_next_exec(self.id.clone(), n + 1)
-            .await
-        {
-            tracing::warn!(room = %self.id, "storing the command counter failed: {e}");
-        }
         let exec_id = format!("x{n:011}");
         let source = match then {
             Then::Http(_) => ExecSource::User,
@@ -158,7 +150,7 @@ impl RoomActor {
         if let Err(e) = self
             .shared
             .store
-            .write_exec(self.id.clone(), row.clone(), false)
+            .start_exec(self.id.clone(), row.clone(), n + 1)
             .await
         {
             tracing::warn!(room = %self.id, "storing a starting command failed: {e}");

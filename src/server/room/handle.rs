@@ -8,24 +8,55 @@ use crate::ai::{AgentReply, TurnError};
 use crate::protocol::{Event, PresenceUser, TermSize};
 use crate::sandbox::Sandbox;
 use crate::server::errors::ApiError;
+use crate::server::fanout;
 use crate::server::ops::{Answer, OpResult, Request};
 use crate::server::terminal::TermHandle;
 use axum::extract::ws::Utf8Bytes;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 
 /// What a joining connection receives: its first frames and its feed.
 pub(crate) struct Joined {
     pub(crate) state: Utf8Bytes,
     pub(crate) presence: Utf8Bytes,
-    pub(crate) frames: broadcast::Receiver<Outgoing>,
+    pub(crate) frames: fanout::Receiver<Outgoing>,
 }
+
+/// A room's inbox. Commands travel boxed: the channel allocates its slots
+/// a block at a time, each as large as the largest command, and an idle
+/// room should not hold a block of those.
+#[derive(Clone)]
+pub(crate) struct Inbox(mpsc::Sender<Box<Command>>);
+
+/// The actor's side of its inbox.
+pub(crate) type Commands = mpsc::Receiver<Box<Command>>;
+
+impl Inbox {
+    /// An inbox for `capacity` commands, and its actor's side.
+    pub(super) fn new(capacity: usize) -> (Inbox, Commands) {
+        let (tx, rx) = mpsc::channel(capacity);
+        (Inbox(tx), rx)
+    }
+
+    /// Queues `command`, waiting for room; fails when the actor ended.
+    pub(crate) async fn send(&self, command: Command) -> Result<(), Gone> {
+        self.0.send(Box::new(command)).await.map_err(|_| Gone)
+    }
+}
+
+/// The room's actor has ended.
+#[derive(Debug)]
+pub(crate) struct Gone;
 
 /// Requests to a room's actor.
 pub(crate) enum Command {
-    /// An HTTP or rpc operation.
-    Op { request: Request, reply: Answer },
+    /// An HTTP or rpc operation (boxed: the inbox allocates its slots a
+    /// block at a time, each as large as the largest command).
+    Op {
+        request: Box<Request>,
+        reply: Answer,
+    },
     /// A connection joins: it is added to presence and subscribed.
     Join {
         conn: u64,
@@ -89,9 +120,9 @@ pub(crate) enum Command {
 /// Handle to a room's actor. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct RoomHandle {
-    pub(super) inbox: mpsc::Sender<Command>,
+    pub(super) inbox: Inbox,
     /// The room's broadcast, for frames that need no state (typing).
-    pub(crate) frames: broadcast::Sender<Outgoing>,
+    pub(crate) frames: fanout::Sender<Outgoing>,
     /// The room's sandbox, for file transfers (which need no room state).
     pub(crate) sandbox: Arc<dyn Sandbox>,
     /// Counts the handles alive: the room unloads only when the server's
@@ -112,7 +143,10 @@ impl RoomHandle {
         let (reply, answer) = oneshot::channel();
         if self
             .inbox
-            .send(Command::Op { request, reply })
+            .send(Command::Op {
+                request: Box::new(request),
+                reply,
+            })
             .await
             .is_err()
         {
@@ -232,7 +266,7 @@ impl RoomHandle {
 }
 
 /// Asks the actor behind `inbox` to store a record of `event`, and waits.
-pub(crate) async fn record_in(inbox: &mpsc::Sender<Command>, event: Event) {
+pub(crate) async fn record_in(inbox: &Inbox, event: Event) {
     let (done, stored) = oneshot::channel();
     if inbox.send(Command::Record { event, done }).await.is_ok() {
         let _ = stored.await;

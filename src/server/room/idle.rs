@@ -3,9 +3,8 @@
 //! its actor, broadcast channel and sandbox worker. Its history and
 //! workspace stay in the store and on disk, and load again on next use.
 
-use super::{Command, RoomActor};
+use super::RoomActor;
 use std::sync::Arc;
-use tokio::sync::mpsc;
 
 impl RoomActor {
     /// Whether nothing happens in the room (nor is about to).
@@ -21,7 +20,7 @@ impl RoomActor {
     /// Removes the room from the server's rooms if nobody holds its handle
     /// and nothing waits in its inbox; `true`: the actor ends. Done under
     /// the rooms' lock, so no request can find the handle meanwhile.
-    pub(super) fn try_unload(&self, rx: &mpsc::Receiver<Command>) -> bool {
+    pub(super) fn try_unload(&self, rx: &super::handle::Commands) -> bool {
         let Ok(mut rooms) = self.shared.rooms.lock() else {
             return false;
         };
@@ -34,6 +33,7 @@ impl RoomActor {
         }
         rooms.remove(&self.id);
         tracing::debug!(room = %self.id, "room unloaded (idle)");
+        crate::server::memory::give_back_soon();
         true
     }
 }

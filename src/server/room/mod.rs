@@ -19,7 +19,7 @@ mod terminal;
 mod turn;
 
 use super::errors::ApiError;
-use super::ops::{Answer, Reply};
+use super::ops::{Answer, Reply, Request};
 use super::registry::Shared;
 use super::store::RoomRow;
 use crate::protocol::{
@@ -27,13 +27,14 @@ use crate::protocol::{
     TerminalState, WORKSPACE, now_ms,
 };
 use crate::sandbox::{Sandbox, SandboxId};
+use crate::server::fanout;
 use crate::server::terminal::{TermHandle, TermNews};
 use axum::extract::ws::Utf8Bytes;
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 
 pub(crate) use access::AccessNews;
 pub(in crate::server) use checkpoints::{
@@ -42,7 +43,7 @@ pub(in crate::server) use checkpoints::{
 use exec::Launched;
 pub(crate) use exec::Then;
 pub(crate) use handle::record_in;
-pub(crate) use handle::{Command, Joined, RoomHandle};
+pub(crate) use handle::{Command, Inbox, Joined, RoomHandle};
 pub(in crate::server) use presence::Touched;
 pub(in crate::server) use processes::{
     Entry as ProcessEntry, KILL_GRACE, unknown as unknown_process,
@@ -53,7 +54,8 @@ pub(in crate::server) use state::Change;
 use turn::CurrentTurn;
 pub(crate) use turn::{PendingTurn, no_reply};
 
-/// Frames buffered per connection before a slow one is dropped.
+/// Frames a connection may fall behind before it is dropped (slots are
+/// allocated as frames come, and given back once every socket read them).
 const BROADCAST_CAPACITY: usize = 1024;
 /// Requests queued at a room before senders wait.
 const INBOX_CAPACITY: usize = 256;
@@ -139,7 +141,7 @@ pub(crate) async fn sleep_until(at: Option<tokio::time::Instant>) {
 
 /// Sends a frame to every connection of a room (but `skip`).
 pub(crate) fn send_frame(
-    frames: &broadcast::Sender<Outgoing>,
+    frames: &fanout::Sender<Outgoing>,
     frame: &impl Serialize,
     skip: Option<u64>,
 ) {
@@ -160,8 +162,8 @@ const TURN_STOP: std::time::Duration = std::time::Duration::from_secs(3);
 pub(crate) struct RoomActor {
     pub(in crate::server) id: String,
     pub(in crate::server) shared: Arc<Shared>,
-    pub(in crate::server) inbox: mpsc::Sender<Command>,
-    frames: broadcast::Sender<Outgoing>,
+    pub(in crate::server) inbox: Inbox,
+    frames: fanout::Sender<Outgoing>,
     pub(in crate::server) sandbox: Arc<dyn Sandbox>,
     pub(in crate::server) messages: VecDeque<DuetMessage>,
     pub(in crate::server) execs: VecDeque<ExecRecord>,
@@ -209,8 +211,8 @@ pub(crate) struct RoomActor {
 
 /// Starts the actor of room `id` from its stored row.
 pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle {
-    let (inbox, rx) = mpsc::channel(INBOX_CAPACITY);
-    let (frames, _) = broadcast::channel(BROADCAST_CAPACITY);
+    let (inbox, rx) = Inbox::new(INBOX_CAPACITY);
+    let frames = fanout::channel(BROADCAST_CAPACITY);
     let holders = Arc::new(());
     let people = Arc::new(AtomicUsize::new(0));
     let (term_news, term_news_rx) = mpsc::unbounded_channel();
@@ -274,7 +276,7 @@ impl RoomActor {
     /// or the room unloads after being idle.
     async fn run(
         mut self,
-        mut rx: mpsc::Receiver<Command>,
+        mut rx: handle::Commands,
         mut term_news: mpsc::UnboundedReceiver<TermNews>,
     ) {
         self.note_unfinished_turn().await;
@@ -303,7 +305,7 @@ impl RoomActor {
                     continue;
                 }
                 c = rx.recv() => match c {
-                    Some(c) => c,
+                    Some(c) => *c,
                     None => break,
                 },
                 () = sleep_until(unload_at), if unload_at.is_some() => {
@@ -316,7 +318,9 @@ impl RoomActor {
                     continue;
                 }
             };
-            self.handle(command).await;
+            // Boxed: the operations' futures are large, and an idle room
+            // should not carry room for them.
+            Box::pin(self.handle(command)).await;
             idle_since = self.idle().then(tokio::time::Instant::now);
         }
         if let Some(current) = &self.current {
@@ -331,13 +335,13 @@ impl RoomActor {
     /// The server stops: commands that ended meanwhile are recorded, the
     /// cancelled turn keeps what it had streamed, and commands still
     /// running are stored as ended by the stop.
-    async fn server_stopping(&mut self, rx: &mut mpsc::Receiver<Command>) {
+    async fn server_stopping(&mut self, rx: &mut handle::Commands) {
         let turn_id = self.current.as_ref().map(|c| c.id.clone());
         let waited = tokio::time::sleep(TURN_STOP);
         tokio::pin!(waited);
         while let Some(turn) = turn_id.as_deref() {
             let command = tokio::select! {
-                c = rx.recv() => c,
+                c = rx.recv() => c.map(|c| *c),
                 () = &mut waited => None,
             };
             match command {
@@ -351,7 +355,7 @@ impl RoomActor {
             }
         }
         while let Ok(command) = rx.try_recv() {
-            if let Command::ExecDone(done) = command {
+            if let Command::ExecDone(done) = *command {
                 self.exec_done(*done).await;
             }
         }
@@ -385,7 +389,10 @@ impl RoomActor {
     async fn handle(&mut self, command: Command) {
         match command {
             Command::Op { request, reply } => match self.rates.admit(request.op.method()) {
-                Ok(()) => request.op.apply(self, request.caller, reply).await,
+                Ok(()) => {
+                    let Request { op, caller } = *request;
+                    op.apply(self, caller, reply).await
+                }
                 Err(e) => {
                     let _ = reply.send(Err(e));
                 }

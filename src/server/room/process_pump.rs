@@ -6,7 +6,6 @@ use super::{Command, ProcCommand};
 use crate::sandbox::{ProcEvent, ProcEvents};
 use crate::support::Utf8Stream;
 use std::time::Duration;
-use tokio::sync::mpsc;
 
 /// Output is gathered this long before it is sent.
 const COALESCE: Duration = Duration::from_millis(25);
@@ -14,7 +13,7 @@ const COALESCE: Duration = Duration::from_millis(25);
 const FRAME_DATA: usize = 64 * 1024;
 
 /// Reads one process's events, coalesces its output and tells the room.
-pub(super) async fn pump(id: String, mut events: ProcEvents, inbox: mpsc::Sender<Command>) {
+pub(super) async fn pump(id: String, mut events: ProcEvents, inbox: super::Inbox) {
     let mut decoders = [Utf8Stream::default(), Utf8Stream::default()];
     let mut pending = [String::new(), String::new()];
     let mut flush_at = None;
@@ -57,7 +56,7 @@ pub(super) async fn pump(id: String, mut events: ProcEvents, inbox: mpsc::Sender
 }
 
 /// Sends what each stream gathered, in frames of at most `FRAME_DATA`.
-async fn flush(id: &str, pending: &mut [String; 2], inbox: &mpsc::Sender<Command>) {
+async fn flush(id: &str, pending: &mut [String; 2], inbox: &super::Inbox) {
     for (stream, text) in pending.iter_mut().enumerate() {
         let whole = std::mem::take(text);
         let mut rest = whole.as_str();

@@ -11,7 +11,7 @@ use crate::protocol::{AiPhase, DuetMessage, Event, MessageResponse, Role, Run, S
 use crate::server::ops::OpResult;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 /// A stored user message waiting for its turn.
@@ -69,8 +69,8 @@ pub(crate) fn no_reply(error: &str, messages: Vec<DuetMessage>) -> Reply {
 
 /// What a turn may do in its room.
 struct RoomHost {
-    inbox: mpsc::Sender<Command>,
-    frames: broadcast::Sender<Outgoing>,
+    inbox: super::Inbox,
+    frames: crate::server::fanout::Sender<Outgoing>,
     turn_id: String,
     /// The socket whose message began the turn.
     by_connection: Option<String>,

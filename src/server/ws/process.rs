@@ -4,14 +4,13 @@
 //! killing are room operations (`process_start`, `process_kill`).
 
 use super::rpc::{failure, rpc_args, success_text};
-use super::{Answered, Connection};
+use super::{Answered, Answers, Connection};
 use crate::protocol::ops::Method;
 use crate::protocol::{FollowResponse, ServerFrame};
 use crate::server::errors::ApiError;
 use crate::server::room::{Outgoing, frame_text};
 use serde_json::Value;
 use std::collections::HashMap;
-use tokio::sync::mpsc;
 
 /// The processes this socket follows: from which output frame on; and
 /// those it asked to follow and has no answer for yet, whose frames wait
@@ -73,7 +72,7 @@ impl Connection {
         method: Method,
         id: Value,
         value: &Value,
-        answers: &mpsc::Sender<Answered>,
+        answers: &Answers,
     ) -> Option<axum::extract::ws::Utf8Bytes> {
         let process = match process_id(value) {
             Ok(process) => process,

@@ -3,7 +3,7 @@
 //! processes' methods this socket answers itself (term.rs, process.rs);
 //! the others are the room's operations, parsed and checked as over HTTP.
 
-use super::{Answered, Connection, error_frame};
+use super::{Answered, Answers, Connection, error_frame};
 use crate::protocol::RpcAnswer;
 use crate::protocol::ServerFrame;
 use crate::protocol::ops::Method;
@@ -13,15 +13,10 @@ use crate::server::ops;
 use crate::server::room::frame_text;
 use axum::extract::ws::Utf8Bytes;
 use serde_json::{Map, Value};
-use tokio::sync::mpsc;
 
 impl Connection {
     /// Starts an rpc; its answer comes through `answers`.
-    pub(super) fn rpc(
-        &mut self,
-        value: Value,
-        answers: &mpsc::Sender<Answered>,
-    ) -> Option<Utf8Bytes> {
+    pub(super) fn rpc(&mut self, value: Value, answers: &Answers) -> Option<Utf8Bytes> {
         let Some(id) = value.get("id").cloned() else {
             return Some(error_frame("an rpc frame needs an \"id\""));
         };

@@ -3,7 +3,7 @@
 //! shared terminal").
 
 use super::rpc::{failure, rpc_args, success_text};
-use super::{Answered, Connection, error_frame};
+use super::{Answered, Answers, Connection, error_frame};
 use crate::protocol::ops::Method;
 use crate::protocol::{RoomRole, ServerFrame, TermSize};
 use crate::server::access::{self, Action};
@@ -15,7 +15,6 @@ use crate::server::terminal::{Attached, TermHandle, ended_meanwhile};
 use axum::extract::ws::Utf8Bytes;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc;
 
 /// How many times `term_open` tries again when the terminal ended as it
 /// attached (the room opens a new one once it heard), and how long apart.
@@ -60,7 +59,7 @@ impl Connection {
         method: Method,
         id: Value,
         value: &Value,
-        answers: &mpsc::Sender<Answered>,
+        answers: &Answers,
     ) -> Option<Utf8Bytes> {
         let failed =
             |e: ApiError, id: Value| Some(frame_text(&ServerFrame::Rpc(failure(e).with_id(id))));
@@ -211,12 +210,7 @@ impl Connection {
 
     /// Attaches again after falling behind: a fresh snapshot (a `full`
     /// screen frame for `screen`), no answer.
-    pub(super) fn reattach(
-        &mut self,
-        handle: TermHandle,
-        screen: bool,
-        answers: &mpsc::Sender<Answered>,
-    ) {
+    pub(super) fn reattach(&mut self, handle: TermHandle, screen: bool, answers: &Answers) {
         self.term.detach(self.number, None);
         let (conn, answers) = (self.number, answers.clone());
         tokio::spawn(async move {
