@@ -36,7 +36,7 @@ const WORKER_START: Duration = Duration::from_secs(120);
 pub enum Backend {
     /// `duet serve` (the default).
     Serve,
-    /// `worker/dev.sh`: wrangler dev with the stand-in Sandbox.
+    /// `worker/dev.sh`: the Worker in workerd with the stand-in Sandbox.
     Worker,
 }
 
