@@ -10,7 +10,7 @@
 // vars. Stops workerd on SIGTERM or SIGINT.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Miniflare, convertV4MiniflareOptions } from "miniflare";
+import { Log, LogLevel, Miniflare, convertV4MiniflareOptions } from "miniflare";
 
 const [prepared, host, port, persist, varsFile] = process.argv.slice(2);
 if (!varsFile) throw new Error("usage: node dev/stack.mjs PREPARED HOST PORT PERSIST VARS_FILE");
@@ -33,6 +33,8 @@ const mf = new Miniflare(
     resourcePersistencePath: join(persist, "v3"),
     // No request.cf from Cloudflare's API (offline).
     cf: false,
+    // Miniflare's own warnings, as `wrangler dev --log-level warn` shows them.
+    log: new Log(LogLevel.WARN),
   }),
 );
 const stop = async () => {
