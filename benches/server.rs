@@ -10,12 +10,14 @@
 //! - a message's fan-out to 100 WebSocket clients of one room, from the
 //!   POST to the last client's frame, with full states and with deltas;
 //! - bytes one socket receives for 100 messages, full states and deltas;
-//! - resident memory of the server with 1,000 rooms of 10 idle connections;
+//! - bytes sent to all sockets while 200 deltas sockets join one room;
+//! - resident memory of the server with 1,000 rooms of 10 idle deltas
+//!   connections, and once they closed and the rooms unloaded;
 //! - resident memory after 10,000 chat-only rooms (one socket, one message
 //!   each) and after 100 rooms that ran a command came and went.
 //!
 //! Sections can be picked by name: `cargo bench --bench server -- fanout bytes`
-//! (`exec`, `fanout`, `bytes`, `memory`, `rooms`; all by default).
+//! (`exec`, `fanout`, `bytes`, `presence`, `memory`, `rooms`; all by default).
 
 mod support;
 
@@ -115,7 +117,7 @@ async fn exec_figures(http: &reqwest::Client, addr: &str) -> anyhow::Result<()> 
     let (m1, p1) = report("POST /sandbox/exec {\"cmd\":\"true\"}, warm room", samples);
     let (m2, p2) = report("bare fork+exec of true", bare);
     println!(
-        "{:<48} median {:>+8.3} ms   p99 {:>+8.3} ms   (target: within 2 ms)",
+        "{:<48} median {:>+8.3} ms   p99 {:>+8.3} ms   (target: within 0.3 ms)",
         "difference",
         ms(m1) - ms(m2),
         ms(p1) - ms(p2)
@@ -241,8 +243,30 @@ async fn bytes_figures(http: &reqwest::Client, addr: &str, deltas: bool) -> anyh
     Ok(())
 }
 
-async fn memory_figures(addr: &str, pid: u32) -> anyhow::Result<()> {
-    let before = rss_kib(pid);
+/// Resident memory of a server whose rooms unload after a second: empty,
+/// with ROOMS rooms of 10 idle deltas sockets, and once they closed and
+/// their rooms unloaded.
+async fn memory_figures() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let (mut server, addr) = support::serve(
+        dir.path(),
+        &[
+            "--room-idle-secs",
+            "1",
+            "--ai-url",
+            "http://127.0.0.1:9/v1",
+            "--ai-model",
+            "none",
+        ],
+    )?;
+    let pid = server.id();
+    let result = idle_sockets(&addr, pid).await;
+    support::stop(&mut server);
+    result
+}
+
+async fn idle_sockets(addr: &str, pid: u32) -> anyhow::Result<()> {
+    let before = settled_rss(pid).await;
     let config = WebSocketConfig::default()
         .read_buffer_size(4096)
         .write_buffer_size(0);
@@ -250,7 +274,7 @@ async fn memory_figures(addr: &str, pid: u32) -> anyhow::Result<()> {
     let urls: Vec<String> = (0..rooms * PER_ROOM)
         .map(|n| {
             format!(
-                "ws://{addr}/api/rooms/idle-{}/ws?user=u{}",
+                "ws://{addr}/api/rooms/idle-{}/ws?user=u{}&deltas=1",
                 n / PER_ROOM,
                 n % PER_ROOM
             )
@@ -259,30 +283,100 @@ async fn memory_figures(addr: &str, pid: u32) -> anyhow::Result<()> {
     let started = Instant::now();
     let sockets: Vec<_> = stream::iter(urls)
         .map(|url| async move {
-            tokio_tungstenite::connect_async_with_config(url, Some(config), true).await
+            let (mut ws, _) =
+                tokio_tungstenite::connect_async_with_config(url, Some(config), true).await?;
+            // The connect sequence: identity, state, presence, you.
+            for _ in 0..4 {
+                ws.next().await;
+            }
+            anyhow::Ok(ws)
         })
         .buffer_unordered(64)
         .collect()
         .await;
     let mut held = Vec::with_capacity(sockets.len());
     for s in sockets {
-        held.push(s?.0);
+        held.push(s?);
     }
     let connect_time = started.elapsed();
     tokio::time::sleep(Duration::from_secs(2)).await;
     let after = rss_kib(pid);
+    let count = held.len();
+    for mut ws in held {
+        let _ = ws.close(None).await;
+    }
+    let closed = settled_rss(pid).await;
+    let mib = |k: u64| k as f64 / 1024.0;
     println!(
-        "{rooms} rooms x {PER_ROOM} idle connections ({} sockets, connected in {:.1} s)",
-        held.len(),
+        "{rooms} rooms x {PER_ROOM} idle deltas connections ({count} sockets, connected in {:.1} s)",
         connect_time.as_secs_f64()
     );
     println!(
-        "{:<48} {:>8.1} MiB   (idle server before: {:.1} MiB; target: under 300 MiB)",
+        "{:<48} {:>8.1} MiB   (target: under 100 MiB)",
         "server resident memory (VmRSS)",
-        after as f64 / 1024.0,
-        before as f64 / 1024.0
+        mib(after)
     );
-    drop(held);
+    println!(
+        "{:<48} {:>8.1} MiB   (empty before: {:.1} MiB; per socket {:.1} KiB)",
+        "after they closed and the rooms unloaded",
+        mib(closed),
+        mib(before),
+        after.saturating_sub(before) as f64 / count.max(1) as f64
+    );
+    Ok(())
+}
+
+const PRESENCE_JOINS: usize = 200;
+
+/// Bytes every socket of one room receives while PRESENCE_JOINS deltas
+/// sockets join it one after another (until a message posted after the
+/// last join reaches them all).
+async fn presence_figures(http: &reqwest::Client, addr: &str) -> anyhow::Result<()> {
+    let room = "bench-presence";
+    let (done_tx, mut done) = mpsc::unbounded_channel::<usize>();
+    let mut clients = Vec::new();
+    for c in 0..PRESENCE_JOINS {
+        let url = format!("ws://{addr}/api/rooms/{room}/ws?user=p{c}&deltas=1");
+        let (mut ws, _) = tokio_tungstenite::connect_async_with_config(url, None, true).await?;
+        // Joined once its own presence arrived (the third frame).
+        let mut bytes = 0usize;
+        for _ in 0..3 {
+            if let Some(Ok(Message::Text(text))) = ws.next().await {
+                bytes += text.len();
+            }
+        }
+        let done_tx = done_tx.clone();
+        clients.push(tokio::spawn(async move {
+            while let Some(Ok(msg)) = ws.next().await {
+                let Message::Text(text) = msg else { continue };
+                if text.contains("presence-done") {
+                    let _ = done_tx.send(bytes);
+                    break;
+                }
+                bytes += text.len();
+            }
+        }));
+    }
+    drop(done_tx);
+    let url = format!("http://{addr}/api/rooms/{room}/message");
+    let body = serde_json::json!({"text": "presence-done", "userId": "bench"});
+    let post = tokio::spawn(http.post(&url).json(&body).send());
+    let mut total = 0usize;
+    for _ in 0..PRESENCE_JOINS {
+        total += done
+            .recv()
+            .await
+            .ok_or_else(|| anyhow::anyhow!("a client left"))?;
+    }
+    post.abort();
+    for c in clients {
+        c.abort();
+    }
+    println!(
+        "{:<48} {:>8.3} MB   ({PRESENCE_JOINS} deltas sockets join one room; target: under 10 MB)",
+        "bytes sent to all sockets",
+        total as f64 / 1e6
+    );
     Ok(())
 }
 
@@ -294,10 +388,13 @@ const COMMAND_ROOMS: usize = 100;
 async fn settled_rss(pid: u32) -> u64 {
     tokio::time::sleep(Duration::from_secs(3)).await;
     let mut last = rss_kib(pid);
-    for _ in 0..10 {
+    let mut steady = 0;
+    for _ in 0..20 {
         tokio::time::sleep(Duration::from_secs(1)).await;
         let now = rss_kib(pid);
-        if now >= last {
+        steady = if now >= last { steady + 1 } else { 0 };
+        // Three seconds without a fall: settled.
+        if steady == 3 {
             return now;
         }
         last = now;
@@ -410,7 +507,6 @@ fn main() -> anyhow::Result<()> {
     let other_dir = tempfile::tempdir()?;
     let (mut server, addr) = start_server(dir.path(), true)?;
     let (mut failing, failing_addr) = start_server(other_dir.path(), false)?;
-    let pid = server.id();
     let runtime = tokio::runtime::Runtime::new()?;
     let picked: Vec<String> = std::env::args()
         .skip(1)
@@ -443,8 +539,12 @@ fn main() -> anyhow::Result<()> {
             }
             println!();
         }
+        if wants("presence") {
+            presence_figures(&http, &addr).await?;
+            println!();
+        }
         if wants("memory") {
-            memory_figures(&addr, pid).await?;
+            memory_figures().await?;
             println!();
         }
         if wants("rooms") {

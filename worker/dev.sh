@@ -53,6 +53,7 @@ The same flags and DUET_* variables as `duet serve`:
                               DUET_CHECKPOINT_TTL_SECS: a checkpoint's lifetime)
   --approval-timeout-secs N   seconds an agent's command waits for approval under `ask` (300)
   --approval-allow LIST       [env: DUET_APPROVAL_ALLOW] commands that never ask ("ls,cat,git status")
+  --ticket-secs N             seconds a socket ticket (a browser's way in) may be used (60)
   --public-host, --room-idle-secs, --max-sockets
                               accepted and ignored: Cloudflare routes by host, evicts
                               idle rooms itself and has no server-wide socket count
@@ -89,7 +90,7 @@ approval_allow="${DUET_APPROVAL_ALLOW:-}"
 declare -A limits=()
 for name in SOCKET_FRAMES_PER_SEC SOCKET_BYTES_PER_SEC SOCKET_MESSAGES_PER_MIN \
   SOCKET_COMMANDS_PER_MIN ROOM_MESSAGES_PER_MIN ROOM_COMMANDS_PER_MIN MAX_ROOM_SOCKETS \
-  MAX_PROCESSES TUNNEL_BYTES_PER_SEC AUTO_CHECKPOINTS DISK_MB CHECKPOINT_TTL_SECS APPROVAL_TIMEOUT_SECS; do
+  MAX_PROCESSES TUNNEL_BYTES_PER_SEC AUTO_CHECKPOINTS DISK_MB CHECKPOINT_TTL_SECS APPROVAL_TIMEOUT_SECS TICKET_SECS; do
   var="DUET_$name"
   [ -z "${!var:-}" ] || limits[$var]="${!var}"
 done
@@ -144,7 +145,7 @@ while [ $# -gt 0 ]; do
   --approval-allow) approval_allow="$value" ;;
   --socket-frames-per-sec | --socket-bytes-per-sec | --socket-messages-per-min | \
     --socket-commands-per-min | --room-messages-per-min | --room-commands-per-min | --max-room-sockets | \
-    --max-processes | --tunnel-bytes-per-sec | --auto-checkpoints | --approval-timeout-secs)
+    --max-processes | --tunnel-bytes-per-sec | --auto-checkpoints | --approval-timeout-secs | --ticket-secs)
     number "$flag" "$value"
     var="DUET_$(echo "${flag#--}" | tr 'a-z-' 'A-Z_')"
     limits[$var]="$value"

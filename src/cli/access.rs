@@ -42,6 +42,10 @@ pub struct InviteArgs {
     /// then name them truly)
     #[arg(long = "name", id = "invitee", value_name = "NAME")]
     pub name: Option<String>,
+    /// Print a browser link (URL/r/ROOM#token=TOKEN: nothing to install,
+    /// the page opens the room) instead of `duet join`'s
+    #[arg(long, conflicts_with_all = ["list", "revoke"])]
+    pub web: bool,
     /// List the room's invites (id, role, name, expiry) instead
     #[arg(long, conflicts_with_all = ["role", "expires", "invitee", "revoke"])]
     pub list: bool,
@@ -153,8 +157,13 @@ pub async fn invite(args: InviteArgs) -> anyhow::Result<ExitCode> {
         expires_in: args.expires,
         name: args.name.clone(),
         user_id: None,
+        web: args.web,
     };
     match client.create_invite(request).await {
+        Ok(created) if args.web => {
+            print!("{}", created_web_text(&created, client.room(), now, tz));
+            Ok(ExitCode::SUCCESS)
+        }
         Ok(created) => {
             print!("{}", created_text(&created, client.room(), now, tz));
             Ok(ExitCode::SUCCESS)
@@ -181,6 +190,26 @@ pub fn created_text(created: &InviteCreated, room: &str, now: u64, tz: time::Utc
         role = invite.role.with_article(),
         expires = access::expires(invite.expires_at, now, tz),
         url = created.url,
+    )
+}
+
+/// What `duet invite --web` prints: who it is for, when it expires, and
+/// the browser link (the token in its fragment, which browsers never send).
+pub fn created_web_text(
+    created: &InviteCreated,
+    room: &str,
+    now: u64,
+    tz: time::UtcOffset,
+) -> String {
+    let invite = &created.invite;
+    let web = crate::protocol::link::web_link(&created.url).unwrap_or_else(|| created.url.clone());
+    format!(
+        "Invite {id}: {role} in room {room}, expires {expires}.\n\
+         They open in a browser:\n\n  {web}\n\n\
+         (`duet invite --revoke {id}` ends it and closes their page)\n",
+        id = invite.id,
+        role = invite.role.with_article(),
+        expires = access::expires(invite.expires_at, now, tz),
     )
 }
 
@@ -265,6 +294,11 @@ mod tests {
              They join with:\n\n  duet join http://duet_inv_0123@127.0.0.1:8787/r1\n\n\
              Link: http://duet_inv_0123@127.0.0.1:8787/r1\n\
              (`duet invite --revoke i1` ends it and disconnects them)\n"
+        );
+        let web = created_web_text(&created, "r1", 1_767_348_000_000, time::UtcOffset::UTC);
+        assert!(
+            web.contains("\n  http://127.0.0.1:8787/r/r1#token=duet_inv_0123\n"),
+            "{web}"
         );
     }
 }

@@ -115,6 +115,15 @@ pub struct ServeArgs {
         help_heading = "Agent"
     )]
     pub approval_allow: String,
+    /// Seconds a socket ticket (`POST /api/rooms/{room}/ticket`, what a
+    /// browser opens the room's socket with) may be used
+    #[arg(
+        long,
+        default_value_t = 60,
+        env = "DUET_TICKET_SECS",
+        help_heading = "Network"
+    )]
+    pub ticket_secs: u64,
     /// Memory of a room, in MiB (a cgroup limit where the host allows one)
     #[arg(
         long,
@@ -263,6 +272,7 @@ impl From<ServeArgs> for ServeOptions {
             terminal_idle_secs: a.terminal_idle_secs,
             auto_checkpoints: a.auto_checkpoints,
             approval_timeout_secs: a.approval_timeout_secs,
+            ticket_secs: a.ticket_secs,
             approval_allow: a.approval_allow,
             memory_mb: a.memory_mb,
             processes: a.processes,

@@ -24,6 +24,10 @@ pub struct InviteRequest {
     pub name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_id: Option<String>,
+    /// The client's alone (never sent): show the browser link
+    /// (`URL/r/ROOM#token=TOKEN`) rather than `duet join`'s.
+    #[serde(skip)]
+    pub web: bool,
 }
 
 /// `POST …/policy` and rpc `set_policy`.
@@ -179,6 +183,7 @@ mod tests {
             expires_in: Some(60),
             name: None,
             user_id: Some("ada".into()),
+            web: true,
         };
         assert_eq!(
             serde_json::to_value(&body).unwrap(),

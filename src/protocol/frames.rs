@@ -20,6 +20,43 @@ fn owner() -> RoomRole {
     RoomRole::Owner
 }
 
+/// `duet_presence_delta` (docs/protocol.md "State deltas"): what changed in
+/// the presence list since the last full `duet_presence` or delta, for
+/// sockets opened with `deltas=1`. Applied in order: `left`, `joined`,
+/// `changed`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PresenceDelta {
+    /// New entries, appended.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub joined: Vec<PresenceUser>,
+    /// Ids whose entries are removed (all of them: an id still on another
+    /// connection comes back in `joined`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left: Vec<String>,
+    /// Entries renamed or with a new role, replacing the entry of that id.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed: Vec<PresenceUser>,
+}
+
+impl PresenceDelta {
+    /// Whether it changes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.joined.is_empty() && self.left.is_empty() && self.changed.is_empty()
+    }
+
+    /// Applies it to a presence list.
+    pub fn apply(&self, users: &mut Vec<PresenceUser>) {
+        users.retain(|u| !self.left.contains(&u.id));
+        users.extend(self.joined.iter().cloned());
+        for user in &self.changed {
+            match users.iter_mut().find(|u| u.id == user.id) {
+                Some(entry) => *entry = user.clone(),
+                None => users.push(user.clone()),
+            }
+        }
+    }
+}
+
 /// Phases of `duet_ai`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -42,6 +79,9 @@ pub enum ServerFrame {
     StateError { error: String },
     #[serde(rename = "duet_presence")]
     Presence { users: Vec<PresenceUser> },
+    /// Deltas sockets, after the first `duet_presence`.
+    #[serde(rename = "duet_presence_delta")]
+    PresenceDelta(PresenceDelta),
     #[serde(rename = "duet_typing")]
     Typing {
         id: String,

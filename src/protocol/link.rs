@@ -27,6 +27,19 @@ pub fn link(server: &str, room: &str, token: Option<&str>) -> Option<String> {
     })
 }
 
+/// The browser link of a room's link (an invite's `url`): `URL/r/ROOM#token=TOKEN`,
+/// the token in the fragment, which a browser never sends (the page moves
+/// it out of the address bar at once). `None` for a link without a token.
+pub fn web_link(link: &str) -> Option<String> {
+    let Link {
+        server,
+        room,
+        token,
+    } = parse_link(link).ok()?;
+    let token: String = url::form_urlencoded::byte_serialize(token?.as_bytes()).collect();
+    Some(format!("{server}/r/{room}#token={token}"))
+}
+
 /// Reads a link as `duet join` takes it; says what is wrong with a bad one.
 pub fn parse_link(text: &str) -> Result<Link, String> {
     let bad = |why: &str| {
@@ -91,6 +104,15 @@ mod tests {
         let odd = link_of("http://localhost:1", "r", "a b@c");
         assert_eq!(parse_link(&odd).unwrap().token.as_deref(), Some("a b@c"));
         assert!(!odd.contains(' ') && !odd.contains('#'), "{odd}");
+    }
+
+    #[test]
+    fn a_browser_link_carries_the_token_in_its_fragment() {
+        let web = web_link("http://duet_inv_ab12@127.0.0.1:8787/pairing").unwrap();
+        assert_eq!(web, "http://127.0.0.1:8787/r/pairing#token=duet_inv_ab12");
+        let web = web_link("https://a%20b%23c@duet.example/r1").unwrap();
+        assert_eq!(web, "https://duet.example/r/r1#token=a+b%23c");
+        assert_eq!(web_link("127.0.0.1:1/r1"), None);
     }
 
     fn link_of(server: &str, room: &str, token: &str) -> String {

@@ -11,12 +11,14 @@ pub mod link;
 pub mod ops;
 mod process;
 mod rooms;
+mod screen;
 mod terminal;
 pub use access::*;
 pub use checkpoint::*;
 pub use frames::*;
 pub use process::*;
 pub use rooms::*;
+pub use screen::*;
 pub use terminal::*;
 
 /// Messages kept in a room's state.

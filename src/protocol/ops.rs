@@ -90,6 +90,8 @@ methods! {
     SetRole, "set_role", Some((Verb::Post, "/invites/{id}/role")), [SetRole];
     SetPolicy, "set_policy", Some((Verb::Post, "/policy")), [SetPolicy];
     Approve, "approve", Some((Verb::Post, "/approve")), [Approve];
+    /// A socket ticket for a browser (it cannot send a bearer token).
+    Ticket, "ticket", Some((Verb::Post, "/ticket")), [Watch];
 }
 
 impl Addressee {

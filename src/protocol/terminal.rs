@@ -81,6 +81,20 @@ pub enum TermFrame {
         #[serde(default, skip_serializing_if = "super::is_false")]
         snapshot: bool,
     },
+    /// The screen as lines of spans (to sockets attached with `screen:
+    /// true`, instead of `data`): every line when `full`, else the lines
+    /// changed since the socket's previous one.
+    #[serde(rename_all = "camelCase")]
+    Screen {
+        term_id: String,
+        cols: u16,
+        rows: u16,
+        #[serde(default, skip_serializing_if = "super::is_false")]
+        full: bool,
+        lines: Vec<super::ScreenLine>,
+        cursor: super::ScreenCursor,
+        modes: super::ScreenModes,
+    },
     /// The terminal's size changed (to attached sockets).
     #[serde(rename_all = "camelCase")]
     Resize {

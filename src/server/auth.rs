@@ -163,7 +163,10 @@ pub(crate) async fn require_token(
 ) -> Response {
     let access = match app.token.as_deref() {
         None => Some(Access::Server),
-        Some(_) if req.uri().path() == "/health" => Some(Access::Server),
+        // `/health` and the page need no token (and carry none on).
+        Some(_) if req.uri().path() == "/health" || super::web::is_page(req.uri().path()) => {
+            return next.run(req).await;
+        }
         Some(token) => {
             let given = Given::of(&req);
             credential(&app, given, token).await
@@ -183,6 +186,8 @@ struct Given {
     path: String,
     /// `Authorization: Bearer`, then `?token=` where a query may carry it.
     tokens: Vec<String>,
+    /// `?ticket=` on the room's socket (tickets.rs).
+    tickets: Vec<String>,
 }
 
 impl Given {
@@ -197,33 +202,44 @@ impl Given {
         // Sockets, and a browser trading the token for that cookie, may
         // carry it in the query.
         let by_query = query_token_route(&path);
-        let query = by_query
-            .then(|| {
-                req.uri().query().and_then(|q| {
-                    url::form_urlencoded::parse(q.as_bytes())
-                        .find(|(k, _)| k == "token")
-                        .map(|(_, v)| v.into_owned())
-                })
-            })
+        let query = by_query.then(|| query_value(req, "token")).flatten();
+        // A ticket opens the room's socket and nothing else.
+        let ticket = socket_route(&path)
+            .then(|| query_value(req, "ticket"))
             .flatten();
         Given {
             tokens: header.into_iter().chain(query).collect(),
+            tickets: ticket.into_iter().collect(),
             path,
         }
     }
 }
 
-/// Whether `path` is a route the contract lets carry `?token=`: the room's
-/// socket (`/api/rooms/{room}/ws`, `/agents/duet-agent/{room}`), a tunnel
-/// and a port's preview. Nowhere else (not a file named `ws`).
-fn query_token_route(path: &str) -> bool {
-    let socket = match path.strip_prefix("/api/rooms/") {
+/// The first value of the request's query parameter `name`.
+fn query_value(req: &Request, name: &str) -> Option<String> {
+    let query = req.uri().query()?;
+    url::form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+/// Whether `path` is the room's socket (`/api/rooms/{room}/ws`,
+/// `/agents/duet-agent/{room}`); not a file named `ws`.
+fn socket_route(path: &str) -> bool {
+    match path.strip_prefix("/api/rooms/") {
         Some(rest) => rest
             .split_once('/')
             .is_some_and(|(room, rest)| !room.is_empty() && rest == "ws"),
         None => path_room(path).is_some(),
-    };
-    socket || super::ports::is_tunnel(path) || super::ports::preview_target(path).is_some()
+    }
+}
+
+/// Whether `path` is a route the contract lets carry `?token=`: the room's
+/// socket, a tunnel and a port's preview. Nowhere else.
+fn query_token_route(path: &str) -> bool {
+    socket_route(path)
+        || super::ports::is_tunnel(path)
+        || super::ports::preview_target(path).is_some()
 }
 
 /// What the request's credential allows, or `None` (401).
@@ -236,7 +252,25 @@ async fn credential(app: &App, given: Given, token: &str) -> Option<Access> {
             return Some(invite);
         }
     }
+    let room = path_room(&given.path)?;
+    for ticket in &given.tickets {
+        if let Some(access) = ticket_access(app, room, ticket).await {
+            return Some(access);
+        }
+    }
     None
+}
+
+/// The access a socket ticket gives in `room`: the server's, or its
+/// invite's as of now while that invite can be used.
+async fn ticket_access(app: &App, room: &str, ticket: &str) -> Option<Access> {
+    match super::tickets::check(&app.registry.shared, room, ticket)? {
+        None => Some(Access::Server),
+        Some(invite_id) => {
+            let row = super::ports::usable_invite(app, room, &invite_id).await?;
+            Some(Access::Invite(row.invite))
+        }
+    }
 }
 
 /// The access an invite token `given` gives on `path`: its invite's, when

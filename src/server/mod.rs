@@ -23,6 +23,8 @@ mod store_access;
 mod store_checkpoints;
 mod store_rooms;
 mod terminal;
+mod tickets;
+mod web;
 mod ws;
 
 use anyhow::Context;
@@ -171,6 +173,8 @@ pub async fn start(args: ServeOptions) -> anyhow::Result<RunningServer> {
         approval_timeout: std::time::Duration::from_secs(args.approval_timeout_secs),
         approval_allow: crate::protocol::parse_allow_list(&args.approval_allow),
         access_news: tokio::sync::broadcast::channel(channel_guard::NEWS_KEPT).0,
+        ticket_key: rand::random(),
+        ticket_lifetime: std::time::Duration::from_secs(args.ticket_secs),
         previews,
         rooms: Default::default(),
         actors: Arc::new(tokio::sync::Semaphore::new(registry::ACTOR_SLOTS as usize)),

@@ -50,6 +50,8 @@ pub struct ServeOptions {
     /// ("ls,cat,git status"); a command matches by its first words and only
     /// when it holds none of ; & | < > $ ` ( ) or a newline
     pub approval_allow: String,
+    /// Seconds a socket ticket (`POST …/ticket`, for browsers) may be used
+    pub ticket_secs: u64,
     /// Memory of a room, in MiB (a cgroup limit where the host allows one)
     pub memory_mb: u64,
     /// Processes of a room

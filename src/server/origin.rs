@@ -1,9 +1,15 @@
-//! Browsers cannot reach in. Duet has no web page of its own, so a request
-//! that carries an `Origin` header (only browsers send one) is refused with
-//! 403 unless `--allow-origin` names that origin; and on a loopback listen
-//! address a `Host` other than a loopback name (or a `--public-host`) is
-//! refused with 421, which stops DNS rebinding. The CLI, curl and the Go
-//! client send no `Origin` and a loopback `Host`, so they are unaffected.
+//! Which browsers may reach in. Duet's own page (web.rs) is served at the
+//! backend's own origin, so a request that carries an `Origin` header (only
+//! browsers send one) is accepted when that origin is the request's own
+//! (`scheme://Host`, the Host passing the rule below) or one that
+//! `--allow-origin` names, and refused with 403 otherwise; and on a
+//! loopback listen address a `Host` other than a loopback name (or a
+//! `--public-host`) is refused with 421, which stops DNS rebinding (a
+//! rebound name would otherwise be its own origin). Beyond loopback the
+//! server always has a token, which a rebound page does not. The CLI, curl
+//! and the Go client send no `Origin` and a loopback `Host`, so they are
+//! unaffected. A port's preview has an origin of its own (ports::by_host
+//! answers it before this check), which is never the API's.
 
 use super::errors::ApiError;
 use super::router::App;
@@ -12,6 +18,11 @@ use axum::http::header::{HOST, ORIGIN};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
+
+/// What a page of another origin is told.
+pub(crate) const ORIGIN_REFUSED: &str = "requests from other web pages are refused: only Duet's own \
+     page, at this server's origin, may call the API (start the server with --allow-origin ORIGIN \
+     to allow another)";
 
 /// Which browsers and host names the server answers.
 #[derive(Debug, Clone, Default)]
@@ -51,17 +62,11 @@ impl BrowserPolicy {
 
     /// Why `req` is refused, if it is.
     fn refusal(&self, req: &Request) -> Option<ApiError> {
-        // A port's preview is a web page, but at an origin of its own
-        // (ports::by_host answers it before this check): Duet's origin
-        // serves no page, so every browser request here is refused.
         if let Some(origin) = req.headers().get(ORIGIN) {
-            let origin = origin.to_str().unwrap_or("").to_ascii_lowercase();
-            if !self.allowed_origins.contains(&origin) {
-                return Some(ApiError::forbidden(
-                    "origin",
-                    "requests from web pages are refused: Duet's API is for its clients, \
-                     not for browsers (start the server with --allow-origin ORIGIN to allow one)",
-                ));
+            let origin = origin.to_str().unwrap_or("").trim().to_ascii_lowercase();
+            let own = super::auth::base_url(req.headers()).map(|o| o.to_ascii_lowercase());
+            if own.as_deref() != Some(origin.as_str()) && !self.allowed_origins.contains(&origin) {
+                return Some(ApiError::forbidden("origin", ORIGIN_REFUSED));
             }
         }
         if let (Some(hosts), Some(host)) = (&self.hosts, req.headers().get(HOST)) {
@@ -129,6 +134,52 @@ mod tests {
                 .is_none()
         );
         assert!(p.refusal(&req(&[])).is_none());
+    }
+
+    #[test]
+    fn the_own_origin_is_accepted_and_no_other() {
+        let p = loopback(&[], &["duet.lan"]);
+        let host = |h: &str, o: &str| p.refusal(&req(&[("host", h), ("origin", o)]));
+        assert!(host("127.0.0.1:8787", "http://127.0.0.1:8787").is_none());
+        assert!(host("localhost:8787", "HTTP://LOCALHOST:8787").is_none());
+        assert!(host("duet.lan", "http://duet.lan").is_none());
+        let status = |e: Option<ApiError>| e.map(|e| e.status.as_u16());
+        // Another port, scheme or name of the same machine is another origin.
+        assert_eq!(
+            status(host("127.0.0.1:8787", "http://127.0.0.1:9000")),
+            Some(403)
+        );
+        assert_eq!(
+            status(host("127.0.0.1:8787", "https://127.0.0.1:8787")),
+            Some(403)
+        );
+        assert_eq!(
+            status(host("127.0.0.1:8787", "http://localhost:8787")),
+            Some(403)
+        );
+        // A preview's origin (its own host) is not the API's.
+        assert_eq!(
+            status(host("127.0.0.1:8787", "http://8000-r1.localhost:8787")),
+            Some(403)
+        );
+        assert_eq!(status(host("localhost:8787", "null")), Some(403));
+        // A rebound name is its own origin, and still refused by its Host.
+        assert_eq!(
+            status(host("evil.example:8787", "http://evil.example:8787")),
+            Some(421)
+        );
+        // Behind a proxy that says so, the own origin is https.
+        let proxied = p.refusal(&req(&[
+            ("host", "duet.lan"),
+            ("x-forwarded-proto", "https"),
+            ("origin", "https://duet.lan"),
+        ]));
+        assert!(proxied.is_none());
+        // Without a Host there is no own origin.
+        assert_eq!(
+            status(p.refusal(&req(&[("origin", "http://127.0.0.1:8787")]))),
+            Some(403)
+        );
     }
 
     #[test]

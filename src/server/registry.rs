@@ -38,6 +38,11 @@ pub(crate) struct Shared {
     /// Every room's changes of access (revocations, roles), for the open
     /// channels that are not sockets (channel_guard.rs).
     pub(crate) access_news: tokio::sync::broadcast::Sender<super::channel_guard::RoomNews>,
+    /// The key socket tickets are made with (tickets.rs): random, this
+    /// process's only.
+    pub(crate) ticket_key: [u8; 32],
+    /// How long a socket ticket may be used.
+    pub(crate) ticket_lifetime: Duration,
     /// Where each preview has an origin of its own, if anywhere.
     pub(crate) previews: Option<super::ports::PreviewHosts>,
     /// The rooms loaded now, by id.

@@ -3,7 +3,7 @@
 
 use super::ops::Method;
 use super::registry::Registry;
-use super::{archive, auth, files, http, origin, ports, processes, rooms, ws};
+use super::{archive, auth, files, http, origin, ports, processes, rooms, web, ws};
 use axum::Router;
 use axum::routing::{any, get};
 use std::sync::Arc;
@@ -23,6 +23,10 @@ pub(crate) struct App {
 pub(crate) fn build(app: Arc<App>) -> Router {
     let mut router = Router::new()
         .route("/health", get(http::health))
+        // The browser page: no token (it holds no secret).
+        .route("/", get(web::index))
+        .route("/r/{room}", get(web::index))
+        .route("/web/{file}", get(web::file))
         .route(rooms::PATH, get(rooms::list));
     for method in Method::ALL {
         if let Some((verb, path)) = method.route() {

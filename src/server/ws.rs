@@ -195,6 +195,16 @@ async fn send(socket: &mut WebSocket, msg: Message) -> bool {
     )
 }
 
+/// Sends each of `texts` but empty ones; `false` means drop the connection.
+async fn send_all(socket: &mut WebSocket, texts: &[Utf8Bytes]) -> bool {
+    for text in texts {
+        if !text.is_empty() && !send(socket, Message::Text(text.clone())).await {
+            return false;
+        }
+    }
+    true
+}
+
 /// Closes a socket whose credential stopped working (4401).
 async fn close_unauthorized(socket: &mut WebSocket, reason: &'static str) {
     let frame = axum::extract::ws::CloseFrame {
@@ -226,7 +236,10 @@ impl Connection {
             state,
             presence,
             mut frames,
-        }) = self.handle.join(self.number, user, invite).await
+        }) = self
+            .handle
+            .join(self.number, user, self.peer.deltas, invite)
+            .await
         else {
             return;
         };
@@ -301,8 +314,8 @@ impl Connection {
                 feed = self.term.next() => match feed {
                     Feed::Send(text) => Some(Message::Text(text)),
                     Feed::Ended(text) => text.map(Message::Text),
-                    Feed::Behind(handle) => {
-                        self.reattach(handle, &answers);
+                    Feed::Behind(handle, screen) => {
+                        self.reattach(handle, screen, &answers);
                         None
                     }
                 },
@@ -390,7 +403,9 @@ impl Connection {
             return true;
         }
         if let Some(news) = &frame.access {
-            return self.on_access(socket, news, &frame.text).await;
+            return self
+                .on_access(socket, news, frame.texts(self.peer.deltas))
+                .await;
         }
         if let Some((process, seq)) = &frame.process_output
             && !self.follows.wants(process, *seq)
@@ -405,12 +420,7 @@ impl Connection {
             }
             return true;
         }
-        for text in frame.texts(self.peer.deltas) {
-            if !send(socket, Message::Text(text.clone())).await {
-                return false;
-            }
-        }
-        true
+        send_all(socket, frame.texts(self.peer.deltas)).await
     }
 
     /// `duet_you`: this socket as the room knows it.
@@ -433,12 +443,12 @@ impl Connection {
     }
 
     /// An invite changed: this socket's own takes effect (a new role, or
-    /// the close of a revoked one); `text` goes to everyone.
+    /// the close of a revoked one); `texts` go to everyone.
     async fn on_access(
         &mut self,
         socket: &mut WebSocket,
         news: &super::room::AccessNews,
-        text: &Utf8Bytes,
+        texts: &[Utf8Bytes],
     ) -> bool {
         use super::room::AccessNews;
         let mine = |id: &String| self.caller.access.invite_id() == Some(id.as_str());
@@ -455,14 +465,14 @@ impl Connection {
                 if !super::access::may(*role, super::access::Action::ResizeTerminal) {
                     self.term.forget_size(self.number);
                 }
-                if !text.is_empty() && !send(socket, Message::Text(text.clone())).await {
+                if !send_all(socket, texts).await {
                     return false;
                 }
                 return send(socket, Message::Text(self.you())).await;
             }
             _ => {}
         }
-        text.is_empty() || send(socket, Message::Text(text.clone())).await
+        send_all(socket, texts).await
     }
 
     /// Handles a client's text frame; returns a frame for this client alone.

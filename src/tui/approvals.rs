@@ -267,14 +267,17 @@ impl App {
         Ok(())
     }
 
-    /// `/invite ROLE [NAME]`: a link for someone else.
+    /// `/invite ROLE [NAME] [web]`: a link for someone else (`web`: a
+    /// browser's).
     pub(crate) fn invite_command(
         &mut self,
         role: &str,
         name: String,
+        web: bool,
         effects: &mut Vec<Effect>,
     ) -> Result<(), String> {
-        let usage = "usage: /invite viewer|writer|owner [NAME] (NAME: the name it fixes)";
+        let usage = "usage: /invite viewer|writer|owner [NAME] [web] (NAME: the name it fixes; \
+                     web: a browser link)";
         let role = RoomRole::parse(role).ok_or(usage)?;
         if let Some(problem) = crate::protocol::name_problem(&name).filter(|_| !name.is_empty()) {
             return Err(format!("/invite: the name {name:?} {problem}"));
@@ -284,6 +287,7 @@ impl App {
             expires_in: None,
             name: (!name.is_empty()).then_some(name),
             user_id: None,
+            web,
         })));
         Ok(())
     }
@@ -318,11 +322,18 @@ impl App {
                 ),
                 true,
             ),
-            (RoomOp::InviteCreate(_), Ok(_)) => match answer.decode::<InviteCreated>() {
+            (RoomOp::InviteCreate(asked), Ok(_)) => match answer.decode::<InviteCreated>() {
                 Ok(created) => {
                     // `http://` is the default: a shorter line fits more screens.
                     let url = created.url.strip_prefix("http://").unwrap_or(&created.url);
-                    let command = format!("duet join {url}");
+                    let web = asked
+                        .web
+                        .then(|| crate::protocol::link::web_link(&created.url))
+                        .flatten();
+                    let (command, how) = match web {
+                        Some(web) => (web, "They open in a browser:"),
+                        None => (format!("duet join {url}"), "They join with:"),
+                    };
                     let invite = &created.invite;
                     let expires = crate::client::access::expires(
                         invite.expires_at,
@@ -333,7 +344,7 @@ impl App {
                         command,
                         format!(
                             "Invite {} for {}, expires {expires} (`duet invite --revoke {}` \
-                             ends it). They join with:",
+                             ends it). {how}",
                             invite.id,
                             invite.role.with_article(),
                             invite.id

@@ -136,6 +136,8 @@ impl App {
                 self.term.typing.retain(|t| ids.contains(&t.id.as_str()));
                 true
             }
+            // The socket hands on whole lists, deltas applied.
+            ServerFrame::PresenceDelta(_) => false,
             ServerFrame::Typing {
                 id,
                 name,

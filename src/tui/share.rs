@@ -101,6 +101,7 @@ impl App {
             expires_in: None,
             name: None,
             user_id: None,
+            web: false,
         })));
     }
 

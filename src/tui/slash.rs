@@ -222,12 +222,18 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         name: "invite",
         aliases: &[],
         usage: "/invite ROLE",
-        help: "a link to join as viewer, writer or owner (a NAME after it fixes theirs)",
+        help: "a link as viewer, writer or owner (a NAME fixes theirs; `web` for a browser)",
         deed: Some(Deed::ManageInvites),
         run: |app, arg, effects| {
+            let (arg, web) = match arg.trim_end().strip_suffix("web") {
+                Some(rest) if rest.is_empty() || rest.ends_with(char::is_whitespace) => {
+                    (rest, true)
+                }
+                _ => (arg, false),
+            };
             let (role, name) =
-                one_or_two(arg).ok_or("usage: /invite viewer|writer|owner [NAME]")?;
-            app.invite_command(&role, name, effects)
+                one_or_two(arg).ok_or("usage: /invite viewer|writer|owner [NAME] [web]")?;
+            app.invite_command(&role, name, web, effects)
         },
     },
     SlashCommand {

@@ -278,7 +278,8 @@ impl App {
                     }
                 }
             }
-            TermFrame::Data { .. } => {}
+            // The TUI asks for bytes, never for screen frames.
+            TermFrame::Data { .. } | TermFrame::Screen { .. } => {}
         }
         match self.term.screen.apply(&frame) {
             Seen::Nothing => matches!(frame, TermFrame::Resize { .. } | TermFrame::Exit { .. }),

@@ -31,6 +31,7 @@ mod neutral {
     mod server_pairing;
     mod server_persist;
     mod server_ports;
+    mod server_presence;
     mod server_processes;
     mod server_roles;
     mod server_rooms;
@@ -45,6 +46,7 @@ mod neutral {
     mod tui_e2e_pairing;
     mod tui_e2e_processes;
     mod tui_e2e_room;
+    mod web_access;
 }
 
 mod server {

@@ -18,7 +18,7 @@ import { ApiError, describe, isObject, response, unpairedSurrogate, type JsonObj
 import { SOCKETS_RETRY_MS, SocketBuckets, rateLimits } from "./limits";
 import { OPERATIONS, UnknownMethod, rpcOp, type Method, type Op, type SocketMethod } from "./ops";
 import { CALLER_PATH, EXECS_PAGE_PATH, OP_PATH, PAGE_PATH, SANDBOX_STOPPED_PATH } from "./rooms";
-import { READONLY_FRAME, errorFrame, identityFrame, messageFrame, presenceFrame, rateLimitedFrame, typingFrame, youFrame, type DuetMessage, type PresenceUser } from "./protocol";
+import { READONLY_FRAME, errorFrame, identityFrame, messageFrame, presenceDeltaFrame, presenceFrame, rateLimitedFrame, typingFrame, youFrame, type DuetMessage, type PresenceDelta, type PresenceUser } from "./protocol";
 import { randomHex } from "./text";
 import { Room } from "./room";
 import { type Who } from "./roomstate";
@@ -211,6 +211,43 @@ export class DuetAgent extends Agent<Env> {
       .map((p) => ({ id: p.id, name: p.name, since: p.since, role: this.callerOf(p)?.role ?? "viewer" }));
   }
 
+  /**
+   * Presence changed for the sockets `touched` (those `left` are gone):
+   * `duet_presence_delta` to sockets that asked for deltas, the whole list
+   * to the others, none to `except`. An id on more than one socket is sent
+   * whole (left, then joined again) so that applying the delta stays exact.
+   */
+  private presenceNews(touched: { joined?: Connection; changed?: Connection[]; left?: Connection[] }, except?: Connection): void {
+    const leaving = touched.left ?? [];
+    const users = this.presence(leaving);
+    const delta: PresenceDelta = { joined: [], left: [], changed: [] };
+    const resend = (id: string) => {
+      if (delta.left.includes(id)) return;
+      delta.left.push(id);
+      delta.joined.push(...users.filter((u) => u.id === id));
+    };
+    for (const c of leaving) {
+      const id = (c as DuetConnection).state?.duet?.id;
+      if (id !== undefined) resend(id);
+    }
+    const entries: [Connection, PresenceUser[]][] = [];
+    if (touched.joined) entries.push([touched.joined, delta.joined]);
+    for (const c of touched.changed ?? []) entries.push([c, delta.changed]);
+    for (const [c, into] of entries) {
+      const id = (c as DuetConnection).state?.duet?.id;
+      const mine = users.filter((u) => u.id === id);
+      if (id !== undefined && mine.length > 1) resend(id);
+      else if (mine[0] && !into.some((u) => u.id === id)) into.push(mine[0]);
+    }
+    let full: string | undefined;
+    let small: string | undefined;
+    for (const c of this.connections()) {
+      if (c === except || leaving.includes(c)) continue;
+      if (c.state?.duet?.deltas) send(c, (small ??= presenceDeltaFrame(delta)));
+      else send(c, (full ??= presenceFrame(users)));
+    }
+  }
+
   /** Who a socket is now: its invite's role and name (undefined once the invite was revoked or expired). */
   private callerOf(peer: Peer | undefined): Caller | undefined {
     return this.room().callerOf({ inviteId: peer?.inviteId });
@@ -236,7 +273,7 @@ export class DuetAgent extends Agent<Env> {
       const you = this.you(c);
       if (you) send(c, you);
     }
-    this.sendAll(presenceFrame(this.presence()));
+    this.presenceNews({ changed: this.ofInvite(inviteId) });
   }
 
   /** The invite's sockets close with 4401; the others see them leave. */
@@ -244,7 +281,7 @@ export class DuetAgent extends Agent<Env> {
     const leaving = this.ofInvite(inviteId);
     if (leaving.length === 0) return;
     for (const c of leaving) this.dropSocket(c, reason);
-    this.sendAll(presenceFrame(this.presence(leaving)), ...leaving);
+    this.presenceNews({ left: leaving });
     this.countPeople(leaving);
   }
 
@@ -277,7 +314,7 @@ export class DuetAgent extends Agent<Env> {
     const leaving = this.connections().filter((c) => c.state?.duet?.inviteId !== undefined && !this.callerOf(c.state.duet));
     if (leaving.length === 0) return;
     for (const c of leaving) this.dropSocket(c, EXPIRED);
-    this.sendAll(presenceFrame(this.presence(leaving)), ...leaving);
+    this.presenceNews({ left: leaving });
     this.countPeople(leaving);
   }
 
@@ -309,19 +346,18 @@ export class DuetAgent extends Agent<Env> {
     c.setState({ ...(c.state ?? {}), duet: peer });
     this.room().joined();
     this.countPeople();
-    const presence = presenceFrame(this.presence());
     send(c, identityFrame(this.name));
     send(c, this.room().stateText());
-    send(c, presence);
+    send(c, presenceFrame(this.presence()));
     send(c, youFrame(peer.id, peer.name, caller.role, inviteId));
-    this.sendAll(presence, c);
+    this.presenceNews({ joined: c }, c);
   }
 
   async onClose(connection: Connection): Promise<void> {
     this.socketBuckets.delete(connection.id);
     this.room().terminal.left(connection.id);
     this.room().processes.left(connection.id);
-    this.sendAll(presenceFrame(this.presence([connection])), connection);
+    this.presenceNews({ left: [connection] });
     this.countPeople([connection]);
   }
 
@@ -468,7 +504,7 @@ export class DuetAgent extends Agent<Env> {
       if (op.kind === "term_open") {
         // A viewer watches: its size never counts in the smallest rule.
         const counts = may(this.callerOf(c.state?.duet)?.role ?? "viewer", "resizeTerminal");
-        const { reply, after } = await terminal.open(c.id, c.state?.duet?.name ?? "anonymous", counts ? op.size : undefined);
+        const { reply, after } = await terminal.open(c.id, c.state?.duet?.name ?? "anonymous", counts ? op.size : undefined, op.screen === true);
         answer(reply);
         after();
       } else if (op.kind === "term_detach") {
@@ -507,7 +543,7 @@ export class DuetAgent extends Agent<Env> {
       // In the connection's state, so that the name survives a hibernation.
       c.setState({ ...c.state, duet: { ...peer, user: name, name } });
       if (peer.name === name) return;
-      this.sendAll(presenceFrame(this.presence()));
+      this.presenceNews({ changed: [c] });
       this.countPeople();
       const you = this.you(c);
       if (you) send(c, you);

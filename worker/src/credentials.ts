@@ -10,6 +10,7 @@ import { same } from "./http";
 import { INVITE_TOKEN, tokenHash } from "./invites";
 import { trim, validRoomId } from "./text";
 import { askCaller } from "./rooms";
+import { redeemTicket } from "./tickets";
 
 /** The tokens a request carries: its bearer token, and on a socket path its `?token=`s. */
 function tokensOf(request: Request, path: string, query: string): string[] {
@@ -31,7 +32,20 @@ function tokensOf(request: Request, path: string, query: string): string[] {
 export async function callerOf(request: Request, env: Env, room: string | undefined, path: string, query: string): Promise<Caller | undefined> {
   const token = env.DUET_TOKEN ?? "";
   if (token === "") return OWNER;
-  return credential(env, token, room, tokensOf(request, path, query));
+  const caller = await credential(env, token, room, tokensOf(request, path, query));
+  if (caller || room === undefined || !validRoomId(room) || !socketPath(path)) return caller;
+  // A ticket (tickets.ts) opens the room's socket and nothing else.
+  for (const [k, v] of new URLSearchParams(query)) {
+    if (k !== "ticket") continue;
+    const ticketCaller = await redeemTicket(env, room, v);
+    if (ticketCaller) return ticketCaller;
+  }
+  return undefined;
+}
+
+/** Whether `path` is the room's socket (`/api/rooms/{room}/ws`, `/agents/duet-agent/{room}`). */
+function socketPath(path: string): boolean {
+  return /^\/agents\/duet-agent\/[^/]+$/.test(path) || /^\/api\/rooms\/[^/]+\/ws$/.test(path);
 }
 
 /** The first of `tokens` that is the server's token (owner) or an invite's of `room`; undefined when none is. */

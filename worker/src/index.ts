@@ -19,6 +19,7 @@ import { confineCookies, preview, tunnel } from "./preview";
 import type { Who } from "./roomstate";
 import { EXECS_PAGE_PATH, PAGE_PATH, roomOp, roomRequest, roomStub } from "./rooms";
 import { previewByHost } from "./sandbox/container";
+import { pageFile, servePage } from "./web";
 
 export { DuetAgent } from "./agent";
 export { DuetLobby } from "./lobby";
@@ -63,12 +64,15 @@ async function route(request: Request, env: Env, ctx: ExecutionContext): Promise
   if (byHost) return confineCookies(byHost);
   const [path, query] = target(request.url);
   const port = previewTarget(path);
-  // A browser is refused before anything else is looked at: the Worker's
-  // own origin serves no page (a port's preview has an origin of its own).
+  // A browser of another origin is refused before anything else is looked
+  // at (the Worker's own serves Duet's page; a port's preview has an origin of its own).
   const refused = originRefusal(request, env);
   if (refused) return errorResponse(refused);
   const method = request.method === "HEAD" ? "GET" : request.method;
   if (path === "/health") return method === "GET" ? text("ok") : errorResponse(ApiError.methodNotAllowed());
+  // The browser page needs no token (it holds no secret).
+  const file = pageFile(path);
+  if (file !== undefined) return servePage(request, env, file);
   // The preview checks its own credentials (the token).
   if (port) return preview(request, env, port.rawRoom, decoded(port.rawRoom) ?? port.rawRoom, port.port, port.rest, query);
   if (path === "/api/rooms") return roomList(request, env, method);

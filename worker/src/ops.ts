@@ -35,7 +35,7 @@ export type Op =
   /** rpc only: the socket's name changes from `user` to `name`. */
   | { kind: "rename"; name: string; user?: string }
   /** rpc only: the shared terminal (src/terminal.ts); `size` is this socket's window. */
-  | { kind: "term_open"; size?: TermSize; user?: string }
+  | { kind: "term_open"; size?: TermSize; screen?: boolean; user?: string }
   | { kind: "term_detach"; termId: string; user?: string }
   | { kind: "term_close"; termId: string; user?: string }
   /** Background processes (src/processes.ts): `POST /processes`, rpc `process_start`. */
@@ -85,7 +85,9 @@ export type Op =
   /** The approval policy (src/approvals.ts): `POST /policy`, rpc `set_policy`. */
   | { kind: "set_policy"; policy: Policy; allow?: string[]; user?: string }
   /** `POST /approve`, rpc `approve`. */
-  | { kind: "approve"; approvalId: string; approved: boolean; user?: string };
+  | { kind: "approve"; approvalId: string; approved: boolean; user?: string }
+  /** `POST /ticket`, rpc `ticket`: a socket ticket for the caller (tickets.ts). */
+  | { kind: "ticket"; user?: string };
 
 /** An HTTP route under `/api/rooms/{room}`: verb and path, `{id}` one segment (docs/operations.json's `route`). */
 export type Route = `${"GET" | "POST" | "DELETE"} /${string}`;
@@ -158,10 +160,14 @@ export const OPERATIONS = {
     parse: (f, user) => {
       const cols = f.get("cols");
       const rows = f.get("rows");
-      if (cols === undefined && rows === undefined) return { kind: "term_open", user };
+      // `screen: true`: screen frames instead of data frames.
+      const screenArg = f.get("screen");
+      if (screenArg !== undefined && typeof screenArg !== "boolean") f.problem("screen", "must be true or false");
+      const screen = screenArg === true ? { screen: true } : {};
+      if (cols === undefined && rows === undefined) return { kind: "term_open", ...screen, user };
       // Both or neither: a size with one half missing is refused by its missing half.
       for (const [field, problem] of sizeProblems(cols, rows)) f.problem(field, problem);
-      return { kind: "term_open", size: clampSize(cols, rows), user };
+      return { kind: "term_open", size: clampSize(cols, rows), ...screen, user };
     },
   },
   term_detach: { route: null, actions: ["watch"], parse: (f, user) => terminalOp("term_detach", f, user) },
@@ -276,6 +282,11 @@ export const OPERATIONS = {
       if (approvalId === undefined || typeof approved !== "boolean") return undefined;
       return { kind: "approve", approvalId, approved, user };
     },
+  },
+  ticket: {
+    route: "POST /ticket",
+    actions: ["watch"],
+    parse: (_f, user) => ({ kind: "ticket", user }),
   },
 } as const satisfies Record<string, Operation>;
 

@@ -438,6 +438,24 @@ export function presenceFrame(users: PresenceUser[]): string {
   });
 }
 
+/** What changed in the presence list (docs/protocol.md "State deltas"), applied in order: `left`, `joined`, `changed`. */
+export interface PresenceDelta {
+  joined: PresenceUser[];
+  left: string[];
+  changed: PresenceUser[];
+}
+
+/** `duet_presence_delta` (deltas sockets, after the first `duet_presence`); empty fields are left out. */
+export function presenceDeltaFrame(delta: PresenceDelta): string {
+  const user = (u: PresenceUser) => ({ id: u.id, name: u.name, since: u.since, role: u.role });
+  return JSON.stringify({
+    type: "duet_presence_delta",
+    ...(delta.joined.length > 0 && { joined: delta.joined.map(user) }),
+    ...(delta.left.length > 0 && { left: delta.left }),
+    ...(delta.changed.length > 0 && { changed: delta.changed.map(user) }),
+  });
+}
+
 /** `duet_you`: this socket itself (its invite unless it came with the server's token). */
 export function youFrame(id: string, name: string, role: RoomRole, inviteId?: string): string {
   return JSON.stringify({ type: "duet_you", id, name, role, ...(inviteId !== undefined && { inviteId }) });

@@ -13,6 +13,7 @@ import { sandboxName } from "./text";
 import { roomOp } from "./rooms";
 import type { WorkspaceCopy } from "./sandbox/types";
 import { inviteJson } from "./invites";
+import { issueTicket } from "./tickets";
 import { ANONYMOUS, RoomState, type Who } from "./roomstate";
 
 /** What the room says of a turn a restart cut off (`duet serve`'s words). */
@@ -214,6 +215,8 @@ export class Room extends RoomState {
         }
         case "approve":
           return this.approvals.answer(op.approvalId, op.approved, op.user ?? ANONYMOUS);
+        case "ticket":
+          return ok(await issueTicket(this.env, this.id, caller.inviteId));
       }
     } catch (e) {
       return (e instanceof ApiError ? e : ApiError.internal(describe(e))).reply();

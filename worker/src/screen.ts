@@ -5,6 +5,7 @@
 
 import { SerializeAddon } from "@xterm/addon-serialize";
 import { Terminal } from "@xterm/headless";
+import { blank, paint, type Painted } from "./spans";
 import { trimEnd } from "./text";
 
 /** Lines of the screen the agent is shown, and their bytes at most. */
@@ -34,9 +35,39 @@ const decoder = new TextDecoder();
 export class Screen {
   private term: Terminal;
   private serializer: SerializeAddon;
+  /** Whether the cursor shows (DECTCEM, `CSI ? 25 h/l`): the emulator keeps it but does not say. */
+  private cursorVisible = true;
 
   constructor(cols: number, rows: number) {
     [this.term, this.serializer] = emulator(cols, rows);
+    this.watchCursor();
+  }
+
+  /** Follows the cursor's visibility as the emulator parses (it goes on with its own handling). */
+  private watchCursor(): void {
+    const term = this.term;
+    const mode = (show: boolean) => (params: (number | number[])[]) => {
+      if (params.some((p) => p === 25)) this.cursorVisible = show;
+      return false;
+    };
+    const reset = () => {
+      this.cursorVisible = true;
+      return false;
+    };
+    term.parser.registerCsiHandler({ prefix: "?", final: "h" }, mode(true));
+    term.parser.registerCsiHandler({ prefix: "?", final: "l" }, mode(false));
+    term.parser.registerCsiHandler({ intermediates: "!", final: "p" }, reset);
+    term.parser.registerEscHandler({ final: "c" }, reset);
+  }
+
+  /** The screen as `screen` frames draw it; blank when it cannot be read. */
+  paint(): Painted {
+    try {
+      return paint(this.term, this.cursorVisible);
+    } catch (e) {
+      console.error(`the terminal's screen could not be read: ${String(e)}`);
+      return blank(this.cols, this.rows);
+    }
   }
 
   get cols(): number {
@@ -98,6 +129,8 @@ export class Screen {
       // it is being replaced
     }
     [this.term, this.serializer] = emulator(cols, rows);
+    this.cursorVisible = true;
+    this.watchCursor();
     try {
       this.term.write(old);
     } catch {

@@ -15,6 +15,7 @@ import { randomHex } from "./text";
 import { fromBase64Strict } from "./sandbox/bytes";
 import type { Pty, RoomSandbox, TermSize } from "./sandbox/types";
 import { Screen } from "./screen";
+import { ScreenFeed } from "./screenfeed";
 
 /** A terminal nobody gave a size for. */
 export const DEFAULT_SIZE: TermSize = { cols: 80, rows: 24 };
@@ -74,6 +75,8 @@ interface Running {
   viewers: Map<string, TermSize | undefined>;
   /** The attached sockets that got their snapshot: they get the output from there on. */
   receiving: Set<string>;
+  /** The attached sockets that get `screen` frames instead (src/screenfeed.ts). */
+  screens: ScreenFeed;
   idleTimer?: ReturnType<typeof setTimeout>;
   /** It ended (or never started). */
   over: boolean;
@@ -111,10 +114,11 @@ export class SharedTerminal {
   /**
    * rpc `term_open` by socket `connection` (named `by`) with its window
    * `size`: opens the terminal if none runs (`open` to everyone first),
-   * attaches the socket, and answers; `after` sends its snapshot, to be
-   * called right after the answer went out. Throws SandboxStarting.
+   * attaches the socket, and answers; `after` sends its snapshot (a `full`
+   * screen frame with `screen`), to be called right after the answer went
+   * out. Throws SandboxStarting.
    */
-  async open(connection: string, by: string, size: TermSize | undefined): Promise<{ reply: Reply; after: () => void }> {
+  async open(connection: string, by: string, size: TermSize | undefined, screen = false): Promise<{ reply: Reply; after: () => void }> {
     const t = this.current ?? (await (this.opening ??= this.start(by, size).finally(() => (this.opening = undefined))));
     const before = t.viewers.get(connection);
     t.viewers.set(connection, size ?? before);
@@ -122,7 +126,7 @@ export class SharedTerminal {
     this.fit(t);
     // duet serve's field order (its keys sorted).
     const reply = ok({ cols: t.size.cols, rows: t.size.rows, termId: t.termId });
-    return { reply, after: () => this.snapshot(t, connection) };
+    return { reply, after: () => this.snapshot(t, connection, screen) };
   }
 
   /** rpc `term_detach`: this socket stops receiving; the terminal runs on. */
@@ -199,12 +203,14 @@ export class SharedTerminal {
   private async start(by: string, size: TermSize | undefined): Promise<Running> {
     const termId = `t${randomHex()}`;
     const initial = size ?? DEFAULT_SIZE;
+    const screen = new Screen(initial.cols, initial.rows);
     const t: Running = {
       termId,
-      screen: new Screen(initial.cols, initial.rows),
+      screen,
       size: { ...initial },
       viewers: new Map(),
       receiving: new Set(),
+      screens: new ScreenFeed(termId, screen, (c, text) => this.host.send(c, text)),
       over: false,
     };
     try {
@@ -230,16 +236,23 @@ export class SharedTerminal {
     if (t.over) return;
     if (t.viewers.size === 0) this.armIdle(t);
     t.screen.write(bytes, () => {
+      t.screens.changed();
       if (t.receiving.size === 0) return;
       const frame = termDataFrame(t.termId, bytes, false);
       for (const c of t.receiving) this.host.send(c, frame);
     });
   }
 
-  /** Once the screen holds every byte so far: the snapshot, and the output from there on. */
-  private snapshot(t: Running, connection: string): void {
+  /** Once the screen holds every byte so far: the snapshot (or `full` screen frame), and the output (or screen frames) from there on. */
+  private snapshot(t: Running, connection: string, screen: boolean): void {
     t.screen.afterWrites(() => {
       if (this.current !== t || !t.viewers.has(connection)) return;
+      t.receiving.delete(connection);
+      t.screens.leave(connection);
+      if (screen) {
+        t.screens.subscribe(connection);
+        return;
+      }
       this.host.send(connection, termDataFrame(t.termId, t.screen.snapshot(), true));
       t.receiving.add(connection);
     });
@@ -248,6 +261,7 @@ export class SharedTerminal {
   private leave(t: Running, connection: string): void {
     t.viewers.delete(connection);
     t.receiving.delete(connection);
+    t.screens.leave(connection);
     this.fit(t);
     if (t.viewers.size === 0) this.armIdle(t);
   }
@@ -261,6 +275,7 @@ export class SharedTerminal {
     t.screen.resize(size.cols, size.rows);
     const frame = termResizeFrame(t.termId, size.cols, size.rows);
     for (const c of t.receiving) this.host.send(c, frame);
+    t.screens.resized(frame);
     this.host.changed(this.state());
   }
 
@@ -272,6 +287,7 @@ export class SharedTerminal {
     this.stopIdle(t);
     t.viewers.clear();
     t.receiving.clear();
+    t.screens.end();
     this.host.all(termExitFrame(t.termId, exitCode, reason));
     this.host.changed(null);
   }

@@ -1,7 +1,8 @@
 // Browsers cannot reach in (docs/protocol.md "Browsers"; tests/it/server/server_browsers.rs):
 // a request or socket upgrade with an `Origin` is refused with 403 before the
-// token is looked at, unless DUET_ALLOW_ORIGIN (here "https://ide.example,
-// HTTPS://Other.example/", see vitest.config.ts) names it.
+// token is looked at, unless it is the Worker's own origin (Duet's page) or
+// DUET_ALLOW_ORIGIN (here "https://ide.example, HTTPS://Other.example/", see
+// vitest.config.ts) names it.
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { ORIGIN, TOKEN, get, room } from "./support";
@@ -24,7 +25,7 @@ async function upgrade(path: string, headers: Record<string, string>): Promise<n
 describe("browsers", () => {
   it("refuses a web page's request and socket with 403, before the token", async () => {
     const r = room("web");
-    for (const origin of ["https://evil.example", "null", ORIGIN, "https://ide.example.evil.example"]) {
+    for (const origin of ["https://evil.example", "null", "https://duet.test", "http://duet.test:8787", "https://ide.example.evil.example"]) {
       const { status, body } = await pagePost(`/api/rooms/${r}/sandbox/exec`, origin);
       expect(status, origin).toBe(403);
       expect(Object.keys(body)).toEqual(["error", "details"]);
@@ -44,6 +45,13 @@ describe("browsers", () => {
     // Nothing ran.
     expect((await get(`/api/rooms/${r}/files/pwned`)).status).toBe(404);
     expect((await get(`/api/rooms/${r}/messages`)).body.messages).toEqual([]);
+  });
+
+  it("answers its own origin, Duet's page", async () => {
+    const r = room("web");
+    const { status, body } = await pagePost(`/api/rooms/${r}/sandbox/exec`, ORIGIN);
+    expect(status, JSON.stringify(body)).toBe(200);
+    expect(await upgrade(`/api/rooms/${r}/ws?token=${TOKEN}`, { origin: ORIGIN })).toBe(101);
   });
 
   it("answers the origins DUET_ALLOW_ORIGIN names, in any case, and clients without Origin", async () => {

@@ -93,7 +93,8 @@ describe("http", () => {
   });
 
   it("answers 404 in text for unknown paths and 405 in JSON for wrong methods", async () => {
-    for (const path of ["/", "/api/rooms/r1", "/api/rooms/r1/nothing", "/api/rooms/a/b/message", "/agents/other/r1"]) {
+    // (`/` is the page: tests/it/neutral/web_access.)
+    for (const path of ["/api/rooms/r1", "/api/rooms/r1/nothing", "/api/rooms/a/b/message", "/agents/other/r1"]) {
       const res = await call("GET", path);
       expect(res.status, path).toBe(404);
       expect(res.headers.get("content-type"), path).toMatch(/^text\/plain/);

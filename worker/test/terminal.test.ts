@@ -15,7 +15,7 @@ describe("the shared terminal", () => {
     const r = room("term");
     const ann = await joined(r, "user=ann&_pk=ann1&deltas=1");
     const bob = await joined(r, "user=bob&_pk=bob1");
-    await ann.until((f) => f.type === "duet_presence");
+    await ann.until((f) => f.type === "duet_presence_delta");
     const { answer, before, snapshot } = await open(ann, "1", { cols: 100, rows: 30 });
     expect(answer).toEqual({ termId: answer.termId, cols: 100, rows: 30 });
     expect(typeof answer.termId).toBe("string");

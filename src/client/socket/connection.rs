@@ -64,6 +64,9 @@ pub(super) async fn connection(
     let mut sent_at: Option<(u64, Instant)> = None;
     let mut seq: u64 = 0;
     let mut last_heard = Instant::now();
+    // The room's people as of the last full list and the deltas since: the
+    // App always gets whole lists.
+    let mut people: Vec<crate::protocol::PresenceUser> = Vec::new();
     let _ = events.send(SocketEvent::State(ConnState::Connected { rtt_ms: None }));
     // The outbox goes first, one message at a time: those whose answers
     // the last connection lost, then those written while offline.
@@ -101,6 +104,17 @@ pub(super) async fn connection(
                                 }
                             }
                             Ok(frame) => {
+                                let frame = match frame {
+                                    ServerFrame::Presence { users } => {
+                                        people.clone_from(&users);
+                                        ServerFrame::Presence { users }
+                                    }
+                                    ServerFrame::PresenceDelta(delta) => {
+                                        delta.apply(&mut people);
+                                        ServerFrame::Presence { users: people.clone() }
+                                    }
+                                    frame => frame,
+                                };
                                 term.on_frame(&frame);
                                 // The name the room knows us by (an invite
                                 // may fix it): the next connection joins so.

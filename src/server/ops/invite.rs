@@ -10,7 +10,7 @@ use crate::protocol::{
 };
 use crate::server::auth::{new_invite_token, token_hash};
 use crate::server::errors::ApiError;
-use crate::server::room::{AccessNews, RoomActor, frame_text};
+use crate::server::room::{AccessNews, RoomActor, Touched};
 use crate::server::store_access::InviteRow;
 
 /// Invite someone with a role.
@@ -216,7 +216,8 @@ impl Operation for SetRole {
                 user.role = role;
             }
         }
-        let presence = frame_text(&room.presence_frame());
+        let touched: Vec<Touched> = members.into_iter().map(Touched::Changed).collect();
+        let presence = room.presence_news(&touched);
         room.tell_members(
             AccessNews::Role {
                 invite_id: id,

@@ -15,6 +15,7 @@ mod message;
 mod policy;
 mod process;
 mod rename;
+mod ticket;
 
 pub(crate) use fields::Fields;
 
@@ -133,6 +134,7 @@ operations! {
     SetRole => invite::SetRole;
     SetPolicy => policy::SetPolicy;
     Approve => policy::Approve;
+    Ticket => ticket::Ticket;
     }
     socket { TermOpen, TermDetach, TermClose, ProcessFollow, ProcessUnfollow }
 }

@@ -5,7 +5,7 @@
 use super::{Answer, Caller, Fields, Operation, Reply};
 use crate::protocol::Event;
 use crate::server::errors::ApiError;
-use crate::server::room::RoomActor;
+use crate::server::room::{RoomActor, Touched};
 
 /// A socket's new name.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,14 +37,15 @@ impl Operation for Rename {
         let entry = caller
             .socket
             .and_then(|socket| room.presence.iter_mut().find(|(c, _)| *c == socket.number));
-        let Some((_, user)) = entry else {
+        let Some((conn, user)) = entry else {
             let e = ApiError::field("name", "only a socket of the room can change its name");
             let _ = answer.send(Err(e));
             return;
         };
+        let conn = *conn;
         let from = std::mem::replace(&mut user.name, name.clone());
         if from != name {
-            room.presence_changed();
+            room.presence_changed(&[Touched::Changed(conn)]);
             let event = Event::Rename {
                 by: from.clone(),
                 from,

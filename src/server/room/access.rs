@@ -102,13 +102,9 @@ impl RoomActor {
         list
     }
 
-    /// Sends `news` to the room's sockets with `text` for everyone (none:
-    /// only the invite's sockets act on it).
-    pub(in crate::server) fn tell_members(
-        &self,
-        news: AccessNews,
-        text: Option<axum::extract::ws::Utf8Bytes>,
-    ) {
+    /// Sends `news` to the room's sockets with `frame`'s texts for
+    /// everyone (none: only the invite's sockets act on it).
+    pub(in crate::server) fn tell_members(&self, news: AccessNews, frame: Option<OutFrame>) {
         // Tunnels and previews of the invite hear it too.
         let _ = self
             .shared
@@ -116,7 +112,7 @@ impl RoomActor {
             .send(Arc::new((self.id.clone(), news.clone())));
         let frame = OutFrame {
             access: Some(news),
-            ..OutFrame::plain(text.unwrap_or_default())
+            ..frame.unwrap_or_else(|| OutFrame::plain(Default::default()))
         };
         let _ = self.frames.send(Arc::new(frame));
     }

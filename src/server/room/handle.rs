@@ -30,6 +30,8 @@ pub(crate) enum Command {
     Join {
         conn: u64,
         user: PresenceUser,
+        /// It asked for state deltas.
+        deltas: bool,
         /// The invite it came with (none: the server's token).
         invite: Option<String>,
         reply: oneshot::Sender<Joined>,
@@ -124,6 +126,7 @@ impl RoomHandle {
         &self,
         conn: u64,
         user: PresenceUser,
+        deltas: bool,
         invite: Option<String>,
     ) -> Option<Joined> {
         let (reply, answer) = oneshot::channel();
@@ -131,6 +134,7 @@ impl RoomHandle {
             .send(Command::Join {
                 conn,
                 user,
+                deltas,
                 invite,
                 reply,
             })

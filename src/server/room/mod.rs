@@ -43,6 +43,7 @@ use exec::Launched;
 pub(crate) use exec::Then;
 pub(crate) use handle::record_in;
 pub(crate) use handle::{Command, Joined, RoomHandle};
+pub(in crate::server) use presence::Touched;
 pub(in crate::server) use processes::{
     Entry as ProcessEntry, KILL_GRACE, unknown as unknown_process,
 };
@@ -100,6 +101,8 @@ impl OutFrame {
     pub(crate) fn texts(&self, deltas: bool) -> &[Utf8Bytes] {
         match &self.deltas {
             Some(frames) if deltas => frames,
+            // Built for nobody: no socket without deltas was connected.
+            Some(_) if self.text.is_empty() => &[],
             _ => std::slice::from_ref(&self.text),
         }
     }
@@ -165,6 +168,9 @@ pub(crate) struct RoomActor {
     next_message: u64,
     next_exec: u64,
     pub(in crate::server) presence: Vec<(u64, PresenceUser)>,
+    /// The connections that did not ask for deltas (they get whole lists
+    /// and states; none: those are not even serialized).
+    pub(super) full_sockets: Vec<u64>,
     /// The distinct names of `presence`, counted for the room list.
     people: Arc<AtomicUsize>,
     pub(in crate::server) turns: VecDeque<PendingTurn>,
@@ -228,6 +234,7 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
         next_message: row.next_message,
         next_exec: row.next_exec,
         presence: Vec::new(),
+        full_sockets: Vec::new(),
         people: people.clone(),
         turns: VecDeque::new(),
         current: None,
@@ -383,11 +390,12 @@ impl RoomActor {
             Command::Join {
                 conn,
                 user,
+                deltas,
                 invite,
                 reply,
             } => {
                 self.access.joined(conn, invite);
-                self.join(conn, user, reply);
+                self.join(conn, user, deltas, reply);
             }
             Command::Leave { conn } => {
                 self.access.left(conn);

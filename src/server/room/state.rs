@@ -110,9 +110,15 @@ impl RoomActor {
     /// full state, or their deltas to sockets that asked for them.
     pub(in crate::server) fn publish(&mut self, changes: &[Change<'_>]) {
         self.state_cache = None;
+        // The whole state only when a socket without deltas is there to get it.
+        let full = if self.full_sockets.is_empty() {
+            Utf8Bytes::default()
+        } else {
+            self.state_text()
+        };
         let frame = OutFrame {
             deltas: Some(delta_frames(changes)),
-            ..OutFrame::plain(self.state_text())
+            ..OutFrame::plain(full)
         };
         let _ = self.frames.send(Arc::new(frame));
     }

@@ -7,8 +7,10 @@
 //! resizes and ends; the sockets attach, type and resize through its handle.
 
 mod screen;
+mod screens;
 mod size;
 pub(crate) mod socket;
+mod spans;
 
 use super::errors::ApiError;
 use super::room::sleep_until;
@@ -18,6 +20,7 @@ use axum::extract::ws::Utf8Bytes;
 use base64::Engine;
 use futures_util::FutureExt;
 use screen::Screen;
+use screens::ScreenFeed;
 use size::Viewers;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -44,7 +47,7 @@ const ENDED: &str = "the terminal ended";
 /// What an attached socket receives from the terminal.
 #[derive(Debug, Clone)]
 pub(crate) enum TermOut {
-    /// A `data` or `resize` frame, serialized.
+    /// A `data`, `screen` or `resize` frame, serialized.
     Frame(Utf8Bytes),
     /// The terminal ended; the `exit` frame.
     Exit(Utf8Bytes),
@@ -54,8 +57,11 @@ pub(crate) enum TermOut {
 pub(crate) struct Attached {
     pub(crate) term_id: String,
     pub(crate) size: TermSize,
-    /// The `data` frame with `snapshot: true`.
+    /// The `data` frame with `snapshot: true`, or (`screen`) the `screen`
+    /// frame with `full: true`.
     pub(crate) snapshot: Utf8Bytes,
+    /// It gets `screen` frames instead of `data` frames.
+    pub(crate) screen: bool,
     pub(crate) frames: broadcast::Receiver<TermOut>,
 }
 
@@ -99,6 +105,7 @@ enum Request {
     Attach {
         conn: u64,
         size: Option<TermSize>,
+        screen: bool,
         reply: oneshot::Sender<Result<Attached, ApiError>>,
     },
     Detach {
@@ -127,16 +134,23 @@ pub(crate) struct TermHandle {
 }
 
 impl TermHandle {
-    /// Attaches `conn`; the answer carries the snapshot and the feed.
+    /// Attaches `conn` (for `screen` frames when `screen`); the answer
+    /// carries the snapshot and the feed.
     pub(crate) async fn attach(
         &self,
         conn: u64,
         size: Option<TermSize>,
+        screen: bool,
     ) -> Result<Attached, ApiError> {
         let (reply, answer) = oneshot::channel();
         let gone = || ApiError::internal(ENDED);
         self.requests
-            .send(Request::Attach { conn, size, reply })
+            .send(Request::Attach {
+                conn,
+                size,
+                screen,
+                reply,
+            })
             .map_err(|_| gone())?;
         answer.await.map_err(|_| gone())?
     }
@@ -211,6 +225,8 @@ struct Hub {
     size: TermSize,
     viewers: Viewers,
     frames: broadcast::Sender<TermOut>,
+    /// The sockets attached for `screen` frames.
+    screens: ScreenFeed,
     /// Output not yet sent, and since when it waits.
     pending: Vec<u8>,
     pending_since: Option<Instant>,
@@ -261,6 +277,7 @@ async fn run(term_id: String, launch: Launch, mut rx: mpsc::UnboundedReceiver<Re
         size,
         viewers: Viewers::default(),
         frames,
+        screens: ScreenFeed::new(),
         pending: Vec::new(),
         pending_since: None,
         last_sent: None,
@@ -295,6 +312,7 @@ async fn run(term_id: String, launch: Launch, mut rx: mpsc::UnboundedReceiver<Re
         exit_code,
         reason: reason.clone(),
     });
+    hub.screens.send(TermOut::Exit(exit.clone()));
     let _ = hub.frames.send(TermOut::Exit(exit));
     fail_waiting(&mut rx, ENDED);
     let _ = hub.news.send(TermNews::Ended {
@@ -340,6 +358,7 @@ impl Hub {
         let mut reachable = true;
         let end = loop {
             let flush_at = self.pending_since.map(|t| t + GATHER);
+            let screen_at = self.screens.due();
             let idle_at = self.viewers.is_empty().then(|| self.quiet_since + idle);
             tokio::select! {
                 biased;
@@ -367,6 +386,7 @@ impl Hub {
                     }
                 },
                 () = sleep_until(flush_at) => self.flush(),
+                () = sleep_until(screen_at) => self.screens.tick(&self.term_id, self.screen.emulator()),
                 () = sleep_until(idle_at) => {
                     tracing::info!(term = %self.term_id, "terminal unattached and silent: closing it");
                     self.quiet_since = Instant::now();
@@ -375,22 +395,35 @@ impl Hub {
             }
         };
         self.flush();
+        self.screens.tick(&self.term_id, self.screen.emulator());
         end
     }
 
     fn serve(&mut self, request: Request) {
         match request {
-            Request::Attach { conn, size, reply } => {
+            Request::Attach {
+                conn,
+                size,
+                screen,
+                reply,
+            } => {
                 self.viewers.attach(conn, size);
                 self.resize_to_viewers();
                 // Everything before the snapshot is in it; everything after
                 // comes on the feed.
-                self.flush();
+                let (snapshot, frames) = if screen {
+                    self.screens
+                        .subscribe(&self.term_id, self.screen.emulator())
+                } else {
+                    self.flush();
+                    (self.snapshot(), self.frames.subscribe())
+                };
                 let attached = Attached {
                     term_id: self.term_id.clone(),
                     size: self.size,
-                    snapshot: self.snapshot(),
-                    frames: self.frames.subscribe(),
+                    snapshot,
+                    screen,
+                    frames,
                 };
                 let _ = reply.send(Ok(attached));
             }
@@ -430,6 +463,11 @@ impl Hub {
     fn output(&mut self, bytes: Vec<u8>) {
         self.screen.feed(&bytes);
         self.quiet_since = Instant::now();
+        self.screens.changed();
+        // A flood keeps the output coming: the frame due goes out between.
+        if self.screens.is_due() {
+            self.screens.tick(&self.term_id, self.screen.emulator());
+        }
         self.pending.extend_from_slice(&bytes);
         let quiet = self.last_sent.is_none_or(|t| t.elapsed() >= GATHER);
         if quiet || self.pending.len() < BULK || self.pending.len() >= FRAME_BYTES {
@@ -465,6 +503,7 @@ impl Hub {
             return;
         }
         self.flush();
+        self.screens.tick(&self.term_id, self.screen.emulator());
         self.size = size;
         self.screen.resize(size);
         self.sandbox.term_send(TermRequest::Resize(size));
@@ -473,7 +512,9 @@ impl Hub {
             cols: size.cols,
             rows: size.rows,
         });
-        let _ = self.frames.send(TermOut::Frame(frame));
+        let _ = self.frames.send(TermOut::Frame(frame.clone()));
+        self.screens
+            .resized(&self.term_id, frame, self.screen.emulator());
         let _ = self.news.send(TermNews::Resized {
             term_id: self.term_id.clone(),
             size,

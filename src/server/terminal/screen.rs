@@ -24,6 +24,11 @@ impl Screen {
         self.parser.process(bytes);
     }
 
+    /// The emulator, to read the screen's cells.
+    pub(super) fn emulator(&self) -> &Emulator {
+        &self.parser
+    }
+
     pub(super) fn resize(&mut self, size: TermSize) {
         self.parser.set_size(size);
     }

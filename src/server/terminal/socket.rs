@@ -17,14 +17,17 @@ pub(crate) enum Feed {
     Send(Utf8Bytes),
     /// The terminal ended: its `exit` frame, unless the socket had it.
     Ended(Option<Utf8Bytes>),
-    /// The socket fell behind: it attaches again, for a fresh snapshot.
-    Behind(TermHandle),
+    /// The socket fell behind: it attaches again, for a fresh snapshot
+    /// (a `full` screen frame when it gets `screen` frames: the flag).
+    Behind(TermHandle, bool),
 }
 
 /// The socket's terminal, if it attached to one.
 #[derive(Default)]
 pub(crate) struct TermSide {
     attached: Option<(TermHandle, broadcast::Receiver<TermOut>)>,
+    /// It gets `screen` frames instead of `data` frames.
+    screen: bool,
     /// The terminal whose `exit` this socket was sent.
     ended: Option<String>,
 }
@@ -32,6 +35,7 @@ pub(crate) struct TermSide {
 impl TermSide {
     /// Attaches (again): frames before `attached.snapshot` are not sent.
     pub(crate) fn attach(&mut self, handle: TermHandle, attached: Attached) {
+        self.screen = attached.screen;
         self.attached = Some((handle, attached.frames));
     }
 
@@ -77,7 +81,9 @@ impl TermSide {
                 self.attached = None;
                 Feed::Ended(self.first_exit(term_id, text))
             }
-            Err(broadcast::error::RecvError::Lagged(_)) => Feed::Behind(handle.clone()),
+            Err(broadcast::error::RecvError::Lagged(_)) => {
+                Feed::Behind(handle.clone(), self.screen)
+            }
             // The terminal's task is over without its `exit` on the feed:
             // the room's `exit` (with why) is the one this socket gets.
             Err(broadcast::error::RecvError::Closed) => {
@@ -113,8 +119,30 @@ impl TermSide {
     }
 }
 
+/// `term_open`'s `{cols?, rows?, screen?}`: the window (both or neither),
+/// and whether the socket gets `screen` frames instead of `data`.
+pub(crate) fn open_args(args: &Map<String, Value>) -> Result<(Option<TermSize>, bool), ApiError> {
+    let size = open_size(args);
+    let screen = match args.get("screen") {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(screen)) => Ok(*screen),
+        Some(_) => Err("must be true or false"),
+    };
+    match (size, screen) {
+        (Ok(size), Ok(screen)) => Ok((size, screen)),
+        (Err(mut e), Err(problem)) => {
+            if let Some(details) = e.body.details.as_mut() {
+                add_detail(details, "screen", problem);
+            }
+            Err(e)
+        }
+        (Err(e), Ok(_)) => Err(e),
+        (Ok(_), Err(problem)) => Err(ApiError::field("screen", problem)),
+    }
+}
+
 /// `term_open`'s `{cols?, rows?}`: both or neither.
-pub(crate) fn open_size(args: &Map<String, Value>) -> Result<Option<TermSize>, ApiError> {
+fn open_size(args: &Map<String, Value>) -> Result<Option<TermSize>, ApiError> {
     let cols = args.get("cols").filter(|v| !v.is_null());
     let rows = args.get("rows").filter(|v| !v.is_null());
     let mut details = Default::default();
@@ -203,6 +231,53 @@ mod tests {
                 rows: TermSize::MAX_ROWS
             })
         );
+    }
+
+    #[tokio::test]
+    async fn a_screen_socket_that_fell_behind_attaches_again_for_screen_frames() {
+        let (requests, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let handle = TermHandle {
+            term_id: "t1".into(),
+            requests,
+        };
+        for screen in [true, false] {
+            let (sender, frames) = broadcast::channel(1);
+            let attached = Attached {
+                term_id: "t1".into(),
+                size: TermSize::DEFAULT,
+                snapshot: Utf8Bytes::from_static("{}"),
+                screen,
+                frames,
+            };
+            let mut side = TermSide::default();
+            side.attach(handle.clone(), attached);
+            for _ in 0..3 {
+                sender
+                    .send(TermOut::Frame(Utf8Bytes::from_static("{}")))
+                    .unwrap();
+            }
+            match side.next().await {
+                Feed::Behind(again, flag) => {
+                    assert_eq!(again.term_id, "t1");
+                    assert_eq!(flag, screen, "it asks again for what it had");
+                }
+                _ => panic!("a socket past its frames is behind"),
+            }
+        }
+    }
+
+    #[test]
+    fn screen_is_a_flag_named_with_the_size_when_both_are_wrong() {
+        assert_eq!(open_args(&obj(json!({}))).unwrap(), (None, false));
+        assert_eq!(
+            open_args(&obj(json!({"screen": true}))).unwrap(),
+            (None, true)
+        );
+        let bad = open_args(&obj(json!({"screen": "yes"}))).unwrap_err();
+        assert_eq!(bad.body.details.unwrap().len(), 1);
+        let bad = open_args(&obj(json!({"screen": 1, "cols": 80}))).unwrap_err();
+        let details = bad.body.details.unwrap();
+        assert!(details.contains_key("screen") && details.contains_key("rows"));
     }
 
     #[test]

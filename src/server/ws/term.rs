@@ -10,7 +10,7 @@ use crate::server::access::{self, Action};
 use crate::server::errors::ApiError;
 use crate::server::room::RoomHandle;
 use crate::server::room::{frame_text, send_frame};
-use crate::server::terminal::socket::{input_bytes, open_size, term_id};
+use crate::server::terminal::socket::{input_bytes, open_args, term_id};
 use crate::server::terminal::{Attached, TermHandle, ended_meanwhile};
 use axum::extract::ws::Utf8Bytes;
 use serde_json::{Value, json};
@@ -27,6 +27,7 @@ async fn attach_to_terminal(
     room: &RoomHandle,
     by: Option<String>,
     size: Option<TermSize>,
+    screen: bool,
     conn: u64,
     role: RoomRole,
 ) -> Result<(TermHandle, Attached), ApiError> {
@@ -40,7 +41,7 @@ async fn attach_to_terminal(
                 return Err(ApiError::internal("the terminal did not open"));
             }
         };
-        match handle.attach(conn, size).await {
+        match handle.attach(conn, size, screen).await {
             Ok(attached) => return Ok((handle, attached)),
             Err(e) if ended_meanwhile(&e) && tries < ENDED_RETRIES => {
                 tries += 1;
@@ -69,8 +70,8 @@ impl Connection {
         };
         match method {
             Method::TermOpen => {
-                let size = match open_size(&args) {
-                    Ok(size) => size,
+                let (size, screen) = match open_args(&args) {
+                    Ok(open) => open,
                     Err(e) => return failed(e, id),
                 };
                 // A viewer watches a running terminal; its size never counts.
@@ -81,7 +82,7 @@ impl Connection {
                 let (room, conn) = (self.handle.clone(), self.number);
                 let answers = answers.clone();
                 tokio::spawn(async move {
-                    let attached = attach_to_terminal(&room, by, size, conn, role);
+                    let attached = attach_to_terminal(&room, by, size, screen, conn, role);
                     let answer = match attached.await {
                         Ok((handle, attached)) => {
                             let body = json!({
@@ -208,13 +209,19 @@ impl Connection {
         send_frame(&self.handle.frames, &frame, Some(self.number));
     }
 
-    /// Attaches again after falling behind: a fresh snapshot, no answer.
-    pub(super) fn reattach(&mut self, handle: TermHandle, answers: &mpsc::Sender<Answered>) {
+    /// Attaches again after falling behind: a fresh snapshot (a `full`
+    /// screen frame for `screen`), no answer.
+    pub(super) fn reattach(
+        &mut self,
+        handle: TermHandle,
+        screen: bool,
+        answers: &mpsc::Sender<Answered>,
+    ) {
         self.term.detach(self.number, None);
         let (conn, answers) = (self.number, answers.clone());
         tokio::spawn(async move {
             // Without a size: the one this socket gave stays counted.
-            if let Ok(attached) = handle.attach(conn, None).await {
+            if let Ok(attached) = handle.attach(conn, None, screen).await {
                 let answer = Answered {
                     attached: Some((handle, attached)),
                     ..Answered::default()

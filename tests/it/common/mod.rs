@@ -6,6 +6,7 @@
 pub mod access;
 pub mod agent_support;
 pub mod apps;
+pub mod browser;
 pub mod cli;
 pub mod procs;
 pub mod shell_state;
@@ -109,6 +110,22 @@ impl Server {
             .open(log)
             .expect("the server's log file opens");
         Server::spawn(listen, data_dir, extra, &[], Stdio::from(file)).await
+    }
+
+    /// As `start_logged`, with `envs` in the backend's environment (e.g.
+    /// `DUET_LOG=debug`, to read everything it logs).
+    pub async fn start_logged_with_env(
+        data_dir: &Path,
+        extra: &[&str],
+        envs: &[(&str, &str)],
+        log: &Path,
+    ) -> Server {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .expect("the server's log file opens");
+        Server::spawn("127.0.0.1:0", data_dir, extra, envs, Stdio::from(file)).await
     }
 
     async fn spawn(

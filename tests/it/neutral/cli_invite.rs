@@ -358,3 +358,89 @@ async fn the_embedded_backend_invites_too() {
     tmux.wait("ada", "a clean exit", |s| s.contains("EXITED 0"))
         .await;
 }
+
+/// The browser link `duet invite --web` printed (`URL/r/ROOM#token=…`).
+fn web_link_of(out: &Output) -> String {
+    let text = stdout(out);
+    text.lines()
+        .map(str::trim)
+        .find(|l| l.contains("/r/") && l.contains("#token="))
+        .unwrap_or_else(|| panic!("no browser link in {text:?}"))
+        .to_string()
+}
+
+#[tokio::test]
+async fn a_web_invite_prints_a_browser_link_to_the_page() {
+    let (server, _dir) = server().await;
+    let url = server.url("");
+    let url = url.trim_end_matches('/');
+    let room = "invite-web";
+    let out = duet(
+        url,
+        room,
+        Some(TOKEN),
+        &["invite", "--role", "writer", "--web"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let link = web_link_of(&out);
+    let prefix = format!("{url}/r/{room}#token=duet_inv_");
+    assert!(link.starts_with(&prefix), "{link}");
+    assert!(
+        stdout(&out).contains("a writer in room invite-web"),
+        "{}",
+        stdout(&out)
+    );
+    // The part a browser sends is the page; the token works for the room.
+    let (page, token) = link.split_once("#token=").unwrap();
+    let res = common::http().get(page).send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    let (status, _) = common::answer(
+        common::http()
+            .post(format!("{url}/api/rooms/{room}/ticket"))
+            .bearer_auth(token),
+    )
+    .await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn the_tui_and_the_embedded_backend_give_browser_links() {
+    if common::only_duet_serve("the embedded backend (duet without --server)") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(dir.path());
+    let env = shared_client_env(dir.path(), "ada");
+    tmux.start("ada", &env, "--room web-local");
+    tmux.wait("ada", "a connected client", |s| s.contains("1 here"))
+        .await;
+    let port = std::fs::read_to_string(dir.path().join("shared/duet.port")).unwrap();
+    let base = port.trim().trim_end_matches('/').to_string();
+    let base = if base.starts_with("http") {
+        base
+    } else {
+        format!("http://{base}")
+    };
+    // The TUI's `/invite viewer web` shows it.
+    tmux.type_text("ada", "/invite viewer web");
+    tmux.keys("ada", &["Enter"]);
+    let expected = format!("{base}/r/web-local#token=duet_inv_");
+    tmux.wait("ada", "the browser link", |s| s.contains(&expected))
+        .await;
+    // `duet invite --web` prints it, at the embedded backend's loopback address.
+    let out = Command::new(env!("CARGO_BIN_EXE_duet"))
+        .args(["invite", "--room", "web-local", "--role", "viewer", "--web"])
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env("DUET_DATA_DIR", dir.path().join("shared"))
+        .env_remove("DUET_SERVER")
+        .env_remove("DUET_TOKEN")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(web_link_of(&out).starts_with(&expected), "{}", stdout(&out));
+    tmux.keys("ada", &["Escape"]);
+    tmux.keys("ada", &["C-c"]);
+    tmux.keys("ada", &["C-c"]);
+    tmux.wait("ada", "a clean exit", |s| s.contains("EXITED 0"))
+        .await;
+}

@@ -172,8 +172,8 @@ async fn bad_requests_name_every_bad_field() {
 #[tokio::test]
 async fn unknown_paths_are_404_text_and_wrong_methods_405_json() {
     let (server, _dir) = Server::fresh().await;
+    // (`/` is the page: neutral::web_access.)
     for path in [
-        "/",
         "/api/rooms/r1",
         "/api/rooms/r1/nothing",
         "/api/rooms/a/b/message",

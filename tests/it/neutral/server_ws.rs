@@ -264,7 +264,8 @@ async fn deltas_sockets_get_messages_and_others_keep_full_states() {
     assert_eq!(first["state"]["messages"].as_array().unwrap().len(), 2);
     ada.until_type("duet_presence").await;
     let mut bob = server.joined("w9", "user=bob").await;
-    ada.until_type("duet_presence").await;
+    // Bob's arrival, as a delta (see server_presence).
+    ada.until_type("duet_presence_delta").await;
 
     let (status, body) = server
         .post(

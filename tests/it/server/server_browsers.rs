@@ -1,6 +1,7 @@
 //! Browsers cannot reach in (docs/protocol.md "Browsers and host names"):
-//! a web page the user visits can neither call the token-less loopback
-//! backend nor open a room's socket, and DNS rebinding gets 421; a page of
+//! a web page the user visits (any origin but the backend's own, where
+//! Duet's page is: neutral/web_access.rs) can neither call the token-less
+//! loopback backend nor open a room's socket, and DNS rebinding gets 421; a page of
 //! one room's preview (a real browser) reaches neither another room's
 //! preview nor Duet's API, nor sets cookies beyond its own origin.
 
@@ -52,9 +53,10 @@ async fn a_web_page_cannot_run_commands_or_join() {
             .unwrap()
             .contains("--allow-origin")
     );
-    // The server's own origin is not trusted either: Duet has no web page.
-    let own = format!("http://{}", server.addr);
-    assert_eq!(page_post(&server, &own).await.0, 403);
+    // Another port of the same machine is another origin.
+    let port = server.addr.rsplit_once(':').map(|(_, p)| p).unwrap_or("0");
+    let other = format!("http://localhost:{port}");
+    assert_eq!(page_post(&server, &other).await.0, 403);
     assert_eq!(
         upgrade_status(&server, &[("origin", "https://evil.example")]).await,
         403
@@ -191,7 +193,7 @@ http.server.ThreadingHTTPServer(("127.0.0.1", PORT), App).serve_forever()
 /// preview first (so holds A's cookie), cannot read A's preview (at its
 /// origin, or through Duet's path for it), cannot call Duet's API, and
 /// sets no cookie that reaches Duet's origin or another preview: each
-/// preview has an origin of its own, and Duet's origin serves no page.
+/// preview has an origin of its own, never the API's.
 #[tokio::test]
 async fn a_preview_s_page_reaches_no_other_preview_nor_duet() {
     use common::apps::{ports, put_file, start};

@@ -584,6 +584,33 @@ fn an_invite_stays_on_screen_on_one_line_until_dismissed() {
 }
 
 #[test]
+fn a_web_invite_shows_the_browser_link() {
+    let mut app = app();
+    let effects = submit(&mut app, "/invite writer web");
+    let Some(RoomOp::InviteCreate(request)) = calls(&effects).pop() else {
+        panic!("{effects:?}")
+    };
+    assert_eq!(
+        (request.role, request.name.as_deref(), request.web),
+        (RoomRole::Writer, None, true)
+    );
+    let token = format!("duet_inv_{}", "2c".repeat(20));
+    let link = format!("http://127.0.0.1:8787/r/demo-room#token={token}");
+    let effects = app.update(invite_made(request, &token));
+    assert!(effects.contains(&Effect::Clipboard(link.clone())));
+    let screen = render(&mut app, 120, 40);
+    assert!(screen.contains(&link), "{screen}");
+    assert!(screen.contains("They open in a browser"), "{screen}");
+    // A name and `web` together; `web` alone is no name.
+    app.update(key(KeyCode::Esc));
+    let effects = submit(&mut app, "/invite viewer bob web");
+    let Some(RoomOp::InviteCreate(request)) = calls(&effects).pop() else {
+        panic!("{effects:?}")
+    };
+    assert_eq!((request.name.as_deref(), request.web), (Some("bob"), true));
+}
+
+#[test]
 fn the_link_key_makes_a_writer_invite_and_never_shows_the_token() {
     use duet::client::join::Backend;
     // A backend with a token, an owner: a fresh writer invite.

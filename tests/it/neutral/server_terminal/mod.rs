@@ -16,6 +16,8 @@ use serde_json::{Value, json};
 use std::time::Duration;
 
 mod sandbox;
+mod screen_bytes;
+mod screens;
 mod sharing;
 mod sizes;
 
