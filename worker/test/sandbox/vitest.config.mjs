@@ -30,5 +30,6 @@ export default defineConfig({
     globalSetup: [`${here}global-setup.mjs`],
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    isolate: false,
   },
 });
