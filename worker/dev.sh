@@ -287,10 +287,8 @@ for _ in $(seq 600); do
 done
 [[ "$standin_url" == http://* ]] || die "the stand-in's duet serve did not start (${line:-no output})"
 
-# 2. The Worker in workerd (dev/stack.mjs) on the asked port (0: a free one).
-if [ "$port" -eq 0 ]; then
-  port="$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
-fi
+# 2. The Worker in workerd (dev/stack.mjs) on the asked port (0: workerd
+# binds a free one and dev/stack.mjs writes which to $run/url).
 # Vars and secrets in a private file, not on the command line.
 {
   echo "DUET_TOKEN=$token"
@@ -315,7 +313,7 @@ fi
 } >"$run/vars.env"
 (
   cd "$here"
-  exec setsid node dev/stack.mjs "$prepared" "$host" "$port" "$data_dir/wrangler" "$run/vars.env" >&2 </dev/null
+  exec setsid node dev/stack.mjs "$prepared" "$host" "$port" "$data_dir/wrangler" "$run/vars.env" "$run/url" >&2 </dev/null
 ) &
 groups+=("$!")
 echo "${groups[*]}" >"$run/groups"
@@ -328,12 +326,17 @@ health() {
   exec 3>&-
   [[ "$status" == "HTTP/1."?" 200"* ]]
 }
+# workerd may take a minute to start on a loaded machine.
 for _ in $(seq 1200); do
-  health && break
+  if [ "$port" -eq 0 ] && [ -s "$run/url" ]; then
+    url="$(cat "$run/url")"
+    port="${url##*:}"
+  fi
+  [ "$port" -eq 0 ] || ! health || break
   for g in "${groups[@]}"; do kill -0 "$g" 2>/dev/null || die "a part of the stack exited before /health answered"; done
   sleep 0.1
 done
-health || die "/health did not answer on $host:$port"
+[ "$port" -ne 0 ] && health || die "/health did not answer on $host:$port"
 echo "duet: listening on http://$host:$port"
 
 # Until either part ends, or a signal.

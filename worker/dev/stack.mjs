@@ -3,17 +3,20 @@
 // and its options. Starting so costs a fraction of a `wrangler dev` (no
 // wrangler to load, nothing to bundle), which the tests pay once a server.
 //
-//   node dev/stack.mjs PREPARED HOST PORT PERSIST VARS_FILE
+//   node dev/stack.mjs PREPARED HOST PORT PERSIST VARS_FILE URL_FILE
 //
-// PERSIST: the rooms' state (Durable Objects, R2) as `wrangler dev
-// --persist-to` keeps it; VARS_FILE: NAME=value lines over the config's
-// vars. Stops workerd on SIGTERM or SIGINT.
-import { readFileSync } from "node:fs";
+// PORT 0: workerd binds a free one itself (no port picked beforehand that
+// someone else may take meanwhile). PERSIST: the rooms' state (Durable
+// Objects, R2) as `wrangler dev --persist-to` keeps it; VARS_FILE:
+// NAME=value lines over the config's vars. Once workerd listens, its URL
+// goes to URL_FILE (written whole, then renamed). Stops workerd on SIGTERM
+// or SIGINT.
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Log, LogLevel, Miniflare, convertV4MiniflareOptions } from "miniflare";
 
-const [prepared, host, port, persist, varsFile] = process.argv.slice(2);
-if (!varsFile) throw new Error("usage: node dev/stack.mjs PREPARED HOST PORT PERSIST VARS_FILE");
+const [prepared, host, port, persist, varsFile, urlFile] = process.argv.slice(2);
+if (!urlFile) throw new Error("usage: node dev/stack.mjs PREPARED HOST PORT PERSIST VARS_FILE URL_FILE");
 const options = JSON.parse(readFileSync(join(prepared, "options.json"), "utf8"));
 const vars = {};
 for (const line of readFileSync(varsFile, "utf8").split("\n")) {
@@ -43,4 +46,6 @@ const stop = async () => {
 };
 process.once("SIGTERM", stop);
 process.once("SIGINT", stop);
-await mf.ready;
+const url = await mf.ready;
+writeFileSync(`${urlFile}.new`, `${url.origin}\n`);
+renameSync(`${urlFile}.new`, urlFile);
