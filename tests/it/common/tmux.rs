@@ -7,7 +7,7 @@ use std::process::Command;
 use std::time::Duration;
 
 /// How long a screen may take to show what is expected.
-pub const SCREEN_WAIT: Duration = Duration::from_secs(30);
+pub const SCREEN_WAIT: Duration = Duration::from_secs(60);
 
 /// A private tmux server, killed when dropped.
 pub struct Tmux {
@@ -45,6 +45,16 @@ impl Tmux {
     /// says how it ended and stays.
     pub fn start(&self, name: &str, env: &[(&str, String)], args: &str) {
         self.start_sized(name, env, args, (120, 40));
+    }
+
+    /// `duet --room ROOM` as `name` with its embedded backend (Ada's
+    /// settings, the data shared under `dir`, where other `duet` commands
+    /// find the backend), back once it is connected.
+    pub async fn start_embedded(&self, dir: &Path, name: &str, room: &str) {
+        let env = shared_client_env(dir, "ada");
+        self.start(name, &env, &format!("--room {room}"));
+        self.wait(name, "a connected client", |s| s.contains("1 here"))
+            .await;
     }
 
     /// Two people's `duet` in `room` of the backend at `url` (their

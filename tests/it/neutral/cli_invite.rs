@@ -7,8 +7,9 @@
 //! backend found as `duet exec` finds it.
 
 use crate::common;
+use crate::common::browser::Browser;
 use crate::common::cli::{duet_with as duet, stderr, stdout};
-use crate::common::tmux::{Tmux, shared_client_env};
+use crate::common::tmux::Tmux;
 use crate::common::{Server, next_matching};
 use duet::client::socket::{self, ConnState, SocketCommand, SocketEvent, SocketParams};
 use duet::protocol::{RoomRole, ServerFrame};
@@ -313,10 +314,7 @@ async fn the_embedded_backend_invites_too() {
     }
     let dir = tempfile::tempdir().unwrap();
     let tmux = Tmux::new(dir.path());
-    let env = shared_client_env(dir.path(), "ada");
-    tmux.start("ada", &env, "--room local-room");
-    tmux.wait("ada", "a connected client", |s| s.contains("1 here"))
-        .await;
+    tmux.start_embedded(dir.path(), "ada", "local-room").await;
     let run = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_duet"))
             .args(args)
@@ -410,10 +408,7 @@ async fn the_tui_and_the_embedded_backend_give_browser_links() {
     }
     let dir = tempfile::tempdir().unwrap();
     let tmux = Tmux::new(dir.path());
-    let env = shared_client_env(dir.path(), "ada");
-    tmux.start("ada", &env, "--room web-local");
-    tmux.wait("ada", "a connected client", |s| s.contains("1 here"))
-        .await;
+    tmux.start_embedded(dir.path(), "ada", "web-local").await;
     let port = std::fs::read_to_string(dir.path().join("shared/duet.port")).unwrap();
     let base = port.trim().trim_end_matches('/').to_string();
     let base = if base.starts_with("http") {
@@ -437,8 +432,20 @@ async fn the_tui_and_the_embedded_backend_give_browser_links() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(web_link_of(&out).starts_with(&expected), "{}", stdout(&out));
+    let link = web_link_of(&out);
+    assert!(link.starts_with(&expected), "{}", stdout(&out));
+    // The link opens the room in a browser, beside Ada's TUI.
+    let browser = Browser::start().await;
+    browser.open(&link).await;
+    browser.wait_text("#status", "connected").await;
+    browser.wait_text("#people", "ada").await;
+    tmux.wait("ada", "the page's viewer", |s| s.contains("2 here"))
+        .await;
+    // Esc closes the link's notice; a key right after an Esc would read
+    // as Alt+key, so the next waits for it to close.
     tmux.keys("ada", &["Escape"]);
+    tmux.wait("ada", "the notice closed", |s| !s.contains("#token="))
+        .await;
     tmux.keys("ada", &["C-c"]);
     tmux.keys("ada", &["C-c"]);
     tmux.wait("ada", "a clean exit", |s| s.contains("EXITED 0"))

@@ -18,10 +18,7 @@ async fn a_second_duet_joins_the_embedded_backend_and_so_does_exec() {
     }
     let dir = tempfile::tempdir().unwrap();
     let tmux = Tmux::new(dir.path());
-    let env = shared_client_env(dir.path(), "ada");
-    tmux.start("first", &env, "--room local-room");
-    tmux.wait("first", "a connected client", |s| s.contains("1 here"))
-        .await;
+    tmux.start_embedded(dir.path(), "first", "local-room").await;
     let screen = tmux.screen("first");
     // The bar shows where the backend listens, never its token (which is
     // an owner's in every room): F6 gives others a link.

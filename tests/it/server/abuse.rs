@@ -75,7 +75,11 @@ async fn files_persist_and_stay_in_their_room() {
     // Only what is found is printed: a file grep cannot read (a host's
     // /etc may have one) is not a finding.
     let r = exec(&server, "room-b", "ls -A /workspace; find / -name secret.txt -not -path '/proc/*' 2>/dev/null; grep -rls only-in-a /tmp /etc /dev/shm 2>/dev/null; echo searched").await;
-    assert_eq!(stdout(&r), "searched\n", "room b sees nothing of room a: {r}");
+    assert_eq!(
+        stdout(&r),
+        "searched\n",
+        "room b sees nothing of room a: {r}"
+    );
     cleanup(&server, "room-a").await;
     cleanup(&server, "room-b").await;
 }

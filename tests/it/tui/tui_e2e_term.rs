@@ -301,10 +301,7 @@ async fn duet_term_finds_the_embedded_backend_and_the_tui_sees_its_typing() {
     }
     let dir = tempfile::tempdir().unwrap();
     let tmux = Tmux::new(dir.path());
-    let env = shared_client_env(dir.path(), "ada");
-    tmux.start("tui", &env, "--room local-term");
-    tmux.wait("tui", "a connected client", |s| s.contains("1 here"))
-        .await;
+    tmux.start_embedded(dir.path(), "tui", "local-term").await;
     tmux.keys("tui", &["F3"]);
     tmux.wait("tui", "the terminal view", |s| s.contains("Terminal 70×35"))
         .await;

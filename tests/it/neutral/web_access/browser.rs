@@ -4,8 +4,8 @@
 //! command's output, the terminal) and is refused with the server's
 //! words; a writer's command and terminal keys reach another client; a
 //! revoked link ends the session with a sentence; the token is never in a
-//! request line (nor the address bar); the page reconnects after a restart
-//! (duet serve); screenshots at 1280x800 and 390x844 have no overlapping
+//! request line (nor the address bar); the page reconnects after a
+//! restart; it works from a LAN address (duet serve); screenshots at 1280x800 and 390x844 have no overlapping
 //! panels and no cut text. Element ids are docs/web.md's.
 
 use crate::common::access::{TOKEN, guest, with_token};
@@ -181,9 +181,6 @@ async fn a_revoked_link_ends_the_page_s_session_with_a_sentence() {
 
 #[tokio::test]
 async fn the_page_reconnects_after_a_server_restart() {
-    if crate::common::only_duet_serve("a restart on the same port and data directory") {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
@@ -244,9 +241,44 @@ async fn the_token_is_never_in_the_server_s_log() {
     assert!(!said.contains(TOKEN), "the server's token in the log");
 }
 
-/// A free loopback port (for a server that restarts on it).
+#[tokio::test]
+async fn the_page_works_from_a_lan_address() {
+    if crate::common::only_duet_serve("listening on a LAN address") {
+        return;
+    }
+    // This machine's address on its network (no packet is sent).
+    let lan = std::net::UdpSocket::bind("0.0.0.0:0")
+        .and_then(|udp| udp.connect("192.0.2.1:9").map(|()| udp))
+        .and_then(|udp| udp.local_addr())
+        .map(|addr| addr.ip())
+        .ok()
+        .filter(|ip| !ip.is_loopback() && !ip.is_unspecified());
+    let Some(lan) = lan else {
+        eprintln!("SKIPPED: this machine has no network address but loopback");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let server =
+        crate::common::access::start_with_token(dir.path(), &format!("0.0.0.0:{port}"), &[]).await;
+    let room = "web-lan";
+    let (guest, _) = guest(&server, room, "writer", None).await;
+    let link = format!("http://{lan}:{port}/r/{room}#token={}", guest.token);
+    let browser = Browser::start().await;
+    open_room(&browser, &link).await;
+    browser.wait_text("#you", "writer").await;
+    browser.focus("#input").await;
+    browser.type_text("!echo from-the-$((6*7))-lan").await;
+    browser.enter().await;
+    browser
+        .wait_text("#chat .command .output", "from-the-42-lan")
+        .await;
+    assert_clean(&browser, &guest.token);
+}
+
+/// A free port (for a server that restarts on it).
 fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let listener = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
     listener.local_addr().unwrap().port()
 }
 
