@@ -31,5 +31,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     isolate: false,
+    // As the root configuration's (vitest wants the same in every project).
+    maxWorkers: 4,
   },
 });
