@@ -18,7 +18,10 @@
 //!
 //! Sections can be picked by name: `cargo bench --bench server -- fanout bytes`
 //! (`exec`, `fanout`, `bytes`, `presence`, `memory`, `rooms`; all by default).
+//! `engines` (only when named) runs `duet serve`, the local worker and the
+//! original engine's room side by side (benches/engines/mod.rs).
 
+mod engines;
 mod support;
 
 use futures_util::{StreamExt, stream};
@@ -136,9 +139,38 @@ async fn fanout_figures(
     condition: &str,
     deltas: bool,
 ) -> anyhow::Result<()> {
-    let (seen_tx, mut seen) = mpsc::unbounded_channel::<(usize, Instant)>();
-    let mut clients = Vec::new();
     let room = format!("bench-fan{}", u8::from(deltas));
+    let fanout = fanout_samples(http, addr, &room, deltas, FANOUT_MESSAGES).await?;
+    let kind = if deltas { "deltas" } else { "full states" };
+    println!(
+        "{FANOUT_MESSAGES} messages to {FANOUT_CLIENTS} clients of one room ({condition}; {kind})"
+    );
+    report("fan-out: POST to the last client's frame", fanout.samples);
+    println!("{:<48} (target: p99 under 10 ms)", "");
+    Ok(())
+}
+
+/// What `fanout_samples` measured.
+pub(crate) struct Fanout {
+    /// Per message: from its POST to the last client's frame that shows it.
+    pub samples: Vec<Duration>,
+    /// Bytes of the frame that showed the last message, per client.
+    pub last_frame: usize,
+}
+
+/// Posts `messages` messages one after another to `room`, which
+/// FANOUT_CLIENTS clients joined (with deltas or full states); each is
+/// timed from its POST until the last client has a frame showing it (its
+/// text near the frame's end: a full state ends with its newest message).
+pub(crate) async fn fanout_samples(
+    http: &reqwest::Client,
+    addr: &str,
+    room: &str,
+    deltas: bool,
+    messages: usize,
+) -> anyhow::Result<Fanout> {
+    let (seen_tx, mut seen) = mpsc::unbounded_channel::<(usize, Instant, usize)>();
+    let mut clients = Vec::new();
     for c in 0..FANOUT_CLIENTS {
         let url = format!(
             "ws://{addr}/api/rooms/{room}/ws?user=c{c}{}",
@@ -155,7 +187,7 @@ async fn fanout_figures(
                 let bytes = text.as_bytes();
                 let tail = &bytes[bytes.len().saturating_sub(512)..];
                 if tail.windows(marker.len()).any(|w| w == marker.as_bytes()) {
-                    let _ = seen_tx.send((next, Instant::now()));
+                    let _ = seen_tx.send((next, Instant::now(), bytes.len()));
                     next += 1;
                     marker = format!("\"fanout-{next:05}\"");
                 }
@@ -166,21 +198,23 @@ async fn fanout_figures(
     // Let every client finish its connect sequence.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let url = format!("http://{addr}/api/rooms/{room}/message");
-    let mut samples = Vec::with_capacity(FANOUT_MESSAGES);
-    let mut posts = Vec::with_capacity(FANOUT_MESSAGES);
-    for i in 0..FANOUT_MESSAGES {
+    let mut samples = Vec::with_capacity(messages);
+    let mut posts = Vec::with_capacity(messages);
+    let mut last_frame = 0;
+    for i in 0..messages {
         let body = serde_json::json!({"text": format!("fanout-{i:05}"), "userId": "bench"});
         let start = Instant::now();
         // Answered when its turn ends (never, with this model): not awaited.
         posts.push(tokio::spawn(http.post(&url).json(&body).send()));
         let mut last = start;
         for _ in 0..FANOUT_CLIENTS {
-            let (n, at) = seen
+            let (n, at, size) = seen
                 .recv()
                 .await
                 .ok_or_else(|| anyhow::anyhow!("a client left"))?;
             anyhow::ensure!(n == i, "client saw message {n} while {i} was expected");
             last = last.max(at);
+            last_frame = size;
         }
         samples.push(last - start);
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -188,16 +222,13 @@ async fn fanout_figures(
     for post in posts {
         post.abort();
     }
-    let kind = if deltas { "deltas" } else { "full states" };
-    println!(
-        "{FANOUT_MESSAGES} messages to {FANOUT_CLIENTS} clients of one room ({condition}; {kind})"
-    );
-    report("fan-out: POST to the last client's frame", samples);
-    println!("{:<48} (target: p99 under 10 ms)", "");
     for c in clients {
         c.abort();
     }
-    Ok(())
+    Ok(Fanout {
+        samples,
+        last_frame,
+    })
 }
 
 /// Bytes of text frames one socket receives while 100 messages are
@@ -545,6 +576,10 @@ fn main() -> anyhow::Result<()> {
         }
         if wants("memory") {
             memory_figures().await?;
+            println!();
+        }
+        if picked.iter().any(|p| p == "engines") {
+            engines::engines_figures(&http).await?;
             println!();
         }
         if wants("rooms") {

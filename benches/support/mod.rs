@@ -128,3 +128,8 @@ pub fn report_rate(name: &str, bytes: usize, mut samples: Vec<Duration>) -> f64 
     );
     median
 }
+
+/// The processes below `pid`, children first.
+pub fn descendants(pid: u32) -> Vec<u32> {
+    procs::descendants(pid)
+}

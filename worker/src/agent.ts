@@ -59,6 +59,12 @@ export class DuetAgent extends Agent<Env> {
   private roomCore?: Room;
   private lastSeq = 0;
   private readonly socketBuckets = new Map<string, SocketBuckets>();
+  /**
+   * The room's sockets, listed anew only after a connect or a close: the
+   * SDK's own list reads every socket's attachment again each time, which a
+   * message's fan-out would pay once per socket.
+   */
+  private socketList?: DuetConnection[];
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -173,8 +179,10 @@ export class DuetAgent extends Agent<Env> {
     return b;
   }
 
+  /** The open sockets (as the SDK's `getConnections()`, kept between a connect or close and the next). */
   private connections(): DuetConnection[] {
-    return [...this.getConnections()] as DuetConnection[];
+    const list = (this.socketList ??= [...this.getConnections()] as DuetConnection[]);
+    return list.every(open) ? list : list.filter(open);
   }
 
   private sendAll(text: string, ...except: Connection[]): void {
@@ -287,6 +295,7 @@ export class DuetAgent extends Agent<Env> {
 
   /** Closes a socket whose credential stopped working, forgetting its place in the room. */
   private dropSocket(c: DuetConnection, reason: string): void {
+    this.socketList = undefined;
     this.socketBuckets.delete(c.id);
     this.room().terminal.left(c.id);
     this.room().processes.left(c.id);
@@ -326,6 +335,7 @@ export class DuetAgent extends Agent<Env> {
   /** Identity, state, presence to the newcomer; presence to the others. The Worker checked the query. */
   async onConnect(connection: Connection, ctx: ConnectionContext): Promise<void> {
     const c = connection as DuetConnection;
+    this.socketList = undefined;
     const query = new URL(ctx.request.url).searchParams;
     const inviteId = query.get("invite") ?? undefined;
     const caller = this.room().callerOf({ inviteId });
@@ -354,6 +364,7 @@ export class DuetAgent extends Agent<Env> {
   }
 
   async onClose(connection: Connection): Promise<void> {
+    this.socketList = undefined;
     this.socketBuckets.delete(connection.id);
     this.room().terminal.left(connection.id);
     this.room().processes.left(connection.id);
@@ -575,6 +586,11 @@ function utf8Length(text: string): number {
     n += c < 0x80 ? 1 : c < 0x800 || (c >= 0xd800 && c <= 0xdfff) ? 2 : 3;
   }
   return n;
+}
+
+/** Whether a socket is still open (a closing one is left out until its close event lists the sockets anew). */
+function open(c: Connection): boolean {
+  return c.readyState === WebSocket.READY_STATE_OPEN;
 }
 
 /** Sends a frame, tolerating a peer that left. */

@@ -31,6 +31,8 @@ export interface Reply {
   body: string;
   /** Seconds, for 503 (and 429). */
   retryAfter?: number;
+  /** Where the time went (`name;dur=ms`), sent as `Server-Timing` (worker/bench.sh reads it). */
+  timing?: string[];
 }
 
 /** An error answer: a status and the `{"error", "details"?}` body. */
@@ -110,6 +112,7 @@ export function ok(body: object): Reply {
 export function response(reply: Reply): Response {
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (reply.retryAfter !== undefined) headers["retry-after"] = String(reply.retryAfter);
+  if (reply.timing !== undefined) headers["server-timing"] = reply.timing.join(", ");
   return new Response(reply.body, { status: reply.status, headers });
 }
 

@@ -82,6 +82,8 @@ export class LobbyNotes {
   private unsent?: RoomNews;
   private sending: Promise<void> = Promise.resolve();
   private people?: number;
+  /** The newest record's ts noted: an older or equal one (a command's end, stamped with its start) changes nothing. */
+  private newest?: number;
 
   constructor(
     private readonly env: Env,
@@ -90,6 +92,8 @@ export class LobbyNotes {
 
   /** A record stored at `ts`. */
   stored(ts: number): void {
+    if (this.newest !== undefined && ts <= this.newest) return;
+    this.newest = ts;
     this.note({ updatedAt: ts });
   }
 

@@ -82,9 +82,12 @@ export class Room extends RoomState {
    * answers. An invite that fixes a name makes it the operation's `user`.
    */
   async perform(op: Op, who?: Who): Promise<Reply> {
+    const started = Date.now();
     const reply = await this.performNow(op, who);
+    const done = Date.now();
     // What it stored is in the room list before anyone hears of it.
     await this.lobby.settled();
+    reply.timing?.push(`lobby;dur=${Date.now() - done}`, `room;dur=${Date.now() - started}`);
     return reply;
   }
 
@@ -320,7 +323,10 @@ export class Room extends RoomState {
   private execReply(end: CommandEnd): Reply {
     if (end.startingSecs !== undefined) throw ApiError.starting(end.startingSecs);
     if (!end.outcome) throw ApiError.internal(end.failure ?? "the command could not run");
-    return ok({ result: execResultJson(execResult(end, end.outcome)), sandboxName: sandboxName(this.id) });
+    const reply = ok({ result: execResultJson(execResult(end, end.outcome)), sandboxName: sandboxName(this.id) });
+    const spans = end.outcome.spans;
+    if (spans) reply.timing = [`sandbox;dur=${spans.command}`, `cwd;dur=${spans.cwd}`];
+    return reply;
   }
 
   /**

@@ -163,10 +163,12 @@ class CloudflareSandbox implements RoomSandbox {
     }
     outcome.durationMs = Date.now() - started;
     outcome.interrupted = run.interrupted;
+    const asked = Date.now();
     // Killed at the SDK's timeout: it reports only the exit status.
     if (outcome.durationMs >= req.timeoutMs && outcome.exitCode !== 0) outcome.timedOut = true;
     if (outcome.interrupted) outcome.timedOut = false;
     outcome.cwd = await this.workingDirectory(sandbox);
+    outcome.spans = { command: asked - started, cwd: Date.now() - asked };
     return outcome;
   }
 

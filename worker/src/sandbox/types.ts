@@ -37,6 +37,8 @@ export interface ExecOutcome {
   shell?: "exited" | "stopped";
   /** The shell's working directory after the command: where the next one runs. */
   cwd?: string;
+  /** Milliseconds the sandbox took: the command (start to end), then asking for the shell's directory. */
+  spans?: { command: number; cwd: number };
 }
 
 /** The sandbox could not be reached because its container is starting. */

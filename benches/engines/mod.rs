@@ -1,0 +1,394 @@
+//! Section `engines`: `duet serve`, the local worker (worker/dev.sh) and
+//! the original engine's room (worker/bench/original.sh: a bare Agents SDK
+//! `Agent` whose `setState` carries the message list, in local workerd),
+//! one after another in one run, measured by the same clients:
+//! - a message's fan-out to 100 WebSocket clients of one room (p50, p99,
+//!   and each as a ratio of the original's);
+//! - `POST /sandbox/exec {"cmd":"true"}` on a warm room, `duet serve` and
+//!   the worker, with the worker's own breakdown (its `Server-Timing`);
+//! - idle memory per room and per socket: the engine's own process
+//!   (`duet serve`; workerd for the other two) empty, with N rooms of one
+//!   socket, then of M sockets (`DUET_BENCH_ROOMS`, default 100; M = 10).
+
+use super::{FANOUT_CLIENTS, FANOUT_MESSAGES, PER_ROOM, fanout_samples, thinking_model};
+use crate::support::{self, ms, percentile};
+use futures_util::{StreamExt, stream};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+
+/// Exec calls measured per engine.
+const EXECS: usize = 300;
+/// Rooms of idle sockets, unless DUET_BENCH_ROOMS says.
+const IDLE_ROOMS: usize = 100;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Engine {
+    Original,
+    Serve,
+    Worker,
+}
+
+impl Engine {
+    fn name(self) -> &'static str {
+        match self {
+            Engine::Original => "original (Agents SDK room, setState)",
+            Engine::Serve => "duet serve",
+            Engine::Worker => "worker (worker/dev.sh)",
+        }
+    }
+
+    /// Starts the engine on a free loopback port with storage in `dir`
+    /// (`model`: a chat API that never answers); answers it and its address.
+    fn start(self, dir: &Path, model: &str) -> anyhow::Result<(Child, String)> {
+        let repo = env!("CARGO_MANIFEST_DIR");
+        let flags = |c: &mut Command| {
+            c.args(["--listen", "127.0.0.1:0", "--data-dir"])
+                .arg(dir)
+                .args(["--ai-url", model, "--ai-model", "thinking"]);
+        };
+        let mut command = match self {
+            Engine::Original => {
+                let mut c = Command::new("bash");
+                c.arg(format!("{repo}/worker/bench/original.sh")).arg(dir);
+                c
+            }
+            Engine::Serve => {
+                let mut c = Command::new(env!("CARGO_BIN_EXE_duet"));
+                c.arg("serve");
+                flags(&mut c);
+                c
+            }
+            Engine::Worker => {
+                let mut c = Command::new("bash");
+                c.arg(format!("{repo}/worker/dev.sh"))
+                    .env("DUET_BIN", env!("CARGO_BIN_EXE_duet"));
+                flags(&mut c);
+                c
+            }
+        };
+        let mut child = command
+            .env("DUET_LOG", "error")
+            .env("WRANGLER_LOG", "error")
+            .envs(support::NO_LIMITS.map(|k| (k, "0")))
+            .stdout(Stdio::piped())
+            .spawn()?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("no stdout"))?;
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line)?;
+        let Some(addr) = line.trim().strip_prefix("duet: listening on http://") else {
+            support::stop(&mut child);
+            anyhow::bail!("{} did not start: {line:?}", self.name());
+        };
+        Ok((child, addr.to_string()))
+    }
+
+    /// Resident memory of the engine's own process, in KiB: `duet serve`,
+    /// or the workerd below wrangler (not wrangler's node, nor the
+    /// stand-in's duet serve).
+    fn rss_kib(self, pid: u32) -> u64 {
+        if self == Engine::Serve {
+            return support::rss_kib(pid);
+        }
+        support::descendants(pid)
+            .into_iter()
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/comm"))
+                    .is_ok_and(|c| c.trim_end().starts_with("workerd"))
+            })
+            .map(support::rss_kib)
+            .sum()
+    }
+}
+
+/// What one engine measured.
+#[derive(Default)]
+struct Figures {
+    fanout: Vec<(&'static str, Duration, Duration, usize)>,
+    exec: Option<Duration>,
+    /// The worker's own phases (Server-Timing): name, median ms.
+    phases: Vec<(String, f64)>,
+    /// Empty, N rooms x 1 socket, N rooms x M sockets (KiB).
+    memory: Option<(u64, u64, u64)>,
+}
+
+pub(crate) async fn engines_figures(http: &reqwest::Client) -> anyhow::Result<()> {
+    let model = thinking_model()?;
+    let rooms = std::env::var("DUET_BENCH_ROOMS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(IDLE_ROOMS);
+    let mut all = Vec::new();
+    for engine in [Engine::Original, Engine::Serve, Engine::Worker] {
+        let dir = tempfile::tempdir()?;
+        let (mut child, addr) = engine.start(dir.path(), &model)?;
+        let figures = measure(http, engine, child.id(), &addr, rooms).await;
+        support::stop(&mut child);
+        all.push((engine, figures?));
+    }
+    print(&all, rooms);
+    Ok(())
+}
+
+async fn measure(
+    http: &reqwest::Client,
+    engine: Engine,
+    pid: u32,
+    addr: &str,
+    rooms: usize,
+) -> anyhow::Result<Figures> {
+    let mut figures = Figures {
+        memory: Some(idle_memory(engine, pid, addr, rooms).await?),
+        ..Figures::default()
+    };
+    let kinds: &[(&'static str, bool)] = if engine == Engine::Original {
+        &[("full states", false)]
+    } else {
+        &[("full states", false), ("deltas", true)]
+    };
+    for &(kind, deltas) in kinds {
+        let room = format!("engines-fan{}", u8::from(deltas));
+        let mut fanout = fanout_samples(http, addr, &room, deltas, FANOUT_MESSAGES).await?;
+        fanout.samples.sort();
+        figures.fanout.push((
+            kind,
+            percentile(&fanout.samples, 0.5),
+            percentile(&fanout.samples, 0.99),
+            fanout.last_frame,
+        ));
+    }
+    if engine != Engine::Original {
+        let (median, phases) = exec_samples(http, addr).await?;
+        figures.exec = Some(median);
+        figures.phases = phases;
+    }
+    Ok(figures)
+}
+
+/// The median of `POST /sandbox/exec {"cmd":"true"}` on a warm room, and
+/// the median of each phase its `Server-Timing` names.
+async fn exec_samples(
+    http: &reqwest::Client,
+    addr: &str,
+) -> anyhow::Result<(Duration, Vec<(String, f64)>)> {
+    let url = format!("http://{addr}/api/rooms/engines-exec/sandbox/exec");
+    let body = serde_json::json!({"cmd": "true"});
+    for _ in 0..20 {
+        http.post(&url).json(&body).send().await?.bytes().await?;
+    }
+    let mut samples = Vec::with_capacity(EXECS);
+    let mut phases: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for _ in 0..EXECS {
+        let start = Instant::now();
+        let res = http.post(&url).json(&body).send().await?;
+        anyhow::ensure!(res.status() == 200, "exec answered {}", res.status());
+        let timing = res
+            .headers()
+            .get("server-timing")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        res.bytes().await?;
+        let took = start.elapsed();
+        samples.push(took);
+        let spans = server_timing(&timing);
+        let span = |name: &str| spans.iter().find(|(n, _)| n == name).map(|(_, d)| *d);
+        // What the spans leave out: the Durable Object's own work, and
+        // everything before and after it (the Worker, workerd's ingress).
+        if let (Some(room), Some(sandbox), Some(cwd), Some(lobby)) =
+            (span("room"), span("sandbox"), span("cwd"), span("lobby"))
+        {
+            let own = room - sandbox - cwd - lobby;
+            phases
+                .entry("room's own work".into())
+                .or_default()
+                .push(own);
+            let outside = ms(took) - room;
+            phases
+                .entry("outside the room".into())
+                .or_default()
+                .push(outside);
+        }
+        for (name, dur) in spans {
+            phases.entry(name).or_default().push(dur);
+        }
+    }
+    samples.sort();
+    let phases = phases
+        .into_iter()
+        .map(|(name, mut d)| {
+            d.sort_by(f64::total_cmp);
+            let median = d[d.len() / 2];
+            (name, median)
+        })
+        .collect();
+    Ok((percentile(&samples, 0.5), phases))
+}
+
+/// `a;dur=1.5, b;dur=2` as (name, ms) pairs.
+fn server_timing(header: &str) -> Vec<(String, f64)> {
+    header
+        .split(',')
+        .filter_map(|entry| {
+            let mut parts = entry.trim().split(';');
+            let name = parts.next()?.trim().to_string();
+            let dur = parts.find_map(|p| p.trim().strip_prefix("dur="))?;
+            Some((name, dur.parse().ok()?))
+        })
+        .collect()
+}
+
+/// The engine's memory empty, with `rooms` rooms of one idle socket, then
+/// of PER_ROOM sockets each; the sockets close afterwards.
+async fn idle_memory(
+    engine: Engine,
+    pid: u32,
+    addr: &str,
+    rooms: usize,
+) -> anyhow::Result<(u64, u64, u64)> {
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let empty = engine.rss_kib(pid);
+    let mut held = connect(addr, rooms, 0..1).await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let one = engine.rss_kib(pid);
+    held.extend(connect(addr, rooms, 1..PER_ROOM).await?);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let full = engine.rss_kib(pid);
+    for mut ws in held {
+        let _ = ws.close(None).await;
+    }
+    Ok((empty, one, full))
+}
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Sockets `users` of each of `rooms` idle rooms, each past its first frame.
+async fn connect(
+    addr: &str,
+    rooms: usize,
+    users: std::ops::Range<usize>,
+) -> anyhow::Result<Vec<Socket>> {
+    let config = WebSocketConfig::default()
+        .read_buffer_size(4096)
+        .write_buffer_size(0);
+    let urls: Vec<String> = (0..rooms)
+        .flat_map(|r| {
+            users
+                .clone()
+                .map(move |u| format!("ws://{addr}/api/rooms/idle-{r}/ws?user=u{u}&deltas=1"))
+        })
+        .collect();
+    let sockets: Vec<anyhow::Result<Socket>> = stream::iter(urls)
+        .map(|url| async move {
+            let (mut ws, _) =
+                tokio_tungstenite::connect_async_with_config(url, Some(config), true).await?;
+            ws.next().await;
+            anyhow::Ok(ws)
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    sockets.into_iter().collect()
+}
+
+fn print(all: &[(Engine, Figures)], rooms: usize) {
+    let Some((_, original)) = all.iter().find(|(e, _)| *e == Engine::Original) else {
+        return;
+    };
+    let Some(&(_, base50, base99, _)) = original.fanout.first() else {
+        return;
+    };
+    println!(
+        "engines side by side: {FANOUT_MESSAGES} messages to {FANOUT_CLIENTS} clients of one room, \
+         the model still thinking"
+    );
+    println!(
+        "{:<40} {:>9} {:>9} {:>8} {:>8} {:>11}",
+        "fan-out: POST to the last client's frame",
+        "p50 ms",
+        "p99 ms",
+        "p50/orig",
+        "p99/orig",
+        "last frame"
+    );
+    for (engine, figures) in all {
+        for &(kind, p50, p99, frame) in &figures.fanout {
+            println!(
+                "{:<40} {:>9.3} {:>9.3} {:>7.2}x {:>7.2}x {:>9} B",
+                format!("{}, {kind}", engine.name()),
+                ms(p50),
+                ms(p99),
+                ms(p50) / ms(base50),
+                ms(p99) / ms(base99),
+                frame
+            );
+        }
+    }
+    println!(
+        "{:<40} (targets: duet serve p99 <= 0.2x, the worker p50 <= 0.5x)",
+        ""
+    );
+    let exec = |e: Engine| {
+        all.iter()
+            .find(|(x, _)| *x == e)
+            .and_then(|(_, f)| f.exec.map(|d| (d, f)))
+    };
+    if let (Some((serve, _)), Some((worker, figures))) = (exec(Engine::Serve), exec(Engine::Worker))
+    {
+        println!();
+        println!("POST /sandbox/exec {{\"cmd\":\"true\"}}, warm room, {EXECS} calls: median");
+        println!("{:<40} {:>9.3} ms", Engine::Serve.name(), ms(serve));
+        println!(
+            "{:<40} {:>9.3} ms   ({:.2}x duet serve; target: <= 5x)",
+            Engine::Worker.name(),
+            ms(worker),
+            ms(worker) / ms(serve)
+        );
+        println!(
+            "  the worker's Server-Timing (medians): room = the Durable Object's whole; \
+             sandbox = the command through the stand-in (its hop and duet serve's exec); \
+             cwd = asking the shell's directory (a second hop); lobby = the room list; \
+             room's own work = room less those; outside the room = the call less room"
+        );
+        for (name, median) in &figures.phases {
+            println!("{:<40} {:>9.3} ms", format!("  {name}"), median);
+        }
+    }
+    println!();
+    println!(
+        "idle memory of the engine's own process ({rooms} rooms; duet serve, else workerd; per room: with its first socket)"
+    );
+    println!(
+        "{:<40} {:>9} {:>11} {:>11} {:>10} {:>10}",
+        "",
+        "empty MiB",
+        "1/room MiB",
+        format!("{PER_ROOM}/room MiB"),
+        "KiB/room",
+        "KiB/socket"
+    );
+    for (engine, figures) in all {
+        let Some((empty, one, full)) = figures.memory else {
+            continue;
+        };
+        let mib = |k: u64| k as f64 / 1024.0;
+        let per_room = one.saturating_sub(empty) as f64 / rooms.max(1) as f64;
+        let per_socket = full.saturating_sub(one) as f64 / (rooms * (PER_ROOM - 1)).max(1) as f64;
+        println!(
+            "{:<40} {:>9.1} {:>11.1} {:>11.1} {:>10.1} {:>10.1}",
+            engine.name(),
+            mib(empty),
+            mib(one),
+            mib(full),
+            per_room,
+            per_socket
+        );
+    }
+}
