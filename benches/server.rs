@@ -1,7 +1,7 @@
 //! Figures of the backend, each beside its baseline in the same run of a
 //! real `duet serve` (release build): `cargo bench --bench server`. With
 //! `DUET_BENCH_BACKEND=worker` the same figures of the local worker
-//! (worker/dev.sh: wrangler dev, workerd, the stand-in Sandbox in front of
+//! (worker/dev.sh: workerd through Miniflare, the stand-in Sandbox in front of
 //! a `duet serve`); its memory is the whole stack's. `DUET_BENCH_ROOMS=N`
 //! opens N rooms of 10 idle sockets instead of 1,000 (worker/bench.sh
 //! runs both backends with 100: 1,000 sockets).

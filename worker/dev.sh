@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The whole local Cloudflare stack in the foreground: `wrangler dev --local`
-# with the stand-in Sandbox (wrangler.local.jsonc), and the `duet serve`
+# The whole local Cloudflare stack in the foreground: the Worker in workerd
+# as `wrangler dev --local` runs it (Miniflare, from the bundle of `wrangler
+# deploy --dry-run`: dev/prepare.mjs, dev/stack.mjs) with the stand-in
+# Sandbox (wrangler.local.jsonc), and the `duet serve`
 # the stand-in forwards commands to (its real namespace sandbox, behind a
 # random token of its own). Prints `duet: listening on http://ADDR` once
 # /health answers, as `duet serve` does. SIGTERM stops all of it.
@@ -190,6 +192,35 @@ if needs_install; then
   exec 9>&-
 fi
 
+# What `wrangler dev` would bundle and read on each start, once per version
+# of the sources (dev/prepare.mjs): stacks started one after another, as the
+# tests do, then cost a Miniflare start each. Kept in node_modules/.cache.
+sources_hash() {
+  (cd "$here" && find src dev wrangler.local.jsonc package-lock.json -type f -print0 | sort -z |
+    xargs -0 sha256sum | sha256sum | cut -c1-16)
+}
+prepared="$here/node_modules/.cache/duet-dev/$(sources_hash)"
+if [ ! -f "$prepared/options.json" ]; then
+  mkdir -p "$here/node_modules/.cache/duet-dev"
+  exec 9>"$here/node_modules/.cache/duet-dev/.lock"
+  flock 9
+  if [ ! -f "$prepared/options.json" ]; then
+    staging="$(mktemp -d "$here/node_modules/.cache/duet-dev/.new.XXXXXX")"
+    (cd "$here" && WRANGLER_SEND_METRICS=false CI=1 CLOUDFLARE_CF_FETCH_ENABLED=false \
+      wrangler deploy -c wrangler.local.jsonc --dry-run --outdir "$staging" >/dev/null </dev/null &&
+      node dev/prepare.mjs "$staging" >&2 </dev/null) || {
+      rm -rf "$staging"
+      die "bundling the worker failed"
+    }
+    rm -rf "$prepared"
+    mv "$staging" "$prepared"
+    # Versions not started for a day go.
+    find "$here/node_modules/.cache/duet-dev" -mindepth 1 -maxdepth 1 -type d -mmin +1440 \
+      -exec rm -rf {} + 2>/dev/null || true
+  fi
+  exec 9>&-
+fi
+
 duet="${DUET_BIN:-}"
 if [ -z "$duet" ]; then
   for profile in debug release; do
@@ -266,10 +297,8 @@ for _ in $(seq 600); do
 done
 [[ "$standin_url" == http://* ]] || die "the stand-in's duet serve did not start (${line:-no output})"
 
-# 2. wrangler dev on the asked port (0: a free one).
-if [ "$port" -eq 0 ]; then
-  port="$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
-fi
+# 2. The Worker in workerd (dev/stack.mjs) on the asked port (0: workerd
+# binds a free one and dev/stack.mjs writes which to $run/url).
 # Vars and secrets in a private file, not on the command line.
 {
   echo "DUET_TOKEN=$token"
@@ -297,11 +326,7 @@ fi
 } >"$run/vars.env"
 (
   cd "$here"
-  exec setsid env WRANGLER_SEND_METRICS=false CI=1 CLOUDFLARE_CF_FETCH_ENABLED=false \
-    WRANGLER_CI_DISABLE_CONFIG_WATCHING=true WRANGLER_REGISTRY_PATH="$run/registry" \
-    wrangler dev -c wrangler.local.jsonc --local --ip "$host" --port "$port" \
-    --persist-to "$data_dir/wrangler" --inspector-port 0 --show-interactive-dev-session=false \
-    --log-level "${WRANGLER_LOG:-warn}" --env-file "$run/vars.env" >&2 </dev/null
+  exec setsid node dev/stack.mjs "$prepared" "$host" "$port" "$data_dir/wrangler" "$run/vars.env" "$run/url" >&2 </dev/null
 ) &
 groups+=("$!")
 echo "${groups[*]}" >"$run/groups"
@@ -314,12 +339,17 @@ health() {
   exec 3>&-
   [[ "$status" == "HTTP/1."?" 200"* ]]
 }
+# workerd may take a minute to start on a loaded machine.
 for _ in $(seq 1200); do
-  health && break
+  if [ "$port" -eq 0 ] && [ -s "$run/url" ]; then
+    url="$(cat "$run/url")"
+    port="${url##*:}"
+  fi
+  [ "$port" -eq 0 ] || ! health || break
   for g in "${groups[@]}"; do kill -0 "$g" 2>/dev/null || die "a part of the stack exited before /health answered"; done
   sleep 0.1
 done
-health || die "/health did not answer on $host:$port"
+[ "$port" -ne 0 ] && health || die "/health did not answer on $host:$port"
 echo "duet: listening on http://$host:$port"
 
 # Until either part ends, or a signal.

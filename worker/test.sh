@@ -19,7 +19,8 @@ npx node -e '
   try { r = JSON.parse(fs.readFileSync(process.argv[1], "utf8")); } catch { r = { numFailedTestSuites: 1 }; }
   const passed = r.numPassedTests ?? 0;
   // A suite that broke before its tests counts as one failure.
-  const failed = (r.numFailedTests ?? 0) || (r.numFailedTestSuites ?? 0);
+  // So does a run that broke outside any test (vitest says success: false).
+  const failed = (r.numFailedTests ?? 0) || (r.numFailedTestSuites ?? 0) || (r.success === false ? 1 : 0);
   console.log(`${passed} passed, ${failed} failed`);
   process.exit(failed > 0 ? 1 : 0);
 ' "$report" || status=1

@@ -41,12 +41,20 @@ function project(name: string, include: string[], vars: Record<string, string>) 
       globalSetup: ["./test/global-setup.mjs"],
       testTimeout: 60_000,
       hookTimeout: 60_000,
+      // The files of a project share one isolate (a second or more of
+      // startup each otherwise): each works in rooms of its own (room() of
+      // test/support.ts) and mocks nothing.
+      isolate: false,
     },
   };
 }
 
 export default defineConfig({
   test: {
+    // Most of a file's time is spent waiting (on the sandbox, on timers of
+    // a second or more): more files at once than cores (vitest's default on
+    // two cores is one).
+    maxWorkers: 4,
     projects: [
       project("room", ["test/*.test.ts"], { DUET_APPROVAL_ALLOW: "ls, cat" }),
       project("rounds", ["test/rounds/*.test.ts"], { DUET_AGENT_STEPS: "5", DUET_AI_TIMEOUT_SECS: "2" }),

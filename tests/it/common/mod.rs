@@ -37,7 +37,7 @@ const WORKER_START: Duration = Duration::from_secs(120);
 pub enum Backend {
     /// `duet serve` (the default).
     Serve,
-    /// `worker/dev.sh`: wrangler dev with the stand-in Sandbox.
+    /// `worker/dev.sh`: the Worker in workerd with the stand-in Sandbox.
     Worker,
 }
 
@@ -234,7 +234,13 @@ impl Server {
 
     /// `POST path` with a JSON body: status and JSON answer.
     pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        let mut req = http().post(self.url(path)).json(&body);
+        self.post_within(path, body, WAIT).await
+    }
+
+    /// `POST path` for a request that may take up to `within` (a command
+    /// with a longer timeout than `WAIT`).
+    pub async fn post_within(&self, path: &str, body: Value, within: Duration) -> (u16, Value) {
+        let mut req = http().post(self.url(path)).json(&body).timeout(within);
         if let Some(t) = &self.token {
             req = req.bearer_auth(t);
         }

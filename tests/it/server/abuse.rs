@@ -2,17 +2,27 @@
 //! (`POST /sandbox/exec`, the Files endpoints) of a real `duet serve`,
 //! each asserting the outcome SANDBOX.md gives.
 
-use crate::common::apps::exec_with;
 use crate::common::{Server, WAIT, answer, http};
 use serde_json::{Value, json};
+use std::time::Duration;
 
 /// Runs `cmd` in `room`; returns the ExecResult.
 async fn exec(server: &Server, room: &str, cmd: &str) -> Value {
     exec_for(server, room, cmd, 30_000).await
 }
 
+/// The answer may take the command's whole timeout (a `find /` on a loaded
+/// machine), and then some.
 async fn exec_for(server: &Server, room: &str, cmd: &str, timeout_ms: u64) -> Value {
-    exec_with(server, room, json!({"cmd": cmd, "timeoutMs": timeout_ms})).await
+    let (status, answer) = server
+        .post_within(
+            &format!("/api/rooms/{room}/sandbox/exec"),
+            json!({"cmd": cmd, "timeoutMs": timeout_ms}),
+            Duration::from_millis(timeout_ms) + WAIT,
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    answer["result"].clone()
 }
 
 fn stdout(result: &Value) -> String {

@@ -30,5 +30,8 @@ export default defineConfig({
     globalSetup: [`${here}global-setup.mjs`],
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    isolate: false,
+    // As the root configuration's (vitest wants the same in every project).
+    maxWorkers: 4,
   },
 });

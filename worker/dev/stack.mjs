@@ -1,0 +1,51 @@
+// The Worker of dev.sh in workerd, through Miniflare (what `wrangler dev
+// --local` runs underneath), from what dev/prepare.mjs kept: the bundle
+// and its options. Starting so costs a fraction of a `wrangler dev` (no
+// wrangler to load, nothing to bundle), which the tests pay once a server.
+//
+//   node dev/stack.mjs PREPARED HOST PORT PERSIST VARS_FILE URL_FILE
+//
+// PORT 0: workerd binds a free one itself (no port picked beforehand that
+// someone else may take meanwhile). PERSIST: the rooms' state (Durable
+// Objects, R2) as `wrangler dev --persist-to` keeps it; VARS_FILE:
+// NAME=value lines over the config's vars. Once workerd listens, its URL
+// goes to URL_FILE (written whole, then renamed). Stops workerd on SIGTERM
+// or SIGINT.
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Log, LogLevel, Miniflare, convertV4MiniflareOptions } from "miniflare";
+
+const [prepared, host, port, persist, varsFile, urlFile] = process.argv.slice(2);
+if (!urlFile) throw new Error("usage: node dev/stack.mjs PREPARED HOST PORT PERSIST VARS_FILE URL_FILE");
+const options = JSON.parse(readFileSync(join(prepared, "options.json"), "utf8"));
+const vars = {};
+for (const line of readFileSync(varsFile, "utf8").split("\n")) {
+  const eq = line.indexOf("=");
+  if (eq > 0) vars[line.slice(0, eq)] = line.slice(eq + 1);
+}
+const mf = new Miniflare(
+  convertV4MiniflareOptions({
+    ...options,
+    name: "duet",
+    modules: true,
+    modulesRoot: prepared,
+    scriptPath: join(prepared, "index.js"),
+    bindings: { ...options.bindings, ...vars },
+    host,
+    port: Number(port),
+    resourcePersistencePath: join(persist, "v3"),
+    // No request.cf from Cloudflare's API (offline).
+    cf: false,
+    // Miniflare's own warnings, as `wrangler dev --log-level warn` shows them.
+    log: new Log(LogLevel.WARN),
+  }),
+);
+const stop = async () => {
+  await mf.dispose().catch(() => {});
+  process.exit(0);
+};
+process.once("SIGTERM", stop);
+process.once("SIGINT", stop);
+const url = await mf.ready;
+writeFileSync(`${urlFile}.new`, `${url.origin}\n`);
+renameSync(`${urlFile}.new`, urlFile);
