@@ -6,10 +6,10 @@
 
 use super::ClientArgs;
 use crate::client::access::{self, InviteRequest, policy_words};
-use crate::client::commands::{client_for, server_url, token_for};
+use crate::client::commands::{client_for, socket_params};
 use crate::client::explain;
 use crate::client::ps::said;
-use crate::client::socket::{SocketParams, state_once};
+use crate::client::socket::state_once;
 use crate::protocol::{InviteCreated, InvitesResponse, now_ms};
 use clap::Args;
 use std::io::Write;
@@ -228,14 +228,7 @@ pub async fn policy(args: PolicyArgs) -> anyhow::Result<ExitCode> {
             Err(err) => said(&explain::http(&err)),
         };
     }
-    let params = SocketParams {
-        base: server_url(&settings)?,
-        room: client.room().to_string(),
-        name: settings.name.clone(),
-        token: token_for(&settings),
-        connection_id: format!("policy-{:016x}", rand::random::<u64>()),
-        deltas: true,
-    };
+    let params = socket_params(&settings, &client, "policy", true)?;
     match state_once(&params).await {
         Ok(state) => {
             print!(

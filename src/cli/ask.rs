@@ -8,8 +8,8 @@
 
 use super::ClientArgs;
 use crate::blocks::{self, Block};
-use crate::client::commands::{client_for, server_url};
-use crate::client::socket::{self, ConnState, SocketCommand, SocketEvent, SocketParams};
+use crate::client::commands::{client_for, socket_params};
+use crate::client::socket::{self, ConnState, SocketCommand, SocketEvent};
 use crate::protocol::{AiPhase, ExecFrame, ExecSource, MessageResponse, Role, ServerFrame};
 use crate::text::termtext::{self, LineCleaner};
 use crate::tui::theme::Theme;
@@ -47,14 +47,7 @@ pub async fn ask(args: AskArgs) -> anyhow::Result<ExitCode> {
     }
     let settings = super::settings(&args.client)?;
     let client = client_for(&settings)?;
-    let params = SocketParams {
-        base: server_url(&settings)?,
-        room: client.room().to_string(),
-        name: settings.name.clone(),
-        token: crate::client::commands::token_for(&settings),
-        connection_id: format!("ask-{:016x}", rand::random::<u64>()),
-        deltas: false,
-    };
+    let params = socket_params(&settings, &client, "ask", false)?;
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let (socket, _task) = socket::spawn(params, events_tx);
     let mut view = TurnView::new(&settings.name, &question, Look::of_stdout());

@@ -3,10 +3,10 @@
 //! socket's first state, as `duet policy` does: no route reads the state.
 
 use super::ClientArgs;
-use crate::client::commands::{client_for, server_url, token_for};
+use crate::client::commands::{client_for, socket_params};
 use crate::client::explain;
 use crate::client::ps::said;
-use crate::client::socket::{SocketParams, state_once};
+use crate::client::socket::state_once;
 use crate::protocol::AgentState;
 use clap::Args;
 use std::process::ExitCode;
@@ -56,14 +56,7 @@ pub async fn model(args: ModelArgs) -> anyhow::Result<ExitCode> {
             Err(err) => said(&explain::http(&err)),
         };
     }
-    let params = SocketParams {
-        base: server_url(&settings)?,
-        room: client.room().to_string(),
-        name: settings.name.clone(),
-        token: token_for(&settings),
-        connection_id: format!("model-{:016x}", rand::random::<u64>()),
-        deltas: true,
-    };
+    let params = socket_params(&settings, &client, "model", true)?;
     match state_once(&params).await {
         Ok(state) => match state.agent {
             Some(agent) => {

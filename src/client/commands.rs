@@ -68,6 +68,24 @@ pub fn token_for(settings: &ClientSettings) -> Option<String> {
     })
 }
 
+/// The parameters of a short-lived socket of a command (`what` names it
+/// in its connection id, e.g. `policy-…`) to the settings' room.
+pub(crate) fn socket_params(
+    settings: &ClientSettings,
+    client: &HttpClient,
+    what: &str,
+    deltas: bool,
+) -> anyhow::Result<crate::client::socket::SocketParams> {
+    Ok(crate::client::socket::SocketParams {
+        base: server_url(settings)?,
+        room: client.room().to_string(),
+        name: settings.name.clone(),
+        token: token_for(settings),
+        connection_id: format!("{what}-{:016x}", rand::random::<u64>()),
+        deltas,
+    })
+}
+
 pub(crate) fn client_for(settings: &ClientSettings) -> anyhow::Result<HttpClient> {
     let server = server_url(settings)?;
     let room = settings
