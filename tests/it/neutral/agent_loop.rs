@@ -48,8 +48,13 @@ async fn exec(server: &Server, room: &str, cmd: &str) -> Value {
 
 /// The text of a workspace file, as `GET /files` gives it.
 async fn file(server: &Server, room: &str, path: &str) -> (u16, String) {
+    get(server, room, &format!("files/{path}")).await
+}
+
+/// `GET /api/rooms/{room}/{route}`: status and text.
+async fn get(server: &Server, room: &str, route: &str) -> (u16, String) {
     let res = http()
-        .get(server.url(&format!("/api/rooms/{room}/files/{path}")))
+        .get(server.url(&format!("/api/rooms/{room}/{route}")))
         .send()
         .await
         .unwrap();
@@ -123,6 +128,15 @@ async fn one_question_fixes_a_failing_test_with_edit_file_and_default_settings()
     );
     assert!(third.contains("PASS"), "{third}");
     assert_eq!(file(&server, room, "calc.sh").await.1, "echo $((2 + 2))\n");
+    // `/diff` of the turn: the workspace against the automatic checkpoint
+    // the turn took before its first change shows the edit.
+    let (status, diff) = get(&server, room, "diff?from=auto-1").await;
+    assert_eq!(status, 200, "{diff}");
+    assert!(
+        diff.contains("--- a/calc.sh\n+++ b/calc.sh\n")
+            && diff.contains("-echo $((2 - 2))\n+echo $((2 + 2))\n"),
+        "{diff}"
+    );
 
     let (agent, after) = agent_message(&body);
     let text = agent["text"].as_str().unwrap();
