@@ -34,5 +34,9 @@ fn main() {
     table.push(']');
     let out =
         Path::new(&std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("web_assets.rs");
-    std::fs::write(out, table).expect("OUT_DIR is writable");
+    // Written only when it changed: a new mtime would relink everything
+    // that includes it.
+    if std::fs::read_to_string(&out).ok().as_deref() != Some(table.as_str()) {
+        std::fs::write(out, table).expect("OUT_DIR is writable");
+    }
 }

@@ -505,8 +505,13 @@ impl Ws {
             .expect("the server closes the socket in time")
     }
 
+    /// Closes the socket and waits until the server has let go of it (the
+    /// stream ends once the server's side is done with the connection), so
+    /// what a test does next sees it gone.
     pub async fn close(mut self) {
         let _ = self.inner.close(None).await;
+        let drained = async { while let Some(Ok(_)) = self.inner.next().await {} };
+        let _ = tokio::time::timeout(WAIT, drained).await;
     }
 }
 
