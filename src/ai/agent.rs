@@ -227,6 +227,11 @@ pub enum TurnError {
     NoModel(String),
     #[error("{0}")]
     Model(String),
+    /// The model failed after one round or more had ended: `error` is the
+    /// model's error (as `Model`'s), `done` what the ended rounds did (the
+    /// reply ending with a sentence saying the model failed).
+    #[error("{error}")]
+    ModelPartway { error: String, done: AgentReply },
     /// Cancelled: what the reply held by then (the text streamed so far,
     /// the commands that ran).
     #[error("{}", CANCELLED)]

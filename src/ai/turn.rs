@@ -74,7 +74,8 @@ impl Turn {
     }
 
     /// Runs the turn with the provider `resolve` yields. Cancelled, it
-    /// answers what the reply held by then.
+    /// answers what the reply held by then; a model that fails after a
+    /// round ended, what the ended rounds did.
     pub(crate) async fn run(
         self,
         resolve: impl Future<Output = Result<Arc<dyn Provider>, TurnError>>,
@@ -87,13 +88,19 @@ impl Turn {
             rounds: progress.rounds,
             ..usage
         });
-        let reply = || AgentReply {
-            usage,
-            ..progress.reply()
-        };
         match ended {
-            Ok(()) => Ok(reply()),
-            Err(TurnError::Cancelled(_)) => Err(TurnError::Cancelled(reply())),
+            Err(TurnError::Model(error)) if progress.ended > 0 => Err(TurnError::ModelPartway {
+                error,
+                done: progress.failed(),
+            }),
+            Ok(()) => Ok(AgentReply {
+                usage,
+                ..progress.reply()
+            }),
+            Err(TurnError::Cancelled(_)) => Err(TurnError::Cancelled(AgentReply {
+                usage,
+                ..progress.reply()
+            })),
             Err(err) => Err(err),
         }
     }
@@ -149,6 +156,7 @@ impl Turn {
                 .stream_round(provider.as_ref(), messages, lead, &mut progress.streamed)
                 .await
                 .map_err(|err| self.fail(err))?;
+            progress.answered = self.meter.usage();
             let (prose, cmds) = blocks::extract_commands(&progress.streamed);
             if round == 0 && prose.is_empty() && cmds.is_empty() && calls.is_empty() {
                 return Err(self.fail(TurnError::Model(
@@ -175,6 +183,7 @@ impl Turn {
                 ));
             }
             progress.end_round();
+            progress.ended += 1;
             if !more {
                 break;
             }
@@ -345,13 +354,20 @@ fn budget_sentence(amount: u64, unit: &str) -> String {
     )
 }
 
+/// The sentence a reply ends with when the model failed after `rounds`
+/// rounds had ended (the room's `system` message says how it failed).
+fn failed_sentence(rounds: u32) -> String {
+    let unit = if rounds == 1 { "round" } else { "rounds" };
+    format!("The agent stopped after {rounds} {unit}: the model failed; ask it to go on.")
+}
+
 /// A cancel found inside the turn: `Turn::run` fills in what it had done.
 fn cancelled() -> TurnError {
     TurnError::Cancelled(AgentReply::default())
 }
 
 /// What a turn has done so far (all of it when it ends, a part of it when
-/// it is cancelled).
+/// it is cancelled or its model fails).
 #[derive(Default)]
 struct Progress {
     /// The reply of the rounds that ended: prose and blocks.
@@ -364,6 +380,10 @@ struct Progress {
     round_runs: Vec<Run>,
     /// The model's answers so far (the one under way counted).
     rounds: u32,
+    /// The rounds that ended (their answers came whole and were acted on).
+    ended: u32,
+    /// What the answers that came whole cost.
+    answered: Option<crate::protocol::Usage>,
 }
 
 impl Progress {
@@ -393,6 +413,23 @@ impl Progress {
         }
         self.text = blocks::render_reply(&joined, &self.round_runs);
         self.runs.append(&mut self.round_runs);
+    }
+
+    /// The reply of a turn whose model failed: the ended rounds (not what
+    /// the failed answer had streamed), then a sentence saying so; what
+    /// their answers cost.
+    fn failed(self) -> AgentReply {
+        let sentence = failed_sentence(self.ended);
+        let text = if self.text.is_empty() {
+            sentence
+        } else {
+            format!("{}\n\n{sentence}", self.text)
+        };
+        AgentReply {
+            text,
+            runs: self.runs,
+            usage: self.answered,
+        }
     }
 
     /// The reply as it stands.

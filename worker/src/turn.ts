@@ -4,9 +4,11 @@
 // results back round after round until the model answers without any, or
 // a budget ends it (DUET_AGENT_STEPS rounds, DUET_AGENT_TURN_SECS)
 // (src/ai/turn.rs, src/server/room/turn.rs). A cancelled turn keeps what
-// it had streamed and run.
+// it had streamed and run; one whose model fails after a round, what the
+// ended rounds did (progress.ts).
 
-import { addRound, extractPlaced, partialPlaced } from "./blocks";
+import { addRound, extractPlaced } from "./blocks";
+import { budgetSentence, failedReply, partialReply, usageOf, withRuns, withUsage, type AgentReply, type Progress } from "./progress";
 import { projectContext, type ProjectFiles } from "./context";
 import { countVar, positiveVar, type Env } from "./env";
 import { ApiError, describe, ok, type Reply } from "./http";
@@ -32,9 +34,17 @@ export const CANCELLED_TEXT = "the agent's turn was cancelled";
 /** Text of the answer to turns dropped by a cleanup. */
 export const CLEANED = "the room was cleaned up";
 
-/** Why a turn ended without a reply; `text` is what the room's `system` message says. */
+/**
+ * Why a turn ended without a reply; `text` is what the room's `system`
+ * message says. `done`: the model failed after one round or more had
+ * ended, and this is what they did (the reply ending with a sentence
+ * saying the model failed).
+ */
 export class TurnError extends Error {
-  constructor(readonly text: string) {
+  constructor(
+    readonly text: string,
+    readonly done?: AgentReply,
+  ) {
     super(text);
   }
 }
@@ -75,14 +85,6 @@ export function agentConfig(env: Env): AgentConfig {
   };
 }
 
-/** What a turn produced: the agent message's text and runs, and what it cost. */
-export interface AgentReply {
-  text: string;
-  runs: Run[];
-  /** What its model calls cost (absent: it made none). */
-  usage?: Usage;
-}
-
 /** What a turn may do in its room. */
 export interface TurnHost {
   /** Broadcast a frame (`duet_ai`) to the room. */
@@ -101,32 +103,6 @@ export interface TurnHost {
   writeFile(path: string, bytes: Uint8Array, signal: AbortSignal, turnId: string): Promise<string | undefined>;
   /** The agent wrote or edited a file: the `edit` record, stored after the turn's reply. */
   edited(event: RoomEvent): void;
-}
-
-/** How far a turn got: its finished rounds' reply, and the round under way. */
-export interface Progress {
-  /** The reply of the finished rounds (prose and blocks). */
-  text: string;
-  runs: Run[];
-  /** What the model streamed of the current round so far, and the commands it ran. */
-  raw: string;
-  roundRuns: Run[];
-  /** What the model calls so far cost (each call is a round). */
-  usage?: Usage;
-  /** The model's answers so far (the one under way counted). */
-  rounds: number;
-}
-
-/** The reply a turn would store if it ended now (a cancel). */
-export function partialReply(p: Progress): AgentReply {
-  const [prose, placed] = partialPlaced(p.raw);
-  const roundRuns = p.roundRuns.map((run) => ({ ...run }));
-  return { text: addRound(p.text, prose, placed, roundRuns), runs: [...p.runs, ...roundRuns], ...usageOf(p) };
-}
-
-/** `usage` of the reply: the calls' counts summed, the rounds the loop counted. */
-function usageOf(p: Progress): { usage?: Usage } {
-  return p.usage ? { usage: { ...p.usage, rounds: p.rounds } } : {};
 }
 
 interface TurnContext {
@@ -232,8 +208,12 @@ export async function runTurn(t: TurnContext, history: DuetMessage[]): Promise<A
       // Later rounds' text streams after a blank line.
       later = await streamRound(t, model, fitted(context, t.config.contextTokens), round > 0 ? "\n\n" : "");
     } catch (e) {
-      throw fail(e);
+      const err = fail(e);
+      // What the ended rounds did stays.
+      if (p.ended > 0 && !t.signal.aborted) throw new TurnError(err.text, failedReply(p));
+      throw err;
     }
+    p.answered = p.usage;
     const [prose, placed] = extractPlaced(p.raw);
     const cmds = placed.map(([cmd]) => cmd);
     if (round === 0 && prose === "" && cmds.length === 0 && later.length === 0) {
@@ -250,17 +230,13 @@ export async function runTurn(t: TurnContext, history: DuetMessage[]): Promise<A
     p.runs.push(...roundRuns);
     p.raw = "";
     p.roundRuns = [];
+    p.ended++;
     if (outcomes.length === 0) break;
     context.rounds.push({ role: "assistant", content: raw }, { role: "user", content: resultsNote(outcomes) });
     // One round is the original's turn: it ends so, saying nothing.
     if (round + 1 === steps && steps > 1) sayAfter(t, budgetSentence(steps, "rounds"));
   }
   return { text: p.text, runs: p.runs, ...usageOf(p) };
-}
-
-/** The sentence a reply ends with when a budget stopped the turn. */
-function budgetSentence(amount: number, unit: string): string {
-  return `The agent stopped after ${amount} ${unit}, the most a turn may take here; ask it to go on.`;
 }
 
 /** Streams `text` to the room as a round of its own. */
@@ -437,16 +413,6 @@ interface Current {
   end(): void;
 }
 
-/** `runs` of an agent message: absent when it ran none. */
-function withRuns(runs: Run[]): { runs?: Run[] } {
-  return runs.length > 0 ? { runs } : {};
-}
-
-/** `usage` of an agent message: absent when the turn called no model. */
-function withUsage(usage: Usage | undefined): { usage?: Usage } {
-  return usage ? { usage } : {};
-}
-
 /** The answer of a turn that ended without a reply. */
 export function noReply(error: string, messages: DuetMessage[]): Reply {
   return ok(messageResponseJson(null, error, messages));
@@ -499,7 +465,7 @@ export class Turns {
     if (this.current) return;
     const pending = this.waiting.shift();
     if (!pending) return;
-    const progress: Progress = { text: "", runs: [], raw: "", roundRuns: [], rounds: 0 };
+    const progress: Progress = { text: "", runs: [], raw: "", roundRuns: [], rounds: 0, ended: 0 };
     let end = () => {};
     const ended = new Promise<void>((resolve) => (end = resolve));
     const current: Current = { id: `t${randomHex()}`, ctrl: new AbortController(), pending, progress, discarded: false, afterReply: [], ended, end };
@@ -559,6 +525,13 @@ export class Turns {
         this.room.storeMessage({ role: "system", userId: by, text: recordText(event), event });
         this.storeAfterReply(current);
         answer(noReply(CANCELLED_TEXT, this.room.messages()));
+      } else if (error?.done) {
+        // The model failed after rounds that did something: they stay, then the model's error.
+        const done = error.done;
+        this.room.storeMessage({ role: "agent", text: done.text, ...withRuns(done.runs), ...withUsage(done.usage) });
+        this.room.storeMessage({ role: "system", userId: user, text: error.text });
+        this.storeAfterReply(current);
+        answer(noReply(error.text, this.room.messages()));
       } else if (reply) {
         this.room.storeMessage({ role: "agent", text: reply.text, ...withRuns(reply.runs), ...withUsage(reply.usage) });
         this.storeAfterReply(current);

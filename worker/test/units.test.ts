@@ -7,7 +7,7 @@ import { SseParser } from "../src/model";
 import { SYSTEM_PROMPT, conversation, resultsNote } from "../src/prompt";
 import { recordText } from "../src/records";
 import { ROW_BUDGET, fitRuns } from "../src/store";
-import { partialReply } from "../src/turn";
+import { failedReply, partialReply } from "../src/progress";
 import { type DuetMessage, type Run } from "../src/protocol";
 import { capText, charCount, nameProblem, trim, validRoomId } from "../src/text";
 
@@ -248,14 +248,28 @@ describe("cancelled replies", () => {
   it("are the finished rounds, then the current one's prose and commands", () => {
     const one = run("echo one", "one\n", "", 0);
     const two = run("echo two", "two\n", "", 0);
-    expect(partialReply({ text: "", runs: [], raw: "", roundRuns: [], rounds: 0 })).toEqual({ text: "", runs: [] });
-    expect(partialReply({ text: "First.\n\nOutput (echo one):\none", runs: [one], raw: "Then <run>echo two</run> <run>sle", roundRuns: [two], rounds: 2 })).toEqual({
+    expect(partialReply({ text: "", runs: [], raw: "", roundRuns: [], rounds: 0, ended: 0 })).toEqual({ text: "", runs: [] });
+    expect(partialReply({ text: "First.\n\nOutput (echo one):\none", runs: [one], raw: "Then <run>echo two</run> <run>sle", roundRuns: [two], rounds: 2, ended: 1 })).toEqual({
       text: "First.\n\nOutput (echo one):\none\n\nThen\n\nOutput (echo two):\ntwo",
       runs: [one, { ...two, at: 36 }],
     });
     // The usage of the calls so far, with the rounds the loop counted (the one under way too).
     const usage = { promptTokens: 10, completionTokens: 2, rounds: 1, estimated: true as const };
-    expect(partialReply({ text: "", runs: [], raw: "Hal", roundRuns: [], rounds: 3, usage }).usage).toEqual({ ...usage, rounds: 3 });
+    expect(partialReply({ text: "", runs: [], raw: "Hal", roundRuns: [], rounds: 3, ended: 2, usage }).usage).toEqual({ ...usage, rounds: 3 });
+  });
+});
+
+describe("replies of a model that failed after a round", () => {
+  it("keep the ended rounds, not the failed answer's text, then say the model failed", () => {
+    const one = run("echo one", "one\n", "", 0);
+    const answered = { promptTokens: 10, completionTokens: 2, rounds: 1 };
+    const usage = { promptTokens: 30, completionTokens: 3, rounds: 2, estimated: true as const };
+    const p = { text: "First.\n\nOutput (echo one):\none", runs: [one], raw: "Half of", roundRuns: [], rounds: 2, ended: 1, usage, answered };
+    expect(failedReply(p)).toEqual({
+      text: "First.\n\nOutput (echo one):\none\n\nThe agent stopped after 1 round: the model failed; ask it to go on.",
+      runs: [one],
+      usage: answered,
+    });
   });
 });
 

@@ -67,6 +67,17 @@ pub(crate) fn no_reply(error: &str, messages: Vec<DuetMessage>) -> Reply {
     })
 }
 
+/// The agent message of a turn's reply (`runs` absent when it ran none).
+fn agent_message(reply: AgentReply) -> DuetMessage {
+    DuetMessage {
+        role: Role::Agent,
+        text: reply.text,
+        runs: (!reply.runs.is_empty()).then_some(reply.runs),
+        usage: reply.usage,
+        ..Default::default()
+    }
+}
+
 /// What a turn may do in its room.
 struct RoomHost {
     inbox: super::Inbox,
@@ -355,23 +366,20 @@ impl RoomActor {
                 // It ended as it was cancelled: cancelled all the same.
                 (Ok(agent), Some(by)) => self.cancelled(current.id, agent, by, after_reply).await,
                 (Ok(agent), None) => {
-                    let stored = self
-                        .store(DuetMessage {
-                            role: Role::Agent,
-                            text: agent.text.clone(),
-                            runs: (!agent.runs.is_empty()).then_some(agent.runs),
-                            usage: agent.usage,
-                            ..Default::default()
-                        })
-                        .await;
+                    let text = agent.text.clone();
+                    let stored = self.store(agent_message(agent)).await;
                     self.store_after_reply(after_reply).await;
                     stored.map(|_| {
                         Reply::ok(MessageResponse {
-                            reply: Some(agent.text),
+                            reply: Some(text),
                             error: None,
                             messages: self.messages(),
                         })
                     })
+                }
+                (Err(TurnError::ModelPartway { error, done }), _) => {
+                    let user = pending.user.clone();
+                    self.failed_partway(user, error, done, after_reply).await
                 }
                 (Err(e), _) => {
                     let text = e.to_string();
@@ -404,17 +412,15 @@ impl RoomActor {
             return;
         }
         let partial = match result {
-            Ok(agent) | Err(TurnError::Cancelled(agent)) => Some(agent),
+            Ok(agent)
+            | Err(TurnError::Cancelled(agent))
+            | Err(TurnError::ModelPartway { done: agent, .. }) => Some(agent),
             Err(_) => None,
         };
         if let Some(partial) = partial.filter(|p| !p.text.is_empty() || !p.runs.is_empty()) {
             let draft = DuetMessage {
-                role: Role::Agent,
-                text: partial.text,
-                runs: (!partial.runs.is_empty()).then_some(partial.runs),
                 cancelled_by: Some("duet".into()),
-                usage: partial.usage,
-                ..Default::default()
+                ..agent_message(partial)
             };
             if let Err(e) = self.store(draft).await {
                 tracing::warn!(room = %self.id, "storing a cut reply failed: {}", e.body.error);
@@ -445,17 +451,31 @@ impl RoomActor {
         after_reply: Vec<DuetMessage>,
     ) -> OpResult {
         let draft = DuetMessage {
-            role: Role::Agent,
-            text: partial.text,
-            runs: (!partial.runs.is_empty()).then_some(partial.runs),
             cancelled_by: Some(by.clone()),
-            usage: partial.usage,
-            ..Default::default()
+            ..agent_message(partial)
         };
         self.store(draft).await?;
         self.record_or_log(Event::Cancel { by, turn_id }).await;
         self.store_after_reply(after_reply).await;
         Ok(no_reply(CANCELLED, self.messages()))
+    }
+
+    /// Stores what the rounds before a model's failure did (its sentence
+    /// last), then the `system` message of the model's error; its request
+    /// is answered with that error.
+    async fn failed_partway(
+        &mut self,
+        user: Option<String>,
+        error: String,
+        done: AgentReply,
+        after_reply: Vec<DuetMessage>,
+    ) -> OpResult {
+        self.store(agent_message(done)).await?;
+        let stored = self
+            .store_message(Role::System, user, error.clone(), None)
+            .await;
+        self.store_after_reply(after_reply).await;
+        stored.map(|_| no_reply(&error, self.messages()))
     }
 
     /// Stores the records kept for after a turn's reply.

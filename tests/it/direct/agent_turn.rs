@@ -365,6 +365,51 @@ async fn a_model_slower_than_the_timeout_ends_the_turn() {
 }
 
 #[tokio::test]
+async fn a_model_slower_than_the_timeout_in_round_two_keeps_round_one() {
+    let model = FakeModel::start(vec![
+        Script::Counted(vec!["<run>echo one</run>".into()], 40, 5),
+        Script::Hang(vec!["Thinking".into()]),
+    ])
+    .await;
+    let host = BashHost::new();
+    let agent = Agent::new(AiConfig {
+        timeout: Duration::from_secs(1),
+        steps: 5,
+        ..config(&model)
+    });
+    let err = turn(&agent, &host).await.unwrap_err();
+    let TurnError::ModelPartway { error, done } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(
+        error,
+        "Model error: the model did not finish within 1 seconds"
+    );
+    assert_eq!(err.to_string(), *error);
+    // Round 1's output stays; what round 2 had streamed does not.
+    assert_eq!(
+        done.text,
+        "Output (echo one):\none\n\nThe agent stopped after 1 round: the model failed; ask it to go on."
+    );
+    assert_eq!(done.runs.len(), 1);
+    // What the answered round cost, as the service counted it.
+    let usage = done.usage.expect("the ended round's usage");
+    assert_eq!(
+        (
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            usage.rounds,
+            usage.estimated
+        ),
+        (40, 5, 1, false)
+    );
+    assert_eq!(
+        ai_frames(&host).last(),
+        Some(&(AiPhase::Error, Some(error.clone())))
+    );
+}
+
+#[tokio::test]
 async fn rounds_give_outputs_back_and_end_in_one_reply() {
     let model = FakeModel::start(vec![
         Script::chunked("<run>echo one</run>", 3),

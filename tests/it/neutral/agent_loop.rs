@@ -8,6 +8,7 @@
 
 use crate::common;
 use crate::common::agent_support::{FakeModel, Script};
+use crate::common::cli::{duet, stderr, stdout};
 use crate::common::{Server, Ws, http};
 use serde_json::{Value, json};
 
@@ -279,6 +280,93 @@ async fn a_cancel_in_the_middle_of_round_three_keeps_what_was_done() {
         .filter_map(|m| m["event"]["kind"].as_str())
         .collect();
     assert_eq!(kinds, ["cancel", "edit"]);
+}
+
+#[tokio::test]
+async fn a_model_error_in_round_two_keeps_what_round_one_did() {
+    let model = FakeModel::start(vec![
+        tools(
+            "Checking.",
+            vec![
+                call("run", json!({"cmd": "echo one"})),
+                call("write_file", json!({"path": "one.txt", "content": "1\n"})),
+            ],
+        ),
+        Script::Status(500, "upstream exploded".into()),
+        // A second turn: its round 2 breaks off after some text.
+        tools("Again.", vec![call("run", json!({"cmd": "echo two"}))]),
+        Script::Broken(vec!["Half of ".into(), "a reply".into()]),
+    ])
+    .await;
+    let (server, _dir) = Server::fresh_with(&model.server_args()).await;
+    let room = "fail2";
+    let mut bob = server.joined(room, "user=bob").await;
+    let (status, body) = ask(&server, room, "go").await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(model.requests().len(), 2);
+    assert_eq!(body["reply"], Value::Null);
+    let error = body["error"].as_str().unwrap().to_string();
+    assert!(error.starts_with("Model error: "), "{error}");
+    assert!(error.contains("answered 500: upstream exploded"), "{error}");
+    // Everyone was told the model failed, as the round streamed.
+    let failed = bob
+        .until(|f| f["type"] == "duet_ai" && f["phase"] == "error")
+        .await;
+    assert_eq!(failed["error"], error.as_str());
+
+    // Round 1 stays: its text, its output, its file's line; then the
+    // sentence, the model's error, and the write's record.
+    let (agent, after) = agent_message(&body);
+    let stopped = "The agent stopped after 1 round: the model failed; ask it to go on.";
+    assert_eq!(
+        agent["text"],
+        format!("Checking.\n\nWrote one.txt (+1 -0 lines)\n\nOutput (echo one):\none\n\n{stopped}")
+    );
+    assert_eq!(agent.get("cancelledBy"), None);
+    assert_eq!(agent["runs"].as_array().map(Vec::len), Some(1));
+    assert_eq!(agent["runs"][0]["stdout"], "one\n");
+    assert_eq!(agent["usage"]["rounds"], 1, "{agent}");
+    assert_eq!(after[0]["role"], "system");
+    assert_eq!(after[0]["text"], error.as_str());
+    let kinds: Vec<&str> = after
+        .iter()
+        .filter_map(|m| m["event"]["kind"].as_str())
+        .collect();
+    assert_eq!(kinds, ["edit"]);
+    assert_eq!(file(&server, room, "one.txt").await.1, "1\n");
+
+    // The room's history keeps it, and so does its export.
+    let (_, page) = server.get(&format!("/api/rooms/{room}/messages")).await;
+    let stored = page["messages"].as_array().unwrap();
+    let roles: Vec<&str> = stored.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "agent", "system", "system"]);
+    assert_eq!(stored[1]["text"], agent["text"]);
+    let out = duet(&server, room, &["export", "--format", "md"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let md = stdout(&out);
+    for part in [
+        "Checking.",
+        "Output (`echo one`)",
+        "Wrote one.txt",
+        stopped,
+        &error,
+    ] {
+        assert!(md.contains(part), "{part:?} not in {md}");
+    }
+
+    // A stream broken in round 2: what it had streamed is not kept.
+    let (_, body) = ask(&server, room, "again").await.unwrap();
+    assert!(
+        body["error"].as_str().unwrap().contains("broke off"),
+        "{body}"
+    );
+    let (agent, after) = agent_message(&body);
+    assert_eq!(
+        agent["text"],
+        format!("Again.\n\nOutput (echo two):\ntwo\n\n{stopped}")
+    );
+    assert_eq!(agent["usage"]["rounds"], 1, "{agent}");
+    assert_eq!(after[0]["text"], body["error"]);
 }
 
 #[tokio::test]

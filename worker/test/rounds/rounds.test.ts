@@ -1,6 +1,7 @@
 // DUET_AGENT_STEPS=5: after a round that ran commands the model is asked
 // again with their outputs; the stored reply holds every round
-// (tests/it/direct/agent_turn.rs, rounds). DUET_AI_TIMEOUT_SECS=2 here.
+// (tests/it/direct/agent_turn.rs, rounds); a model that fails after a round
+// keeps what it did. DUET_AI_TIMEOUT_SECS=2 here.
 import { describe, expect, it } from "vitest";
 import { chunked, joined, modelRequests, post, room, script, type Json } from "../support";
 
@@ -41,6 +42,25 @@ describe("rounds", () => {
     );
     expect(ai.filter((f) => f.phase !== "delta").map((f) => f.phase)).toEqual(["start", "end", "start", "end", "start", "end"]);
     expect(new Set(ai.map((f) => f.turnId)).size).toBe(1);
+  });
+
+  it("keep what the ended rounds did when a later model call fails", async () => {
+    const r = room("fail2");
+    const key = await script(r, [chunked("Checking.<run>echo one</run>", 4), { kind: "status", status: 500, body: "upstream exploded" }]);
+    const { status, body } = await post(`/api/rooms/${r}/message`, { text: `go ${key}`, userId: "ada" });
+    expect(status, JSON.stringify(body)).toBe(200);
+    expect(body.reply).toBeNull();
+    expect(body.error).toMatch(/^Model error: .*answered 500: upstream exploded/);
+    const [, agent, system] = body.messages;
+    expect(agent).toMatchObject({
+      role: "agent",
+      text: "Checking.\n\nOutput (echo one):\none\n\nThe agent stopped after 1 round: the model failed; ask it to go on.",
+      usage: { rounds: 1 },
+    });
+    expect(agent.runs.map((run: Json) => run.stdout)).toEqual(["one\n"]);
+    expect(agent.cancelledBy).toBeUndefined();
+    expect(system).toMatchObject({ role: "system", userId: "ada", text: body.error });
+    expect(body.messages.length).toBe(3);
   });
 
   it("end a model slower than the timeout", async () => {
