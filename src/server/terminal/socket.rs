@@ -69,6 +69,13 @@ impl TermSide {
         ours
     }
 
+    /// Stops reading the feed without telling the terminal: the socket
+    /// stays attached there, its size counted, and attaches again (it fell
+    /// behind).
+    pub(crate) fn drop_feed(&mut self) {
+        self.attached = None;
+    }
+
     /// The next thing from the terminal; never resolves when not attached.
     pub(crate) async fn next(&mut self) -> Feed {
         let Some((handle, frames)) = &mut self.attached else {

@@ -211,7 +211,10 @@ impl Connection {
     /// Attaches again after falling behind: a fresh snapshot (a `full`
     /// screen frame for `screen`), no answer.
     pub(super) fn reattach(&mut self, handle: TermHandle, screen: bool, answers: &Answers) {
-        self.term.detach(self.number, None);
+        // Not a detach: the terminal keeps this socket and its size (a
+        // detach would drop the size, and the terminal would grow to the
+        // others' windows).
+        self.term.drop_feed();
         let (conn, answers) = (self.number, answers.clone());
         tokio::spawn(async move {
             // Without a size: the one this socket gave stays counted.

@@ -115,3 +115,79 @@ async fn a_viewer_that_fell_behind_a_resize_is_told_the_size_before_its_snapshot
         "bob's screen kept a size the terminal no longer has"
     );
 }
+
+/// A socket that falls behind keeps its window's size in the "smallest"
+/// rule: attaching again for a fresh snapshot is not leaving, so the
+/// terminal does not grow to the other window meanwhile.
+#[tokio::test]
+async fn a_viewer_that_fell_behind_still_sizes_the_terminal() {
+    let (server, _dir) = Server::fresh().await;
+    let mut bob = server.joined("lag-size", "user=bob").await;
+    let answer = bob
+        .rpc(1, "term_open", json!([{"cols": 100, "rows": 30}]))
+        .await;
+    let term_id = answer["result"]["termId"].as_str().unwrap().to_string();
+    let mut ann = server.joined("lag-size", "user=ann").await;
+    let answer = ann
+        .rpc(1, "term_open", json!([{"cols": 60, "rows": 20}]))
+        .await;
+    assert_eq!(answer["result"]["cols"], 60, "{answer}");
+    // ann reads ten frames a second while a longer flood runs (she falls behind,
+    // never so slowly that her socket is given up); bob reads it all, and
+    // hears of every resize.
+    let flood =
+        "yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c 60000000; echo FLOOD-$((1+1))-DONE";
+    let input = json!({"type":"duet_term_input","termId":term_id,"data":b64(format!("{flood}\r").as_bytes())});
+    bob.send(input).await;
+    let ann_reads = tokio::spawn(async move {
+        let (mut said, mut tail) = (None, Vec::new());
+        loop {
+            let frame = ann.next().await;
+            if frame["type"] == "duet_term" && frame["phase"] == "resize" {
+                said = Some((frame["cols"].clone(), frame["rows"].clone()));
+            }
+            if let Some(bytes) = output(&frame) {
+                tail.extend_from_slice(&bytes);
+                let keep = tail.len().saturating_sub(4096);
+                tail.drain(..keep);
+                if String::from_utf8_lossy(&tail).contains(END) {
+                    // Her socket stays open (attached) with the answer.
+                    return (said, ann);
+                }
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    });
+    let (mut sizes, mut tail) = (Vec::new(), Vec::new());
+    loop {
+        let frame = bob.next().await;
+        if frame["type"] == "duet_term" && frame["phase"] == "resize" {
+            sizes.push((frame["cols"].clone(), frame["rows"].clone()));
+        }
+        if let Some(bytes) = output(&frame) {
+            tail.extend_from_slice(&bytes);
+            let keep = tail.len().saturating_sub(4096);
+            tail.drain(..keep);
+            if String::from_utf8_lossy(&tail).contains(END) {
+                break;
+            }
+        }
+    }
+    // If ann fell behind, she attached again (a resize frame of the size
+    // now, then a snapshot); she sees the end of the flood.
+    let (said, _ann) = ann_reads.await.unwrap();
+    // The terminal is still ann's 60×20: bob opening again is answered so.
+    let answer = bob.rpc(2, "term_open", json!([])).await;
+    assert_eq!(
+        (
+            answer["result"]["cols"].clone(),
+            answer["result"]["rows"].clone()
+        ),
+        (json!(60), json!(20)),
+        "{answer}; resizes bob saw: {sizes:?}"
+    );
+    // Had she fallen behind, the size she was told is that one too.
+    if let Some(said) = said {
+        assert_eq!(said, (json!(60), json!(20)));
+    }
+}

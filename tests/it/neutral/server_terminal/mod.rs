@@ -15,6 +15,7 @@ use rand::{RngExt, SeedableRng};
 use serde_json::{Value, json};
 use std::time::Duration;
 
+mod resize_race;
 mod sandbox;
 mod screen_bytes;
 mod screens;
