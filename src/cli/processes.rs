@@ -189,6 +189,7 @@ pub async fn port(args: PortArgs) -> anyhow::Result<ExitCode> {
         Err(err) => return said(&format!("cannot listen on {wanted}: {err}")),
     };
     let addr = listener.local_addr()?;
+    let mut interrupt = crate::client::interrupt::Interrupt::new()?;
     println!(
         "duet: listening on {addr}, forwarding to port {} in room {}",
         args.port,
@@ -197,8 +198,6 @@ pub async fn port(args: PortArgs) -> anyhow::Result<ExitCode> {
     use std::io::Write;
     std::io::stdout().flush()?;
     let base = client.base().to_string();
-    let interrupted = tokio::signal::ctrl_c();
-    tokio::pin!(interrupted);
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -217,7 +216,7 @@ pub async fn port(args: PortArgs) -> anyhow::Result<ExitCode> {
                     tokio::time::sleep(ACCEPT_PAUSE).await;
                 }
             },
-            _ = &mut interrupted => {
+            () = interrupt.recv() => {
                 eprintln!("duet: stopped forwarding {addr} to port {}", args.port);
                 return Ok(ExitCode::SUCCESS);
             }

@@ -194,10 +194,11 @@ async fn watch(
     mut last: Vec<crate::client::archive::walk::Entry>,
     mut manifest: Manifest,
 ) -> anyhow::Result<ExitCode> {
+    let mut interrupt = crate::client::interrupt::Interrupt::new()?;
     eprintln!("watching {} (Ctrl+C stops)", push.root.display());
     loop {
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
+            () = interrupt.recv() => return Ok(ExitCode::SUCCESS),
             batch = watcher.changed() => if batch.is_none() {
                 anyhow::bail!("the watch of {} stopped", push.root.display());
             },

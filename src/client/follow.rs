@@ -140,13 +140,12 @@ pub async fn follow(settings: &ClientSettings, wanted: &str) -> anyhow::Result<E
         printed: Printed::default(),
         followed_before: false,
     };
-    let interrupted = tokio::signal::ctrl_c();
-    tokio::pin!(interrupted);
+    let mut interrupt = super::interrupt::Interrupt::new()?;
     let mut drops = 0;
     loop {
         let outcome = tokio::select! {
             outcome = follow.once() => outcome?,
-            _ = &mut interrupted => return Ok(ExitCode::from(EXIT_INTERRUPTED)),
+            () = interrupt.recv() => return Ok(ExitCode::from(EXIT_INTERRUPTED)),
         };
         match outcome {
             Outcome::Done(code) => return Ok(ExitCode::from(code)),
@@ -164,7 +163,7 @@ pub async fn follow(settings: &ClientSettings, wanted: &str) -> anyhow::Result<E
                 );
                 tokio::select! {
                     _ = tokio::time::sleep(wait) => {}
-                    _ = &mut interrupted => return Ok(ExitCode::from(EXIT_INTERRUPTED)),
+                    () = interrupt.recv() => return Ok(ExitCode::from(EXIT_INTERRUPTED)),
                 }
             }
         }

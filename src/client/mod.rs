@@ -10,6 +10,7 @@ pub mod explain;
 pub mod export;
 pub mod follow;
 pub mod http;
+pub mod interrupt;
 pub mod join;
 pub mod local;
 pub mod log_file;
