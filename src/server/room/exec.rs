@@ -91,12 +91,12 @@ pub(crate) struct ExecDone {
 }
 
 impl RoomActor {
-    /// The turn whose running command is `exec_id` (the agent's): records
-    /// about it wait for the turn's reply.
-    pub(super) fn turn_running(&mut self, exec_id: &str) -> Option<&mut super::turn::CurrentTurn> {
+    /// The turn that ran command `exec_id` (the agent's), while it goes
+    /// on: records about the command wait for the turn's reply.
+    pub(super) fn turn_of(&mut self, exec_id: &str) -> Option<&mut super::turn::CurrentTurn> {
         self.current
             .as_mut()
-            .filter(|turn| !turn.discarded && turn.running.as_deref() == Some(exec_id))
+            .filter(|turn| !turn.discarded && turn.ran.iter().any(|id| id == exec_id))
     }
 
     /// Whether `event` is worth a record: a command's interrupt is

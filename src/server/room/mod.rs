@@ -431,7 +431,7 @@ impl RoomActor {
             Command::Record { event, done } => {
                 if self.is_news(&event) {
                     let of_turn = match &event {
-                        Event::Interrupt { exec_id, .. } => self.turn_running(exec_id),
+                        Event::Interrupt { exec_id, .. } => self.turn_of(exec_id),
                         Event::Edit { turn_id, .. } => {
                             self.current.as_mut().filter(|c| &c.id == turn_id)
                         }

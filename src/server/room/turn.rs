@@ -44,6 +44,9 @@ pub(crate) struct CurrentTurn {
     pub(crate) pending: PendingTurn,
     /// The command the turn is running, if any.
     pub(super) running: Option<String>,
+    /// Every command the turn ran: an interrupt of one that is read after
+    /// it ended (the turn went on to its next round) is still the turn's.
+    pub(super) ran: Vec<String>,
     /// Set by cleanup: the turn's end is answered but not stored.
     pub(in crate::server) discarded: bool,
     /// Who cancelled it, once someone did.
@@ -307,6 +310,7 @@ impl RoomActor {
             cancel,
             pending,
             running: None,
+            ran: Vec::new(),
             discarded: false,
             cancelled_by: None,
             after_reply: Vec::new(),
@@ -337,6 +341,7 @@ impl RoomActor {
             .launch(cmd, spec, "agent".into(), by_connection, then)
             .await;
         if let Some(current) = &mut self.current {
+            current.ran.push(exec_id.clone());
             current.running = Some(exec_id);
         }
     }
