@@ -16,14 +16,7 @@ async fn a_message_lost_to_a_crash_is_sent_again_and_stored_once() {
     let port = common::free_port();
     let addr = format!("127.0.0.1:{port}");
     let data = tempfile::tempdir().unwrap();
-    let args = [
-        "--ai-url",
-        model.url.as_str(),
-        "--ai-model",
-        "scripted",
-        "--agent-steps",
-        "1",
-    ];
+    let args = model.one_round_args();
     let server = Server::start_at(&addr, data.path(), &args).await;
     let (tx, mut rx) = mpsc::unbounded_channel();
     let params = SocketParams {

@@ -150,14 +150,7 @@ async fn a_crash_during_a_turn_keeps_the_question_and_says_so() {
     )])
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let args = [
-        "--ai-url",
-        &model.url,
-        "--ai-model",
-        "scripted",
-        "--agent-steps",
-        "1",
-    ];
+    let args = model.one_round_args();
     let server = Server::start(dir.path(), &args).await;
     let mut ws = server.joined("turn", "user=ada").await;
     let url = server.url("/api/rooms/turn/message");

@@ -9,18 +9,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 
 async fn model_server(model: &FakeModel, dir: &std::path::Path) -> Server {
-    Server::start(
-        dir,
-        &[
-            "--ai-url",
-            &model.url,
-            "--ai-model",
-            "scripted",
-            "--agent-steps",
-            "1",
-        ],
-    )
-    .await
+    Server::start(dir, &model.one_round_args()).await
 }
 
 fn users(page: &Value) -> Vec<Value> {
