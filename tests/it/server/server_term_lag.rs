@@ -119,7 +119,11 @@ async fn a_viewer_that_fell_behind_a_resize_is_told_the_size_before_its_snapshot
 /// A socket that falls behind keeps its window's size in the "smallest"
 /// rule: attaching again for a fresh snapshot is not leaving, so the
 /// terminal does not grow to the other window meanwhile.
-#[tokio::test]
+///
+/// ann reads on a thread of her own: on one thread, bob's reading of the
+/// whole flood could keep her from reading for longer than the server waits
+/// on a send, and her socket would be dropped rather than fall behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_viewer_that_fell_behind_still_sizes_the_terminal() {
     let (server, _dir) = Server::fresh().await;
     let mut bob = server.joined("lag-size", "user=bob").await;
@@ -132,7 +136,7 @@ async fn a_viewer_that_fell_behind_still_sizes_the_terminal() {
         .rpc(1, "term_open", json!([{"cols": 60, "rows": 20}]))
         .await;
     assert_eq!(answer["result"]["cols"], 60, "{answer}");
-    // ann reads ten frames a second while a longer flood runs (she falls behind,
+    // ann reads twenty frames a second while a longer flood runs (she falls behind,
     // never so slowly that her socket is given up); bob reads it all, and
     // hears of every resize.
     let flood =
@@ -155,7 +159,7 @@ async fn a_viewer_that_fell_behind_still_sizes_the_terminal() {
                     return (said, ann);
                 }
             }
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
     });
     let (mut sizes, mut tail) = (Vec::new(), Vec::new());
