@@ -10,6 +10,7 @@
 
 mod archive;
 mod background;
+mod body;
 pub mod cgroups;
 mod changes;
 mod checkpoints;

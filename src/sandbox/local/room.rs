@@ -3,7 +3,9 @@
 //! and checkpoint work on blocking threads, answering the `Sandbox` trait.
 
 use super::worker::{self, Control, Job, Work};
-use super::{Limits, SandboxPlace, archive, changes, checkpoints, files, pack, ready_workspace};
+use super::{
+    Limits, SandboxPlace, archive, body, changes, checkpoints, files, pack, ready_workspace,
+};
 use crate::protocol::{DirEntry, TermSize};
 use crate::sandbox::files::{FileBody, FileReader};
 use crate::sandbox::{
@@ -335,7 +337,7 @@ impl Sandbox for RoomSandbox {
                 place,
                 limits,
                 &path,
-                archive::BodyReader::new(arriving),
+                body::BodyReader::new(arriving),
                 mirror,
             )
         });
