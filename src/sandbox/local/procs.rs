@@ -10,19 +10,21 @@ pub(super) struct ProcInfo {
     pub zombie: bool,
 }
 
+/// The ids of the processes that exist: `/proc`'s numbered entries (a
+/// command's start needs no more, and it is on every command's path).
+pub(super) fn list_pids() -> HashSet<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return HashSet::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .collect()
+}
+
 pub(super) fn list_processes() -> HashMap<i32, ProcInfo> {
     let mut procs = HashMap::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return procs;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
+    for pid in list_pids() {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             continue;
         };

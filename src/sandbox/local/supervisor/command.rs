@@ -3,7 +3,7 @@
 //! interrupt, and finished (the shell replaced when it died or wedged).
 
 use super::{EXIT_INTERRUPTED, Supervisor};
-use crate::sandbox::local::procs::{kill_command, list_processes};
+use crate::sandbox::local::procs::{kill_command, list_pids};
 use crate::sandbox::local::session::{
     forget_state, next_cwd, random_hex, read_available, start_shell, wait_briefly,
 };
@@ -136,7 +136,7 @@ impl Supervisor {
             sent: [0, 0],
             cap,
             pending_input: script.into_bytes(),
-            snapshot: list_processes().keys().copied().collect(),
+            snapshot: list_pids(),
             deadline: Instant::now() + Duration::from_millis(timeout_ms),
             hard_kill_at: None,
             give_up_at: None,
