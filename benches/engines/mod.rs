@@ -3,7 +3,9 @@
 //! `Agent` whose `setState` carries the message list, in local workerd),
 //! one after another in one run, measured by the same clients:
 //! - a message's fan-out to 100 WebSocket clients of one room (p50, p99,
-//!   and each as a ratio of the original's);
+//!   and each as a ratio of the original's), with its floor in local
+//!   workerd: a bare Durable Object that only loops `ws.send` of one string
+//!   over its sockets (worker/bench/floor.ts);
 //! - `POST /sandbox/exec {"cmd":"true"}` on a warm room, `duet serve` and
 //!   the worker, with the worker's own breakdown (its `Server-Timing`);
 //! - idle memory per room and per socket: the engine's own process
@@ -28,14 +30,26 @@ const IDLE_ROOMS: usize = 100;
 #[derive(Clone, Copy, PartialEq)]
 enum Engine {
     Original,
+    Floor,
     Serve,
     Worker,
 }
 
 impl Engine {
+    /// The name `DUET_BENCH_ENGINES` picks it by.
+    fn key(self) -> &'static str {
+        match self {
+            Engine::Original => "original",
+            Engine::Floor => "floor",
+            Engine::Serve => "serve",
+            Engine::Worker => "worker",
+        }
+    }
+
     fn name(self) -> &'static str {
         match self {
             Engine::Original => "original (Agents SDK room, setState)",
+            Engine::Floor => "floor (bare DO, ws.send loop)",
             Engine::Serve => "duet serve",
             Engine::Worker => "worker (worker/dev.sh)",
         }
@@ -54,6 +68,13 @@ impl Engine {
             Engine::Original => {
                 let mut c = Command::new("bash");
                 c.arg(format!("{repo}/worker/bench/original.sh")).arg(dir);
+                c
+            }
+            Engine::Floor => {
+                let mut c = Command::new("bash");
+                c.arg(format!("{repo}/worker/bench/original.sh"))
+                    .arg(dir)
+                    .arg("floor.jsonc");
                 c
             }
             Engine::Serve => {
@@ -125,7 +146,18 @@ pub(crate) async fn engines_figures(http: &reqwest::Client) -> anyhow::Result<()
         .and_then(|n| n.parse().ok())
         .unwrap_or(IDLE_ROOMS);
     let mut all = Vec::new();
-    for engine in [Engine::Original, Engine::Serve, Engine::Worker] {
+    // DUET_BENCH_ENGINES=original,worker (say) measures only those.
+    let picked = std::env::var("DUET_BENCH_ENGINES").unwrap_or_default();
+    let engines = [
+        Engine::Original,
+        Engine::Floor,
+        Engine::Serve,
+        Engine::Worker,
+    ];
+    for engine in engines
+        .into_iter()
+        .filter(|e| picked.is_empty() || picked.split(',').any(|p| p.trim() == e.key()))
+    {
         let dir = tempfile::tempdir()?;
         let (mut child, addr) = engine.start(dir.path(), &model)?;
         let figures = measure(http, engine, child.id(), &addr, rooms).await;
@@ -143,11 +175,17 @@ async fn measure(
     addr: &str,
     rooms: usize,
 ) -> anyhow::Result<Figures> {
+    // The floor sends nothing on connect: no memory figures (it keeps no room).
+    let memory = if engine == Engine::Floor {
+        None
+    } else {
+        Some(idle_memory(engine, pid, addr, rooms).await?)
+    };
     let mut figures = Figures {
-        memory: Some(idle_memory(engine, pid, addr, rooms).await?),
+        memory,
         ..Figures::default()
     };
-    let kinds: &[(&'static str, bool)] = if engine == Engine::Original {
+    let kinds: &[(&'static str, bool)] = if matches!(engine, Engine::Original | Engine::Floor) {
         &[("full states", false)]
     } else {
         &[("full states", false), ("deltas", true)]
@@ -163,7 +201,7 @@ async fn measure(
             fanout.last_frame,
         ));
     }
-    if engine != Engine::Original {
+    if matches!(engine, Engine::Serve | Engine::Worker) {
         let (median, phases) = exec_samples(http, addr).await?;
         figures.exec = Some(median);
         figures.phases = phases;
@@ -204,7 +242,8 @@ async fn exec_samples(
         if let (Some(room), Some(sandbox), Some(cwd), Some(lobby)) =
             (span("room"), span("sandbox"), span("cwd"), span("lobby"))
         {
-            let own = room - sandbox - cwd - lobby;
+            // `store`: waiting for the command's record to be durable.
+            let own = room - sandbox - cwd - lobby - span("store").unwrap_or(0.0);
             phases
                 .entry("room's own work".into())
                 .or_default()
@@ -299,12 +338,14 @@ async fn connect(
 }
 
 fn print(all: &[(Engine, Figures)], rooms: usize) {
-    let Some((_, original)) = all.iter().find(|(e, _)| *e == Engine::Original) else {
-        return;
-    };
-    let Some(&(_, base50, base99, _)) = original.fanout.first() else {
-        return;
-    };
+    // Without the original (DUET_BENCH_ENGINES left it out) the ratios are inf.
+    let (base50, base99) = all
+        .iter()
+        .find(|(e, _)| *e == Engine::Original)
+        .and_then(|(_, f)| f.fanout.first())
+        .map_or((Duration::ZERO, Duration::ZERO), |&(_, p50, p99, _)| {
+            (p50, p99)
+        });
     println!(
         "engines side by side: {FANOUT_MESSAGES} messages to {FANOUT_CLIENTS} clients of one room, \
          the model still thinking"
@@ -353,8 +394,8 @@ fn print(all: &[(Engine, Figures)], rooms: usize) {
         );
         println!(
             "  the worker's Server-Timing (medians): room = the Durable Object's whole; \
-             sandbox = the command through the stand-in (its hop and duet serve's exec); \
-             cwd = asking the shell's directory (a second hop); lobby = the room list; \
+             sandbox = the command through the stand-in (its hop and duet serve's exec; sandbox-start: until the stand-in said it started, sandbox-run: from then to its end); store = waiting for the record to be durable; \
+             cwd = asking the shell's directory in a second hop (0 when the command's own exec told it); lobby = the room list; \
              room's own work = room less those; outside the room = the call less room"
         );
         for (name, median) in &figures.phases {

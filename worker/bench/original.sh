@@ -1,18 +1,34 @@
 #!/usr/bin/env bash
 # The original engine's room (original.ts) in local workerd, for the
-# benchmarks: `wrangler dev` with bench/wrangler.jsonc on a free loopback
-# port and DIR for its storage. Prints `duet: listening on http://ADDR`
-# once /health answers, as `duet serve` and worker/dev.sh do; SIGTERM stops it.
+# benchmarks: bench/wrangler.jsonc (or CONFIG, e.g. floor.jsonc: the
+# fan-out's floor, floor.ts) bundled as `wrangler deploy` would and run as
+# worker/dev.sh runs the worker (dev/prepare.mjs, dev/stack.mjs: workerd
+# through Miniflare, no `wrangler dev` proxy in front), so that the engines
+# differ in their code only; on a free loopback port, DIR for its storage.
+# Prints `duet: listening on http://ADDR` once /health answers, as `duet
+# serve` and worker/dev.sh do; SIGTERM stops it.
 #
-#   worker/bench/original.sh DIR
+#   worker/bench/original.sh DIR [CONFIG]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 worker="$(dirname "$here")"
-[ $# -eq 1 ] || { echo "usage: worker/bench/original.sh DIR" >&2; exit 2; }
+[ $# -ge 1 ] && [ $# -le 2 ] || { echo "usage: worker/bench/original.sh DIR [CONFIG]" >&2; exit 2; }
 dir="$1"
+config="${2:-wrangler.jsonc}"
 mkdir -p "$dir"
 export PATH="$worker/node_modules/.bin:$PATH"
-port="$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
+prepared="$dir/prepared"
+rm -rf "$prepared"
+(
+  cd "$here"
+  WRANGLER_SEND_METRICS=false CI=1 CLOUDFLARE_CF_FETCH_ENABLED=false \
+    wrangler deploy -c "$config" --dry-run --outdir "$prepared" >/dev/null </dev/null
+  node "$worker/dev/prepare.mjs" "$prepared" "$config" >&2 </dev/null
+)
+# dev/stack.mjs runs index.js (the worker's bundle is named so).
+main="$(sed -n 's/^ *"main": *"\(.*\)\.ts".*/\1/p' "$here/$config")"
+mv "$prepared/$main.js" "$prepared/index.js"
+: >"$dir/vars.env"
 group=""
 stop() {
   trap - TERM INT EXIT
@@ -27,11 +43,7 @@ trap 'stop; exit 130' INT
 trap stop EXIT
 (
   cd "$here"
-  exec setsid env WRANGLER_SEND_METRICS=false CI=1 CLOUDFLARE_CF_FETCH_ENABLED=false \
-    WRANGLER_CI_DISABLE_CONFIG_WATCHING=true WRANGLER_REGISTRY_PATH="$dir/registry" \
-    wrangler dev -c wrangler.jsonc --local --ip 127.0.0.1 --port "$port" \
-    --persist-to "$dir/wrangler" --inspector-port 0 --show-interactive-dev-session=false \
-    --log-level "${WRANGLER_LOG:-warn}" >&2 </dev/null
+  exec setsid node "$worker/dev/stack.mjs" "$prepared" 127.0.0.1 0 "$dir/wrangler" "$dir/vars.env" "$dir/url" >&2 </dev/null
 ) &
 group=$!
 health() {
@@ -42,12 +54,14 @@ health() {
   exec 3>&-
   [[ "$status" == "HTTP/1."?" 200"* ]]
 }
+port=""
 for _ in $(seq 1200); do
-  health && break
-  kill -0 "$group" 2>/dev/null || { echo "worker/bench/original.sh: wrangler exited" >&2; exit 1; }
+  [ -n "$port" ] || { [ -s "$dir/url" ] && port="$(sed 's/.*://' "$dir/url")"; }
+  [ -z "$port" ] || ! health || break
+  kill -0 "$group" 2>/dev/null || { echo "worker/bench/original.sh: workerd exited" >&2; exit 1; }
   sleep 0.1
 done
-health || { echo "worker/bench/original.sh: /health did not answer" >&2; exit 1; }
+[ -n "$port" ] && health || { echo "worker/bench/original.sh: /health did not answer" >&2; exit 1; }
 echo "duet: listening on http://127.0.0.1:$port"
 set +e
 wait "$group"

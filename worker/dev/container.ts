@@ -79,6 +79,13 @@ const BESIDE_POLL_MS = 100;
  * only its last 20 ended processes, and each is asked after once it ended.
  */
 const BESIDE_AT_ONCE = 8;
+/**
+ * Activity goes to storage at most this often (and a tenth of `sleepAfter`
+ * when that is less), unconfirmed: each write of local workerd's SQLite is an
+ * fsync on its one thread, which every command paid twice over. Only a
+ * restart of this object reads it back, and may lose that much idle time.
+ */
+const ACTIVITY_STORE_MS = 1000;
 /** A command's timeout when the caller gives none (duet serve caps it). */
 export const LONGEST_MS = 3_600_000;
 
@@ -89,6 +96,9 @@ export abstract class StandInContainer extends DurableObject<Env> {
   protected sleepAfterMs = DEFAULT_SLEEP_AFTER_MS;
   /** Whether a "container" runs (its workspace restored); kept in storage. */
   protected awake = false;
+  /** When the container was last used (storage has it as of `activityStoredAt`). */
+  protected lastActivity = 0;
+  private activityStoredAt = 0;
   /** Open command streams: the container is not idle while one runs. */
   protected busy = 0;
   protected nextPid = 1000;
@@ -120,6 +130,8 @@ export abstract class StandInContainer extends DurableObject<Env> {
       this.roomId = await ctx.storage.get<string>("room");
       this.sleepAfterMs = (await ctx.storage.get<number>("sleepAfterMs")) ?? DEFAULT_SLEEP_AFTER_MS;
       this.awake = (await ctx.storage.get<boolean>("awake")) ?? false;
+      this.lastActivity = (await ctx.storage.get<number>("lastActivity")) ?? 0;
+      this.activityStoredAt = this.lastActivity;
     });
   }
 
@@ -301,8 +313,7 @@ export abstract class StandInContainer extends DurableObject<Env> {
   /** The idle timer: sleep as the SDK does, after a backup. */
   async alarm(): Promise<void> {
     if (!this.awake) return;
-    const last = (await this.ctx.storage.get<number>("lastActivity")) ?? 0;
-    const due = last + this.sleepAfterMs;
+    const due = this.lastActivity + this.sleepAfterMs;
     if (this.busy > 0 || Date.now() < due) {
       await this.ctx.storage.setAlarm(Math.max(due, Date.now() + 1000));
       return;
@@ -361,11 +372,17 @@ export abstract class StandInContainer extends DurableObject<Env> {
     await this.touch();
   }
 
-  /** Activity: the sleep timer starts again. */
+  /**
+   * Activity: the sleep timer starts again. The alarm is set for the stored
+   * activity's end; when it fires early, alarm() sets it again for the last.
+   */
   protected async touch(): Promise<void> {
     const now = Date.now();
-    await this.ctx.storage.put("lastActivity", now);
-    await this.ctx.storage.setAlarm(now + this.sleepAfterMs);
+    this.lastActivity = now;
+    if (now - this.activityStoredAt < Math.min(ACTIVITY_STORE_MS, this.sleepAfterMs / 10)) return;
+    this.activityStoredAt = now;
+    await this.ctx.storage.put("lastActivity", now, { allowUnconfirmed: true });
+    await this.ctx.storage.setAlarm(now + this.sleepAfterMs, { allowUnconfirmed: true });
   }
 
   /** The container is gone: files, processes and the shell. */
@@ -377,6 +394,8 @@ export abstract class StandInContainer extends DurableObject<Env> {
     this.processes.clear();
     this.exits.clear();
     this.awake = false;
+    // The next start's first activity sets the alarm again (destroy() deleted it).
+    this.activityStoredAt = 0;
     await this.ctx.storage.put("awake", false);
   }
 

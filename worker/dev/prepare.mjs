@@ -10,8 +10,9 @@ import { join } from "node:path";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
 
 const out = process.argv[2];
-if (!out) throw new Error("usage: node dev/prepare.mjs DIR");
-const { workerOptions } = unstable_getMiniflareWorkerOptions("wrangler.local.jsonc");
+if (!out) throw new Error("usage: node dev/prepare.mjs DIR [CONFIG]");
+// CONFIG: another wrangler config (worker/bench/original.sh: the baselines of the benchmarks).
+const { workerOptions } = unstable_getMiniflareWorkerOptions(process.argv[3] ?? "wrangler.local.jsonc");
 const options = {};
 for (const [key, value] of Object.entries(workerOptions)) {
   // rootPath and modulesRules are for sources; the bundle is one module.

@@ -264,7 +264,7 @@ export class SandboxStandIn extends StandInContainer implements WorkspaceHost {
 
   /** Container getState: whether the "container" runs. */
   async getState(): Promise<{ status: "healthy" | "stopped"; lastChange: number }> {
-    return { status: this.awake ? "healthy" : "stopped", lastChange: (await this.ctx.storage.get<number>("lastActivity")) ?? 0 };
+    return { status: this.awake ? "healthy" : "stopped", lastChange: this.lastActivity };
   }
 
   /**

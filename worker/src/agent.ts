@@ -65,6 +65,12 @@ export class DuetAgent extends Agent<Env> {
    * message's fan-out would pay once per socket.
    */
   private socketList?: DuetConnection[];
+  /**
+   * The same sockets by what they asked for (deltas or full states), sorted
+   * once per list: the SDK's `state` getter copies the socket's attachment
+   * each time, which a frame's fan-out would pay once per socket.
+   */
+  private socketGroups?: { of: DuetConnection[]; deltas: DuetConnection[]; full: DuetConnection[] };
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -185,28 +191,44 @@ export class DuetAgent extends Agent<Env> {
     return list.every(open) ? list : list.filter(open);
   }
 
-  private sendAll(text: string, ...except: Connection[]): void {
-    for (const c of this.connections()) if (!except.includes(c)) send(c, text);
+  /** The open sockets that asked for deltas, and the others (full states). */
+  private groups(): { deltas: DuetConnection[]; full: DuetConnection[] } {
+    const of = this.connections();
+    if (this.socketGroups?.of === of) return this.socketGroups;
+    const deltas: DuetConnection[] = [];
+    const full: DuetConnection[] = [];
+    for (const c of of) (c.state?.duet?.deltas ? deltas : full).push(c);
+    this.socketGroups = { of, deltas, full };
+    return this.socketGroups;
   }
 
-  /** A stored message: the state to most sockets, `duet_message` to those that asked for deltas. */
+  private sendAll(text: string, ...except: Connection[]): void {
+    for (const c of this.connections()) if (except.length === 0 || !except.includes(c)) send(c, text);
+  }
+
+  /** A stored message: `duet_message` to the sockets that asked for deltas, the state to the others; each frame made once. */
   private sendMessage(m: DuetMessage, patch?: string): void {
-    let full: string | undefined;
-    let delta: string | undefined;
-    for (const c of this.connections()) {
-      if (c.state?.duet?.deltas) {
-        send(c, (delta ??= messageFrame(m)));
+    const { deltas, full } = this.groups();
+    if (deltas.length > 0) {
+      const delta = messageFrame(m);
+      for (const c of deltas) {
+        send(c, delta);
         if (patch) send(c, patch);
-      } else send(c, (full ??= this.room().stateText()));
+      }
+    }
+    if (full.length > 0) {
+      const state = this.room().stateText();
+      for (const c of full) send(c, state);
     }
   }
 
   /** A field of the state other than messages changed: `patch` to deltas sockets, the whole state to the others. */
   private sendChange(patch: string): void {
-    let full: string | undefined;
-    for (const c of this.connections()) {
-      if (c.state?.duet?.deltas) send(c, patch);
-      else send(c, (full ??= this.room().stateText()));
+    const { deltas, full } = this.groups();
+    for (const c of deltas) send(c, patch);
+    if (full.length > 0) {
+      const state = this.room().stateText();
+      for (const c of full) send(c, state);
     }
   }
 
@@ -354,6 +376,8 @@ export class DuetAgent extends Agent<Env> {
       ...(query.get("link") !== null && { link: query.get("link") as string }),
     };
     c.setState({ ...(c.state ?? {}), duet: peer });
+    // Listed anew with its peer (nextSeq() listed it without).
+    this.socketList = undefined;
     this.room().joined();
     this.countPeople();
     send(c, identityFrame(this.name));

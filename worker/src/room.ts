@@ -111,7 +111,12 @@ export class Room extends RoomState {
           const { cmd, timeoutMs, cwd, env, connection: byConnection } = op;
           const by = op.user ?? ANONYMOUS;
           const end = await this.commands.run({ cmd, timeoutMs, cwd, env, by, source: "user", byConnection });
-          return this.execReply(end);
+          // The answer waits for the command's record to be durable anyway (the output gate): timed here.
+          const storing = Date.now();
+          await this.store.sync();
+          const reply = this.execReply(end);
+          reply.timing?.push(`store;dur=${Date.now() - storing}`);
+          return reply;
         }
         case "interrupt":
           return ok({ interrupted: await this.commands.interrupt(op.execId, op.user ?? ANONYMOUS) });
@@ -344,7 +349,11 @@ export class Room extends RoomState {
     if (!end.outcome) throw ApiError.internal(end.failure ?? "the command could not run");
     const reply = ok({ result: execResultJson(execResult(end, end.outcome)), sandboxName: sandboxName(this.id) });
     const spans = end.outcome.spans;
-    if (spans) reply.timing = [`sandbox;dur=${spans.command}`, `cwd;dur=${spans.cwd}`];
+    if (spans) {
+      reply.timing = [`sandbox;dur=${spans.command}`, `cwd;dur=${spans.cwd}`];
+      if (spans.start !== undefined) reply.timing.push(`sandbox-start;dur=${spans.start}`);
+      if (spans.run !== undefined) reply.timing.push(`sandbox-run;dur=${spans.run}`);
+    }
     return reply;
   }
 

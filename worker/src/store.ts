@@ -116,6 +116,11 @@ export function fitRuns(text: string, runs: Run[]): Run[] {
 export class Store {
   private readonly sql: SqlStorage;
 
+  /** Resolves once every write so far is durable (what the output gate waits for before an answer). */
+  sync(): Promise<void> {
+    return this.storage.sync();
+  }
+
   constructor(private readonly storage: DurableObjectStorage) {
     this.sql = storage.sql;
     for (const statement of SCHEMA) this.sql.exec(statement);

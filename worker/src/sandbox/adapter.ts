@@ -20,6 +20,7 @@ import {
   shellQuote,
   signalCommand,
 } from "./signal";
+import { CwdTrailer, takesTrailer } from "./trailer";
 import { TUNNEL_PATH } from "./tunnel";
 import { ABSENT, ARCHIVE_FILE_PREFIX, DIFF_COPY_PREFIX, DIFF_FILE_PREFIX, NOT_A_FOLDER, OVER_SYMLINK, PUSH_DIR_PREFIX, THROUGH_SYMLINK, diffCleanupCommand, diffCommand, packCommand, unpackCommand } from "./trees";
 import { BadPath, InWorkspace, NotAFolder, type ExecOutcome, type ExecRequest, type FileStream, type FolderEntry, NotRegular, type WorkspaceCopy, type ListeningPort, NothingListens, type ProcessEvents, type SandboxProcess, type Pty, type PtyEvents, type RoomSandbox, SandboxStarting, type TermSize } from "./types";
@@ -95,6 +96,8 @@ class CloudflareSandbox implements RoomSandbox {
       interrupted: false,
     };
     const stopReading = new AbortController();
+    let startedAt: number | undefined;
+    let endedAt: number | undefined;
     let stopTimer: number | undefined;
     const run: Running = {
       bytes: { stdout: 0, stderr: 0 },
@@ -114,8 +117,15 @@ class CloudflareSandbox implements RoomSandbox {
     }, req.timeoutMs + TIMEOUT_GRACE_MS);
     const running = this.running();
     running.add(run);
+    // The shell's directory comes back in the same exec (trailer.ts), stripped from stderr; not
+    // with a directory or variables of the command's own, which the trailer would see in place of the shell's.
+    const trailer = req.cwd === undefined && req.env === undefined && takesTrailer(req.cmd) ? new CwdTrailer() : undefined;
+    const flush = () => {
+      const rest = trailer?.end();
+      if (rest) this.output(req, outcome, run, "stderr", rest);
+    };
     try {
-      const stream = await sandbox.execStream(req.cmd, {
+      const stream = await sandbox.execStream(trailer ? trailer.wrap(req.cmd) : req.cmd, {
         timeout: req.timeoutMs,
         cwd: req.cwd,
         env: req.env,
@@ -123,11 +133,17 @@ class CloudflareSandbox implements RoomSandbox {
       let ended = false;
       for await (const event of parseSSEStream<ExecEvent>(stream, stopReading.signal)) {
         if (event.type === "start") {
+          startedAt = Date.now();
           run.pid = event.pid ?? undefined;
           if (run.interrupted) run.signal("INT");
-        } else if (event.type === "stdout" || event.type === "stderr") {
-          this.output(req, outcome, run, event.type, event.data ?? "");
+        } else if (event.type === "stdout") {
+          this.output(req, outcome, run, "stdout", event.data ?? "");
+        } else if (event.type === "stderr") {
+          const data = event.data ?? "";
+          this.output(req, outcome, run, "stderr", trailer ? trailer.stderr(data) : data);
         } else if (event.type === "complete") {
+          endedAt = Date.now();
+          flush();
           outcome.exitCode = typeof event.exitCode === "number" ? event.exitCode : null;
           // An end that carries an error is a shell that ended: by itself (it has a status) or killed.
           if (outcome.exitCode === null || event.error !== undefined) {
@@ -137,6 +153,7 @@ class CloudflareSandbox implements RoomSandbox {
           ended = true;
           break;
         } else if (event.type === "error") {
+          flush();
           outcome.error = event.error ?? event.data ?? "the command failed";
           const starting = startingDelay(outcome.error);
           if (starting !== null && run.pid === undefined) throw new SandboxStarting(starting);
@@ -148,7 +165,10 @@ class CloudflareSandbox implements RoomSandbox {
           break;
         }
       }
-      if (!ended) outcome.error ??= "the sandbox stopped answering before the command ended";
+      if (!ended) {
+        flush();
+        outcome.error ??= "the sandbox stopped answering before the command ended";
+      }
     } catch (e) {
       if (e instanceof SandboxStarting) throw e;
       const starting = startingDelay(e);
@@ -167,8 +187,14 @@ class CloudflareSandbox implements RoomSandbox {
     // Killed at the SDK's timeout: it reports only the exit status.
     if (outcome.durationMs >= req.timeoutMs && outcome.exitCode !== 0) outcome.timedOut = true;
     if (outcome.interrupted) outcome.timedOut = false;
-    outcome.cwd = await this.workingDirectory(sandbox);
-    outcome.spans = { command: asked - started, cwd: Date.now() - asked };
+    // A shell that ended (or a command sent without the trailer) is asked where it is.
+    outcome.cwd = trailer?.cwd ?? (await this.workingDirectory(sandbox));
+    outcome.spans = {
+      command: asked - started,
+      ...(startedAt !== undefined && { start: startedAt - started }),
+      ...(startedAt !== undefined && endedAt !== undefined && { run: endedAt - startedAt }),
+      cwd: Date.now() - asked,
+    };
     return outcome;
   }
 

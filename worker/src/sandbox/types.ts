@@ -37,8 +37,12 @@ export interface ExecOutcome {
   shell?: "exited" | "stopped";
   /** The shell's working directory after the command: where the next one runs. */
   cwd?: string;
-  /** Milliseconds the sandbox took: the command (start to end), then asking for the shell's directory. */
-  spans?: { command: number; cwd: number };
+  /**
+   * Milliseconds the sandbox took: the command (from the call to its end;
+   * of that, until the sandbox said it started, and from then to its
+   * end), then asking for the shell's directory (0: the exec told it).
+   */
+  spans?: { command: number; start?: number; run?: number; cwd: number };
 }
 
 /** The sandbox could not be reached because its container is starting. */
