@@ -4,7 +4,8 @@
 //! (worker/dev.sh: workerd through Miniflare, the stand-in Sandbox in front of
 //! a `duet serve`); its memory is the whole stack's. `DUET_BENCH_ROOMS=N`
 //! opens N rooms of 10 idle sockets instead of 1,000 (worker/bench.sh
-//! runs both backends with 100: 1,000 sockets).
+//! runs both backends with 100: 1,000 sockets). `DUET_BENCH_BIN=PATH` runs
+//! another `duet` build (a baseline's) under the same harness.
 //! - `POST /sandbox/exec {"cmd":"true"}` on a warm room, beside a bare
 //!   fork+exec of `true`;
 //! - a message's fan-out to 100 WebSocket clients of one room, from the

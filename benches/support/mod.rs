@@ -48,17 +48,23 @@ pub fn worker_backend() -> bool {
     std::env::var("DUET_BENCH_BACKEND").as_deref() == Ok("worker")
 }
 
+/// The `duet` binary the benches run: `DUET_BENCH_BIN` (another build,
+/// such as a baseline's, measured by this harness), else this build's.
+pub fn duet_bin() -> std::ffi::OsString {
+    std::env::var_os("DUET_BENCH_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_duet").into())
+}
+
 /// Starts the backend (`duet serve`, or worker/dev.sh) on a free loopback
 /// port with `dir` and `args`; answers the process and its `host:port`.
 pub fn serve(dir: &std::path::Path, args: &[&str]) -> anyhow::Result<(Child, String)> {
     let mut command = if worker_backend() {
         let mut c = Command::new("bash");
         c.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/worker/dev.sh"))
-            .env("DUET_BIN", env!("CARGO_BIN_EXE_duet"))
+            .env("DUET_BIN", duet_bin())
             .env("WRANGLER_LOG", "error");
         c
     } else {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_duet"));
+        let mut c = Command::new(duet_bin());
         c.arg("serve");
         c
     };

@@ -10,8 +10,8 @@ use super::http::room_details;
 use super::limits::{FrameRates, OpRates, SocketCount, SocketSlot};
 use super::room::{Joined, Outgoing, RoomHandle, frame_text, send_frame};
 use super::router::App;
+use super::terminal::TermHandle;
 use super::terminal::socket::{Feed, TermSide};
-use super::terminal::{Attached, TermHandle};
 use crate::protocol::{AGENT_NAME, PresenceUser, ServerFrame, name_problem, now_ms};
 use axum::Extension;
 use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
@@ -21,13 +21,14 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+mod answers;
 mod process;
 mod rpc;
 mod term;
 
+use answers::{Answered, Answers, Replies};
 use rpc::failure;
 
 /// How often the server pings.
@@ -38,6 +39,8 @@ const SILENT_LIMIT: Duration = Duration::from_secs(60);
 const SEND_LIMIT: Duration = Duration::from_secs(5);
 /// Typing is relayed at most this often per connection.
 const TYPING_EVERY: Duration = Duration::from_secs(2);
+/// What a socket reads into at first, and at most per read.
+const READ_BUFFER: usize = 256;
 /// Largest frame a client may send.
 const MAX_FRAME: usize = crate::protocol::MAX_BODY + 4096;
 
@@ -147,8 +150,10 @@ pub(crate) async fn socket(
     });
     upgrade
         // Clients send small frames; a large one is read into a buffer
-        // reserved for its length, at this many bytes a read.
-        .read_buffer_size(1024)
+        // reserved for its length, at this many bytes a read. An idle
+        // socket holds this much (measured: 1,024 was a tenth of what a
+        // socket of an idle crowd cost).
+        .read_buffer_size(READ_BUFFER)
         .write_buffer_size(0)
         .max_write_buffer_size(4 * 1024 * 1024)
         .max_message_size(MAX_FRAME)
@@ -156,32 +161,6 @@ pub(crate) async fn socket(
         .on_upgrade(move |socket| async move {
             (*conn).run(socket, shutdown).await;
         })
-}
-
-/// An rpc's answer for the client (none for a re-attach after falling
-/// behind), the socket's new name when it was a `rename` that succeeded,
-/// the terminal it attached to when it was a `term_open`, and the process
-/// it follows from when it was a `process_follow`.
-#[derive(Default)]
-struct Answered {
-    text: Option<Utf8Bytes>,
-    renamed: Option<String>,
-    attached: Option<(TermHandle, Attached)>,
-    /// A `process_follow`: the process and the output frame its log ends
-    /// at (`None`: it failed).
-    followed: Option<(String, Option<u64>)>,
-}
-
-/// Where a socket's rpcs send their answers back to its loop. Boxed: the
-/// channel allocates a block of slots at once, and an idle socket should
-/// not hold 32 whole answers' worth of it.
-#[derive(Clone)]
-struct Answers(mpsc::Sender<Box<Answered>>);
-
-impl Answers {
-    async fn send(&self, answer: Answered) -> Result<(), ()> {
-        self.0.send(Box::new(answer)).await.map_err(drop)
-    }
 }
 
 /// One client's connection to a room.
@@ -287,8 +266,7 @@ impl Connection {
         frames: &mut fanout::Receiver<Outgoing>,
         shutdown: &CancellationToken,
     ) {
-        let (answers, mut answered) = mpsc::channel::<Box<Answered>>(64);
-        let answers = Answers(answers);
+        let mut replies = Replies::default();
         let mut ping =
             tokio::time::interval_at(tokio::time::Instant::now() + PING_EVERY, PING_EVERY);
         ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -315,7 +293,7 @@ impl Connection {
                     };
                     last_seen = Instant::now();
                     match msg {
-                        Message::Text(text) => self.on_text(&text, &answers).map(Message::Text),
+                        Message::Text(text) => self.on_text(&text, &mut replies).map(Message::Text),
                         Message::Binary(_) => Some(Message::Text(error_frame("binary frames are not supported"))),
                         Message::Close(_) => return,
                         Message::Ping(_) | Message::Pong(_) => None,
@@ -338,11 +316,11 @@ impl Connection {
                     Feed::Send(text) => Some(Message::Text(text)),
                     Feed::Ended(text) => text.map(Message::Text),
                     Feed::Behind(handle, screen) => {
-                        self.reattach(handle, screen, &answers);
+                        self.reattach(handle, screen, &replies.sender());
                         None
                     }
                 },
-                Some(answer) = answered.recv() => {
+                Some(answer) = replies.recv() => {
                     let Answered { text, renamed, attached, followed } = *answer;
                     // Frames read after the client has this answer carry the new name.
                     let renamed = renamed.is_some_and(|name| {
@@ -500,7 +478,7 @@ impl Connection {
     }
 
     /// Handles a client's text frame; returns a frame for this client alone.
-    fn on_text(&mut self, text: &str, answers: &Answers) -> Option<Utf8Bytes> {
+    fn on_text(&mut self, text: &str, replies: &mut Replies) -> Option<Utf8Bytes> {
         let parsed = serde_json::from_str::<Value>(text);
         // Terminal input counts in bytes only: a keystroke is a frame.
         let terminal = parsed.as_ref().is_ok_and(|v| {
@@ -546,7 +524,7 @@ impl Connection {
             "cf_agent_state" => Some(frame_text(&ServerFrame::StateError {
                 error: "Connection is readonly".into(),
             })),
-            "rpc" => self.rpc(value, answers),
+            "rpc" => self.rpc(value, &replies.sender()),
             other => Some(error_frame(format!("unknown frame type {other:?}"))),
         }
     }

@@ -100,5 +100,6 @@ mod tui {
 mod direct {
     mod agent_turn;
     mod sandbox;
+    mod sandbox_disk;
     mod sandbox_processes;
 }

@@ -285,8 +285,14 @@ pub fn list(
     path: &str,
 ) -> Result<Vec<crate::protocol::DirEntry>, SandboxError> {
     use crate::protocol::{DirEntry, EntryType};
-    if !place.workspace.exists() && path.trim_matches('/').is_empty() {
-        return Ok(Vec::new());
+    // A room that never ran has an empty workspace, and no disk yet: a
+    // look (the agent's at AGENTS.md) makes none.
+    if !place.workspace.exists() {
+        if path.trim_matches('/').is_empty() {
+            return Ok(Vec::new());
+        }
+        crate::sandbox::files::components(path)?;
+        return Err(SandboxError::NoFile);
     }
     super::ready_workspace(place, limits).map_err(|e| SandboxError::Failed(e.to_string()))?;
     let dir = open_folder(place, path, true)?;

@@ -16,12 +16,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Handle to a room's sandbox worker. Cheap to clone; the worker ends
-/// when the last handle is dropped.
+/// Handle to a room's sandbox worker. Cheap to clone; the worker starts
+/// on the first request that needs it and ends when the last handle is
+/// dropped.
 #[derive(Clone)]
 pub struct RoomSandbox {
-    jobs: tokio::sync::mpsc::UnboundedSender<Work>,
-    control: tokio::sync::mpsc::UnboundedSender<Control>,
+    /// The worker's queues, once it runs: a room that only chats never
+    /// has one (its task and queues cost memory while the room is loaded).
+    queues: Arc<std::sync::OnceLock<Queues>>,
     /// Commands queued or running (the worker counts them down).
     pending: Arc<AtomicUsize>,
     /// Told by the worker when the sandbox stopped for being idle.
@@ -35,34 +37,48 @@ pub struct RoomSandbox {
     disk_lock: Arc<tokio::sync::Mutex<()>>,
 }
 
+/// Where requests reach a running worker.
+struct Queues {
+    jobs: tokio::sync::mpsc::UnboundedSender<Work>,
+    control: tokio::sync::mpsc::UnboundedSender<Control>,
+}
+
 impl RoomSandbox {
-    /// A handle for the room; the sandbox itself starts on the first
-    /// command. Must be called inside a Tokio runtime.
+    /// A handle for the room; its worker starts with the first request
+    /// that needs it (which must come inside a Tokio runtime), the
+    /// sandbox itself on the first command.
     pub fn new(place: SandboxPlace, limits: Arc<Limits>) -> Self {
-        let (jobs, jobs_rx) = tokio::sync::mpsc::unbounded_channel();
-        let (control, control_rx) = tokio::sync::mpsc::unbounded_channel();
-        let place = Arc::new(place);
-        let pending = Arc::new(AtomicUsize::new(0));
-        let stopped = Arc::new(tokio::sync::Notify::new());
-        let feeds = worker::Feeds::default();
-        let shared = worker::Shared {
-            place: place.clone(),
-            limits: limits.clone(),
-            pending: pending.clone(),
-            stopped: stopped.clone(),
-            feeds: feeds.clone(),
-        };
-        tokio::spawn(worker::run(shared, jobs_rx, control_rx));
         RoomSandbox {
-            jobs,
-            control,
-            pending,
-            stopped,
-            feeds,
-            place,
+            queues: Arc::default(),
+            pending: Arc::new(AtomicUsize::new(0)),
+            stopped: Arc::new(tokio::sync::Notify::new()),
+            feeds: worker::Feeds::default(),
+            place: Arc::new(place),
             limits,
             disk_lock: Arc::default(),
         }
+    }
+
+    /// The worker's queues, starting it if it does not run yet.
+    fn queues(&self) -> &Queues {
+        self.queues.get_or_init(|| {
+            let (jobs, jobs_rx) = tokio::sync::mpsc::unbounded_channel();
+            let (control, control_rx) = tokio::sync::mpsc::unbounded_channel();
+            let shared = worker::Shared {
+                place: self.place.clone(),
+                limits: self.limits.clone(),
+                pending: self.pending.clone(),
+                stopped: self.stopped.clone(),
+                feeds: self.feeds.clone(),
+            };
+            tokio::spawn(worker::run(shared, jobs_rx, control_rx));
+            Queues { jobs, control }
+        })
+    }
+
+    /// Whether the worker was ever started.
+    fn started(&self) -> bool {
+        self.queues.get().is_some()
     }
 
     /// Runs `work` on a blocking thread with the room's place and limits.
@@ -119,7 +135,7 @@ impl Sandbox for RoomSandbox {
         // Queued now, not when the future is first polled.
         let (reply, answer) = tokio::sync::oneshot::channel();
         self.pending.fetch_add(1, Ordering::SeqCst);
-        let queued = self.jobs.send(Work::Exec(Box::new(Job {
+        let queued = self.queues().jobs.send(Work::Exec(Box::new(Job {
             exec_id,
             spec,
             on_output,
@@ -135,7 +151,11 @@ impl Sandbox for RoomSandbox {
     }
 
     fn interrupt(&self, exec_id: Option<String>, hard: bool) -> BoxFuture<bool> {
-        let control = self.control.clone();
+        // Nothing ever ran: nothing to interrupt.
+        if !self.started() {
+            return Box::pin(async { false });
+        }
+        let control = self.queues().control.clone();
         Box::pin(async move {
             let (reply, answer) = tokio::sync::oneshot::channel();
             let sent = control.send(Control::Interrupt {
@@ -148,7 +168,7 @@ impl Sandbox for RoomSandbox {
     }
 
     fn destroy(&self) -> BoxFuture<Result<(), SandboxError>> {
-        let control = self.control.clone();
+        let control = self.queues().control.clone();
         Box::pin(async move {
             let gone = || failed("the sandbox worker is gone");
             let (reply, answer) = tokio::sync::oneshot::channel();
@@ -227,7 +247,10 @@ impl Sandbox for RoomSandbox {
 
     fn term_open(&self, size: TermSize) -> BoxFuture<Result<TermEvents, SandboxError>> {
         let (reply, answer) = tokio::sync::oneshot::channel();
-        let sent = self.control.send(Control::TermOpen { size, reply });
+        let sent = self
+            .queues()
+            .control
+            .send(Control::TermOpen { size, reply });
         Box::pin(async move {
             sent.map_err(|_| SandboxError::Destroyed)?;
             answer.await.map_err(|_| SandboxError::Destroyed)?
@@ -235,7 +258,7 @@ impl Sandbox for RoomSandbox {
     }
 
     fn term_send(&self, request: TermRequest) {
-        let _ = self.control.send(Control::Term(request));
+        let _ = self.queues().control.send(Control::Term(request));
     }
 
     fn process_start(
@@ -244,7 +267,10 @@ impl Sandbox for RoomSandbox {
         cmd: String,
     ) -> BoxFuture<Result<ProcEvents, SandboxError>> {
         let (reply, answer) = tokio::sync::oneshot::channel();
-        let sent = self.control.send(Control::ProcStart { id, cmd, reply });
+        let sent = self
+            .queues()
+            .control
+            .send(Control::ProcStart { id, cmd, reply });
         Box::pin(async move {
             sent.map_err(|_| SandboxError::Destroyed)?;
             answer.await.map_err(|_| SandboxError::Destroyed)?
@@ -252,7 +278,10 @@ impl Sandbox for RoomSandbox {
     }
 
     fn process_signal(&self, id: String, signal: ProcSignal) {
-        let _ = self.control.send(Control::ProcSignal { id, signal });
+        let _ = self
+            .queues()
+            .control
+            .send(Control::ProcSignal { id, signal });
     }
 
     fn ports(&self) -> tokio::sync::watch::Receiver<Vec<u16>> {
@@ -282,7 +311,7 @@ impl Sandbox for RoomSandbox {
         let gone = || failed("the sandbox worker is gone");
         let turn = self.disk_lock.clone();
         let (place, limits) = (self.place.clone(), self.limits.clone());
-        let (jobs, pending) = (self.jobs.clone(), self.pending.clone());
+        let (jobs, pending) = (self.queues().jobs.clone(), self.pending.clone());
         Box::pin(async move {
             let _turn = turn.lock_owned().await;
             let (reply, answer) = tokio::sync::oneshot::channel();

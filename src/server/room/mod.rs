@@ -187,8 +187,11 @@ pub(crate) struct RoomActor {
     /// The shared terminal, while one runs, and its part of the state.
     terminal: Option<TermHandle>,
     terminal_state: Option<TerminalState>,
-    /// Where terminals tell the room how they are.
-    term_news: mpsc::UnboundedSender<TermNews>,
+    /// Where terminals tell the room how they are: made with the first
+    /// terminal (a channel allocates its state and a block of slots at
+    /// once, and most rooms never open one).
+    term_news: Option<mpsc::UnboundedSender<TermNews>>,
+    term_news_rx: Option<mpsc::UnboundedReceiver<TermNews>>,
     /// `term_close` requests waiting for the terminal to end.
     closing: terminal::Closing,
     /// The background processes, and the ports the sandbox listens on.
@@ -215,7 +218,6 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
     let frames = fanout::channel(BROADCAST_CAPACITY);
     let holders = Arc::new(());
     let people = Arc::new(AtomicUsize::new(0));
-    let (term_news, term_news_rx) = mpsc::unbounded_channel();
     let sandbox = shared.sandboxes.open(&SandboxId {
         room: id.clone(),
         opaque: row.opaque.clone(),
@@ -249,7 +251,8 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
         },
         terminal: None,
         terminal_state: None,
-        term_news,
+        term_news: None,
+        term_news_rx: None,
         closing: Vec::new(),
         processes: processes::Processes::default(),
         ports: Vec::new(),
@@ -261,7 +264,7 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
         rates,
         _running: shared_actors.try_acquire_owned().ok(),
     };
-    tokio::spawn(actor.run(rx, term_news_rx));
+    tokio::spawn(actor.run(rx));
     RoomHandle {
         inbox,
         frames,
@@ -274,12 +277,10 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
 impl RoomActor {
     /// Serves the inbox, one command at a time, until the server stops
     /// or the room unloads after being idle.
-    async fn run(
-        mut self,
-        mut rx: handle::Commands,
-        mut term_news: mpsc::UnboundedReceiver<TermNews>,
-    ) {
-        self.note_unfinished_turn().await;
+    async fn run(mut self, mut rx: handle::Commands) {
+        // Boxed, as the stop below: what runs once should not make every
+        // loaded room's task larger while it idles.
+        Box::pin(self.note_unfinished_turn()).await;
         let shutdown = self.shared.shutdown.clone();
         let idle_for = self.shared.room_idle;
         let mut idle_since = Some(tokio::time::Instant::now());
@@ -299,7 +300,7 @@ impl RoomActor {
                     self.set_ports(&listening);
                     continue;
                 }
-                Some(news) = term_news.recv() => {
+                Some(news) = terminal::news(&mut self.term_news_rx) => {
                     self.terminal_news(news);
                     idle_since = self.idle().then(tokio::time::Instant::now);
                     continue;
@@ -327,7 +328,7 @@ impl RoomActor {
             current.cancel.cancel();
         }
         if shutdown.is_cancelled() {
-            self.server_stopping(&mut rx).await;
+            Box::pin(self.server_stopping(&mut rx)).await;
         }
         tracing::debug!(room = %self.id, "room stopped");
     }
