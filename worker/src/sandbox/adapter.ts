@@ -1,9 +1,10 @@
 // A room's sandbox on Cloudflare: the one file that calls the Sandbox SDK
-// (@cloudflare/sandbox 0.12.10; its 1.0 changes exec). It implements the
-// seam of src/sandbox/types.ts for the room agent.
+// (@cloudflare/sandbox 0.12.10; its 1.0 changes exec), with background.ts
+// for the background processes and ports. It implements the seam of
+// src/sandbox/types.ts for the room agent.
 
 import { getSandbox, parseSSEStream, Sandbox as SdkSandbox } from "@cloudflare/sandbox";
-import type { ExecEvent, FileStreamEvent, LogEvent } from "@cloudflare/sandbox";
+import type { ExecEvent, FileStreamEvent } from "@cloudflare/sandbox";
 import type { Env } from "../env";
 import { ROOM_LABEL } from "../rooms";
 import { deleteBackup } from "./backup";
@@ -11,23 +12,17 @@ import { byteLength, cutToBytes, shortHash, toBase64 } from "./bytes";
 import { ptyOverSocket } from "./pty";
 import {
   EMPTY_WORKSPACE_COMMAND,
-  PORTS_COMMAND,
   WORKSPACE_BYTES_COMMAND,
   type Signal,
-  groupSignalCommand,
-  listeningPorts,
-  processCommand,
   shellQuote,
   signalCommand,
 } from "./signal";
 import { CwdTrailer, takesTrailer } from "./trailer";
+import { PROCESS_SESSION, listens, listeningPortsOf, processSession, startProcess } from "./background";
 import { TUNNEL_PATH } from "./tunnel";
 import { ABSENT, ARCHIVE_FILE_PREFIX, DIFF_COPY_PREFIX, DIFF_FILE_PREFIX, NOT_A_FOLDER, OVER_SYMLINK, PUSH_DIR_PREFIX, THROUGH_SYMLINK, diffCleanupCommand, diffCommand, packCommand, unpackCommand } from "./trees";
 import { BadPath, InWorkspace, NotAFolder, type ExecOutcome, type ExecRequest, type FileStream, type FolderEntry, NotRegular, type WorkspaceCopy, type ListeningPort, NothingListens, type ProcessEvents, type SandboxProcess, type Pty, type PtyEvents, type RoomSandbox, SandboxStarting, type TermSize } from "./types";
-import { WORKSPACE_DIR, workspacePath, UPLOAD_PART_BYTES, UPLOAD_DIR_PREFIX, bounded, fileBody, PartBuffer, joinPartsCommand, fileError, startingDelay, message, CONTROL_PORT, refusedUpgrade, release } from "./sdkio";
-
-/** The session the background processes and the port looks run in (the sandbox's base environment). */
-const PROCESS_SESSION = "duet-processes";
+import { WORKSPACE_DIR, workspacePath, UPLOAD_PART_BYTES, UPLOAD_DIR_PREFIX, bounded, fileBody, PartBuffer, joinPartsCommand, fileError, startingDelay, message, refusedUpgrade } from "./sdkio";
 
 /** SIGINT first, SIGKILL this long after (docs/protocol.md, interrupt). */
 const KILL_AFTER_MS = 2_000;
@@ -60,15 +55,10 @@ interface Running {
   signal(signal: Signal): void;
 }
 
-/** Preview URLs (`exposePort`) per room and port, in this isolate. */
-const previewUrls = new Map<string, string>();
-/** The ports last seen listening per room, for the previews. */
-const seenPorts = new Map<string, { at: number; ports: number[] }>();
-
 /** Commands running per room in this isolate (the room's Durable Object). */
 const runningByRoom = new Map<string, Set<Running>>();
 
-type SdkStub = ReturnType<typeof getSandbox<SdkSandbox>>;
+export type SdkStub = ReturnType<typeof getSandbox<SdkSandbox>>;
 
 class CloudflareSandbox implements RoomSandbox {
   constructor(
@@ -527,7 +517,7 @@ class CloudflareSandbox implements RoomSandbox {
       const starting = startingDelay(e);
       if (starting !== null) throw new SandboxStarting(starting);
       // A container without the session yet.
-      await this.processSession(sandbox);
+      await processSession(sandbox);
       return await sandbox.execWithSessionToken(cmd, PROCESS_SESSION);
     }
   }
@@ -573,111 +563,20 @@ class CloudflareSandbox implements RoomSandbox {
     }
   }
 
-  /** Creates the session of the background processes where the container has none. */
-  private async processSession(sandbox: SdkStub): Promise<void> {
-    try {
-      release(await sandbox.createSession({ id: PROCESS_SESSION, cwd: "/workspace" }));
-    } catch (e) {
-      if (!/exists/i.test(message(e))) throw e;
-    }
-  }
-
-  /**
-   * `startProcess` of the wrapper (src/sandbox/signal.ts) and its log
-   * stream (`streamProcessLogs`) read until it ends. The SDK's killProcess
-   * ignores its signal, so signals are `kill` commands of their own.
-   */
   async startProcess(id: string, cmd: string, events: ProcessEvents): Promise<SandboxProcess> {
-    const sandbox = await this.stub();
-    // Unique in the container across cleanups and rooms' restarts.
-    const processId = `duet-${id}-${crypto.randomUUID().slice(0, 8)}`;
-    try {
-      await this.processSession(sandbox);
-      release(await sandbox.startProcess(processCommand(processId, cmd), { processId, autoCleanup: false, sessionId: PROCESS_SESSION }));
-    } catch (e) {
-      const starting = startingDelay(e);
-      if (starting !== null) throw new SandboxStarting(starting);
-      throw e;
-    }
-    void this.readLogs(sandbox, processId, events);
-    return {
-      signal: async (signal) => {
-        release(await sandbox.startProcess(groupSignalCommand(signal, processId), { sessionId: PROCESS_SESSION }));
-      },
-    };
+    return startProcess(await this.stub(), this.roomId, id, cmd, events);
   }
 
-  private async readLogs(sandbox: SdkStub, processId: string, events: ProcessEvents): Promise<void> {
-    let code: number | null = null;
-    try {
-      const stream = await sandbox.streamProcessLogs(processId);
-      for await (const event of parseSSEStream<LogEvent>(stream)) {
-        if (event.type === "stdout" || event.type === "stderr") {
-          if (event.data) events.onOutput(event.type, event.data);
-        } else if (event.type === "exit" || (event.type as string) === "complete") {
-          code = typeof event.exitCode === "number" ? event.exitCode : null;
-          break;
-        } else if (event.type === "error") {
-          break;
-        }
-      }
-    } catch (e) {
-      console.error(`the log of process ${processId} in room ${this.roomId} broke off: ${message(e)}`);
-    }
-    events.onExit(code);
-  }
-
-  /** /proc/net/tcp{,6} of the container while it runs (never starting it); the SDK's own port left out. */
   async listeningPorts(): Promise<ListeningPort[]> {
-    const sandbox = await this.stub();
-    const state = await sandbox.getState();
-    if (state.status !== "running" && state.status !== "healthy") return [];
-    // Beside the commands' shell, which may be busy; no session object (its stubs would pin the room's object).
-    let table;
-    try {
-      table = await sandbox.execWithSessionToken(PORTS_COMMAND, PROCESS_SESSION);
-    } catch {
-      // A container without the session yet (no process started in it).
-      await this.processSession(sandbox);
-      table = await sandbox.execWithSessionToken(PORTS_COMMAND, PROCESS_SESSION);
-    }
-    const ports = listeningPorts(table.stdout).filter((p) => p !== CONTROL_PORT);
-    return Promise.all(ports.map(async (port) => ({ port, ...(await this.previewUrl(sandbox, port)) })));
-  }
-
-  /** The `exposePort` URL of `port` under DUET_PREVIEW_HOST, where one is set (ports 1024-65535 only). */
-  private async previewUrl(sandbox: SdkStub, port: number): Promise<{ url?: string }> {
-    const hostname = this.env.DUET_PREVIEW_HOST;
-    if (!hostname || port < 1024) return {};
-    const key = `${this.roomId}:${port}`;
-    let url = previewUrls.get(key);
-    if (url === undefined) {
-      try {
-        url = (await sandbox.exposePort(port, { hostname })).url;
-        previewUrls.set(key, url);
-      } catch (e) {
-        console.error(`exposing port ${port} of room ${this.roomId} failed: ${message(e)}`);
-        return {};
-      }
-    }
-    return { url };
+    return listeningPortsOf(await this.stub(), this.env, this.roomId);
   }
 
   /** `containerFetch` (`wsConnect` for an upgrade) once the port is seen listening. */
   async fetchPort(port: number, request: Request): Promise<Response> {
-    if (!(await this.listens(port))) throw new NothingListens(port);
+    if (!(await listens(await this.stub(), this.env, this.roomId, port))) throw new NothingListens(port);
     const sandbox = await this.stub();
     if (request.headers.get("upgrade")?.toLowerCase() === "websocket") return refusedUpgrade(await sandbox.wsConnect(request, port), port);
     return sandbox.containerFetch(request, port);
-  }
-
-  /** Whether `port` listens, as looked at most a second ago in this isolate. */
-  private async listens(port: number): Promise<boolean> {
-    const seen = seenPorts.get(this.roomId);
-    if (seen && Date.now() - seen.at < 1000) return seen.ports.includes(port);
-    const ports = (await this.listeningPorts()).map((p) => p.port);
-    seenPorts.set(this.roomId, { at: Date.now(), ports });
-    return ports.includes(port);
   }
 
   /** The production class's (and the stand-in's) TUNNEL_PATH. */

@@ -1,6 +1,7 @@
 // The seam between a room and its sandbox. The room agent (src/agent.ts and
 // the turn) use only this; src/sandbox/adapter.ts implements it with the
-// Cloudflare Sandbox SDK, the one file that calls that SDK. The other way,
+// Cloudflare Sandbox SDK, the one file that calls that SDK (with
+// background.ts, the background processes and ports). The other way,
 // a sandbox that stops (its container sleeps) tells its room (src/rooms.ts).
 
 /** One command to run, with the policy the room applies to it. */
