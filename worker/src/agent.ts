@@ -23,6 +23,7 @@ import { randomHex } from "./text";
 import { Room } from "./room";
 import { type Who } from "./roomstate";
 import { SandboxStarting } from "./sandbox/types";
+import { SocketList } from "./socketlist";
 import { Store } from "./store";
 
 /** Typing is relayed at most this often per connection. */
@@ -59,18 +60,11 @@ export class DuetAgent extends Agent<Env> {
   private roomCore?: Room;
   private lastSeq = 0;
   private readonly socketBuckets = new Map<string, SocketBuckets>();
-  /**
-   * The room's sockets, listed anew only after a connect or a close: the
-   * SDK's own list reads every socket's attachment again each time, which a
-   * message's fan-out would pay once per socket.
-   */
-  private socketList?: DuetConnection[];
-  /**
-   * The same sockets by what they asked for (deltas or full states), sorted
-   * once per list: the SDK's `state` getter copies the socket's attachment
-   * each time, which a frame's fan-out would pay once per socket.
-   */
-  private socketGroups?: { of: DuetConnection[]; deltas: DuetConnection[]; full: DuetConnection[] };
+  /** The room's open sockets, kept between a connect or close and the next. */
+  private readonly sockets = new SocketList<DuetConnection>(
+    () => this.getConnections() as Iterable<DuetConnection>,
+    (c) => c.state?.duet?.deltas === true,
+  );
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -185,21 +179,9 @@ export class DuetAgent extends Agent<Env> {
     return b;
   }
 
-  /** The open sockets (as the SDK's `getConnections()`, kept between a connect or close and the next). */
+  /** The open sockets. */
   private connections(): DuetConnection[] {
-    const list = (this.socketList ??= [...this.getConnections()] as DuetConnection[]);
-    return list.every(open) ? list : list.filter(open);
-  }
-
-  /** The open sockets that asked for deltas, and the others (full states). */
-  private groups(): { deltas: DuetConnection[]; full: DuetConnection[] } {
-    const of = this.connections();
-    if (this.socketGroups?.of === of) return this.socketGroups;
-    const deltas: DuetConnection[] = [];
-    const full: DuetConnection[] = [];
-    for (const c of of) (c.state?.duet?.deltas ? deltas : full).push(c);
-    this.socketGroups = { of, deltas, full };
-    return this.socketGroups;
+    return this.sockets.all();
   }
 
   private sendAll(text: string, ...except: Connection[]): void {
@@ -208,7 +190,7 @@ export class DuetAgent extends Agent<Env> {
 
   /** A stored message: `duet_message` to the sockets that asked for deltas, the state to the others; each frame made once. */
   private sendMessage(m: DuetMessage, patch?: string): void {
-    const { deltas, full } = this.groups();
+    const { deltas, full } = this.sockets.groups();
     if (deltas.length > 0) {
       const delta = messageFrame(m);
       for (const c of deltas) {
@@ -224,7 +206,7 @@ export class DuetAgent extends Agent<Env> {
 
   /** A field of the state other than messages changed: `patch` to deltas sockets, the whole state to the others. */
   private sendChange(patch: string): void {
-    const { deltas, full } = this.groups();
+    const { deltas, full } = this.sockets.groups();
     for (const c of deltas) send(c, patch);
     if (full.length > 0) {
       const state = this.room().stateText();
@@ -317,7 +299,7 @@ export class DuetAgent extends Agent<Env> {
 
   /** Closes a socket whose credential stopped working, forgetting its place in the room. */
   private dropSocket(c: DuetConnection, reason: string): void {
-    this.socketList = undefined;
+    this.sockets.forget();
     this.socketBuckets.delete(c.id);
     this.room().terminal.left(c.id);
     this.room().processes.left(c.id);
@@ -357,7 +339,7 @@ export class DuetAgent extends Agent<Env> {
   /** Identity, state, presence to the newcomer; presence to the others. The Worker checked the query. */
   async onConnect(connection: Connection, ctx: ConnectionContext): Promise<void> {
     const c = connection as DuetConnection;
-    this.socketList = undefined;
+    this.sockets.forget();
     const query = new URL(ctx.request.url).searchParams;
     const inviteId = query.get("invite") ?? undefined;
     const caller = this.room().callerOf({ inviteId });
@@ -377,7 +359,7 @@ export class DuetAgent extends Agent<Env> {
     };
     c.setState({ ...(c.state ?? {}), duet: peer });
     // Listed anew with its peer (nextSeq() listed it without).
-    this.socketList = undefined;
+    this.sockets.forget();
     this.room().joined();
     this.countPeople();
     send(c, identityFrame(this.name));
@@ -388,7 +370,7 @@ export class DuetAgent extends Agent<Env> {
   }
 
   async onClose(connection: Connection): Promise<void> {
-    this.socketList = undefined;
+    this.sockets.forget();
     this.socketBuckets.delete(connection.id);
     this.room().terminal.left(connection.id);
     this.room().processes.left(connection.id);
@@ -610,11 +592,6 @@ function utf8Length(text: string): number {
     n += c < 0x80 ? 1 : c < 0x800 || (c >= 0xd800 && c <= 0xdfff) ? 2 : 3;
   }
   return n;
-}
-
-/** Whether a socket is still open (a closing one is left out until its close event lists the sockets anew). */
-function open(c: Connection): boolean {
-  return c.readyState === WebSocket.READY_STATE_OPEN;
 }
 
 /** Sends a frame, tolerating a peer that left. */
