@@ -48,24 +48,6 @@ fn rooms() -> usize {
         .unwrap_or(ROOMS)
 }
 
-/// Raises this process's open-files limit to its hard limit.
-fn raise_open_files() {
-    use nix::sys::resource::{Resource, getrlimit, setrlimit};
-    if let Ok((_, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
-        let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
-    }
-}
-
-/// Resident memory of the backend, in KiB: `duet serve`'s own process, or
-/// the worker's whole stack (node, workerd, the stand-in's duet serve).
-fn rss_kib(pid: u32) -> u64 {
-    if support::worker_backend() {
-        support::tree_rss_kib(pid)
-    } else {
-        support::rss_kib(pid)
-    }
-}
-
 /// A model that accepts and never answers, as a model still thinking: the
 /// agent's turn then does not compete with a message's fan-out.
 fn thinking_model() -> anyhow::Result<String> {
@@ -342,7 +324,7 @@ async fn idle_sockets(addr: &str, pid: u32) -> anyhow::Result<()> {
     }
     let connect_time = started.elapsed();
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let after = rss_kib(pid);
+    let after = support::backend_rss_kib(pid);
     let count = held.len();
     for mut ws in held {
         let _ = ws.close(None).await;
@@ -429,11 +411,11 @@ const COMMAND_ROOMS: usize = 100;
 /// one idle period after their last use).
 async fn settled_rss(pid: u32) -> u64 {
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let mut last = rss_kib(pid);
+    let mut last = support::backend_rss_kib(pid);
     let mut steady = 0;
     for _ in 0..20 {
         tokio::time::sleep(Duration::from_secs(1)).await;
-        let now = rss_kib(pid);
+        let now = support::backend_rss_kib(pid);
         steady = if now >= last { steady + 1 } else { 0 };
         // Three seconds without a fall: settled.
         if steady == 3 {
@@ -530,7 +512,7 @@ async fn rooms_figures(http: &reqwest::Client, idle_secs: &str) -> anyhow::Resul
 
 fn main() -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    raise_open_files();
+    support::raise_open_files();
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let backend = if support::worker_backend() {
         "the local worker (worker/dev.sh)"

@@ -139,3 +139,21 @@ pub fn report_rate(name: &str, bytes: usize, mut samples: Vec<Duration>) -> f64 
 pub fn descendants(pid: u32) -> Vec<u32> {
     procs::descendants(pid)
 }
+
+/// Raises this process's open-files limit to its hard limit.
+pub fn raise_open_files() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((_, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+    }
+}
+
+/// Resident memory of the backend, in KiB: `duet serve`'s own process, or
+/// the worker's whole stack (node, workerd, the stand-in's duet serve).
+pub fn backend_rss_kib(pid: u32) -> u64 {
+    if worker_backend() {
+        tree_rss_kib(pid)
+    } else {
+        rss_kib(pid)
+    }
+}
