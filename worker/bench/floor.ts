@@ -2,14 +2,12 @@
 // engine's room (original.ts): a bare Durable Object, no Agents SDK, that
 // builds a message's frame once and loops `ws.send` of that same string over
 // its sockets (hibernatable, as the SDK's are). Nothing is stored. It answers
-// the paths the benchmark's clients use:
-//   GET  /health
-//   GET  /api/rooms/{room}/ws          (WebSocket)
-//   POST /api/rooms/{room}/message     {"text", "userId"}
+// the paths the benchmark's clients use (routes.ts).
 // benches/engines/mod.rs measures it as engine "floor" (worker/bench/original.sh
 // with bench/floor.jsonc).
 
 import { DurableObject } from "cloudflare:workers";
+import { benchFetch } from "./routes";
 
 interface Env {
   FloorRoom: DurableObjectNamespace<FloorRoom>;
@@ -51,21 +49,12 @@ export class FloorRoom extends DurableObject<Env> {
   }
 }
 
-const ROOM_PATH = /^\/api\/rooms\/([A-Za-z0-9_-]{1,64})\/(ws|message)$/;
-
 export default {
-  async fetch(request: Request, env: Env): Promise<Response> {
-    const url = new URL(request.url);
-    if (url.pathname === "/health") return new Response("ok");
-    const route = ROOM_PATH.exec(url.pathname);
-    if (!route) return new Response("not found", { status: 404 });
-    const [, room, what] = route;
-    const stub = env.FloorRoom.get(env.FloorRoom.idFromName(room));
-    if (what === "ws") return stub.fetch(request);
-    if (request.method !== "POST") return new Response("method not allowed", { status: 405 });
-    const body = (await request.json().catch(() => null)) as { text?: unknown; userId?: unknown } | null;
-    if (typeof body?.text !== "string") return Response.json({ error: "text must be a string" }, { status: 400 });
-    const userId = typeof body.userId === "string" ? body.userId : "anonymous";
-    return Response.json(await stub.message(userId, body.text));
+  fetch(request: Request, env: Env): Promise<Response> {
+    const room = (name: string) => env.FloorRoom.get(env.FloorRoom.idFromName(name));
+    return benchFetch(request, {
+      socket: (name, req) => room(name).fetch(req),
+      message: (name, userId, text) => room(name).message(userId, text),
+    });
   },
 };

@@ -3,13 +3,12 @@
 // `setState` carries the message list, as the first Duet worker did. Each
 // message is appended to the state; the SDK stores the whole state and
 // broadcasts it (`cf_agent_state`) to every connection. It answers the
-// paths the benchmark's clients use on the other backends:
-//   GET  /health
-//   GET  /api/rooms/{room}/ws          (WebSocket: the SDK's connection)
-//   POST /api/rooms/{room}/message     {"text", "userId"}
+// paths the benchmark's clients use on the other backends (routes.ts; its
+// socket is the SDK's connection).
 // Nothing else of Duet: no records, no limits, no agent turn.
 
 import { Agent, getAgentByName, routeAgentRequest } from "agents";
+import { benchFetch } from "./routes";
 
 interface Message {
   id: string;
@@ -38,25 +37,15 @@ export class OriginalRoom extends Agent<Env, RoomState> {
   }
 }
 
-const ROOM_PATH = /^\/api\/rooms\/([A-Za-z0-9_-]{1,64})\/(ws|message)$/;
-
 export default {
-  async fetch(request: Request, env: Env): Promise<Response> {
-    const url = new URL(request.url);
-    if (url.pathname === "/health") return new Response("ok");
-    const route = ROOM_PATH.exec(url.pathname);
-    if (!route) return new Response("not found", { status: 404 });
-    const [, room, what] = route;
-    if (what === "ws") {
-      // The SDK's own route for the room: /agents/original-room/{room}.
-      url.pathname = `/agents/original-room/${room}`;
-      return (await routeAgentRequest(new Request(url, request), env)) ?? new Response("not found", { status: 404 });
-    }
-    if (request.method !== "POST") return new Response("method not allowed", { status: 405 });
-    const body = (await request.json().catch(() => null)) as { text?: unknown; userId?: unknown } | null;
-    if (typeof body?.text !== "string") return Response.json({ error: "text must be a string" }, { status: 400 });
-    const stub = await getAgentByName(env.OriginalRoom, room);
-    const userId = typeof body.userId === "string" ? body.userId : "anonymous";
-    return Response.json(await stub.message(userId, body.text));
+  fetch(request: Request, env: Env): Promise<Response> {
+    return benchFetch(request, {
+      async socket(room, req, url) {
+        // The SDK's own route for the room: /agents/original-room/{room}.
+        url.pathname = `/agents/original-room/${room}`;
+        return (await routeAgentRequest(new Request(url, req), env)) ?? new Response("not found", { status: 404 });
+      },
+      message: async (room, userId, text) => (await getAgentByName(env.OriginalRoom, room)).message(userId, text),
+    });
   },
 };
