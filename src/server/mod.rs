@@ -9,6 +9,7 @@ mod channel_guard;
 mod errors;
 mod fanout;
 mod files;
+mod first_use;
 mod http;
 mod limits;
 mod memory;

@@ -28,6 +28,7 @@ use crate::protocol::{
 };
 use crate::sandbox::{Sandbox, SandboxId};
 use crate::server::fanout;
+use crate::server::first_use::OnFirstUse;
 use crate::server::terminal::{TermHandle, TermNews};
 use axum::extract::ws::Utf8Bytes;
 use serde::Serialize;
@@ -188,10 +189,8 @@ pub(crate) struct RoomActor {
     terminal: Option<TermHandle>,
     terminal_state: Option<TerminalState>,
     /// Where terminals tell the room how they are: made with the first
-    /// terminal (a channel allocates its state and a block of slots at
-    /// once, and most rooms never open one).
-    term_news: Option<mpsc::UnboundedSender<TermNews>>,
-    term_news_rx: Option<mpsc::UnboundedReceiver<TermNews>>,
+    /// terminal (most rooms never open one).
+    term_news: OnFirstUse<mpsc::UnboundedSender<TermNews>, mpsc::UnboundedReceiver<TermNews>>,
     /// `term_close` requests waiting for the terminal to end.
     closing: terminal::Closing,
     /// The background processes, and the ports the sandbox listens on.
@@ -251,8 +250,7 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
         },
         terminal: None,
         terminal_state: None,
-        term_news: None,
-        term_news_rx: None,
+        term_news: OnFirstUse::default(),
         closing: Vec::new(),
         processes: processes::Processes::default(),
         ports: Vec::new(),
@@ -300,7 +298,7 @@ impl RoomActor {
                     self.set_ports(&listening);
                     continue;
                 }
-                Some(news) = terminal::news(&mut self.term_news_rx) => {
+                Some(news) = self.term_news.recv() => {
                     self.terminal_news(news);
                     idle_since = self.idle().then(tokio::time::Instant::now);
                     continue;

@@ -36,21 +36,10 @@ impl RoomActor {
             by,
             size: size.unwrap_or(TermSize::DEFAULT),
             idle: self.shared.terminal_idle,
-            news: self.term_news_sender(),
+            news: self.term_news.sender(mpsc::unbounded_channel),
         });
         self.terminal = Some(handle.clone());
         Some(handle)
-    }
-
-    /// Where a terminal tells the room how it is (the channel made now,
-    /// with the room's first terminal).
-    fn term_news_sender(&mut self) -> mpsc::UnboundedSender<TermNews> {
-        if let Some(tx) = &self.term_news {
-            return tx.clone();
-        }
-        let (tx, rx) = mpsc::unbounded_channel();
-        self.term_news_rx = Some(rx);
-        self.term_news.insert(tx).clone()
     }
 
     /// `term_close`: ends the terminal `term_id`; answered once it ended.
@@ -177,13 +166,5 @@ impl RoomActor {
                 rows: state.rows,
             },
         ))
-    }
-}
-
-/// The next news of the room's terminals (never, before the first opened).
-pub(super) async fn news(rx: &mut Option<mpsc::UnboundedReceiver<TermNews>>) -> Option<TermNews> {
-    match rx {
-        Some(rx) => rx.recv().await,
-        None => std::future::pending().await,
     }
 }

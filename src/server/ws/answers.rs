@@ -1,8 +1,9 @@
 //! How an rpc's answer gets back to its socket's loop: the rpcs run in
 //! tasks of their own, which send their answers through a channel the
-//! socket makes on its first rpc.
+//! socket makes on its first rpc (`first_use`).
 
 use super::{TermHandle, Utf8Bytes};
+use crate::server::first_use::OnFirstUse;
 use crate::server::terminal::Attached;
 use tokio::sync::mpsc;
 
@@ -32,32 +33,23 @@ impl Answers {
     }
 }
 
-/// The socket's way back for answers, made on its first rpc: the channel
-/// allocates its state and first block at once (measured: 0.7 KiB a
-/// socket), and most sockets of a crowd never call one.
+/// The socket's way back for answers, made on its first rpc (measured:
+/// 0.7 KiB a socket, and most sockets of a crowd never call one).
 #[derive(Default)]
-pub(super) struct Replies {
-    tx: Option<Answers>,
-    rx: Option<mpsc::Receiver<Box<Answered>>>,
-}
+pub(super) struct Replies(OnFirstUse<Answers, mpsc::Receiver<Box<Answered>>>);
 
 impl Replies {
     /// Where an rpc sends its answer.
     pub(super) fn sender(&mut self) -> Answers {
-        if let Some(tx) = &self.tx {
-            return tx.clone();
-        }
-        let (tx, rx) = mpsc::channel(64);
-        self.rx = Some(rx);
-        self.tx.insert(Answers(tx)).clone()
+        self.0.sender(|| {
+            let (tx, rx) = mpsc::channel(64);
+            (Answers(tx), rx)
+        })
     }
 
     /// The next answer (never, before the first rpc).
     pub(super) async fn recv(&mut self) -> Option<Box<Answered>> {
-        match &mut self.rx {
-            Some(rx) => rx.recv().await,
-            None => std::future::pending().await,
-        }
+        self.0.recv().await
     }
 }
 
@@ -69,7 +61,7 @@ mod tests {
     async fn the_way_back_for_answers_is_made_on_the_first_rpc() {
         use futures_util::FutureExt;
         let mut replies = Replies::default();
-        assert!(replies.rx.is_none(), "no channel before an rpc");
+        assert!(!replies.0.made(), "no channel before an rpc");
         assert!(replies.recv().now_or_never().is_none(), "nothing comes");
         let first = replies.sender();
         let again = replies.sender();
