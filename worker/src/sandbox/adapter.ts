@@ -22,7 +22,7 @@ import { PROCESS_SESSION, listens, listeningPortsOf, processSession, startProces
 import { TUNNEL_PATH } from "./tunnel";
 import { ABSENT, ARCHIVE_FILE_PREFIX, DIFF_COPY_PREFIX, DIFF_FILE_PREFIX, NOT_A_FOLDER, OVER_SYMLINK, PUSH_DIR_PREFIX, THROUGH_SYMLINK, diffCleanupCommand, diffCommand, packCommand, unpackCommand } from "./trees";
 import { BadPath, InWorkspace, NotAFolder, type ExecOutcome, type ExecRequest, type FileStream, type FolderEntry, NotRegular, type WorkspaceCopy, type ListeningPort, NothingListens, type ProcessEvents, type SandboxProcess, type Pty, type PtyEvents, type RoomSandbox, SandboxStarting, type TermSize } from "./types";
-import { WORKSPACE_DIR, workspacePath, UPLOAD_PART_BYTES, UPLOAD_DIR_PREFIX, bounded, fileBody, PartBuffer, joinPartsCommand, fileError, startingDelay, message, refusedUpgrade } from "./sdkio";
+import { WORKSPACE_DIR, workspacePath, UPLOAD_PART_BYTES, UPLOAD_DIR_PREFIX, bounded, fileBody, PartBuffer, joinPartsCommand, fileError, asStarting, startingDelay, message, refusedUpgrade } from "./sdkio";
 
 /** SIGINT first, SIGKILL this long after (docs/protocol.md, interrupt). */
 const KILL_AFTER_MS = 2_000;
@@ -390,9 +390,7 @@ class CloudflareSandbox implements RoomSandbox {
       if (compared.exitCode !== 0) throw new Error(`git diff failed: ${compared.stderr.trim()}`);
     } catch (e) {
       await this.beside(sandbox, cleanup).catch(() => undefined);
-      const starting = startingDelay(e);
-      if (starting !== null) throw new SandboxStarting(starting);
-      throw e;
+      throw asStarting(e);
     }
     return this.readScratch(sandbox, out, async () => {
       await this.beside(sandbox, cleanup).catch((e) => console.error(`removing a diff's copy in room ${this.roomId} failed: ${message(e)}`));
@@ -483,9 +481,7 @@ class CloudflareSandbox implements RoomSandbox {
       const copy = await sandbox.createBackup({ dir: WORKSPACE_DIR, name, ttl: ttlSecs, excludes: [".duet-backup"] });
       return { id: copy.id, dir: copy.dir, ...(copy.localBucket !== undefined && { localBucket: copy.localBucket }) };
     } catch (e) {
-      const starting = startingDelay(e);
-      if (starting !== null) throw new SandboxStarting(starting);
-      throw e;
+      throw asStarting(e);
     }
   }
 
@@ -497,9 +493,7 @@ class CloudflareSandbox implements RoomSandbox {
       if (emptied.exitCode !== 0) throw new Error(`/workspace could not be emptied: ${emptied.stderr.trim()}`);
       await sandbox.restoreBackup({ id: copy.id, dir: copy.dir, ...(copy.localBucket !== undefined && { localBucket: copy.localBucket }) });
     } catch (e) {
-      const starting = startingDelay(e);
-      if (starting !== null) throw new SandboxStarting(starting);
-      throw e;
+      throw asStarting(e);
     }
     // A fresh command shell in /workspace, no exported variables: its old one ends.
     try {
@@ -543,9 +537,7 @@ class CloudflareSandbox implements RoomSandbox {
         }
       });
     } catch (e) {
-      const starting = startingDelay(e);
-      if (starting !== null) throw new SandboxStarting(starting);
-      throw e;
+      throw asStarting(e);
     }
   }
 
@@ -557,9 +549,7 @@ class CloudflareSandbox implements RoomSandbox {
     try {
       await (await this.stub()).destroy();
     } catch (e) {
-      const starting = startingDelay(e);
-      if (starting !== null) throw new SandboxStarting(starting);
-      throw e;
+      throw asStarting(e);
     }
   }
 

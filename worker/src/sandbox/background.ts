@@ -7,8 +7,8 @@ import type { LogEvent } from "@cloudflare/sandbox";
 import type { Env } from "../env";
 import type { SdkStub } from "./adapter";
 import { PORTS_COMMAND, groupSignalCommand, listeningPorts, processCommand } from "./signal";
-import { type ListeningPort, type ProcessEvents, type SandboxProcess, SandboxStarting } from "./types";
-import { CONTROL_PORT, message, release, startingDelay } from "./sdkio";
+import type { ListeningPort, ProcessEvents, SandboxProcess } from "./types";
+import { CONTROL_PORT, asStarting, message, release } from "./sdkio";
 
 /** The session the background processes and the port looks run in (the sandbox's base environment). */
 export const PROCESS_SESSION = "duet-processes";
@@ -39,9 +39,7 @@ export async function startProcess(sandbox: SdkStub, roomId: string, id: string,
     await processSession(sandbox);
     release(await sandbox.startProcess(processCommand(processId, cmd), { processId, autoCleanup: false, sessionId: PROCESS_SESSION }));
   } catch (e) {
-    const starting = startingDelay(e);
-    if (starting !== null) throw new SandboxStarting(starting);
-    throw e;
+    throw asStarting(e);
   }
   void readLogs(sandbox, roomId, processId, events);
   return {

@@ -134,6 +134,12 @@ export function startingDelay(e: unknown): number | null {
   return /instances|capacity/i.test(text) ? 10 : 3;
 }
 
+/** `e` as the room should see it: a container still starting becomes SandboxStarting (its retry delay). */
+export function asStarting(e: unknown): unknown {
+  const starting = startingDelay(e);
+  return starting === null ? e : new SandboxStarting(starting);
+}
+
 export function message(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
