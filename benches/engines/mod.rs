@@ -78,7 +78,7 @@ impl Engine {
                 c
             }
             Engine::Serve => {
-                let mut c = Command::new(env!("CARGO_BIN_EXE_duet"));
+                let mut c = Command::new(support::duet_bin());
                 c.arg("serve");
                 flags(&mut c);
                 c
@@ -86,7 +86,7 @@ impl Engine {
             Engine::Worker => {
                 let mut c = Command::new("bash");
                 c.arg(format!("{repo}/worker/dev.sh"))
-                    .env("DUET_BIN", env!("CARGO_BIN_EXE_duet"));
+                    .env("DUET_BIN", support::duet_bin());
                 flags(&mut c);
                 c
             }
