@@ -223,20 +223,34 @@ pub async fn start(args: ServeOptions) -> anyhow::Result<RunningServer> {
     })
 }
 
-/// Resolves on Ctrl+C or SIGTERM.
-async fn stop_signal() {
+/// Resolves on Ctrl+C or SIGTERM, listened for from the call on: made
+/// before the server says it listens, so that a signal sent once it said so
+/// is never lost (tokio's `ctrl_c()` registers only when first awaited, and
+/// a SIGTERM that came between a handler's install and its listener was
+/// dropped: the server then never stopped).
+fn stop_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
+        let listening = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        );
+        async move {
+            if let (Ok(mut term), Ok(mut int)) = listening {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
+            } else {
+                let _ = tokio::signal::ctrl_c().await;
             }
-            return;
         }
     }
-    let _ = tokio::signal::ctrl_c().await;
+    #[cfg(not(unix))]
+    async {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
 
 /// Runs the backend until Ctrl+C or SIGTERM.
@@ -256,13 +270,14 @@ pub async fn serve(args: ServeOptions) -> anyhow::Result<()> {
              in them; set one with --token TOKEN or DUET_TOKEN"
         );
     }
+    let stopping = stop_signal();
     let running = start(args).await?;
     {
         let mut out = std::io::stdout().lock();
         writeln!(out, "duet: listening on http://{}", running.addr)?;
         out.flush()?;
     }
-    stop_signal().await;
+    stopping.await;
     tracing::info!("stopping");
     running.shutdown.cancel();
     running.stopped.await?;
