@@ -258,29 +258,27 @@ impl Store {
             let event = message.event.as_ref().map(json_text).transpose()?;
             let usage = message.usage.as_ref().map(json_text).transpose()?;
             let tx = conn.transaction()?;
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT INTO messages (room, id, role, user_id, text, ts, runs, client_id, \
                  to_whom, event, cancelled_by, usage) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-                params![
-                    room,
-                    message.id,
-                    message.role.as_str(),
-                    message.user_id,
-                    message.text,
-                    message.ts,
-                    runs,
-                    message.client_id,
-                    message.to.map(addressee),
-                    event,
-                    message.cancelled_by,
-                    usage
-                ],
-            )?;
-            tx.execute(
-                "UPDATE rooms SET next_message = ?2 WHERE id = ?1",
-                params![room, next_message],
-            )?;
+            )?
+            .execute(params![
+                room,
+                message.id,
+                message.role.as_str(),
+                message.user_id,
+                message.text,
+                message.ts,
+                runs,
+                message.client_id,
+                message.to.map(addressee),
+                event,
+                message.cancelled_by,
+                usage
+            ])?;
+            tx.prepare_cached("UPDATE rooms SET next_message = ?2 WHERE id = ?1")?
+                .execute(params![room, next_message])?;
             tx.commit()
         })
         .await
