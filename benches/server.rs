@@ -27,6 +27,8 @@ mod support;
 
 use futures_util::{StreamExt, stream};
 use std::process::{Child, Command};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use support::{ms, report};
 use tokio::sync::mpsc;
@@ -133,7 +135,15 @@ async fn fanout_figures(
     deltas: bool,
 ) -> anyhow::Result<()> {
     let room = format!("bench-fan{}", u8::from(deltas));
-    let fanout = fanout_samples(http, addr, &room, deltas, FANOUT_MESSAGES).await?;
+    let fanout = fanout_samples(
+        http,
+        addr,
+        &room,
+        deltas,
+        FANOUT_CLIENTS,
+        (FANOUT_MESSAGES, "agent"),
+    )
+    .await?;
     let kind = if deltas { "deltas" } else { "full states" };
     println!(
         "{FANOUT_MESSAGES} messages to {FANOUT_CLIENTS} clients of one room ({condition}; {kind})"
@@ -152,26 +162,28 @@ pub(crate) struct Fanout {
 }
 
 /// Posts `messages` messages one after another to `room`, which
-/// FANOUT_CLIENTS clients joined (with deltas or full states); each is
-/// timed from its POST until the last client has a frame showing it (its
-/// text near the frame's end: a full state ends with its newest message).
+/// `clients` clients joined (with deltas or full states), each `to` the
+/// agent or the room; each is timed from its POST until the last client
+/// has a frame showing it (its text near the frame's end: a full state
+/// ends with its newest message).
 pub(crate) async fn fanout_samples(
     http: &reqwest::Client,
     addr: &str,
     room: &str,
     deltas: bool,
-    messages: usize,
+    clients: usize,
+    (messages, to): (usize, &str),
 ) -> anyhow::Result<Fanout> {
-    let (seen_tx, mut seen) = mpsc::unbounded_channel::<(usize, Instant, usize)>();
-    let mut clients = Vec::new();
-    for c in 0..FANOUT_CLIENTS {
+    let seen = Arc::new(Seen::new(clients));
+    let mut tasks = Vec::new();
+    for c in 0..clients {
         let url = format!(
             "ws://{addr}/api/rooms/{room}/ws?user=c{c}{}",
             deltas_query(deltas)
         );
         let (mut ws, _) = tokio_tungstenite::connect_async_with_config(url, None, true).await?;
-        let seen_tx = seen_tx.clone();
-        clients.push(tokio::spawn(async move {
+        let seen = seen.clone();
+        tasks.push(tokio::spawn(async move {
             let mut next = 0usize;
             let mut marker = format!("\"fanout-{next:05}\"");
             while let Some(Ok(msg)) = ws.next().await {
@@ -180,48 +192,102 @@ pub(crate) async fn fanout_samples(
                 let bytes = text.as_bytes();
                 let tail = &bytes[bytes.len().saturating_sub(512)..];
                 if tail.windows(marker.len()).any(|w| w == marker.as_bytes()) {
-                    let _ = seen_tx.send((next, Instant::now(), bytes.len()));
+                    seen.add(Instant::now(), bytes.len());
                     next += 1;
                     marker = format!("\"fanout-{next:05}\"");
                 }
             }
+            seen.left.notify_one();
         }));
     }
-    drop(seen_tx);
     // Let every client finish its connect sequence.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let url = format!("http://{addr}/api/rooms/{room}/message");
     let mut samples = Vec::with_capacity(messages);
     let mut posts = Vec::with_capacity(messages);
-    let mut last_frame = 0;
     for i in 0..messages {
-        let body = serde_json::json!({"text": format!("fanout-{i:05}"), "userId": "bench"});
+        let body =
+            serde_json::json!({"text": format!("fanout-{i:05}"), "userId": "bench", "to": to});
         let start = Instant::now();
-        // Answered when its turn ends (never, with this model): not awaited.
+        // To the agent: answered when its turn ends (never, with this
+        // model). Not awaited either way.
         posts.push(tokio::spawn(http.post(&url).json(&body).send()));
-        let mut last = start;
-        for _ in 0..FANOUT_CLIENTS {
-            let (n, at, size) = seen
-                .recv()
-                .await
-                .ok_or_else(|| anyhow::anyhow!("a client left"))?;
-            anyhow::ensure!(n == i, "client saw message {n} while {i} was expected");
-            last = last.max(at);
-            last_frame = size;
+        let all = seen.all.notified();
+        tokio::pin!(all);
+        all.as_mut().enable();
+        if seen.count() < (i + 1) * clients {
+            tokio::select! {
+                () = all => {}
+                () = seen.left.notified() => anyhow::bail!("a client left"),
+            }
         }
-        samples.push(last - start);
+        anyhow::ensure!(
+            seen.count() == (i + 1) * clients,
+            "clients saw {} frames by message {i}",
+            seen.count()
+        );
+        samples.push(seen.last() - start);
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     for post in posts {
         post.abort();
     }
-    for c in clients {
-        c.abort();
+    for task in tasks {
+        task.abort();
     }
     Ok(Fanout {
         samples,
-        last_frame,
+        last_frame: seen.last_frame.load(Ordering::Relaxed),
     })
+}
+
+/// What the clients of `fanout_samples` saw: kept where they read it, so
+/// counting a frame costs a client no wake of another task (the measure
+/// is the server's, not the bench's).
+struct Seen {
+    clients: usize,
+    /// Frames that showed their client's next message, all clients.
+    frames: AtomicUsize,
+    /// When the latest of them came.
+    latest: std::sync::Mutex<Option<Instant>>,
+    last_frame: AtomicUsize,
+    /// Woken when every client has the message.
+    all: tokio::sync::Notify,
+    /// Woken when a client's socket ends.
+    left: tokio::sync::Notify,
+}
+
+impl Seen {
+    fn new(clients: usize) -> Self {
+        Seen {
+            clients,
+            frames: AtomicUsize::new(0),
+            latest: std::sync::Mutex::new(None),
+            last_frame: AtomicUsize::new(0),
+            all: tokio::sync::Notify::new(),
+            left: tokio::sync::Notify::new(),
+        }
+    }
+
+    fn add(&self, at: Instant, size: usize) {
+        {
+            let mut latest = self.latest.lock().unwrap_or_else(|e| e.into_inner());
+            *latest = Some(latest.map_or(at, |l| l.max(at)));
+        }
+        self.last_frame.store(size, Ordering::Relaxed);
+        if (self.frames.fetch_add(1, Ordering::AcqRel) + 1).is_multiple_of(self.clients) {
+            self.all.notify_waiters();
+        }
+    }
+
+    fn count(&self) -> usize {
+        self.frames.load(Ordering::Acquire)
+    }
+
+    fn last(&self) -> Instant {
+        let latest = self.latest.lock().unwrap_or_else(|e| e.into_inner());
+        latest.unwrap_or_else(Instant::now)
+    }
 }
 
 /// Bytes of text frames one socket receives while 100 messages are

@@ -5,7 +5,8 @@
 //! - a message's fan-out to 100 WebSocket clients of one room (p50, p99,
 //!   and each as a ratio of the original's), with its floor in local
 //!   workerd: a bare Durable Object that only loops `ws.send` of one string
-//!   over its sockets (worker/bench/floor.ts);
+//!   over its sockets (worker/bench/floor.ts); then the same to one client,
+//!   which is the cost of a message's way in without the fan-out;
 //! - `POST /sandbox/exec {"cmd":"true"}` on a warm room, `duet serve` and
 //!   the worker, with the worker's own breakdown (its `Server-Timing`);
 //! - idle memory per room and per socket: the engine's own process
@@ -185,14 +186,35 @@ async fn measure(
         memory,
         ..Figures::default()
     };
-    let kinds: &[(&'static str, bool)] = if matches!(engine, Engine::Original | Engine::Floor) {
-        &[("full states", false)]
-    } else {
-        &[("full states", false), ("deltas", true)]
-    };
-    for &(kind, deltas) in kinds {
-        let room = format!("engines-fan{}", u8::from(deltas));
-        let mut fanout = fanout_samples(http, addr, &room, deltas, FANOUT_MESSAGES).await?;
+    // Each engine's figures with FANOUT_CLIENTS clients, then with one: a
+    // message's way in (the POST, the store) without the fan-out, the
+    // part no way of sending can take away.
+    let kinds: &[(&'static str, bool, usize)] =
+        if matches!(engine, Engine::Original | Engine::Floor) {
+            &[
+                ("full states", false, FANOUT_CLIENTS),
+                ("1 client", false, 1),
+            ]
+        } else {
+            &[
+                ("full states", false, FANOUT_CLIENTS),
+                ("deltas", true, FANOUT_CLIENTS),
+                ("deltas, 1 client", true, 1),
+            ]
+        };
+    for &(kind, deltas, clients) in kinds {
+        let room = format!("engines-fan{}-{clients}", u8::from(deltas));
+        // To the room: answered at once, so the client sends each on the
+        // same connection, as it does to the original engine's room.
+        let mut fanout = fanout_samples(
+            http,
+            addr,
+            &room,
+            deltas,
+            clients,
+            (FANOUT_MESSAGES, "room"),
+        )
+        .await?;
         fanout.samples.sort();
         figures.fanout.push((
             kind,
@@ -348,7 +370,7 @@ fn print(all: &[(Engine, Figures)], rooms: usize) {
         });
     println!(
         "engines side by side: {FANOUT_MESSAGES} messages to {FANOUT_CLIENTS} clients of one room, \
-         the model still thinking"
+         each to the room"
     );
     println!(
         "{:<40} {:>9} {:>9} {:>8} {:>8} {:>11}",
