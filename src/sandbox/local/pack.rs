@@ -16,29 +16,38 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 
 /// Opens folder `path` of the workspace to be archived: absent is
-/// `NoFile`, a file `is not a directory`.
+/// `NoFile`, a file `is not a directory`. `None`: the whole workspace of a
+/// room that never ran, which is empty (and is not made for a look).
 pub fn open_folder(
     place: &SandboxPlace,
     limits: &Limits,
     path: &str,
-) -> Result<OwnedFd, SandboxError> {
+) -> Result<Option<OwnedFd>, SandboxError> {
     let parts = folder_parts(path)?;
     // A room that never ran has an empty workspace, and no folder in it.
-    if !parts.is_empty() && !place.workspace.exists() {
-        return Err(SandboxError::NoFile);
+    if !place.workspace.exists() {
+        return if parts.is_empty() {
+            Ok(None)
+        } else {
+            Err(SandboxError::NoFile)
+        };
     }
     super::ready_workspace(place, limits)
         .map_err(|e| failed("the workspace is not available", e))?;
     let root =
         tree::open_root(&place.workspace).map_err(|e| failed("cannot open the workspace", e))?;
-    walk_to(&root, &parts, None)
+    walk_to(&root, &parts, None).map(Some)
 }
 
-/// Writes the tree below `root` as a tar to `out`: each folder's entries
-/// in byte order of name, a folder before what it holds; folders, regular
-/// files and symlinks (as links) with their permission bits and mtime.
-pub fn write_tar(root: OwnedFd, out: impl Write) -> std::io::Result<()> {
+/// Writes the tree below `root` (none: an empty folder) as a tar to `out`:
+/// each folder's entries in byte order of name, a folder before what it
+/// holds; folders, regular files and symlinks (as links) with their
+/// permission bits and mtime.
+pub fn write_tar(root: Option<OwnedFd>, out: impl Write) -> std::io::Result<()> {
     let mut tar = tar::Builder::new(out);
+    let Some(root) = root else {
+        return tar.into_inner()?.flush();
+    };
     // (folder, its path, its entries not yet written, last first)
     let list = sorted_last_first(&root)?;
     let mut folders = vec![(root, String::new(), list)];

@@ -1,5 +1,6 @@
 //! A room's disk comes with its first use of the sandbox: the looks a
-//! chat-only room's agent takes (AGENTS.md, a path it names) make none.
+//! chat-only room's agent takes (AGENTS.md, a path it names), and a pull
+//! of its empty workspace, make none.
 
 use duet::sandbox::local::{Limits, RoomSandbox, SandboxPlace};
 use duet::sandbox::{ExecSpec, Sandbox, SandboxError};
@@ -51,6 +52,20 @@ async fn looks_into_a_room_that_never_ran_make_no_disk() {
         Err(SandboxError::BadPath(_))
     ));
     assert!(!sb.interrupt(None, true).await, "nothing ran");
+    // The whole workspace as an archive (`duet pull`): an empty tar.
+    let mut body = sb.archive_get(String::new()).await.unwrap();
+    let mut tar = Vec::new();
+    while let Some(chunk) = futures_util::StreamExt::next(&mut body).await {
+        tar.extend_from_slice(&chunk.unwrap());
+    }
+    assert_eq!(
+        tar::Archive::new(tar.as_slice()).entries().unwrap().count(),
+        0
+    );
+    assert!(matches!(
+        sb.archive_get("src".into()).await,
+        Err(SandboxError::NoFile)
+    ));
     assert_eq!(workspaces(dir.path()), Vec::<String>::new());
 
     // The first command makes the workspace (and its disk, where the host
