@@ -96,7 +96,14 @@ async fn a_second_duet_joins_the_embedded_backend_and_so_does_exec() {
         s.contains("1 here") && s.contains("● connected") && s.contains(&hint)
     })
     .await;
-    let moved = std::fs::read_to_string(dir.path().join("shared/duet.port")).unwrap();
+    // The screen above can still be the one before the takeover (the
+    // first duet's backend stopping): the port file comes with it.
+    let port_file = dir.path().join("shared/duet.port");
+    let moved = common::apps::wait_for("the port file of the backend taken over", || {
+        let found = std::fs::read_to_string(&port_file).ok();
+        async move { found }
+    })
+    .await;
     assert_eq!(moved, port, "the same port");
     tmux.type_text("second", "!echo still-here");
     tmux.keys("second", &["Enter"]);
