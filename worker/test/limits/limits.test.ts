@@ -78,18 +78,27 @@ describe("limits", () => {
   it("drops frames over a socket's frame and byte rates with duet_error, and answers an rpc as one", async () => {
     const r = room("lim");
     const s = await joined(r, "user=ada");
-    const started = Date.now();
-    for (let n = 0; n < 40; n++) s.send({ type: "duet_typing" });
-    s.send({ type: "rpc", id: "late", method: "cancel", args: [] });
-    const errors: Json[] = [];
-    const answer = await s.until((f) => {
-      if (f.type === "duet_error") errors.push(f);
-      return f.type === "rpc";
-    });
-    // 40 frames against a burst of 20: the rest are dropped, less what the
-    // bucket refilled (20 a second) while a loaded machine delivered them.
-    const refilled = Math.floor(((Date.now() - started) / 1000) * 20);
-    expect(errors.length).toBeGreaterThanOrEqual(Math.max(1, 19 - refilled));
+    // FLOOD frames against a burst of 20, then an rpc. A loaded machine can
+    // deliver them so slowly that the bucket (20 a second) refilled enough
+    // for the rpc: then again, at most three times.
+    const FLOOD = 100;
+    let errors: Json[] = [];
+    let answer: Json = {};
+    let refilled = 0;
+    for (let attempt = 0; attempt < 3 && answer.status !== 429; attempt++) {
+      const started = Date.now();
+      for (let n = 0; n < FLOOD; n++) s.send({ type: "duet_typing" });
+      s.send({ type: "rpc", id: "late", method: "cancel", args: [] });
+      const seen: Json[] = [];
+      answer = await s.until((f) => {
+        if (f.type === "duet_error") seen.push(f);
+        return f.type === "rpc";
+      });
+      errors = seen;
+      refilled = Math.floor(((Date.now() - started) / 1000) * 20);
+    }
+    // The rest are dropped, less what the bucket refilled meanwhile.
+    expect(errors.length).toBeGreaterThanOrEqual(Math.max(1, FLOOD - 21 - refilled));
     expect(Object.keys(errors[0])).toEqual(["type", "error", "retryAfterMs"]);
     expect(errors[0].error).toBe("rate limited");
     expect(errors[0].retryAfterMs).toBeGreaterThan(0);
