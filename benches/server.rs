@@ -141,7 +141,8 @@ async fn fanout_figures(
         &room,
         deltas,
         FANOUT_CLIENTS,
-        (FANOUT_MESSAGES, "agent"),
+        FANOUT_MESSAGES,
+        "agent",
     )
     .await?;
     let kind = if deltas { "deltas" } else { "full states" };
@@ -172,7 +173,8 @@ pub(crate) async fn fanout_samples(
     room: &str,
     deltas: bool,
     clients: usize,
-    (messages, to): (usize, &str),
+    messages: usize,
+    to: &str,
 ) -> anyhow::Result<Fanout> {
     let seen = Arc::new(Seen::new(clients));
     let mut tasks = Vec::new();

@@ -206,15 +206,8 @@ async fn measure(
         let room = format!("engines-fan{}-{clients}", u8::from(deltas));
         // To the room: answered at once, so the client sends each on the
         // same connection, as it does to the original engine's room.
-        let mut fanout = fanout_samples(
-            http,
-            addr,
-            &room,
-            deltas,
-            clients,
-            (FANOUT_MESSAGES, "room"),
-        )
-        .await?;
+        let mut fanout =
+            fanout_samples(http, addr, &room, deltas, clients, FANOUT_MESSAGES, "room").await?;
         fanout.samples.sort();
         figures.fanout.push((
             kind,
