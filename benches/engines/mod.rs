@@ -6,7 +6,8 @@
 //!   and each as a ratio of the original's), with its floor in local
 //!   workerd: a bare Durable Object that only loops `ws.send` of one string
 //!   over its sockets (worker/bench/floor.ts); then the same to one client,
-//!   which is the cost of a message's way in without the fan-out;
+//!   which is the cost of a message's way in without the fan-out. Each
+//!   engine is sent 20 messages first, untimed (`fanout_samples`);
 //! - `POST /sandbox/exec {"cmd":"true"}` on a warm room, `duet serve` and
 //!   the worker, with the worker's own breakdown (its `Server-Timing`);
 //! - idle memory per room and per socket: the engine's own process
