@@ -2,7 +2,9 @@
 // "Background processes and ports"): looked for about once a second while
 // a background process runs (which keeps the sandbox awake anyway) and for
 // a few seconds after the last one ended, and once when a command ends (a
-// `&` job may have started a server). Never on a timer otherwise: a
+// `&` job may have started a server), at most once a second (a run of
+// quick commands, as an agent's, costs the sandbox one look a second, not
+// one a command). Never on a timer otherwise: a
 // pending timer keeps the room's object from hibernating, and a look keeps
 // the sandbox from its sleep.
 
@@ -14,6 +16,8 @@ import type { RoomSandbox } from "./sandbox/types";
 const LOOK_EVERY_MS = 1_000;
 /** How long after the last process ended they are still looked for (its port closes). */
 const AFTER_PROCESSES_MS = 3_000;
+/** Commands that end within this long of the last look after one share the next. */
+const AFTER_COMMANDS_EVERY_MS = 1_000;
 
 export interface PortsHost {
   sandbox(): RoomSandbox;
@@ -27,6 +31,9 @@ export class Ports {
   private until = 0;
   private timer?: ReturnType<typeof setTimeout>;
   private looking = false;
+  /** The look after a command that waits for its turn, and when the last one began. */
+  private afterCommandTimer?: ReturnType<typeof setTimeout>;
+  private lastAfterCommand = 0;
   /** Bumped when the sandbox goes: a look that was under way then is dropped. */
   private epoch = 0;
 
@@ -46,15 +53,25 @@ export class Ports {
     if (on) this.schedule(0);
   }
 
-  /** A command ended: look once. */
+  /** A command ended: look once, now or (after a recent look) when a second has passed since it. */
   afterCommand(): void {
-    if (!this.watching && !this.looking) void this.look();
+    if (this.watching || this.looking || this.afterCommandTimer !== undefined) return;
+    const look = () => {
+      this.afterCommandTimer = undefined;
+      this.lastAfterCommand = Date.now();
+      void this.look();
+    };
+    const wait = this.lastAfterCommand + AFTER_COMMANDS_EVERY_MS - Date.now();
+    if (wait <= 0) look();
+    else this.afterCommandTimer = setTimeout(look, wait);
   }
 
   /** The sandbox went away (or was cleaned up): nothing listens. */
   clear(quiet = false): void {
     this.epoch++;
     this.until = 0;
+    if (this.afterCommandTimer !== undefined) clearTimeout(this.afterCommandTimer);
+    this.afterCommandTimer = undefined;
     if (this.current.length === 0) return;
     this.current = [];
     if (!quiet) this.host.changed(this.state());
