@@ -195,6 +195,9 @@ pub type TermEvents = tokio::sync::mpsc::Receiver<TermEvent>;
 pub enum TermEvent {
     /// Bytes, exactly as the programs wrote them.
     Output(Vec<u8>),
+    /// The programs were given this size (the server's `Resize`): output
+    /// before it was drawn for the old size, output after for this one.
+    Resized(TermSize),
     /// It ended: its shell's exit code (`None`: closed or killed), or why
     /// it could not start.
     Exit(Option<i32>, Option<String>),

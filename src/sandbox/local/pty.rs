@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 /// Time the terminal's shell gets after SIGHUP before SIGKILL.
 const CLOSE_GRACE: Duration = Duration::from_millis(500);
+/// How long after a resize the programs are told again (see `resize`).
+const RESIZE_REMINDER: Duration = Duration::from_millis(200);
 /// What the terminal's prompt shows: the directory.
 const PROMPT: &str = r"\w \$ ";
 
@@ -34,6 +36,8 @@ pub(super) struct Pty {
     pending: Vec<u8>,
     /// Set by `close`: when the shell gets SIGKILL.
     kill_at: Option<Instant>,
+    /// Set by `resize`: when the foreground programs get SIGWINCH again.
+    remind_at: Option<Instant>,
     /// The master read EOF/EIO: the shell's side is gone.
     hung_up: bool,
 }
@@ -78,6 +82,7 @@ impl Pty {
             child,
             pending: Vec::new(),
             kill_at: None,
+            remind_at: None,
             hung_up: false,
         })
     }
@@ -101,6 +106,11 @@ impl Pty {
         self.kill_at.is_some()
     }
 
+    /// Whether it waits on a clock (a close's grace, a resize's reminder).
+    pub(super) fn timed(&self) -> bool {
+        self.kill_at.is_some() || self.remind_at.is_some()
+    }
+
     /// Queues input for the shell.
     pub(super) fn input(&mut self, bytes: &[u8]) {
         if self.kill_at.is_none() {
@@ -109,10 +119,30 @@ impl Pty {
     }
 
     /// Sets the size; the kernel tells the foreground programs (SIGWINCH).
+    /// They are told once more a moment later: vim drops a SIGWINCH that
+    /// comes while it draws, and would go on drawing for the old size.
     pub(super) fn resize(&mut self, size: TermSize) {
         let winsize = winsize(size);
         // SAFETY: TIOCSWINSZ on our own master with a valid winsize.
         unsafe { libc::ioctl(self.master.as_raw_fd(), libc::TIOCSWINSZ as _, &winsize) };
+        self.remind_at = Some(Instant::now() + RESIZE_REMINDER);
+    }
+
+    /// SIGWINCH to the terminal's foreground programs, when it is time.
+    fn remind_of_size(&mut self) {
+        if self.remind_at.is_none_or(|t| Instant::now() < t) {
+            return;
+        }
+        self.remind_at = None;
+        // SAFETY: asks our own master for its foreground process group,
+        // then signals that group (a program that already redrew for the
+        // size finds it unchanged and does nothing).
+        unsafe {
+            let group = libc::tcgetpgrp(self.master.as_raw_fd());
+            if group > 0 {
+                libc::kill(-group, libc::SIGWINCH);
+            }
+        }
     }
 
     /// Ends the terminal: SIGHUP to its session now, SIGKILL to the shell
@@ -132,6 +162,23 @@ impl Pty {
         self.kill_at = Some(Instant::now() + CLOSE_GRACE);
     }
 
+    /// The output that can be read now, up to about `limit` bytes.
+    pub(super) fn read_ready(&mut self, limit: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 16 * 1024];
+        while !self.hung_up && out.len() < limit {
+            match self.master.read(&mut buf) {
+                Ok(0) => self.hung_up = true,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // EIO: every slave side is closed (the shell and its jobs).
+                Err(_) => self.hung_up = true,
+            }
+        }
+        out
+    }
+
     /// Writes pending input, reads output, and sees whether the shell ended.
     pub(super) fn pump(&mut self) -> Pumped {
         if !self.pending.is_empty() {
@@ -143,18 +190,8 @@ impl Pty {
                 Err(_) => self.pending.clear(),
             }
         }
-        let mut out = Vec::new();
-        let mut buf = [0u8; 16 * 1024];
-        while !self.hung_up && out.len() < 256 * 1024 {
-            match self.master.read(&mut buf) {
-                Ok(0) => self.hung_up = true,
-                Ok(n) => out.extend_from_slice(&buf[..n]),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                // EIO: every slave side is closed (the shell and its jobs).
-                Err(_) => self.hung_up = true,
-            }
-        }
+        self.remind_of_size();
+        let out = self.read_ready(256 * 1024);
         if !out.is_empty() {
             return Pumped::Output(out);
         }

@@ -27,6 +27,9 @@ const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
 const REAP_EVERY: Duration = Duration::from_millis(250);
 /// How often the listening ports are looked at.
 const PORTS_EVERY: Duration = Duration::from_secs(1);
+/// Output read before a resize at most (a program that floods the
+/// terminal refills it as it is read: the rest counts as after).
+const RESIZE_DRAIN: usize = 1024 * 1024;
 
 /// The exit code of an interrupted command (128 + SIGINT, as a shell's).
 pub(super) const EXIT_INTERRUPTED: i32 = 130;
@@ -99,7 +102,7 @@ impl Supervisor {
     fn serve(&mut self) -> io::Result<()> {
         set_nonblocking(0)?;
         loop {
-            let clock = self.current.is_some() || self.terminal.as_ref().is_some_and(Pty::closing);
+            let clock = self.current.is_some() || self.terminal.as_ref().is_some_and(Pty::timed);
             // A background process's end wakes nobody (no SIGCHLD here):
             // it is looked for every quarter second while one runs.
             let timeout = if clock {
@@ -242,11 +245,7 @@ impl Supervisor {
                     Err(e) => eprintln!("duet sandbox: bad terminal input: {e}"),
                 }
             }
-            Request::TermResize { cols, rows } => {
-                if let Some(term) = &mut self.terminal {
-                    term.resize(TermSize { cols, rows });
-                }
-            }
+            Request::TermResize { cols, rows } => self.resize_terminal(TermSize { cols, rows })?,
             Request::TermClose => {
                 if let Some(term) = &mut self.terminal {
                     term.close();
@@ -351,6 +350,28 @@ impl Supervisor {
         }
     }
 
+    /// Resizes the terminal, and says where among its output: what the
+    /// programs wrote until now (drawn for the old size) goes first, then
+    /// `TERM_RESIZED`, then what they draw after their SIGWINCH. The
+    /// server's screen changes size at that frame, so neither is read at
+    /// the other's size.
+    fn resize_terminal(&mut self, size: TermSize) -> io::Result<()> {
+        let Some(term) = &mut self.terminal else {
+            return Ok(());
+        };
+        let before = term.read_ready(RESIZE_DRAIN);
+        term.resize(size);
+        self.send_term_data(&before)?;
+        wire::write_frame(&mut self.out, wire::TERM_RESIZED, &wire::term_size(size))
+    }
+
+    fn send_term_data(&mut self, bytes: &[u8]) -> io::Result<()> {
+        for chunk in bytes.chunks(64 * 1024) {
+            wire::write_frame(&mut self.out, wire::TERM_DATA, chunk)?;
+        }
+        Ok(())
+    }
+
     /// Relays the terminal's output and reports its end.
     fn pump_terminal(&mut self) -> io::Result<()> {
         let Some(term) = &mut self.terminal else {
@@ -359,12 +380,7 @@ impl Supervisor {
         // One read per round (bounded), so a flood of output never starves
         // the commands.
         match term.pump() {
-            Pumped::Output(bytes) => {
-                for chunk in bytes.chunks(64 * 1024) {
-                    wire::write_frame(&mut self.out, wire::TERM_DATA, chunk)?;
-                }
-                Ok(())
-            }
+            Pumped::Output(bytes) => self.send_term_data(&bytes),
             Pumped::Exited(exit_code) => {
                 self.terminal = None;
                 self.send_term_exit(&TermExit {

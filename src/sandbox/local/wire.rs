@@ -126,6 +126,26 @@ pub const PROC_OUT: u8 = 7;
 pub const PROC_EXIT: u8 = 8;
 /// The ports listening in the sandbox changed (JSON array of numbers).
 pub const PORTS: u8 = 9;
+/// The terminal took a new size here, among its output (`term_size`).
+pub const TERM_RESIZED: u8 = 10;
+
+/// The `TERM_RESIZED` payload: columns and rows, big-endian.
+pub fn term_size(size: crate::protocol::TermSize) -> [u8; 4] {
+    let [c0, c1] = size.cols.to_be_bytes();
+    let [r0, r1] = size.rows.to_be_bytes();
+    [c0, c1, r0, r1]
+}
+
+/// A `TERM_RESIZED` payload read back; `None` when it is not one.
+pub fn parse_term_size(payload: &[u8]) -> Option<crate::protocol::TermSize> {
+    let &[c0, c1, r0, r1] = payload else {
+        return None;
+    };
+    Some(crate::protocol::TermSize {
+        cols: u16::from_be_bytes([c0, c1]),
+        rows: u16::from_be_bytes([r0, r1]),
+    })
+}
 
 /// Largest frame payload either side accepts.
 pub const MAX_FRAME: usize = 4 * 1024 * 1024;

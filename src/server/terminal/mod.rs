@@ -11,6 +11,7 @@ mod screens;
 mod size;
 pub(crate) mod socket;
 mod spans;
+mod stale;
 
 use super::errors::ApiError;
 use super::room::sleep_until;
@@ -106,7 +107,7 @@ enum Request {
         conn: u64,
         size: Option<TermSize>,
         screen: bool,
-        reply: oneshot::Sender<Result<Attached, ApiError>>,
+        reply: AttachReply,
     },
     Detach {
         conn: u64,
@@ -222,7 +223,16 @@ struct Hub {
     sandbox: Arc<dyn Sandbox>,
     news: mpsc::UnboundedSender<TermNews>,
     screen: Screen,
+    /// The size the programs are given (the "smallest" rule's).
     size: TermSize,
+    /// The size the screen and the sockets have: the programs' as of the
+    /// output read so far.
+    shown: TermSize,
+    /// Scroll-region resets a program still writes for an old height.
+    stale: stale::StaleRegion,
+    /// Sockets to answer once the screen has the programs' size: whether
+    /// each wants `screen` frames, and where its answer goes.
+    attaching: Vec<(bool, AttachReply)>,
     viewers: Viewers,
     frames: broadcast::Sender<TermOut>,
     /// The sockets attached for `screen` frames.
@@ -275,6 +285,9 @@ async fn run(term_id: String, launch: Launch, mut rx: mpsc::UnboundedReceiver<Re
         news,
         screen: Screen::new(size),
         size,
+        shown: size,
+        stale: stale::StaleRegion::default(),
+        attaching: Vec::new(),
         viewers: Viewers::default(),
         frames,
         screens: ScreenFeed::new(),
@@ -315,6 +328,9 @@ async fn run(term_id: String, launch: Launch, mut rx: mpsc::UnboundedReceiver<Re
     hub.screens.send(TermOut::Exit(exit.clone()));
     let _ = hub.frames.send(TermOut::Exit(exit));
     fail_waiting(&mut rx, ENDED);
+    for (_, reply) in hub.attaching.drain(..) {
+        let _ = reply.send(Err(ApiError::internal(ENDED)));
+    }
     let _ = hub.news.send(TermNews::Ended {
         term_id: hub.term_id.clone(),
         exit_code,
@@ -340,6 +356,9 @@ fn fail_waiting(rx: &mut mpsc::UnboundedReceiver<Request>, error: &str) {
         }
     }
 }
+
+/// Where an attach is answered.
+type AttachReply = oneshot::Sender<Result<Attached, ApiError>>;
 
 /// A `duet_term` frame, serialized.
 fn frame_text(frame: TermFrame) -> Utf8Bytes {
@@ -374,6 +393,7 @@ impl Hub {
                 },
                 event = events.recv() => match event {
                     Some(TermEvent::Output(bytes)) => self.output(bytes),
+                    Some(TermEvent::Resized(size)) => self.resized(size),
                     Some(TermEvent::Exit(code, error)) => {
                         if let Some(error) = &error {
                             tracing::info!(term = %self.term_id, "terminal ended: {error}");
@@ -409,23 +429,8 @@ impl Hub {
             } => {
                 self.viewers.attach(conn, size);
                 self.resize_to_viewers();
-                // Everything before the snapshot is in it; everything after
-                // comes on the feed.
-                let (snapshot, frames) = if screen {
-                    self.screens
-                        .subscribe(&self.term_id, self.screen.emulator())
-                } else {
-                    self.flush();
-                    (self.snapshot(), self.frames.subscribe())
-                };
-                let attached = Attached {
-                    term_id: self.term_id.clone(),
-                    size: self.size,
-                    snapshot,
-                    screen,
-                    frames,
-                };
-                let _ = reply.send(Ok(attached));
+                self.attaching.push((screen, reply));
+                self.answer_attaching();
             }
             Request::Detach { conn } => {
                 if self.viewers.detach(conn) {
@@ -451,6 +456,33 @@ impl Hub {
         }
     }
 
+    /// Answers the sockets that attach once the screen has the size the
+    /// programs were given (the answer names it, the snapshot is drawn at it).
+    fn answer_attaching(&mut self) {
+        if self.shown != self.size {
+            return;
+        }
+        for (screen, reply) in std::mem::take(&mut self.attaching) {
+            // Everything before the snapshot is in it; everything after
+            // comes on the feed.
+            let (snapshot, frames) = if screen {
+                self.screens
+                    .subscribe(&self.term_id, self.screen.emulator())
+            } else {
+                self.flush();
+                (self.snapshot(), self.frames.subscribe())
+            };
+            let attached = Attached {
+                term_id: self.term_id.clone(),
+                size: self.shown,
+                snapshot,
+                screen,
+                frames,
+            };
+            let _ = reply.send(Ok(attached));
+        }
+    }
+
     /// The `data` frame that redraws the screen.
     fn snapshot(&self) -> Utf8Bytes {
         frame_text(TermFrame::Data {
@@ -461,6 +493,7 @@ impl Hub {
     }
 
     fn output(&mut self, bytes: Vec<u8>) {
+        let bytes = self.stale.fix(bytes);
         self.screen.feed(&bytes);
         self.quiet_since = Instant::now();
         self.screens.changed();
@@ -495,18 +528,30 @@ impl Hub {
         }
     }
 
-    /// Applies the "smallest" rule: a new size goes to the programs, the
-    /// screen, the attached sockets and the room.
+    /// Applies the "smallest" rule: a new size goes to the programs; the
+    /// screen, the attached sockets and the room follow when the sandbox
+    /// says where among the output they got it (`resized`), so that
+    /// nothing drawn for one size is read at another.
     fn resize_to_viewers(&mut self) {
         let size = self.viewers.size(self.size);
         if size == self.size {
             return;
         }
+        self.size = size;
+        self.sandbox.term_send(TermRequest::Resize(size));
+    }
+
+    /// The programs got `size` here, among their output: the screen, the
+    /// attached sockets and the room take it.
+    fn resized(&mut self, size: TermSize) {
+        if size == self.shown {
+            return self.answer_attaching();
+        }
         self.flush();
         self.screens.tick(&self.term_id, self.screen.emulator());
-        self.size = size;
+        self.stale.resized(self.shown.rows, size.rows);
+        self.shown = size;
         self.screen.resize(size);
-        self.sandbox.term_send(TermRequest::Resize(size));
         let frame = frame_text(TermFrame::Resize {
             term_id: self.term_id.clone(),
             cols: size.cols,
@@ -519,5 +564,6 @@ impl Hub {
             term_id: self.term_id.clone(),
             size,
         });
+        self.answer_attaching();
     }
 }

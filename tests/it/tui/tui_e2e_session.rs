@@ -25,11 +25,8 @@ const FORK: &str = "pair-session-fork";
 const REFUSAL: &str = "a viewer may not type into the terminal";
 /// The least a session lasts, of use rather than sleep.
 const SESSION: Duration = Duration::from_secs(180);
-/// How long the vim part lasts at least (the rest fills the session). Kept
-/// short: vim's output can race a resize of the shared terminal and stay
-/// garbled (a known bug, reproduced by the ignored test
-/// `neutral::server_terminal::resize_race`); more rounds here would only
-/// meet it more often.
+/// How long the vim part lasts at least (the rest fills the session; vim
+/// racing resizes round after round is `neutral::server_terminal::resize_race`).
 const VIM_PART: Duration = Duration::from_secs(30);
 
 /// The status bar: the last line of a screen.

@@ -159,6 +159,14 @@ async fn read_events(
                 }
                 continue;
             }
+            wire::TERM_RESIZED => {
+                if let (Some(size), Some(sender)) =
+                    (wire::parse_term_size(&payload), feeds.terminal.sender())
+                {
+                    let _ = sender.send(TermEvent::Resized(size)).await;
+                }
+                continue;
+            }
             wire::TERM_EXIT => {
                 let exit: wire::TermExit = serde_json::from_slice(&payload).unwrap_or_default();
                 feeds.terminal.end(exit.exit_code, exit.error).await;

@@ -59,11 +59,11 @@ impl Viewer {
     }
 }
 
-// Fails today on `duet serve` (a round or two in ten runs, more under
-// load): the server's emulator applies vim's output at a size vim did not
-// draw it for, and every viewer with it (branch term-race's report).
+// Failed a round or two in ten runs on `duet serve` before its screen
+// took a size where the programs got it: vim's output read at a size it
+// was not drawn for, a stale scroll region that squeezed vim's redraw, and
+// a SIGWINCH vim dropped while drawing (it went on drawing for the old size).
 #[tokio::test]
-#[ignore = "reproduces the shared terminal's resize race, not fixed yet"]
 async fn vim_stays_drawn_right_while_a_narrow_window_comes_and_goes() {
     const ROUNDS: usize = 40;
     let room = "term-race";
