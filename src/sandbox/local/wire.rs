@@ -136,15 +136,16 @@ pub fn term_size(size: crate::protocol::TermSize) -> [u8; 4] {
     [c0, c1, r0, r1]
 }
 
-/// A `TERM_RESIZED` payload read back; `None` when it is not one.
+/// A `TERM_RESIZED` payload read back (within a terminal's bounds: it
+/// comes from inside the sandbox); `None` when it is not one.
 pub fn parse_term_size(payload: &[u8]) -> Option<crate::protocol::TermSize> {
     let &[c0, c1, r0, r1] = payload else {
         return None;
     };
-    Some(crate::protocol::TermSize {
-        cols: u16::from_be_bytes([c0, c1]),
-        rows: u16::from_be_bytes([r0, r1]),
-    })
+    Some(crate::protocol::TermSize::clamped(
+        u16::from_be_bytes([c0, c1]).into(),
+        u16::from_be_bytes([r0, r1]).into(),
+    ))
 }
 
 /// Largest frame payload either side accepts.
@@ -204,5 +205,19 @@ mod tests {
             Some((DONE, b"{}".to_vec()))
         );
         assert_eq!(read_frame(&mut r).await.unwrap(), None);
+    }
+
+    #[test]
+    fn a_term_size_round_trips_and_a_bad_one_is_bounded_or_refused() {
+        use crate::protocol::TermSize;
+        let size = TermSize {
+            cols: 120,
+            rows: 40,
+        };
+        assert_eq!(parse_term_size(&term_size(size)), Some(size));
+        let huge = [0xff, 0xff, 0xff, 0xff];
+        let bounded = TermSize::clamped(i64::MAX, i64::MAX);
+        assert_eq!(parse_term_size(&huge), Some(bounded));
+        assert_eq!(parse_term_size(b"abc"), None);
     }
 }
