@@ -16,6 +16,7 @@ import { fromBase64Strict } from "./sandbox/bytes";
 import type { Pty, RoomSandbox, TermSize } from "./sandbox/types";
 import { Screen } from "./screen";
 import { ScreenFeed } from "./screenfeed";
+import { StaleRegion } from "./staleregion";
 
 /** A terminal nobody gave a size for. */
 export const DEFAULT_SIZE: TermSize = { cols: 80, rows: 24 };
@@ -77,6 +78,8 @@ interface Running {
   receiving: Set<string>;
   /** The attached sockets that get `screen` frames instead (src/screenfeed.ts). */
   screens: ScreenFeed;
+  /** Scroll-region resets a program still writes for an old height. */
+  stale: StaleRegion;
   idleTimer?: ReturnType<typeof setTimeout>;
   /** It ended (or never started). */
   over: boolean;
@@ -211,6 +214,7 @@ export class SharedTerminal {
       viewers: new Map(),
       receiving: new Set(),
       screens: new ScreenFeed(termId, screen, (c, text) => this.host.send(c, text)),
+      stale: new StaleRegion(),
       over: false,
     };
     try {
@@ -232,8 +236,9 @@ export class SharedTerminal {
   }
 
   /** Output: onto the screen, then to the sockets that receive, in order. */
-  private output(t: Running, bytes: Uint8Array): void {
+  private output(t: Running, written: Uint8Array): void {
     if (t.over) return;
+    const bytes = t.stale.fix(written);
     if (t.viewers.size === 0) this.armIdle(t);
     t.screen.write(bytes, () => {
       t.screens.changed();
@@ -270,6 +275,7 @@ export class SharedTerminal {
   private fit(t: Running): void {
     const size = smallest(t.viewers.values());
     if (!size || (size.cols === t.size.cols && size.rows === t.size.rows)) return;
+    t.stale.resized(t.size.rows, size.rows);
     t.size = size;
     t.pty?.resize(size);
     t.screen.resize(size.cols, size.rows);

@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { AGENT_BYTES, AGENT_LINES, Screen } from "../src/screen";
 import { clampSize, sizeProblems, smallest } from "../src/terminal";
 import { conversation } from "../src/prompt";
+import { StaleRegion } from "../src/staleregion";
 import { termDataFrame, termExitFrame, termOpenFrame, termResizeFrame, typingFrame } from "../src/protocol";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
@@ -140,5 +141,40 @@ describe("the agent's context", () => {
     const empty = conversation([question], { cols: 100, rows: 30, text: "" });
     expect(empty[1].content).toBe("[the room's terminal, 100x30: its screen now, as text]\n(the screen is empty)");
     expect(conversation([question]).length).toBe(2);
+  });
+});
+
+describe("a scroll-region reset written for an old height", () => {
+  // vim's scroll at 7 rows, read after the terminal grew to 30, then its redraw.
+  const vim = "\x1b[1;6r\x1b[6;1H\r\n\x1b[1;7r\x1b[5;2Hok\x1b[H\x1b[2Jnarrow\r\n\x1b[1;7r";
+  const text = (b: Uint8Array) => new TextDecoder().decode(b);
+
+  it("is whole-screen until the redraw, and left alone after it", () => {
+    const stale = new StaleRegion();
+    stale.resized(7, 30);
+    expect(text(stale.fix(bytes(vim)))).toBe("\x1b[1;6r\x1b[6;1H\r\n\x1b[r\x1b[5;2Hok\x1b[H\x1b[2Jnarrow\r\n\x1b[1;7r");
+    expect(text(stale.fix(bytes("\x1b[1;7r")))).toBe("\x1b[1;7r");
+  });
+
+  it("is left alone when the terminal shrank or never resized", () => {
+    const stale = new StaleRegion();
+    expect(text(stale.fix(bytes(vim)))).toBe(vim);
+    stale.resized(30, 7);
+    expect(text(stale.fix(bytes(vim)))).toBe(vim);
+  });
+
+  it("lets the redraw fill the grown screen from the top", async () => {
+    const screen = new Screen(40, 7);
+    screen.write(bytes("\x1b[1;6r"));
+    screen.resize(40, 30);
+    const stale = new StaleRegion();
+    stale.resized(7, 30);
+    let redraw = "\x1b[1;7r\x1b[H\x1b[2J";
+    for (let n = 0; n < 20; n++) redraw += `line ${n}\r\n`;
+    screen.write(stale.fix(bytes(redraw)));
+    await written(screen);
+    const lines = screen.text().split("\n");
+    expect(lines[0]).toBe("line 0");
+    expect(lines[19]).toBe("line 19");
   });
 });

@@ -1,0 +1,58 @@
+// A program can still write for the terminal's old height after a resize
+// made it taller: it draws until it reads its SIGWINCH. Its reset of the
+// scroll region then names the old height (`ESC [ 1 ; old r`), which at the
+// new height is a region of the top rows only, and the full redraw it sends
+// next scrolls inside it, garbled (vim under a window that comes and goes).
+// Until the program clears the screen for that redraw, such a reset means
+// the whole screen, as it did when it was written: it is rewritten as one
+// (`ESC [ r`) in the bytes everyone is sent. As duet serve's
+// src/server/terminal/stale.rs.
+
+const encoder = new TextEncoder();
+/** Clearing the whole screen: the program's redraw for the new size. */
+const CLEAR = encoder.encode("\x1b[2J");
+/** A scroll region of the whole screen, whatever its height. */
+const FULL = encoder.encode("\x1b[r");
+
+export class StaleRegion {
+  /** The old height while stale output may still come. */
+  private oldRows?: number;
+
+  /** The terminal's height changed from `from` rows to `to`. */
+  resized(from: number, to: number): void {
+    this.oldRows = to > from ? from : undefined;
+  }
+
+  /** `bytes`, with the resets of the old height before the next clear made whole-screen ones. */
+  fix(bytes: Uint8Array): Uint8Array {
+    if (this.oldRows === undefined) return bytes;
+    const stale = encoder.encode(`\x1b[1;${this.oldRows}r`);
+    const clear = find(bytes, CLEAR, 0);
+    if (clear >= 0) this.oldRows = undefined;
+    const end = clear >= 0 ? clear : bytes.length;
+    const parts: Uint8Array[] = [];
+    let from = 0;
+    for (let at = find(bytes, stale, 0); at >= 0 && at + stale.length <= end; at = find(bytes, stale, from)) {
+      parts.push(bytes.subarray(from, at), FULL);
+      from = at + stale.length;
+    }
+    if (parts.length === 0) return bytes;
+    parts.push(bytes.subarray(from));
+    const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const p of parts) {
+      out.set(p, at);
+      at += p.length;
+    }
+    return out;
+  }
+}
+
+/** Where `needle` starts in `haystack` at or after `from`; -1 when nowhere. */
+function find(haystack: Uint8Array, needle: Uint8Array, from: number): number {
+  outer: for (let i = from; i + needle.length <= haystack.length; i++) {
+    for (let j = 0; j < needle.length; j++) if (haystack[i + j] !== needle[j]) continue outer;
+    return i;
+  }
+  return -1;
+}
