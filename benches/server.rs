@@ -181,6 +181,9 @@ pub(crate) async fn fanout_samples(
     messages: usize,
     to: &str,
 ) -> anyhow::Result<Fanout> {
+    // Texts no earlier call left in the room: a full state's end shows only this call's.
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, Ordering::Relaxed);
     let seen = Arc::new(Seen::new(clients));
     let mut tasks = Vec::new();
     for c in 0..clients {
@@ -192,7 +195,7 @@ pub(crate) async fn fanout_samples(
         let seen = seen.clone();
         tasks.push(tokio::spawn(async move {
             let mut next = 0usize;
-            let mut marker = format!("\"fanout-{next:05}\"");
+            let mut marker = format!("\"fanout{call}-{next:05}\"");
             while let Some(Ok(msg)) = ws.next().await {
                 let Message::Text(text) = msg else { continue };
                 // The newest message closes the frame's messages: look near the end.
@@ -201,7 +204,7 @@ pub(crate) async fn fanout_samples(
                 if tail.windows(marker.len()).any(|w| w == marker.as_bytes()) {
                     seen.add(Instant::now(), bytes.len());
                     next += 1;
-                    marker = format!("\"fanout-{next:05}\"");
+                    marker = format!("\"fanout{call}-{next:05}\"");
                 }
             }
             seen.left.notify_one();
@@ -213,8 +216,7 @@ pub(crate) async fn fanout_samples(
     let mut samples = Vec::with_capacity(messages);
     let mut posts = Vec::with_capacity(messages);
     for i in 0..FANOUT_WARMUP + messages {
-        let body =
-            serde_json::json!({"text": format!("fanout-{i:05}"), "userId": "bench", "to": to});
+        let body = serde_json::json!({"text": format!("fanout{call}-{i:05}"), "userId": "bench", "to": to});
         let start = Instant::now();
         // To the agent: answered when its turn ends (never, with this
         // model). Not awaited either way.

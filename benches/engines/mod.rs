@@ -1,13 +1,16 @@
 //! Section `engines`: `duet serve`, the local worker (worker/dev.sh) and
 //! the original engine's room (worker/bench/original.sh: a bare Agents SDK
 //! `Agent` whose `setState` carries the message list, in local workerd),
-//! one after another in one run, measured by the same clients:
+//! all running at once in one run, measured by the same clients (memory
+//! first, each engine still empty; then the fan-out in 3 rounds of 100
+//! messages that take turns among the engines, so that load on the machine
+//! that comes and goes falls on all alike; then exec):
 //! - a message's fan-out to 100 WebSocket clients of one room (p50, p99,
 //!   and each as a ratio of the original's), with its floor in local
 //!   workerd: a bare Durable Object that only loops `ws.send` of one string
 //!   over its sockets (worker/bench/floor.ts); then the same to one client,
 //!   which is the cost of a message's way in without the fan-out. Each
-//!   engine is sent 20 messages first, untimed (`fanout_samples`);
+//!   round sends 20 messages first, untimed (`fanout_samples`);
 //! - `POST /sandbox/exec {"cmd":"true"}` on a warm room, `duet serve` and
 //!   the worker, with the worker's own breakdown (its `Server-Timing`);
 //! - idle memory per room and per socket: the engine's own process
@@ -24,6 +27,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
+/// Rounds the fan-out's messages are sent in, the engines taking turns.
+const FANOUT_ROUNDS: usize = 3;
 /// Exec calls measured per engine.
 const EXECS: usize = 300;
 /// Rooms of idle sockets, unless DUET_BENCH_ROOMS says.
@@ -147,7 +152,6 @@ pub(crate) async fn engines_figures(http: &reqwest::Client) -> anyhow::Result<()
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(IDLE_ROOMS);
-    let mut all = Vec::new();
     // DUET_BENCH_ENGINES=original,worker (say) measures only those.
     let picked = std::env::var("DUET_BENCH_ENGINES").unwrap_or_default();
     let engines = [
@@ -156,73 +160,108 @@ pub(crate) async fn engines_figures(http: &reqwest::Client) -> anyhow::Result<()
         Engine::Serve,
         Engine::Worker,
     ];
+    let mut running = Vec::new();
     for engine in engines
         .into_iter()
         .filter(|e| picked.is_empty() || picked.split(',').any(|p| p.trim() == e.key()))
     {
         let dir = tempfile::tempdir()?;
-        let (mut child, addr) = engine.start(dir.path(), &model)?;
-        let figures = measure(http, engine, child.id(), &addr, rooms).await;
-        support::stop(&mut child);
-        all.push((engine, figures?));
+        match engine.start(dir.path(), &model) {
+            Ok((child, addr)) => running.push((engine, child, addr, dir)),
+            Err(e) => {
+                stop_all(&mut running);
+                return Err(e);
+            }
+        }
     }
-    print(&all, rooms);
+    let measured = measure_all(http, &running, rooms).await;
+    stop_all(&mut running);
+    print(&measured?, rooms);
     Ok(())
 }
 
-async fn measure(
+fn stop_all(running: &mut [(Engine, Child, String, tempfile::TempDir)]) {
+    for (_, child, _, _) in running {
+        support::stop(child);
+    }
+}
+
+/// Every engine runs at once: memory first (each still empty), then the
+/// fan-out in rounds that take turns among the engines, so that load on
+/// the machine that comes and goes falls on all of them alike, then exec.
+async fn measure_all(
     http: &reqwest::Client,
-    engine: Engine,
-    pid: u32,
-    addr: &str,
+    running: &[(Engine, Child, String, tempfile::TempDir)],
     rooms: usize,
-) -> anyhow::Result<Figures> {
-    // The floor sends nothing on connect: no memory figures (it keeps no room).
-    let memory = if engine == Engine::Floor {
-        None
-    } else {
-        Some(idle_memory(engine, pid, addr, rooms).await?)
-    };
-    let mut figures = Figures {
-        memory,
-        ..Figures::default()
-    };
-    // Each engine's figures with FANOUT_CLIENTS clients, then with one: a
-    // message's way in (the POST, the store) without the fan-out, the
-    // part no way of sending can take away.
-    let kinds: &[(&'static str, bool, usize)] =
-        if matches!(engine, Engine::Original | Engine::Floor) {
-            &[
-                ("full states", false, FANOUT_CLIENTS),
-                ("1 client", false, 1),
-            ]
+) -> anyhow::Result<Vec<(Engine, Figures)>> {
+    let mut all = Vec::new();
+    for (engine, child, addr, _) in running {
+        // The floor sends nothing on connect: no memory figures (it keeps no room).
+        let memory = if *engine == Engine::Floor {
+            None
         } else {
-            &[
-                ("full states", false, FANOUT_CLIENTS),
-                ("deltas", true, FANOUT_CLIENTS),
-                ("deltas, 1 client", true, 1),
-            ]
+            Some(idle_memory(*engine, child.id(), addr, rooms).await?)
         };
-    for &(kind, deltas, clients) in kinds {
-        let room = format!("engines-fan{}-{clients}", u8::from(deltas));
-        // To the room: answered at once, so the client sends each on the
-        // same connection, as it does to the original engine's room.
-        let mut fanout =
-            fanout_samples(http, addr, &room, deltas, clients, FANOUT_MESSAGES, "room").await?;
-        fanout.samples.sort();
-        figures.fanout.push((
-            kind,
-            percentile(&fanout.samples, 0.5),
-            percentile(&fanout.samples, 0.99),
-            fanout.last_frame,
+        all.push((
+            *engine,
+            Figures {
+                memory,
+                ..Figures::default()
+            },
         ));
     }
-    if matches!(engine, Engine::Serve | Engine::Worker) {
-        let (median, phases) = exec_samples(http, addr).await?;
-        figures.exec = Some(median);
-        figures.phases = phases;
+    let mut samples: BTreeMap<(usize, usize), (Vec<Duration>, usize)> = BTreeMap::new();
+    for _ in 0..FANOUT_ROUNDS {
+        for (e, (engine, _, addr, _)) in running.iter().enumerate() {
+            for (k, &(_, deltas, clients)) in fanout_kinds(*engine).iter().enumerate() {
+                let room = format!("engines-fan{}-{clients}", u8::from(deltas));
+                // To the room: answered at once, so the client sends each on the
+                // same connection, as it does to the original engine's room.
+                let per_round = FANOUT_MESSAGES / FANOUT_ROUNDS;
+                let fanout =
+                    fanout_samples(http, addr, &room, deltas, clients, per_round, "room").await?;
+                let entry = samples.entry((e, k)).or_default();
+                entry.0.extend(fanout.samples);
+                entry.1 = fanout.last_frame;
+            }
+        }
     }
-    Ok(figures)
+    for ((e, k), (mut taken, last_frame)) in samples {
+        taken.sort();
+        let (engine, figures) = &mut all[e];
+        figures.fanout.push((
+            fanout_kinds(*engine)[k].0,
+            percentile(&taken, 0.5),
+            percentile(&taken, 0.99),
+            last_frame,
+        ));
+    }
+    for ((engine, _, addr, _), (_, figures)) in running.iter().zip(&mut all) {
+        if matches!(engine, Engine::Serve | Engine::Worker) {
+            let (median, phases) = exec_samples(http, addr).await?;
+            figures.exec = Some(median);
+            figures.phases = phases;
+        }
+    }
+    Ok(all)
+}
+
+/// Each engine's fan-out with FANOUT_CLIENTS clients, then with one: a
+/// message's way in (the POST, the store) without the fan-out, the part no
+/// way of sending can take away.
+fn fanout_kinds(engine: Engine) -> &'static [(&'static str, bool, usize)] {
+    if matches!(engine, Engine::Original | Engine::Floor) {
+        &[
+            ("full states", false, FANOUT_CLIENTS),
+            ("1 client", false, 1),
+        ]
+    } else {
+        &[
+            ("full states", false, FANOUT_CLIENTS),
+            ("deltas", true, FANOUT_CLIENTS),
+            ("deltas, 1 client", true, 1),
+        ]
+    }
 }
 
 /// The median of `POST /sandbox/exec {"cmd":"true"}` on a warm room, and
@@ -364,7 +403,7 @@ fn print(all: &[(Engine, Figures)], rooms: usize) {
         });
     println!(
         "engines side by side: {FANOUT_MESSAGES} messages to {FANOUT_CLIENTS} clients of one room, \
-         each to the room"
+         each to the room, in {FANOUT_ROUNDS} rounds the engines take turns in"
     );
     println!(
         "{:<40} {:>9} {:>9} {:>8} {:>8} {:>11}",
