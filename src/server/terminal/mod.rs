@@ -35,6 +35,10 @@ const FRAMES_CAPACITY: usize = 256;
 /// Bulk output (a flood) is gathered this long into one frame; a little
 /// output (a keystroke's echo, a prompt) goes out at once.
 const GATHER: Duration = Duration::from_millis(4);
+/// A sandbox that never says where a resize fell among the output has the
+/// screen take the size after this long anyway (sockets attaching are not
+/// left waiting).
+const RESIZE_UNSAID: Duration = Duration::from_secs(2);
 /// What counts as bulk: more than a line or two waiting.
 const BULK: usize = 1024;
 /// The most output one frame carries.
@@ -233,6 +237,8 @@ struct Hub {
     /// Sockets to answer once the screen has the programs' size: whether
     /// each wants `screen` frames, and where its answer goes.
     attaching: Vec<(bool, AttachReply)>,
+    /// When the programs were last given a size the screen has not taken.
+    resize_asked: Option<Instant>,
     viewers: Viewers,
     frames: broadcast::Sender<TermOut>,
     /// The sockets attached for `screen` frames.
@@ -288,6 +294,7 @@ async fn run(term_id: String, launch: Launch, mut rx: mpsc::UnboundedReceiver<Re
         shown: size,
         stale: stale::StaleRegion::default(),
         attaching: Vec::new(),
+        resize_asked: None,
         viewers: Viewers::default(),
         frames,
         screens: ScreenFeed::new(),
@@ -379,6 +386,7 @@ impl Hub {
             let flush_at = self.pending_since.map(|t| t + GATHER);
             let screen_at = self.screens.due();
             let idle_at = self.viewers.is_empty().then(|| self.quiet_since + idle);
+            let resize_at = self.resize_asked.map(|t| t + RESIZE_UNSAID);
             tokio::select! {
                 biased;
                 // People first: a key (Ctrl+C) or a resize is not kept
@@ -407,6 +415,10 @@ impl Hub {
                 },
                 () = sleep_until(flush_at) => self.flush(),
                 () = sleep_until(screen_at) => self.screens.tick(&self.term_id, self.screen.emulator()),
+                () = sleep_until(resize_at) => {
+                    tracing::warn!(term = %self.term_id, "the sandbox did not say where a resize fell: the screen takes it now");
+                    self.resized(self.size);
+                }
                 () = sleep_until(idle_at) => {
                     tracing::info!(term = %self.term_id, "terminal unattached and silent: closing it");
                     self.quiet_since = Instant::now();
@@ -538,12 +550,16 @@ impl Hub {
             return;
         }
         self.size = size;
+        self.resize_asked = Some(Instant::now());
         self.sandbox.term_send(TermRequest::Resize(size));
     }
 
     /// The programs got `size` here, among their output: the screen, the
     /// attached sockets and the room take it.
     fn resized(&mut self, size: TermSize) {
+        if size == self.size {
+            self.resize_asked = None;
+        }
         if size == self.shown {
             return self.answer_attaching();
         }
