@@ -122,10 +122,7 @@ export class LobbyNotes {
       ...(u.updatedAt !== undefined && news.updatedAt !== undefined && { updatedAt: Math.max(u.updatedAt, news.updatedAt) }),
       ...(u.usedAt !== undefined && news.usedAt !== undefined && { usedAt: Math.min(u.usedAt, news.usedAt) }),
     };
-    // A turn later: what the room's operation sends out in this one (a
-    // command to its sandbox) goes first, and the lobby's write overlaps it
-    // instead of holding it up; notes of the same moment go as one.
-    this.sending = this.sending.then(nextTurn).then(() => this.send());
+    this.sending = this.sending.then(() => this.send());
   }
 
   private async send(): Promise<void> {
@@ -138,9 +135,4 @@ export class LobbyNotes {
       console.error(`room ${this.room}: telling the lobby failed: ${describe(e)}`);
     }
   }
-}
-
-/** Resolves on the event loop's next turn. */
-function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, 0));
 }
