@@ -55,15 +55,18 @@ export class Ports {
 
   /** A command ended: look once, now or (after a recent look) when a second has passed since it. */
   afterCommand(): void {
-    if (this.watching || this.looking || this.afterCommandTimer !== undefined) return;
-    const look = () => {
-      this.afterCommandTimer = undefined;
-      this.lastAfterCommand = Date.now();
-      void this.look();
-    };
+    if (this.watching || this.looking) return;
     const wait = this.lastAfterCommand + AFTER_COMMANDS_EVERY_MS - Date.now();
-    if (wait <= 0) look();
-    else this.afterCommandTimer = setTimeout(look, wait);
+    // Past the second, a command looks itself (whatever became of a timer).
+    if (wait <= 0) return this.lookAfterCommand();
+    this.afterCommandTimer ??= setTimeout(() => this.lookAfterCommand(), wait);
+  }
+
+  private lookAfterCommand(): void {
+    if (this.afterCommandTimer !== undefined) clearTimeout(this.afterCommandTimer);
+    this.afterCommandTimer = undefined;
+    this.lastAfterCommand = Date.now();
+    void this.look();
   }
 
   /** The sandbox went away (or was cleaned up): nothing listens. */
