@@ -4,6 +4,7 @@
 // request's body within its limit.
 
 import { MAX_BODY } from "./protocol";
+import { concatBytes } from "./sandbox/bytes";
 
 /** Per-field validation messages: the `details` of a 400. */
 export type Details = Record<string, string[]>;
@@ -128,18 +129,8 @@ export function notFound(): Response {
 /** The bytes of a request's body, or 413 beyond `limit` (declared or streamed). */
 export async function readBody(request: Request, limit: number): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of bodyChunks(request, limit)) {
-    chunks.push(chunk);
-    size += chunk.byteLength;
-  }
-  const bytes = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    bytes.set(c, at);
-    at += c.byteLength;
-  }
-  return bytes;
+  for await (const chunk of bodyChunks(request, limit)) chunks.push(chunk);
+  return concatBytes(chunks);
 }
 
 /** A request's body as it arrives; past `limit` bytes (declared or sent) a 413, an unreadable one a 400. */

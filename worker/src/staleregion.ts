@@ -8,6 +8,8 @@
 // (`ESC [ r`) in the bytes everyone is sent. As duet serve's
 // src/server/terminal/stale.rs.
 
+import { concatBytes } from "./sandbox/bytes";
+
 const encoder = new TextEncoder();
 /** Clearing the whole screen: the program's redraw for the new size. */
 const CLEAR = encoder.encode("\x1b[2J");
@@ -38,13 +40,7 @@ export class StaleRegion {
     }
     if (parts.length === 0) return bytes;
     parts.push(bytes.subarray(from));
-    const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-    let at = 0;
-    for (const p of parts) {
-      out.set(p, at);
-      at += p.length;
-    }
-    return out;
+    return concatBytes(parts);
   }
 }
 

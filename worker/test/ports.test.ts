@@ -5,6 +5,7 @@
 // carrying a raw HTTP exchange.
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { concatBytes } from "../src/sandbox/bytes";
 import { PORTS_COMMAND, listeningPorts } from "../src/sandbox/signal";
 import { ORIGIN, TOKEN, call, get, joined, post, room, sleep, type Json } from "./support";
 
@@ -229,7 +230,7 @@ describe("ports", () => {
     });
     ws.send(new TextEncoder().encode("GET /data.txt HTTP/1.0\r\nHost: x\r\n\r\n"));
     expect(await closed).toBe(1000);
-    const text = new TextDecoder().decode(concat(chunks));
+    const text = new TextDecoder().decode(concatBytes(chunks));
     expect(text).toMatch(/^HTTP\/1\.0 200/);
     expect(text.endsWith("\r\n\r\ntunnelled bytes\n")).toBe(true);
     // A text frame ends a tunnel with 1003.
@@ -242,12 +243,3 @@ describe("ports", () => {
   });
 });
 
-function concat(chunks: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
-}

@@ -1,6 +1,8 @@
 // Tar archives for tests, byte by byte: ustar headers, GNU long names past
 // 100 bytes, any member type, names that need not be UTF-8.
 
+import { concatBytes } from "../src/sandbox/bytes";
+
 const enc = new TextEncoder();
 
 export interface Member {
@@ -53,12 +55,6 @@ export function tarOf(members: Member[]): Uint8Array {
     blocks.push(header(name, m.type ?? "0", data.byteLength, m.link), padded(data));
   }
   blocks.push(new Uint8Array(1024));
-  const all = new Uint8Array(blocks.reduce((n, b) => n + b.byteLength, 0));
-  let at = 0;
-  for (const b of blocks) {
-    all.set(b, at);
-    at += b.byteLength;
-  }
-  return all;
+  return concatBytes(blocks);
 }
 

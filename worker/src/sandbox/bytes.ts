@@ -52,3 +52,14 @@ export async function shortHash(s: string): Promise<string> {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(s)));
   return [...digest.subarray(0, 8)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
+
+/** `chunks` one after another, as one array. */
+export function concatBytes(chunks: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}

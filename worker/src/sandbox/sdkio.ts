@@ -3,7 +3,7 @@
 // the SDK's errors (a container that is starting).
 
 import type { FileStreamEvent } from "@cloudflare/sandbox";
-import { fromBase64 } from "./bytes";
+import { concatBytes, fromBase64 } from "./bytes";
 import { shellQuote } from "./signal";
 import { BadPath, DiskFull, NothingListens, SandboxStarting } from "./types";
 
@@ -81,12 +81,7 @@ export class PartBuffer {
 
   /** What is held, as one part (possibly empty); the buffer is then empty. */
   rest(): Uint8Array {
-    const part = new Uint8Array(this.bytes);
-    let at = 0;
-    for (const c of this.held) {
-      part.set(c, at);
-      at += c.byteLength;
-    }
+    const part = concatBytes(this.held);
     this.held = [];
     this.bytes = 0;
     return part;
