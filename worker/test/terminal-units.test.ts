@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { AGENT_BYTES, AGENT_LINES, Screen } from "../src/screen";
 import { clampSize, sizeProblems, smallest } from "../src/terminal";
 import { conversation } from "../src/prompt";
-import { StaleRegion } from "../src/staleregion";
+import { STALE_FOR_MS, StaleRegion } from "../src/staleregion";
 import { termDataFrame, termExitFrame, termOpenFrame, termResizeFrame, typingFrame } from "../src/protocol";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
@@ -154,6 +154,12 @@ describe("a scroll-region reset written for an old height", () => {
     stale.resized(7, 30);
     expect(text(stale.fix(bytes(vim)))).toBe("\x1b[1;6r\x1b[6;1H\r\n\x1b[r\x1b[5;2Hok\x1b[H\x1b[2Jnarrow\r\n\x1b[1;7r");
     expect(text(stale.fix(bytes("\x1b[1;7r")))).toBe("\x1b[1;7r");
+  });
+
+  it("is left alone long after the resize", () => {
+    const stale = new StaleRegion();
+    stale.resized(7, 30, 1_000);
+    expect(text(stale.fix(bytes(vim), 1_000 + STALE_FOR_MS + 1))).toBe(vim);
   });
 
   it("is left alone when the terminal shrank or never resized", () => {

@@ -3,50 +3,66 @@
 //! scroll region then names the old height (`ESC [ 1 ; old r`), which at
 //! the new height is a region of the top rows only, and the full redraw it
 //! sends next scrolls inside it, garbled (vim under a window that comes
-//! and goes). Until the program clears the screen for that redraw, such a
-//! reset means the whole screen, as it did when it was written: it is
-//! rewritten as one (`ESC [ r`) in the bytes everyone is sent.
+//! and goes). Until the program clears the screen for that redraw, and
+//! only for a moment after the resize, such a reset means the whole
+//! screen, as it did when it was written: it is rewritten as one
+//! (`ESC [ r`) in the bytes everyone is sent.
 
-/// The old height while stale output may still come; none otherwise.
+use std::time::{Duration, Instant};
+
+/// The old height, and until when stale output may still come.
 #[derive(Default)]
 pub(super) struct StaleRegion {
-    old_rows: Option<u16>,
+    old: Option<(u16, Instant)>,
 }
 
 /// Clearing the whole screen: the program's redraw for the new size.
 const CLEAR: &[u8] = b"\x1b[2J";
 /// A scroll region of the whole screen, whatever its height.
 const FULL: &[u8] = b"\x1b[r";
+/// How long after a resize output can still be drawn for the old size (a
+/// program handles its SIGWINCH within moments; the reminder comes at
+/// 200 ms). A region of the old height set later is meant as one.
+const STALE_FOR: Duration = Duration::from_secs(1);
 
 impl StaleRegion {
     /// The terminal's height changed from `from` rows to `to`.
     pub(super) fn resized(&mut self, from: u16, to: u16) {
-        self.old_rows = (to > from).then_some(from);
+        self.old = (to > from).then(|| (from, Instant::now() + STALE_FOR));
     }
 
     /// `bytes`, with the resets of the old height before the next clear
     /// made whole-screen ones.
     pub(super) fn fix(&mut self, bytes: Vec<u8>) -> Vec<u8> {
-        let Some(rows) = self.old_rows else {
+        self.fix_at(bytes, Instant::now())
+    }
+
+    /// `fix`, with the output read at `now`.
+    fn fix_at(&mut self, bytes: Vec<u8>, now: Instant) -> Vec<u8> {
+        let Some((rows, until)) = self.old else {
             return bytes;
         };
-        let stale = format!("\x1b[1;{rows}r").into_bytes();
+        if now > until {
+            self.old = None;
+            return bytes;
+        }
         let end = match find(&bytes, CLEAR) {
             Some(at) => {
-                self.old_rows = None;
+                self.old = None;
                 at
             }
             None => bytes.len(),
         };
-        if find(&bytes[..end], &stale).is_none() {
-            return bytes;
-        }
-        let mut out = Vec::with_capacity(bytes.len());
+        let stale = format!("\x1b[1;{rows}r").into_bytes();
+        let mut out = Vec::new();
         let mut rest = &bytes[..end];
         while let Some(at) = find(rest, &stale) {
             out.extend_from_slice(&rest[..at]);
             out.extend_from_slice(FULL);
             rest = &rest[at + stale.len()..];
+        }
+        if out.is_empty() {
+            return bytes;
         }
         out.extend_from_slice(rest);
         out.extend_from_slice(&bytes[end..]);
@@ -78,6 +94,14 @@ mod tests {
         );
         // After the redraw began, a region of 7 rows is meant as one.
         assert_eq!(stale.fix(b"\x1b[1;7r".to_vec()), b"\x1b[1;7r");
+    }
+
+    #[test]
+    fn a_reset_of_the_old_height_long_after_the_resize_is_left_alone() {
+        let mut stale = StaleRegion::default();
+        stale.resized(7, 30);
+        let later = Instant::now() + STALE_FOR + Duration::from_millis(1);
+        assert_eq!(stale.fix_at(VIM.to_vec(), later), VIM);
     }
 
     #[test]
