@@ -11,7 +11,7 @@
 // NAME=value lines over the config's vars. Once workerd listens, its URL
 // goes to URL_FILE (written whole, then renamed). Stops workerd on SIGTERM
 // or SIGINT.
-import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import { readFileSync, readdirSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Log, LogLevel, Miniflare, convertV4MiniflareOptions } from "miniflare";
 
@@ -23,13 +23,19 @@ for (const line of readFileSync(varsFile, "utf8").split("\n")) {
   const eq = line.indexOf("=");
   if (eq > 0) vars[line.slice(0, eq)] = line.slice(eq + 1);
 }
+// Beside the bundle, wrangler writes its Text modules (the `rules` of
+// wrangler.jsonc: the browser page), named by their hash; the rest is its own.
+const own = new Set(["index.js", "options.json", "README.md"]);
+const texts = readdirSync(prepared).filter((name) => !own.has(name) && !name.endsWith(".map"));
 const mf = new Miniflare(
   convertV4MiniflareOptions({
     ...options,
     name: "duet",
-    modules: true,
     modulesRoot: prepared,
-    scriptPath: join(prepared, "index.js"),
+    modules: [
+      { type: "ESModule", path: join(prepared, "index.js") },
+      ...texts.map((name) => ({ type: "Text", path: join(prepared, name) })),
+    ],
     bindings: { ...options.bindings, ...vars },
     host,
     port: Number(port),

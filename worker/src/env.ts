@@ -14,8 +14,6 @@ export interface Env {
   WORKSPACES: R2Bucket;
   /** Checkpoints: the Sandbox SDK's createBackup/restoreBackup keep their archives here. */
   BACKUP_BUCKET: R2Bucket;
-  /** The browser page, `assets/web/` (web.ts); absent in the sandbox tests' Worker. */
-  ASSETS?: Fetcher;
   /** Seconds a socket ticket may be used (default 60). */
   DUET_TICKET_SECS?: string;
   /** The bearer token (a secret); empty or absent: no token needed. */

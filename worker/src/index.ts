@@ -72,7 +72,7 @@ async function route(request: Request, env: Env, ctx: ExecutionContext): Promise
   if (path === "/health") return method === "GET" ? text("ok") : errorResponse(ApiError.methodNotAllowed());
   // The browser page needs no token (it holds no secret).
   const file = pageFile(path);
-  if (file !== undefined) return servePage(request, env, file);
+  if (file !== undefined) return servePage(request, file);
   // The preview checks its own credentials (the token).
   if (port) return preview(request, env, port.rawRoom, decoded(port.rawRoom) ?? port.rawRoom, port.port, port.rest, query);
   if (path === "/api/rooms") return roomList(request, env, method);

@@ -1,13 +1,12 @@
 // The browser page (docs/web.md), as duet serve's src/server/web.rs
 // serves it: `GET /` and `GET /r/{room}` answer `assets/web/index.html`,
-// `GET /web/{file}` the folder's other files, from Workers static assets
-// (the `assets` of wrangler.jsonc: the repository's `assets/web/`, with
-// `run_worker_first`, so these headers are always this Worker's). The page
-// holds no secret: no token needed. Every answer carries a strict
-// Content-Security-Policy.
+// `GET /web/{file}` the folder's other files, from the Worker's own bundle
+// (pagefiles.js). The page holds no secret: no token needed. Every answer
+// carries a strict Content-Security-Policy. Cloudflare's edge compresses
+// these text types for a browser that takes it, as it does every answer.
 
-import type { Env } from "./env";
 import { ApiError, errorResponse } from "./http";
+import { PAGE_FILES } from "./pagefiles";
 
 export const CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
@@ -54,19 +53,11 @@ function headers(type: string): Headers {
 }
 
 /** `GET` (or `HEAD`) of a page path whose file is `file` ("" : none). */
-export async function servePage(request: Request, env: Env, file: string): Promise<Response> {
+export function servePage(request: Request, file: string): Response {
   if (request.method !== "GET" && request.method !== "HEAD") return errorResponse(ApiError.methodNotAllowed());
-  const missing = () => new Response(request.method === "HEAD" ? null : "not found", { status: 404, headers: headers("text/plain; charset=utf-8") });
-  if (file === "" || env.ASSETS === undefined) return missing();
-  // A plain GET of the file itself: no conditional headers, no redirects.
-  const res = await env.ASSETS.fetch(new Request(new URL(`/${file}`, request.url), { method: "GET" }));
-  if (res.status !== 200) {
-    await res.body?.cancel();
-    return missing();
+  const text = PAGE_FILES.get(file);
+  if (text === undefined) {
+    return new Response(request.method === "HEAD" ? null : "not found", { status: 404, headers: headers("text/plain; charset=utf-8") });
   }
-  if (request.method === "HEAD") {
-    await res.body?.cancel();
-    return new Response(null, { status: 200, headers: headers(contentType(file)) });
-  }
-  return new Response(res.body, { status: 200, headers: headers(contentType(file)) });
+  return new Response(request.method === "HEAD" ? null : text, { status: 200, headers: headers(contentType(file)) });
 }

@@ -43,6 +43,16 @@ async fn the_page_is_served_without_a_token_with_a_strict_csp() {
         };
         assert!(kind.starts_with(expected), "{path}: {kind}");
     }
+    // Every file of the folder, as it is (the worker bundles a list of them).
+    let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/web");
+    for entry in std::fs::read_dir(&folder).expect("assets/web").flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = format!("/web/{name}");
+        let (status, _, body) = fetch(&server, &path).await;
+        assert_eq!(status, 200, "{path}: {body}");
+        let file = std::fs::read_to_string(entry.path()).expect("a text file");
+        assert!(body == file, "{path} is not assets/web/{name}");
+    }
     // The page itself: a module script of its own, nothing inline.
     let (_, _, html) = fetch(&server, "/r/web-room").await;
     assert!(html.contains(r#"src="/web/app.js""#), "{html}");
