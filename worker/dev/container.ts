@@ -508,9 +508,13 @@ export abstract class StandInContainer extends DurableObject<Env> {
     return this.socketOpen;
   }
 
-  /** A socket to this sandbox's room on duet serve, as `user`. */
+  /**
+   * A socket to this sandbox's room on duet serve, as `user`: with deltas,
+   * so that a command costs it its own frames, not the room's whole state
+   * (its commands, their output) again at each start and end.
+   */
   protected async socket(user: string): Promise<WebSocket> {
-    const url = `${this.base()}/api/rooms/${this.room()}/ws?user=${user}`;
+    const url = `${this.base()}/api/rooms/${this.room()}/ws?user=${user}&deltas=1`;
     const res = await fetch(url, {
       headers: { Upgrade: "websocket", Authorization: `Bearer ${this.env.DUET_STANDIN_TOKEN ?? ""}` },
     });
