@@ -1,8 +1,9 @@
 //! Embeds the browser page (`assets/web/`, docs/web.md) in the binary: one
 //! table of `(file name, bytes)` written to `$OUT_DIR/web_assets.rs`, read
 //! by `src/server/web.rs` with `include!`. Every file of the folder is in
-//! it (the worker serves the same folder), so adding a file to the page
-//! needs no change here. Only Rust: no node, no network.
+//! it, so adding a file to the page needs no change here (the worker
+//! lists its files in worker/src/pagefiles.js; a neutral test asks both
+//! backends for each). Only Rust: no node, no network.
 
 use std::fmt::Write as _;
 use std::path::Path;

@@ -5,7 +5,7 @@
 //! the Host and Origin rules still apply (origin.rs). Every answer carries
 //! a strict Content-Security-Policy: no inline script or style, nothing
 //! from another origin. A browser that accepts gzip gets each file
-//! compressed (once, then kept), as the worker's asset server does.
+//! compressed (once, then kept), as Cloudflare's edge does the worker's.
 
 use std::io::Write as _;
 use std::sync::OnceLock;
