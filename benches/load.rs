@@ -79,7 +79,11 @@ fn watch(
 
 async fn join(addr: &str, room: &str, user: &str) -> anyhow::Result<Ws> {
     let url = format!("ws://{addr}/api/rooms/{room}/ws?user={user}&deltas=1");
-    Ok(tokio_tungstenite::connect_async(url).await?.0)
+    Ok(
+        tokio_tungstenite::connect_async_with_config(url, Some(support::client_config()), true)
+            .await?
+            .0,
+    )
 }
 
 /// One phase: every room chats and runs commands; answers the fan-out samples.

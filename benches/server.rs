@@ -33,7 +33,6 @@ use std::time::{Duration, Instant};
 use support::{ms, report};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 const EXECS: usize = 1000;
 const FANOUT_CLIENTS: usize = 100;
@@ -191,7 +190,9 @@ pub(crate) async fn fanout_samples(
             "ws://{addr}/api/rooms/{room}/ws?user=c{c}{}",
             deltas_query(deltas)
         );
-        let (mut ws, _) = tokio_tungstenite::connect_async_with_config(url, None, true).await?;
+        let (mut ws, _) =
+            tokio_tungstenite::connect_async_with_config(url, Some(support::client_config()), true)
+                .await?;
         let seen = seen.clone();
         tasks.push(tokio::spawn(async move {
             let mut next = 0usize;
@@ -309,7 +310,9 @@ async fn bytes_figures(http: &reqwest::Client, addr: &str, deltas: bool) -> anyh
         "ws://{addr}/api/rooms/{room}/ws?user=b{}",
         deltas_query(deltas)
     );
-    let (mut ws, _) = tokio_tungstenite::connect_async_with_config(url, None, true).await?;
+    let (mut ws, _) =
+        tokio_tungstenite::connect_async_with_config(url, Some(support::client_config()), true)
+            .await?;
     for _ in 0..3 {
         ws.next().await;
     }
@@ -368,9 +371,7 @@ async fn memory_figures() -> anyhow::Result<()> {
 
 async fn idle_sockets(addr: &str, pid: u32) -> anyhow::Result<()> {
     let before = settled_rss(pid).await;
-    let config = WebSocketConfig::default()
-        .read_buffer_size(4096)
-        .write_buffer_size(0);
+    let config = support::client_config();
     let rooms = rooms();
     let urls: Vec<String> = (0..rooms * PER_ROOM)
         .map(|n| {
@@ -438,7 +439,9 @@ async fn presence_figures(http: &reqwest::Client, addr: &str) -> anyhow::Result<
     let mut clients = Vec::new();
     for c in 0..PRESENCE_JOINS {
         let url = format!("ws://{addr}/api/rooms/{room}/ws?user=p{c}&deltas=1");
-        let (mut ws, _) = tokio_tungstenite::connect_async_with_config(url, None, true).await?;
+        let (mut ws, _) =
+            tokio_tungstenite::connect_async_with_config(url, Some(support::client_config()), true)
+                .await?;
         // Joined once its own presence arrived (the third frame).
         let mut bytes = 0usize;
         for _ in 0..3 {
@@ -528,7 +531,12 @@ async fn rooms_figures(http: &reqwest::Client, idle_secs: &str) -> anyhow::Resul
                 let addr = addr.clone();
                 async move {
                     let url = format!("ws://{addr}/api/rooms/chat-{n}/ws?user=u{n}");
-                    let (mut ws, _) = tokio_tungstenite::connect_async(url).await?;
+                    let (mut ws, _) = tokio_tungstenite::connect_async_with_config(
+                        url,
+                        Some(support::client_config()),
+                        true,
+                    )
+                    .await?;
                     for _ in 0..3 {
                         ws.next().await;
                     }

@@ -25,7 +25,6 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 /// Rounds the fan-out's messages are sent in, the engines taking turns.
 const FANOUT_ROUNDS: usize = 3;
@@ -369,9 +368,7 @@ async fn connect(
     rooms: usize,
     users: std::ops::Range<usize>,
 ) -> anyhow::Result<Vec<Socket>> {
-    let config = WebSocketConfig::default()
-        .read_buffer_size(4096)
-        .write_buffer_size(0);
+    let config = support::client_config();
     let urls: Vec<String> = (0..rooms)
         .flat_map(|r| {
             users

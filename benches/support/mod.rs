@@ -10,6 +10,16 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+/// The benchmarks' WebSocket clients: a 4 KiB read buffer (tungstenite's
+/// default of 128 KiB is zeroed before every read: with 100 clients, that
+/// was most of the client's CPU, on the same cores as the server it
+/// measures), nothing held back when writing.
+pub fn client_config() -> tokio_tungstenite::tungstenite::protocol::WebSocketConfig {
+    tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+        .read_buffer_size(4096)
+        .write_buffer_size(0)
+}
+
 pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
