@@ -10,6 +10,7 @@ use futures_util::{SinkExt, StreamExt};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+use support::Ws;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -38,9 +39,6 @@ const DEFAULT_LIMITS: [&str; 16] = [
     "--max-sockets",
     "4096",
 ];
-
-type Ws =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// What one phase counted.
 #[derive(Default)]
@@ -79,11 +77,7 @@ fn watch(
 
 async fn join(addr: &str, room: &str, user: &str) -> anyhow::Result<Ws> {
     let url = format!("ws://{addr}/api/rooms/{room}/ws?user={user}&deltas=1");
-    Ok(
-        tokio_tungstenite::connect_async_with_config(url, Some(support::client_config()), true)
-            .await?
-            .0,
-    )
+    support::connect(url).await
 }
 
 /// One phase: every room chats and runs commands; answers the fan-out samples.

@@ -190,9 +190,7 @@ pub(crate) async fn fanout_samples(
             "ws://{addr}/api/rooms/{room}/ws?user=c{c}{}",
             deltas_query(deltas)
         );
-        let (mut ws, _) =
-            tokio_tungstenite::connect_async_with_config(url, Some(support::client_config()), true)
-                .await?;
+        let mut ws = support::connect(url).await?;
         let seen = seen.clone();
         tasks.push(tokio::spawn(async move {
             let mut next = 0usize;
@@ -310,9 +308,7 @@ async fn bytes_figures(http: &reqwest::Client, addr: &str, deltas: bool) -> anyh
         "ws://{addr}/api/rooms/{room}/ws?user=b{}",
         deltas_query(deltas)
     );
-    let (mut ws, _) =
-        tokio_tungstenite::connect_async_with_config(url, Some(support::client_config()), true)
-            .await?;
+    let mut ws = support::connect(url).await?;
     for _ in 0..3 {
         ws.next().await;
     }
@@ -371,7 +367,6 @@ async fn memory_figures() -> anyhow::Result<()> {
 
 async fn idle_sockets(addr: &str, pid: u32) -> anyhow::Result<()> {
     let before = settled_rss(pid).await;
-    let config = support::client_config();
     let rooms = rooms();
     let urls: Vec<String> = (0..rooms * PER_ROOM)
         .map(|n| {
@@ -385,8 +380,7 @@ async fn idle_sockets(addr: &str, pid: u32) -> anyhow::Result<()> {
     let started = Instant::now();
     let sockets: Vec<_> = stream::iter(urls)
         .map(|url| async move {
-            let (mut ws, _) =
-                tokio_tungstenite::connect_async_with_config(url, Some(config), true).await?;
+            let mut ws = support::connect(url).await?;
             // The connect sequence: identity, state, presence, you.
             for _ in 0..4 {
                 ws.next().await;
@@ -439,9 +433,7 @@ async fn presence_figures(http: &reqwest::Client, addr: &str) -> anyhow::Result<
     let mut clients = Vec::new();
     for c in 0..PRESENCE_JOINS {
         let url = format!("ws://{addr}/api/rooms/{room}/ws?user=p{c}&deltas=1");
-        let (mut ws, _) =
-            tokio_tungstenite::connect_async_with_config(url, Some(support::client_config()), true)
-                .await?;
+        let mut ws = support::connect(url).await?;
         // Joined once its own presence arrived (the third frame).
         let mut bytes = 0usize;
         for _ in 0..3 {
@@ -531,12 +523,7 @@ async fn rooms_figures(http: &reqwest::Client, idle_secs: &str) -> anyhow::Resul
                 let addr = addr.clone();
                 async move {
                     let url = format!("ws://{addr}/api/rooms/chat-{n}/ws?user=u{n}");
-                    let (mut ws, _) = tokio_tungstenite::connect_async_with_config(
-                        url,
-                        Some(support::client_config()),
-                        true,
-                    )
-                    .await?;
+                    let mut ws = support::connect(url).await?;
                     for _ in 0..3 {
                         ws.next().await;
                     }

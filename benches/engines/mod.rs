@@ -359,16 +359,12 @@ async fn idle_memory(
     Ok((empty, one, full))
 }
 
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
 /// Sockets `users` of each of `rooms` idle rooms, each past its first frame.
 async fn connect(
     addr: &str,
     rooms: usize,
     users: std::ops::Range<usize>,
-) -> anyhow::Result<Vec<Socket>> {
-    let config = support::client_config();
+) -> anyhow::Result<Vec<support::Ws>> {
     let urls: Vec<String> = (0..rooms)
         .flat_map(|r| {
             users
@@ -376,10 +372,9 @@ async fn connect(
                 .map(move |u| format!("ws://{addr}/api/rooms/idle-{r}/ws?user=u{u}&deltas=1"))
         })
         .collect();
-    let sockets: Vec<anyhow::Result<Socket>> = stream::iter(urls)
+    let sockets: Vec<anyhow::Result<support::Ws>> = stream::iter(urls)
         .map(|url| async move {
-            let (mut ws, _) =
-                tokio_tungstenite::connect_async_with_config(url, Some(config), true).await?;
+            let mut ws = support::connect(url).await?;
             ws.next().await;
             anyhow::Ok(ws)
         })

@@ -10,14 +10,23 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-/// The benchmarks' WebSocket clients: a 4 KiB read buffer (tungstenite's
-/// default of 128 KiB is zeroed before every read: with 100 clients, that
-/// was most of the client's CPU, on the same cores as the server it
-/// measures), nothing held back when writing.
-pub fn client_config() -> tokio_tungstenite::tungstenite::protocol::WebSocketConfig {
-    tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+/// A benchmark's WebSocket client.
+pub type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Connects a benchmark's WebSocket client to `url`: a 4 KiB read buffer
+/// (tungstenite's default of 128 KiB is zeroed before every read: with 100
+/// clients, that was most of the client's CPU, on the same cores as the
+/// server it measures), nothing held back when writing.
+pub async fn connect(url: String) -> anyhow::Result<Ws> {
+    let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
         .read_buffer_size(4096)
-        .write_buffer_size(0)
+        .write_buffer_size(0);
+    Ok(
+        tokio_tungstenite::connect_async_with_config(url, Some(config), true)
+            .await?
+            .0,
+    )
 }
 
 pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
