@@ -61,6 +61,9 @@ const runningByRoom = new Map<string, Set<Running>>();
 export type SdkStub = ReturnType<typeof getSandbox<SdkSandbox>>;
 
 class CloudflareSandbox implements RoomSandbox {
+  /** sandboxId's answer, hashed once per room. */
+  private id?: Promise<string>;
+
   constructor(
     private readonly env: Env,
     private readonly roomId: string,
@@ -70,7 +73,7 @@ class CloudflareSandbox implements RoomSandbox {
     const idle = Number(this.env.DUET_SANDBOX_IDLE_SECS) || 600;
     const ns = this.env.Sandbox as DurableObjectNamespace<SdkSandbox>;
     // The label names the room, which the sandbox tells when it stops.
-    return getSandbox(ns, await sandboxId(this.roomId), { sleepAfter: `${idle}s`, labels: { [ROOM_LABEL]: this.roomId } });
+    return getSandbox(ns, await (this.id ??= sandboxId(this.roomId)), { sleepAfter: `${idle}s`, labels: { [ROOM_LABEL]: this.roomId } });
   }
 
   async exec(req: ExecRequest): Promise<ExecOutcome> {
