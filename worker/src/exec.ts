@@ -27,6 +27,8 @@ export interface CommandHost {
    * batches; `unstarted`: it is asked for again, no record of it stays.
    */
   started(generation: number, record: ExecRecord): void;
+  /** The room list (the lobby) hears of the started record stored at `ts`. */
+  listed(generation: number, ts: number): void;
   printed(execId: string, printed: Printed, durationMs: number): void;
   unstarted(execId: string): void;
   /** Where the shell is, as last known. */
@@ -116,6 +118,8 @@ interface Running {
 
 export class Commands {
   private queue: Promise<unknown> = Promise.resolve();
+  /** Commands announced and not ended yet. */
+  private queued = 0;
   private running?: Running;
 
   constructor(private readonly host: CommandHost) {}
@@ -137,8 +141,12 @@ export class Commands {
       duration: 0,
       ts,
     });
+    // The room list hears of it once its call to the sandbox went out (execute's onSent), so that the lobby's
+    // write never goes before the command (workerd runs every object on one thread); one that waits, at once.
+    if (this.queued > 0) this.host.listed(generation, ts);
+    this.queued++;
     const ended = this.queue.then(() => this.runOne(execId, req, ts, generation));
-    this.queue = ended.catch(() => {});
+    this.queue = ended.catch(() => {}).finally(() => this.queued--);
     return ended;
   }
 
@@ -187,7 +195,7 @@ export class Commands {
     const end: CommandEnd = { execId, cmd: req.cmd, ts, duration: 0 };
     if (generation !== this.host.generation()) end.failure = "the sandbox is being destroyed";
     else if (req.signal?.aborted) end.failure = CANCELLED;
-    else await this.execute(end, req);
+    else await this.execute(end, req, generation);
     if (!end.outcome) end.duration = Date.now() - ts;
     const o = end.outcome;
     const interrupted = o ? o.interrupted : false;
@@ -242,7 +250,7 @@ export class Commands {
   }
 
   /** Runs the command in the sandbox; fills `end`. */
-  private async execute(end: CommandEnd, req: CommandRequest): Promise<void> {
+  private async execute(end: CommandEnd, req: CommandRequest, generation: number): Promise<void> {
     const { limits } = this.host;
     const running: Running = { execId: end.execId, cmd: req.cmd, source: req.source, interrupted: false };
     this.running = running;
@@ -279,6 +287,7 @@ export class Commands {
             outputCap: limits.outputCap,
             onStdout: (data) => print("stdout", data),
             onStderr: (data) => print("stderr", data),
+            onSent: () => this.host.listed(generation, end.ts),
           });
           // An interrupt the room sent counts even if the sandbox did not say so.
           const interrupted = outcome.interrupted || (running.interrupted && outcome.exitCode !== 0);

@@ -77,11 +77,6 @@ export function lobbyStub(env: Env): DurableObjectStub<DuetLobby> {
  * at a time (news noted meanwhile go together in the next), so that the
  * lobby sees a room's changes in order. A failure is logged: the list is
  * a summary, the room works on.
- *
- * News go out a task after they were noted, not at once: the calls the
- * room makes in the same event (a command sent to its sandbox) go first.
- * Sent at once, the lobby's write (a commit) came before them: workerd
- * runs every object of the Worker on one thread.
  */
 export class LobbyNotes {
   private unsent?: RoomNews;
@@ -127,7 +122,7 @@ export class LobbyNotes {
       ...(u.updatedAt !== undefined && news.updatedAt !== undefined && { updatedAt: Math.max(u.updatedAt, news.updatedAt) }),
       ...(u.usedAt !== undefined && news.usedAt !== undefined && { usedAt: Math.min(u.usedAt, news.usedAt) }),
     };
-    this.sending = this.sending.then(aTaskLater).then(() => this.send());
+    this.sending = this.sending.then(() => this.send());
   }
 
   private async send(): Promise<void> {
@@ -140,9 +135,4 @@ export class LobbyNotes {
       console.error(`room ${this.room}: telling the lobby failed: ${describe(e)}`);
     }
   }
-}
-
-/** Resolves once the event loop has run the tasks queued before it. */
-function aTaskLater(): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, 0));
 }

@@ -128,11 +128,8 @@ export abstract class RoomState {
       takeExecNumber: () => this.store.takeExecNumber(),
       broadcast: (text) => this.sockets.all(text),
       record: (generation, record) => this.keepExec(generation, record),
-      started: (generation, record) => {
-        if (!current(generation)) return;
-        this.quietly(() => this.store.writeExec(record, false));
-        this.lobby.stored(record.ts);
-      },
+      started: (generation, record) => current(generation) && this.quietly(() => this.store.writeExec(record, false)),
+      listed: (generation, ts) => current(generation) && this.lobby.stored(ts),
       printed: (execId, p, duration) =>
         this.quietly(() => this.store.execOutput(execId, p.stdout, p.stderr, p.truncated, duration)),
       unstarted: (execId) => this.quietly(() => this.store.dropExec(execId)),

@@ -38,6 +38,7 @@ function commands(report: ExecOutcome, waitForInterrupt = false) {
     broadcast: (text) => frames.push(JSON.parse(text)),
     record: (_g, r) => records.push(r),
     started: () => {},
+    listed: () => {},
     printed: () => {},
     unstarted: () => {},
     shellCwd: () => "/workspace",

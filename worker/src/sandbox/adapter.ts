@@ -118,11 +118,13 @@ class CloudflareSandbox implements RoomSandbox {
       if (rest) this.output(req, outcome, run, "stderr", rest);
     };
     try {
-      const stream = await sandbox.execStream(trailer ? trailer.wrap(req.cmd) : req.cmd, {
+      const streaming = sandbox.execStream(trailer ? trailer.wrap(req.cmd) : req.cmd, {
         timeout: req.timeoutMs,
         cwd: req.cwd,
         env: req.env,
       });
+      req.onSent?.();
+      const stream = await streaming;
       let ended = false;
       for await (const event of parseSSEStream<ExecEvent>(stream, stopReading.signal)) {
         if (event.type === "start") {

@@ -18,6 +18,8 @@ export interface ExecRequest {
   /** Output as it comes (already decoded text), in order. */
   onStdout(data: string): void;
   onStderr(data: string): void;
+  /** The command's call to the sandbox went out (each time it is asked). */
+  onSent?(): void;
 }
 
 /** What came of a command (the room turns it into an ExecResult). */
