@@ -79,6 +79,15 @@ async fn newest_ts(server: &Server, room: &str) -> i64 {
     messages.last().unwrap()["ts"].as_i64().unwrap()
 }
 
+/// Ada says hello to the room `room` (a stored message).
+async fn chat(server: &Server, room: &str) {
+    let path = format!("/api/rooms/{room}/message");
+    let (status, body) = server
+        .post(&path, json!({"text":"hello","to":"room","userId":"ada"}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+}
+
 /// Waits until the clock is past `ts` (ms), so that what comes next is newer.
 async fn after(ts: i64) {
     while (duet::protocol::now_ms()) <= ts {
@@ -106,19 +115,9 @@ async fn the_owner_lists_every_room_with_its_people_newest_change_first() {
     let (server, _dir) = with_token(&[]).await;
     assert!(rooms(&server).await.is_empty(), "no room was used yet");
 
-    let chat = |room: &'static str| {
-        let server = &server;
-        async move {
-            let path = format!("/api/rooms/{room}/message");
-            let (status, body) = server
-                .post(&path, json!({"text":"hello","to":"room","userId":"ada"}))
-                .await;
-            assert_eq!(status, 200, "{body}");
-        }
-    };
-    chat("older").await;
+    chat(&server, "older").await;
     after(newest_ts(&server, "older").await).await;
-    chat("newer").await;
+    chat(&server, "newer").await;
     // Two sockets of ada and one of bob: two people.
     let ada = server.joined("newer", "user=ada").await;
     let ada_again = server.joined("newer", "user=ada").await;
@@ -160,13 +159,66 @@ async fn the_owner_lists_every_room_with_its_people_newest_change_first() {
     assert_eq!(list[0].room_id, "quiet", "{list:?}");
 }
 
+/// A running command is the room's newest change in the list, and so is
+/// one that waits behind it (the worker's room tells the list of the first
+/// once it went to the sandbox, of the second at once).
+#[tokio::test]
+async fn running_and_waiting_commands_are_the_rooms_newest_change() {
+    let (server, _dir) = with_token(&[]).await;
+    chat(&server, "busy").await;
+    let said = newest_ts(&server, "busy").await;
+    after(said).await;
+    let mut ws = server.joined("busy", "user=ada").await;
+    let exec = |cmd: &'static str| {
+        let server = &server;
+        async move {
+            let (status, body) = server
+                .post("/api/rooms/busy/sandbox/exec", json!({"cmd": cmd}))
+                .await;
+            assert_eq!(status, 200, "{body}");
+            body["result"].clone()
+        }
+    };
+    let listed_newer_than = |ts: i64| {
+        rooms_until(&server, move |list| {
+            list.iter()
+                .any(|r| r.room_id == "busy" && r.updated_at > ts)
+        })
+    };
+    let watch = async {
+        ws.until(|f| f["type"] == "duet_exec" && f["phase"] == "start")
+            .await;
+        listed_newer_than(said).await;
+        // The second command starts after the first did: newer than it.
+        let first_started = duet::protocol::now_ms();
+        after(first_started).await;
+        let waiting = exec("true");
+        let listed = async {
+            ws.until(|f| f["type"] == "duet_exec" && f["phase"] == "start")
+                .await;
+            listed_newer_than(first_started).await;
+            let (status, body) = server
+                .post("/api/rooms/busy/sandbox/interrupt", json!({}))
+                .await;
+            assert_eq!(
+                (status, &body["interrupted"]),
+                (200, &json!(true)),
+                "{body}"
+            );
+        };
+        let (second, ()) = tokio::join!(waiting, listed);
+        second
+    };
+    let (first, second) = tokio::join!(exec("sleep 60"), watch);
+    assert_eq!(first["interrupted"], true, "{first}");
+    assert_eq!(second["exitCode"], 0, "{second}");
+    ws.close().await;
+}
+
 #[tokio::test]
 async fn only_the_servers_token_lists_rooms() {
     let (server, _dir) = with_token(&[]).await;
-    let (status, _) = server
-        .post("/api/rooms/r1/message", json!({"text":"hi","to":"room"}))
-        .await;
-    assert_eq!(status, 200);
+    chat(&server, "r1").await;
     let refused =
         json!({"error":"forbidden","details":{"role":["only the server's token may list rooms"]}});
     for role in ["owner", "writer", "viewer"] {
@@ -210,10 +262,7 @@ async fn only_the_servers_token_lists_rooms() {
 #[tokio::test]
 async fn a_cleaned_room_is_still_listed() {
     let (server, _dir) = with_token(&[]).await;
-    let (status, _) = server
-        .post("/api/rooms/tidy/message", json!({"text":"hi","to":"room"}))
-        .await;
-    assert_eq!(status, 200);
+    chat(&server, "tidy").await;
     let (status, body) = server.post("/api/rooms/tidy/cleanup", json!({})).await;
     assert!(status == 200 || status == 207, "{status} {body}");
     let list = rooms(&server).await;
