@@ -4,7 +4,7 @@
 
 use crate::common;
 use crate::common::access::{TOKEN, guest, with_token};
-use crate::common::apps::exec_stdout as exec;
+use crate::common::apps::{self, exec_stdout as exec};
 use crate::common::{Server, http};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -169,16 +169,6 @@ async fn running_and_waiting_commands_are_the_rooms_newest_change() {
     let said = newest_ts(&server, "busy").await;
     after(said).await;
     let mut ws = server.joined("busy", "user=ada").await;
-    let exec = |cmd: &'static str| {
-        let server = &server;
-        async move {
-            let (status, body) = server
-                .post("/api/rooms/busy/sandbox/exec", json!({"cmd": cmd}))
-                .await;
-            assert_eq!(status, 200, "{body}");
-            body["result"].clone()
-        }
-    };
     let listed_newer_than = |ts: i64| {
         rooms_until(&server, move |list| {
             list.iter()
@@ -192,7 +182,7 @@ async fn running_and_waiting_commands_are_the_rooms_newest_change() {
         // The second command starts after the first did: newer than it.
         let first_started = duet::protocol::now_ms();
         after(first_started).await;
-        let waiting = exec("true");
+        let waiting = apps::exec(&server, "busy", "true");
         let listed = async {
             ws.until(|f| f["type"] == "duet_exec" && f["phase"] == "start")
                 .await;
@@ -209,7 +199,7 @@ async fn running_and_waiting_commands_are_the_rooms_newest_change() {
         let (second, ()) = tokio::join!(waiting, listed);
         second
     };
-    let (first, second) = tokio::join!(exec("sleep 60"), watch);
+    let (first, second) = tokio::join!(apps::exec(&server, "busy", "sleep 60"), watch);
     assert_eq!(first["interrupted"], true, "{first}");
     assert_eq!(second["exitCode"], 0, "{second}");
     ws.close().await;
