@@ -5,6 +5,7 @@
 //
 //   node dev/stack.mjs PREPARED HOST PORT PERSIST VARS_FILE URL_FILE
 //
+// The Worker listens on HOST:PORT itself (Miniflare's unsafeDirectSockets).
 // PORT 0: workerd binds a free one itself (no port picked beforehand that
 // someone else may take meanwhile). PERSIST: the rooms' state (Durable
 // Objects, R2) as `wrangler dev --persist-to` keeps it; VARS_FILE:
@@ -37,8 +38,12 @@ const mf = new Miniflare(
       ...texts.map((name) => ({ type: "Text", path: join(prepared, name) })),
     ],
     bindings: { ...options.bindings, ...vars },
-    host,
-    port: Number(port),
+    // Requests reach this Worker on a socket of its own, with no Worker in
+    // between, as on Cloudflare; Miniflare's entry Worker (which would
+    // proxy each request and socket) listens on a loopback port nobody is told.
+    host: "127.0.0.1",
+    port: 0,
+    unsafeDirectSockets: [{ host, port: Number(port) }],
     resourcePersistencePath: join(persist, "v3"),
     // No request.cf from Cloudflare's API (offline).
     cf: false,
@@ -52,6 +57,7 @@ const stop = async () => {
 };
 process.once("SIGTERM", stop);
 process.once("SIGINT", stop);
-const url = await mf.ready;
+await mf.ready;
+const url = await mf.unsafeGetDirectURL("duet");
 writeFileSync(`${urlFile}.new`, `${url.origin}\n`);
 renameSync(`${urlFile}.new`, urlFile);
