@@ -4,7 +4,8 @@
 //! all running at once in one run, measured by the same clients (memory
 //! first, each engine still empty; then the fan-out in 3 rounds of 100
 //! messages that take turns among the engines, so that load on the machine
-//! that comes and goes falls on all alike; then exec):
+//! that comes and goes falls on all alike; then exec, in 3 rounds of 100
+//! calls the engines take turns in likewise):
 //! - a message's fan-out to 100 WebSocket clients of one room (p50, p99,
 //!   and each as a ratio of the original's), with its floor in local
 //!   workerd: a bare Durable Object that only loops `ws.send` of one string
@@ -30,6 +31,8 @@ use std::time::{Duration, Instant};
 const FANOUT_ROUNDS: usize = 3;
 /// Exec calls measured per engine.
 const EXECS: usize = 300;
+/// Rounds the execs are sent in, the engines taking turns.
+const EXEC_ROUNDS: usize = 3;
 /// Rooms of idle sockets, unless DUET_BENCH_ROOMS says.
 const IDLE_ROOMS: usize = 100;
 
@@ -235,12 +238,29 @@ async fn measure_all(
             last_frame,
         ));
     }
-    for ((engine, _, addr, _), (_, figures)) in running.iter().zip(&mut all) {
-        if matches!(engine, Engine::Serve | Engine::Worker) {
-            let (median, phases) = exec_samples(http, addr).await?;
-            figures.exec = Some(median);
-            figures.phases = phases;
+    // Exec in rounds the engines take turns in too: the ratio's two sides
+    // see the same machine.
+    let mut execs: BTreeMap<usize, ExecSamples> = BTreeMap::new();
+    for round in 0..EXEC_ROUNDS {
+        for (e, (engine, _, addr, _)) in running.iter().enumerate() {
+            if matches!(engine, Engine::Serve | Engine::Worker) {
+                let taken = execs.entry(e).or_default();
+                exec_samples(http, addr, round == 0, taken).await?;
+            }
         }
+    }
+    for (e, mut taken) in execs {
+        let (_, figures) = &mut all[e];
+        taken.took.sort();
+        figures.exec = Some(percentile(&taken.took, 0.5));
+        figures.phases = taken
+            .phases
+            .into_iter()
+            .map(|(name, mut d)| {
+                d.sort_by(f64::total_cmp);
+                (name, d[d.len() / 2])
+            })
+            .collect();
     }
     Ok(all)
 }
@@ -263,20 +283,29 @@ fn fanout_kinds(engine: Engine) -> &'static [(&'static str, bool, usize)] {
     }
 }
 
-/// The median of `POST /sandbox/exec {"cmd":"true"}` on a warm room, and
-/// the median of each phase its `Server-Timing` names.
+/// What one engine's execs took, and each phase its `Server-Timing` names.
+#[derive(Default)]
+struct ExecSamples {
+    took: Vec<Duration>,
+    phases: BTreeMap<String, Vec<f64>>,
+}
+
+/// One round of `POST /sandbox/exec {"cmd":"true"}` on a warm room (the
+/// first warms it with 20 untimed calls), added to `taken`.
 async fn exec_samples(
     http: &reqwest::Client,
     addr: &str,
-) -> anyhow::Result<(Duration, Vec<(String, f64)>)> {
+    first: bool,
+    taken: &mut ExecSamples,
+) -> anyhow::Result<()> {
     let url = format!("http://{addr}/api/rooms/engines-exec/sandbox/exec");
     let body = serde_json::json!({"cmd": "true"});
-    for _ in 0..20 {
-        http.post(&url).json(&body).send().await?.bytes().await?;
+    if first {
+        for _ in 0..20 {
+            http.post(&url).json(&body).send().await?.bytes().await?;
+        }
     }
-    let mut samples = Vec::with_capacity(EXECS);
-    let mut phases: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    for _ in 0..EXECS {
+    for _ in 0..EXECS / EXEC_ROUNDS {
         let start = Instant::now();
         let res = http.post(&url).json(&body).send().await?;
         anyhow::ensure!(res.status() == 200, "exec answered {}", res.status());
@@ -288,7 +317,7 @@ async fn exec_samples(
             .to_string();
         res.bytes().await?;
         let took = start.elapsed();
-        samples.push(took);
+        taken.took.push(took);
         let spans = server_timing(&timing);
         let span = |name: &str| spans.iter().find(|(n, _)| n == name).map(|(_, d)| *d);
         // What the spans leave out: the Durable Object's own work, and
@@ -298,30 +327,21 @@ async fn exec_samples(
         {
             // `store`: waiting for the command's record to be durable.
             let own = room - sandbox - cwd - lobby - span("store").unwrap_or(0.0);
+            let phases = &mut taken.phases;
             phases
                 .entry("room's own work".into())
                 .or_default()
                 .push(own);
-            let outside = ms(took) - room;
             phases
                 .entry("outside the room".into())
                 .or_default()
-                .push(outside);
+                .push(ms(took) - room);
         }
         for (name, dur) in spans {
-            phases.entry(name).or_default().push(dur);
+            taken.phases.entry(name).or_default().push(dur);
         }
     }
-    samples.sort();
-    let phases = phases
-        .into_iter()
-        .map(|(name, mut d)| {
-            d.sort_by(f64::total_cmp);
-            let median = d[d.len() / 2];
-            (name, median)
-        })
-        .collect();
-    Ok((percentile(&samples, 0.5), phases))
+    Ok(())
 }
 
 /// `a;dur=1.5, b;dur=2` as (name, ms) pairs.
