@@ -175,6 +175,9 @@ pub(crate) async fn get_file(
     }
 }
 
+/// Why a `PUT` to a path that ends in `/` is refused.
+const NAMES_A_FOLDER: &str = "names a folder (it ends in /), not a file";
+
 /// `PUT /api/rooms/{room}/files/{path}?userId=NAME` (body: the bytes)
 pub(crate) async fn put_file(
     State(app): State<Arc<App>>,
@@ -185,6 +188,9 @@ pub(crate) async fn put_file(
     body: Body,
 ) -> Response {
     let mut details = check(&room, &path);
+    if path.ends_with('/') {
+        add_detail(&mut details, "path", NAMES_A_FOLDER);
+    }
     let by = uploader(query.as_deref(), &mut details, &access);
     if let Err(e) = writable(details, &access) {
         return e.into_response();

@@ -576,6 +576,13 @@ export function parseFrame(data: unknown): Record<string, any> | null {
   }
 }
 
+/** Why duet serve refused a path: its `details.path` sentence (its whole body if it has none). */
+async function refusal(res: Response): Promise<string> {
+  const text = await res.text();
+  const why = parseFrame(text)?.details?.path?.[0];
+  return typeof why === "string" ? why : text;
+}
+
 /** An rpc failure in the words the SDK would use. */
 export function rpcError(frame: Record<string, any>): string {
   if (frame.status === 503) return "CONTAINER_UNAVAILABLE: container is starting, retry after 3";
@@ -594,6 +601,6 @@ export async function httpError(res: Response): Promise<string> {
 async function fileError(res: Response, path: string): Promise<Error> {
   if (res.status === 404) return new Error(`FILE_NOT_FOUND: File not found: ${path}`);
   if (res.status === 507) return new Error(`NO_SPACE: the room's disk is full`);
-  if (res.status === 400) return new Error(`INVALID_PATH: ${await res.text()}`);
+  if (res.status === 400) return new Error(`INVALID_PATH: ${await refusal(res)}`);
   return new Error(await httpError(res));
 }

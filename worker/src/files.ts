@@ -131,11 +131,15 @@ export function queryUser(query: string, details: Details): string | undefined {
   return problem ? undefined : name;
 }
 
+/** Why a `PUT` to a path that ends in `/` is refused (src/server/files.rs says the same). */
+const NAMES_A_FOLDER = "names a folder (it ends in /), not a file";
+
 /** `PUT /api/rooms/{room}/files/{path}?userId=NAME` (body: the bytes, at most 64 MiB, streamed to the sandbox) */
 export async function putFile(env: Env, room: string, path: string, query: string, request: Request, caller: Caller): Promise<Response> {
   try {
     const details = roomDetails(room);
     const asked = queryUser(query, details);
+    if (path.endsWith("/")) addDetail(details, "path", NAMES_A_FOLDER);
     const inside = check(room, path, details);
     allowed(caller.role, "writeFiles");
     // An invite that fixes a name gives it to the record.

@@ -139,6 +139,9 @@ impl Upload {
                     chown(&next, owner)?;
                     next
                 }
+                Err(SandboxError::BadPath(_)) if is_symlink(&dir, part) => {
+                    return Err(SandboxError::BadPath("passes through a symlink".into()));
+                }
                 Err(e) => return Err(e),
             };
         }
@@ -242,6 +245,16 @@ fn chown(fd: &OwnedFd, owner: Option<(u32, u32)>) -> Result<(), SandboxError> {
     Ok(())
 }
 
+/// Whether entry `name` of folder `dir` is a symlink (not followed).
+fn is_symlink(dir: &impl AsRawFd, name: &str) -> bool {
+    nix::sys::stat::fstatat(
+        Some(dir.as_raw_fd()),
+        name,
+        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+    )
+    .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK)
+}
+
 /// Opens the folder `path` of the workspace (its components checked).
 /// `listed`: the folder itself is what is asked for (a symlink there is
 /// no such folder); otherwise it is on the way to an entry of it.
@@ -258,15 +271,9 @@ fn open_folder(place: &SandboxPlace, path: &str, listed: bool) -> Result<OwnedFd
         dir = match tree::open_dir(&dir, OsStr::new(part)) {
             Ok(next) => next,
             Err(nix::errno::Errno::ENOTDIR | nix::errno::Errno::ELOOP) => {
-                let link = nix::sys::stat::fstatat(
-                    Some(std::os::fd::AsRawFd::as_raw_fd(&dir)),
-                    *part,
-                    nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
-                )
-                .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK);
                 // A symlink on the way is refused; a file, or a symlink
                 // listed as a folder, is no such folder.
-                return Err(if link && !last {
+                return Err(if !last && is_symlink(&dir, part) {
                     SandboxError::BadPath("passes through a symlink".into())
                 } else {
                     SandboxError::NoFile

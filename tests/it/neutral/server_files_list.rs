@@ -316,6 +316,54 @@ async fn a_path_with_an_empty_segment_is_a_400() {
     assert!(body["details"]["path"][0].is_string(), "{body}");
 }
 
+/// `PUT …/files/{path}` (raw) of `bytes`: status and body.
+async fn put(server: &Server, room: &str, path: &str, bytes: &'static [u8]) -> (u16, Value) {
+    let url = server.url(&room_path(room, &format!("/files/{path}")));
+    answer(with_token(server, http().put(url).body(bytes))).await
+}
+
+#[tokio::test]
+async fn writing_through_a_symlink_onto_one_or_a_folder_is_a_400_and_writes_nothing() {
+    let (server, _dir) = Server::fresh().await;
+    let room = "put-rules";
+    exec(&server, room, TREE).await;
+    let refused = |why: &str| json!({"error": "invalid request", "details": {"path": [why]}});
+    for (path, why) in [
+        // Into a folder through its symlink, and onto a symlink itself.
+        ("linkdir/new.txt", "passes through a symlink"),
+        ("linkdir/sub/new.txt", "passes through a symlink"),
+        ("link", "passes through a symlink"),
+        ("dir", "is a directory"),
+        ("B.txt/new.txt", "a parent is not a directory"),
+        // A path that ends in `/` names a folder, not a file.
+        ("new/", "names a folder (it ends in /), not a file"),
+        ("dir/", "names a folder (it ends in /), not a file"),
+    ] {
+        assert_eq!(
+            put(&server, room, path, b"EVIL").await,
+            (400, refused(why)),
+            "PUT files/{path}"
+        );
+    }
+    // Read or deleted through a symlink: the same sentence.
+    let through = refused("passes through a symlink");
+    assert_eq!(
+        get(&server, room, "linkdir/b.txt").await,
+        (400, through.clone())
+    );
+    assert_eq!(rm(&server, room, "linkdir/b.txt").await, (400, through));
+    let after = exec(
+        &server,
+        room,
+        "cd /workspace && test -L link && test -L linkdir && cat a.txt dir/b.txt && \
+         ! test -e dir/new.txt && ! test -e dir/sub/new.txt && ! test -e new && test -d dir",
+    )
+    .await;
+    assert_eq!(after["exitCode"], 0, "{after}");
+    assert_eq!(after["stdout"], "helloxyz", "{after}");
+    assert_eq!(records(&server, room, "upload").await, Vec::<Value>::new());
+}
+
 /// What `GET` of a FIFO or a socket answers.
 fn not_regular() -> Value {
     json!({"error":"invalid request","details":{"path":["is not a regular file (a FIFO, socket or device is never read)"]}})

@@ -20,9 +20,9 @@ import {
 import { CwdTrailer, takesTrailer } from "./trailer";
 import { PROCESS_SESSION, listens, listeningPortsOf, processSession, startProcess } from "./background";
 import { TUNNEL_PATH } from "./tunnel";
-import { ABSENT, ARCHIVE_FILE_PREFIX, DIFF_COPY_PREFIX, DIFF_FILE_PREFIX, NOT_A_FOLDER, OVER_SYMLINK, PUSH_DIR_PREFIX, THROUGH_SYMLINK, diffCleanupCommand, diffCommand, packCommand, unpackCommand } from "./trees";
+import { ABSENT, ARCHIVE_FILE_PREFIX, DIFF_COPY_PREFIX, DIFF_FILE_PREFIX, IS_A_FOLDER, NOT_A_FOLDER, OVER_SYMLINK, PUSH_DIR_PREFIX, THROUGH_SYMLINK, diffCleanupCommand, diffCommand, joinPartsCommand, packCommand, unpackCommand } from "./trees";
 import { BadPath, InWorkspace, NotAFolder, type ExecOutcome, type ExecRequest, type FileStream, type FolderEntry, NotRegular, type WorkspaceCopy, type ListeningPort, NothingListens, type ProcessEvents, type SandboxProcess, type Pty, type PtyEvents, type RoomSandbox, SandboxStarting, type TermSize } from "./types";
-import { WORKSPACE_DIR, workspacePath, UPLOAD_PART_BYTES, UPLOAD_DIR_PREFIX, bounded, fileBody, PartBuffer, joinPartsCommand, fileError, asStarting, startingDelay, message, refusedUpgrade } from "./sdkio";
+import { WORKSPACE_DIR, workspacePath, UPLOAD_PART_BYTES, UPLOAD_DIR_PREFIX, bounded, fileBody, PartBuffer, fileError, asStarting, startingDelay, message, refusedUpgrade } from "./sdkio";
 
 /** SIGINT first, SIGKILL this long after (docs/protocol.md, interrupt). */
 const KILL_AFTER_MS = 2_000;
@@ -292,11 +292,13 @@ class CloudflareSandbox implements RoomSandbox {
    */
   async writeFileFrom(path: string, chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<number> {
     const sandbox = await this.stub();
-    const full = workspacePath(path);
     const parts = `${WORKSPACE_DIR}/${UPLOAD_DIR_PREFIX}${crypto.randomUUID()}`;
     try {
       const written = await this.sendParts(sandbox, parts, chunks);
-      const joined = await this.beside(sandbox, joinPartsCommand(parts, full));
+      const joined = await this.beside(sandbox, joinPartsCommand(parts, path));
+      if (joined.exitCode === THROUGH_SYMLINK) throw new BadPath("passes through a symlink");
+      if (joined.exitCode === NOT_A_FOLDER) throw new BadPath("a parent is not a directory");
+      if (joined.exitCode === IS_A_FOLDER) throw new BadPath("is a directory");
       if (joined.exitCode !== 0) throw fileError(new Error(`writing ${path} failed: ${joined.stderr.trim()}`));
       return written;
     } finally {

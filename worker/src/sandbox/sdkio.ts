@@ -88,29 +88,14 @@ export class PartBuffer {
   }
 }
 
-/**
- * Joins an upload's parts into a new file beside them (each part removed
- * once copied), keeps the old file's mode, makes the parent folders, and
- * renames it over the file.
- * In a subshell: the shell it runs in lives on.
- */
-export function joinPartsCommand(parts: string, target: string): string {
-  const d = shellQuote(parts);
-  const t = shellQuote(target);
-  const parent = shellQuote(target.slice(0, target.lastIndexOf("/")));
-  return (
-    `(set -e; : >| ${d}/whole; for p in ${d}/part-*; do cat "$p" >> ${d}/whole; rm -f "$p"; done; ` +
-    `if [ -f ${t} ]; then chmod --reference=${t} ${d}/whole; fi; mkdir -p -- ${parent}; mv -f -T ${d}/whole ${t})`
-  );
-}
-
 /** The seam's error for a failed file call. */
 export function fileError(e: unknown): Error {
   const text = message(e);
   const starting = startingDelay(e);
   if (starting !== null) return new SandboxStarting(starting);
   if (/NO_SPACE|no space|ENOSPC|disk is full|EDQUOT|quota/i.test(text)) return new DiskFull();
-  if (/symlink|outside the workspace|INVALID_PATH|PATH_SECURITY/i.test(text)) return new BadPath(text);
+  // The SDK's code (`INVALID_PATH: `) is no part of the sentence the client is shown.
+  if (/symlink|outside the workspace|INVALID_PATH|PATH_SECURITY/i.test(text)) return new BadPath(text.replace(/^[A-Z_]+: /, ""));
   return e instanceof Error ? e : new Error(text);
 }
 

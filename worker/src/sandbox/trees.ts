@@ -47,7 +47,7 @@ function folderChecks(dir: string): string {
   if (parts.length === 0) return "";
   return (
     `p=${WORKSPACE_DIR}; for c in ${parts.map(shellQuote).join(" ")}; do p="$p/$c"; ` +
-    `if [ -L "$p" ]; then echo through; fail 3; fi; if [ -e "$p" ] && [ ! -d "$p" ]; then echo notdir; fail 4; fi; done; `
+    `if [ -L "$p" ]; then echo through; fail ${THROUGH_SYMLINK}; fi; if [ -e "$p" ] && [ ! -d "$p" ]; then echo notdir; fail ${NOT_A_FOLDER}; fi; done; `
   );
 }
 
@@ -56,6 +56,29 @@ export const THROUGH_SYMLINK = 3;
 export const NOT_A_FOLDER = 4;
 export const OVER_SYMLINK = 5;
 export const ABSENT = 6;
+export const IS_A_FOLDER = 7;
+
+/**
+ * Joins an upload's parts (folder `parts`) into file `path` of the
+ * workspace: each part removed once copied, the old file's mode kept, the
+ * parent folders made, then renamed over the file. Refused before anything
+ * is written, as `duet serve` refuses it: a folder on the way or the file
+ * itself a symlink (exit 3), a part of the way not a folder (4), the file
+ * a folder (7). In a subshell: the shell it runs in lives on.
+ */
+export function joinPartsCommand(parts: string, path: string): string {
+  const cut = path.lastIndexOf("/");
+  const dir = cut < 0 ? "" : path.slice(0, cut);
+  const d = shellQuote(parts);
+  const t = shellQuote(`${WORKSPACE_DIR}/${path}`);
+  return (
+    `(fail() { exit "$1"; }; ` +
+    folderChecks(dir) +
+    `if [ -L ${t} ]; then echo through; fail ${THROUGH_SYMLINK}; fi; if [ -d ${t} ]; then echo isdir; fail ${IS_A_FOLDER}; fi; ` +
+    `set -e; : >| ${d}/whole; for p in ${d}/part-*; do cat "$p" >> ${d}/whole; rm -f "$p"; done; ` +
+    `if [ -f ${t} ]; then chmod --reference=${t} ${d}/whole; fi; mkdir -p -- ${shellQuote(folderPath(dir))}; mv -f -T ${d}/whole ${t})`
+  );
+}
 
 /**
  * Unpacks a push whose parts (`{scratch}/parts/part-NNNNNN`, a checked tar)
