@@ -43,6 +43,8 @@ const TYPING_EVERY: Duration = Duration::from_secs(2);
 const READ_BUFFER: usize = 256;
 /// Largest frame a client may send.
 const MAX_FRAME: usize = crate::protocol::MAX_BODY + 4096;
+/// The reason of the close (1009) of a socket that sent a bigger frame.
+const FRAME_TOO_BIG: &str = "a frame is at most 1 MiB";
 
 /// Numbers connections within the process (to skip one's own typing).
 static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
@@ -553,15 +555,22 @@ fn limited_frame(e: ApiError) -> Utf8Bytes {
 async fn close_on_error(socket: &mut WebSocket, err: axum::Error) {
     use tokio_tungstenite::tungstenite::Error;
     let inner = err.into_inner();
-    if let Some(Error::Utf8(_)) = inner.downcast_ref::<Error>() {
-        let frame = axum::extract::ws::CloseFrame {
-            code: axum::extract::ws::close_code::INVALID,
-            reason: "text frames must be valid UTF-8".into(),
-        };
-        let _ = send(socket, Message::Close(Some(frame))).await;
-    } else {
-        tracing::debug!("socket error: {inner}");
-    }
+    let (code, reason) = match inner.downcast_ref::<Error>() {
+        Some(Error::Utf8(_)) => (
+            axum::extract::ws::close_code::INVALID,
+            "text frames must be valid UTF-8",
+        ),
+        Some(Error::Capacity(_)) => (axum::extract::ws::close_code::SIZE, FRAME_TOO_BIG),
+        _ => {
+            tracing::debug!("socket error: {inner}");
+            return;
+        }
+    };
+    let frame = axum::extract::ws::CloseFrame {
+        code,
+        reason: reason.into(),
+    };
+    let _ = send(socket, Message::Close(Some(frame))).await;
 }
 
 #[cfg(test)]

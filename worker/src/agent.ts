@@ -18,13 +18,17 @@ import { ApiError, describe, isObject, response, unpairedSurrogate, type JsonObj
 import { SOCKETS_RETRY_MS, SocketBuckets, rateLimits } from "./limits";
 import { OPERATIONS, UnknownMethod, rpcOp, type Method, type Op, type SocketMethod } from "./ops";
 import { CALLER_PATH, EXECS_PAGE_PATH, OP_PATH, PAGE_PATH, SANDBOX_STOPPED_PATH } from "./rooms";
-import { READONLY_FRAME, errorFrame, identityFrame, messageFrame, presenceDeltaFrame, presenceFrame, rateLimitedFrame, typingFrame, youFrame, type DuetMessage, type PresenceDelta, type PresenceUser } from "./protocol";
+import { MAX_BODY, READONLY_FRAME, errorFrame, identityFrame, messageFrame, presenceDeltaFrame, presenceFrame, rateLimitedFrame, typingFrame, youFrame, type DuetMessage, type PresenceDelta, type PresenceUser } from "./protocol";
 import { randomHex } from "./text";
 import { Room } from "./room";
 import { type Who } from "./roomstate";
 import { SandboxStarting } from "./sandbox/types";
 import { SocketList } from "./socketlist";
 import { Store } from "./store";
+
+/** The biggest frame a socket may send (src/server/ws.rs: MAX_FRAME); a bigger one closes it (1009). */
+const MAX_FRAME = MAX_BODY + 4096;
+const FRAME_TOO_BIG = "a frame is at most 1 MiB";
 
 /** Typing is relayed at most this often per connection. */
 const TYPING_EVERY_MS = 2_000;
@@ -384,6 +388,9 @@ export class DuetAgent extends Agent<Env> {
 
   /** A client's frame: typing, rpc, a refused state, or garbage answered with `duet_error`. */
   private async frame(c: DuetConnection, message: string | ArrayBuffer | ArrayBufferView): Promise<void> {
+    // Terminal frames count in bytes only: a keystroke is a frame.
+    const size = typeof message === "string" ? utf8Length(message) : message.byteLength;
+    if (size > MAX_FRAME) return c.close(1009, FRAME_TOO_BIG);
     if (typeof message !== "string") {
       const over = this.bucketsOf(c).frame(message.byteLength);
       return send(c, over ? rateLimitedFrame(over.retryAfterMs ?? 1) : errorFrame("binary frames are not supported"));
@@ -396,8 +403,6 @@ export class DuetAgent extends Agent<Env> {
       notJson = e;
     }
     const type = isObject(value) ? value.type : undefined;
-    // Terminal frames count in bytes only: a keystroke is a frame.
-    const size = utf8Length(message);
     const over = type === "duet_term_input" || type === "duet_term_resize" ? this.bucketsOf(c).termFrame(size) : this.bucketsOf(c).frame(size);
     if (notJson !== undefined) {
       return send(c, over ? rateLimitedFrame(over.retryAfterMs ?? 1) : errorFrame(`the frame is not JSON: ${describe(notJson)}`));

@@ -442,6 +442,12 @@ impl Ws {
         self.inner.send(Message::text(text)).await.unwrap();
     }
 
+    /// Sends `text`, which the server may cut the connection in the middle
+    /// of: whether it all went.
+    pub async fn try_send_text(&mut self, text: &str) -> bool {
+        self.inner.send(Message::text(text)).await.is_ok()
+    }
+
     /// Sends an rpc and waits for its answer (other frames are skipped).
     pub async fn rpc(&mut self, id: u64, method: &str, args: Value) -> Value {
         self.send(serde_json::json!({"type":"rpc","id":id,"method":method,"args":args}))

@@ -197,6 +197,26 @@ async fn refused_and_malformed_frames_leave_the_socket_open() {
 }
 
 #[tokio::test]
+async fn a_frame_over_a_mebibyte_closes_the_socket_with_1009() {
+    let (server, _dir) = Server::fresh().await;
+    let mut ada = server.joined("w7", "user=ada").await;
+    // 1 MiB of padding: refused as a frame, the socket stays.
+    let frame = |pad: usize| format!(r#"{{"type":"dance","pad":"{}"}}"#, "a".repeat(pad));
+    ada.send_text(&frame(1024 * 1024)).await;
+    assert_eq!(ada.next().await["type"], "duet_error");
+    // Over 1 MiB and 4 KiB: closed, with its reason when the close frame
+    // gets through (the server may cut the connection while the frame is
+    // still being sent).
+    ada.try_send_text(&frame(1024 * 1024 + 4096)).await;
+    if let Some(close) = ada.closed().await {
+        assert_eq!(close, (1009, "a frame is at most 1 MiB".to_string()));
+    }
+    // The room serves on.
+    let mut bob = server.joined("w7", "user=bob").await;
+    assert_eq!(bob.rpc(1, "cancel", json!([])).await["success"], true);
+}
+
+#[tokio::test]
 async fn cleanup_empties_every_client() {
     let (server, _dir) = Server::fresh().await;
     let mut ada = server.joined("w7", "user=ada").await;
