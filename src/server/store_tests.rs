@@ -165,3 +165,20 @@ async fn only_recent_execs_are_kept() {
     assert_eq!(row.execs[0].exec_id, "x00000000006");
     assert!(row.execs[0].truncated && !row.execs[1].truncated);
 }
+
+#[tokio::test]
+async fn a_second_store_of_one_database_is_refused_until_the_first_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("duet.db");
+    let first = Store::open(path.clone()).await.unwrap();
+    let second = Store::open_waiting(path.clone(), Duration::ZERO).await;
+    assert!(
+        matches!(second, Err(StoreError::InUse)),
+        "{:?}",
+        second.err()
+    );
+    // Once the first is gone (its thread ends), the next one opens.
+    drop(first);
+    let again = Store::open(path).await;
+    assert!(again.is_ok(), "{:?}", again.err());
+}

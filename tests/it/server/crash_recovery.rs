@@ -225,3 +225,34 @@ fn tokio_stream_from(
 ) -> impl futures_util::Stream<Item = Result<Vec<u8>, std::io::Error>> {
     futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }
+
+#[tokio::test]
+async fn a_second_server_on_the_same_data_directory_is_refused_and_ends_nothing() {
+    use common::ticks::ticking;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]).await;
+    let mut ws = server.joined("twice", "user=ada").await;
+    ticking(&server, &mut ws, "twice", 1).await;
+    // Started by mistake on the same folder (any port): it says why and
+    // stops before it touches anything.
+    let second = tokio::process::Command::new(env!("CARGO_BIN_EXE_duet"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .output();
+    let second = tokio::time::timeout(Duration::from_secs(20), second)
+        .await
+        .expect("the second server gives up in time")
+        .unwrap();
+    assert!(!second.status.success());
+    let said = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        said.contains("another duet uses this data directory"),
+        "{said}"
+    );
+    // The first one's command still runs: no record of it ended yet.
+    let (status, page) = server.get("/api/rooms/twice/execs").await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(page["execs"], json!([]), "{page}");
+    drop(ws);
+    server.stop().await;
+}
