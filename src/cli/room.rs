@@ -84,12 +84,19 @@ pub fn join(args: JoinArgs, data_dir: Option<PathBuf>) -> ExitCode {
 }
 
 /// What is said on the way out: how to come back and, while the backend
-/// stays up for the others, how they join.
-fn goodbye(session: &Session, backend_stays: bool) -> String {
+/// stays up for the others, how they join; and the messages that were
+/// still waiting to be sent, whole, so that nothing typed is lost.
+fn goodbye(session: &Session, backend_stays: bool, unsent: &[String]) -> String {
     let back = session.come_back(&session.room);
     let mut said = format!("Left room {}. Back in: {back}", session.room);
     if backend_stays {
         said.push_str(&format!("\nOthers join: {}", others_join(session)));
+    }
+    if !unsent.is_empty() {
+        said.push_str("\nNot sent (the backend was out of reach):");
+        for text in unsent {
+            said.push_str(&format!("\n{text}"));
+        }
     }
     said
 }
@@ -190,12 +197,13 @@ async fn start(
             Ok(crate::tui::run::Ended {
                 session,
                 next_room: Some(next),
+                ..
             }) => {
                 server = session.server;
                 name = session.name;
                 room = next;
             }
-            Ok(ended) => break Ok(ended.session),
+            Ok(ended) => break Ok((ended.session, ended.unsent)),
             Err(err) => break Err(err),
         }
     };
@@ -208,5 +216,5 @@ async fn start(
     if let Some(owned) = owned {
         owned.stop().await;
     }
-    result.map(|session| goodbye(&session, backend_stays))
+    result.map(|(session, unsent)| goodbye(&session, backend_stays, &unsent))
 }

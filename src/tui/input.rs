@@ -231,7 +231,14 @@ impl App {
                     effects.push(Effect::Quit);
                 } else {
                     self.ctrl_c_armed = true;
-                    self.toast("press Ctrl+C again to quit", false);
+                    let toast = match self.outbox.len() {
+                        0 => "press Ctrl+C again to quit".to_string(),
+                        1 => "1 message is not sent yet (offline): press Ctrl+C again to quit; it is printed on the way out".to_string(),
+                        n => format!(
+                            "{n} messages are not sent yet (offline): press Ctrl+C again to quit; they are printed on the way out"
+                        ),
+                    };
+                    self.toast(&toast, false);
                 }
             }
             Action::Cleanup => self.modals.push(Modal::ConfirmCleanup),

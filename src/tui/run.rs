@@ -29,6 +29,9 @@ pub struct Ended {
     pub session: Session,
     /// The room to go to next (`/fork`'s switch), if any.
     pub next_room: Option<String>,
+    /// Messages the outbox still held (the backend was out of reach): the
+    /// way out prints them, so that nothing typed is lost.
+    pub unsent: Vec<String>,
 }
 
 /// What the event loop holds of a watcher: poke it when the connection
@@ -173,6 +176,7 @@ pub async fn run(
     result.map(|()| Ended {
         session: app.session,
         next_room,
+        unsent: app.outbox,
     })
 }
 

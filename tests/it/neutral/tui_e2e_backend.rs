@@ -178,3 +178,42 @@ async fn after_a_backend_restart_the_view_comes_back_without_duplicates() {
     assert_eq!(screen.matches("typed while away").count(), 1, "{screen}");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn quitting_while_offline_prints_the_messages_not_sent() {
+    let port = common::free_port();
+    let data = tempfile::tempdir().unwrap();
+    let server = serve_on(port, data.path()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(dir.path());
+    tmux.start(
+        "ada",
+        &client_env(dir.path(), "ada"),
+        &format!("--server http://127.0.0.1:{port} --room away-room"),
+    );
+    tmux.wait("ada", "connected", |s| s.contains("● connected"))
+        .await;
+    server.stop().await;
+    tmux.wait("ada", "reconnecting", |s| s.contains("reconnecting in"))
+        .await;
+    tmux.type_text("ada", "typed then left");
+    tmux.keys("ada", &["Enter"]);
+    tmux.wait("ada", "the message queued", |s| {
+        s.contains("queued, sends when back online: typed then left")
+    })
+    .await;
+    // The first Ctrl+C says what quitting leaves; the second quits, and
+    // the message is printed whole where it stays.
+    tmux.keys("ada", &["C-c"]);
+    tmux.wait("ada", "the warning", |s| {
+        s.contains("1 message is not sent yet (offline)")
+    })
+    .await;
+    tmux.keys("ada", &["C-c"]);
+    tmux.wait("ada", "the way out", |s| {
+        s.contains("Left room away-room.")
+            && s.contains("Not sent (the backend was out of reach):\ntyped then left")
+            && s.contains("EXITED 0")
+    })
+    .await;
+}
