@@ -388,7 +388,6 @@ export class DuetAgent extends Agent<Env> {
 
   /** A client's frame: typing, rpc, a refused state, or garbage answered with `duet_error`. */
   private async frame(c: DuetConnection, message: string | ArrayBuffer | ArrayBufferView): Promise<void> {
-    // Terminal frames count in bytes only: a keystroke is a frame.
     const size = typeof message === "string" ? utf8Length(message) : message.byteLength;
     if (size > MAX_FRAME) return c.close(1009, FRAME_TOO_BIG);
     if (typeof message !== "string") {
@@ -403,6 +402,7 @@ export class DuetAgent extends Agent<Env> {
       notJson = e;
     }
     const type = isObject(value) ? value.type : undefined;
+    // Terminal frames count in bytes only: a keystroke is a frame.
     const over = type === "duet_term_input" || type === "duet_term_resize" ? this.bucketsOf(c).termFrame(size) : this.bucketsOf(c).frame(size);
     if (notJson !== undefined) {
       return send(c, over ? rateLimitedFrame(over.retryAfterMs ?? 1) : errorFrame(`the frame is not JSON: ${describe(notJson)}`));
