@@ -212,12 +212,15 @@ async fn lock_database(
     path: &std::path::Path,
     wait: Duration,
 ) -> Result<std::fs::File, StoreError> {
+    use std::os::unix::fs::OpenOptionsExt;
     let mut name = path.as_os_str().to_owned();
     name.push(".lock");
+    // The owner's alone, as everything of the data directory.
     let file = std::fs::File::options()
         .create(true)
         .truncate(false)
         .write(true)
+        .mode(0o600)
         .open(PathBuf::from(name))
         .map_err(StoreError::Lock)?;
     let deadline = tokio::time::Instant::now() + wait;
