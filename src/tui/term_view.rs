@@ -328,13 +328,16 @@ impl App {
 
     /// The state's `terminal`: whether one runs. The pane follows it: a
     /// pane showing a terminal that no longer runs (a restore or a cleanup
-    /// ended it, or its `exit` was missed) shows that it ended.
+    /// ended it, or its `exit` was missed) shows that it ended. Not while
+    /// the socket is attaching again after a reconnect (a backend that
+    /// restarted has no terminal left): its `term_open` then opens a new
+    /// one, which the pane shows.
     pub(crate) fn set_terminal(&mut self, terminal: Option<TerminalState>) -> bool {
         let changed = self.term.running != terminal;
         let shown_id = self.term.screen.term_id().map(str::to_string);
         let gone = shown_id.is_some_and(|id| terminal.as_ref().is_none_or(|t| t.term_id != id));
         self.term.running = terminal;
-        if gone {
+        if gone && self.term.attached {
             self.terminal_ended();
         }
         changed || gone

@@ -433,6 +433,40 @@ fn the_view_follows_the_rooms_terminal_and_f3_opens_a_new_one_at_once() {
     );
 }
 
+/// The backend restarted while the terminal was shown: the state after
+/// the reconnect has none, and the socket's `term_open` (it attaches again
+/// after every reconnect) opens a new one, which the pane shows at once.
+#[test]
+fn after_a_backend_restart_the_pane_shows_the_terminal_the_socket_opens_again() {
+    use duet::client::socket::{ConnState, SocketEvent};
+    let mut app = app();
+    let asked = attached(&mut app, None);
+    app.update(snapshot(b"$ old shell"));
+    app.update(Msg::Socket(SocketEvent::State(ConnState::Reconnecting {
+        in_secs: 1,
+        reason: "The connection broke".into(),
+    })));
+    app.update(Msg::Socket(SocketEvent::State(ConnState::Connected {
+        rtt_ms: None,
+    })));
+    app.update(patch(json!({"terminal": null})));
+    assert!(app.term.shown && !app.term.attached);
+    // The new terminal is ours: no toast that someone opened one.
+    app.update(term(TermFrame::Open {
+        term_id: "t2".into(),
+        by: "ada".into(),
+        cols: asked.cols,
+        rows: asked.rows,
+    }));
+    assert!(app.toasts.is_empty(), "{:?}", app.toasts);
+    app.update(answer(
+        RoomOp::TermOpen(Some(asked)),
+        Ok(json!({"termId": "t2", "cols": asked.cols, "rows": asked.rows})),
+    ));
+    assert!(app.term.shown && app.term.attached && app.terminal_focused());
+    assert_eq!(app.term.screen.term_id(), Some("t2"));
+}
+
 /// An `exit` that says why (the terminal failed) shows it.
 #[test]
 fn an_unexpected_end_says_why() {
