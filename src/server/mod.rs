@@ -24,6 +24,7 @@ mod router;
 mod store;
 mod store_access;
 mod store_checkpoints;
+mod store_lock;
 mod store_rooms;
 mod terminal;
 mod tickets;

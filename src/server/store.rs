@@ -202,52 +202,18 @@ pub(crate) enum ClientMessage {
     },
 }
 
-/// How long `open` waits for another holder of the database's lock: a
-/// store of this process that is closing, or a server that is stopping.
-const LOCK_WAIT: Duration = Duration::from_secs(3);
-
-/// Takes the exclusive lock of database `path` (`flock` of `PATH.lock`),
-/// waiting up to `wait` for whoever holds it.
-async fn lock_database(
-    path: &std::path::Path,
-    wait: Duration,
-) -> Result<std::fs::File, StoreError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut name = path.as_os_str().to_owned();
-    name.push(".lock");
-    // The owner's alone, as everything of the data directory.
-    let file = std::fs::File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(PathBuf::from(name))
-        .map_err(StoreError::Lock)?;
-    let deadline = tokio::time::Instant::now() + wait;
-    loop {
-        match file.try_lock() {
-            Ok(()) => return Ok(file),
-            Err(std::fs::TryLockError::WouldBlock) if tokio::time::Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            Err(std::fs::TryLockError::WouldBlock) => return Err(StoreError::InUse),
-            Err(std::fs::TryLockError::Error(e)) => return Err(StoreError::Lock(e)),
-        }
-    }
-}
-
 impl Store {
     /// Opens (creating when needed) the database at `path` and starts its thread.
     /// One process at a time: a second server on the same data directory
     /// (its crash recovery would end the first one's running commands, and
     /// both would number records alike) is refused until the first stops.
     pub(crate) async fn open(path: PathBuf) -> Result<Store, StoreError> {
-        Store::open_waiting(path, LOCK_WAIT).await
+        Store::open_waiting(path, super::store_lock::LOCK_WAIT).await
     }
 
     /// As `open`, waiting up to `wait` for the database's lock.
     pub(crate) async fn open_waiting(path: PathBuf, wait: Duration) -> Result<Store, StoreError> {
-        let lock = lock_database(&path, wait).await?;
+        let lock = super::store_lock::lock_database(&path, wait).await?;
         let (jobs, inbox) = std::sync::mpsc::channel::<Job>();
         let (ready_tx, ready) = oneshot::channel();
         std::thread::Builder::new()
