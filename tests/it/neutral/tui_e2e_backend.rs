@@ -126,21 +126,47 @@ async fn serve_on(port: u16, data: &Path) -> Server {
     Server::start_at(&format!("127.0.0.1:{port}"), data, &[]).await
 }
 
-#[tokio::test]
-async fn after_a_backend_restart_the_view_comes_back_without_duplicates() {
+/// Ada's `duet` in `room`, connected to a backend on a port of its own;
+/// its data directory is kept for a restart on the same address.
+struct Connected {
+    port: u16,
+    data: tempfile::TempDir,
+    server: Server,
+    tmux: Tmux,
+    _home: tempfile::TempDir,
+}
+
+async fn ada_connected(room: &str) -> Connected {
     let port = common::free_port();
     let data = tempfile::tempdir().unwrap();
-    let url = format!("http://127.0.0.1:{port}");
     let server = serve_on(port, data.path()).await;
-    let dir = tempfile::tempdir().unwrap();
-    let tmux = Tmux::new(dir.path());
+    let home = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new(home.path());
     tmux.start(
         "ada",
-        &client_env(dir.path(), "ada"),
-        &format!("--server {url} --room again-room"),
+        &client_env(home.path(), "ada"),
+        &format!("--server http://127.0.0.1:{port} --room {room}"),
     );
     tmux.wait("ada", "connected", |s| s.contains("● connected"))
         .await;
+    Connected {
+        port,
+        data,
+        server,
+        tmux,
+        _home: home,
+    }
+}
+
+#[tokio::test]
+async fn after_a_backend_restart_the_view_comes_back_without_duplicates() {
+    let Connected {
+        port,
+        data,
+        server,
+        tmux,
+        _home,
+    } = ada_connected("again-room").await;
     tmux.type_text("ada", "said once");
     tmux.keys("ada", &["Enter"]);
     // Sent, not just typed: the input line no longer holds it.
@@ -181,18 +207,14 @@ async fn after_a_backend_restart_the_view_comes_back_without_duplicates() {
 
 #[tokio::test]
 async fn quitting_while_offline_prints_the_messages_not_sent() {
-    let port = common::free_port();
-    let data = tempfile::tempdir().unwrap();
-    let server = serve_on(port, data.path()).await;
-    let dir = tempfile::tempdir().unwrap();
-    let tmux = Tmux::new(dir.path());
-    tmux.start(
-        "ada",
-        &client_env(dir.path(), "ada"),
-        &format!("--server http://127.0.0.1:{port} --room away-room"),
-    );
-    tmux.wait("ada", "connected", |s| s.contains("● connected"))
-        .await;
+    // The folders are bound too: they stay until the test ends.
+    let Connected {
+        server,
+        tmux,
+        data: _data,
+        _home,
+        ..
+    } = ada_connected("away-room").await;
     server.stop().await;
     tmux.wait("ada", "reconnecting", |s| s.contains("reconnecting in"))
         .await;
