@@ -6,7 +6,7 @@
 // and compare.
 
 import { shellQuote } from "./signal";
-import { UPLOAD_DIR_PREFIX, WORKSPACE_DIR } from "./sdkio";
+import { UPLOAD_DIR_PREFIX, WORKSPACE_DIR, workspacePath } from "./sdkio";
 
 /** A push's parts and staging folder, in /workspace (on the room's disk, where the stand-in's files reach). */
 export const PUSH_DIR_PREFIX = ".duet-push-";
@@ -70,7 +70,7 @@ export function joinPartsCommand(parts: string, path: string): string {
   const cut = path.lastIndexOf("/");
   const dir = cut < 0 ? "" : path.slice(0, cut);
   const d = shellQuote(parts);
-  const t = shellQuote(`${WORKSPACE_DIR}/${path}`);
+  const t = shellQuote(workspacePath(path));
   return (
     `(fail() { exit "$1"; }; ` +
     folderChecks(dir) +
