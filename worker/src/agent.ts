@@ -391,7 +391,7 @@ export class DuetAgent extends Agent<Env> {
     const size = typeof message === "string" ? utf8Length(message) : message.byteLength;
     if (size > MAX_FRAME) return c.close(1009, FRAME_TOO_BIG);
     if (typeof message !== "string") {
-      const over = this.bucketsOf(c).frame(message.byteLength);
+      const over = this.bucketsOf(c).frame(size);
       return send(c, over ? rateLimitedFrame(over.retryAfterMs ?? 1) : errorFrame("binary frames are not supported"));
     }
     let value: unknown;
