@@ -25,6 +25,7 @@ mod store;
 mod store_access;
 mod store_checkpoints;
 mod store_lock;
+mod store_processes;
 mod store_rooms;
 mod terminal;
 mod tickets;

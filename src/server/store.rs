@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use tokio::sync::oneshot;
 
+pub(crate) use super::store_processes::StoredProcess;
 pub(crate) use super::store_rooms::RoomRow;
 
 /// Why the store could not answer.
@@ -117,6 +118,7 @@ fn migrate(conn: &Connection) -> rusqlite::Result<()> {
         }
     }
     super::store_rooms::migrate(conn)?;
+    super::store_processes::migrate(conn)?;
     conn.execute_batch(CLIENT_ID_INDEX)
 }
 
@@ -224,6 +226,7 @@ impl Store {
                 let opened = Connection::open(&path).and_then(|conn| {
                     conn.execute_batch(SCHEMA)?;
                     conn.execute_batch(super::store_access::SCHEMA)?;
+                    conn.execute_batch(super::store_processes::SCHEMA)?;
                     migrate(&conn)?;
                     let closed = close_unended(&conn, SERVER_STOPPED)?;
                     if closed > 0 {
@@ -262,6 +265,22 @@ impl Store {
         });
         self.jobs.send(job).map_err(|_| StoreError::Closed)?;
         Ok(rx.await.map_err(|_| StoreError::Closed)??)
+    }
+
+    /// Sends `f` to the store thread without waiting for it: it runs after
+    /// every job sent before it, and a failure is logged as `what`.
+    pub(super) fn submit<F>(&self, what: &'static str, f: F)
+    where
+        F: FnOnce(&mut Connection) -> rusqlite::Result<()> + Send + 'static,
+    {
+        let job: Job = Box::new(move |conn| {
+            if let Err(e) = f(conn) {
+                tracing::warn!("{what} failed: {e}");
+            }
+        });
+        if self.jobs.send(job).is_err() {
+            tracing::warn!("{what} failed: {}", StoreError::Closed);
+        }
     }
 
     /// Stores a message and the room's next message number, in one transaction.
@@ -367,7 +386,8 @@ impl Store {
         .await
     }
 
-    /// Deletes a room's messages, commands and checkpoints; its counters stay.
+    /// Deletes a room's messages, commands, checkpoints and processes; its
+    /// counters stay.
     pub(crate) async fn clear_room(&self, room: String) -> Result<(), StoreError> {
         self.call(move |conn| {
             let tx = conn.transaction()?;
@@ -375,6 +395,7 @@ impl Store {
             tx.execute("DELETE FROM client_replies WHERE room = ?1", params![room])?;
             tx.execute("DELETE FROM execs WHERE room = ?1", params![room])?;
             tx.execute("DELETE FROM checkpoints WHERE room = ?1", params![room])?;
+            tx.execute("DELETE FROM processes WHERE room = ?1", params![room])?;
             tx.commit()
         })
         .await

@@ -23,6 +23,10 @@ pub(crate) struct RoomRow {
     pub(crate) policy: super::store_access::PolicyRow,
     /// The model it chose, if it chose one.
     pub(crate) model: Option<String>,
+    /// Its listed background processes, oldest first, and the last
+    /// process number used.
+    pub(crate) processes: Vec<super::store_processes::StoredProcess>,
+    pub(crate) last_process: u64,
 }
 
 /// A room as listed: its id and the ts of its newest stored record (or
@@ -77,6 +81,8 @@ impl Store {
             let invites = super::store_access::select_invites(&tx, &room)?;
             let policy = super::store_access::select_policy(&tx, &room)?;
             let model = super::store_access::select_model(&tx, &room)?;
+            let (processes, last_process) =
+                super::store_processes::load(&tx, &room, now_ms() as u64)?;
             let mut messages = super::store::select_messages(&tx, &room, None, STATE_MESSAGES)?;
             messages.reverse();
             let mut execs = super::store::select_execs(&tx, &room, None, STATE_EXECS)?;
@@ -94,6 +100,8 @@ impl Store {
                 invites,
                 policy,
                 model,
+                processes,
+                last_process,
             })
         })
         .await

@@ -182,3 +182,54 @@ async fn a_second_store_of_one_database_is_refused_until_the_first_closes() {
     let again = Store::open(path).await;
     assert!(again.is_ok(), "{:?}", again.err());
 }
+
+#[tokio::test]
+async fn processes_load_ended_with_their_logs_and_go_with_a_cleanup() {
+    use crate::protocol::{Process, ProcessStatus};
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("duet.db")).await.unwrap();
+    store.load_room("r".into(), String::new()).await.unwrap();
+    let process = |n: u64, status| StoredProcess {
+        process: Process {
+            id: format!("p{n}"),
+            name: "sleep".into(),
+            cmd: "sleep 9".into(),
+            by: "ada".into(),
+            status,
+            exit_code: None,
+            started_at: n,
+            ended_at: None,
+        },
+        stdout: format!("out {n}"),
+        stderr: String::new(),
+    };
+    // p10 sorts after p9: by number, not by text.
+    for n in [9, 10, 11] {
+        store.save_process("r".into(), process(n, ProcessStatus::Running));
+    }
+    store.save_process("r".into(), process(9, ProcessStatus::Killed));
+    store.forget_processes("r".into(), vec!["p11".into()]);
+    let row = store.load_room("r".into(), String::new()).await.unwrap();
+    let ids: Vec<_> = row
+        .processes
+        .iter()
+        .map(|p| p.process.id.as_str())
+        .collect();
+    assert_eq!(ids, ["p9", "p10"]);
+    assert_eq!(row.last_process, 11);
+    assert_eq!(row.processes[0].process.status, ProcessStatus::Killed);
+    // p10 ran when the room last loaded: its sandbox is gone.
+    let p10 = &row.processes[1];
+    assert_eq!(p10.process.status, ProcessStatus::Exited);
+    assert_eq!(p10.process.exit_code, None);
+    assert!(p10.process.ended_at.is_some());
+    assert_eq!(p10.stdout, "out 10");
+    // Marked once: the next load keeps when it was found ended.
+    let again = store.load_room("r".into(), String::new()).await.unwrap();
+    assert_eq!(again.processes[1], *p10);
+
+    store.clear_room("r".into()).await.unwrap();
+    let row = store.load_room("r".into(), String::new()).await.unwrap();
+    assert!(row.processes.is_empty());
+    assert_eq!(row.last_process, 11, "ids are not used twice");
+}

@@ -252,7 +252,7 @@ pub(crate) fn spawn(shared: Arc<Shared>, id: String, row: RoomRow) -> RoomHandle
         terminal_state: None,
         term_news: OnFirstUse::default(),
         closing: Vec::new(),
-        processes: processes::Processes::default(),
+        processes: processes::Processes::restore(row.processes, row.last_process),
         ports: Vec::new(),
         checkpoints: checkpoints::Checkpoints::new(row.checkpoints, row.next_checkpoint),
         access: access::RoomAccess::new(row.invites, row.policy),
@@ -359,6 +359,7 @@ impl RoomActor {
             }
         }
         self.stop_running().await;
+        self.save_running_processes();
     }
 
     /// A room is loaded with no turn running, so questions after the last

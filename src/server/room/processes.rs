@@ -14,6 +14,7 @@ use crate::protocol::{
 };
 use crate::sandbox::{ProcEvents, ProcSignal, SandboxError};
 use crate::server::errors::ApiError;
+use crate::server::store::StoredProcess;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -103,6 +104,28 @@ impl LogTail {
 }
 
 impl Processes {
+    /// The list a room loads with (what the store kept), and the last
+    /// process number used.
+    pub(super) fn restore(stored: Vec<StoredProcess>, last: u64) -> Processes {
+        let entries = stored
+            .into_iter()
+            .map(|s| Entry {
+                process: s.process,
+                started: true,
+                logs: [LogTail(s.stdout), LogTail(s.stderr)],
+                seq: 0,
+                killers: Vec::new(),
+            })
+            .collect();
+        let mut processes = Processes {
+            entries,
+            listed: Vec::new(),
+            next: last,
+        };
+        processes.relist();
+        processes
+    }
+
     fn get(&self, id: &str) -> Result<&Entry, ApiError> {
         self.entries
             .iter()
@@ -121,18 +144,21 @@ impl Processes {
             .count()
     }
 
-    /// Keeps the last ended ones and lists the started ones.
-    fn relist(&mut self) {
+    /// Keeps the last ended ones and lists the started ones; the ids of
+    /// those it dropped.
+    fn relist(&mut self) -> Vec<String> {
         let ended = self
             .entries
             .iter()
             .filter(|e| e.process.status != ProcessStatus::Running)
             .count();
         let mut drop = ended.saturating_sub(ENDED_PROCESSES_KEPT);
+        let mut dropped = Vec::new();
         self.entries.retain(|e| {
             let old = drop > 0 && e.process.status != ProcessStatus::Running;
             if old {
                 drop -= 1;
+                dropped.push(e.process.id.clone());
             }
             !old
         });
@@ -142,6 +168,17 @@ impl Processes {
             .filter(|e| e.started)
             .map(|e| e.process.clone())
             .collect();
+        dropped
+    }
+}
+
+impl Entry {
+    fn stored(&self) -> StoredProcess {
+        StoredProcess {
+            process: self.process.clone(),
+            stdout: self.logs[0].0.clone(),
+            stderr: self.logs[1].0.clone(),
+        }
     }
 }
 
@@ -247,6 +284,8 @@ impl RoomActor {
         };
         entry.started = true;
         let process = entry.process.clone();
+        let stored = entry.stored();
+        self.shared.store.save_process(self.id.clone(), stored);
         if !entry.killers.is_empty() {
             self.sandbox.process_signal(id.clone(), ProcSignal::Term);
         }
@@ -324,6 +363,8 @@ impl RoomActor {
         entry.process.ended_at = Some(now_ms() as u64);
         let killers = std::mem::take(&mut entry.killers);
         if entry.started {
+            let stored = entry.stored();
+            self.shared.store.save_process(self.id.clone(), stored);
             let frame = ServerFrame::Process(ProcessFrame::Exit {
                 process_id: id.to_string(),
                 status,
@@ -366,9 +407,24 @@ impl RoomActor {
         self.publish_processes();
     }
 
+    /// The server stops: what the running processes printed so far is
+    /// kept (the room loads them as ended by the stop).
+    pub(super) fn save_running_processes(&self) {
+        for entry in &self.processes.entries {
+            if entry.started && entry.process.status == ProcessStatus::Running {
+                self.shared
+                    .store
+                    .save_process(self.id.clone(), entry.stored());
+            }
+        }
+    }
+
     /// The state's `processes` changed.
     fn publish_processes(&mut self) {
-        self.processes.relist();
+        let dropped = self.processes.relist();
+        if !dropped.is_empty() {
+            self.shared.store.forget_processes(self.id.clone(), dropped);
+        }
         let value = serde_json::to_value(&self.processes.listed).unwrap_or_default();
         self.publish(&[Change::Field("processes", value)]);
     }

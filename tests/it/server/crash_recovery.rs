@@ -256,3 +256,35 @@ async fn a_second_server_on_the_same_data_directory_is_refused_and_ends_nothing(
     drop(ws);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_process_cut_by_a_crash_is_listed_as_exited() {
+    use common::apps::{ended, room_path, start};
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]).await;
+    let first = start(&server, "crashp", json!({"cmd": "exit 4"})).await;
+    let first = first["id"].as_str().unwrap().to_string();
+    assert_eq!(ended(&server, "crashp", &first).await["exitCode"], 4);
+    let running = start(&server, "crashp", json!({"cmd": "sleep 300"})).await;
+    server.crash().await;
+
+    let server = Server::start(dir.path(), &[]).await;
+    let (status, list) = server.get(&room_path("crashp", "/processes")).await;
+    assert_eq!(status, 200, "{list}");
+    let listed = list["processes"].as_array().unwrap();
+    assert_eq!(listed.len(), 2, "{list}");
+    assert_eq!(
+        (&listed[0]["id"], &listed[0]["exitCode"]),
+        (&json!(first), &json!(4))
+    );
+    assert_eq!(listed[1]["id"], running["id"], "{list}");
+    assert_eq!(listed[1]["status"], "exited", "{list}");
+    assert_eq!(listed[1]["exitCode"], serde_json::Value::Null, "{list}");
+    assert!(listed[1]["endedAt"].is_u64(), "{list}");
+    // The next process does not take an id the list holds.
+    let next = start(&server, "crashp", json!({"cmd": "true"})).await;
+    assert!(
+        !listed.iter().any(|p| p["id"] == next["id"]),
+        "{next} {list}"
+    );
+}

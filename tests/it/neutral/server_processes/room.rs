@@ -135,31 +135,43 @@ async fn the_rest_of_its_group_ends_when_its_first_process_does() {
 }
 
 #[tokio::test]
-async fn after_a_restart_no_process_is_said_to_run() {
+async fn after_a_restart_the_processes_are_listed_ended_with_their_logs() {
     let dir = tempfile::tempdir().unwrap();
     let listen = format!("127.0.0.1:{}", common::free_port());
     let server = Server::start_at(&listen, dir.path(), &[]).await;
     let room = "proc-restart";
-    let p = start(&server, room, json!({"cmd": "sleep 300"})).await;
-    let id = id_of(&p);
+    let done = id_of(&start(&server, room, json!({"cmd": "echo kept; exit 3"})).await);
+    assert_eq!(ended(&server, room, &done).await["exitCode"], 3);
+    let running = start(&server, room, json!({"cmd": "echo before; sleep 300"})).await;
+    let id = id_of(&running);
+    printed(&server, room, &id, "before\n").await;
     server.stop().await;
     let server = Server::start_at(&listen, dir.path(), &[]).await;
-    // The sandbox went away with the server: its process is not running,
-    // whether the room still lists it (exitCode null) or not.
+
+    // The sandbox went away with the server: the process that ran is
+    // listed as exited with no exit code; the one that ended is as it was.
     let (status, list) = server.get(&room_path(room, "/processes")).await;
     assert_eq!(status, 200, "{list}");
-    for p in list["processes"].as_array().unwrap() {
-        assert_ne!(p["status"], "running", "{p}");
-        if p["id"] == id.as_str() {
-            assert_eq!(p["exitCode"], Value::Null, "{p}");
-        }
-    }
+    let listed = list["processes"].as_array().unwrap();
+    let ids: Vec<_> = listed.iter().map(|p| p["id"].clone()).collect();
+    assert_eq!(ids, [json!(done), json!(id)], "{list}");
+    assert_eq!(listed[0]["status"], "exited", "{list}");
+    assert_eq!(listed[0]["exitCode"], 3, "{list}");
+    assert_eq!(listed[1]["status"], "exited", "{list}");
+    assert_eq!(listed[1]["exitCode"], Value::Null, "{list}");
+    assert_eq!(listed[1]["cmd"], "echo before; sleep 300", "{list}");
+    assert_eq!(listed[1]["startedAt"], running["startedAt"], "{list}");
+    let ended_at = listed[1]["endedAt"].as_u64().expect("an endedAt");
+    assert!(ended_at >= running["startedAt"].as_u64().unwrap(), "{list}");
+    assert_eq!(logs(&server, room, &done).await["stdout"], "kept\n");
+
     let mut ws = server.ws(room, "user=ada").await;
     let state = ws.until_type("cf_agent_state").await;
-    for p in state["state"]["processes"].as_array().unwrap() {
-        assert_ne!(p["status"], "running", "{p}");
-    }
+    assert_eq!(state["state"]["processes"], list["processes"]);
     assert_eq!(state["state"]["ports"], json!([]));
     let left = exec(&server, room, LIVING_SLEEPS).await;
     assert_eq!(left["stdout"], "0\n");
+    // A new process has an id of its own.
+    let next = id_of(&start(&server, room, json!({"cmd": "true"})).await);
+    assert!(next != done && next != id, "{next} is used already");
 }
