@@ -42,6 +42,10 @@ pub(super) struct Pty {
     hung_up: bool,
 }
 
+/// Where the terminal's bash keeps its history: in the sandbox, not in
+/// the project (HOME is /workspace), for the terminals to come.
+const HISTORY: &str = "/tmp/.bash_history";
+
 impl Pty {
     /// Opens a terminal of `size` running bash in `/workspace`.
     pub(super) fn open(size: TermSize) -> io::Result<Pty> {
@@ -59,6 +63,7 @@ impl Pty {
             .envs(shell::SHELL_ENV)
             .env("TERM", "xterm-256color")
             .env("PS1", PROMPT)
+            .env("HISTFILE", HISTORY)
             .current_dir(WORKSPACE)
             .stdin(Stdio::from(slave.try_clone()?))
             .stdout(Stdio::from(slave.try_clone()?))

@@ -144,3 +144,30 @@ async fn an_unattached_silent_terminal_ends_and_an_attached_one_keeps_the_sandbo
         .await;
     assert_eq!(exit["termId"], term_id.as_str());
 }
+
+#[tokio::test]
+async fn the_terminal_s_history_stays_out_of_the_workspace() {
+    let (server, _dir) = Server::fresh().await;
+    let room = "term-history";
+    let mut ada = Viewer::attach(&server, room, "ada", Some((100, 30))).await;
+    ada.until_prompt().await;
+    ada.type_in("echo remembered-line\r").await;
+    ada.until_prompt().await;
+    // bash writes its history file as it exits.
+    ada.type_in("exit\r").await;
+    let term_id = ada.term_id.clone();
+    ada.until_frame(term_frame("exit", &term_id)).await;
+    // Its history is not a file of the project (`duet pull` would bring it home).
+    let (_, listed) = server
+        .post(
+            &format!("/api/rooms/{room}/sandbox/exec"),
+            json!({"cmd": "ls -A /workspace; grep -rl remembered-line /workspace"}),
+        )
+        .await;
+    assert_eq!(listed["result"]["stdout"], "", "{listed}");
+    // A new terminal still has it: ↑ brings the line back.
+    let mut again = Viewer::attach(&server, room, "ada", Some((100, 30))).await;
+    again.until_prompt().await;
+    again.type_in("history | grep -c remem''bered-line\r").await;
+    again.until_screen("\n1").await;
+}
