@@ -9,7 +9,7 @@ use crate::client::archive::watch::Watcher;
 use crate::client::archive::{Progress, diff, pull};
 use crate::client::http::HttpClient;
 use crate::client::ls::{relative, shown_dir};
-use crate::text::{bytes, grouped};
+use crate::text::{bytes, files, grouped};
 use anyhow::Context;
 use clap::Args;
 use std::io::{IsTerminal, Write};
@@ -157,14 +157,6 @@ pub async fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
         return watch(&client, &push, watcher, before, manifest).await;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// `1 file`, `2,006 files`.
-fn files(n: u64) -> String {
-    match n {
-        1 => "1 file".to_string(),
-        n => format!("{} files", grouped(n)),
-    }
 }
 
 /// A progress bar of `total` bytes on stderr, when it is a terminal.

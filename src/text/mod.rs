@@ -78,6 +78,14 @@ pub fn grouped(n: u64) -> String {
     out
 }
 
+/// `1 file`, `2,006 files`.
+pub fn files(n: u64) -> String {
+    match n {
+        1 => "1 file".to_string(),
+        n => format!("{} files", grouped(n)),
+    }
+}
+
 /// The first line of a command, with `…` when it has more.
 pub fn one_line(cmd: &str) -> String {
     let first = cmd.lines().next().unwrap_or("");

@@ -65,7 +65,8 @@ pub fn record_text(event: &Event, text: &str) -> String {
             bytes: size,
             ..
         } => format!(
-            "{by} pushed {files} files ({}) into /workspace{}",
+            "{by} pushed {} ({}) into /workspace{}",
+            super::files(*files),
             bytes(*size),
             folder_suffix(path)
         ),
@@ -120,5 +121,19 @@ mod tests {
             cmd: "sleep 1\necho done".into(),
         };
         assert_eq!(record_text(&interrupt, ""), "ann interrupted `sleep 1 …`");
+        let push = |files| Event::Push {
+            by: "ann".into(),
+            path: String::new(),
+            files,
+            bytes: 12,
+            deleted: 0,
+            checkpoint_id: None,
+        };
+        let said = |files| record_text(&push(files), "");
+        assert_eq!(said(1), "ann pushed 1 file (12 bytes) into /workspace");
+        assert_eq!(
+            said(2_006),
+            "ann pushed 2,006 files (12 bytes) into /workspace"
+        );
     }
 }

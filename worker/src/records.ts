@@ -36,7 +36,7 @@ export function recordText(e: RoomEvent, cmd?: string): string {
     case "edit":
       return `the agent edited ${e.path} (+${e.added} -${e.removed} lines)`;
     case "push":
-      return `${e.by} pushed ${e.files} files (${bytes(e.bytes)}) into /workspace${e.path === "" ? "" : `/${e.path}`}`;
+      return `${e.by} pushed ${e.files} file${e.files === 1 ? "" : "s"} (${bytes(e.bytes)}) into /workspace${e.path === "" ? "" : `/${e.path}`}`;
     case "shell": {
       const next = nextCommand(e.cwd, e.reset);
       if (cmd === undefined) return `The shell was restarted: ${next}`;

@@ -76,8 +76,9 @@ fn text(event: &Event) -> String {
             } else {
                 format!("/{path}")
             };
+            let s = if *files == 1 { "" } else { "s" };
             format!(
-                "{by} pushed {files} files ({}) into /workspace{folder}",
+                "{by} pushed {files} file{s} ({}) into /workspace{folder}",
                 bytes(*size)
             )
         }
@@ -184,6 +185,22 @@ mod tests {
             to: "ann".into(),
         };
         assert_eq!(text(&rename), "bob is now ann");
+        let push = |files| Event::Push {
+            by: by(),
+            path: "app".into(),
+            files,
+            bytes: 2048,
+            deleted: 0,
+            checkpoint_id: None,
+        };
+        assert_eq!(
+            text(&push(1)),
+            "bob pushed 1 file (2.0 KiB) into /workspace/app"
+        );
+        assert_eq!(
+            text(&push(3)),
+            "bob pushed 3 files (2.0 KiB) into /workspace/app"
+        );
         let long = format!("echo {}\necho two", "x".repeat(80));
         assert!(code(&long).ends_with("…`"), "{}", code(&long));
         assert_eq!(code("ls  "), "`ls`");

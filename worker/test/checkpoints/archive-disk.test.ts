@@ -35,7 +35,7 @@ describe("a push and the room's disk", () => {
     expect(await listing(r)).toEqual(["d"]);
     const records = (await get(`/api/rooms/${r}/messages`)).body.messages.filter((m: { event?: { kind: string } }) => m.event?.kind === "push");
     expect(records.map((m: { event: object; text: string }) => [m.event, m.text])).toEqual([
-      [{ kind: "push", by: "ann", path: "", files: 1, bytes: 700_000, deleted: 0, checkpointId: null }, "ann pushed 1 files (683.6 KiB) into /workspace"],
+      [{ kind: "push", by: "ann", path: "", files: 1, bytes: 700_000, deleted: 0, checkpointId: null }, "ann pushed 1 file (683.6 KiB) into /workspace"],
     ]);
   });
 });
