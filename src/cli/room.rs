@@ -86,15 +86,17 @@ pub fn join(args: JoinArgs, data_dir: Option<PathBuf>) -> ExitCode {
 /// What is said on the way out: how to come back and, while the backend
 /// stays up for the others, how they join; and the messages that were
 /// still waiting to be sent, whole, so that nothing typed is lost.
-fn goodbye(session: &Session, backend_stays: bool, unsent: &[String]) -> String {
+fn goodbye(ended: &crate::tui::run::Ended, backend_stays: bool) -> String {
+    let session = &ended.session;
     let back = session.come_back(&session.room);
     let mut said = format!("Left room {}. Back in: {back}", session.room);
     if backend_stays {
-        said.push_str(&format!("\nOthers join: {}", others_join(session)));
+        let join = others_join(session, ended.may_invite);
+        said.push_str(&format!("\nOthers join: {join}"));
     }
-    if !unsent.is_empty() {
+    if !ended.unsent.is_empty() {
         said.push_str("\nNot sent (the backend was out of reach):");
-        for text in unsent {
+        for text in &ended.unsent {
             said.push_str(&format!("\n{text}"));
         }
     }
@@ -102,14 +104,16 @@ fn goodbye(session: &Session, backend_stays: bool, unsent: &[String]) -> String 
 }
 
 /// How others join, in words for the way out (no token: an owner makes
-/// them an invite with `duet invite`).
-fn others_join(session: &Session) -> String {
+/// them an invite with `duet invite`; others are told to ask one).
+fn others_join(session: &Session, may_invite: bool) -> String {
     let hint = session.join_hint();
     let server = match session.backend {
         join::Backend::Embedded { .. } => String::new(),
         join::Backend::Server { .. } => format!(" --server {}", session.server),
     };
-    if session.backend.needs_token() {
+    if session.backend.needs_token() && !may_invite {
+        format!("{hint}, with an invite from an owner of the room")
+    } else if session.backend.needs_token() {
         format!(
             "{hint}, with an invite: `duet invite --role writer{server} --room {}` makes one",
             session.room
@@ -203,7 +207,7 @@ async fn start(
                 name = session.name;
                 room = next;
             }
-            Ok(ended) => break Ok((ended.session, ended.unsent)),
+            Ok(ended) => break Ok(ended),
             Err(err) => break Err(err),
         }
     };
@@ -216,5 +220,5 @@ async fn start(
     if let Some(owned) = owned {
         owned.stop().await;
     }
-    result.map(|(session, unsent)| goodbye(&session, backend_stays, &unsent))
+    result.map(|ended| goodbye(&ended, backend_stays))
 }

@@ -32,6 +32,9 @@ pub struct Ended {
     /// Messages the outbox still held (the backend was out of reach): the
     /// way out prints them, so that nothing typed is lost.
     pub unsent: Vec<String>,
+    /// Whether this person may make invites (an owner): the way out tells
+    /// only them how to make one.
+    pub may_invite: bool,
 }
 
 /// What the event loop holds of a watcher: poke it when the connection
@@ -173,10 +176,12 @@ pub async fn run(
     let _ = tokio::time::timeout(Duration::from_secs(1), socket_task).await;
     drop(terminal);
     drop(guard);
+    let may_invite = app.may(crate::tui::roles::Deed::ManageInvites).is_ok();
     result.map(|()| Ended {
         session: app.session,
         next_room,
         unsent: app.outbox,
+        may_invite,
     })
 }
 

@@ -156,6 +156,12 @@ async fn the_link_key_lets_another_home_in_and_no_token_is_ever_drawn() {
     );
     let goodbye = &screen[screen.find("Left room").unwrap()..];
     assert!(!goodbye.contains("duet_inv_"), "{screen}");
+    // A writer cannot make invites: not told to.
+    assert!(
+        words(goodbye).contains("with an invite from an owner of the room"),
+        "{screen}"
+    );
+    assert!(!goodbye.contains("duet invite"), "{screen}");
     tmux.keys("host", &["C-c"]);
     tmux.keys("host", &["C-c"]);
     let screen = tmux
