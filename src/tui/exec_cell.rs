@@ -1,7 +1,8 @@
 //! A command run as a cell of the output pane: a header (who, the
 //! command, exit badge and duration: the badge is never cut), the output
-//! with colours kept and long lines continued behind `↪`, the fold marker
-//! and the error when the sandbox could not run it.
+//! with colours kept and long lines continued behind `↪`, the fold marker,
+//! a mark where the backend cut the output, and the error when the sandbox
+//! could not run it.
 
 use crate::protocol::ExecSource;
 use crate::text::termtext::{OutLine, Stream};
@@ -84,14 +85,21 @@ fn run_line(ctx: &RenderCtx, run: &ExecRun, index: usize) -> Line<'static> {
         }
         i -= 1;
     }
-    match run.output.tail().nth(i) {
-        Some(line) => output_line(ctx, &line),
-        None => match run.error() {
-            Some(error) => Line::styled(format!("error: {error}"), ctx.theme.error()),
-            None => Line::default(),
-        },
+    if let Some(line) = run.output.tail().nth(i) {
+        return output_line(ctx, &line);
+    }
+    let i = i - run.output.tail().count();
+    if run.cut() && i == 0 {
+        return Line::styled(CUT, ctx.theme.dim());
+    }
+    match run.error() {
+        Some(error) => Line::styled(format!("error: {error}"), ctx.theme.error()),
+        None => Line::default(),
     }
 }
+
+/// Below an output the backend cut.
+const CUT: &str = "… output cut (over the limit)";
 
 fn output_line(ctx: &RenderCtx, line: &OutLine) -> Line<'static> {
     let has_sgr = line.text.contains('\u{1b}');

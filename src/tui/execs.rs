@@ -106,7 +106,13 @@ impl ExecRun {
     pub fn line_count(&self) -> usize {
         1 + self.output.line_count()
             + usize::from(self.output.folded() > 0)
+            + usize::from(self.cut())
             + usize::from(self.error().is_some())
+    }
+
+    /// Whether the backend cut its output (more than it keeps or sends).
+    pub fn cut(&self) -> bool {
+        self.done.as_ref().is_some_and(|d| d.truncated)
     }
 
     /// Why the sandbox could not run it, if it could not.

@@ -112,6 +112,49 @@ fn commands_stream_into_the_output_pane() {
 }
 
 #[test]
+fn an_output_the_backend_cut_says_so_below_it() {
+    let mut app = app();
+    app.update(exec_start("e1", "yes | head -c 2M", "bob"));
+    app.update(exec_out("e1", "y\ny\n"));
+    app.update(frame(ServerFrame::Exec(ExecFrame::Complete {
+        exec_id: "e1".into(),
+        exit_code: Some(0),
+        duration: 40,
+        timed_out: false,
+        truncated: true,
+        interrupted: false,
+        error: None,
+        cwd: None,
+    })));
+    // A stored record says the same after a reload.
+    let kept = ExecRecord {
+        truncated: true,
+        ..record("e2", "cat big.log", "first\n")
+    };
+    app.update(state(vec![], vec![kept, record("e3", "ls", "a\n")]));
+    let screen = render(&mut app, 120, 40);
+    let cut = "… output cut (over the limit)";
+    assert_eq!(screen.matches(cut).count(), 2, "{screen}");
+    let lines: Vec<&str> = screen.lines().collect();
+    let at = |what: &str| lines.iter().position(|l| l.contains(what)).unwrap();
+    let second = at("first")
+        + lines[at("first")..]
+            .iter()
+            .position(|l| l.contains(cut))
+            .unwrap();
+    // Each below its own command's output, in the output pane.
+    assert!(at("│y") < at(cut) && second < at("│bob $ ls"), "{screen}");
+    app.update(exec_start("e4", "yes | head -c 2M", "bob"));
+    app.update(exec_out("e4", "y\n"));
+    let screen = render(&mut app, 120, 40);
+    assert_eq!(
+        screen.matches(cut).count(),
+        2,
+        "not while it runs: {screen}"
+    );
+}
+
+#[test]
 fn a_cleanup_empties_the_room_for_everyone() {
     let mut app = app();
     app.update(state(
