@@ -267,6 +267,11 @@ impl Store {
         Ok(rx.await.map_err(|_| StoreError::Closed)??)
     }
 
+    /// Resolves once every job sent before it ran (a `submit` too).
+    pub(crate) async fn flushed(&self) -> Result<(), StoreError> {
+        self.call(|_| Ok(())).await
+    }
+
     /// Sends `f` to the store thread without waiting for it: it runs after
     /// every job sent before it, and a failure is logged as `what`.
     pub(super) fn submit<F>(&self, what: &'static str, f: F)

@@ -360,6 +360,10 @@ impl RoomActor {
         }
         self.stop_running().await;
         self.save_running_processes();
+        // The server exits once the rooms stopped: what they sent is written first.
+        if let Err(e) = self.shared.store.flushed().await {
+            tracing::warn!(room = %self.id, "storing the room's last changes failed: {e}");
+        }
     }
 
     /// A room is loaded with no turn running, so questions after the last

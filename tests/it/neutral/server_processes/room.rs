@@ -164,6 +164,10 @@ async fn after_a_restart_the_processes_are_listed_ended_with_their_logs() {
     let ended_at = listed[1]["endedAt"].as_u64().expect("an endedAt");
     assert!(ended_at >= running["startedAt"].as_u64().unwrap(), "{list}");
     assert_eq!(logs(&server, room, &done).await["stdout"], "kept\n");
+    if common::backend() == common::Backend::Serve {
+        // A clean stop keeps what the running one printed.
+        assert_eq!(logs(&server, room, &id).await["stdout"], "before\n");
+    }
 
     let mut ws = server.ws(room, "user=ada").await;
     let state = ws.until_type("cf_agent_state").await;
