@@ -42,6 +42,9 @@ async fn cleanup_kills_the_processes_first_and_empties_the_lists() {
         common::apps::ports(&server, room).await,
         Vec::<Value>::new()
     );
+    // Ids are not used again after a cleanup.
+    let next = id_of(&start(&server, room, json!({"cmd": "true"})).await);
+    assert!(next != a && next != b, "{next} was used before the cleanup");
 }
 
 #[tokio::test]
