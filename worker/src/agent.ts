@@ -14,7 +14,7 @@
 import { Agent, type Connection, type ConnectionContext } from "agents";
 import { may, type Caller } from "./access";
 import type { Env } from "./env";
-import { ApiError, describe, isObject, response, unpairedSurrogate, type JsonObject, type Reply } from "./http";
+import { ApiError, describe, isObject, response, notServeJson, type JsonObject, type Reply } from "./http";
 import { SOCKETS_RETRY_MS, SocketBuckets, rateLimits } from "./limits";
 import { OPERATIONS, UnknownMethod, rpcOp, type Method, type Op, type SocketMethod } from "./ops";
 import { CALLER_PATH, EXECS_PAGE_PATH, OP_PATH, PAGE_PATH, SANDBOX_STOPPED_PATH } from "./rooms";
@@ -407,7 +407,7 @@ export class DuetAgent extends Agent<Env> {
     if (notJson !== undefined) {
       return send(c, over ? rateLimitedFrame(over.retryAfterMs ?? 1) : errorFrame(`the frame is not JSON: ${describe(notJson)}`));
     }
-    const lone = over ? undefined : unpairedSurrogate(value);
+    const lone = over ? undefined : notServeJson(value);
     if (lone) return send(c, errorFrame(`the frame ${lone}`));
     if (over) {
       // Dropped: an rpc is answered as one, anything else with duet_error.

@@ -171,7 +171,7 @@ export function parseObject(bytes: Uint8Array): JsonObject {
     throw ApiError.field("body", `is not valid JSON: ${describe(e)}`);
   }
   if (!isObject(value)) throw ApiError.field("body", "must be a JSON object");
-  const problem = unpairedSurrogate(value);
+  const problem = notServeJson(value);
   if (problem) throw ApiError.field("body", problem);
   return value;
 }
@@ -179,18 +179,23 @@ export function parseObject(bytes: Uint8Array): JsonObject {
 /** A lone UTF-16 surrogate (`"\ud800"`), not a character. */
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
+/** Arrays and objects nest at most this deep in JSON `duet serve` reads (serde_json's limit). */
+const MAX_NESTING = 127;
+
 /**
- * Why a parsed JSON value is not text `duet serve` would accept, if it is
+ * Why a parsed JSON value is not what `duet serve` would accept, if it is
  * not: JSON lets a string escape a lone surrogate, which is no character
- * (serde_json refuses it, and the sandbox could not pass it on).
+ * (serde_json refuses it, and the sandbox could not pass it on); and
+ * serde_json reads arrays and objects nested MAX_NESTING deep at most.
  */
-export function unpairedSurrogate(value: unknown, depth = 0): string | undefined {
+export function notServeJson(value: unknown, depth = 0): string | undefined {
   if (typeof value === "string") {
     return LONE_SURROGATE.test(value) ? "is not valid JSON: a string holds a lone UTF-16 surrogate" : undefined;
   }
-  if (typeof value !== "object" || value === null || depth > 64) return undefined;
+  if (typeof value !== "object" || value === null) return undefined;
+  if (depth >= MAX_NESTING) return `is not valid JSON: arrays and objects nest more than ${MAX_NESTING} deep`;
   for (const [k, v] of Array.isArray(value) ? value.entries() : Object.entries(value)) {
-    const problem = unpairedSurrogate(k, depth + 1) ?? unpairedSurrogate(v, depth + 1);
+    const problem = notServeJson(k, depth + 1) ?? notServeJson(v, depth + 1);
     if (problem) return problem;
   }
   return undefined;

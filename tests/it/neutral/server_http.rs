@@ -146,6 +146,25 @@ async fn bad_requests_name_every_bad_field() {
             "{raw}"
         );
     }
+    // Arrays and objects nested 128 deep are refused as JSON alike; 127 are read.
+    let nested = |depth: usize| {
+        let inner = depth - 1;
+        format!(
+            r#"{{"text":"deep","to":"room","x":{}{}}}"#,
+            "[".repeat(inner),
+            "]".repeat(inner)
+        )
+    };
+    let post = |raw: String| {
+        http()
+            .post(server.url("/api/rooms/deep/message"))
+            .header("content-type", "application/json")
+            .body(raw)
+    };
+    let (status, body) = answer(post(nested(128))).await;
+    assert_eq!((status, fields(&body)), (400, vec!["body".to_string()]));
+    let (status, body) = answer(post(nested(127))).await;
+    assert_eq!(status, 200, "{body}");
     // Paging parameters.
     for (query, field) in [
         ("limit=101", "limit"),

@@ -191,6 +191,15 @@ async fn refused_and_malformed_frames_leave_the_socket_open() {
         assert_eq!(frame["type"], "duet_error", "{garbage}: {frame}");
         assert!(frame["error"].as_str().is_some_and(|e| !e.is_empty()));
     }
+    // Nested past what JSON readers take (128 deep): refused alike.
+    let deep = format!(
+        r#"{{"type":"rpc","id":9,"method":"cancel","args":{}{}}}"#,
+        "[".repeat(127),
+        "]".repeat(127)
+    );
+    ada.send_text(&deep).await;
+    let frame = ada.next().await;
+    assert_eq!(frame["type"], "duet_error", "{frame}");
     // Still open and serving.
     let answer = ada.rpc(7, "cancel", json!([])).await;
     assert_eq!(answer["success"], true);
