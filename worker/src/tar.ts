@@ -254,6 +254,9 @@ export class TarChecker {
   }
 }
 
+/** Folders nest at most this deep in a push (duet serve walks trees no deeper: src/sandbox/local/tree.rs). */
+const MAX_DEPTH = 256;
+
 /**
  * A member's name, its empty and `.` segments dropped (`./src//a` is
  * `src/a`); null for the folder itself (`./`). Throws RefusedMember.
@@ -262,6 +265,10 @@ export function normalize(raw: string, folder: boolean): string | null {
   if (raw.startsWith("/")) throw new RefusedMember(raw, "is absolute");
   const parts = raw.split("/").filter((p) => p !== "" && p !== ".");
   if (parts.includes("..")) throw new RefusedMember(raw, "leaves the folder");
+  if (parts.length > MAX_DEPTH) {
+    // Its first levels say where (as duet serve's src/sandbox/local/tree.rs `too_deep`).
+    throw new RefusedMember(`${raw.split("/").slice(0, 8).join("/")}/…`, `nests more than ${MAX_DEPTH} folders deep`);
+  }
   if (raw.includes("\0")) throw new RefusedMember(raw, "has a NUL in its name");
   if (parts.length === 0) {
     if (folder) return null;

@@ -245,6 +245,10 @@ impl Unpack<'_> {
         if parts.iter().any(|p| p == "..") {
             return Err(refuse(name, "leaves the folder"));
         }
+        if parts.len() > tree::MAX_DEPTH {
+            let why = format!("nests more than {} folders deep", tree::MAX_DEPTH);
+            return Err(refuse(&tree::too_deep(name).path, &why));
+        }
         if name.contains('\0') {
             return Err(refuse(&shown, "has a NUL in its name"));
         }
@@ -507,6 +511,15 @@ fn merge(from: &OwnedFd, to: &OwnedFd, mirror: bool) -> Result<u64, SandboxError
 
 /// How many paths `name` of `dir` is (a folder counts with everything in it).
 fn count(dir: &OwnedFd, name: &OsStr) -> u64 {
+    count_below(dir, name, 0)
+}
+
+/// `count` of an entry `depth` levels down (what is deeper than
+/// `tree::MAX_DEPTH` counts as one: its deletion is refused anyway).
+fn count_below(dir: &OwnedFd, name: &OsStr, depth: usize) -> u64 {
+    if depth > tree::MAX_DEPTH {
+        return 1;
+    }
     let Ok(sub) = tree::open_dir(dir, name) else {
         return 1;
     };
@@ -517,7 +530,7 @@ fn count(dir: &OwnedFd, name: &OsStr) -> u64 {
         .iter()
         .map(|(n, st)| {
             if kind(st) == libc::S_IFDIR {
-                count(&sub, n)
+                count_below(&sub, n, depth + 1)
             } else {
                 1
             }

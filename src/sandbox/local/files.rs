@@ -342,7 +342,13 @@ pub fn delete_path(place: &SandboxPlace, limits: &Limits, path: &str) -> Result<
     }
     super::ready_workspace(place, limits).map_err(|e| SandboxError::Failed(e.to_string()))?;
     let dir = open_folder(place, &parents.join("/"), false)?;
-    tree::remove(&dir, OsStr::new(name)).map_err(|e| map_errno(e.errno))
+    tree::remove(&dir, OsStr::new(name)).map_err(|e| {
+        if e.is_too_deep() {
+            SandboxError::Failed(e.to_string())
+        } else {
+            map_errno(e.errno)
+        }
+    })
 }
 
 #[cfg(test)]

@@ -14,6 +14,26 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
+/// How deep folders may nest in a tree the server walks: measuring,
+/// deleting and merging go a call deeper per level, and a command can
+/// make a tree of any depth; deeper ones are refused (`too_deep`), never
+/// a thread's stack overflowed.
+pub const MAX_DEPTH: usize = 256;
+
+/// The errno of a tree too deep (`MAX_DEPTH`): a walk never meets it
+/// otherwise, as names read from a folder are never too long.
+const TOO_DEEP: Errno = Errno::ENAMETOOLONG;
+
+/// The failure of a walk that reached `MAX_DEPTH` at `path`.
+pub fn too_deep(path: &str) -> TreeError {
+    // Its first levels say where: the whole path may be very long.
+    let shown: Vec<&str> = path.split('/').take(8).collect();
+    TreeError {
+        errno: TOO_DEEP,
+        path: format!("{}/…", shown.join("/")),
+    }
+}
+
 /// A failure, with the path (inside the tree) it happened at.
 #[derive(Debug)]
 pub struct TreeError {
@@ -22,6 +42,11 @@ pub struct TreeError {
 }
 
 impl TreeError {
+    /// Whether the tree nests deeper than `MAX_DEPTH`.
+    pub fn is_too_deep(&self) -> bool {
+        self.errno == TOO_DEEP
+    }
+
     /// Whether the disk (or the room's quota) is full.
     pub fn is_full(&self) -> bool {
         matches!(self.errno, Errno::ENOSPC | Errno::EDQUOT | Errno::EFBIG)
@@ -30,7 +55,9 @@ impl TreeError {
 
 impl std::fmt::Display for TreeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.path.is_empty() {
+        if self.is_too_deep() {
+            write!(f, "{}: folders nest more than {MAX_DEPTH} deep", self.path)
+        } else if self.path.is_empty() {
             write!(f, "{}", self.errno.desc())
         } else {
             write!(f, "{}: {}", self.path, self.errno.desc())
@@ -131,10 +158,13 @@ pub struct Usage {
 
 /// Measures the tree below `dir`.
 pub fn usage(dir: &OwnedFd) -> Result<Usage> {
-    usage_below(dir, "")
+    usage_below(dir, "", 0)
 }
 
-fn usage_below(dir: &OwnedFd, path: &str) -> Result<Usage> {
+fn usage_below(dir: &OwnedFd, path: &str, depth: usize) -> Result<Usage> {
+    if depth > MAX_DEPTH {
+        return Err(too_deep(path));
+    }
     let mut total = Usage::default();
     let list = entries(dir).map_err(|errno| TreeError {
         errno,
@@ -146,7 +176,7 @@ fn usage_below(dir: &OwnedFd, path: &str) -> Result<Usage> {
             libc::S_IFREG | libc::S_IFLNK => total.bytes += stat.st_size as u64,
             libc::S_IFDIR => {
                 let sub = open_dir(dir, &name).map_err(|e| at(e, path, &name))?;
-                let below = usage_below(&sub, &join(path, &name))?;
+                let below = usage_below(&sub, &join(path, &name), depth + 1)?;
                 total.bytes += below.bytes;
                 total.disk += below.disk;
             }
@@ -440,10 +470,10 @@ fn errno_of(e: std::io::Error) -> Errno {
 /// Deletes `name` of `dir`: a file or symlink itself, or a folder with
 /// everything in it (opening up folders a command made unreadable).
 pub fn remove(dir: &OwnedFd, name: &OsStr) -> Result<()> {
-    remove_at(dir, name, "")
+    remove_at(dir, name, "", 0)
 }
 
-fn remove_at(dir: &OwnedFd, name: &OsStr, path: &str) -> Result<()> {
+fn remove_at(dir: &OwnedFd, name: &OsStr, path: &str, depth: usize) -> Result<()> {
     let fail = |e| at(e, path, name);
     let stat = nix::sys::stat::fstatat(Some(dir.as_raw_fd()), name, AtFlags::AT_SYMLINK_NOFOLLOW)
         .map_err(fail)?;
@@ -462,7 +492,7 @@ fn remove_at(dir: &OwnedFd, name: &OsStr, path: &str) -> Result<()> {
             other => other,
         }
         .map_err(fail)?;
-        remove_children_below(&sub, &join(path, name))?;
+        remove_children_below(&sub, &join(path, name), depth + 1)?;
         nix::unistd::unlinkat(
             Some(dir.as_raw_fd()),
             name,
@@ -500,10 +530,13 @@ pub fn move_children(from: &OwnedFd, to: &OwnedFd) -> Result<()> {
 
 /// Deletes everything in the folder `dir`, which stays.
 pub fn remove_children(dir: &OwnedFd) -> Result<()> {
-    remove_children_below(dir, "")
+    remove_children_below(dir, "", 0)
 }
 
-fn remove_children_below(dir: &OwnedFd, path: &str) -> Result<()> {
+fn remove_children_below(dir: &OwnedFd, path: &str, depth: usize) -> Result<()> {
+    if depth > MAX_DEPTH {
+        return Err(too_deep(path));
+    }
     if let Err(errno) = nix::sys::stat::fchmod(dir.as_raw_fd(), Mode::S_IRWXU) {
         // Only its owner (or root) may; deleting may still work.
         tracing::debug!("cannot open up {path:?}: {errno}");
@@ -513,7 +546,7 @@ fn remove_children_below(dir: &OwnedFd, path: &str) -> Result<()> {
         path: path.to_string(),
     })?;
     for (name, _) in list {
-        match remove_at(dir, &name, path) {
+        match remove_at(dir, &name, path, depth) {
             Err(e) if e.errno == Errno::ENOENT => {}
             other => other?,
         }

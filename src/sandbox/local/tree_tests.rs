@@ -81,3 +81,31 @@ fn removing_takes_whole_folders_even_unreadable_ones() {
     let gone = remove(&root(dir.path()), OsStr::new("a")).unwrap_err();
     assert_eq!(gone.errno, Errno::ENOENT);
 }
+
+/// Makes `depth` folders `z` one in another below `dir`.
+fn chain(dir: &Path, depth: usize) {
+    let mut at = root(dir);
+    for _ in 0..depth {
+        nix::sys::stat::mkdirat(Some(at.as_raw_fd()), "z", Mode::S_IRWXU).unwrap();
+        at = open_dir(&at, OsStr::new("z")).unwrap();
+    }
+}
+
+#[test]
+fn a_tree_deeper_than_the_limit_is_refused_and_overflows_no_stack() {
+    let dir = tempfile::tempdir().unwrap();
+    // Deep enough to overflow a thread's stack one call per level.
+    chain(dir.path(), 5_000);
+    let said = usage(&root(dir.path())).unwrap_err().to_string();
+    assert_eq!(said, "z/z/z/z/z/z/z/z/…: folders nest more than 256 deep");
+    let removed = remove(&root(dir.path()), OsStr::new("z")).unwrap_err();
+    assert!(removed.to_string().ends_with("nest more than 256 deep"));
+    assert!(remove_children(&root(dir.path())).is_err());
+
+    // At the limit, all of it goes.
+    let fits = tempfile::tempdir().unwrap();
+    chain(fits.path(), MAX_DEPTH);
+    assert!(usage(&root(fits.path())).is_ok());
+    remove(&root(fits.path()), OsStr::new("z")).unwrap();
+    assert_eq!(std::fs::read_dir(fits.path()).unwrap().count(), 0);
+}

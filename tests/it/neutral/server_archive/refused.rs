@@ -175,3 +175,44 @@ async fn a_link_out_through_the_archive_s_own_links_and_a_tar_cut_short_are_refu
     assert!(said.starts_with("(archive): "), "{answer}");
     assert_eq!(listing(&server, room).await, before, "nothing written");
 }
+
+#[tokio::test]
+async fn a_tree_nested_too_deep_is_refused_and_the_backend_stays_up() {
+    let (server, _dir) = Server::fresh().await;
+    let room = "archive-deep";
+    let deep = format!("{}end.txt", "z/".repeat(300));
+    let hostile = tar_of(&[file(&deep, b"x", 0o644)]);
+    refused(
+        &server,
+        room,
+        hostile,
+        "z/z/z/z/z/z/z/z/…",
+        "nests more than 256 folders deep",
+    )
+    .await;
+    // A command may make a tree of any depth: what walks it answers, and
+    // the backend serves on (a walk a call deeper per level overflowed it).
+    let made = exec(
+        &server,
+        room,
+        "python3 -c \"import os\nos.chdir('/workspace')\nfor _ in range(3000):\n  os.mkdir('d'); os.chdir('d')\"; echo made",
+    )
+    .await;
+    assert_eq!(made["stdout"], "made\n", "{made}");
+    let (status, body) = server
+        .post(
+            &room_path(room, "/checkpoints"),
+            serde_json::json!({"name": "deep"}),
+        )
+        .await;
+    assert_ne!(status, 200, "{body}");
+    let url = server.url(&room_path(room, "/files/d"));
+    let (status, body) = answer(with_token(&server, http().delete(url))).await;
+    assert_ne!(status, 200, "{body}");
+    assert_eq!(exec(&server, room, "echo alive").await["stdout"], "alive\n");
+    let (status, body) = server
+        .post(&room_path(room, "/cleanup"), serde_json::json!({}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(exec(&server, room, "ls -A").await["stdout"], "");
+}
