@@ -7,6 +7,7 @@
 //! while it attaches wait (up to 64 KiB) and go in order once attached.
 
 use crate::client::rpc::{Answer, RoomOp, RpcError};
+use crate::client::socket::ConnState;
 use crate::client::term::keys::{InputModes, key_bytes, paste_bytes};
 use crate::client::term::mouse::mouse_bytes;
 use crate::client::term::needs;
@@ -128,6 +129,13 @@ impl App {
 
     fn term_input(&mut self, data: Vec<u8>, effects: &mut Vec<Effect>) {
         if self.refused(Deed::TypeIntoTerminal) {
+            return;
+        }
+        // The backend is out of reach: keys typed now would run later, in
+        // whatever shell is there then (a restart's new one), so they go
+        // nowhere and the person is told.
+        if !matches!(self.conn, ConnState::Connected { .. }) {
+            self.toast("offline: your keys were not sent to the terminal", true);
             return;
         }
         // Shown but not attached yet (it opens, or attaches again after a

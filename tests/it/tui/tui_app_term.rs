@@ -467,6 +467,39 @@ fn after_a_backend_restart_the_pane_shows_the_terminal_the_socket_opens_again() 
     assert_eq!(app.term.screen.term_id(), Some("t2"));
 }
 
+/// Keys typed while the backend is out of reach are not kept for later:
+/// they would run in whatever shell is there once it is back.
+#[test]
+fn keys_typed_while_offline_are_not_sent_later() {
+    use duet::client::socket::{ConnState, SocketEvent};
+    let mut app = app();
+    let asked = attached(&mut app, None);
+    app.update(Msg::Socket(SocketEvent::State(ConnState::Reconnecting {
+        in_secs: 1,
+        reason: "The connection broke".into(),
+    })));
+    let mut effects = Vec::new();
+    for c in "rm -rf build".chars() {
+        effects.extend(app.update(key(KeyCode::Char(c))));
+    }
+    effects.extend(app.update(key(KeyCode::Enter)));
+    assert!(typed(&effects).is_empty());
+    let screen = render(&mut app, 120, 40);
+    assert!(
+        screen.contains("offline: your keys were not sent to the terminal"),
+        "{screen}"
+    );
+    app.update(Msg::Socket(SocketEvent::State(ConnState::Connected {
+        rtt_ms: None,
+    })));
+    let effects = app.update(answer(
+        RoomOp::TermOpen(Some(asked)),
+        Ok(json!({"termId": "t2", "cols": asked.cols, "rows": asked.rows})),
+    ));
+    assert!(app.term.attached);
+    assert!(typed(&effects).is_empty(), "nothing replayed");
+}
+
 /// An `exit` that says why (the terminal failed) shows it.
 #[test]
 fn an_unexpected_end_says_why() {
