@@ -125,7 +125,11 @@ impl App {
         let Some((line, mode)) = self.line_for(op) else {
             return;
         };
-        let back = err.surely_not_done() && self.composer.is_empty();
+        // A command the backend failed on midway (a 5xx: its room stopped
+        // while it ran) may have run; a 503 is a sandbox still starting.
+        let ran_maybe = matches!(op, RoomOp::Exec(_))
+            && matches!(err, RpcError::Failed(s) if s.status >= 500 && s.status != 503);
+        let back = err.surely_not_done() && !ran_maybe && self.composer.is_empty();
         let back_note = if back {
             " (it is back in the input)"
         } else {
@@ -144,6 +148,19 @@ impl App {
                     "The connection dropped before the server answered `{line}`: it may have been done (see the chat and the output)"
                 ),
             ),
+            RpcError::Failed(_) if ran_maybe => {
+                let cmd = match op {
+                    RoomOp::Exec(cmd) => cmd.as_str(),
+                    _ => line.as_str(),
+                };
+                self.toast(
+                    format!(
+                        "`{cmd}` may have run: {} (see the output)",
+                        explain::rpc(err)
+                    ),
+                    true,
+                );
+            }
             RpcError::Failed(_) | RpcError::Refused(_) => self.toast(
                 format!("{}: {}{back_note}", capitalized(what), explain::rpc(err)),
                 true,

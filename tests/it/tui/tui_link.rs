@@ -153,6 +153,38 @@ fn a_failure_the_server_answered_is_a_sentence_too() {
 }
 
 #[test]
+fn a_command_the_server_failed_on_midway_may_have_run_and_is_not_put_back() {
+    let mut app = app();
+    submit(&mut app, "!make deploy");
+    app.update(answer(
+        RoomOp::Exec("make deploy".into()),
+        Err(RpcError::Failed(StatusError::from_body(
+            500,
+            r#"{"error":"the room stopped before answering"}"#,
+        ))),
+    ));
+    let said = texts(&app);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].starts_with("`make deploy` may have run: "),
+        "{said:?}"
+    );
+    assert!(!said[0].contains("not run"), "{said:?}");
+    // Not back in the input: Enter would run it a second time.
+    assert!(app.composer.is_empty());
+    // A sandbox still starting ran nothing: that one comes back.
+    submit(&mut app, "!ls");
+    app.update(answer(
+        RoomOp::Exec("ls".into()),
+        Err(RpcError::Failed(StatusError::from_body(
+            503,
+            r#"{"error":"the sandbox is starting"}"#,
+        ))),
+    ));
+    assert_eq!(app.composer.text(), "!ls");
+}
+
+#[test]
 fn who_is_here_is_marked_as_of_when_the_connection_dropped() {
     let mut app = dropped();
     assert_eq!(app.presence_as_of(), Some(T0 + 5 * 60_000));
