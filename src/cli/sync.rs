@@ -5,6 +5,7 @@
 use super::{ClientArgs, client};
 use crate::client::archive::manifest::Manifest;
 use crate::client::archive::push::{Push, changes};
+use crate::client::archive::room_changes;
 use crate::client::archive::watch::Watcher;
 use crate::client::archive::{Progress, diff, pull};
 use crate::client::http::HttpClient;
@@ -35,6 +36,10 @@ pub struct PushArgs {
     /// After the push, keep pushing what changes until Ctrl+C
     #[arg(short, long)]
     pub watch: bool,
+    /// Replace files that changed in the room since the last push without
+    /// asking
+    #[arg(short, long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -112,6 +117,28 @@ pub async fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
     let tree = push.walk().await?;
     for warning in &tree.warnings {
         eprintln!("duet: {warning}");
+    }
+    if !args.force {
+        let asked = room_changes::in_the_way(
+            &client,
+            &push.root,
+            &push.remote,
+            &tree.entries,
+            args.delete,
+        )
+        .await;
+        match asked {
+            Ok(found) if !found.is_empty() && !confirmed(&Conflicts::push(&found)) => {
+                return Ok(ExitCode::FAILURE);
+            }
+            Ok(_) => {}
+            Err(err) => {
+                eprintln!(
+                    "duet: nothing pushed: cannot tell what changed in the room since the last push: {err} (--force pushes anyway)"
+                );
+                return Ok(ExitCode::FAILURE);
+            }
+        }
     }
     let bar = progress_bar(tree.bytes());
     let progress: Option<Progress> = bar.clone().map(|bar| {
@@ -288,7 +315,10 @@ pub async fn pull(args: PullArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
-    if !staged.conflicts.is_empty() && !args.force && !confirmed(&staged.conflicts, &dir) {
+    if !staged.conflicts.is_empty()
+        && !args.force
+        && !confirmed(&Conflicts::pull(&staged.conflicts, &dir))
+    {
         return Ok(ExitCode::FAILURE);
     }
     let (applied, warnings) = match pull::apply(staged, manifest).await {
@@ -310,33 +340,63 @@ pub async fn pull(args: PullArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Whether the person agrees to replace `conflicts` (local files changed
-/// since the last sync); without a terminal to ask on, no (and says why).
-fn confirmed(conflicts: &[String], dir: &Path) -> bool {
+/// Files a push or a pull would replace although they changed on the
+/// other side since the last sync, and the words to ask with.
+struct Conflicts<'a> {
+    files: &'a [String],
+    intro: String,
+    question: &'static str,
+    /// What is done when the answer is no.
+    nothing: &'static str,
+}
+
+impl<'a> Conflicts<'a> {
+    fn pull(files: &'a [String], dir: &Path) -> Conflicts<'a> {
+        Conflicts {
+            files,
+            intro: format!(
+                "these files in {} changed since they were last pushed or pulled, and the room's differ:",
+                dir.display()
+            ),
+            question: "replace them with the room's?",
+            nothing: "nothing pulled",
+        }
+    }
+
+    fn push(files: &'a [String]) -> Conflicts<'a> {
+        Conflicts {
+            files,
+            intro: "these files changed in the room since the last push, and this push would replace (or delete) them:".to_string(),
+            question: "replace them with yours?",
+            nothing: "nothing pushed",
+        }
+    }
+}
+
+/// Whether the person agrees to replace `conflicts`; without a terminal
+/// to ask on, no (and says why).
+fn confirmed(conflicts: &Conflicts) -> bool {
     let mut err = std::io::stderr().lock();
-    let _ = writeln!(
-        err,
-        "these files in {} changed since they were last pushed or pulled, and the room's differ:",
-        dir.display()
-    );
-    for path in conflicts {
+    let _ = writeln!(err, "{}", conflicts.intro);
+    for path in conflicts.files {
         let _ = writeln!(err, "  {path}");
     }
     if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
         let _ = writeln!(
             err,
-            "duet: nothing pulled: no terminal to ask on (--force replaces them)"
+            "duet: {}: no terminal to ask on (--force replaces them)",
+            conflicts.nothing
         );
         return false;
     }
-    let _ = write!(err, "replace them with the room's? [y/N] ");
+    let _ = write!(err, "{} [y/N] ", conflicts.question);
     let _ = err.flush();
     drop(err);
     let mut answer = String::new();
     let yes = std::io::stdin().read_line(&mut answer).is_ok()
         && matches!(answer.trim(), "y" | "Y" | "yes");
     if !yes {
-        eprintln!("nothing pulled");
+        eprintln!("{}", conflicts.nothing);
     }
     yes
 }

@@ -1,6 +1,6 @@
 //! `duet diff`'s text for a terminal: git's colours (file headers bold,
 //! hunk headers cyan, removed lines red, added lines green); binary patch
-//! data and context as they are.
+//! data and context as they are. And which paths a diff changes.
 
 const BOLD: &str = "\x1b[1m";
 const CYAN: &str = "\x1b[36m";
@@ -53,6 +53,31 @@ pub fn coloured(diff: &str) -> String {
         }
     }
     out
+}
+
+/// `P` of `a/P b/P` (both sides name the same path here: the diff has no
+/// renames); else what follows the last ` b/`, else the whole.
+pub fn header_path(paths: &str) -> String {
+    let half = paths.len().saturating_sub(1) / 2;
+    if let (Some(a), Some(b)) = (paths.get(..half), paths.get(half..))
+        && let (Some(a), Some(b)) = (a.strip_prefix("a/"), b.strip_prefix(" b/"))
+        && a == b
+    {
+        return a.to_string();
+    }
+    match paths.rsplit_once(" b/") {
+        Some((_, b)) => b.to_string(),
+        None => paths.to_string(),
+    }
+}
+
+/// The paths a diff changes (relative to /workspace), in its order: the
+/// `diff --git` lines (no line of a hunk or of binary data starts so).
+pub fn changed_paths(diff: &str) -> Vec<String> {
+    diff.lines()
+        .filter_map(|line| line.strip_prefix("diff --git "))
+        .map(header_path)
+        .collect()
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 //! it (`walk`) and streams it as a tar (`pack`, `pipe`), `duet pull`
 //! unpacks the room's tar beside it and then in place (`unpack`), asking
 //! first about local files that changed since they were synced
-//! (`manifest`); `duet diff`'s colours (`diff`).
+//! (`manifest`), as a push asks about room files changed since the last
+//! push (`room_changes`); `duet diff`'s colours (`diff`).
 
 pub mod diff;
 pub mod manifest;
@@ -11,6 +12,7 @@ mod pack;
 mod pipe;
 pub mod pull;
 pub mod push;
+pub mod room_changes;
 pub mod unpack;
 pub mod walk;
 pub mod watch;

@@ -5,6 +5,8 @@
 //! an added one that reads `+++ y` is never taken for a header, and a
 //! binary file's patch data is never counted as lines.
 
+use crate::client::archive::diff::header_path;
+
 /// What a line of a diff is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -137,7 +139,7 @@ pub fn parse(text: &str) -> Parsed {
         }
         let kind = if let Some(paths) = line.strip_prefix("diff --git ") {
             out.files.push(FileDiff {
-                path: path_of(paths),
+                path: header_path(paths),
                 ..FileDiff::default()
             });
             state = State::Header;
@@ -190,22 +192,6 @@ fn hunk_counts(line: &str) -> Option<(usize, usize)> {
         }
     };
     Some((count(old)?, count(new)?))
-}
-
-/// `P` of `a/P b/P` (both sides name the same path here: the diff has no
-/// renames); else what follows the last ` b/`, else the whole.
-fn path_of(paths: &str) -> String {
-    let half = paths.len().saturating_sub(1) / 2;
-    if let (Some(a), Some(b)) = (paths.get(..half), paths.get(half..))
-        && let (Some(a), Some(b)) = (a.strip_prefix("a/"), b.strip_prefix(" b/"))
-        && a == b
-    {
-        return a.to_string();
-    }
-    match paths.rsplit_once(" b/") {
-        Some((_, b)) => b.to_string(),
-        None => paths.to_string(),
-    }
 }
 
 /// What a file's path says its language is, for syntax colour: its
@@ -345,8 +331,8 @@ new mode 100755
 
     #[test]
     fn paths_and_languages() {
-        assert_eq!(path_of("a/x y b/z b/x y b/z"), "x y b/z");
-        assert_eq!(path_of("a/old b/new"), "new");
+        assert_eq!(header_path("a/x y b/z b/x y b/z"), "x y b/z");
+        assert_eq!(header_path("a/old b/new"), "new");
         assert_eq!(language("src/main.rs"), "rs");
         assert_eq!(language("Makefile"), "Makefile");
         assert_eq!(language("dir.d/.bashrc"), ".bashrc");

@@ -316,6 +316,103 @@ async fn pull_refuses_to_replace_local_changes_without_a_terminal_and_force_repl
     ok(&duet(&server, "clash", &state, &dir, &["pull"]));
 }
 
+/// The room's file `path` as text.
+async fn room_file(server: &Server, room: &str, path: &str) -> String {
+    let (_, body) = server
+        .post(
+            &format!("/api/rooms/{room}/sandbox/exec"),
+            serde_json::json!({ "cmd": format!("cat {path}") }),
+        )
+        .await;
+    body["result"]["stdout"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[tokio::test]
+async fn push_never_replaces_the_rooms_changes_without_asking() {
+    let (server, _data) = Server::fresh().await;
+    let here = tempfile::tempdir().unwrap();
+    let state = here.path().join("state");
+    let dir = here.path().join("p2");
+    write(&dir, "a.txt", b"v1\n");
+    write(&dir, "b.txt", b"b1\n");
+    ok(&duet(&server, "keep", &state, &dir, &["push", ".", ":p2"]));
+    // Bob edits b.txt and makes new.txt in the room; Ada edits only a.txt here.
+    let (_, body) = server
+        .post(
+            "/api/rooms/keep/sandbox/exec",
+            serde_json::json!({"cmd": "echo bob-edit >> p2/b.txt; echo new > p2/new.txt"}),
+        )
+        .await;
+    assert_eq!(body["result"]["exitCode"], 0, "{body}");
+    write(&dir, "a.txt", b"v2\n");
+
+    let out = duet(
+        &server,
+        "keep",
+        &state,
+        &dir,
+        &["push", ".", ":p2", "--delete"],
+    );
+    assert!(!out.status.success(), "no terminal to ask on: refused");
+    let said = stderr(&out);
+    assert!(
+        said.contains("changed in the room since the last push"),
+        "{said}"
+    );
+    assert!(said.contains("\n  p2/b.txt\n"), "{said}");
+    assert!(
+        said.contains("\n  p2/new.txt\n"),
+        "a mirror deletes it: {said}"
+    );
+    assert!(!said.contains("a.txt"), "unchanged in the room: {said}");
+    assert!(
+        said.contains("nothing pushed") && said.contains("--force"),
+        "{said}"
+    );
+    assert_eq!(
+        room_file(&server, "keep", "p2/b.txt").await,
+        "b1\nbob-edit\n"
+    );
+    assert_eq!(room_file(&server, "keep", "p2/a.txt").await, "v1\n");
+
+    // Once this folder has the room's change, pushing it asks nothing.
+    write(&dir, "b.txt", b"b1\nbob-edit\n");
+    ok(&duet(&server, "keep", &state, &dir, &["push", ".", ":p2"]));
+    assert_eq!(room_file(&server, "keep", "p2/a.txt").await, "v2\n");
+    assert_eq!(
+        room_file(&server, "keep", "p2/b.txt").await,
+        "b1\nbob-edit\n"
+    );
+
+    // --force replaces without asking.
+    let (_, body) = server
+        .post(
+            "/api/rooms/keep/sandbox/exec",
+            serde_json::json!({"cmd": "echo again >> p2/b.txt"}),
+        )
+        .await;
+    assert_eq!(body["result"]["exitCode"], 0, "{body}");
+    assert!(
+        !duet(&server, "keep", &state, &dir, &["push", ".", ":p2"])
+            .status
+            .success()
+    );
+    ok(&duet(
+        &server,
+        "keep",
+        &state,
+        &dir,
+        &["push", ".", ":p2", "--force"],
+    ));
+    assert_eq!(
+        room_file(&server, "keep", "p2/b.txt").await,
+        "b1\nbob-edit\n"
+    );
+}
+
 #[tokio::test]
 async fn pull_asks_on_a_terminal() {
     let (server, _data) = Server::fresh().await;
