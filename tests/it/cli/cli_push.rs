@@ -316,18 +316,11 @@ async fn pull_refuses_to_replace_local_changes_without_a_terminal_and_force_repl
     ok(&duet(&server, "clash", &state, &dir, &["pull"]));
 }
 
-/// The room's file `path` as text.
-async fn room_file(server: &Server, room: &str, path: &str) -> String {
-    let (_, body) = server
-        .post(
-            &format!("/api/rooms/{room}/sandbox/exec"),
-            serde_json::json!({ "cmd": format!("cat {path}") }),
-        )
-        .await;
-    body["result"]["stdout"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
+/// What the room's command `cmd` printed (it must succeed).
+async fn in_room(server: &Server, room: &str, cmd: &str) -> String {
+    let result = crate::common::apps::exec(server, room, cmd).await;
+    assert_eq!(result["exitCode"], 0, "{result}");
+    result["stdout"].as_str().unwrap_or_default().to_string()
 }
 
 #[tokio::test]
@@ -340,13 +333,12 @@ async fn push_never_replaces_the_rooms_changes_without_asking() {
     write(&dir, "b.txt", b"b1\n");
     ok(&duet(&server, "keep", &state, &dir, &["push", ".", ":p2"]));
     // Bob edits b.txt and makes new.txt in the room; Ada edits only a.txt here.
-    let (_, body) = server
-        .post(
-            "/api/rooms/keep/sandbox/exec",
-            serde_json::json!({"cmd": "echo bob-edit >> p2/b.txt; echo new > p2/new.txt"}),
-        )
-        .await;
-    assert_eq!(body["result"]["exitCode"], 0, "{body}");
+    in_room(
+        &server,
+        "keep",
+        "echo bob-edit >> p2/b.txt; echo new > p2/new.txt",
+    )
+    .await;
     write(&dir, "a.txt", b"v2\n");
 
     let out = duet(
@@ -373,28 +365,22 @@ async fn push_never_replaces_the_rooms_changes_without_asking() {
         "{said}"
     );
     assert_eq!(
-        room_file(&server, "keep", "p2/b.txt").await,
+        in_room(&server, "keep", "cat p2/b.txt").await,
         "b1\nbob-edit\n"
     );
-    assert_eq!(room_file(&server, "keep", "p2/a.txt").await, "v1\n");
+    assert_eq!(in_room(&server, "keep", "cat p2/a.txt").await, "v1\n");
 
     // Once this folder has the room's change, pushing it asks nothing.
     write(&dir, "b.txt", b"b1\nbob-edit\n");
     ok(&duet(&server, "keep", &state, &dir, &["push", ".", ":p2"]));
-    assert_eq!(room_file(&server, "keep", "p2/a.txt").await, "v2\n");
+    assert_eq!(in_room(&server, "keep", "cat p2/a.txt").await, "v2\n");
     assert_eq!(
-        room_file(&server, "keep", "p2/b.txt").await,
+        in_room(&server, "keep", "cat p2/b.txt").await,
         "b1\nbob-edit\n"
     );
 
     // --force replaces without asking.
-    let (_, body) = server
-        .post(
-            "/api/rooms/keep/sandbox/exec",
-            serde_json::json!({"cmd": "echo again >> p2/b.txt"}),
-        )
-        .await;
-    assert_eq!(body["result"]["exitCode"], 0, "{body}");
+    in_room(&server, "keep", "echo again >> p2/b.txt").await;
     assert!(
         !duet(&server, "keep", &state, &dir, &["push", ".", ":p2"])
             .status
@@ -408,7 +394,7 @@ async fn push_never_replaces_the_rooms_changes_without_asking() {
         &["push", ".", ":p2", "--force"],
     ));
     assert_eq!(
-        room_file(&server, "keep", "p2/b.txt").await,
+        in_room(&server, "keep", "cat p2/b.txt").await,
         "b1\nbob-edit\n"
     );
 }
