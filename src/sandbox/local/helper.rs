@@ -245,6 +245,8 @@ fn build_container(
         .file("/etc/hosts", "127.0.0.1 localhost sandbox\n::1 localhost\n")
         .file("/etc/resolv.conf", "")
         .file("/etc/nsswitch.conf", "passwd: files\ngroup: files\nhosts: files\n")
+        .dir("/etc/duet", 0o755)
+        .file(shell::PYTHON_STARTUP, shell::PYTHON_STARTUP_TEXT)
         .setrlimit(Rlimit::Nofile, setup.open_files, setup.open_files)
         .setrlimit(Rlimit::Fsize, setup.file_size, setup.file_size)
         .setrlimit(Rlimit::Cpu, setup.cpu_seconds, setup.cpu_seconds)

@@ -129,7 +129,11 @@ pub fn program() -> std::io::Result<&'static str> {
 }
 
 /// The environment every shell starts with; nothing of the server's.
-pub const SHELL_ENV: [(&str, &str); 4] = [
+/// HOME is the project, so what programs keep of a session there
+/// (histories, a pager's or an editor's state, settings they write) is
+/// sent to `/tmp` instead, where the sandbox keeps it while it runs:
+/// `duet pull`, the checkpoints and the diffs never carry it.
+pub const SHELL_ENV: [(&str, &str); 11] = [
     (
         "PATH",
         "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -137,7 +141,49 @@ pub const SHELL_ENV: [(&str, &str); 4] = [
     ("HOME", "/workspace"),
     ("LANG", "C.UTF-8"),
     ("TERM", "xterm-256color"),
+    ("XDG_CONFIG_HOME", "/tmp/.config"),
+    ("XDG_STATE_HOME", "/tmp/.local/state"),
+    ("LESSHISTFILE", "/tmp/.lesshst"),
+    ("NODE_REPL_HISTORY", "/tmp/.node_repl_history"),
+    // Python 3.13 on; older ones read PYTHONSTARTUP, which does the same.
+    ("PYTHON_HISTORY", PYTHON_HISTORY),
+    ("PYTHONSTARTUP", PYTHON_STARTUP),
+    // Vim as without a vimrc (its defaults), its viminfo in /tmp.
+    (
+        "VIMINIT",
+        "source $VIMRUNTIME/defaults.vim | set viminfofile=/tmp/.viminfo",
+    ),
 ];
+
+/// Where interactive Python keeps its history.
+const PYTHON_HISTORY: &str = "/tmp/.python_history";
+
+/// The file of `PYTHONSTARTUP` in the sandbox, and what it holds: the
+/// history read from and written to `PYTHON_HISTORY`; a history that is
+/// not empty keeps Python's own `site` from using `~/.python_history`.
+pub const PYTHON_STARTUP: &str = "/etc/duet/python-startup.py";
+pub const PYTHON_STARTUP_TEXT: &str = "\
+# Duet: the interpreter's history is kept in /tmp, not in HOME (the project).
+try:
+    import atexit as _duet_atexit, readline as _duet_readline
+except ImportError:
+    pass
+else:
+    try:
+        _duet_readline.read_history_file('/tmp/.python_history')
+    except OSError:
+        pass
+    if _duet_readline.get_current_history_length() == 0:
+        _duet_readline.add_history('')
+
+    def _duet_save_history():
+        try:
+            _duet_readline.write_history_file('/tmp/.python_history')
+        except OSError:
+            pass
+
+    _duet_atexit.register(_duet_save_history)
+";
 
 pub use crate::support::shell_quote as quote;
 

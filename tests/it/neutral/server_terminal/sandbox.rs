@@ -153,11 +153,27 @@ async fn the_terminal_s_history_stays_out_of_the_workspace() {
     ada.until_prompt().await;
     ada.type_in("echo remembered-line\r").await;
     ada.until_prompt().await;
+    // Programs keep sessions too: Python's history, less's, vim's viminfo.
+    ada.type_in("python3 -q\r").await;
+    ada.until_screen(">>> ").await;
+    ada.type_in("print(6*7, 'py' 'thon')\r").await;
+    ada.until_screen("42 python").await;
+    ada.type_in("exit()\r").await;
+    ada.until_prompt().await;
+    ada.type_in("less /etc/hostname; echo less-''done\r").await;
+    ada.until_screen("sandbox").await;
+    ada.type_in("q").await;
+    ada.until_screen("less-done").await;
+    // (A marker after each program: keys typed while one starts are its.)
+    ada.type_in("vim -c 'normal ihello' -c 'wq! /tmp/v.txt'; echo vim-''done\r")
+        .await;
+    ada.until_screen("vim-done").await;
     // bash writes its history file as it exits.
     ada.type_in("exit\r").await;
     let term_id = ada.term_id.clone();
     ada.until_frame(term_frame("exit", &term_id)).await;
-    // Its history is not a file of the project (`duet pull` would bring it home).
+    // No history or state is a file of the project (`duet pull` would
+    // bring it home).
     let (_, listed) = server
         .post(
             &format!("/api/rooms/{room}/sandbox/exec"),
@@ -170,4 +186,9 @@ async fn the_terminal_s_history_stays_out_of_the_workspace() {
     again.until_prompt().await;
     again.type_in("history | grep -c remem''bered-line\r").await;
     again.until_screen("\n1").await;
+    // Python's history went to /tmp.
+    again
+        .type_in("grep -c 6.7 /tmp/.python_history; cat /tmp/v.txt\r")
+        .await;
+    again.until_screen("\n1\nhello").await;
 }
