@@ -79,7 +79,7 @@ pub fn come_back(backend: &Backend, server: &str, room: &str, name: &str) -> Str
         }
         Backend::Server { token } => {
             let token = if *token {
-                " (your token in DUET_TOKEN or --token)"
+                " (your token in DUET_TOKEN or --token, or `duet join` your invite link again)"
             } else {
                 ""
             };
@@ -120,7 +120,7 @@ mod tests {
         assert_eq!(
             come_back(&remote, "https://duet.example.com", "r1", "alice"),
             "duet --server https://duet.example.com --room r1 --name alice \
-             (your token in DUET_TOKEN or --token)"
+             (your token in DUET_TOKEN or --token, or `duet join` your invite link again)"
         );
         let link = parse_link("https://duet.example.com/r1").unwrap();
         assert_eq!(link.server, "https://duet.example.com");
