@@ -63,18 +63,17 @@ pub(crate) async fn preview(
     Path(params): Path<BTreeMap<String, String>>,
     req: Request,
 ) -> Result<Response, ApiError> {
-    let (room, port_text) = (param(&params, "room"), param(&params, "port"));
+    // The path as sent: `/`, `api`, `rooms`, {room}, `ports`, {port}, the rest.
+    let raw: Vec<&str> = req.uri().path().splitn(7, '/').collect();
+    let room = param(&params, "room");
+    // The port as sent: digits only (`%38000` is no port, as on the worker).
+    let port_text = raw.get(5).copied().unwrap_or_default();
     let port = checked(room, port_text)?;
     let prefix = format!("/api/rooms/{room}/ports/{port_text}");
     let action = may_send(access.role(), &req)?;
     let page = action == Action::PreviewRead;
     let query = req.uri().query().and_then(without_token);
-    let rest = req
-        .uri()
-        .path()
-        .strip_prefix(&prefix)
-        .unwrap_or("/")
-        .to_string();
+    let rest = format!("/{}", raw.get(6).copied().unwrap_or_default());
     let target = match query.as_deref() {
         Some(q) => format!("{rest}?{q}"),
         None => rest,

@@ -154,6 +154,12 @@ async fn nothing_listening_is_a_502_and_a_bad_port_a_400() {
             "tunnel {port}: {body}"
         );
     }
+    // A port percent-encoded is no port either (its path would be lost).
+    let (status, body) = server
+        .get(&room_path(room, "/ports/%38000/abc/defgh?x=1"))
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body["details"]["port"][0].is_string(), "{body}");
 }
 
 #[tokio::test]
