@@ -46,6 +46,10 @@ pub fn components(path: &str) -> Result<Vec<&str>, SandboxError> {
     if parts.is_empty() {
         return bad("must name a file under /workspace");
     }
+    // Linux's limit (NAME_MAX); its twin is worker/src/files.ts `pathComponents`.
+    if parts.iter().any(|p| p.len() > 255) {
+        return bad("has a name longer than 255 bytes");
+    }
     Ok(parts)
 }
 
@@ -56,7 +60,17 @@ mod tests {
     #[test]
     fn paths_stay_in_the_workspace() {
         assert_eq!(components("a/./b/c.txt").unwrap(), vec!["a", "b", "c.txt"]);
-        for bad in ["", "/etc/passwd", "../x", "a/../../x", "a\0b", ".", "a//b"] {
+        let long = format!("a/{}", "x".repeat(256));
+        for bad in [
+            "",
+            "/etc/passwd",
+            "../x",
+            "a/../../x",
+            "a\0b",
+            ".",
+            "a//b",
+            &long,
+        ] {
             assert!(
                 matches!(components(bad), Err(SandboxError::BadPath(_))),
                 "{bad:?}"

@@ -16,6 +16,8 @@ import { roomOp } from "./rooms";
 import { roomSandbox } from "./sandbox/adapter";
 import { BadPath, DiskFull, NotAFolder, NotRegular, RefusedMember, SandboxStarting } from "./sandbox/types";
 
+const encoder = new TextEncoder();
+
 /** A workspace-relative path's components, or why it is refused. */
 export function pathComponents(path: string): string[] | string {
   if (path === "") return "must name a file under /workspace";
@@ -25,6 +27,8 @@ export function pathComponents(path: string): string[] | string {
   const parts = path.split("/").filter((p) => p !== "" && p !== ".");
   if (parts.includes("..")) return "must not leave /workspace (..)";
   if (parts.length === 0) return "must name a file under /workspace";
+  // Linux's limit (NAME_MAX); its twin is duet serve's src/sandbox/files.rs `components`.
+  if (parts.some((p) => encoder.encode(p).length > 255)) return "has a name longer than 255 bytes";
   return parts;
 }
 

@@ -314,6 +314,17 @@ async fn a_path_with_an_empty_segment_is_a_400() {
     let (status, body) = get(&server, room, "dir//sub/").await;
     assert_eq!(status, 400, "GET files/dir//sub/: {body}");
     assert!(body["details"]["path"][0].is_string(), "{body}");
+    // A name longer than a file system takes is the path's fault too.
+    let long = format!("dir/{}", "n".repeat(256));
+    let (status, body) = get(&server, room, &long).await;
+    assert_eq!(status, 400, "GET files/dir/n…: {body}");
+    assert_eq!(
+        body["details"]["path"][0], "has a name longer than 255 bytes",
+        "{body}"
+    );
+    let (status, body) = put(&server, room, &long, b"x").await;
+    assert_eq!(status, 400, "PUT files/dir/n…: {body}");
+    assert!(body["details"]["path"][0].is_string(), "{body}");
 }
 
 /// `PUT …/files/{path}` (raw) of `bytes`: status and body.
