@@ -269,6 +269,35 @@ pub struct ExecSpec {
     /// Bytes captured per stream; beyond it the command is cut and
     /// killed, and its result says `truncated`.
     pub output_cap: usize,
+    /// Whether it started, or was withdrawn while it waited.
+    pub start: StartGate,
+}
+
+/// A command's start, settled once: the sandbox starts it, or an
+/// interrupt withdraws it while it waits behind another (then it never
+/// runs). Clones share it.
+#[derive(Debug, Clone, Default)]
+pub struct StartGate(std::sync::Arc<std::sync::atomic::AtomicU8>);
+
+const WAITING: u8 = 0;
+const STARTED: u8 = 1;
+const WITHDRAWN: u8 = 2;
+
+impl StartGate {
+    /// The sandbox is about to run it: false when it was withdrawn.
+    pub fn start(&self) -> bool {
+        self.settle(STARTED)
+    }
+
+    /// It is not to run: false when it started already.
+    pub fn withdraw(&self) -> bool {
+        self.settle(WITHDRAWN)
+    }
+
+    fn settle(&self, to: u8) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.0.compare_exchange(WAITING, to, SeqCst, SeqCst).is_ok()
+    }
 }
 
 impl Default for ExecSpec {

@@ -46,6 +46,7 @@ impl Policy {
             env,
             timeout,
             output_cap: self.output_cap,
+            start: Default::default(),
         }
     }
 }

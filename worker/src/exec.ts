@@ -121,6 +121,8 @@ export class Commands {
   /** Commands announced and not ended yet. */
   private queued = 0;
   private running?: Running;
+  /** Commands waiting behind another, by id; `withdrawn` once an interrupt named one (it never runs). */
+  private readonly waiting = new Map<string, { cmd: string; source: CommandRequest["source"]; withdrawn: boolean }>();
 
   constructor(private readonly host: CommandHost) {}
 
@@ -144,6 +146,7 @@ export class Commands {
     // The room list hears of it once its call to the sandbox went out (execute's onSent), so that the lobby's
     // write never goes before the command (workerd runs every object on one thread); one that waits, at once.
     if (this.queued > 0) this.host.listed(generation, ts);
+    this.waiting.set(execId, { cmd: req.cmd, source: req.source, withdrawn: false });
     this.queued++;
     const ended = this.queue.then(() => this.runOne(execId, req, ts, generation));
     this.queue = ended.catch(() => {}).finally(() => this.queued--);
@@ -156,6 +159,18 @@ export class Commands {
    * record is stored before the answer (none: a cancelled turn's).
    */
   async interrupt(execId?: string, by?: string): Promise<boolean> {
+    // One that waits behind another is withdrawn: it never runs (duet serve's src/server/ops/interrupt.rs).
+    const waiting = execId === undefined ? undefined : this.waiting.get(execId);
+    if (execId !== undefined && waiting && !waiting.withdrawn) {
+      waiting.withdrawn = true;
+      if (by !== undefined) {
+        const event: RoomEvent = { kind: "interrupt", by, execId, cmd: waiting.cmd };
+        const generation = this.host.generation();
+        if (waiting.source === "agent") this.host.noteAfterReply(generation, event, recordText(event));
+        else this.host.note(generation, event, recordText(event));
+      }
+      return true;
+    }
     const running = this.running;
     if (!running || (execId !== undefined && execId !== running.execId)) return false;
     const generation = this.host.generation();
@@ -193,15 +208,18 @@ export class Commands {
 
   private async runOne(execId: string, req: CommandRequest, ts: number, generation: number): Promise<CommandEnd> {
     const end: CommandEnd = { execId, cmd: req.cmd, ts, duration: 0 };
+    const withdrawn = this.waiting.get(execId)?.withdrawn === true;
+    this.waiting.delete(execId);
     if (generation !== this.host.generation()) end.failure = "the sandbox is being destroyed";
     else if (req.signal?.aborted) end.failure = CANCELLED;
+    else if (withdrawn) end.outcome = WITHDRAWN;
     else await this.execute(end, req, generation);
     if (!end.outcome) end.duration = Date.now() - ts;
     const o = end.outcome;
     const interrupted = o ? o.interrupted : false;
     const error = o ? o.error : end.failure;
-    // A command that ran leaves the shell somewhere; one that could not start, where it was.
-    const cwd = o ? (o.cwd ?? this.host.shellCwd()) : undefined;
+    // A command that ran leaves the shell somewhere; one that could not start (or never did), where it was.
+    const cwd = o && !withdrawn ? (o.cwd ?? this.host.shellCwd()) : undefined;
     this.host.broadcast(
       execCompleteFrame(execId, {
         exitCode: o ? o.exitCode : null,
@@ -337,6 +355,17 @@ function shellReason(o: ExecOutcome): ShellReason | undefined {
 export const TIMED_OUT_EXIT = 124;
 /** Exit status of a command ended by an interrupt or a cancel (128 + SIGINT). */
 export const INTERRUPTED_EXIT = 130;
+
+/** The outcome of a command withdrawn while it waited: it never ran. */
+const WITHDRAWN: ExecOutcome = {
+  exitCode: INTERRUPTED_EXIT,
+  stdout: "",
+  stderr: "",
+  durationMs: 0,
+  truncated: false,
+  timedOut: false,
+  interrupted: true,
+};
 
 /**
  * The outcome as docs/protocol.md states it, whatever the sandbox reported:

@@ -229,6 +229,23 @@ async fn run_job(
         feeds,
     } = queue;
     let started_at = Instant::now();
+    // Withdrawn by an interrupt while it waited: it never runs.
+    if !job.spec.start.start() {
+        let _ = job.reply.send(Ok(ExecOutcome {
+            exit_code: Some(128 + libc::SIGINT),
+            stdout: String::new(),
+            stderr: String::new(),
+            truncated: false,
+            timed_out: false,
+            interrupted: true,
+            error: None,
+            duration: Duration::ZERO,
+            session_id: String::new(),
+            cwd: None,
+            restart: None,
+        }));
+        return;
+    }
     let proc_ = match started(place, limits, process, feeds).await {
         Ok(p) => p,
         Err(e) => {

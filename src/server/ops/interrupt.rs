@@ -1,5 +1,6 @@
 //! `interrupt` (`POST /api/rooms/{room}/sandbox/interrupt` `{execId?}`):
-//! SIGINT to the running command, SIGKILL 2 s later; answers
+//! SIGINT to the running command, SIGKILL 2 s later (one still waiting
+//! behind another never runs); answers
 //! `InterruptResponse`, after an `interrupt` record when it stopped one.
 
 use super::{Answer, Caller, Fields, Operation, Reply};
@@ -33,6 +34,19 @@ impl Operation for Interrupt {
         };
         let (sandbox, inbox) = (room.sandbox.clone(), room.inbox.clone());
         let by = caller.name_or_anonymous();
+        // One that waits behind another is withdrawn: it never runs (its
+        // result says interrupted when its turn comes).
+        if room
+            .running
+            .get(&exec_id)
+            .is_some_and(|c| c.start.withdraw())
+        {
+            tokio::spawn(async move {
+                record_in(&inbox, Event::Interrupt { by, exec_id, cmd }).await;
+                let _ = answer.send(Ok(Reply::ok(InterruptResponse { interrupted: true })));
+            });
+            return;
+        }
         // Awaited apart from the actor: the sandbox answers when it signalled.
         tokio::spawn(async move {
             let interrupted = sandbox.interrupt(Some(exec_id.clone()), false).await;

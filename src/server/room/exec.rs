@@ -37,6 +37,8 @@ pub(crate) struct Launched {
     printed: Arc<Mutex<Printed>>,
     /// Stops the task that writes its output to the store as it comes.
     _writing: DropGuard,
+    /// Withdraws it while it waits behind another (an interrupt).
+    pub(crate) start: crate::sandbox::StartGate,
 }
 
 /// How often a running command's new output is written to the store: a
@@ -168,6 +170,7 @@ impl RoomActor {
             interrupted: false,
             printed: printed.clone(),
             _writing: writing.drop_guard(),
+            start: spec.start.clone(),
         };
         self.running.insert(exec_id.clone(), launched);
         self.broadcast(&ServerFrame::Exec(ExecFrame::Start {

@@ -103,6 +103,63 @@ async fn an_interrupt_stops_the_whole_command() {
 }
 
 #[tokio::test]
+async fn an_interrupt_of_a_command_still_waiting_means_it_never_runs() {
+    let (server, _dir) = Server::fresh().await;
+    let mut ws = server.joined("q", "user=ada").await;
+    let url = server.url("/api/rooms/q/sandbox/exec");
+    let post = |cmd: &str| tokio::spawn(answer(http().post(&url).json(&json!({ "cmd": cmd }))));
+    let first = post("echo started; sleep 2");
+    ws.until(|f| f["type"] == "duet_exec" && f["phase"] == "stdout")
+        .await;
+    let waiting = post("touch should-not-exist");
+    let start = ws
+        .until(|f| {
+            f["type"] == "duet_exec"
+                && f["phase"] == "start"
+                && f["cmd"] == "touch should-not-exist"
+        })
+        .await;
+    let (status, body) = server
+        .post(
+            "/api/rooms/q/sandbox/interrupt",
+            json!({"execId": start["execId"], "userId": "bob"}),
+        )
+        .await;
+    assert_eq!(
+        (status, body["interrupted"].clone()),
+        (200, json!(true)),
+        "{body}"
+    );
+    // The first goes on to its end; the second never runs.
+    let (_, body) = first.await.unwrap();
+    assert_eq!(body["result"]["exitCode"], 0, "{body}");
+    let (_, body) = waiting.await.unwrap();
+    let r = &body["result"];
+    assert_eq!(
+        (
+            r["interrupted"].clone(),
+            r["exitCode"].clone(),
+            r["success"].clone()
+        ),
+        (json!(true), json!(130), json!(false)),
+        "{r}"
+    );
+    let r = exec(&server, "q", "ls; echo alive").await;
+    assert_eq!(r["stdout"], "alive\n", "it ran: {r}");
+    // Its interrupt is in the room's history, by who asked.
+    let (_, page) = server.get("/api/rooms/q/messages").await;
+    let interrupts: Vec<&Value> = page["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["event"]["kind"] == "interrupt")
+        .collect();
+    assert_eq!(interrupts.len(), 1, "{page}");
+    assert_eq!(interrupts[0]["event"]["by"], "bob");
+    assert_eq!(interrupts[0]["event"]["execId"], start["execId"]);
+}
+
+#[tokio::test]
 async fn a_program_that_catches_sigint_still_ends_the_command() {
     let (server, _dir) = Server::fresh().await;
     let mut ws = server.joined("c", "user=ada").await;
