@@ -42,12 +42,17 @@ pub async fn in_the_way(
         let Some(rel) = path.strip_prefix(&prefix) else {
             continue;
         };
+        let here = local.get(rel);
+        if here.is_none() && !mirror {
+            // Not pushed, not deleted: the room's change stays.
+            continue;
+        }
         let room = match client.get_file(&path).await {
             Ok(bytes) => Some(bytes),
             Err(HttpError::Status(s)) if s.status == 404 => None,
             Err(err) => return Err(err),
         };
-        let replaced = match (local.get(rel), &room) {
+        let replaced = match (here, &room) {
             // The push writes what is here: the room's change goes unless
             // it is this very content (pulled, or made alike).
             (Some(entry), Some(room)) => {
