@@ -15,6 +15,19 @@ async fn timeout_server() -> (Server, tempfile::TempDir) {
     )
 }
 
+/// An `ExecResult` of a command an interrupt stopped (or withdrew).
+fn assert_interrupted(r: &Value) {
+    assert_eq!(
+        (
+            r["interrupted"].clone(),
+            r["exitCode"].clone(),
+            r["success"].clone()
+        ),
+        (json!(true), json!(130), json!(false)),
+        "{r}"
+    );
+}
+
 #[tokio::test]
 async fn a_timeout_stops_the_whole_command() {
     let (server, _dir) = timeout_server().await;
@@ -87,16 +100,7 @@ async fn an_interrupt_stops_the_whole_command() {
         "{body}"
     );
     let (_, body) = running.await.unwrap();
-    let r = &body["result"];
-    assert_eq!(
-        (
-            r["interrupted"].clone(),
-            r["exitCode"].clone(),
-            r["success"].clone()
-        ),
-        (json!(true), json!(130), json!(false)),
-        "{r}"
-    );
+    assert_interrupted(&body["result"]);
     tokio::time::sleep(Duration::from_secs(6)).await;
     let r = exec(&server, "i", "ls; echo alive").await;
     assert_eq!(r["stdout"], "alive\n", "the rest of the command ran: {r}");
@@ -134,16 +138,7 @@ async fn an_interrupt_of_a_command_still_waiting_means_it_never_runs() {
     let (_, body) = first.await.unwrap();
     assert_eq!(body["result"]["exitCode"], 0, "{body}");
     let (_, body) = waiting.await.unwrap();
-    let r = &body["result"];
-    assert_eq!(
-        (
-            r["interrupted"].clone(),
-            r["exitCode"].clone(),
-            r["success"].clone()
-        ),
-        (json!(true), json!(130), json!(false)),
-        "{r}"
-    );
+    assert_interrupted(&body["result"]);
     let r = exec(&server, "q", "ls; echo alive").await;
     assert_eq!(r["stdout"], "alive\n", "it ran: {r}");
     // Its interrupt is in the room's history, by who asked.

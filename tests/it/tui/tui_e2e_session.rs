@@ -50,12 +50,25 @@ fn attached(screen: &str) -> bool {
 
 /// Makes `who`'s one-pane window show `pane` (`Chat` or `Output`).
 async fn show_pane(tmux: &Tmux, who: &str, pane: &str) {
-    let top = format!(" {pane} ");
-    if !tmux.screen(who).starts_with(&top) {
+    if !shows_pane(&tmux.screen(who), pane) {
         tmux.keys(who, &["Tab"]);
     }
-    tmux.wait(who, &format!("the {pane} pane"), |s| s.starts_with(&top))
+    tmux.wait(who, &format!("the {pane} pane"), |s| shows_pane(s, pane))
         .await;
+}
+
+/// Whether the screen's top line is `pane`'s title. Its first cell is
+/// left out: once, under load, it still held a character of an earlier
+/// frame, and a Tab then went to the wrong pane.
+fn shows_pane(screen: &str, pane: &str) -> bool {
+    let top: String = screen
+        .lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .skip(1)
+        .collect();
+    top.starts_with(&format!("{pane} "))
 }
 
 /// Fails at once when ann's view shows the shared terminal shrunk to
