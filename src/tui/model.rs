@@ -37,6 +37,10 @@ impl App {
         arg: &str,
         effects: &mut Vec<Effect>,
     ) -> Result<(), String> {
+        // Choosing is an owner's: said before anything about the models.
+        if !arg.is_empty() {
+            self.may(Deed::SetModel)?;
+        }
         let Some(agent) = self.agent.clone() else {
             return Err("this backend does not say which models its agent may use".into());
         };
@@ -62,7 +66,6 @@ impl App {
                 agent.models.join(", ")
             ));
         }
-        self.may(Deed::SetModel)?;
         effects.push(Effect::Call(RoomOp::SetModel(arg.to_string())));
         Ok(())
     }

@@ -119,6 +119,7 @@ fn a_viewer_is_refused_each_action_its_role_may_not_take() {
         ("/put notes.txt", "a viewer may not change files"),
         ("/policy ask", "a viewer may not change the policy"),
         ("/invite writer", "a viewer may not manage invites"),
+        ("/model b", "a viewer may not choose the model"),
     ] {
         let effects = submit(&mut app, line);
         assert!(effects.is_empty(), "{line}: {effects:?}");
