@@ -105,6 +105,16 @@ async fn a_second_duet_joins_the_embedded_backend_and_so_does_exec() {
     })
     .await;
     assert_eq!(moved, port, "the same port");
+    // The port file may still be the first backend's: the second's start
+    // is in the shared log once it serves.
+    let log_file = dir.path().join("shared/duet.log");
+    common::apps::wait_for("the backend taken over to start", || {
+        let log = std::fs::read_to_string(&log_file).unwrap_or_default();
+        async move { (log.matches("embedded backend started").count() >= 2).then_some(()) }
+    })
+    .await;
+    tmux.wait("second", "connected to it", |s| s.contains("● connected"))
+        .await;
     tmux.type_text("second", "!echo still-here");
     tmux.keys("second", &["Enter"]);
     tmux.wait("second", "a command on the new backend", |s| {
