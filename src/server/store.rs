@@ -178,7 +178,7 @@ fn close_unended(conn: &Connection, error: &str) -> rusqlite::Result<usize> {
 }
 
 /// A value kept as JSON text.
-fn json_text(value: &impl serde::Serialize) -> rusqlite::Result<String> {
+pub(super) fn json_text(value: &impl serde::Serialize) -> rusqlite::Result<String> {
     serde_json::to_string(value).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
 }
 

@@ -86,8 +86,7 @@ pub(super) fn load(
 }
 
 fn put(conn: &Connection, room: &str, stored: &StoredProcess) -> rusqlite::Result<()> {
-    let json = serde_json::to_string(&stored.process)
-        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+    let json = super::store::json_text(&stored.process)?;
     let number = number(&stored.process.id);
     conn.execute(
         "INSERT OR REPLACE INTO processes (room, id, number, process, stdout, stderr) \
