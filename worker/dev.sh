@@ -64,6 +64,9 @@ The same flags and DUET_* variables as `duet serve`:
 The stand-in's duet serve: $DUET_BIN, else target/{debug,release}/duet, else duet on PATH.
 DUET_STANDIN_START_SECS=N: each start of a room's stand-in container takes N s
 (requests answer 503 with Retry-After meanwhile, as on Cloudflare).
+DUET_WORKER_INSPECTOR_PORT=N: workerd's V8 inspector on 127.0.0.1:N, for
+CPU profiles of the Worker (target `core:user:duet`, Profiler.start and
+Profiler.stop over the DevTools protocol).
 EOF
 }
 

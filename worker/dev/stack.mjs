@@ -47,6 +47,7 @@ const mf = new Miniflare(
     resourcePersistencePath: join(persist, "v3"),
     // No request.cf from Cloudflare's API (offline).
     cf: false,
+    ...(process.env.DUET_WORKER_INSPECTOR_PORT && { inspectorPort: Number(process.env.DUET_WORKER_INSPECTOR_PORT) }),
     // Miniflare's own warnings, as `wrangler dev --log-level warn` shows them.
     log: new Log(LogLevel.WARN),
   }),
