@@ -14,7 +14,7 @@
 import { Agent, type Connection, type ConnectionContext } from "agents";
 import { may, type Caller } from "./access";
 import type { Env } from "./env";
-import { ApiError, describe, isObject, response, notServeJson, type JsonObject, type Reply } from "./http";
+import { ApiError, describe, isObject, response, notServeJson, readJson, type JsonObject, type Reply } from "./http";
 import { SOCKETS_RETRY_MS, SocketBuckets, rateLimits } from "./limits";
 import { OPERATIONS, UnknownMethod, rpcOp, type Method, type Op, type SocketMethod } from "./ops";
 import { CALLER_PATH, EXECS_PAGE_PATH, OP_PATH, PAGE_PATH, SANDBOX_STOPPED_PATH } from "./rooms";
@@ -397,7 +397,7 @@ export class DuetAgent extends Agent<Env> {
     let value: unknown;
     let notJson: unknown;
     try {
-      value = JSON.parse(message);
+      value = readJson(message);
     } catch (e) {
       notJson = e;
     }
@@ -430,7 +430,7 @@ export class DuetAgent extends Agent<Env> {
         return this.typing(c, value.termId as string);
       }
       case "duet_term_resize": {
-        const refused = this.room().terminal.resize(c.id, value.termId, value.cols, value.rows);
+        const refused = this.room().terminal.resize(c.id, value.termId, value);
         if (refused) send(c, errorFrame(refused));
         return;
       }

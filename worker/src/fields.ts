@@ -5,7 +5,7 @@
 
 import { parseRole, type RoomRole } from "./access";
 import { collapse } from "./approvals";
-import { addDetail, type Details, type JsonObject } from "./http";
+import { addDetail, isWhole, type Details, type JsonObject } from "./http";
 import { type Addressee } from "./protocol";
 import { charCount, nameProblem, trim } from "./text";
 
@@ -16,7 +16,7 @@ const ALLOW_ENTRY_CHARS = 200;
 /** Field-by-field reader of a request object that collects every problem. */
 export class Fields {
   constructor(
-    private readonly obj: JsonObject,
+    readonly obj: JsonObject,
     readonly details: Details,
   ) {}
 
@@ -25,6 +25,11 @@ export class Fields {
     if (!Object.prototype.hasOwnProperty.call(this.obj, name)) return undefined;
     const v = this.obj[name];
     return v === null ? undefined : v;
+  }
+
+  /** Whether the field is a whole number, written as one (`isWhole`). */
+  isWhole(name: string): boolean {
+    return isWhole(this.obj, name);
   }
 
   problem(name: string, message: string): void {

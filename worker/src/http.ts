@@ -166,7 +166,7 @@ export function parseObject(bytes: Uint8Array): JsonObject {
   if (bytes.every((b) => b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d || b === 0x0c)) return {};
   let value: unknown;
   try {
-    value = JSON.parse(strictUtf8.decode(bytes));
+    value = readJson(strictUtf8.decode(bytes));
   } catch (e) {
     throw ApiError.field("body", `is not valid JSON: ${describe(e)}`);
   }
@@ -174,6 +174,34 @@ export function parseObject(bytes: Uint8Array): JsonObject {
   const problem = notServeJson(value);
   if (problem) throw ApiError.field("body", problem);
   return value;
+}
+
+/** The numbers of parsed JSON written with a fraction or an exponent (`1e3`, `1000.0`), by the object or array holding them. */
+const writtenAsFloat = new WeakMap<object, Set<string>>();
+
+/**
+ * JSON text as `duet serve` reads it (serde_json): a number beyond a
+ * double's range is an error (JSON.parse would read Infinity), and a number
+ * written with a fraction or an exponent is a float, never a whole number,
+ * whatever its value (`isWhole`).
+ */
+export function readJson(text: string): unknown {
+  return JSON.parse(text, function (this: object, key: string, value: unknown, context?: { source?: string }) {
+    if (typeof value !== "number") return value;
+    if (!Number.isFinite(value)) throw new SyntaxError("number out of range");
+    if (context?.source !== undefined && /[.eE]/.test(context.source)) {
+      let keys = writtenAsFloat.get(this);
+      if (!keys) writtenAsFloat.set(this, (keys = new Set()));
+      keys.add(key);
+    }
+    return value;
+  });
+}
+
+/** Whether `holder[key]` is a whole number, written as one (`1000`; not `1e3` or `1000.0`, which serde_json reads as floats). */
+export function isWhole(holder: object, key: string): boolean {
+  const value: unknown = (holder as Record<string, unknown>)[key];
+  return typeof value === "number" && Number.isInteger(value) && !writtenAsFloat.get(holder)?.has(key);
 }
 
 /** A lone UTF-16 surrogate (`"\ud800"`), not a character. */

@@ -155,7 +155,8 @@ async function operation(request: Request, env: Env, room: string, method: Metho
     if (e instanceof ApiError && Object.keys(details).length > 0) throw ApiError.invalid(details);
     throw e;
   }
-  const op: Op = parseOp(method, { ...body, ...fromPath }, details);
+  // The path's fields join the body itself (not a copy: which numbers were written as floats is known of the parsed object).
+  const op: Op = parseOp(method, Object.assign(body, fromPath), details);
   // An invite's `url` is the room's link as this request reached the backend.
   if (op.kind === "invite_create") op.link = linkOf(request);
   return roomOp(env, room, op, who);

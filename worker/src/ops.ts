@@ -160,16 +160,14 @@ export const OPERATIONS = {
     // Attaching to a running terminal is watching it.
     which: (_op, terminalRuns) => (terminalRuns ? 0 : 1),
     parse: (f, user) => {
-      const cols = f.get("cols");
-      const rows = f.get("rows");
       // `screen: true`: screen frames instead of data frames.
       const screenArg = f.get("screen");
       if (screenArg !== undefined && typeof screenArg !== "boolean") f.problem("screen", "must be true or false");
       const screen = screenArg === true ? { screen: true } : {};
-      if (cols === undefined && rows === undefined) return { kind: "term_open", ...screen, user };
+      if (f.get("cols") === undefined && f.get("rows") === undefined) return { kind: "term_open", ...screen, user };
       // Both or neither: a size with one half missing is refused by its missing half.
-      for (const [field, problem] of sizeProblems(cols, rows)) f.problem(field, problem);
-      return { kind: "term_open", size: clampSize(cols, rows), ...screen, user };
+      for (const [field, problem] of sizeProblems(f.obj)) f.problem(field, problem);
+      return { kind: "term_open", size: clampSize(f.obj), ...screen, user };
     },
   },
   term_detach: { route: null, actions: ["watch"], parse: (f, user) => terminalOp("term_detach", f, user) },
@@ -231,7 +229,7 @@ export const OPERATIONS = {
       let expiresIn: number | undefined = DEFAULT_INVITE_SECS;
       const e = f.get("expiresIn");
       if (e !== undefined) {
-        expiresIn = typeof e === "number" && Number.isInteger(e) && e >= 1 && e <= MAX_INVITE_SECS ? e : undefined;
+        expiresIn = f.isWhole("expiresIn") && Number(e) >= 1 && Number(e) <= MAX_INVITE_SECS ? Number(e) : undefined;
         if (expiresIn === undefined) f.problem("expiresIn", "must be a whole number of seconds from 1 to 31536000");
       }
       const name = f.name("name");
@@ -425,7 +423,7 @@ function exec(f: Fields, user: string | undefined): Op | undefined {
   let timeoutMs: number | undefined;
   const t = f.get("timeoutMs");
   if (t !== undefined) {
-    if (typeof t === "number" && Number.isInteger(t) && t > 0 && t <= 18446744073709551615) timeoutMs = t;
+    if (f.isWhole("timeoutMs") && Number(t) > 0 && Number(t) <= 18446744073709551615) timeoutMs = Number(t);
     else f.problem("timeoutMs", "must be a positive whole number of milliseconds");
   }
   const cwd = f.plainString("cwd");

@@ -9,7 +9,7 @@
 // terminal does.
 
 import { positiveVar } from "./env";
-import { ApiError, ok, type Reply } from "./http";
+import { ApiError, isWhole, ok, type JsonObject, type Reply } from "./http";
 import { termDataFrame, termExitFrame, termOpenFrame, termResizeFrame, type TerminalState } from "./protocol";
 import { randomHex } from "./text";
 import { fromBase64Strict } from "./sandbox/bytes";
@@ -40,19 +40,18 @@ export function smallest(sizes: Iterable<TermSize | undefined>): TermSize | unde
   return out;
 }
 
-/** What is wrong with `cols` and `rows` as a size, by field: each must be a whole number, any (src/protocol/terminal.rs TermSize::problems). */
-export function sizeProblems(cols: unknown, rows: unknown): [string, string][] {
+/** What is wrong with a request's `cols` and `rows` as a size, by field: each must be a whole number, any (src/protocol/terminal.rs TermSize::problems). */
+export function sizeProblems(size: JsonObject): [string, string][] {
   const problems: [string, string][] = [];
-  const whole = (v: unknown) => typeof v === "number" && Number.isSafeInteger(v);
-  if (!whole(cols)) problems.push(["cols", "must be a whole number"]);
-  if (!whole(rows)) problems.push(["rows", "must be a whole number"]);
+  if (!isWhole(size, "cols")) problems.push(["cols", "must be a whole number"]);
+  if (!isWhole(size, "rows")) problems.push(["rows", "must be a whole number"]);
   return problems;
 }
 
-/** A size a client gave, within the bounds (src/protocol/terminal.rs TermSize::clamped); call after sizeProblems found none. */
-export function clampSize(cols: unknown, rows: unknown): TermSize {
+/** A request's size, within the bounds (src/protocol/terminal.rs TermSize::clamped); call after sizeProblems found none. */
+export function clampSize(size: JsonObject): TermSize {
   const bound = (v: unknown, min: number, max: number) => Math.min(max, Math.max(min, Number(v) || 0));
-  return { cols: bound(cols, MIN_COLS, MAX_COLS), rows: bound(rows, MIN_ROWS, MAX_ROWS) };
+  return { cols: bound(size.cols, MIN_COLS, MAX_COLS), rows: bound(size.rows, MIN_ROWS, MAX_ROWS) };
 }
 
 /** How the terminal reaches the room and its sockets. */
@@ -191,14 +190,14 @@ export class SharedTerminal {
   }
 
   /** `duet_term_resize` from `connection`: the error to answer, or undefined. */
-  resize(connection: string, termId: unknown, cols: unknown, rows: unknown): string | undefined {
+  resize(connection: string, termId: unknown, size: JsonObject): string | undefined {
     const kind = "duet_term_resize";
     if (typeof termId !== "string") return `${kind}: needs a "termId"`;
     const t = this.current;
     if (!t || !this.attached(connection, termId)) return notAttachedFrame(kind, termId);
-    const [problem] = sizeProblems(cols, rows);
+    const [problem] = sizeProblems(size);
     if (problem) return `${kind}: ${problem[0]} ${problem[1]}`;
-    t.viewers.set(connection, clampSize(cols, rows));
+    t.viewers.set(connection, clampSize(size));
     this.fit(t);
     return undefined;
   }

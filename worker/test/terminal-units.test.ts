@@ -4,6 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { AGENT_BYTES, AGENT_LINES, Screen } from "../src/screen";
 import { clampSize, sizeProblems, smallest } from "../src/terminal";
+import { readJson, type JsonObject } from "../src/http";
 import { conversation } from "../src/prompt";
 import { STALE_FOR_MS, StaleRegion } from "../src/staleregion";
 import { termDataFrame, termExitFrame, termOpenFrame, termResizeFrame, typingFrame } from "../src/protocol";
@@ -62,15 +63,20 @@ describe("the terminal's screen", () => {
 
 describe("sizes a client gives", () => {
   it("are whole numbers, clamped to 20x5..500x200 (docs/protocol.md)", () => {
-    expect(sizeProblems(0, -3)).toEqual([]);
-    expect(sizeProblems("80", 2.5)).toEqual([
+    expect(sizeProblems({ cols: 0, rows: -3 })).toEqual([]);
+    expect(sizeProblems({ cols: "80", rows: 2.5 })).toEqual([
       ["cols", "must be a whole number"],
       ["rows", "must be a whole number"],
     ]);
-    expect(clampSize(1, 1)).toEqual({ cols: 20, rows: 5 });
-    expect(clampSize(0, 0)).toEqual({ cols: 20, rows: 5 });
-    expect(clampSize(65535, 65535)).toEqual({ cols: 500, rows: 200 });
-    expect(clampSize(-7, 30)).toEqual({ cols: 20, rows: 30 });
+    // Written as floats, as serde_json reads them: not whole numbers, whatever their value.
+    expect(sizeProblems(readJson('{"cols": 80.0, "rows": 3e1}') as JsonObject)).toEqual([
+      ["cols", "must be a whole number"],
+      ["rows", "must be a whole number"],
+    ]);
+    expect(clampSize({ cols: 1, rows: 1 })).toEqual({ cols: 20, rows: 5 });
+    expect(clampSize({ cols: 0, rows: 0 })).toEqual({ cols: 20, rows: 5 });
+    expect(clampSize({ cols: 65535, rows: 65535 })).toEqual({ cols: 500, rows: 200 });
+    expect(clampSize({ cols: -7, rows: 30 })).toEqual({ cols: 20, rows: 30 });
   });
 });
 
@@ -89,7 +95,7 @@ describe("the screen under fuzz (issue 23)", () => {
     const ROUNDS = 2000;
     for (let round = 0; round < ROUNDS; round++) {
       if (next(4) === 0) {
-        const size = clampSize(pick(), pick());
+        const size = clampSize({ cols: pick(), rows: pick() });
         screen.resize(size.cols, size.rows);
         continue;
       }

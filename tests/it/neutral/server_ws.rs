@@ -200,6 +200,17 @@ async fn refused_and_malformed_frames_leave_the_socket_open() {
     ada.send_text(&deep).await;
     let frame = ada.next().await;
     assert_eq!(frame["type"], "duet_error", "{frame}");
+    // A number beyond a double's range: refused alike (not an answer with `id: null`).
+    ada.send_text(r#"{"type":"rpc","id":1e400,"method":"cancel","args":[]}"#)
+        .await;
+    let frame = ada.next().await;
+    assert_eq!(frame["type"], "duet_error", "{frame}");
+    // A size written as floats is no whole number.
+    ada.send_text(r#"{"type":"rpc","id":8,"method":"term_open","args":[{"cols":80.0,"rows":24}]}"#)
+        .await;
+    let frame = ada.next().await;
+    assert_eq!(frame["status"], 400, "{frame}");
+    assert!(frame["details"]["cols"].is_array(), "{frame}");
     // Still open and serving.
     let answer = ada.rpc(7, "cancel", json!([])).await;
     assert_eq!(answer["success"], true);
