@@ -137,7 +137,7 @@ async fn the_tunnel_carries_the_token_and_a_wrong_one_is_said() {
         .unwrap()
         .unwrap();
     assert!(
-        line.contains("The server refused the token (401 Unauthorized"),
+        line.contains("The server needs a valid token (401 Unauthorized"),
         "{line}"
     );
     interrupt(child).await;
