@@ -3,7 +3,8 @@
 
 use super::ClientArgs;
 use crate::client::commands::client_for;
-use crate::client::commands::{EXIT_NEEDS_TERMINAL, exit_code, shell_join};
+use crate::client::commands::{EXIT_INTERRUPTED, EXIT_NEEDS_TERMINAL, exit_code, shell_join};
+use crate::client::http::HttpClient;
 use crate::protocol::ExecRequest;
 use clap::Args;
 use std::io::Write;
@@ -40,14 +41,35 @@ pub async fn exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     }
     let settings = super::settings(&args.client)?;
     let client = client_for(&settings)?;
+    // Named by us, so that a Ctrl+C can interrupt it in the room: its
+    // `execId` comes only with the answer.
+    let client_id = crate::client::rpc::new_client_id();
     let request = ExecRequest {
-        cmd,
+        cmd: cmd.clone(),
         timeout_ms: args.timeout_ms,
         cwd: args.cwd.clone(),
         env: None,
+        client_id: Some(client_id.clone()),
         user_id: None,
     };
-    let response = match client.exec(request).await {
+    let mut ctrl_c = crate::client::interrupt::Interrupt::new()?;
+    let answer = client.exec(request);
+    tokio::pin!(answer);
+    let mut interrupting = false;
+    let answer = loop {
+        tokio::select! {
+            answer = &mut answer => break answer,
+            () = ctrl_c.recv() => {
+                if interrupting {
+                    eprintln!("duet: left `{cmd}`, which may still run in the room");
+                    return Ok(ExitCode::from(EXIT_INTERRUPTED));
+                }
+                interrupting = true;
+                eprintln!("duet: {}", interrupt_said(&client, &client_id).await);
+            }
+        }
+    };
+    let response = match answer {
         Ok(response) => response,
         Err(err) => {
             eprintln!("duet: {}", crate::client::explain::http(&err));
@@ -69,6 +91,22 @@ pub async fn exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
         result.timed_out,
         result.interrupted,
     )))
+}
+
+/// A Ctrl+C during `duet exec`: interrupts our command in the room (its
+/// answer then says so) and says what came of it.
+async fn interrupt_said(client: &HttpClient, client_id: &str) -> String {
+    match client.interrupt_named(client_id).await {
+        Ok(true) => "interrupting the command (Ctrl+C again to leave it)".to_string(),
+        Ok(false) => {
+            "the room runs no command of this call to interrupt yet (Ctrl+C again to leave it)"
+                .to_string()
+        }
+        Err(err) => format!(
+            "the command was not interrupted: {} (Ctrl+C again to leave it)",
+            crate::client::explain::http(&err)
+        ),
+    }
 }
 
 /// `duet cleanup`: clears the room's history and destroys its sandbox.

@@ -50,6 +50,8 @@ export interface CommandRequest {
   source: ExecSource;
   /** The socket that caused it (its rpc, or the message whose turn it is). */
   byConnection?: string;
+  /** The name its `exec` gave it, for an `interrupt` by `clientId`. */
+  clientId?: string;
   /** The agent's turn: when it is cancelled, its command is interrupted (or not started). */
   signal?: AbortSignal;
 }
@@ -124,6 +126,9 @@ export class Commands {
   /** Commands waiting behind another, by id; `withdrawn` once an interrupt named one (it never runs). */
   private readonly waiting = new Map<string, { cmd: string; source: CommandRequest["source"]; withdrawn: boolean }>();
 
+  /** The commands announced and not ended that an `exec` named: `clientId` to `execId`. */
+  private readonly named = new Map<string, string>();
+
   constructor(private readonly host: CommandHost) {}
 
   /** Announces a command, queues it behind the others and resolves when it ended. */
@@ -147,10 +152,29 @@ export class Commands {
     // write never goes before the command (workerd runs every object on one thread); one that waits, at once.
     if (this.queued > 0) this.host.listed(generation, ts);
     this.waiting.set(execId, { cmd: req.cmd, source: req.source, withdrawn: false });
+    if (req.clientId !== undefined) this.named.set(req.clientId, execId);
     this.queued++;
-    const ended = this.queue.then(() => this.runOne(execId, req, ts, generation));
+    const ended = this.queue
+      .then(() => this.runOne(execId, req, ts, generation))
+      .finally(() => {
+        if (req.clientId !== undefined && this.named.get(req.clientId) === execId) this.named.delete(req.clientId);
+      });
     this.queue = ended.catch(() => {}).finally(() => this.queued--);
     return ended;
+  }
+
+  /**
+   * A person's interrupt: the command named by `execId`, else by the
+   * `clientId` its `exec` gave (none when no command carries it: it
+   * ended, or never came), else whichever runs (src/server/ops/interrupt.rs).
+   */
+  interruptAsked(execId: string | undefined, clientId: string | undefined, by: string): Promise<boolean> {
+    if (execId === undefined && clientId !== undefined) {
+      const named = this.named.get(clientId);
+      if (named === undefined) return Promise.resolve(false);
+      execId = named;
+    }
+    return this.interrupt(execId, by);
   }
 
   /**

@@ -7,7 +7,7 @@ import { parseRole, type RoomRole } from "./access";
 import { collapse } from "./approvals";
 import { addDetail, isWhole, type Details, type JsonObject } from "./http";
 import { type Addressee } from "./protocol";
-import { charCount, nameProblem, trim } from "./text";
+import { charCount, isControl, nameProblem, trim } from "./text";
 
 /** Most entries of a room's allow list, and the longest entry. */
 const ALLOW_ENTRIES = 64;
@@ -42,6 +42,17 @@ export class Fields {
     if (typeof v === "string") return v;
     this.problem(name, "must be a string");
     return undefined;
+  }
+
+  /** A `clientId`: 1 to 64 printable characters, made up by the client (src/server/ops/fields.rs client_id). */
+  clientId(name: string): string | undefined {
+    const s = this.string(name);
+    if (s === undefined) return undefined;
+    if (s === "" || charCount(s) > 64 || Array.from(s).some(isControl)) {
+      this.problem(name, "must be 1 to 64 printable characters");
+      return undefined;
+    }
+    return s;
   }
 
   requiredText(name: string): string | undefined {

@@ -12,7 +12,7 @@ import { ApiError, addDetail, isObject, type Details, type JsonObject } from "./
 import type { TermSize, WorkspaceCopy } from "./sandbox/types";
 import { clampSize, sizeProblems } from "./terminal";
 import { MAX_TEXT_CHARS, checkpointNameProblem, type Addressee } from "./protocol";
-import { ROOM_RULE, charCount, isControl, trim, validRoomId } from "./text";
+import { ROOM_RULE, charCount, trim, validRoomId } from "./text";
 
 /**
  * A room operation. `user` is who asks (`userId`, or the socket's `user`);
@@ -26,10 +26,12 @@ export type Op =
       timeoutMs?: number;
       cwd?: string;
       env: Record<string, string>;
+      /** Names it for an `interrupt` until it ends (a client with no socket learns no `execId`). */
+      clientId?: string;
       user?: string;
       connection?: string;
     }
-  | { kind: "interrupt"; execId?: string; user?: string }
+  | { kind: "interrupt"; execId?: string; clientId?: string; user?: string }
   | { kind: "cancel"; turnId?: string; user?: string }
   | { kind: "cleanup"; user?: string }
   /** rpc only: the socket's name changes from `user` to `name`. */
@@ -127,9 +129,7 @@ export const OPERATIONS = {
       if (text !== undefined && charCount(text) > MAX_TEXT_CHARS) {
         f.problem("text", "must be at most 8000 characters");
       }
-      const clientId = f.string("clientId");
-      const bad = clientId !== undefined && (clientId === "" || charCount(clientId) > 64 || Array.from(clientId).some(isControl));
-      if (bad) f.problem("clientId", "must be 1-64 printable characters");
+      const clientId = f.clientId("clientId");
       const to = f.addressee();
       if (text === undefined || to === undefined) return undefined;
       return { kind: "message", text, user, ...(clientId !== undefined && { clientId }), to };
@@ -139,7 +139,10 @@ export const OPERATIONS = {
   interrupt: {
     route: "POST /sandbox/interrupt",
     actions: ["interrupt"],
-    parse: (f, user) => ({ kind: "interrupt", execId: f.string("execId"), user }),
+    parse: (f, user) => {
+      const clientId = f.clientId("clientId");
+      return { kind: "interrupt", execId: f.string("execId"), ...(clientId !== undefined && { clientId }), user };
+    },
   },
   cancel: { route: "POST /cancel", actions: ["cancel"], parse: (f, user) => ({ kind: "cancel", turnId: f.string("turnId"), user }) },
   cleanup: { route: "POST /cleanup", actions: ["cleanup"], parse: (_f, user) => ({ kind: "cleanup", user }) },
@@ -445,7 +448,8 @@ function exec(f: Fields, user: string | undefined): Op | undefined {
     }
   }
   if (cmd === undefined) return undefined;
-  return { kind: "exec", cmd, timeoutMs, cwd, env, user };
+  const clientId = f.clientId("clientId");
+  return { kind: "exec", cmd, timeoutMs, cwd, env, ...(clientId !== undefined && { clientId }), user };
 }
 
 /** An rpc method that is none of METHODS. */

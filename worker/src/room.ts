@@ -108,9 +108,9 @@ export class Room extends RoomState {
         case "exec": {
           await this.cleaning;
           this.buckets.commands.takeOrThrow();
-          const { cmd, timeoutMs, cwd, env, connection: byConnection } = op;
+          const { cmd, timeoutMs, cwd, env, clientId, connection: byConnection } = op;
           const by = op.user ?? ANONYMOUS;
-          const end = await this.commands.run({ cmd, timeoutMs, cwd, env, by, source: "user", byConnection });
+          const end = await this.commands.run({ cmd, timeoutMs, cwd, env, by, source: "user", byConnection, clientId });
           // The answer waits for the command's record to be durable anyway (the output gate): timed here.
           const storing = Date.now();
           await this.store.sync();
@@ -119,7 +119,7 @@ export class Room extends RoomState {
           return reply;
         }
         case "interrupt":
-          return ok({ interrupted: await this.commands.interrupt(op.execId, op.user ?? ANONYMOUS) });
+          return ok({ interrupted: await this.commands.interruptAsked(op.execId, op.clientId, op.user ?? ANONYMOUS) });
         case "cancel":
           return ok({ cancelled: this.turns.cancel(op.turnId, op.user ?? ANONYMOUS) });
         case "cleanup":

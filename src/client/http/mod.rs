@@ -129,15 +129,32 @@ impl HttpClient {
 
     /// `POST /sandbox/interrupt`: the given command, else the current one.
     pub async fn interrupt(&self, exec_id: Option<&str>) -> Result<bool, HttpError> {
+        self.interrupt_one(exec_id, None).await
+    }
+
+    /// `POST /sandbox/interrupt {clientId}`: the command an `exec` of ours
+    /// named so; false when none carries it (it ended, or has not come).
+    pub async fn interrupt_named(&self, client_id: &str) -> Result<bool, HttpError> {
+        self.interrupt_one(None, Some(client_id)).await
+    }
+
+    async fn interrupt_one(
+        &self,
+        exec_id: Option<&str>,
+        client_id: Option<&str>,
+    ) -> Result<bool, HttpError> {
         #[derive(Serialize)]
         #[serde(rename_all = "camelCase")]
         struct Body<'a> {
             #[serde(skip_serializing_if = "Option::is_none")]
             exec_id: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            client_id: Option<&'a str>,
             user_id: &'a str,
         }
         let body = Body {
             exec_id,
+            client_id,
             user_id: &self.name,
         };
         let answer: InterruptResponse = self.post("sandbox/interrupt", &body).await?;

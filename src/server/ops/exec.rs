@@ -1,10 +1,11 @@
 //! `exec` (`POST /api/rooms/{room}/sandbox/exec` `{cmd, timeoutMs?, cwd?,
-//! env?, userId?}`): runs a command in the room's sandbox; answers
-//! `ExecResponse` when it ends.
+//! env?, clientId?, userId?}`): runs a command in the room's sandbox;
+//! answers `ExecResponse` when it ends. `clientId` names it for an
+//! `interrupt` until then (a client with no socket learns no `execId`).
 
 use super::{Answer, Caller, Fields, Operation};
 use crate::protocol::valid_env_name;
-use crate::server::room::{RoomActor, Then};
+use crate::server::room::{Origin, RoomActor, Then};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -15,6 +16,7 @@ pub(crate) struct Exec {
     pub(crate) timeout_ms: Option<u64>,
     pub(crate) cwd: Option<String>,
     pub(crate) env: BTreeMap<String, String>,
+    pub(crate) client_id: Option<String>,
 }
 
 impl Operation for Exec {
@@ -41,11 +43,13 @@ impl Operation for Exec {
             f.problem("cwd", "must not be empty");
         }
         let env = env(f);
+        let client_id = f.client_id("clientId");
         Some(Exec {
             cmd: cmd?,
             timeout_ms,
             cwd,
             env,
+            client_id,
         })
     }
 
@@ -57,8 +61,12 @@ impl Operation for Exec {
             .spec(self.cmd.clone(), self.timeout_ms, self.cwd, self.env);
         let by = caller.name_or_anonymous();
         let then = Then::Http(answer);
-        room.launch(self.cmd, spec, by, caller.connection(), then)
-            .await;
+        let origin = Origin {
+            by,
+            connection: caller.connection(),
+            client_id: self.client_id,
+        };
+        room.launch(self.cmd, spec, origin, then).await;
     }
 }
 

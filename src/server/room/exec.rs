@@ -39,6 +39,16 @@ pub(crate) struct Launched {
     _writing: DropGuard,
     /// Withdraws it while it waits behind another (an interrupt).
     pub(crate) start: crate::sandbox::StartGate,
+    /// The name its `exec` gave it, for an `interrupt` by `clientId`.
+    pub(crate) client_id: Option<String>,
+}
+
+/// Who a command is for: the person's name, the socket that asked (its
+/// `start` frame's `byConnection`) and the `clientId` its `exec` gave.
+pub(crate) struct Origin {
+    pub(crate) by: String,
+    pub(crate) connection: Option<String>,
+    pub(crate) client_id: Option<String>,
 }
 
 /// How often a running command's new output is written to the store: a
@@ -119,10 +129,14 @@ impl RoomActor {
         &mut self,
         cmd: String,
         spec: ExecSpec,
-        by: String,
-        by_connection: Option<String>,
+        origin: Origin,
         then: Then,
     ) -> String {
+        let Origin {
+            by,
+            connection: by_connection,
+            client_id,
+        } = origin;
         let n = self.next_exec;
         self.next_exec = n + 1;
         let exec_id = format!("x{n:011}");
@@ -171,6 +185,7 @@ impl RoomActor {
             printed: printed.clone(),
             _writing: writing.drop_guard(),
             start: spec.start.clone(),
+            client_id,
         };
         self.running.insert(exec_id.clone(), launched);
         self.broadcast(&ServerFrame::Exec(ExecFrame::Start {

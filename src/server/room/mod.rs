@@ -42,7 +42,7 @@ pub(in crate::server) use checkpoints::{
     CheckpointNews, Push, Restored, Waiting, refused, unknown as unknown_checkpoint,
 };
 use exec::Launched;
-pub(crate) use exec::Then;
+pub(crate) use exec::{Origin, Then};
 pub(crate) use handle::record_in;
 pub(crate) use handle::{Command, Inbox, Joined, RoomHandle};
 pub(in crate::server) use presence::Touched;

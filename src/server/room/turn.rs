@@ -338,7 +338,16 @@ impl RoomActor {
             .spec(cmd.clone(), None, None, BTreeMap::new());
         let then = Then::Agent(reply);
         let exec_id = self
-            .launch(cmd, spec, "agent".into(), by_connection, then)
+            .launch(
+                cmd,
+                spec,
+                super::exec::Origin {
+                    by: "agent".into(),
+                    connection: by_connection,
+                    client_id: None,
+                },
+                then,
+            )
             .await;
         if let Some(current) = &mut self.current {
             current.ran.push(exec_id.clone());

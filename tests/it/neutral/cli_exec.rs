@@ -131,6 +131,51 @@ async fn an_interrupted_command_exits_130() {
 }
 
 #[tokio::test]
+async fn ctrl_c_interrupts_the_command_in_the_room() {
+    let (server, dir) = Server::fresh().await;
+    let mut ws = server.joined("cli-c", "user=watcher").await;
+    let child = duet(
+        dir.path(),
+        &[
+            "exec",
+            "--server",
+            &server.url(""),
+            "--room",
+            "cli-c",
+            "--",
+            "echo started; sleep 30; echo never",
+        ],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    ws.until(|f| f["type"] == "duet_exec" && f["phase"] == "stdout")
+        .await;
+    // Ctrl+C in the person's terminal: SIGINT to `duet exec`.
+    let pid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let complete = ws
+        .until(|f| f["type"] == "duet_exec" && f["phase"] == "complete")
+        .await;
+    assert_eq!(complete["interrupted"], true, "{complete}");
+    let out = tokio::time::timeout(WAIT, child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "started\n");
+    assert!(
+        text(&out.stderr).contains("interrupting the command"),
+        "{}",
+        text(&out.stderr)
+    );
+    // The room's shell is free at once.
+    let r = crate::common::apps::exec(&server, "cli-c", "echo free").await;
+    assert_eq!(r["stdout"], "free\n");
+}
+
+#[tokio::test]
 async fn request_errors_are_shown_whole_and_exit_1() {
     let (server, dir) = Server::fresh().await;
     let out = run(duet(

@@ -155,6 +155,55 @@ async fn an_interrupt_of_a_command_still_waiting_means_it_never_runs() {
 }
 
 #[tokio::test]
+async fn a_command_named_by_its_client_is_interrupted_by_that_name() {
+    let (server, _dir) = Server::fresh().await;
+    let mut ws = server.joined("n", "user=ada").await;
+    let url = server.url("/api/rooms/n/sandbox/exec");
+    let post = |body: Value| tokio::spawn(answer(http().post(&url).json(&body)));
+    let first = post(json!({"cmd": "echo started; sleep 5", "clientId": "first"}));
+    ws.until(|f| f["type"] == "duet_exec" && f["phase"] == "stdout")
+        .await;
+    let waiting = post(json!({"cmd": "touch should-not-exist", "clientId": "second"}));
+    ws.until(|f| f["type"] == "duet_exec" && f["cmd"] == "touch should-not-exist")
+        .await;
+    let interrupt = |body: Value| server.post("/api/rooms/n/sandbox/interrupt", body);
+    // A name no command carries stops none (not the one that runs).
+    let (status, body) = interrupt(json!({"clientId": "nobody"})).await;
+    assert_eq!((status, body), (200, json!({"interrupted": false})));
+    // The waiting one, by its name: withdrawn, the first runs on.
+    let (_, body) = interrupt(json!({"clientId": "second"})).await;
+    assert_eq!(body, json!({"interrupted": true}));
+    // The running one, by its name.
+    let (_, body) = interrupt(json!({"clientId": "first"})).await;
+    assert_eq!(body, json!({"interrupted": true}));
+    let (_, body) = first.await.unwrap();
+    assert_interrupted(&body["result"]);
+    let (_, body) = waiting.await.unwrap();
+    assert_interrupted(&body["result"]);
+    // Once it ended, its name reaches nothing.
+    let (_, body) = interrupt(json!({"clientId": "first"})).await;
+    assert_eq!(body, json!({"interrupted": false}));
+    let r = exec(&server, "n", "ls; echo alive").await;
+    assert_eq!(r["stdout"], "alive\n", "it ran: {r}");
+    // A name is 1 to 64 printable characters, on both routes.
+    for path in ["sandbox/exec", "sandbox/interrupt"] {
+        for bad in [json!(""), json!("a\u{7}b"), json!("x".repeat(65)), json!(7)] {
+            let (status, body) = server
+                .post(
+                    &format!("/api/rooms/n/{path}"),
+                    json!({"cmd": "true", "clientId": bad}),
+                )
+                .await;
+            assert_eq!(status, 400, "{path} {bad}: {body}");
+            assert!(
+                body["details"]["clientId"].is_array(),
+                "{path} {bad}: {body}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
 async fn a_program_that_catches_sigint_still_ends_the_command() {
     let (server, _dir) = Server::fresh().await;
     let mut ws = server.joined("c", "user=ada").await;
