@@ -21,6 +21,11 @@ pub fn whole(bytes: impl Into<bytes::Bytes>) -> FileBody {
     Box::pin(futures_util::stream::once(async move { Ok(bytes) }))
 }
 
+/// How deep folders may nest under /workspace in a path or a tree the
+/// server walks (src/sandbox/local/tree.rs; the worker's twin is
+/// worker/src/tar.ts `MAX_DEPTH`).
+pub const MAX_DEPTH: usize = 256;
+
 /// Checks a workspace-relative path; returns its components.
 pub fn components(path: &str) -> Result<Vec<&str>, SandboxError> {
     let bad = |m: &str| Err(SandboxError::BadPath(m.to_string()));
@@ -50,6 +55,11 @@ pub fn components(path: &str) -> Result<Vec<&str>, SandboxError> {
     if parts.iter().any(|p| p.len() > 255) {
         return bad("has a name longer than 255 bytes");
     }
+    if parts.len() > MAX_DEPTH {
+        return Err(SandboxError::BadPath(format!(
+            "nests more than {MAX_DEPTH} folders deep"
+        )));
+    }
     Ok(parts)
 }
 
@@ -61,6 +71,7 @@ mod tests {
     fn paths_stay_in_the_workspace() {
         assert_eq!(components("a/./b/c.txt").unwrap(), vec!["a", "b", "c.txt"]);
         let long = format!("a/{}", "x".repeat(256));
+        let deep = "d/".repeat(MAX_DEPTH) + "f";
         for bad in [
             "",
             "/etc/passwd",
@@ -70,11 +81,14 @@ mod tests {
             ".",
             "a//b",
             &long,
+            &deep,
         ] {
             assert!(
                 matches!(components(bad), Err(SandboxError::BadPath(_))),
                 "{bad:?}"
             );
         }
+        let deepest = "d/".repeat(MAX_DEPTH - 1) + "f";
+        assert_eq!(components(&deepest).unwrap().len(), MAX_DEPTH);
     }
 }

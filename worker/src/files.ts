@@ -14,6 +14,7 @@ import { MAX_FILE_BODY } from "./protocol";
 import { nameProblem, trim } from "./text";
 import { roomOp } from "./rooms";
 import { roomSandbox } from "./sandbox/adapter";
+import { MAX_DEPTH } from "./tar";
 import { BadPath, DiskFull, NotAFolder, NotRegular, RefusedMember, SandboxStarting } from "./sandbox/types";
 
 const encoder = new TextEncoder();
@@ -29,6 +30,7 @@ export function pathComponents(path: string): string[] | string {
   if (parts.length === 0) return "must name a file under /workspace";
   // Linux's limit (NAME_MAX); its twin is duet serve's src/sandbox/files.rs `components`.
   if (parts.some((p) => encoder.encode(p).length > 255)) return "has a name longer than 255 bytes";
+  if (parts.length > MAX_DEPTH) return `nests more than ${MAX_DEPTH} folders deep`;
   return parts;
 }
 

@@ -254,8 +254,8 @@ export class TarChecker {
   }
 }
 
-/** Folders nest at most this deep in a push (duet serve walks trees no deeper: src/sandbox/local/tree.rs). */
-const MAX_DEPTH = 256;
+/** Folders nest at most this deep in a push or a file's path (duet serve walks trees no deeper: src/sandbox/files.rs). */
+export const MAX_DEPTH = 256;
 
 /**
  * A member's name, its empty and `.` segments dropped (`./src//a` is

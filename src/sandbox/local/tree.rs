@@ -17,8 +17,8 @@ use std::path::Path;
 /// How deep folders may nest in a tree the server walks: measuring,
 /// deleting and merging go a call deeper per level, and a command can
 /// make a tree of any depth; deeper ones are refused (`too_deep`), never
-/// a thread's stack overflowed.
-pub const MAX_DEPTH: usize = 256;
+/// a thread's stack overflowed. A file's path is refused deeper too.
+pub use crate::sandbox::files::MAX_DEPTH;
 
 /// The errno of a tree too deep (`MAX_DEPTH`): a walk never meets it
 /// otherwise, as names read from a folder are never too long.

@@ -209,6 +209,19 @@ async fn a_tree_nested_too_deep_is_refused_and_the_backend_stays_up() {
     let url = server.url(&room_path(room, "/files/d"));
     let (status, body) = answer(with_token(&server, http().delete(url))).await;
     assert_ne!(status, 200, "{body}");
+    // A file's path deeper than that is refused before anything is made.
+    let deep = format!("{}f.txt", "e/".repeat(300));
+    let url = server.url(&room_path(room, &format!("/files/{deep}")));
+    let (status, body) = answer(with_token(&server, http().put(url).body("x"))).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        body["details"]["path"][0], "nests more than 256 folders deep",
+        "{body}"
+    );
+    assert_eq!(
+        exec(&server, room, "ls -d e || echo none").await["stdout"],
+        "none\n"
+    );
     assert_eq!(exec(&server, room, "echo alive").await["stdout"], "alive\n");
     let (status, body) = server
         .post(&room_path(room, "/cleanup"), serde_json::json!({}))
