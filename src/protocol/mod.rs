@@ -540,11 +540,33 @@ pub fn name_problem(name: &str) -> Option<&'static str> {
         Some("must not be empty")
     } else if count > 32 {
         Some("must be at most 32 characters")
-    } else if name.chars().any(char::is_control) {
+    } else if name.chars().any(unprintable) {
         Some("must be printable characters")
     } else {
         None
     }
+}
+
+/// Whether a name may not hold `c`: a control character, or one that is
+/// invisible or moves other text (a line or paragraph separator, a
+/// zero-width space, a bidirectional override that would show another's
+/// name). The joiners (U+200C, U+200D) stay: scripts and emoji need them.
+/// Its twin is worker/src/text.ts `unprintable`.
+pub fn unprintable(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{ad}'
+                | '\u{61c}'
+                | '\u{180e}'
+                | '\u{200b}'
+                | '\u{200e}'..='\u{200f}'
+                | '\u{2028}'..='\u{202e}'
+                | '\u{2060}'..='\u{2064}'
+                | '\u{2066}'..='\u{206f}'
+                | '\u{feff}'
+                | '\u{fff9}'..='\u{fffb}'
+        )
 }
 
 /// Whether `name` may name an environment variable of a command:

@@ -29,6 +29,23 @@ fn names_are_one_to_32_printable_characters() {
     assert!(name_problem("").is_some());
     assert!(name_problem(&"a".repeat(33)).is_some());
     assert!(name_problem("a\nb").is_some());
+    // Invisible characters and ones that move text would let a name pass for another's.
+    for sneaky in [
+        "ad\u{202e}a",
+        "a\u{200b}b",
+        "a\u{2028}b",
+        "\u{feff}ada",
+        "a\u{2066}b",
+    ] {
+        assert_eq!(
+            name_problem(sneaky),
+            Some("must be printable characters"),
+            "{sneaky:?}"
+        );
+    }
+    // Joiners stay: scripts and emoji need them.
+    assert!(name_problem("👩\u{200d}💻").is_none());
+    assert!(name_problem("می\u{200c}خواهم").is_none());
 }
 
 #[test]

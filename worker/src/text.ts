@@ -28,12 +28,35 @@ export function isControl(ch: string): boolean {
   return c <= 0x1f || (c >= 0x7f && c <= 0x9f);
 }
 
+/**
+ * Whether a name may not hold `ch`: a control character, or one that is
+ * invisible or moves other text (a line or paragraph separator, a
+ * zero-width space, a bidirectional override that would show another's
+ * name). The joiners (U+200C, U+200D) stay. Twin of src/protocol/mod.rs `unprintable`.
+ */
+export function unprintable(ch: string): boolean {
+  const c = ch.codePointAt(0) ?? 0;
+  return (
+    isControl(ch) ||
+    c === 0xad ||
+    c === 0x61c ||
+    c === 0x180e ||
+    c === 0x200b ||
+    (c >= 0x200e && c <= 0x200f) ||
+    (c >= 0x2028 && c <= 0x202e) ||
+    (c >= 0x2060 && c <= 0x2064) ||
+    (c >= 0x2066 && c <= 0x206f) ||
+    c === 0xfeff ||
+    (c >= 0xfff9 && c <= 0xfffb)
+  );
+}
+
 /** Why a person's name is not acceptable, if it is not: 1–32 printable characters. */
 export function nameProblem(name: string): string | undefined {
   const count = charCount(name);
   if (count === 0) return "must not be empty";
   if (count > 32) return "must be at most 32 characters";
-  for (const ch of name) if (isControl(ch)) return "must be printable characters";
+  for (const ch of name) if (unprintable(ch)) return "must be printable characters";
   return undefined;
 }
 

@@ -471,6 +471,10 @@ async fn rename_changes_the_name_of_a_socket_without_reconnecting() {
         json!([{"name":""}]),
         json!([{"name":"x".repeat(33)}]),
         json!([{}]),
+        // Characters that hide or move text: a name that would pass for another.
+        json!([{"name":"b\u{202e}ob"}]),
+        json!([{"name":"an\u{200b}n"}]),
+        json!([{"name":"a\u{2028}b"}]),
     ] {
         let refused = ada.rpc(4, "rename", bad.clone()).await;
         assert_eq!(refused["success"], false, "{bad}");
