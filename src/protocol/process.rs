@@ -134,7 +134,11 @@ pub struct FollowResponse {
 pub fn default_process_name(cmd: &str) -> String {
     let first = cmd.split_whitespace().next().unwrap_or("process");
     let base = first.rsplit('/').next().unwrap_or(first);
-    let name: String = base.chars().filter(|c| !c.is_control()).take(32).collect();
+    let name: String = base
+        .chars()
+        .filter(|&c| !super::unprintable(c))
+        .take(32)
+        .collect();
     if name.is_empty() {
         "process".into()
     } else {

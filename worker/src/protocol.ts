@@ -5,7 +5,7 @@
 import type { RoomRole } from "./access";
 import { approvalJson, type Approval, type Policy } from "./approvals";
 import { toBase64 } from "./sandbox/bytes";
-import { charCount, isControl, trim } from "./text";
+import { charCount, trim, unprintable } from "./text";
 
 /** Messages kept in a room's state. */
 export const STATE_MESSAGES = 100;
@@ -346,7 +346,7 @@ export function defaultProcessName(cmd: string): string {
   const first = trim(cmd).split(/[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/)[0] ?? "";
   const base = first.slice(first.lastIndexOf("/") + 1);
   const name = Array.from(base)
-    .filter((c) => !isControl(c))
+    .filter((c) => !unprintable(c))
     .slice(0, 32)
     .join("");
   return name === "" ? "process" : name;
