@@ -253,6 +253,8 @@ pub struct App {
     pub toasts: Vec<Toast>,
     /// The link the link dialog shows (src/tui/share.rs).
     pub shared: Option<crate::tui::share::SharedLink>,
+    /// The last writer invite shown, which F6 shows again while it lasts.
+    pub writer_invite: Option<crate::tui::share::MadeInvite>,
     /// Where a copy (OSC 52) goes: said after each copy.
     pub clipboard: crate::tui::share::ClipboardPath,
     /// Whether the mouse is captured (the wheel scrolls); off, the
@@ -308,6 +310,7 @@ impl App {
             agent: None,
             toasts: Vec::new(),
             shared: None,
+            writer_invite: None,
             clipboard: Default::default(),
             mouse_capture: true,
             modals: Vec::new(),

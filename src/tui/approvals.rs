@@ -14,6 +14,7 @@ use crate::client::rpc::{Answer, RoomOp};
 use crate::protocol::{Approval, ApprovalFrame, InviteCreated, Policy, RoomRole};
 use crate::tui::app::{App, Effect, Modal};
 use crate::tui::roles::Deed;
+use crate::tui::share::MadeInvite;
 use std::collections::BTreeSet;
 
 /// How much of a command a toast quotes.
@@ -350,6 +351,13 @@ impl App {
                             invite.id
                         ),
                     );
+                    // F6 shows a plain writer invite again rather than making more.
+                    if invite.role == RoomRole::Writer && !asked.web && asked.name.is_none() {
+                        self.writer_invite = self.shared.clone().map(|link| MadeInvite {
+                            link,
+                            expires_at: invite.expires_at,
+                        });
+                    }
                     self.copy_link(effects);
                 }
                 Err(err) => self.toast(format!("the invite: {err}"), true),

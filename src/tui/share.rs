@@ -1,7 +1,8 @@
 //! The link key (F6) and the link dialog: how someone else gets into the
 //! room without a token ever being drawn. On a backend that takes a token
-//! an owner's F6 makes a fresh writer invite (`invite_create`) and shows
-//! it; someone who may not invite is told to ask an owner; a backend
+//! an owner's F6 makes a writer invite (`invite_create`) and shows it
+//! (again at the next F6, while it lasts: one link per pair, not one per
+//! press); someone who may not invite is told to ask an owner; a backend
 //! without a token gives the room's link as it is. `/invite ROLE` shows
 //! its link in the same dialog. The link stays on one unbroken line until
 //! Esc; `c` copies it, and the dialog says whether the copy can have
@@ -69,6 +70,18 @@ pub struct SharedLink {
     pub copied: Option<String>,
 }
 
+/// A writer invite this person made, kept so that F6 shows it again
+/// instead of making one more each press.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MadeInvite {
+    pub link: SharedLink,
+    /// When it stops working (ms since the epoch).
+    pub expires_at: u64,
+}
+
+/// An invite this close to its end is not given out again.
+const REUSE_MARGIN_MS: u64 = 10 * 60 * 1000;
+
 impl App {
     /// F6: a working link for someone else, never the token in use.
     pub(crate) fn share_link(&mut self, effects: &mut Vec<Effect>) {
@@ -93,6 +106,16 @@ impl App {
                 copied: None,
             });
             self.open_link_dialog();
+            return;
+        }
+        let now = u64::try_from(self.now_ms).unwrap_or_default();
+        if let Some(made) = self
+            .writer_invite
+            .clone()
+            .filter(|m| m.expires_at > now.saturating_add(REUSE_MARGIN_MS))
+        {
+            self.show_link(made.link.command, made.link.about);
+            self.copy_link(effects);
             return;
         }
         self.toast("making a writer invite…", false);

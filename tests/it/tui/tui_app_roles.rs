@@ -631,6 +631,20 @@ fn the_link_key_makes_a_writer_invite_and_never_shows_the_token() {
     app.update(key(KeyCode::Esc));
     // The bar shows the address, never a token.
     assert!(bar(&mut app).contains("join: 127.0.0.1:8787/demo-room"));
+    // F6 again: the same invite, shown and copied again; no new one.
+    let effects = app.update(key(KeyCode::F(6)));
+    assert!(calls(&effects).is_empty(), "{effects:?}");
+    let link = format!("duet join {token}@127.0.0.1:8787/demo-room");
+    assert!(effects.contains(&Effect::Clipboard(link.clone())));
+    assert!(render(&mut app, 120, 40).contains(&link));
+    app.update(key(KeyCode::Esc));
+    // Near its end it is not given out again: a fresh one is made.
+    app.now_ms = T0 + 86_400_000 - 60_000;
+    let effects = app.update(key(KeyCode::F(6)));
+    assert!(
+        matches!(calls(&effects).pop(), Some(RoomOp::InviteCreate(_))),
+        "{effects:?}"
+    );
 
     // A viewer may not invite: told to ask an owner, nothing sent.
     let mut app = viewer();
