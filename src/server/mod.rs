@@ -24,6 +24,7 @@ mod router;
 mod store;
 mod store_access;
 mod store_checkpoints;
+mod store_execs;
 mod store_lock;
 mod store_processes;
 mod store_rooms;

@@ -1,11 +1,11 @@
-//! SQLite persistence of rooms, messages (records among them) and
-//! commands. SQLite calls block,
-//! so one dedicated thread owns the connection and runs jobs in the order
-//! they were sent; async code awaits their answers.
+//! SQLite persistence: the store's thread, its schema, and the messages
+//! (records among them); the other rows have modules of their own
+//! (`store_execs`, `store_processes`, `store_checkpoints`, `store_access`,
+//! `store_rooms`). SQLite calls block, so one dedicated thread owns the
+//! connection and runs jobs in the order they were sent; async code
+//! awaits their answers.
 
-use crate::protocol::{
-    Addressee, DuetMessage, ExecRecord, ExecSource, Role, SERVER_STOPPED, STATE_EXECS,
-};
+use crate::protocol::{Addressee, DuetMessage, Role, SERVER_STOPPED};
 use rusqlite::{Connection, Row, params};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -108,73 +108,10 @@ fn migrate(conn: &Connection) -> rusqlite::Result<()> {
             "ALTER TABLE rooms ADD COLUMN next_checkpoint INTEGER NOT NULL DEFAULT 1",
         )?;
     }
-    // Commands stored before they were written as they run had ended.
-    for (column, kind) in EXEC_ADDED_COLUMNS {
-        if conn
-            .prepare(&format!("SELECT {column} FROM execs LIMIT 0"))
-            .is_err()
-        {
-            conn.execute_batch(&format!("ALTER TABLE execs ADD COLUMN {column} {kind}"))?;
-        }
-    }
+    super::store_execs::migrate(conn)?;
     super::store_rooms::migrate(conn)?;
     super::store_processes::migrate(conn)?;
     conn.execute_batch(CLIENT_ID_INDEX)
-}
-
-/// Columns of `execs` added later: a command's `error`, whether it
-/// ended (a row is written when the command starts, its output as it
-/// comes), and how it was stopped (`timeout`, `interrupted`).
-const EXEC_ADDED_COLUMNS: [(&str, &str); 3] = [
-    ("error", "TEXT"),
-    ("ended", "INTEGER NOT NULL DEFAULT 1"),
-    ("stopped", "TEXT"),
-];
-
-/// The `stopped` column of a command.
-/// Writes the row of command `rec`, replacing the one it had.
-fn put_exec(conn: &Connection, room: &str, rec: &ExecRecord, ended: bool) -> rusqlite::Result<()> {
-    conn.prepare_cached(
-        "INSERT OR REPLACE INTO execs (room, exec_id, cmd, by_name, source, stdout, stderr, \
-         exit_code, duration, ts, truncated, error, ended, stopped) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-    )?
-    .execute(params![
-        room,
-        rec.exec_id,
-        rec.cmd,
-        rec.by,
-        rec.source.as_str(),
-        rec.stdout,
-        rec.stderr,
-        rec.exit_code,
-        rec.duration as i64,
-        rec.ts,
-        rec.truncated,
-        rec.error,
-        ended,
-        stopped_column(rec)
-    ])
-    .map(drop)
-}
-
-fn stopped_column(rec: &ExecRecord) -> Option<&'static str> {
-    if rec.timed_out {
-        Some("timeout")
-    } else if rec.interrupted {
-        Some("interrupted")
-    } else {
-        None
-    }
-}
-
-/// Ends every command a stopped server left running (nothing runs while
-/// the store opens): kept with what it printed, no exit code and `error`.
-fn close_unended(conn: &Connection, error: &str) -> rusqlite::Result<usize> {
-    conn.execute(
-        "UPDATE execs SET ended = 1, exit_code = NULL, error = ?1 WHERE ended = 0",
-        params![error],
-    )
 }
 
 /// A value kept as JSON text.
@@ -228,7 +165,7 @@ impl Store {
                     conn.execute_batch(super::store_access::SCHEMA)?;
                     conn.execute_batch(super::store_processes::SCHEMA)?;
                     migrate(&conn)?;
-                    let closed = close_unended(&conn, SERVER_STOPPED)?;
+                    let closed = super::store_execs::close_unended(&conn, SERVER_STOPPED)?;
                     if closed > 0 {
                         tracing::info!("{closed} commands were cut off by the last stop");
                     }
@@ -326,71 +263,6 @@ impl Store {
         .await
     }
 
-    /// A command starts: the room's next command number (so no id is used
-    /// twice) and its row (`ended` false: left so by a crash, the next
-    /// start ends it), in one transaction. The room's older rows are
-    /// pruned when it ends.
-    pub(crate) async fn start_exec(
-        &self,
-        room: String,
-        rec: ExecRecord,
-        next_exec: u64,
-    ) -> Result<(), StoreError> {
-        self.call(move |conn| {
-            let tx = conn.transaction()?;
-            tx.prepare_cached("UPDATE rooms SET next_exec = ?2 WHERE id = ?1")?
-                .execute(params![room, next_exec])?;
-            put_exec(&tx, &room, &rec, false)?;
-            tx.commit()
-        })
-        .await
-    }
-
-    /// Stores a command's record (it ended), keeping only the room's most
-    /// recent ones.
-    pub(crate) async fn insert_exec(
-        &self,
-        room: String,
-        rec: ExecRecord,
-    ) -> Result<(), StoreError> {
-        self.call(move |conn| {
-            let tx = conn.transaction()?;
-            put_exec(&tx, &room, &rec, true)?;
-            tx.prepare_cached(
-                "DELETE FROM execs WHERE room = ?1 AND exec_id NOT IN \
-                 (SELECT exec_id FROM execs WHERE room = ?1 ORDER BY exec_id DESC LIMIT ?2)",
-            )?
-            .execute(params![room, STATE_EXECS as i64])?;
-            tx.commit()
-        })
-        .await
-    }
-
-    /// What a running command printed so far (a row `write_exec` began
-    /// and that has not ended).
-    pub(crate) async fn exec_output(
-        &self,
-        room: String,
-        rec: ExecRecord,
-    ) -> Result<(), StoreError> {
-        self.call(move |conn| {
-            conn.prepare_cached(
-                "UPDATE execs SET stdout = ?3, stderr = ?4, truncated = ?5, duration = ?6 \
-                 WHERE room = ?1 AND exec_id = ?2 AND ended = 0",
-            )?
-            .execute(params![
-                room,
-                rec.exec_id,
-                rec.stdout,
-                rec.stderr,
-                rec.truncated,
-                rec.duration as i64
-            ])
-            .map(drop)
-        })
-        .await
-    }
-
     /// Deletes a room's messages, commands, checkpoints and processes; its
     /// counters stay.
     pub(crate) async fn clear_room(&self, room: String) -> Result<(), StoreError> {
@@ -420,24 +292,6 @@ impl Store {
             messages.truncate(limit);
             messages.reverse();
             Ok((messages, more))
-        })
-        .await
-    }
-
-    /// A page of `room`'s commands older than `before`, oldest first, and
-    /// whether older ones remain.
-    pub(crate) async fn page_execs(
-        &self,
-        room: String,
-        before: Option<String>,
-        limit: usize,
-    ) -> Result<(Vec<ExecRecord>, bool), StoreError> {
-        self.call(move |conn| {
-            let mut execs = select_execs(conn, &room, before.as_deref(), limit + 1)?;
-            let more = execs.len() > limit;
-            execs.truncate(limit);
-            execs.reverse();
-            Ok((execs, more))
         })
         .await
     }
@@ -525,31 +379,18 @@ pub(super) fn select_messages(
     rows.collect()
 }
 
-/// Up to `limit` commands of `room` older than `before`, newest first.
-pub(super) fn select_execs(
-    conn: &Connection,
-    room: &str,
-    before: Option<&str>,
-    limit: usize,
-) -> rusqlite::Result<Vec<ExecRecord>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT exec_id, cmd, by_name, source, stdout, stderr, exit_code, duration, ts, \
-         truncated, error, stopped FROM execs WHERE room = ?1 AND ended = 1 \
-         AND (?3 IS NULL OR exec_id < ?3) ORDER BY exec_id DESC LIMIT ?2",
-    )?;
-    stmt.query_map(params![room, limit as i64, before], exec_from_row)?
-        .collect()
-}
-
 /// A column that does not convert.
-fn conversion(index: usize, e: impl std::error::Error + Send + Sync + 'static) -> rusqlite::Error {
+pub(super) fn conversion(
+    index: usize,
+    e: impl std::error::Error + Send + Sync + 'static,
+) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(e))
 }
 
 /// An unknown enum value found in the database.
 #[derive(Debug, thiserror::Error)]
 #[error("unknown value {0:?}")]
-struct UnknownValue(String);
+pub(super) struct UnknownValue(pub(super) String);
 
 /// A message from its row (`MESSAGE_COLUMNS`).
 fn message_from_row(r: &Row<'_>) -> rusqlite::Result<DuetMessage> {
@@ -582,31 +423,6 @@ fn message_from_row(r: &Row<'_>) -> rusqlite::Result<DuetMessage> {
         cancelled_by: r.get(9)?,
         // A usage this build cannot read is left out, not an error.
         usage: usage.and_then(|json| serde_json::from_str(&json).ok()),
-    })
-}
-
-/// A command's record from its row.
-fn exec_from_row(r: &Row<'_>) -> rusqlite::Result<ExecRecord> {
-    let source: String = r.get(3)?;
-    let stopped: Option<String> = r.get(11)?;
-    Ok(ExecRecord {
-        exec_id: r.get(0)?,
-        cmd: r.get(1)?,
-        by: r.get(2)?,
-        source: match source.as_str() {
-            "user" => ExecSource::User,
-            "agent" => ExecSource::Agent,
-            _ => return Err(conversion(3, UnknownValue(source))),
-        },
-        stdout: r.get(4)?,
-        stderr: r.get(5)?,
-        exit_code: r.get(6)?,
-        duration: r.get::<_, i64>(7)?.max(0) as u64,
-        ts: r.get(8)?,
-        truncated: r.get(9)?,
-        error: r.get(10)?,
-        timed_out: stopped.as_deref() == Some("timeout"),
-        interrupted: stopped.as_deref() == Some("interrupted"),
     })
 }
 

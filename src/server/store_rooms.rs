@@ -85,7 +85,7 @@ impl Store {
                 super::store_processes::load(&tx, &room, now_ms() as u64)?;
             let mut messages = super::store::select_messages(&tx, &room, None, STATE_MESSAGES)?;
             messages.reverse();
-            let mut execs = super::store::select_execs(&tx, &room, None, STATE_EXECS)?;
+            let mut execs = super::store_execs::select_execs(&tx, &room, None, STATE_EXECS)?;
             execs.reverse();
             tx.commit()?;
             Ok(RoomRow {

@@ -1,7 +1,7 @@
 //! The store's promises: rows, pages, migrations.
 
 use super::*;
-use crate::protocol::Run;
+use crate::protocol::{ExecRecord, ExecSource, Run, STATE_EXECS};
 
 fn message(n: u64, runs: Option<Vec<Run>>) -> DuetMessage {
     DuetMessage {
