@@ -55,6 +55,10 @@ pub struct PullArgs {
     /// without asking
     #[arg(short, long)]
     pub force: bool,
+    /// Also delete the local files the room no longer has: only ones last
+    /// pushed or pulled from here (one changed here since is asked about)
+    #[arg(long)]
+    pub delete: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -288,7 +292,7 @@ fn join_remote(remote: &str, rel: &str) -> String {
     }
 }
 
-/// `duet pull [:PATH] [DIR] [--force]`.
+/// `duet pull [:PATH] [DIR] [--force] [--delete]`.
 pub async fn pull(args: PullArgs) -> anyhow::Result<ExitCode> {
     let ends = match ends(&args.ends) {
         Ok(ends) => ends,
@@ -308,7 +312,8 @@ pub async fn pull(args: PullArgs) -> anyhow::Result<ExitCode> {
     let dir = PathBuf::from(ends.local.as_deref().unwrap_or("."));
     let started = Instant::now();
     let manifest = Manifest::load(client.base(), client.room());
-    let (staged, manifest) = match pull::fetch(&client, &ends.remote, &dir, manifest).await {
+    let fetched = pull::fetch(&client, &ends.remote, &dir, manifest, args.delete).await;
+    let (staged, manifest) = match fetched {
         Ok(done) => done,
         Err(err) => {
             eprintln!("duet: cannot pull {shown}: {err:#}");
@@ -331,8 +336,13 @@ pub async fn pull(args: PullArgs) -> anyhow::Result<ExitCode> {
     for warning in &warnings {
         eprintln!("duet: {warning}");
     }
+    let deleted = if args.delete {
+        format!(", deleted {}", files(applied.deleted))
+    } else {
+        String::new()
+    };
     println!(
-        "pulled {}, {} in {:.1} s",
+        "pulled {}, {}{deleted} in {:.1} s",
         files(applied.files),
         bytes(applied.bytes),
         started.elapsed().as_secs_f64()
@@ -355,7 +365,7 @@ impl<'a> Conflicts<'a> {
         Conflicts {
             files,
             intro: format!(
-                "these files in {} changed since they were last pushed or pulled, and the room's differ:",
+                "these files in {} changed since they were last pushed or pulled, and the room's differ (or are deleted):",
                 dir.display()
             ),
             question: "replace them with the room's?",

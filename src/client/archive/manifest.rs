@@ -105,6 +105,16 @@ impl Manifest {
         }
     }
 
+    /// The files (and symlinks) under `root` last synced, relative to it.
+    pub fn synced_under(&self, root: &Path) -> Vec<String> {
+        let prefix = format!("{}/", root.display());
+        self.files
+            .keys()
+            .filter_map(|path| path.strip_prefix(&prefix))
+            .map(str::to_string)
+            .collect()
+    }
+
     /// A local path is gone from the room (deleted by a watched change).
     pub fn forget(&mut self, path: &Path) {
         let whole = path.display().to_string();

@@ -12,11 +12,13 @@ use tokio::io::AsyncWriteExt;
 
 /// Unpacks the room's `remote` folder beside `dir` (made if absent),
 /// not yet in place; answers it with the manifest it was checked against.
+/// With `delete`, what the room deleted since the last sync goes too.
 pub async fn fetch(
     client: &HttpClient,
     remote: &str,
     dir: &Path,
     manifest: Manifest,
+    delete: bool,
 ) -> anyhow::Result<(Staged, Manifest)> {
     let mut stream = client.get_archive(remote).await?;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot make {}", dir.display()))?;
@@ -24,7 +26,7 @@ pub async fn fetch(
     let (tx, reader) = read_channel();
     let shown = dir.display().to_string();
     let unpacking = tokio::task::spawn_blocking(move || {
-        stage(reader, &dir, &manifest).map(|staged| (staged, manifest))
+        stage(reader, &dir, &manifest, delete).map(|staged| (staged, manifest))
     });
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(std::io::Error::other);

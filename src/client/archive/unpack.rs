@@ -43,6 +43,9 @@ pub struct Staged {
     /// Local paths (relative to the destination) it would replace that
     /// changed since they were last synced.
     pub conflicts: Vec<String>,
+    /// With `--delete`: local files (and symlinks) last synced that the
+    /// room no longer has, to delete.
+    gone: Vec<String>,
 }
 
 /// What was put in place.
@@ -50,6 +53,8 @@ pub struct Staged {
 pub struct Applied {
     pub files: u64,
     pub bytes: u64,
+    /// Local files deleted (the room no longer has them).
+    pub deleted: u64,
 }
 
 impl Drop for Staged {
@@ -59,8 +64,15 @@ impl Drop for Staged {
 }
 
 /// Unpacks the tar that `reader` yields into a staging folder of `dir`
-/// (made if absent), and names the conflicts with `manifest`.
-pub fn stage(reader: impl Read, dir: &Path, manifest: &Manifest) -> std::io::Result<Staged> {
+/// (made if absent), and names the conflicts with `manifest`. With
+/// `delete`, the files last synced that the room no longer has are to be
+/// deleted too (those changed here since are conflicts).
+pub fn stage(
+    reader: impl Read,
+    dir: &Path,
+    manifest: &Manifest,
+    delete: bool,
+) -> std::io::Result<Staged> {
     std::fs::create_dir_all(dir)?;
     let staging = dir.join(format!("{STAGING_PREFIX}{:08x}", rand::random::<u32>()));
     std::fs::create_dir(&staging)?;
@@ -70,6 +82,7 @@ pub fn stage(reader: impl Read, dir: &Path, manifest: &Manifest) -> std::io::Res
         items: Vec::new(),
         warnings: Vec::new(),
         conflicts: Vec::new(),
+        gone: Vec::new(),
     };
     let mut archive = tar::Archive::new(reader);
     let mut kinds: BTreeMap<String, bool> = BTreeMap::new(); // path → is a folder
@@ -137,6 +150,9 @@ pub fn stage(reader: impl Read, dir: &Path, manifest: &Manifest) -> std::io::Res
         staged.items.push((rel, item));
     }
     staged.conflicts = staged.find_conflicts(manifest);
+    if delete {
+        staged.gone = staged.find_gone(manifest);
+    }
     Ok(staged)
 }
 
@@ -255,6 +271,24 @@ impl Staged {
         conflicts
     }
 
+    /// The local files last synced under the destination that the room's
+    /// folder no longer has; those changed here since are conflicts too.
+    fn find_gone(&mut self, manifest: &Manifest) -> Vec<String> {
+        let kept: HashSet<&str> = self.items.iter().map(|(rel, _)| rel.as_str()).collect();
+        let mut gone = Vec::new();
+        for rel in manifest.synced_under(&self.dir) {
+            let dest = self.dir.join(&rel);
+            if kept.contains(rel.as_str()) || dest.symlink_metadata().is_err() {
+                continue;
+            }
+            if manifest.changed_since(&dest) {
+                self.conflicts.push(format!("{rel} (deleted in the room)"));
+            }
+            gone.push(rel);
+        }
+        gone
+    }
+
     /// Puts the staged entries in place, in order (parents first), and
     /// records what it wrote in `manifest`. A path that would pass through
     /// a symlink here is skipped with a warning.
@@ -302,6 +336,33 @@ impl Staged {
                 }
             }
         }
+        // The folders the room has stay, even when a deletion empties them.
+        let room_folders: HashSet<String> = items
+            .iter()
+            .filter(|(_, item)| matches!(item, Item::Dir { .. }))
+            .map(|(rel, _)| rel.clone())
+            .collect();
+        for rel in std::mem::take(&mut self.gone) {
+            if let Some(blocked) = blocked_parent(&self.dir, &rel, &mut folders) {
+                self.warnings
+                    .push(format!("kept {rel}: {blocked} here is not a folder"));
+                continue;
+            }
+            let dest = self.dir.join(&rel);
+            match dest.symlink_metadata() {
+                Ok(meta) if meta.is_dir() => {
+                    self.warnings.push(format!(
+                        "kept {rel}/: a folder here now, not the file the room deleted"
+                    ));
+                    continue;
+                }
+                Ok(_) => std::fs::remove_file(&dest)?,
+                Err(_) => {}
+            }
+            manifest.forget(&dest);
+            done.deleted += 1;
+            remove_empty_parents(&self.dir, &rel, &room_folders);
+        }
         // Children first, so that putting them in did not change it after.
         for (dest, mode, mtime) in dir_times.iter().rev() {
             std::fs::set_permissions(dest, std::fs::Permissions::from_mode(*mode))?;
@@ -310,6 +371,20 @@ impl Staged {
             }
         }
         Ok(done)
+    }
+}
+
+/// Removes the folders above `rel` (under `dir`) that a deletion left
+/// empty, but none the room's folder has (`kept`).
+fn remove_empty_parents(dir: &Path, rel: &str, kept: &HashSet<String>) {
+    let mut parent = Path::new(rel).parent();
+    while let Some(folder) = parent.filter(|p| !p.as_os_str().is_empty()) {
+        let shown = folder.display().to_string();
+        // `remove_dir` removes only an empty folder.
+        if kept.contains(&shown) || std::fs::remove_dir(dir.join(folder)).is_err() {
+            return;
+        }
+        parent = folder.parent();
     }
 }
 

@@ -49,6 +49,13 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// What `duet ARGS…` said when it refused (no terminal to ask on).
+fn refused(server: &Server, room: &str, state: &Path, cwd: &Path, args: &[&str]) -> String {
+    let out = duet(server, room, state, cwd, args);
+    assert!(!out.status.success(), "no terminal to ask on: refused");
+    stderr(&out)
+}
+
 fn write(root: &Path, rel: &str, content: &[u8]) {
     let path = root.join(rel);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -289,9 +296,7 @@ async fn pull_refuses_to_replace_local_changes_without_a_terminal_and_force_repl
     let state = here.path().join("state");
     let dir = conflict(&server, "clash", here.path()).await;
 
-    let out = duet(&server, "clash", &state, &dir, &["pull"]);
-    assert!(!out.status.success(), "no terminal to ask on: refused");
-    let said = stderr(&out);
+    let said = refused(&server, "clash", &state, &dir, &["pull"]);
     assert!(said.contains("\n  mine.txt\n"), "{said}");
     assert!(
         !said.contains("theirs.txt"),
@@ -314,6 +319,78 @@ async fn pull_refuses_to_replace_local_changes_without_a_terminal_and_force_repl
     assert_eq!(std::fs::read(dir.join("theirs.txt")).unwrap(), b"room\n");
     // What a pull wrote counts as synced: pulling again asks nothing.
     ok(&duet(&server, "clash", &state, &dir, &["pull"]));
+}
+
+#[tokio::test]
+async fn pull_delete_deletes_what_the_room_deleted_and_nothing_else() {
+    let (server, _data) = Server::fresh().await;
+    let here = tempfile::tempdir().unwrap();
+    let state = here.path().join("state");
+    let dir = here.path().join("p");
+    write(&dir, "keep.txt", b"k\n");
+    write(&dir, "old/gone.txt", b"g\n");
+    write(&dir, "edited.txt", b"e\n");
+    write(&dir, "src/also-gone.txt", b"a\n");
+    write(&dir, "src/stays.txt", b"s\n");
+    ok(&duet(&server, "del", &state, &dir, &["push", ".", ":p"]));
+    // Never synced: a pull never deletes it.
+    write(&dir, "local-only.txt", b"mine\n");
+    // Bob deletes in the room; Ada edits one of those here meanwhile.
+    in_room(
+        &server,
+        "del",
+        "rm -r p/old p/edited.txt p/src/also-gone.txt",
+    )
+    .await;
+    write(&dir, "edited.txt", b"my edit\n");
+
+    // Without --delete nothing is deleted.
+    ok(&duet(&server, "del", &state, &dir, &["pull", ":p", "."]));
+    assert!(dir.join("old/gone.txt").exists());
+
+    // The edited one is asked about; without a terminal, nothing happens.
+    let said = refused(
+        &server,
+        "del",
+        &state,
+        &dir,
+        &["pull", ":p", ".", "--delete"],
+    );
+    assert!(
+        said.contains("\n  edited.txt (deleted in the room)\n"),
+        "{said}"
+    );
+    assert!(!said.contains("gone.txt"), "unchanged here: {said}");
+    assert!(dir.join("old/gone.txt").exists(), "nothing pulled");
+
+    // Put back as it was synced, the edit is no conflict: all three go.
+    write(&dir, "edited.txt", b"e\n");
+    let said = ok(&duet(
+        &server,
+        "del",
+        &state,
+        &dir,
+        &["pull", ":p", ".", "--delete"],
+    ));
+    assert!(said.contains("deleted 3 files"), "{said}");
+    assert!(!dir.join("old").exists(), "an emptied folder goes too");
+    assert!(!dir.join("edited.txt").exists());
+    assert!(!dir.join("src/also-gone.txt").exists());
+    assert_eq!(std::fs::read(dir.join("src/stays.txt")).unwrap(), b"s\n");
+    assert_eq!(std::fs::read(dir.join("keep.txt")).unwrap(), b"k\n");
+    assert_eq!(
+        std::fs::read(dir.join("local-only.txt")).unwrap(),
+        b"mine\n"
+    );
+    // Nothing is left to delete: a second pull deletes nothing.
+    let said = ok(&duet(
+        &server,
+        "del",
+        &state,
+        &dir,
+        &["pull", ":p", ".", "--delete"],
+    ));
+    assert!(said.contains("deleted 0 files"), "{said}");
 }
 
 /// What the room's command `cmd` printed (it must succeed).
@@ -341,15 +418,13 @@ async fn push_never_replaces_the_rooms_changes_without_asking() {
     .await;
     write(&dir, "a.txt", b"v2\n");
 
-    let out = duet(
+    let said = refused(
         &server,
         "keep",
         &state,
         &dir,
         &["push", ".", ":p2", "--delete"],
     );
-    assert!(!out.status.success(), "no terminal to ask on: refused");
-    let said = stderr(&out);
     assert!(
         said.contains("changed in the room since the last push"),
         "{said}"
