@@ -109,6 +109,11 @@ export function ok(body: object): Reply {
   return { status: 200, body: JSON.stringify(body) };
 }
 
+/** A 200 whose body is JSON text already. */
+export function okText(body: string): Reply {
+  return { status: 200, body };
+}
+
 /** The HTTP response of a reply. */
 export function response(reply: Reply): Response {
   const headers: Record<string, string> = { "content-type": "application/json" };

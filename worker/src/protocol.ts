@@ -173,6 +173,24 @@ export function messageJson(m: DuetMessage): object {
   };
 }
 
+/**
+ * Each stored message's JSON text, made once: a stored message never
+ * changes, and its text goes out in every answer to a message, every
+ * full state and its `duet_message` frame.
+ */
+const messageTexts = new WeakMap<DuetMessage, string>();
+
+export function messageText(m: DuetMessage): string {
+  let text = messageTexts.get(m);
+  if (text === undefined) messageTexts.set(m, (text = JSON.stringify(messageJson(m))));
+  return text;
+}
+
+/** The JSON text of a list of stored messages. */
+export function messagesText(messages: DuetMessage[]): string {
+  return `[${messages.map(messageText).join(",")}]`;
+}
+
 /** A usage in the field order of src/protocol/agent.rs. */
 export function usageJson(u: Usage): object {
   return {
@@ -267,12 +285,10 @@ export function execResultJson(r: ExecResult): object {
 }
 
 /** `{reply, error?, messages}`: the answer of `message`. */
-export function messageResponseJson(reply: string | null, error: string | undefined, messages: DuetMessage[]): object {
-  return {
-    reply,
-    ...(error !== undefined && { error }),
-    messages: messages.map(messageJson),
-  };
+/** The JSON text of a message's answer, `{reply, error?, messages}`. */
+export function messageResponseText(reply: string | null, error: string | undefined, messages: DuetMessage[]): string {
+  const head = JSON.stringify({ reply, ...(error !== undefined && { error }) });
+  return `${head.slice(0, -1)},"messages":${messagesText(messages)}}`;
 }
 
 /** `shell` of the room state: where the next command runs. */
@@ -455,9 +471,10 @@ function fieldJson<K extends keyof StateFields>(name: K, value: StateFields[K]):
 
 /** `cf_agent_state` of the given lists and fields. */
 export function stateFrame(messages: DuetMessage[], execs: ExecRecord[], fields: StateFields): string {
-  const state: Record<string, unknown> = { messages: messages.map(messageJson), execs: execs.map(execRecordJson) };
-  for (const name of STATE_FIELDS) state[name] = fieldJson(name, fields[name]);
-  return JSON.stringify({ type: "cf_agent_state", state });
+  const rest: Record<string, unknown> = { execs: execs.map(execRecordJson) };
+  for (const name of STATE_FIELDS) rest[name] = fieldJson(name, fields[name]);
+  // `{"execs":…}` after the messages' text, made once per message.
+  return `{"type":"cf_agent_state","state":{"messages":${messagesText(messages)},${JSON.stringify(rest).slice(1)}}`;
 }
 
 /** `duet_state`: the new value of a field of the room state (deltas sockets). */
@@ -539,7 +556,7 @@ export function rateLimitedFrame(retryAfterMs: number): string {
 }
 
 export function messageFrame(m: DuetMessage): string {
-  return JSON.stringify({ type: "duet_message", message: messageJson(m) });
+  return `{"type":"duet_message","message":${messageText(m)}}`;
 }
 
 export function cleanupFrame(by: string): string {

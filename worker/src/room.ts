@@ -5,10 +5,10 @@
 
 import { NOT_APPROVED_IN_TIME, POLICY_OFF, allowedWithoutAsking, deniedBy } from "./approvals";
 import { execResult, runOf, type CommandEnd } from "./exec";
-import { ApiError, describe, ok, type Reply } from "./http";
+import { ApiError, describe, ok, okText, type Reply } from "./http";
 import { dropCopy } from "./checkpoints";
 import type { Op } from "./ops";
-import { MAX_FILE_BODY, WORKSPACE, type Checkpoint, checkpointJson, cleanupFrame, defaultProcessName, execResultJson, messageResponseJson, portJson, processJson, statePatchFrame, type Run } from "./protocol";
+import { MAX_FILE_BODY, WORKSPACE, type Checkpoint, checkpointJson, cleanupFrame, defaultProcessName, execResultJson, messageResponseText, portJson, processJson, statePatchFrame, type Run } from "./protocol";
 import { sandboxName } from "./text";
 import { allowedModels, notAllowed } from "./usage";
 import { roomOp } from "./rooms";
@@ -264,13 +264,13 @@ export class Room extends RoomState {
       const seen = this.store.clientAnswer(clientId);
       if (seen) {
         const { reply, error } = seen.answer ?? { reply: null, error: CUT_OFF_TEXT };
-        return ok(messageResponseJson(reply, error, this.messages()));
+        return okText(messageResponseText(reply, error, this.messages()));
       }
     }
     this.buckets.messages.takeOrThrow();
     const m = this.storeMessage({ role: "user", userId: user, text, clientId, to });
     if (to === "room") {
-      const reply = ok(messageResponseJson(null, undefined, this.messages()));
+      const reply = okText(messageResponseText(null, undefined, this.messages()));
       if (clientId !== undefined) this.keepAnswer(m.id, reply);
       return reply;
     }

@@ -11,12 +11,12 @@ import { addRound, extractPlaced } from "./blocks";
 import { budgetSentence, failedReply, partialReply, usageOf, withRuns, withUsage, type AgentReply, type Progress } from "./progress";
 import { projectContext, type ProjectFiles } from "./context";
 import { countVar, positiveVar, type Env } from "./env";
-import { ApiError, describe, ok, type Reply } from "./http";
+import { ApiError, describe, ok, okText, type Reply } from "./http";
 import { action, runFileCall, type Action } from "./filetools";
 import { fitted, type Context } from "./fit";
 import { ModelError, chat, discoverModel, type ChatMessage, type ModelConfig, type UsageReport } from "./model";
 import { conversation, resultsNote, type Outcome, type TerminalScreen } from "./prompt";
-import { STORED_OUTPUT_CAP, aiFrame, messageResponseJson, type DuetMessage, type RoomEvent, type Run, type Usage } from "./protocol";
+import { STORED_OUTPUT_CAP, aiFrame, messageResponseText, type DuetMessage, type RoomEvent, type Run, type Usage } from "./protocol";
 import { capText, randomHex } from "./text";
 import { recordText } from "./records";
 import { ToolOffer, toolsMode, type ToolsMode } from "./tools";
@@ -415,7 +415,7 @@ interface Current {
 
 /** The answer of a turn that ended without a reply. */
 export function noReply(error: string, messages: DuetMessage[]): Reply {
-  return ok(messageResponseJson(null, error, messages));
+  return okText(messageResponseText(null, error, messages));
 }
 
 /** The room's turns: the one running and those waiting, in order. */
@@ -535,7 +535,7 @@ export class Turns {
       } else if (reply) {
         this.room.storeMessage({ role: "agent", text: reply.text, ...withRuns(reply.runs), ...withUsage(reply.usage) });
         this.storeAfterReply(current);
-        answer(ok(messageResponseJson(reply.text, undefined, this.room.messages())));
+        answer(okText(messageResponseText(reply.text, undefined, this.room.messages())));
       } else {
         const text = error?.text ?? CANCELLED_TEXT;
         this.room.storeMessage({ role: "system", userId: user, text });
