@@ -1,11 +1,12 @@
 //! The store's rows of commands (`execs`): a row is written when a command
 //! starts (`ended` false), its output as it comes, and whole when it ends;
-//! the room keeps its most recent ones. A row a crash left unended is
+//! a room keeps them all until a cleanup (its state loads the most recent
+//! `STATE_EXECS`). A row a crash left unended is
 //! ended by the next start (docs/protocol.md "A command the server's stop
 //! cut off").
 
 use super::store::{Store, StoreError, UnknownValue, conversion};
-use crate::protocol::{ExecRecord, ExecSource, STATE_EXECS};
+use crate::protocol::{ExecRecord, ExecSource};
 use rusqlite::{Connection, Row, params};
 
 /// Commands stored before they were written as they run had ended.
@@ -97,24 +98,15 @@ impl Store {
         .await
     }
 
-    /// Stores a command's record (it ended), keeping only the room's most
-    /// recent ones.
+    /// Stores a command's record (it ended). Every one is kept until a
+    /// cleanup: `GET /execs` and `duet export` page through them all.
     pub(crate) async fn insert_exec(
         &self,
         room: String,
         rec: ExecRecord,
     ) -> Result<(), StoreError> {
-        self.call(move |conn| {
-            let tx = conn.transaction()?;
-            put_exec(&tx, &room, &rec, true)?;
-            tx.prepare_cached(
-                "DELETE FROM execs WHERE room = ?1 AND exec_id NOT IN \
-                 (SELECT exec_id FROM execs WHERE room = ?1 ORDER BY exec_id DESC LIMIT ?2)",
-            )?
-            .execute(params![room, STATE_EXECS as i64])?;
-            tx.commit()
-        })
-        .await
+        self.call(move |conn| put_exec(conn, &room, &rec, true))
+            .await
     }
 
     /// What a running command printed so far (a row `write_exec` began

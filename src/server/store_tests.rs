@@ -138,7 +138,7 @@ async fn older_databases_keep_their_messages_and_gain_records() {
 }
 
 #[tokio::test]
-async fn only_recent_execs_are_kept() {
+async fn every_exec_is_kept_and_a_room_loads_the_recent_ones() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path().join("duet.db")).await.unwrap();
     store.load_room("r".into(), "o".into()).await.unwrap();
@@ -164,6 +164,14 @@ async fn only_recent_execs_are_kept() {
     assert_eq!(row.execs.len(), STATE_EXECS);
     assert_eq!(row.execs[0].exec_id, "x00000000006");
     assert!(row.execs[0].truncated && !row.execs[1].truncated);
+    // The older ones are still there for a page (`GET /execs`, `duet export`).
+    let (page, more) = store
+        .page_execs("r".into(), Some("x00000000006".into()), 100)
+        .await
+        .unwrap();
+    let ids: Vec<&str> = page.iter().map(|e| e.exec_id.as_str()).collect();
+    assert_eq!(ids.first(), Some(&"x00000000001"));
+    assert_eq!((ids.len(), more), (5, false));
 }
 
 #[tokio::test]

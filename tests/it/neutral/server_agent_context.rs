@@ -285,7 +285,8 @@ async fn with_tools_on_a_refusal_is_the_model_error_and_off_offers_none() {
 #[tokio::test]
 async fn execs_page_through_every_command_of_the_room() {
     let (server, _dir) = Server::fresh().await;
-    for n in 0..5 {
+    // More than the state's 20: every one is kept, not only those.
+    for n in 0..25 {
         let (status, _) = server
             .post(
                 "/api/rooms/ex1/sandbox/exec",
@@ -304,15 +305,16 @@ async fn execs_page_through_every_command_of_the_room() {
             .map(|e| e["cmd"].as_str().unwrap().to_string())
             .collect()
     };
-    assert_eq!(cmds(&page), ["echo 3", "echo 4"]);
+    assert_eq!(cmds(&page), ["echo 23", "echo 24"]);
     assert_eq!(page["hasMore"], true);
     assert_eq!(page["execs"][0]["by"], "ann");
-    assert_eq!(page["execs"][0]["stdout"], "3\n");
+    assert_eq!(page["execs"][0]["stdout"], "23\n");
     let oldest = page["execs"][0]["execId"].as_str().unwrap().to_string();
     let (_, older) = server
-        .get(&format!("/api/rooms/ex1/execs?before={oldest}&limit=10"))
+        .get(&format!("/api/rooms/ex1/execs?before={oldest}&limit=100"))
         .await;
-    assert_eq!(cmds(&older), ["echo 0", "echo 1", "echo 2"]);
+    let expected: Vec<String> = (0..23).map(|n| format!("echo {n}")).collect();
+    assert_eq!(cmds(&older), expected);
     assert_eq!(older["hasMore"], false);
     let (status, bad) = server.get("/api/rooms/ex1/execs?before=zz&limit=0").await;
     assert_eq!(status, 400);
