@@ -32,6 +32,8 @@ use answers::{Answered, Answers, Replies};
 use rpc::failure;
 
 /// How often the server pings.
+/// How long a stopping server's sockets wait for their room's last frames.
+const LAST_FRAMES: Duration = Duration::from_secs(5);
 const PING_EVERY: Duration = Duration::from_secs(20);
 /// A connection silent for this long is closed.
 const SILENT_LIMIT: Duration = Duration::from_secs(60);
@@ -267,6 +269,30 @@ impl Connection {
     }
 
     /// The connection's loop, until the client leaves or is dropped.
+    /// Forwards the frames the room broadcast so far; false when the
+    /// socket is done (it broke, or fell behind).
+    async fn flush_frames(
+        &mut self,
+        socket: &mut WebSocket,
+        frames: &mut fanout::Receiver<Outgoing>,
+    ) -> bool {
+        loop {
+            match frames.try_recv() {
+                Ok(f) => {
+                    if !self.forward(socket, &f).await {
+                        return false;
+                    }
+                }
+                Err(fanout::TryRecvError::Empty) => return true,
+                Err(fanout::TryRecvError::Lagged(n)) => {
+                    tracing::info!(room = %self.room, "dropping a client {n} frames behind");
+                    return false;
+                }
+                Err(fanout::TryRecvError::Closed) => return false,
+            }
+        }
+    }
+
     async fn serve(
         &mut self,
         socket: &mut WebSocket,
@@ -281,11 +307,28 @@ impl Connection {
         // Made once, not per turn of the loop: each registers a waiter or a timer.
         let stopping = shutdown.cancelled();
         tokio::pin!(stopping);
+        let mut closing = false;
+        let close_at = tokio::time::sleep(LAST_FRAMES);
+        tokio::pin!(close_at);
         let expired = crate::server::room::sleep_until(self.expiry());
         tokio::pin!(expired);
         loop {
             let out = tokio::select! {
-                () = &mut stopping => {
+                // The server stops: the room's last frames and answers go
+                // out before the socket closes (a command the stop cut off
+                // ends with its `duet_exec complete`), until the room
+                // stopped or LAST_FRAMES passed.
+                () = &mut stopping, if !closing => {
+                    closing = true;
+                    close_at.as_mut().reset(tokio::time::Instant::now() + LAST_FRAMES);
+                    None
+                }
+                () = self.handle.stopped(), if closing => {
+                    self.flush_frames(socket, frames).await;
+                    let _ = send(socket, Message::Close(None)).await;
+                    return;
+                }
+                () = &mut close_at, if closing => {
                     let _ = send(socket, Message::Close(None)).await;
                     return;
                 }
@@ -341,20 +384,8 @@ impl Connection {
                     });
                     // What the room broadcast before answering goes first:
                     // a command's frames, a cleanup's emptied state.
-                    loop {
-                        match frames.try_recv() {
-                            Ok(f) => {
-                                if !self.forward(socket, &f).await {
-                                    return;
-                                }
-                            }
-                            Err(fanout::TryRecvError::Empty) => break,
-                            Err(fanout::TryRecvError::Lagged(n)) => {
-                                tracing::info!(room = %self.room, "dropping a client {n} frames behind");
-                                return;
-                            }
-                            Err(fanout::TryRecvError::Closed) => return,
-                        }
+                    if !self.flush_frames(socket, frames).await {
+                        return;
                     }
                     if let Some((process, since)) = followed {
                         // The answer, then what the process said past its log.

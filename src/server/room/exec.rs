@@ -228,8 +228,9 @@ impl RoomActor {
         tokio::spawn(async move {
             let result = tokio::select! {
                 result = outcome => result,
-                // The server stops: whoever waits is answered that the room stopped.
-                () = shutdown.cancelled() => return,
+                // The server stops: the room ends it as cut off by the stop
+                // (its `complete` frame, then the answer to whoever waits).
+                () = shutdown.cancelled() => Err(SandboxError::Failed(SERVER_STOPPED.to_string())),
             };
             let _ = inbox
                 .send(Command::ExecDone(Box::new(ExecDone { result, ..done })))

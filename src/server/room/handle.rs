@@ -133,6 +133,12 @@ pub(crate) struct RoomHandle {
 }
 
 impl RoomHandle {
+    /// Resolves once the room's actor stopped (its inbox closed): after
+    /// a server stop, its last frames were sent.
+    pub(crate) async fn stopped(&self) {
+        self.inbox.0.closed().await;
+    }
+
     /// How many distinct people (socket `user` names) are connected now.
     pub(crate) fn people(&self) -> usize {
         self.people.load(Ordering::Relaxed)

@@ -288,3 +288,26 @@ async fn a_process_cut_by_a_crash_is_listed_as_exited() {
         "{next} {list}"
     );
 }
+
+#[tokio::test]
+async fn a_stop_ends_a_running_command_with_its_complete_frame_before_the_socket_closes() {
+    let (server, _dir) = Server::fresh().await;
+    let mut ws = server.joined("st", "user=ada").await;
+    let exec = {
+        let url = server.url("/api/rooms/st/sandbox/exec");
+        tokio::spawn(answer(
+            http().post(url).json(&json!({"cmd": "echo up; sleep 30"})),
+        ))
+    };
+    ws.until(|f| f["type"] == "duet_exec" && f["phase"] == "stdout")
+        .await;
+    server.stop().await;
+    let complete = ws
+        .until(|f| f["type"] == "duet_exec" && f["phase"] == "complete")
+        .await;
+    assert_eq!(complete["error"], common::ticks::STOPPED, "{complete}");
+    assert_eq!(complete["exitCode"], serde_json::Value::Null);
+    // Whoever waited for the command is answered that the room stopped.
+    let (status, _) = exec.await.unwrap();
+    assert_eq!(status, 500);
+}
