@@ -160,6 +160,26 @@ fn the_screen_is_drawn_from_the_frames_letterboxed() {
 }
 
 #[test]
+fn a_pane_smaller_than_the_terminal_keeps_the_prompt_row_in_sight() {
+    let mut app = app();
+    // The terminal is 30×8 (another window's size); this pane shows fewer
+    // rows (a tiny window): the cursor's row, the prompt, must show.
+    attached(&mut app, Some(TermSize { cols: 30, rows: 8 }));
+    app.update(snapshot(
+        b"line1\r\nline2\r\nline3\r\nline4\r\nline5\r\nline6\r\nline7\r\n~ $ echo typed-here",
+    ));
+    let screen = render(&mut app, 40, 9);
+    assert!(screen.contains("~ $ echo typed-here"), "{screen}");
+    assert!(!screen.contains("line1"), "{screen}");
+    // With room for it all, it is drawn from the top as before.
+    let screen = render(&mut app, 120, 40);
+    assert!(
+        screen.contains("line1") && screen.contains("typed-here"),
+        "{screen}"
+    );
+}
+
+#[test]
 fn the_panes_size_follows_the_window_and_the_terminals_size_shows() {
     let mut app = app();
     let asked = attached(&mut app, None);
