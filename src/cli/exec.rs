@@ -4,8 +4,8 @@
 use super::ClientArgs;
 use crate::client::commands::client_for;
 use crate::client::commands::{EXIT_INTERRUPTED, EXIT_NEEDS_TERMINAL, exit_code, shell_join};
-use crate::client::http::HttpClient;
-use crate::protocol::ExecRequest;
+use crate::client::http::HttpError;
+use crate::protocol::{ExecRequest, InterruptResponse};
 use clap::Args;
 use std::io::Write;
 use std::process::ExitCode;
@@ -65,7 +65,14 @@ pub async fn exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
                     return Ok(ExitCode::from(EXIT_INTERRUPTED));
                 }
                 interrupting = true;
-                eprintln!("duet: {}", interrupt_said(&client, &client_id).await);
+                match client.interrupt_named(&client_id).await {
+                    // Still waiting behind another: it never runs, nothing to wait for.
+                    Ok(answer) if answer.withdrawn => {
+                        eprintln!("duet: `{cmd}` was still waiting behind another command: withdrawn, it never runs");
+                        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+                    }
+                    said => eprintln!("duet: {}", interrupt_said(said)),
+                }
             }
         }
     };
@@ -93,12 +100,14 @@ pub async fn exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     )))
 }
 
-/// A Ctrl+C during `duet exec`: interrupts our command in the room (its
-/// answer then says so) and says what came of it.
-async fn interrupt_said(client: &HttpClient, client_id: &str) -> String {
-    match client.interrupt_named(client_id).await {
-        Ok(true) => "interrupting the command (Ctrl+C again to leave it)".to_string(),
-        Ok(false) => {
+/// What came of a Ctrl+C's interrupt of our command in the room (its
+/// answer then says so).
+fn interrupt_said(answer: Result<InterruptResponse, HttpError>) -> String {
+    match answer {
+        Ok(answer) if answer.interrupted => {
+            "interrupting the command (Ctrl+C again to leave it)".to_string()
+        }
+        Ok(_) => {
             "the room runs no command of this call to interrupt yet (Ctrl+C again to leave it)"
                 .to_string()
         }

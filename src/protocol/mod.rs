@@ -499,6 +499,19 @@ pub struct PushResponse {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InterruptResponse {
     pub interrupted: bool,
+    /// The command was still waiting behind another: it never runs.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub withdrawn: bool,
+}
+
+impl InterruptResponse {
+    /// Whether one was interrupted (a running one, or none: `false`).
+    pub fn stopped(interrupted: bool) -> InterruptResponse {
+        InterruptResponse {
+            interrupted,
+            withdrawn: false,
+        }
+    }
 }
 
 /// Answer of `POST /cancel`.

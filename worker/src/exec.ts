@@ -168,13 +168,14 @@ export class Commands {
    * `clientId` its `exec` gave (none when no command carries it: it
    * ended, or never came), else whichever runs (src/server/ops/interrupt.rs).
    */
-  interruptAsked(execId: string | undefined, clientId: string | undefined, by: string): Promise<boolean> {
+  async interruptAsked(execId: string | undefined, clientId: string | undefined, by: string): Promise<{ interrupted: boolean; withdrawn?: true }> {
     if (execId === undefined && clientId !== undefined) {
       const named = this.named.get(clientId);
-      if (named === undefined) return Promise.resolve(false);
+      if (named === undefined) return { interrupted: false };
       execId = named;
     }
-    return this.interrupt(execId, by);
+    if (execId !== undefined && this.withdraw(execId, by)) return { interrupted: true, withdrawn: true };
+    return { interrupted: await this.interrupt(execId, by) };
   }
 
   /**
@@ -183,18 +184,7 @@ export class Commands {
    * record is stored before the answer (none: a cancelled turn's).
    */
   async interrupt(execId?: string, by?: string): Promise<boolean> {
-    // One that waits behind another is withdrawn: it never runs (duet serve's src/server/ops/interrupt.rs).
-    const waiting = execId === undefined ? undefined : this.waiting.get(execId);
-    if (execId !== undefined && waiting && !waiting.withdrawn) {
-      waiting.withdrawn = true;
-      if (by !== undefined) {
-        const event: RoomEvent = { kind: "interrupt", by, execId, cmd: waiting.cmd };
-        const generation = this.host.generation();
-        if (waiting.source === "agent") this.host.noteAfterReply(generation, event, recordText(event));
-        else this.host.note(generation, event, recordText(event));
-      }
-      return true;
-    }
+    if (execId !== undefined && this.withdraw(execId, by)) return true;
     const running = this.running;
     if (!running || (execId !== undefined && execId !== running.execId)) return false;
     const generation = this.host.generation();
@@ -208,6 +198,24 @@ export class Commands {
       else this.host.note(generation, event, recordText(event));
     }
     return done;
+  }
+
+  /**
+   * Withdraws `execId` if it still waits behind another: it never runs
+   * (duet serve's src/server/ops/interrupt.rs); `by`'s `interrupt` record
+   * is stored. Whether it did.
+   */
+  private withdraw(execId: string, by?: string): boolean {
+    const waiting = this.waiting.get(execId);
+    if (!waiting || waiting.withdrawn) return false;
+    waiting.withdrawn = true;
+    if (by !== undefined) {
+      const event: RoomEvent = { kind: "interrupt", by, execId, cmd: waiting.cmd };
+      const generation = this.host.generation();
+      if (waiting.source === "agent") this.host.noteAfterReply(generation, event, recordText(event));
+      else this.host.note(generation, event, recordText(event));
+    }
+    return true;
   }
 
   /**

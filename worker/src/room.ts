@@ -119,7 +119,7 @@ export class Room extends RoomState {
           return reply;
         }
         case "interrupt":
-          return ok({ interrupted: await this.commands.interruptAsked(op.execId, op.clientId, op.user ?? ANONYMOUS) });
+          return ok(await this.commands.interruptAsked(op.execId, op.clientId, op.user ?? ANONYMOUS));
         case "cancel":
           return ok({ cancelled: this.turns.cancel(op.turnId, op.user ?? ANONYMOUS) });
         case "cleanup":

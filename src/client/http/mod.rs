@@ -129,12 +129,13 @@ impl HttpClient {
 
     /// `POST /sandbox/interrupt`: the given command, else the current one.
     pub async fn interrupt(&self, exec_id: Option<&str>) -> Result<bool, HttpError> {
-        self.interrupt_one(exec_id, None).await
+        Ok(self.interrupt_one(exec_id, None).await?.interrupted)
     }
 
     /// `POST /sandbox/interrupt {clientId}`: the command an `exec` of ours
-    /// named so; false when none carries it (it ended, or has not come).
-    pub async fn interrupt_named(&self, client_id: &str) -> Result<bool, HttpError> {
+    /// named so (none when none carries it: it ended, or has not come);
+    /// `withdrawn` when it was still waiting, and never runs.
+    pub async fn interrupt_named(&self, client_id: &str) -> Result<InterruptResponse, HttpError> {
         self.interrupt_one(None, Some(client_id)).await
     }
 
@@ -142,7 +143,7 @@ impl HttpClient {
         &self,
         exec_id: Option<&str>,
         client_id: Option<&str>,
-    ) -> Result<bool, HttpError> {
+    ) -> Result<InterruptResponse, HttpError> {
         #[derive(Serialize)]
         #[serde(rename_all = "camelCase")]
         struct Body<'a> {
@@ -157,8 +158,7 @@ impl HttpClient {
             client_id,
             user_id: &self.name,
         };
-        let answer: InterruptResponse = self.post("sandbox/interrupt", &body).await?;
-        Ok(answer.interrupted)
+        self.post("sandbox/interrupt", &body).await
     }
 
     /// `POST /cancel`: ends the agent's current turn.

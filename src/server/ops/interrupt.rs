@@ -37,7 +37,7 @@ impl Operation for Interrupt {
             (None, None) => room.running.iter().next(),
         };
         let Some((exec_id, cmd)) = target.map(|(id, c)| (id.clone(), c.cmd.clone())) else {
-            let _ = answer.send(Ok(Reply::ok(InterruptResponse { interrupted: false })));
+            let _ = answer.send(Ok(Reply::ok(InterruptResponse::stopped(false))));
             return;
         };
         let (sandbox, inbox) = (room.sandbox.clone(), room.inbox.clone());
@@ -51,7 +51,11 @@ impl Operation for Interrupt {
         {
             tokio::spawn(async move {
                 record_in(&inbox, Event::Interrupt { by, exec_id, cmd }).await;
-                let _ = answer.send(Ok(Reply::ok(InterruptResponse { interrupted: true })));
+                let withdrawn = InterruptResponse {
+                    interrupted: true,
+                    withdrawn: true,
+                };
+                let _ = answer.send(Ok(Reply::ok(withdrawn)));
             });
             return;
         }
@@ -61,7 +65,7 @@ impl Operation for Interrupt {
             if interrupted {
                 record_in(&inbox, Event::Interrupt { by, exec_id, cmd }).await;
             }
-            let _ = answer.send(Ok(Reply::ok(InterruptResponse { interrupted })));
+            let _ = answer.send(Ok(Reply::ok(InterruptResponse::stopped(interrupted))));
         });
     }
 }

@@ -173,6 +173,59 @@ async fn ctrl_c_interrupts_the_command_in_the_room() {
     // The room's shell is free at once.
     let r = crate::common::apps::exec(&server, "cli-c", "echo free").await;
     assert_eq!(r["stdout"], "free\n");
+
+    // A command still waiting behind another is withdrawn, and `duet exec`
+    // ends at once: nothing of it will run.
+    let first = {
+        let url = server.url("/api/rooms/cli-c/sandbox/exec");
+        tokio::spawn(crate::common::answer(
+            crate::common::http()
+                .post(url)
+                .json(&serde_json::json!({"cmd": "echo first; sleep 30"})),
+        ))
+    };
+    ws.until(|f| f["type"] == "duet_exec" && f["phase"] == "stdout")
+        .await;
+    let child = duet(
+        dir.path(),
+        &[
+            "exec",
+            "--server",
+            &server.url(""),
+            "--room",
+            "cli-c",
+            "--",
+            "touch",
+            "never",
+        ],
+    )
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    ws.until(|f| f["type"] == "duet_exec" && f["cmd"] == "touch never")
+        .await;
+    let pid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let out = tokio::time::timeout(WAIT, child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("withdrawn"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        !first.is_finished(),
+        "it ended before the first command did"
+    );
+    server
+        .post("/api/rooms/cli-c/sandbox/interrupt", serde_json::json!({}))
+        .await;
+    first.await.unwrap();
+    let r = crate::common::apps::exec(&server, "cli-c", "ls never || echo none").await;
+    assert_eq!(r["stdout"], "none\n");
 }
 
 #[tokio::test]
