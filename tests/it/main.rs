@@ -88,6 +88,7 @@ mod tui {
     mod tui_app_term;
     mod tui_e2e_folder;
     mod tui_e2e_join;
+    mod tui_e2e_paste;
     mod tui_e2e_session;
     mod tui_e2e_term;
     mod tui_files;
