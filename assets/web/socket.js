@@ -5,7 +5,7 @@
 import { ticket } from './api.js';
 import { inviteEnded, inviteRefused } from './explain.js';
 
-const MAX_BACKOFF_MS = 30000;
+const MAX_BACKOFF_MS = 10000;
 const MAX_RETRIES = 3;
 
 /** The wait before attempt `n` (1-based): from 500 ms, doubling, capped,

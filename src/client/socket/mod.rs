@@ -25,8 +25,9 @@ use connection::*;
 const PING_EVERY: Duration = Duration::from_secs(5);
 /// A link with no answer to pings for this long is dropped and reconnected.
 const DEAD_AFTER: Duration = Duration::from_secs(20);
-/// Longest wait between two connection attempts.
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// Longest wait between two connection attempts: a restarted server has
+/// its people back within 10 s (jitter spreads them over the last 5).
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
 /// A connection attempt that takes longer is abandoned.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
