@@ -75,7 +75,10 @@ pub fn status(err: &StatusError) -> String {
     match err.status {
         // One sentence for no token, a wrong one and a revoked invite alike.
         401 => {
-            format!("The server needs a valid token ({said}): give it with --token or DUET_TOKEN")
+            format!(
+                "The server needs a valid token ({said}): none was given, or it is wrong, \
+                 revoked or expired; give one with --token or DUET_TOKEN"
+            )
         }
         // What the caller's role may not do: the server's sentence names both.
         403 if detail(err, "role").is_some() => format!(
@@ -240,7 +243,7 @@ mod tests {
         let token = StatusError::from_body(401, r#"{"error":"unauthorized"}"#);
         assert_eq!(
             status(&token),
-            "The server needs a valid token (401 Unauthorized: unauthorized): give it with --token or DUET_TOKEN"
+            "The server needs a valid token (401 Unauthorized: unauthorized): none was given, or it is wrong, revoked or expired; give one with --token or DUET_TOKEN"
         );
         let busy = StatusError::from_body(429, r#"{"error":"rate limited","retryAfterMs":900}"#);
         assert_eq!(status(&busy), "The room is busy (rate limited)");

@@ -15,6 +15,8 @@ async fn a_long_unbracketed_paste_arrives_whole_without_another_key() {
     tmux.run(&["set-buffer", "-b", "long", &text]);
     // No -p: the bytes as a terminal without bracketed paste sends them.
     tmux.run(&["paste-buffer", "-b", "long", "-t", "ada"]);
-    tmux.wait("ada", "the paste's end in the input", |s| s.contains("QEND"))
-        .await;
+    tmux.wait("ada", "the paste's end in the input", |s| {
+        s.contains("QEND")
+    })
+    .await;
 }

@@ -111,7 +111,7 @@ fn a_refused_token_is_said_as_a_sentence() {
     assert_eq!(
         texts(&app),
         [
-            "The server needs a valid token (401 Unauthorized: unauthorized): give it with --token or DUET_TOKEN"
+            "The server needs a valid token (401 Unauthorized: unauthorized): none was given, or it is wrong, revoked or expired; give one with --token or DUET_TOKEN"
         ]
     );
 }
