@@ -12,7 +12,7 @@ use ratatui::Frame;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Position, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Widget};
+use ratatui::widgets::{Clear, Paragraph, Widget};
 
 /// The title's parts after " Terminal ": its size, who types, the keys.
 pub fn title(app: &App) -> Vec<Span<'static>> {
@@ -82,12 +82,15 @@ pub fn draw(frame: &mut Frame, app: &App, inner: Rect) {
         }
     }
     if !app.term.attached {
+        // Over the first row whole: no cell of the old screen stays beside it.
+        let row = Rect { height: 1, ..inner };
+        frame.render_widget(Clear, row);
         frame.render_widget(
             Paragraph::new(Line::styled(
                 "attaching to the room's terminal…",
                 app.theme.dim(),
             )),
-            Rect { height: 1, ..inner },
+            row,
         );
         return;
     }

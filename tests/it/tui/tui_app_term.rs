@@ -461,11 +461,18 @@ fn after_a_backend_restart_the_pane_shows_the_terminal_the_socket_opens_again() 
     use duet::client::socket::{ConnState, SocketEvent};
     let mut app = app();
     let asked = attached(&mut app, None);
-    app.update(snapshot(b"$ old shell"));
+    app.update(snapshot(b"$ echo an old shell's first row; ZZTAIL"));
     app.update(Msg::Socket(SocketEvent::State(ConnState::Reconnecting {
         in_secs: 1,
         reason: "The connection broke".into(),
     })));
+    // The old screen's first row does not show beside the line that says so.
+    let screen = render(&mut app, 240, 40);
+    assert!(
+        screen.contains("attaching to the room's terminal…"),
+        "{screen}"
+    );
+    assert!(!screen.contains("ZZTAIL"), "{screen}");
     app.update(Msg::Socket(SocketEvent::State(ConnState::Connected {
         rtt_ms: None,
     })));
