@@ -69,8 +69,14 @@ export class Invites {
     return this.all.filter((i) => this.live(i, now)).map((i) => i.invite);
   }
 
-  /** A new invite and its token (the one time it is shown). */
-  async create(role: RoomRole, expiresInSecs: number, name: string | undefined, by: string): Promise<{ invite: Invite; token: string }> {
+  /** A new invite and its token (the one time it is shown); it ends by `notAfter` (ms) at the latest. */
+  async create(
+    role: RoomRole,
+    expiresInSecs: number,
+    name: string | undefined,
+    by: string,
+    notAfter = Number.POSITIVE_INFINITY,
+  ): Promise<{ invite: Invite; token: string }> {
     const token = newToken();
     const hash = await tokenHash(token);
     const now = Date.now();
@@ -78,7 +84,7 @@ export class Invites {
       id: `i${this.store.takeInviteNumber()}`,
       role,
       ...(name !== undefined && { name }),
-      expiresAt: now + expiresInSecs * 1000,
+      expiresAt: Math.min(now + expiresInSecs * 1000, notAfter),
       createdAt: now,
       by,
     };

@@ -194,7 +194,8 @@ export class Room extends RoomState {
           return await this.forkInto(op);
         case "invite_create": {
           if ((this.env.DUET_TOKEN ?? "") === "") throw invitesNeedToken();
-          const { invite, token } = await this.invites.create(op.role, op.expiresIn, op.name, op.user ?? ANONYMOUS);
+          // An invite made with an invite ends no later than that one (src/server/ops/invite.rs).
+          const { invite, token } = await this.invites.create(op.role, op.expiresIn, op.name, op.user ?? ANONYMOUS, caller.expiresAt);
           this.lobby.used();
           this.sockets.expiresAt(invite.expiresAt);
           const link = op.link ?? "http://localhost";

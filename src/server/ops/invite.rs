@@ -8,7 +8,7 @@ use crate::protocol::{
     DEFAULT_INVITE_SECS, Invite, InviteCreated, InviteResponse, MAX_INVITE_SECS, RevokeResponse,
     RoomRole, now_ms,
 };
-use crate::server::auth::{new_invite_token, token_hash};
+use crate::server::auth::{Access, new_invite_token, token_hash};
 use crate::server::errors::ApiError;
 use crate::server::room::{AccessNews, RoomActor, Touched};
 use crate::server::store_access::InviteRow;
@@ -74,11 +74,17 @@ impl Operation for InviteCreate {
         }
         let token = new_invite_token();
         let now = now_ms() as u64;
+        // An invite made with an invite ends no later than that one: a
+        // revoked or expired owner's invite leaves nothing that outlives it.
+        let mut expires_at = now + self.expires_in * 1000;
+        if let Access::Invite(maker) = &caller.access {
+            expires_at = expires_at.min(maker.expires_at);
+        }
         let draft = Invite {
             id: String::new(),
             role: self.role,
             name: self.name,
-            expires_at: now + self.expires_in * 1000,
+            expires_at,
             created_at: now,
             by: caller.name_or_anonymous(),
         };

@@ -223,6 +223,46 @@ async fn an_invite_opens_its_own_room_only() {
 }
 
 #[tokio::test]
+async fn an_invite_made_with_an_invite_ends_no_later_than_it() {
+    let (server, _dir) = with_token(&[]).await;
+    let room = "inv-chain";
+    let maker = invite(&server, room, json!({"role": "owner", "expiresIn": 60})).await;
+    let olga = Guest {
+        addr: server.addr.clone(),
+        room: room.to_string(),
+        token: maker["token"].as_str().unwrap().to_string(),
+    };
+    let (status, made) = olga
+        .post(
+            "/invites",
+            json!({"role": "owner", "expiresIn": 31_536_000}),
+        )
+        .await;
+    assert_eq!(status, 200, "{made}");
+    assert_eq!(
+        made["invite"]["expiresAt"], maker["invite"]["expiresAt"],
+        "a year asked, the maker's minute given: {made}"
+    );
+    // A shorter one is as asked.
+    let (_, short) = olga
+        .post("/invites", json!({"role": "viewer", "expiresIn": 10}))
+        .await;
+    let short_end = short["invite"]["expiresAt"].as_u64().unwrap();
+    assert!(
+        short_end < maker["invite"]["expiresAt"].as_u64().unwrap(),
+        "{short}"
+    );
+    // The server's token is bound by nothing.
+    let year = invite(
+        &server,
+        room,
+        json!({"role": "viewer", "expiresIn": 31_536_000}),
+    )
+    .await;
+    assert!(year["invite"]["expiresAt"].as_u64().unwrap() > now_ms() as u64 + 300 * 86_400_000);
+}
+
+#[tokio::test]
 async fn on_connect_duet_you_comes_right_after_presence_with_the_role() {
     let (server, _dir) = with_token(&[]).await;
     let room = "you-order";
