@@ -130,31 +130,38 @@ async fn an_interrupted_command_exits_130() {
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
 }
 
-#[tokio::test]
-async fn ctrl_c_interrupts_the_command_in_the_room() {
-    let (server, dir) = Server::fresh().await;
-    let mut ws = server.joined("cli-c", "user=watcher").await;
-    let child = duet(
-        dir.path(),
-        &[
-            "exec",
-            "--server",
-            &server.url(""),
-            "--room",
-            "cli-c",
-            "--",
-            "echo started; sleep 30; echo never",
-        ],
+/// `duet exec -- CMD` in `room`, running, its output piped.
+fn exec_in(server: &Server, config_home: &Path, room: &str, cmd: &str) -> tokio::process::Child {
+    let url = server.url("");
+    duet(
+        config_home,
+        &["exec", "--server", &url, "--room", room, "--", cmd],
     )
     .stdout(std::process::Stdio::piped())
     .stderr(std::process::Stdio::piped())
     .spawn()
-    .unwrap();
-    ws.until(|f| f["type"] == "duet_exec" && f["phase"] == "stdout")
-        .await;
-    // Ctrl+C in the person's terminal: SIGINT to `duet exec`.
+    .unwrap()
+}
+
+/// Ctrl+C in the person's terminal: SIGINT to the process.
+fn ctrl_c(child: &tokio::process::Child) {
     let pid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+}
+
+#[tokio::test]
+async fn ctrl_c_interrupts_the_command_in_the_room() {
+    let (server, dir) = Server::fresh().await;
+    let mut ws = server.joined("cli-c", "user=watcher").await;
+    let child = exec_in(
+        &server,
+        dir.path(),
+        "cli-c",
+        "echo started; sleep 30; echo never",
+    );
+    ws.until(|f| f["type"] == "duet_exec" && f["phase"] == "stdout")
+        .await;
+    ctrl_c(&child);
     let complete = ws
         .until(|f| f["type"] == "duet_exec" && f["phase"] == "complete")
         .await;
@@ -186,26 +193,10 @@ async fn ctrl_c_interrupts_the_command_in_the_room() {
     };
     ws.until(|f| f["type"] == "duet_exec" && f["phase"] == "stdout")
         .await;
-    let child = duet(
-        dir.path(),
-        &[
-            "exec",
-            "--server",
-            &server.url(""),
-            "--room",
-            "cli-c",
-            "--",
-            "touch",
-            "never",
-        ],
-    )
-    .stderr(std::process::Stdio::piped())
-    .spawn()
-    .unwrap();
+    let child = exec_in(&server, dir.path(), "cli-c", "touch never");
     ws.until(|f| f["type"] == "duet_exec" && f["cmd"] == "touch never")
         .await;
-    let pid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    ctrl_c(&child);
     let out = tokio::time::timeout(WAIT, child.wait_with_output())
         .await
         .unwrap()
