@@ -168,6 +168,9 @@ fn header(ctx: &RenderCtx, run: &ExecRun, cells: u16) -> Line<'static> {
 fn badge(ctx: &RenderCtx, run: &ExecRun) -> (String, ratatui::style::Style) {
     let theme = ctx.theme;
     let Some(done) = &run.done else {
+        if run.waiting {
+            return ("… waiting".to_string(), theme.dim());
+        }
         let frame = spinner(ctx.now_ms);
         return (
             format!("{frame} {}", elapsed(ctx.now_ms - run.started_ms)),

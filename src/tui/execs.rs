@@ -75,7 +75,11 @@ pub struct ExecRun {
     /// The `_pk` of the socket that caused it, when one did (live
     /// commands only: records do not say).
     pub by_connection: Option<String>,
+    /// When it started running (when it was announced, while it waits).
     pub started_ms: i64,
+    /// Announced behind another command that has not ended: commands run
+    /// one at a time, in the order they were announced.
+    pub waiting: bool,
     pub output: OutputBuffer,
     pub done: Option<Completion>,
     /// Counts changes of the output and the ending, for the render cache.
@@ -94,6 +98,7 @@ impl ExecRun {
             source,
             by_connection: None,
             started_ms,
+            waiting: false,
             output: OutputBuffer::new(),
             done: None,
             revision: 0,
@@ -191,6 +196,7 @@ impl ExecLog {
                 let mut run =
                     ExecRun::new(exec_id.clone(), cmd.clone(), by.clone(), *source, now_ms);
                 run.by_connection = by_connection.clone();
+                run.waiting = self.runs.iter().any(|r| r.done.is_none());
                 self.push(run);
                 true
             }
@@ -202,6 +208,10 @@ impl ExecLog {
                 };
                 match self.find_mut(exec_id) {
                     Some(run) if run.done.is_none() => {
+                        // Output: it runs, whatever this client thought.
+                        if std::mem::take(&mut run.waiting) {
+                            run.started_ms = now_ms;
+                        }
                         run.output.push(stream, data);
                         run.revision += 1;
                         true
@@ -214,6 +224,12 @@ impl ExecLog {
                     run.output.finish();
                     run.revision += 1;
                     run.done = Completion::from_frame(frame);
+                    // The next one announced starts now.
+                    if let Some(next) = self.runs.iter_mut().find(|r| r.done.is_none())
+                        && std::mem::take(&mut next.waiting)
+                    {
+                        next.started_ms = now_ms;
+                    }
                     true
                 }
                 None => false,

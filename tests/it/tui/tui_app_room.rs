@@ -112,6 +112,34 @@ fn commands_stream_into_the_output_pane() {
 }
 
 #[test]
+fn a_command_behind_another_shows_waiting_until_its_turn() {
+    let mut app = app();
+    app.update(exec_start("e1", "sleep 20", "ann"));
+    app.update(exec_start("e2", "echo queued", "bob"));
+    let screen = render(&mut app, 120, 40);
+    let line = |screen: &str, cmd: &str| {
+        screen
+            .lines()
+            .find(|l| l.contains(cmd))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(
+        line(&screen, "echo queued").contains("… waiting"),
+        "{screen}"
+    );
+    assert!(!line(&screen, "sleep 20").contains("waiting"), "{screen}");
+    // The first ends: the second runs, its time counted from now.
+    app.update(exec_done("e1", 0, 20_000));
+    let screen = render(&mut app, 120, 40);
+    assert!(
+        !line(&screen, "echo queued").contains("waiting"),
+        "{screen}"
+    );
+    assert_eq!(app.execs.runs()[1].started_ms, app.now_ms);
+}
+
+#[test]
 fn an_output_the_backend_cut_says_so_below_it() {
     let mut app = app();
     app.update(exec_start("e1", "yes | head -c 2M", "bob"));
