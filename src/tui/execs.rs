@@ -224,12 +224,7 @@ impl ExecLog {
                     run.output.finish();
                     run.revision += 1;
                     run.done = Completion::from_frame(frame);
-                    // The next one announced starts now.
-                    if let Some(next) = self.runs.iter_mut().find(|r| r.done.is_none())
-                        && std::mem::take(&mut next.waiting)
-                    {
-                        next.started_ms = now_ms;
-                    }
+                    self.next_runs(Some(now_ms));
                     true
                 }
                 None => false,
@@ -271,10 +266,26 @@ impl ExecLog {
             changed = true;
         }
         changed |= self.end_overtaken(records);
+        // Ended from the records (not by a frame): when the next began is not known.
+        self.next_runs(None);
         while self.runs.len() > MAX_RUNS {
             self.runs.pop_front();
         }
         changed
+    }
+
+    /// The oldest command not ended runs (commands run one at a time, in
+    /// the order they were announced): it no longer waits, and its time
+    /// counts from `now_ms` when that is when it began.
+    fn next_runs(&mut self, now_ms: Option<i64>) {
+        if let Some(next) = self.runs.iter_mut().find(|r| r.done.is_none())
+            && std::mem::take(&mut next.waiting)
+        {
+            next.revision += 1;
+            if let Some(now) = now_ms {
+                next.started_ms = now;
+            }
+        }
     }
 
     /// Commands run one at a time in the order they started: one shown as
@@ -448,6 +459,32 @@ mod tests {
             log.running().map(|r| r.exec_id.as_str()),
             Some("x00000000003")
         );
+        // Announced behind the first, it waited; with the first over, it runs.
+        assert!(!log.running().is_some_and(|r| r.waiting));
+    }
+
+    #[test]
+    fn a_run_behind_another_waits_until_that_one_ends() {
+        let mut log = ExecLog::default();
+        log.apply_frame(&start("x00000000001"), 0);
+        log.apply_frame(&start("x00000000002"), 5);
+        let waiting: Vec<bool> = log.runs().iter().map(|r| r.waiting).collect();
+        assert_eq!(waiting, [false, true]);
+        log.apply_frame(
+            &ExecFrame::Complete {
+                exec_id: "x00000000001".into(),
+                exit_code: Some(0),
+                duration: 40,
+                timed_out: false,
+                truncated: false,
+                interrupted: false,
+                error: None,
+                cwd: None,
+            },
+            40,
+        );
+        let next = &log.runs()[1];
+        assert_eq!((next.waiting, next.started_ms), (false, 40));
     }
 
     #[test]
