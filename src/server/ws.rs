@@ -3,8 +3,8 @@
 //! a client that cannot keep up.
 
 use super::auth::{Access, Caller, SocketRef};
+use super::errors::ApiError;
 use super::errors::Path;
-use super::errors::{ApiError, add_detail};
 use super::fanout;
 use super::http::room_details;
 use super::limits::{FrameRates, OpRates, SocketCount, SocketSlot};
@@ -12,7 +12,7 @@ use super::room::{Joined, Outgoing, RoomHandle, frame_text, send_frame};
 use super::router::App;
 use super::terminal::TermHandle;
 use super::terminal::socket::{Feed, TermSide};
-use crate::protocol::{AGENT_NAME, PresenceUser, ServerFrame, name_problem, now_ms};
+use crate::protocol::{AGENT_NAME, PresenceUser, ServerFrame, now_ms};
 use axum::Extension;
 use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::{RawQuery, State};
@@ -24,16 +24,18 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 mod answers;
+mod peer;
 mod process;
 mod rpc;
 mod term;
 
 use answers::{Answered, Answers, Replies};
+use peer::{Peer, peer};
 use rpc::failure;
 
-/// How often the server pings.
 /// How long a stopping server's sockets wait for their room's last frames.
 const LAST_FRAMES: Duration = Duration::from_secs(5);
+/// How often the server pings.
 const PING_EVERY: Duration = Duration::from_secs(20);
 /// A connection silent for this long is closed.
 const SILENT_LIMIT: Duration = Duration::from_secs(60);
@@ -50,46 +52,6 @@ const FRAME_TOO_BIG: &str = "a frame is at most 1 MiB";
 
 /// Numbers connections within the process (to skip one's own typing).
 static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
-
-/// Who is on a connection, from its query.
-struct Peer {
-    /// Presence id: `_pk`, or one the server assigns.
-    id: String,
-    /// `user`, if given.
-    user: Option<String>,
-    /// `deltas=1`: state changes come as `duet_message`/`duet_state`.
-    deltas: bool,
-}
-
-/// Reads `user` and `_pk` from the query, naming bad fields.
-fn peer(query: Option<&str>, details: &mut crate::protocol::Details) -> Peer {
-    let mut peer = Peer {
-        id: format!("c{:016x}", rand::random::<u64>()),
-        user: None,
-        deltas: false,
-    };
-    for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
-        match key.as_ref() {
-            "user" => match name_problem(&value) {
-                Some(p) => add_detail(details, "user", p),
-                None => peer.user = Some(value.into_owned()),
-            },
-            "_pk" => {
-                if value.is_empty()
-                    || value.chars().count() > 64
-                    || value.chars().any(char::is_control)
-                {
-                    add_detail(details, "_pk", "must be 1-64 printable characters");
-                } else {
-                    peer.id = value.into_owned();
-                }
-            }
-            "deltas" => peer.deltas = value == "1",
-            _ => {}
-        }
-    }
-    peer
-}
 
 /// `GET /api/rooms/{room}/ws` and `/agents/duet-agent/{room}` (upgrade).
 pub(crate) async fn socket(
@@ -602,21 +564,4 @@ async fn close_on_error(socket: &mut WebSocket, err: axum::Error) {
         reason: reason.into(),
     };
     let _ = send(socket, Message::Close(Some(frame))).await;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn queries_name_bad_fields() {
-        let mut details = Default::default();
-        let p = peer(Some("user=ada&_pk=abc"), &mut details);
-        assert!(details.is_empty());
-        assert_eq!((p.id.as_str(), p.user.as_deref()), ("abc", Some("ada")));
-        assert!(!p.deltas);
-        assert!(peer(Some("deltas=1"), &mut details).deltas);
-        peer(Some(&format!("user={}", "x".repeat(40))), &mut details);
-        assert!(details.contains_key("user"));
-    }
 }
