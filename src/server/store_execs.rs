@@ -1,9 +1,8 @@
 //! The store's rows of commands (`execs`): a row is written when a command
 //! starts (`ended` false), its output as it comes, and whole when it ends;
 //! a room keeps them all until a cleanup (its state loads the most recent
-//! `STATE_EXECS`). A row a crash left unended is
-//! ended by the next start (docs/protocol.md "A command the server's stop
-//! cut off").
+//! `STATE_EXECS`). A row a crash left unended is ended by the next start
+//! (docs/protocol.md "A command the server's stop cut off").
 
 use super::store::{Store, StoreError, UnknownValue, conversion};
 use crate::protocol::{ExecRecord, ExecSource};
@@ -80,8 +79,7 @@ pub(super) fn close_unended(conn: &Connection, error: &str) -> rusqlite::Result<
 impl Store {
     /// A command starts: the room's next command number (so no id is used
     /// twice) and its row (`ended` false: left so by a crash, the next
-    /// start ends it), in one transaction. The room's older rows are
-    /// pruned when it ends.
+    /// start ends it), in one transaction.
     pub(crate) async fn start_exec(
         &self,
         room: String,
@@ -109,7 +107,7 @@ impl Store {
             .await
     }
 
-    /// What a running command printed so far (a row `write_exec` began
+    /// What a running command printed so far (a row `start_exec` began
     /// and that has not ended).
     pub(crate) async fn exec_output(
         &self,

@@ -341,7 +341,7 @@ impl RoomActor {
             .launch(
                 cmd,
                 spec,
-                super::exec::Origin {
+                super::Origin {
                     by: "agent".into(),
                     connection: by_connection,
                     client_id: None,
