@@ -103,7 +103,7 @@ pub fn draw(frame: &mut Frame, app: &App, inner: Rect) {
 /// The terminal's first row and column that a window `rect` shows: the
 /// top-left corner while the cursor is in sight there, else as little
 /// further as brings it into the window's last row (or column).
-pub fn window_origin(cursor: (u16, u16), (cols, rows): (u16, u16), rect: Rect) -> (u16, u16) {
+fn window_origin(cursor: (u16, u16), (cols, rows): (u16, u16), rect: Rect) -> (u16, u16) {
     let shift = |at: u16, span: u16, total: u16| {
         if at < span {
             0

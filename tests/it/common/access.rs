@@ -68,6 +68,18 @@ pub struct Guest {
 }
 
 impl Guest {
+    /// Whoever holds the invite `created` (an `invite_create` answer) to `room`.
+    pub fn holding(server: &Server, room: &str, created: &Value) -> Guest {
+        Guest {
+            addr: server.addr.clone(),
+            room: room.to_string(),
+            token: created["token"]
+                .as_str()
+                .expect("an invite's token")
+                .to_string(),
+        }
+    }
+
     /// `http://ADDR/api/rooms/{room}{rest}`
     pub fn url(&self, rest: &str) -> String {
         format!("http://{}/api/rooms/{}{rest}", self.addr, self.room)
@@ -172,12 +184,10 @@ pub async fn guest(server: &Server, room: &str, role: &str, name: Option<&str>) 
         body["name"] = json!(name);
     }
     let created = invite(server, room, body).await;
-    let guest = Guest {
-        addr: server.addr.clone(),
-        room: room.to_string(),
-        token: created["token"].as_str().unwrap().to_string(),
-    };
-    (guest, created["invite"].clone())
+    (
+        Guest::holding(server, room, &created),
+        created["invite"].clone(),
+    )
 }
 
 /// `{"error":"forbidden","details":{"role":[SENTENCE]}}`, the sentence

@@ -141,11 +141,7 @@ async fn file(server: &Server, room: &str, path: &str) -> String {
 async fn invited(server: &Server, role: &str, name: &str) -> (String, Guest) {
     let created = invite(server, ROOM, json!({"role": role, "name": name})).await;
     let link = created["url"].as_str().expect("a link").to_string();
-    let guest = Guest {
-        addr: server.addr.clone(),
-        room: ROOM.to_string(),
-        token: created["token"].as_str().expect("a token").to_string(),
-    };
+    let guest = Guest::holding(server, ROOM, &created);
     (link, guest)
 }
 

@@ -99,11 +99,7 @@ async fn a_revoked_demoted_or_expired_invite_s_open_tunnel_is_cut() {
 
     // Expired: closed at the moment it expires, without a request.
     let created = invite(&server, room, json!({"role":"writer","expiresIn":3})).await;
-    let wex = Guest {
-        addr: server.addr.clone(),
-        room: room.to_string(),
-        token: created["token"].as_str().unwrap().to_string(),
-    };
+    let wex = Guest::holding(&server, room, &created);
     let mut t = wex.tunnel(9000).await;
     echoed(&mut t, b"echo before it expires").await;
     assert_eq!(

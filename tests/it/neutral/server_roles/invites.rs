@@ -171,11 +171,7 @@ async fn an_expired_invite_answers_401_and_its_socket_closes_with_4401_when_it_e
     let (server, _dir) = with_token(&[]).await;
     let room = "inv-expire";
     let created = invite(&server, room, json!({"role":"writer","expiresIn":3})).await;
-    let wes = Guest {
-        addr: server.addr.clone(),
-        room: room.to_string(),
-        token: created["token"].as_str().unwrap().to_string(),
-    };
+    let wes = Guest::holding(&server, room, &created);
     let mut socket = wes.joins("user=wes").await;
     assert_eq!(socket.you["role"], "writer");
     // The socket is closed when the invite expires, without a request.
@@ -227,11 +223,7 @@ async fn an_invite_made_with_an_invite_ends_no_later_than_it() {
     let (server, _dir) = with_token(&[]).await;
     let room = "inv-chain";
     let maker = invite(&server, room, json!({"role": "owner", "expiresIn": 60})).await;
-    let olga = Guest {
-        addr: server.addr.clone(),
-        room: room.to_string(),
-        token: maker["token"].as_str().unwrap().to_string(),
-    };
+    let olga = Guest::holding(&server, room, &maker);
     let (status, made) = olga
         .post(
             "/invites",
