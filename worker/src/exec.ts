@@ -116,6 +116,7 @@ interface Running {
   cmd: string;
   source: ExecSource;
   interrupted: boolean;
+  clientId?: string;
 }
 
 export class Commands {
@@ -123,11 +124,8 @@ export class Commands {
   /** Commands announced and not ended yet. */
   private queued = 0;
   private running?: Running;
-  /** Commands waiting behind another, by id; `withdrawn` once an interrupt named one (it never runs). */
-  private readonly waiting = new Map<string, { cmd: string; source: CommandRequest["source"]; withdrawn: boolean }>();
-
-  /** The commands announced and not ended that an `exec` named: `clientId` to `execId`. */
-  private readonly named = new Map<string, string>();
+  /** Commands waiting behind another, by id, in the order they came; `withdrawn` once an interrupt named one (it never runs). */
+  private readonly waiting = new Map<string, { cmd: string; source: CommandRequest["source"]; withdrawn: boolean; clientId?: string }>();
 
   constructor(private readonly host: CommandHost) {}
 
@@ -151,14 +149,9 @@ export class Commands {
     // The room list hears of it once its call to the sandbox went out (execute's onSent), so that the lobby's
     // write never goes before the command (workerd runs every object on one thread); one that waits, at once.
     if (this.queued > 0) this.host.listed(generation, ts);
-    this.waiting.set(execId, { cmd: req.cmd, source: req.source, withdrawn: false });
-    if (req.clientId !== undefined) this.named.set(req.clientId, execId);
+    this.waiting.set(execId, { cmd: req.cmd, source: req.source, withdrawn: false, clientId: req.clientId });
     this.queued++;
-    const ended = this.queue
-      .then(() => this.runOne(execId, req, ts, generation))
-      .finally(() => {
-        if (req.clientId !== undefined && this.named.get(req.clientId) === execId) this.named.delete(req.clientId);
-      });
+    const ended = this.queue.then(() => this.runOne(execId, req, ts, generation));
     this.queue = ended.catch(() => {}).finally(() => this.queued--);
     return ended;
   }
@@ -170,7 +163,7 @@ export class Commands {
    */
   async interruptAsked(execId: string | undefined, clientId: string | undefined, by: string): Promise<{ interrupted: boolean; withdrawn?: true }> {
     if (execId === undefined && clientId !== undefined) {
-      const named = this.named.get(clientId);
+      const named = this.named(clientId);
       if (named === undefined) return { interrupted: false };
       execId = named;
     }
@@ -198,6 +191,13 @@ export class Commands {
       else this.host.note(generation, event, recordText(event));
     }
     return done;
+  }
+
+  /** The oldest command not ended whose `exec` gave it `clientId` (the running one first: it came before those that wait). */
+  private named(clientId: string): string | undefined {
+    if (this.running?.clientId === clientId) return this.running.execId;
+    for (const [execId, waiting] of this.waiting) if (waiting.clientId === clientId) return execId;
+    return undefined;
   }
 
   /**
@@ -302,7 +302,7 @@ export class Commands {
   /** Runs the command in the sandbox; fills `end`. */
   private async execute(end: CommandEnd, req: CommandRequest, generation: number): Promise<void> {
     const { limits } = this.host;
-    const running: Running = { execId: end.execId, cmd: req.cmd, source: req.source, interrupted: false };
+    const running: Running = { execId: end.execId, cmd: req.cmd, source: req.source, interrupted: false, clientId: req.clientId };
     this.running = running;
     // The command may not have reached the sandbox's shell yet: ask again
     // until it stops or ends.
