@@ -1,4 +1,4 @@
-//! The wire shapes of src/protocol/mod.rs and its rules for names.
+//! The wire shapes of src/protocol/mod.rs and its rules for names (names.rs).
 
 use super::*;
 

@@ -32,7 +32,7 @@ export function isControl(ch: string): boolean {
  * Whether a name may not hold `ch`: a control character, or one that is
  * invisible or moves other text (a line or paragraph separator, a
  * zero-width space, a bidirectional override that would show another's
- * name). The joiners (U+200C, U+200D) stay. Twin of src/protocol/mod.rs `unprintable`.
+ * name). The joiners (U+200C, U+200D) stay. Twin of src/protocol/names.rs `unprintable`.
  */
 export function unprintable(ch: string): boolean {
   const c = ch.codePointAt(0) ?? 0;
